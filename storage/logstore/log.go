@@ -1,0 +1,225 @@
+package logstore
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Log is one replica's log. One writer appends (Append, AppendReplicated,
+// Truncate serialize on an internal lock) while any number of readers read.
+type Log struct {
+	cfg    Config
+	logger *slog.Logger
+
+	// mu serializes everything that writes: appends, roll, truncation,
+	// retention. Lock order: mu → cpMu → syncMu.
+	mu            sync.Mutex
+	active        *segment
+	writtenEnd    int64 // offset after the last written batch
+	lastTimestamp int64 // largest commit timestamp stamped, ms
+	epochs        *epochCache
+	closed        bool
+
+	// segs is the copy-on-write list of segments, ascending by base offset;
+	// readers load it without locks.
+	segs        atomic.Pointer[[]*segment]
+	readableEnd atomic.Int64 // readers see offsets below this
+	logStart    atomic.Int64
+	truncGen    atomic.Int64 // bumped by every truncation
+
+	// Group commit state, under syncMu.
+	syncMu   sync.Mutex
+	syncCond *sync.Cond
+	syncing  bool
+	durable  logPosition
+	syncErr  error
+
+	// cpMu orders recovery-point writes so a stale one never overwrites a
+	// lower one written by a truncation.
+	cpMu          sync.Mutex
+	checkpointed  logPosition
+	lastRetention time.Time
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// logPosition locates an offset on disk: the segment holding it and the byte
+// position of that offset's batch in the segment.
+type logPosition struct {
+	segmentBase int64
+	pos         int64
+	offset      int64
+}
+
+// AppendInfo describes an appended batch.
+type AppendInfo struct {
+	BaseOffset int64
+	LastOffset int64
+	// Timestamp is the commit timestamp stamped on the batch (leader appends)
+	// or the last batch's (replicated appends), in Unix milliseconds.
+	Timestamp int64
+}
+
+// SegmentInfo describes a segment, for tools and metrics.
+type SegmentInfo struct {
+	BaseOffset   int64
+	NextOffset   int64
+	Bytes        int64
+	Sealed       bool
+	MaxTimestamp int64 // ms; math.MinInt64 when empty
+}
+
+// Open opens the log in cfg.Dir, creating it if needed, and recovers it
+// after a crash: see the package documentation.
+func Open(cfg Config) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("logstore: %w", err)
+	}
+	l := &Log{cfg: cfg, logger: cfg.Logger.With("log_dir", cfg.Dir), stop: make(chan struct{})}
+	l.syncCond = sync.NewCond(&l.syncMu)
+	if err := l.recover(); err != nil {
+		l.releaseAll()
+		return nil, err
+	}
+	l.lastRetention = cfg.Now()
+	l.wg.Add(1)
+	go l.background()
+	return l, nil
+}
+
+// Close fsyncs what was written, checkpoints the recovery point so the next
+// Open scans nothing, and releases the files. Readers' outstanding Records
+// stay valid until released.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.stop)
+	l.wg.Wait()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.active.sync()
+	if err == nil {
+		pos := logPosition{segmentBase: l.active.base, pos: l.active.size, offset: l.writtenEnd}
+		l.publishDurableLocked(l.active, pos, l.truncGen.Load())
+		err = l.writeRecoveryPoint()
+	}
+	l.syncMu.Lock()
+	if l.syncErr == nil {
+		l.syncErr = ErrClosed
+	}
+	l.syncCond.Broadcast()
+	l.syncMu.Unlock()
+	l.releaseAll()
+	return err
+}
+
+func (l *Log) releaseAll() {
+	if p := l.segs.Load(); p != nil {
+		for _, s := range *p {
+			s.release()
+		}
+		l.segs.Store(&[]*segment{})
+	}
+}
+
+// Dir is the log's folder.
+func (l *Log) Dir() string { return l.cfg.Dir }
+
+// StartOffset is the first offset the log holds.
+func (l *Log) StartOffset() int64 { return l.logStart.Load() }
+
+// EndOffset is the offset after the last batch readers can see: with
+// SyncAlways the durable end (the LEO of the replication protocol),
+// otherwise the written end.
+func (l *Log) EndOffset() int64 { return l.readableEnd.Load() }
+
+// Size is the total bytes of all segments.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range *l.segs.Load() {
+		n += s.readable.Load()
+	}
+	return n
+}
+
+// Segments describes the segments, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	segs := *l.segs.Load()
+	out := make([]SegmentInfo, len(segs))
+	for i, s := range segs {
+		out[i] = SegmentInfo{BaseOffset: s.base, NextOffset: s.nextOffset, Bytes: s.size,
+			Sealed: s.sealed, MaxTimestamp: s.index.maxTimestamp}
+	}
+	return out
+}
+
+// AssignEpoch records that leader epoch starts at the current end of the
+// log. A new leader calls it before its first append; appends at a newer
+// epoch assign it implicitly.
+func (l *Log) AssignEpoch(epoch int32) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.epochs.assign(epoch, l.writtenEnd)
+}
+
+// LatestEpoch is the newest leader epoch in the epoch cache.
+func (l *Log) LatestEpoch() (int32, bool) {
+	e, ok := l.epochs.latest()
+	return e.Epoch, ok
+}
+
+// Epochs returns a copy of the epoch cache.
+func (l *Log) Epochs() []EpochEntry { return l.epochs.snapshot() }
+
+// EndOffsetForEpoch returns the largest epoch at most epoch that this log
+// knows and the offset where it ends: the start of the next epoch, or the
+// log end for the latest one. ok is false when the log knows no such epoch.
+func (l *Log) EndOffsetForEpoch(epoch int32) (found int32, end int64, ok bool) {
+	return l.epochs.endOffsetFor(epoch, l.EndOffset())
+}
+
+func (l *Log) publishSegments(segs []*segment) {
+	l.segs.Store(&segs)
+	if len(segs) > 0 {
+		l.logStart.Store(segs[0].base)
+	}
+}
+
+// segmentFor returns the segment whose range holds offset, or nil.
+func segmentFor(segs []*segment, offset int64) (*segment, int) {
+	lo, hi := 0, len(segs)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if segs[m].base <= offset {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return nil, -1
+	}
+	return segs[lo-1], lo - 1
+}
+
+func nowMillis(now func() time.Time) int64 { return now().UnixMilli() }

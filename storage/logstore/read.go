@@ -1,0 +1,168 @@
+package logstore
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"github.com/floedb/floe/storage/record"
+)
+
+// Records is a zero-copy view of whole batches read from one segment. Data
+// aliases the segment's mapping: it stays valid, even if retention or
+// truncation removes the segment meanwhile, until Release.
+type Records struct {
+	// Data holds whole batches, laid end to end; empty when there is
+	// nothing to read at the offset yet.
+	Data []byte
+	// FirstOffset is the base offset of the first batch (it may be below
+	// the offset asked for, which can fall inside a batch).
+	FirstOffset int64
+	// NextOffset is the offset after the last batch: where to read next.
+	NextOffset int64
+
+	seg      *segment
+	released atomic.Bool
+}
+
+// Release gives the view back. Data must not be used afterwards. Calling it
+// more than once is harmless.
+func (r *Records) Release() {
+	if r.seg != nil && r.released.CompareAndSwap(false, true) {
+		r.seg.release()
+	}
+}
+
+// Batches iterates the batches of the view.
+func (r *Records) Batches() record.BatchIterator {
+	return record.NewBatchIterator(r.Data, false)
+}
+
+// Read returns whole batches starting with the one that holds offset from,
+// up to maxBytes (but always at least one batch when there is one). from
+// equal to the end offset returns an empty view; beyond it, or below the
+// start offset, ErrOffsetOutOfRange.
+func (l *Log) Read(from int64, maxBytes int) (*Records, error) {
+	return l.ReadBelow(from, math.MaxInt64, maxBytes)
+}
+
+// ReadBelow is Read limited to batches that end below limit (a high
+// watermark).
+func (l *Log) ReadBelow(from, limit int64, maxBytes int) (*Records, error) {
+	for {
+		gen := l.truncGen.Load()
+		end, start := l.readableEnd.Load(), l.logStart.Load()
+		if from < start || from > end {
+			return nil, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, from, start, end)
+		}
+		limit := min(limit, end)
+		if from >= limit {
+			return &Records{FirstOffset: from, NextOffset: from}, nil
+		}
+		seg, _ := segmentFor(*l.segs.Load(), from)
+		if seg == nil || !seg.acquire() {
+			continue // removed under us: load the list again
+		}
+		recs, err := l.readSegment(seg, from, limit, maxBytes)
+		if err != nil || len(recs.Data) == 0 {
+			seg.release()
+			if l.truncGen.Load() != gen {
+				continue // truncated under us: what we saw may be gone
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		return recs, nil
+	}
+}
+
+// readSegment collects batches from seg; the caller holds a reference.
+func (l *Log) readSegment(seg *segment, from, limit int64, maxBytes int) (*Records, error) {
+	readable := seg.readable.Load()
+	data := seg.data[:readable]
+	pos := seg.index.floor(uint32(from - seg.base))
+	// Find the batch holding from.
+	for {
+		if pos >= readable {
+			return &Records{FirstOffset: from, NextOffset: from}, nil
+		}
+		b, err := record.CheckHeader(data[pos:])
+		if err != nil {
+			return nil, fmt.Errorf("%w: segment %d at byte %d: %v", ErrCorrupt, seg.base, pos, err)
+		}
+		if b.NextOffset() > from {
+			break
+		}
+		pos += int64(len(b))
+	}
+	start := pos
+	first := record.Batch(data[pos:]).BaseOffset()
+	next := first
+	for pos < readable {
+		b, err := record.CheckHeader(data[pos:])
+		if err != nil {
+			return nil, fmt.Errorf("%w: segment %d at byte %d: %v", ErrCorrupt, seg.base, pos, err)
+		}
+		if b.NextOffset() > limit || (pos > start && pos-start+int64(len(b)) > int64(maxBytes)) {
+			break
+		}
+		if !l.cfg.SkipReadVerify {
+			if _, err := record.Check(b); err != nil {
+				if pos == start {
+					return nil, fmt.Errorf("%w: segment %d at byte %d: %v", ErrCorrupt, seg.base, pos, err)
+				}
+				break // serve the good prefix; the next read reports the damage
+			}
+		}
+		pos += int64(len(b))
+		next = b.NextOffset()
+	}
+	if pos == start {
+		return &Records{FirstOffset: from, NextOffset: from}, nil
+	}
+	return &Records{Data: data[start:pos:pos], FirstOffset: first, NextOffset: next, seg: seg}, nil
+}
+
+// OffsetForTimestamp returns the base offset of the first batch whose commit
+// timestamp is at least ts (Unix milliseconds). ok is false when every batch
+// is older: a reader then starts at the end.
+func (l *Log) OffsetForTimestamp(ts int64) (offset int64, ok bool, err error) {
+	for {
+		gen := l.truncGen.Load()
+		offset, ok, err = l.offsetForTimestamp(ts)
+		if err == nil || l.truncGen.Load() == gen {
+			return offset, ok, err
+		}
+	}
+}
+
+func (l *Log) offsetForTimestamp(ts int64) (int64, bool, error) {
+	for _, seg := range *l.segs.Load() {
+		if !seg.acquire() {
+			continue
+		}
+		off, found, err := scanForTimestamp(seg, ts)
+		seg.release()
+		if err != nil || found {
+			return off, found, err
+		}
+	}
+	return 0, false, nil
+}
+
+func scanForTimestamp(seg *segment, ts int64) (int64, bool, error) {
+	readable := seg.readable.Load()
+	data := seg.data[:readable]
+	for pos := seg.index.timeFloor(ts); pos < readable; {
+		b, err := record.CheckHeader(data[pos:])
+		if err != nil {
+			return 0, false, fmt.Errorf("%w: segment %d at byte %d: %v", ErrCorrupt, seg.base, pos, err)
+		}
+		if b.CommitTimestamp() >= ts {
+			return b.BaseOffset(), true, nil
+		}
+		pos += int64(len(b))
+	}
+	return 0, false, nil
+}

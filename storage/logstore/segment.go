@@ -1,0 +1,227 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	tmpSuffix       = ".tmp"
+	deletedSuffix   = ".deleted"
+)
+
+// segmentName is the file name stem for a base offset.
+func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
+
+// parseSegmentName returns the base offset of a "<base>.log" file name.
+func parseSegmentName(name string) (int64, bool) {
+	stem, ok := strings.CutSuffix(name, logSuffix)
+	if !ok || len(stem) != 20 {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(stem, 10, 64)
+	return base, err == nil && base >= 0
+}
+
+// segment is one file of the log. The appender (holding the log's append
+// lock) owns size, allocated, nextOffset and firstAppend; readers use
+// readable and the mapping.
+type segment struct {
+	base  int64
+	dir   string
+	file  *os.File
+	data  []byte // read-only mapping of the whole potential segment
+	index *segmentIndex
+
+	size        int64 // bytes written
+	allocated   int64 // file size, preallocated ahead of size
+	nextOffset  int64 // offset after the last batch written
+	firstAppend int64 // commit timestamp of the first batch, ms; 0 when empty
+	sealed      bool
+	preallocate int64
+
+	// readable is how many bytes readers may see: everything written, or
+	// everything fsynced under SyncAlways.
+	readable atomic.Int64
+	// refs counts the log's reference plus one per outstanding reader; the
+	// mapping and file close when it drops to zero.
+	refs atomic.Int32
+}
+
+func (s *segment) path(suffix string) string {
+	return filepath.Join(s.dir, segmentName(s.base)+suffix)
+}
+
+// openSegment opens (or creates) the segment file for base and maps mapLen
+// bytes of it.
+func openSegment(dir string, base int64, create bool, mapLen, preallocate int64, indexInterval int) (*segment, error) {
+	s := &segment{base: base, dir: dir, nextOffset: base, preallocate: preallocate, index: newSegmentIndex(indexInterval)}
+	flags := os.O_RDWR
+	if create {
+		flags |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(s.path(logSuffix), flags, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("logstore: open segment: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("logstore: stat segment: %w", err)
+	}
+	s.file = f
+	s.allocated = st.Size()
+	mapLen = roundUpPage(max(mapLen, s.allocated))
+	s.data, err = unix.Mmap(int(f.Fd()), 0, int(mapLen), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("logstore: mmap %s: %w", s.path(logSuffix), err)
+	}
+	s.refs.Store(1)
+	return s, nil
+}
+
+func roundUpPage(n int64) int64 {
+	page := int64(os.Getpagesize())
+	return (n + page - 1) / page * page
+}
+
+// acquire takes a reader reference; false when the segment is already gone.
+func (s *segment) acquire() bool {
+	for {
+		r := s.refs.Load()
+		if r <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference, unmapping and closing on the last one.
+func (s *segment) release() {
+	if s.refs.Add(-1) == 0 {
+		_ = unix.Munmap(s.data)
+		_ = s.file.Close()
+	}
+}
+
+// write appends b at the write position, growing the preallocation first.
+func (s *segment) write(b []byte) error {
+	end := s.size + int64(len(b))
+	if end > int64(len(s.data)) {
+		return fmt.Errorf("logstore: segment %d: write past its mapping (%d > %d)", s.base, end, len(s.data))
+	}
+	if end > s.allocated {
+		grow := min(max(end, s.allocated+s.preallocate), int64(len(s.data)))
+		if err := allocate(s.file, s.allocated, grow); err != nil {
+			return err
+		}
+		s.allocated = grow
+	}
+	if _, err := s.file.WriteAt(b, s.size); err != nil {
+		return fmt.Errorf("logstore: write segment %d: %w", s.base, err)
+	}
+	s.size = end
+	return nil
+}
+
+// allocate extends f to newSize with zeros, reserving the blocks when the
+// file system can.
+func allocate(f *os.File, oldSize, newSize int64) error {
+	err := unix.Fallocate(int(f.Fd()), 0, oldSize, newSize-oldSize)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		err = f.Truncate(newSize)
+	}
+	if err != nil {
+		return fmt.Errorf("logstore: preallocate %s to %d bytes: %w", f.Name(), newSize, err)
+	}
+	return nil
+}
+
+// sync makes everything written durable (data and, when the preallocation
+// grew, the file size).
+func (s *segment) sync() error {
+	if err := unix.Fdatasync(int(s.file.Fd())); err != nil {
+		return fmt.Errorf("%w: segment %d: %v", ErrSyncFailed, s.base, err)
+	}
+	return nil
+}
+
+// trimAndSync cuts the file to its data, making the length durable too.
+func (s *segment) trimAndSync() error {
+	if err := s.file.Truncate(s.size); err != nil {
+		return fmt.Errorf("logstore: trim segment %d: %w", s.base, err)
+	}
+	s.allocated = s.size
+	if err := s.file.Sync(); err != nil {
+		return fmt.Errorf("%w: segment %d: %v", ErrSyncFailed, s.base, err)
+	}
+	return nil
+}
+
+// zeroFrom overwrites [pos, size) with zeros, keeping the file length (a
+// reader may still hold a view of those bytes), and makes it durable.
+func (s *segment) zeroFrom(pos int64) error {
+	zeros := make([]byte, min(s.size-pos, 1<<20))
+	for p := pos; p < s.size; p += int64(len(zeros)) {
+		n := min(int64(len(zeros)), s.size-p)
+		if _, err := s.file.WriteAt(zeros[:n], p); err != nil {
+			return fmt.Errorf("logstore: zero segment %d tail: %w", s.base, err)
+		}
+	}
+	s.size = pos
+	return s.sync()
+}
+
+// writeIndexes persists the sealed segment's indexes.
+func (s *segment) writeIndexes() error {
+	name := segmentName(s.base)
+	if err := writeCheckpoint(s.dir, name+indexSuffix, s.index.marshalOffsets()); err != nil {
+		return err
+	}
+	return writeCheckpoint(s.dir, name+timeIndexSuffix, s.index.marshalTimes())
+}
+
+// loadIndexes reads the sealed segment's index files.
+func (s *segment) loadIndexes() error {
+	name := segmentName(s.base)
+	offs, err := readCheckpoint(s.dir, name+indexSuffix)
+	if err != nil {
+		return err
+	}
+	times, err := readCheckpoint(s.dir, name+timeIndexSuffix)
+	if err != nil {
+		return err
+	}
+	return s.index.load(offs, times, s.size)
+}
+
+// removeIndexes deletes the index files (the segment became active again).
+func (s *segment) removeIndexes() {
+	_ = os.Remove(s.path(indexSuffix))
+	_ = os.Remove(s.path(timeIndexSuffix))
+}
+
+// remove unlinks the segment's files and drops the log's reference; readers
+// still holding it keep the mapping until they release.
+func (s *segment) remove() error {
+	err := os.Remove(s.path(logSuffix))
+	s.removeIndexes()
+	s.release()
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("logstore: delete segment %d: %w", s.base, err)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package logstore
+
+import (
+	"fmt"
+
+	"github.com/floedb/floe/storage/record"
+)
+
+// Truncate removes every batch at or after offset to, as a follower does when
+// its log diverged from the leader's. to should be a batch boundary (the
+// epoch cache yields one); otherwise the whole batch holding to goes too.
+// The epoch cache is truncated with the log. Truncating at or past the end
+// does nothing; below the start offset is ErrOffsetOutOfRange.
+//
+// Appends still waiting for their fsync when a truncation happens fail with
+// ErrTruncated. Readers holding views keep valid memory, but the bytes they
+// see past the new end may read as zeros.
+func (l *Log) Truncate(to int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	if to >= l.writtenEnd {
+		return nil
+	}
+	if start := l.logStart.Load(); to < start {
+		return fmt.Errorf("%w: truncate to %d below the log start %d", ErrOffsetOutOfRange, to, start)
+	}
+	segs := *l.segs.Load()
+	target, idx := segmentFor(segs, to)
+	cut, newEnd, err := batchBoundary(target, to)
+	if err != nil {
+		return err
+	}
+
+	// From here on waiting appenders fail and in-flight fsyncs do not publish.
+	l.truncGen.Add(1)
+	newPos := logPosition{segmentBase: target.base, pos: cut, offset: newEnd}
+	l.syncMu.Lock()
+	if l.durable.offset > newEnd {
+		l.durable = newPos
+	}
+	l.syncCond.Broadcast()
+	l.syncMu.Unlock()
+	if l.readableEnd.Load() > newEnd {
+		l.readableEnd.Store(newEnd)
+	}
+	if target.readable.Load() > cut {
+		target.readable.Store(cut)
+	}
+	// Lower the recovery point first, so a crash part-way never trusts what
+	// is being removed.
+	l.cpMu.Lock()
+	if l.checkpointed.offset > newEnd || l.checkpointed.segmentBase > target.base {
+		err = l.writeRecoveryPointLocked(newPos)
+	}
+	l.cpMu.Unlock()
+	if err != nil {
+		l.failLocked(err)
+		return err
+	}
+	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
+		return err
+	}
+
+	// Later segments go newest first, so a crash leaves a prefix.
+	l.publishSegments(segs[:idx+1:idx+1])
+	for i := len(segs) - 1; i > idx; i-- {
+		if err := segs[i].remove(); err != nil {
+			l.failLocked(err)
+			return err
+		}
+	}
+	if target.sealed {
+		target.removeIndexes()
+		target.sealed = false
+	}
+	if err := target.zeroFrom(cut); err != nil {
+		l.failLocked(err)
+		return err
+	}
+	target.index.truncate(cut)
+	target.nextOffset = newEnd
+	l.active = target
+	l.writtenEnd = newEnd
+	if newEnd == target.base {
+		target.firstAppend = 0
+	}
+	l.logger.Info("truncated log", "to_offset", to, "end_offset", newEnd, "segment", target.base)
+	return nil
+}
+
+// batchBoundary finds the byte position and base offset of the batch that
+// holds offset to in seg (or the segment end when to is past its batches).
+func batchBoundary(seg *segment, to int64) (pos, offset int64, err error) {
+	data := seg.data[:seg.size]
+	pos = seg.index.floor(uint32(to - seg.base))
+	for pos < seg.size {
+		b, err := record.CheckHeader(data[pos:])
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: segment %d at byte %d: %v", ErrCorrupt, seg.base, pos, err)
+		}
+		if b.NextOffset() > to {
+			return pos, b.BaseOffset(), nil
+		}
+		pos += int64(len(b))
+	}
+	return seg.size, seg.nextOffset, nil
+}
