@@ -232,8 +232,16 @@ func (l *Log) rollLocked() error {
 		next.release()
 		return err
 	}
-	segs := append(append([]*segment(nil), *l.segs.Load()...), next)
-	l.publishSegments(segs)
+	// Shrink the sealed segment's mapping to its data; readers of the old
+	// mapping keep it until they release.
+	segs := append([]*segment(nil), *l.segs.Load()...)
+	if sealed, err := old.reopen(0); err == nil {
+		segs[len(segs)-1] = sealed
+		defer old.release()
+	} else {
+		l.logger.Warn("keeping the sealed segment's full mapping", "segment", old.base, "err", err)
+	}
+	l.publishSegments(append(segs, next))
 	l.active = next
 	l.logger.Debug("rolled segment", "sealed_base_offset", old.base, "bytes", old.size, "base_offset", next.base)
 	return nil

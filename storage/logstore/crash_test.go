@@ -96,8 +96,8 @@ func TestCrashZeroedTail(t *testing.T) {
 func TestCrashGarbageAfterEnd(t *testing.T) {
 	src, pos, _ := crashFixture(t, 5)
 	for name, garbage := range map[string][]byte{
-		"random":       []byte("\x13\x37garbage that is no batch at all........................................................"),
-		"ones":         bytesOf(0xff, 200),
+		"random": []byte("\x13\x37garbage that is no batch at all........................................................"),
+		"ones":   bytesOf(0xff, 200),
 		"valid-looking": func() []byte { // a whole valid batch at the wrong offset
 			b := makeBatch(t, "stale", 3, 40)
 			b.SetBaseOffset(999)

@@ -45,7 +45,13 @@ func (l *Log) recover() error {
 
 	segs := make([]*segment, 0, len(bases))
 	for i, base := range bases {
-		s, err := openSegment(l.cfg.Dir, base, false, l.cfg.SegmentMaxBytes, l.cfg.PreallocateBytes, l.cfg.IndexIntervalBytes)
+		// Sealed segments are mapped to their size, the active one to the
+		// segment size it may grow to.
+		mapLen := l.cfg.SegmentMaxBytes
+		if i < len(bases)-1 {
+			mapLen = 0
+		}
+		s, err := openSegment(l.cfg.Dir, base, false, mapLen, l.cfg.PreallocateBytes, l.cfg.IndexIntervalBytes)
 		if err != nil {
 			for _, o := range segs {
 				o.release()

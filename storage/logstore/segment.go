@@ -1,10 +1,12 @@
 package logstore
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -81,7 +83,7 @@ func openSegment(dir string, base int64, create bool, mapLen, preallocate int64,
 	}
 	s.file = f
 	s.allocated = st.Size()
-	mapLen = roundUpPage(max(mapLen, s.allocated))
+	mapLen = roundUpPage(max(mapLen, s.allocated, 1))
 	s.data, err = unix.Mmap(int(f.Fd()), 0, int(mapLen), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		f.Close()
@@ -89,6 +91,20 @@ func openSegment(dir string, base int64, create bool, mapLen, preallocate int64,
 	}
 	s.refs.Store(1)
 	return s, nil
+}
+
+// reopen returns a new segment object for s's file, mapped to mapLen bytes
+// (at least the file), carrying s's state over. s keeps serving the readers
+// that hold it; the caller releases the log's reference to it.
+func (s *segment) reopen(mapLen int64) (*segment, error) {
+	n, err := openSegment(s.dir, s.base, false, mapLen, s.preallocate, s.index.interval)
+	if err != nil {
+		return nil, err
+	}
+	n.index = s.index
+	n.size, n.nextOffset, n.firstAppend, n.sealed = s.size, s.nextOffset, s.firstAppend, s.sealed
+	n.readable.Store(s.readable.Load())
+	return n, nil
 }
 
 func roundUpPage(n int64) int64 {
@@ -224,4 +240,27 @@ func (s *segment) remove() error {
 		return fmt.Errorf("logstore: delete segment %d: %w", s.base, err)
 	}
 	return nil
+}
+
+// SegmentFile names one segment file of a log folder.
+type SegmentFile struct {
+	BaseOffset int64
+	Path       string
+}
+
+// ListSegments returns the segment files in dir, oldest first, without
+// opening the log: for tools that inspect a folder another process may own.
+func ListSegments(dir string) ([]SegmentFile, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("logstore: %w", err)
+	}
+	var out []SegmentFile
+	for _, e := range entries {
+		if base, ok := parseSegmentName(e.Name()); ok && e.Type().IsRegular() {
+			out = append(out, SegmentFile{BaseOffset: base, Path: filepath.Join(dir, e.Name())})
+		}
+	}
+	slices.SortFunc(out, func(a, b SegmentFile) int { return cmp.Compare(a.BaseOffset, b.BaseOffset) })
+	return out, nil
 }

@@ -48,9 +48,11 @@ func (l *Log) syncOnce() error {
 		return ErrClosed
 	}
 	seg := l.active
+	seg.acquire() // the active segment always holds the log's reference
 	pos := logPosition{segmentBase: seg.base, pos: seg.size, offset: l.writtenEnd}
 	gen := l.truncGen.Load()
 	l.mu.Unlock()
+	defer seg.release()
 
 	if err := seg.sync(); err != nil {
 		l.logger.Error("fsync failed; the log refuses writes until reopened", "segment", seg.base, "err", err)

@@ -64,8 +64,19 @@ func (l *Log) Truncate(to int64) error {
 		return err
 	}
 
+	// A sealed target becomes active again: map it to the full segment size.
+	kept := append([]*segment(nil), segs[:idx+1]...)
+	if target.sealed {
+		active, err := target.reopen(l.cfg.SegmentMaxBytes)
+		if err != nil {
+			l.failLocked(err)
+			return err
+		}
+		defer target.release()
+		kept[idx], target = active, active
+	}
 	// Later segments go newest first, so a crash leaves a prefix.
-	l.publishSegments(segs[:idx+1:idx+1])
+	l.publishSegments(kept)
 	for i := len(segs) - 1; i > idx; i-- {
 		if err := segs[i].remove(); err != nil {
 			l.failLocked(err)

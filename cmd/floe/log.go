@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/storage/record"
+)
+
+// runLog inspects a log folder read-only: it never recovers, truncates or
+// preallocates, so it is safe on the folder of a running node.
+func runLog(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: floe log dump|verify DIR", errUsage)
+	}
+	switch args[0] {
+	case "dump":
+		return runLogDump(ctx, env, args[1:])
+	case "verify":
+		return runLogVerify(ctx, env, args[1:])
+	default:
+		return fmt.Errorf("%w: unknown subcommand %q (want dump or verify)", errUsage, args[0])
+	}
+}
+
+// batchLine is one batch in `floe log dump` output.
+type batchLine struct {
+	Segment    int64  `json:"segment"`
+	Position   int64  `json:"position"`
+	BaseOffset int64  `json:"base_offset"`
+	LastOffset int64  `json:"last_offset"`
+	Records    int32  `json:"records"`
+	Bytes      int    `json:"bytes"`
+	Epoch      int32  `json:"leader_epoch"`
+	Timestamp  string `json:"timestamp"`
+	SchemaID   int16  `json:"schema_id"`
+	WriterID   int64  `json:"writer_id"`
+	Sequence   int32  `json:"batch_sequence"`
+	Compressed string `json:"compression"`
+	CRCValid   bool   `json:"crc_valid"`
+}
+
+func runLogDump(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "log dump", "log dump DIR [--from OFFSET] [--limit N]")
+	from := fs.Int64("from", 0, "first offset to print")
+	limit := fs.Int("limit", 0, "stop after this many batches (0: all)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: want one log folder", errUsage)
+	}
+	out := json.NewEncoder(env.stdout)
+	printed := 0
+	return walkLog(ctx, pos[0], func(seg int64, at int64, b record.Batch, crcOK bool) error {
+		if b.LastOffset() < *from {
+			return nil
+		}
+		if *limit > 0 && printed >= *limit {
+			return errStopWalk
+		}
+		printed++
+		return out.Encode(batchLine{
+			Segment: seg, Position: at, BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset(),
+			Records: b.RecordCount(), Bytes: len(b), Epoch: b.LeaderEpoch(),
+			Timestamp: time.UnixMilli(b.CommitTimestamp()).UTC().Format(time.RFC3339Nano),
+			SchemaID:  b.SchemaID(), WriterID: b.WriterID(), Sequence: b.BatchSequence(),
+			Compressed: b.Compression().String(), CRCValid: crcOK,
+		})
+	}, nil)
+}
+
+// segmentSummary is one segment in `floe log verify` output.
+type segmentSummary struct {
+	BaseOffset int64  `json:"base_offset"`
+	NextOffset int64  `json:"next_offset"`
+	Batches    int    `json:"batches"`
+	Bytes      int64  `json:"bytes"`
+	Problem    string `json:"problem,omitempty"`
+}
+
+func runLogVerify(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "log verify", "log verify DIR [--output text|json]")
+	output := fs.String("output", "text", "text or json")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: want one log folder", errUsage)
+	}
+	var sums []segmentSummary
+	var cur *segmentSummary
+	problems := 0
+	next := int64(-1)
+	err = walkLog(ctx, pos[0], func(seg int64, at int64, b record.Batch, crcOK bool) error {
+		if cur == nil || cur.BaseOffset != seg {
+			sums = append(sums, segmentSummary{BaseOffset: seg, NextOffset: seg})
+			cur = &sums[len(sums)-1]
+		}
+		switch {
+		case !crcOK:
+			cur.Problem = fmt.Sprintf("bad CRC in batch at offset %d (byte %d)", b.BaseOffset(), at)
+		case next >= 0 && b.BaseOffset() != next:
+			cur.Problem = fmt.Sprintf("batch at byte %d has offset %d, expected %d", at, b.BaseOffset(), next)
+		}
+		if cur.Problem != "" {
+			problems++
+			return errStopSegment
+		}
+		cur.Batches++
+		cur.Bytes += int64(len(b))
+		cur.NextOffset = b.NextOffset()
+		next = b.NextOffset()
+		return nil
+	}, func(seg int64, problem string) {
+		if cur == nil || cur.BaseOffset != seg {
+			sums = append(sums, segmentSummary{BaseOffset: seg, NextOffset: seg})
+			cur = &sums[len(sums)-1]
+		}
+		if cur.Problem == "" {
+			cur.Problem = problem
+			problems++
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if *output == "json" {
+		if err := json.NewEncoder(env.stdout).Encode(map[string]any{"segments": sums, "problems": problems}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(env.stdout, "%-22s %-22s %10s %14s  %s\n", "BASE OFFSET", "NEXT OFFSET", "BATCHES", "BYTES", "STATUS")
+		for _, s := range sums {
+			status := "ok"
+			if s.Problem != "" {
+				status = s.Problem
+			}
+			fmt.Fprintf(env.stdout, "%-22d %-22d %10d %14d  %s\n", s.BaseOffset, s.NextOffset, s.Batches, s.Bytes, status)
+		}
+	}
+	if problems > 0 {
+		return fmt.Errorf("%d segment(s) with problems", problems)
+	}
+	return nil
+}
+
+var (
+	errStopWalk    = errors.New("stop walk")
+	errStopSegment = errors.New("stop segment")
+)
+
+// walkLog calls fn for every batch of every segment in dir, streaming the
+// files. A segment ends at its first zero length (preallocated space) or at
+// the file's end; a structurally broken header ends it with a problem.
+func walkLog(ctx context.Context, dir string,
+	fn func(segment, position int64, b record.Batch, crcOK bool) error,
+	problem func(segment int64, problem string)) error {
+	segs, err := logstore.ListSegments(dir)
+	if err != nil {
+		return err
+	}
+	if len(segs) == 0 {
+		return fmt.Errorf("no segment files in %s", dir)
+	}
+	buf := make([]byte, 0, 1<<20)
+	for _, s := range segs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		f, err := os.Open(s.Path)
+		if err != nil {
+			return err
+		}
+		r := bufio.NewReaderSize(f, 1<<20)
+		var pos int64
+		for {
+			hdr, err := r.Peek(record.HeaderSize)
+			if len(hdr) < record.HeaderSize || allZero(hdr[:12]) {
+				if len(hdr) > 0 && !allZero(hdr) && problem != nil {
+					problem(s.BaseOffset, fmt.Sprintf("%d stray bytes at byte %d", len(hdr), pos))
+				}
+				if err != nil && !errors.Is(err, io.EOF) {
+					f.Close()
+					return err
+				}
+				break
+			}
+			size, ok := record.PeekSize(hdr)
+			if !ok {
+				if problem != nil {
+					problem(s.BaseOffset, fmt.Sprintf("impossible batch length at byte %d", pos))
+				}
+				break
+			}
+			buf = buf[:size]
+			if _, err := io.ReadFull(r, buf); err != nil {
+				if problem != nil {
+					problem(s.BaseOffset, fmt.Sprintf("batch at byte %d cut short", pos))
+				}
+				break
+			}
+			b, herr := record.CheckHeader(buf)
+			if herr != nil {
+				if problem != nil {
+					problem(s.BaseOffset, fmt.Sprintf("byte %d: %v", pos, herr))
+				}
+				break
+			}
+			_, crcErr := record.Check(buf)
+			err = fn(s.BaseOffset, pos, b, crcErr == nil)
+			if errors.Is(err, errStopSegment) {
+				break
+			}
+			if errors.Is(err, errStopWalk) {
+				f.Close()
+				return nil
+			}
+			if err != nil {
+				f.Close()
+				return err
+			}
+			pos += int64(size)
+		}
+		f.Close()
+	}
+	return nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,93 @@
+package record
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Sentinel errors of the schema, row and JSON codecs. Errors returned by this
+// package wrap one or more of them; match them with errors.Is, never by the
+// error text.
+var (
+	// ErrInvalidSchema marks a schema, type or schema encoding that is not
+	// acceptable: bad syntax, bad names, bad type parameters, bad primary key.
+	ErrInvalidSchema = errors.New("record: invalid schema")
+
+	// ErrInvalidRow marks row bytes that do not decode under their schema.
+	// For rows read back from storage it means corruption.
+	ErrInvalidRow = errors.New("record: invalid row")
+
+	// ErrInvalidJSON marks JSON input that is not one well-formed object.
+	ErrInvalidJSON = errors.New("record: invalid JSON row")
+
+	// ErrUnknownColumn marks a value given for a column the schema lacks.
+	ErrUnknownColumn = errors.New("record: unknown column")
+
+	// ErrDuplicateColumn marks a column given a value twice in one JSON object.
+	ErrDuplicateColumn = errors.New("record: duplicate column")
+
+	// ErrWrongType marks a value of the wrong type for its column, such as a
+	// JSON string for an INT column or a setter that does not fit the column.
+	ErrWrongType = errors.New("record: wrong type")
+
+	// ErrNullNotAllowed marks a null or missing value of a NOT NULL column.
+	ErrNullNotAllowed = errors.New("record: null not allowed")
+
+	// ErrOverflow marks a value outside the range, precision or scale of its
+	// column type.
+	ErrOverflow = errors.New("record: value out of range")
+
+	// ErrInvalidUTF8 marks a STRING value that is not valid UTF-8.
+	ErrInvalidUTF8 = errors.New("record: invalid UTF-8")
+
+	// ErrInvalidValue marks a value whose text does not parse as its column
+	// type, such as a malformed DATE or base64 string.
+	ErrInvalidValue = errors.New("record: invalid value")
+)
+
+// ColumnError is an error about the value of one column. Its Err wraps the
+// sentinels that classify it (ErrWrongType, ErrOverflow, ...), so
+// errors.Is(err, ErrOverflow) works through a *ColumnError.
+type ColumnError struct {
+	// Column is the column name as given by the schema or, for
+	// ErrUnknownColumn, by the input.
+	Column string
+	// Err says what is wrong with the value.
+	Err error
+}
+
+// Error returns a message like `record: column "amount": value 123.456
+// exceeds DECIMAL(10,2)`.
+func (e *ColumnError) Error() string {
+	return "record: column " + strconv.Quote(e.Column) + ": " + e.Err.Error()
+}
+
+// Unwrap returns e.Err.
+func (e *ColumnError) Unwrap() error { return e.Err }
+
+// detailError is a message that matches one or more sentinels without
+// repeating their text.
+type detailError struct {
+	msg   string
+	kinds []error
+}
+
+func (e *detailError) Error() string   { return e.msg }
+func (e *detailError) Unwrap() []error { return e.kinds }
+
+// newColumnError returns a *ColumnError about column name whose message is msg
+// and which matches the sentinels in kinds.
+func newColumnError(name, msg string, kinds ...error) error {
+	return &ColumnError{Column: name, Err: &detailError{msg: msg, kinds: kinds}}
+}
+
+// newRowError returns an error matching ErrInvalidRow, with msg as detail.
+func newRowError(msg string) error {
+	return &detailError{msg: "record: invalid row: " + msg, kinds: []error{ErrInvalidRow}}
+}
+
+// newSchemaError returns an error matching ErrInvalidSchema, with msg as
+// detail.
+func newSchemaError(msg string) error {
+	return &detailError{msg: "record: schema: " + msg, kinds: []error{ErrInvalidSchema}}
+}

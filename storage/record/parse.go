@@ -1,0 +1,356 @@
+package record
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// ParseSchema parses the CLI schema syntax: a comma-separated list of column
+// definitions, optionally with one table-level primary key clause.
+//
+//	schema  = element { "," element }
+//	element = column | "PRIMARY" "KEY" "(" name { "," name } ")"
+//	column  = name type { "NOT" "NULL" | "NULL" | "PRIMARY" "KEY" }
+//	type    = typename [ "(" integer [ "," integer ] ")" ]
+//
+// For example "id BIGINT NOT NULL PRIMARY KEY, name STRING, amount
+// DECIMAL(10,2)". Keywords and type names are case-insensitive; column names
+// are kept as written and are case-sensitive. A column is nullable unless it
+// says NOT NULL. A primary key is declared either on one column or by the
+// clause, whose order is the key order; its columns must say NOT NULL.
+//
+// Type names (aliases after the slash) and defaults:
+//
+//	BOOLEAN / BOOL
+//	TINYINT, SMALLINT, INT / INTEGER, BIGINT
+//	FLOAT, DOUBLE
+//	DECIMAL / NUMERIC / DEC, DECIMAL(p), DECIMAL(p,s)   default DECIMAL(10,0)
+//	STRING / TEXT / VARCHAR / VARCHAR(n)                n is accepted and not enforced
+//	BYTES / BYTEA / VARBINARY / VARBINARY(n)            n is accepted and not enforced
+//	DATE, TIME
+//	TIMESTAMP, TIMESTAMP(p)                             default precision 6
+//	TIMESTAMP_LTZ, TIMESTAMP_LTZ(p)                     default precision 6
+//
+// The result is validated as by Schema.Validate. Errors match
+// ErrInvalidSchema and name the column by position and name, as in
+// `record: schema: column 2 "amount": unknown type "DECIMALS"`.
+func ParseSchema(src string) (Schema, error) {
+	p := schemaParser{src: src}
+	p.advance()
+	if p.tok.kind == tokEOF {
+		return Schema{}, newSchemaError("no columns")
+	}
+	var s Schema
+	pkDeclared := false
+	var where string // names the element just parsed, for errors after it
+	for {
+		if p.tok.kind != tokWord {
+			return Schema{}, p.syntaxError("column "+strconv.Itoa(len(s.Columns)+1), "a column name")
+		}
+		first := p.tok.text
+		p.advance()
+		if strings.EqualFold(first, "PRIMARY") && p.isKeyword("KEY") {
+			p.advance()
+			if pkDeclared {
+				return Schema{}, newSchemaError("more than one primary key")
+			}
+			pkDeclared = true
+			key, err := p.parseKeyList()
+			if err != nil {
+				return Schema{}, err
+			}
+			s.PrimaryKey = key
+			where = "primary key"
+		} else {
+			col, isKey, err := p.parseColumn(len(s.Columns), first)
+			if err != nil {
+				return Schema{}, err
+			}
+			if isKey {
+				if pkDeclared {
+					return Schema{}, newSchemaError(columnRef(len(s.Columns), first) + ": more than one primary key")
+				}
+				pkDeclared = true
+				s.PrimaryKey = []string{first}
+			}
+			s.Columns = append(s.Columns, col)
+			where = columnRef(len(s.Columns)-1, first)
+		}
+		if p.tok.kind == tokEOF {
+			break
+		}
+		if p.tok.kind != tokComma {
+			return Schema{}, p.syntaxError(where, `"," or the end`)
+		}
+		p.advance()
+	}
+	if err := s.Validate(); err != nil {
+		return Schema{}, err
+	}
+	return s, nil
+}
+
+// ParseType parses one type in the syntax of ParseSchema, such as
+// "DECIMAL(10,2)" or "timestamp". Errors match ErrInvalidSchema.
+func ParseType(src string) (DataType, error) {
+	p := schemaParser{src: src}
+	p.advance()
+	t, err := p.parseType("")
+	if err != nil {
+		return DataType{}, err
+	}
+	if p.tok.kind != tokEOF {
+		return DataType{}, p.syntaxError("type", "the end")
+	}
+	return t, nil
+}
+
+// parseColumn parses what follows the name of the column at index i.
+func (p *schemaParser) parseColumn(i int, name string) (col Column, isKey bool, err error) {
+	ref := columnRef(i, name)
+	t, err := p.parseType(ref + ": ")
+	if err != nil {
+		return Column{}, false, err
+	}
+	col = Column{Name: name, Type: t, Nullable: true}
+	nullSaid := false
+	for p.tok.kind == tokWord {
+		switch {
+		case p.isKeyword("NOT"), p.isKeyword("NULL"):
+			notNull := p.isKeyword("NOT")
+			if notNull {
+				p.advance()
+				if !p.isKeyword("NULL") {
+					return Column{}, false, p.syntaxError(ref, "NULL after NOT")
+				}
+			}
+			if nullSaid {
+				return Column{}, false, newSchemaError(ref + ": NULL or NOT NULL said twice")
+			}
+			nullSaid = true
+			col.Nullable = !notNull
+			p.advance()
+		case p.isKeyword("PRIMARY"):
+			p.advance()
+			if !p.isKeyword("KEY") {
+				return Column{}, false, p.syntaxError(ref, "KEY after PRIMARY")
+			}
+			if isKey {
+				return Column{}, false, newSchemaError(ref + ": PRIMARY KEY said twice")
+			}
+			isKey = true
+			p.advance()
+		default:
+			return Column{}, false, p.syntaxError(ref, `NOT NULL, NULL, PRIMARY KEY, "," or the end`)
+		}
+	}
+	return col, isKey, nil
+}
+
+// parseKeyList parses "(" name { "," name } ")" of a primary key clause.
+func (p *schemaParser) parseKeyList() ([]string, error) {
+	if p.tok.kind != tokLParen {
+		return nil, p.syntaxError("primary key", `"("`)
+	}
+	p.advance()
+	var key []string
+	for {
+		if p.tok.kind != tokWord {
+			return nil, p.syntaxError("primary key", "a column name")
+		}
+		key = append(key, p.tok.text)
+		p.advance()
+		switch p.tok.kind {
+		case tokComma:
+			p.advance()
+		case tokRParen:
+			p.advance()
+			return key, nil
+		default:
+			return nil, p.syntaxError("primary key", `"," or ")"`)
+		}
+	}
+}
+
+// parseType parses a type name and its parameters. prefix starts every error
+// message (a column reference and ": ", or nothing).
+func (p *schemaParser) parseType(prefix string) (DataType, error) {
+	if p.tok.kind != tokWord {
+		where := strings.TrimSuffix(prefix, ": ")
+		if where == "" {
+			where = "type"
+		}
+		return DataType{}, p.syntaxError(where, "a type")
+	}
+	name := p.tok.text
+	p.advance()
+	var params []int
+	if p.tok.kind == tokLParen {
+		p.advance()
+		for {
+			n, err := strconv.Atoi(p.tok.text)
+			if p.tok.kind != tokWord || err != nil || n < 0 || !isDigit(p.tok.text[0]) {
+				return DataType{}, p.syntaxError(prefix+name, "a type parameter")
+			}
+			params = append(params, n)
+			p.advance()
+			if p.tok.kind == tokRParen {
+				p.advance()
+				break
+			}
+			if p.tok.kind != tokComma {
+				return DataType{}, p.syntaxError(prefix+name, `"," or ")"`)
+			}
+			p.advance()
+		}
+	}
+	t, msg := typeFromName(name, params)
+	if msg == "" {
+		msg = t.problem()
+	}
+	if msg != "" {
+		return DataType{}, newSchemaError(prefix + msg)
+	}
+	return t, nil
+}
+
+// typeFromName builds the type for a type name and its parameters, or says
+// what is wrong with them.
+func typeFromName(name string, params []int) (DataType, string) {
+	upper := strings.ToUpper(name)
+	maxParams := 0
+	var t DataType
+	switch upper {
+	case "BOOLEAN", "BOOL":
+		t = Boolean()
+	case "TINYINT":
+		t = TinyInt()
+	case "SMALLINT":
+		t = SmallInt()
+	case "INT", "INTEGER":
+		t = Int()
+	case "BIGINT":
+		t = BigInt()
+	case "FLOAT":
+		t = Float()
+	case "DOUBLE":
+		t = Double()
+	case "STRING", "TEXT":
+		t = String()
+	case "VARCHAR":
+		t, maxParams = String(), 1
+		if len(params) == 1 && params[0] < 1 {
+			return t, "VARCHAR length must be at least 1"
+		}
+	case "BYTES", "BYTEA":
+		t = Bytes()
+	case "VARBINARY":
+		t, maxParams = Bytes(), 1
+		if len(params) == 1 && params[0] < 1 {
+			return t, "VARBINARY length must be at least 1"
+		}
+	case "DATE":
+		t = Date()
+	case "TIME":
+		t = Time()
+	case "DECIMAL", "NUMERIC", "DEC":
+		maxParams = 2
+		t = Decimal(DefaultDecimalPrecision, DefaultDecimalScale)
+		if len(params) >= 1 {
+			t = Decimal(params[0], 0)
+		}
+		if len(params) == 2 {
+			t = Decimal(params[0], params[1])
+		}
+	case "TIMESTAMP", "TIMESTAMP_LTZ":
+		maxParams = 1
+		precision := DefaultTimestampPrecision
+		if len(params) == 1 {
+			precision = params[0]
+		}
+		if upper == "TIMESTAMP" {
+			t = Timestamp(precision)
+		} else {
+			t = TimestampLTZ(precision)
+		}
+	default:
+		return DataType{}, "unknown type " + strconv.Quote(name)
+	}
+	if len(params) > maxParams {
+		if maxParams == 0 {
+			return DataType{}, "type " + upper + " takes no parameters"
+		}
+		return DataType{}, "type " + upper + " takes at most " + strconv.Itoa(maxParams) + " parameters"
+	}
+	return t, ""
+}
+
+type tokenKind uint8
+
+const (
+	tokEOF    tokenKind = iota
+	tokWord             // a run of [A-Za-z0-9_]
+	tokLParen           // (
+	tokRParen           // )
+	tokComma            // ,
+	tokOther            // any other character
+)
+
+type token struct {
+	kind   tokenKind
+	text   string
+	offset int // byte offset in the source
+}
+
+// schemaParser is a recursive-descent parser over a one-token lookahead.
+type schemaParser struct {
+	src string
+	pos int   // offset of the next unread byte
+	tok token // current token
+}
+
+// advance moves to the next token.
+func (p *schemaParser) advance() {
+	for p.pos < len(p.src) && isSpace(p.src[p.pos]) {
+		p.pos++
+	}
+	start := p.pos
+	if p.pos == len(p.src) {
+		p.tok = token{kind: tokEOF, offset: start}
+		return
+	}
+	kind := tokOther
+	switch c := p.src[p.pos]; {
+	case c == '(':
+		kind = tokLParen
+	case c == ')':
+		kind = tokRParen
+	case c == ',':
+		kind = tokComma
+	case isNameByte(c):
+		for p.pos < len(p.src) && isNameByte(p.src[p.pos]) {
+			p.pos++
+		}
+		p.tok = token{kind: tokWord, text: p.src[start:p.pos], offset: start}
+		return
+	}
+	_, size := utf8.DecodeRuneInString(p.src[p.pos:])
+	p.pos += size
+	p.tok = token{kind: kind, text: p.src[start:p.pos], offset: start}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func (p *schemaParser) isKeyword(kw string) bool {
+	return p.tok.kind == tokWord && strings.EqualFold(p.tok.text, kw)
+}
+
+// syntaxError reports that the current token is not what was expected.
+func (p *schemaParser) syntaxError(where, expected string) error {
+	found := "the end"
+	if p.tok.kind != tokEOF {
+		found = strconv.Quote(p.tok.text)
+	}
+	return newSchemaError(where + ": expected " + expected + ", found " + found + " at offset " + strconv.Itoa(p.tok.offset))
+}
