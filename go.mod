@@ -3,14 +3,32 @@ module github.com/floedb/floe
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
+	github.com/hashicorp/go-hclog v1.6.3
+	github.com/hashicorp/raft v1.8.0
+	github.com/hashicorp/raft-boltdb/v2 v2.3.1
 	github.com/klauspost/compress v1.20.4
+	go.etcd.io/bbolt v1.4.3
 	golang.org/x/sys v0.50.0
 	google.golang.org/protobuf v1.36.12
 	pgregory.net/rapid v1.3.0
 	storj.io/drpc v1.0.0
 )
 
-require github.com/zeebo/errs v1.2.2 // indirect
+require (
+	github.com/armon/go-metrics v0.4.1 // indirect
+	github.com/boltdb/bolt v1.3.1 // indirect
+	github.com/fatih/color v1.13.0 // indirect
+	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect
+	github.com/hashicorp/go-metrics v0.7.0 // indirect
+	github.com/hashicorp/go-msgpack/v2 v2.1.5 // indirect
+	github.com/hashicorp/golang-lru v1.0.2 // indirect
+	github.com/mattn/go-colorable v0.1.12 // indirect
+	github.com/mattn/go-isatty v0.0.14 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/zeebo/errs v1.2.2 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
 
 replace github.com/hashicorp/go-metrics => github.com/hashicorp/go-metrics v0.6.1
 

@@ -30,6 +30,10 @@ var errUsage = errors.New("usage")
 
 func commands() []command {
 	return []command{
+		{"serve", "run a node: metadata voter (meta), tablet node, or both", runServe},
+		{"db", "create, list and drop databases", runDB},
+		{"table", "create, list, describe and drop tables", runTable},
+		{"cluster", "cluster status and metadata group membership", runCluster},
 		{"log", "inspect and verify log folders on disk (dump, verify)", runLog},
 		{"schema", "parse and check a table schema", runSchema},
 		{"version", "print the version", runVersion},

@@ -162,8 +162,13 @@ type HelloResponse struct {
 	Formed        bool        `protobuf:"varint,4,opt,name=formed,proto3" json:"formed,omitempty"`
 	Peers         []*PeerInfo `protobuf:"bytes,5,rep,name=peers,proto3" json:"peers,omitempty"`
 	GossipAddress string      `protobuf:"bytes,6,opt,name=gossip_address,json=gossipAddress,proto3" json:"gossip_address,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The incarnation the responder's metadata has registered for the asking
+	// node id: empty when unknown. A different one than the asker's own means
+	// the asker's folder was wiped: it must rejoin through the leader before
+	// it runs Raft again.
+	YourIncarnation string `protobuf:"bytes,7,opt,name=your_incarnation,json=yourIncarnation,proto3" json:"your_incarnation,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *HelloResponse) Reset() {
@@ -234,6 +239,13 @@ func (x *HelloResponse) GetPeers() []*PeerInfo {
 func (x *HelloResponse) GetGossipAddress() string {
 	if x != nil {
 		return x.GossipAddress
+	}
+	return ""
+}
+
+func (x *HelloResponse) GetYourIncarnation() string {
+	if x != nil {
+		return x.YourIncarnation
 	}
 	return ""
 }
@@ -850,7 +862,10 @@ func (x *DropDatabaseRequest) GetIfExists() bool {
 }
 
 type ListDatabasesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Answer from this node's own state without asking the leader: possibly
+	// stale, with the applied index it reflects.
+	Local         bool `protobuf:"varint,1,opt,name=local,proto3" json:"local,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -883,6 +898,13 @@ func (x *ListDatabasesRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ListDatabasesRequest.ProtoReflect.Descriptor instead.
 func (*ListDatabasesRequest) Descriptor() ([]byte, []int) {
 	return file_meta_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListDatabasesRequest) GetLocal() bool {
+	if x != nil {
+		return x.Local
+	}
+	return false
 }
 
 type ListDatabasesResponse struct {
@@ -1125,8 +1147,10 @@ func (x *DropTableRequest) GetIfExists() bool {
 }
 
 type ListTablesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Database      string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Database string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	// As in ListDatabasesRequest.
+	Local         bool `protobuf:"varint,2,opt,name=local,proto3" json:"local,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1166,6 +1190,13 @@ func (x *ListTablesRequest) GetDatabase() string {
 		return x.Database
 	}
 	return ""
+}
+
+func (x *ListTablesRequest) GetLocal() bool {
+	if x != nil {
+		return x.Local
+	}
+	return false
 }
 
 type ListTablesResponse struct {
@@ -1713,7 +1744,7 @@ const file_meta_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x1f\n" +
 	"\vrpc_address\x18\x02 \x01(\tR\n" +
 	"rpcAddress\x12\x14\n" +
-	"\x05roles\x18\x03 \x03(\tR\x05roles\"\xc5\x01\n" +
+	"\x05roles\x18\x03 \x03(\tR\x05roles\"\xf0\x01\n" +
 	"\rHelloResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x14\n" +
 	"\x05roles\x18\x02 \x03(\tR\x05roles\x12\x1d\n" +
@@ -1721,7 +1752,8 @@ const file_meta_proto_rawDesc = "" +
 	"cluster_id\x18\x03 \x01(\tR\tclusterId\x12\x16\n" +
 	"\x06formed\x18\x04 \x01(\bR\x06formed\x12'\n" +
 	"\x05peers\x18\x05 \x03(\v2\x11.floe.v1.PeerInfoR\x05peers\x12%\n" +
-	"\x0egossip_address\x18\x06 \x01(\tR\rgossipAddress\"\x85\x01\n" +
+	"\x0egossip_address\x18\x06 \x01(\tR\rgossipAddress\x12)\n" +
+	"\x10your_incarnation\x18\a \x01(\tR\x0fyourIncarnation\"\x85\x01\n" +
 	"\vJoinRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12 \n" +
@@ -1765,8 +1797,9 @@ const file_meta_proto_rawDesc = "" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
 	"\acascade\x18\x03 \x01(\bR\acascade\x12\x1b\n" +
-	"\tif_exists\x18\x04 \x01(\bR\bifExists\"\x16\n" +
-	"\x14ListDatabasesRequest\"s\n" +
+	"\tif_exists\x18\x04 \x01(\bR\bifExists\",\n" +
+	"\x14ListDatabasesRequest\x12\x14\n" +
+	"\x05local\x18\x01 \x01(\bR\x05local\"s\n" +
 	"\x15ListDatabasesResponse\x125\n" +
 	"\tdatabases\x18\x01 \x03(\v2\x17.floe.v1.DatabaseRecordR\tdatabases\x12#\n" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\xa7\x03\n" +
@@ -1795,9 +1828,10 @@ const file_meta_proto_rawDesc = "" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1b\n" +
-	"\tif_exists\x18\x04 \x01(\bR\bifExists\"/\n" +
+	"\tif_exists\x18\x04 \x01(\bR\bifExists\"E\n" +
 	"\x11ListTablesRequest\x12\x1a\n" +
-	"\bdatabase\x18\x01 \x01(\tR\bdatabase\"g\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05local\x18\x02 \x01(\bR\x05local\"g\n" +
 	"\x12ListTablesResponse\x12,\n" +
 	"\x06tables\x18\x01 \x03(\v2\x14.floe.v1.TableRecordR\x06tables\x12#\n" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"A\n" +

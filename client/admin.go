@@ -1,0 +1,258 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// Admin manages databases, tables and the cluster.
+type Admin struct {
+	c *Client
+}
+
+// Option modifies a create or drop call.
+type Option func(*options)
+
+type options struct {
+	ifNotExists, ifExists, cascade bool
+}
+
+// IfNotExists makes a create of an existing database or table a no-op.
+func IfNotExists() Option { return func(o *options) { o.ifNotExists = true } }
+
+// IfExists makes a drop of a missing database or table a no-op.
+func IfExists() Option { return func(o *options) { o.ifExists = true } }
+
+// Cascade lets DropDatabase drop the database's tables too.
+func Cascade() Option { return func(o *options) { o.cascade = true } }
+
+func collect(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// Database describes a database.
+type Database struct {
+	ID   uint64 `json:"id"`
+	Name string `json:"name"`
+}
+
+// Column is one column of a table's schema.
+type Column struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Nullable bool   `json:"nullable"`
+}
+
+// Bucket is one bucket's placement and leadership.
+type Bucket struct {
+	Bucket      int32    `json:"bucket"`
+	Replicas    []uint32 `json:"replicas"`
+	Leader      uint32   `json:"leader"`
+	LeaderEpoch int32    `json:"leader_epoch"`
+	ISR         []uint32 `json:"isr"`
+	BucketEpoch int32    `json:"bucket_epoch"`
+}
+
+// Table describes a table.
+type Table struct {
+	ID          uint64            `json:"id"`
+	Database    string            `json:"database"`
+	Name        string            `json:"name"`
+	Columns     []Column          `json:"columns"`
+	SchemaID    int32             `json:"schema_id"`
+	PrimaryKey  []string          `json:"primary_key"`
+	BucketKey   []string          `json:"bucket_key"`
+	Buckets     int32             `json:"buckets"`
+	Replication int32             `json:"replication"`
+	Properties  map[string]string `json:"properties"`
+	// Placement is filled by DescribeTable.
+	Placement []Bucket `json:"placement,omitempty"`
+}
+
+// TableSpec is what CreateTable needs.
+type TableSpec struct {
+	Database string
+	Name     string
+	// Schema in the CLI syntax: "id BIGINT NOT NULL, name STRING".
+	Schema     string
+	PrimaryKey []string
+	BucketKey  []string
+	// Buckets and Replication: 0 takes the cluster's default.
+	Buckets     int32
+	Replication int32
+	Properties  map[string]string
+}
+
+// CreateDatabase creates a database.
+func (a *Admin) CreateDatabase(ctx context.Context, name string, opts ...Option) error {
+	o := collect(opts)
+	req := &pb.CreateDatabaseRequest{RequestId: newRequestID(), Name: name, IfNotExists: o.ifNotExists}
+	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		_, err := m.CreateDatabase(ctx, req)
+		return err
+	})
+}
+
+// DropDatabase drops a database; with Cascade also its tables.
+func (a *Admin) DropDatabase(ctx context.Context, name string, opts ...Option) error {
+	o := collect(opts)
+	req := &pb.DropDatabaseRequest{RequestId: newRequestID(), Name: name, Cascade: o.cascade, IfExists: o.ifExists}
+	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		_, err := m.DropDatabase(ctx, req)
+		return err
+	})
+}
+
+// ListDatabases lists the databases by name.
+func (a *Admin) ListDatabases(ctx context.Context) ([]Database, error) {
+	var resp *pb.ListDatabasesResponse
+	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.ListDatabases(ctx, &pb.ListDatabasesRequest{})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Database, 0, len(resp.Databases))
+	for _, d := range resp.Databases {
+		out = append(out, Database{ID: d.Id, Name: d.Name})
+	}
+	return out, nil
+}
+
+// CreateTable creates a table.
+func (a *Admin) CreateTable(ctx context.Context, spec TableSpec, opts ...Option) (*Table, error) {
+	o := collect(opts)
+	req := &pb.CreateTableRequest{
+		RequestId: newRequestID(), Database: spec.Database, Name: spec.Name, Schema: spec.Schema,
+		PrimaryKey: spec.PrimaryKey, BucketKey: spec.BucketKey, Buckets: spec.Buckets,
+		Replication: spec.Replication, Properties: spec.Properties, IfNotExists: o.ifNotExists,
+	}
+	var resp *pb.CommandResponse
+	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.CreateTable(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tableFromPB(resp.GetResult().GetTable(), nil), nil
+}
+
+// DropTable drops a table.
+func (a *Admin) DropTable(ctx context.Context, database, name string, opts ...Option) error {
+	o := collect(opts)
+	req := &pb.DropTableRequest{RequestId: newRequestID(), Database: database, Name: name, IfExists: o.ifExists}
+	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		_, err := m.DropTable(ctx, req)
+		return err
+	})
+}
+
+// ListTables lists a database's tables by name.
+func (a *Admin) ListTables(ctx context.Context, database string) ([]Table, error) {
+	var resp *pb.ListTablesResponse
+	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.ListTables(ctx, &pb.ListTablesRequest{Database: database})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Table, 0, len(resp.Tables))
+	for _, t := range resp.Tables {
+		out = append(out, *tableFromPB(t, nil))
+	}
+	return out, nil
+}
+
+// DescribeTable returns a table with its bucket placement.
+func (a *Admin) DescribeTable(ctx context.Context, database, name string) (*Table, error) {
+	var resp *pb.GetTableResponse
+	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.GetTable(ctx, &pb.GetTableRequest{Database: database, Name: name})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tableFromPB(resp.Table, resp.Buckets), nil
+}
+
+func tableFromPB(t *pb.TableRecord, buckets []*pb.BucketRecord) *Table {
+	if t == nil {
+		return nil
+	}
+	out := &Table{ID: t.Id, Database: t.Database, Name: t.Name, PrimaryKey: nonNil(t.PrimaryKey),
+		BucketKey: nonNil(t.BucketKey), Buckets: t.Buckets, Replication: t.Replication, Properties: t.Properties}
+	if out.Properties == nil {
+		out.Properties = map[string]string{}
+	}
+	if n := len(t.Schemas); n > 0 {
+		cur := t.Schemas[n-1]
+		out.SchemaID = cur.Id
+		for _, c := range cur.Columns {
+			out.Columns = append(out.Columns, Column{Name: c.Name, Type: c.Type, Nullable: c.Nullable})
+		}
+	}
+	for _, b := range buckets {
+		out.Placement = append(out.Placement, Bucket{Bucket: b.Bucket, Replicas: b.Replicas, Leader: b.Leader,
+			LeaderEpoch: b.LeaderEpoch, ISR: b.Isr, BucketEpoch: b.BucketEpoch})
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// SplitTableName splits "db.table".
+func SplitTableName(s string) (database, table string, err error) {
+	db, t, ok := strings.Cut(s, ".")
+	if !ok || db == "" || t == "" || strings.Contains(t, ".") {
+		return "", "", fmt.Errorf("client: want DATABASE.TABLE, got %q", s)
+	}
+	return db, t, nil
+}
+
+// LocalDatabases asks the node at addr for the databases in its own state,
+// without going through the leader: possibly stale, so it also returns the
+// applied index the answer reflects. For checking replicas.
+func (a *Admin) LocalDatabases(ctx context.Context, addr string) ([]Database, uint64, error) {
+	resp, err := pb.NewDRPCMetaClient(a.c.pool.Conn(addr)).ListDatabases(ctx, &pb.ListDatabasesRequest{Local: true})
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]Database, 0, len(resp.Databases))
+	for _, d := range resp.Databases {
+		out = append(out, Database{ID: d.Id, Name: d.Name})
+	}
+	return out, resp.AppliedIndex, nil
+}
+
+// LocalTables is LocalDatabases for a database's tables.
+func (a *Admin) LocalTables(ctx context.Context, addr, database string) ([]Table, uint64, error) {
+	resp, err := pb.NewDRPCMetaClient(a.c.pool.Conn(addr)).ListTables(ctx, &pb.ListTablesRequest{Database: database, Local: true})
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]Table, 0, len(resp.Tables))
+	for _, t := range resp.Tables {
+		out = append(out, *tableFromPB(t, nil))
+	}
+	return out, resp.AppliedIndex, nil
+}

@@ -1,0 +1,110 @@
+package client
+
+import (
+	"context"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// Voter is a member of the metadata Raft group.
+type Voter struct {
+	ID       uint32 `json:"id"`
+	Address  string `json:"address"`
+	Suffrage string `json:"suffrage"`
+	// State is what the member reports of itself: leader, follower,
+	// candidate, or unreachable.
+	State string `json:"state"`
+}
+
+// Node is a registered node.
+type Node struct {
+	ID        uint32   `json:"id"`
+	Roles     []string `json:"roles"`
+	Address   string   `json:"address"`
+	Gossip    string   `json:"gossip_address,omitempty"`
+	Rack      string   `json:"rack,omitempty"`
+	NodeEpoch uint64   `json:"node_epoch"`
+	Alive     bool     `json:"alive"`
+}
+
+// ClusterStatus is the cluster as its metadata leader sees it.
+type ClusterStatus struct {
+	ClusterID string `json:"cluster_id"`
+	// Leader is the leader's node id, 0 when none is known.
+	Leader       uint32  `json:"-"`
+	Term         uint64  `json:"term"`
+	CommitIndex  uint64  `json:"commit_index"`
+	AppliedIndex uint64  `json:"applied_index"`
+	Voters       []Voter `json:"voters"`
+	Nodes        []Node  `json:"nodes"`
+}
+
+// ClusterStatus reports the metadata group and the registered nodes.
+func (a *Admin) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
+	var resp *pb.ClusterStatusResponse
+	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.ClusterStatus(ctx, &pb.ClusterStatusRequest{})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &ClusterStatus{ClusterID: resp.ClusterId, Leader: resp.LeaderId, Term: resp.Term,
+		CommitIndex: resp.CommitIndex, AppliedIndex: resp.AppliedIndex, Voters: []Voter{}, Nodes: []Node{}}
+	for _, v := range resp.Voters {
+		out.Voters = append(out.Voters, Voter{ID: v.NodeId, Address: v.Address, Suffrage: v.Suffrage, State: v.State})
+	}
+	for _, n := range resp.Nodes {
+		r := n.Node
+		out.Nodes = append(out.Nodes, Node{ID: r.Id, Roles: r.Roles, Address: r.RpcAddress, Gossip: r.GossipAddress,
+			Rack: r.Rack, NodeEpoch: r.NodeEpoch, Alive: n.Alive})
+	}
+	return out, nil
+}
+
+// RaftStatus is one node's own view of the metadata group.
+type RaftStatus struct {
+	NodeID       uint32 `json:"node_id"`
+	State        string `json:"state"`
+	Term         uint64 `json:"term"`
+	Leader       uint32 `json:"leader"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+	LastLogIndex uint64 `json:"last_log_index"`
+	ClusterID    string `json:"cluster_id"`
+}
+
+// NodeRaftStatus asks the node at addr (not the leader) for its own view.
+func (a *Admin) NodeRaftStatus(ctx context.Context, addr string) (*RaftStatus, error) {
+	r, err := pb.NewDRPCMetaClient(a.c.pool.Conn(addr)).RaftStatus(ctx, &pb.RaftStatusRequest{})
+	if err != nil {
+		return nil, err
+	}
+	return &RaftStatus{NodeID: r.NodeId, State: r.State, Term: r.Term, Leader: r.LeaderId, CommitIndex: r.CommitIndex,
+		AppliedIndex: r.AppliedIndex, LastLogIndex: r.LastLogIndex, ClusterID: r.ClusterId}, nil
+}
+
+// AddVoter adds a node to the metadata Raft group.
+func (a *Admin) AddVoter(ctx context.Context, id uint32, address string) error {
+	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		_, err := m.AddVoter(ctx, &pb.AddVoterRequest{NodeId: id, Address: address})
+		return err
+	})
+}
+
+// RemoveVoter removes a node from the metadata Raft group.
+func (a *Admin) RemoveVoter(ctx context.Context, id uint32) error {
+	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		_, err := m.RemoveVoter(ctx, &pb.RemoveVoterRequest{NodeId: id})
+		return err
+	})
+}
+
+// TransferLeadership moves Raft leadership to the voter id (0: any other).
+func (a *Admin) TransferLeadership(ctx context.Context, id uint32) error {
+	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		_, err := m.TransferLeadership(ctx, &pb.TransferLeadershipRequest{NodeId: id})
+		return err
+	})
+}

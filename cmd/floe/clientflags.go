@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/floedb/floe/client"
+)
+
+const defaultServer = "127.0.0.1:7700"
+
+// clientFlags are the flags every client command takes.
+type clientFlags struct {
+	servers string
+	output  string
+	timeout time.Duration
+}
+
+func addClientFlags(fs *flag.FlagSet) *clientFlags {
+	f := &clientFlags{}
+	def := os.Getenv("FLOE_SERVER")
+	if def == "" {
+		def = defaultServer
+	}
+	fs.StringVar(&f.servers, "server", def, "comma-separated server addresses, tried in turn (env FLOE_SERVER)")
+	fs.StringVar(&f.output, "output", "text", "output format: text or json")
+	fs.DurationVar(&f.timeout, "timeout", 15*time.Second, "give up after this long (retries included)")
+	return f
+}
+
+func (f *clientFlags) validate() error {
+	if f.output != "text" && f.output != "json" {
+		return fmt.Errorf("%w: --output must be text or json", errUsage)
+	}
+	if f.timeout <= 0 {
+		return fmt.Errorf("%w: --timeout must be positive", errUsage)
+	}
+	return nil
+}
+
+// connect validates the flags and connects; the returned context carries the
+// --timeout and must be cancelled.
+func (f *clientFlags) connect(ctx context.Context) (*client.Client, context.Context, context.CancelFunc, error) {
+	if err := f.validate(); err != nil {
+		return nil, nil, nil, err
+	}
+	var addrs []string
+	for _, a := range strings.Split(f.servers, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, nil, nil, fmt.Errorf("%w: --server is empty", errUsage)
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	c, err := client.Connect(ctx, addrs...)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return c, ctx, cancel, nil
+}
+
+// printJSON writes v as one JSON document.
+func printJSON(env *cliEnv, v any) error {
+	enc := json.NewEncoder(env.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// clientCmd is a client command: flags, positional arguments, and a body
+// that runs with a connected client.
+type clientCmd struct {
+	name  string // "db create"
+	usage string // after "floe "
+	// nargs is the number of positional arguments; with maxArgs > nargs,
+	// between nargs and maxArgs.
+	nargs, maxArgs int
+	// flags registers the command's own flags.
+	flags func(fs *flag.FlagSet)
+	run   func(ctx context.Context, c *client.Client, cf *clientFlags, args []string) error
+}
+
+// exec parses args, connects with the common client flags and runs the body.
+func (cc clientCmd) exec(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, cc.name, cc.usage)
+	cf := addClientFlags(fs)
+	if cc.flags != nil {
+		cc.flags(fs)
+	}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < cc.nargs || len(pos) > max(cc.nargs, cc.maxArgs) {
+		return fmt.Errorf("%w: usage: floe %s", errUsage, cc.usage)
+	}
+	c, ctx, cancel, err := cf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	defer c.Close()
+	return cc.run(ctx, c, cf, pos)
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/floedb/floe/client"
+)
+
+func runCluster(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: floe cluster status|add-voter|remove-voter|transfer-leadership", errUsage)
+	}
+	cmds := map[string]clientCmd{
+		"status": {name: "cluster status", usage: "cluster status", run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
+			st, err := c.Admin().ClusterStatus(ctx)
+			if err != nil {
+				return err
+			}
+			return printStatus(env, cf, st)
+		}},
+		"add-voter": {name: "cluster add-voter", usage: "cluster add-voter ID ADDRESS", nargs: 2,
+			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+				id, err := nodeID(pos[0])
+				if err != nil {
+					return err
+				}
+				return adminDone(env, cf, "add-voter", c.Admin().AddVoter(ctx, id, pos[1]))
+			}},
+		"remove-voter": {name: "cluster remove-voter", usage: "cluster remove-voter ID", nargs: 1,
+			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+				id, err := nodeID(pos[0])
+				if err != nil {
+					return err
+				}
+				return adminDone(env, cf, "remove-voter", c.Admin().RemoveVoter(ctx, id))
+			}},
+		"transfer-leadership": {name: "cluster transfer-leadership", usage: "cluster transfer-leadership [ID]", maxArgs: 1,
+			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+				var id uint32
+				if len(pos) == 1 {
+					var err error
+					if id, err = nodeID(pos[0]); err != nil {
+						return err
+					}
+				}
+				return adminDone(env, cf, "transfer-leadership", c.Admin().TransferLeadership(ctx, id))
+			}},
+	}
+	cc, ok := cmds[args[0]]
+	if !ok {
+		return fmt.Errorf("%w: unknown subcommand %q", errUsage, args[0])
+	}
+	return cc.exec(ctx, env, args[1:])
+}
+
+func nodeID(s string) (uint32, error) {
+	id, err := strconv.ParseUint(s, 10, 32)
+	if err != nil || id == 0 {
+		return 0, fmt.Errorf("%w: bad node id %q", errUsage, s)
+	}
+	return uint32(id), nil
+}
+
+func adminDone(env *cliEnv, cf *clientFlags, what string, err error) error {
+	if err != nil {
+		return err
+	}
+	return printResult(env, cf, map[string]any{"ok": true}, "%s done\n", what)
+}
+
+func printStatus(env *cliEnv, cf *clientFlags, st *client.ClusterStatus) error {
+	if cf.output == "json" {
+		// leader: the node id, or "" when no leader is known.
+		var leader any = ""
+		if st.Leader != 0 {
+			leader = st.Leader
+		}
+		return printJSON(env, map[string]any{
+			"cluster_id": st.ClusterID, "leader": leader, "term": st.Term,
+			"commit_index": st.CommitIndex, "applied_index": st.AppliedIndex,
+			"voters": st.Voters, "nodes": st.Nodes,
+		})
+	}
+	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "cluster\t%s\nleader\t%d\nterm\t%d\ncommit index\t%d\napplied index\t%d\n",
+		st.ClusterID, st.Leader, st.Term, st.CommitIndex, st.AppliedIndex)
+	fmt.Fprintln(w, "\nVOTER\tADDRESS\tSUFFRAGE\tSTATE")
+	for _, v := range st.Voters {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", v.ID, v.Address, v.Suffrage, v.State)
+	}
+	fmt.Fprintln(w, "\nNODE\tROLES\tADDRESS\tRACK\tEPOCH\tALIVE")
+	for _, n := range st.Nodes {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%v\n", n.ID, strings.Join(n.Roles, ","), n.Address, n.Rack, n.NodeEpoch, n.Alive)
+	}
+	return w.Flush()
+}

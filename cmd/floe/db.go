@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/floedb/floe/client"
+)
+
+func runDB(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: floe db create|list|drop", errUsage)
+	}
+	var ifNotExists, ifExists, cascade bool
+	cmds := map[string]clientCmd{
+		"create": {name: "db create", usage: "db create NAME [--if-not-exists]", nargs: 1,
+			flags: func(fs *flag.FlagSet) {
+				fs.BoolVar(&ifNotExists, "if-not-exists", false, "succeed if the database exists")
+			},
+			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+				var opts []client.Option
+				if ifNotExists {
+					opts = append(opts, client.IfNotExists())
+				}
+				if err := c.Admin().CreateDatabase(ctx, pos[0], opts...); err != nil {
+					return err
+				}
+				return printResult(env, cf, map[string]any{"created": pos[0]}, "created database %s\n", pos[0])
+			}},
+		"drop": {name: "db drop", usage: "db drop NAME [--cascade] [--if-exists]", nargs: 1,
+			flags: func(fs *flag.FlagSet) {
+				fs.BoolVar(&cascade, "cascade", false, "drop the database's tables too")
+				fs.BoolVar(&ifExists, "if-exists", false, "succeed if the database does not exist")
+			},
+			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+				var opts []client.Option
+				if cascade {
+					opts = append(opts, client.Cascade())
+				}
+				if ifExists {
+					opts = append(opts, client.IfExists())
+				}
+				if err := c.Admin().DropDatabase(ctx, pos[0], opts...); err != nil {
+					return err
+				}
+				return printResult(env, cf, map[string]any{"dropped": pos[0]}, "dropped database %s\n", pos[0])
+			}},
+		"list": {name: "db list", usage: "db list",
+			run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
+				dbs, err := c.Admin().ListDatabases(ctx)
+				if err != nil {
+					return err
+				}
+				if cf.output == "json" {
+					return printJSON(env, dbs)
+				}
+				w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "NAME\tID")
+				for _, d := range dbs {
+					fmt.Fprintf(w, "%s\t%d\n", d.Name, d.ID)
+				}
+				return w.Flush()
+			}},
+	}
+	cc, ok := cmds[args[0]]
+	if !ok {
+		return fmt.Errorf("%w: unknown subcommand %q (want create, list or drop)", errUsage, args[0])
+	}
+	return cc.exec(ctx, env, args[1:])
+}
+
+// printResult prints a JSON document or a line of text.
+func printResult(env *cliEnv, cf *clientFlags, doc any, format string, args ...any) error {
+	if cf.output == "json" {
+		return printJSON(env, doc)
+	}
+	_, err := fmt.Fprintf(env.stdout, format, args...)
+	return err
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/floedb/floe/server"
+)
+
+func runServe(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "serve", "serve --id ID --roles meta[,tablet] --data-dir DIR --listen ADDR [--advertise ADDR] --gossip ADDR [--join ADDR,...] [--bootstrap-expect N] [--http ADDR]")
+	id := fs.Uint("id", 0, "node id, a positive integer unique in the cluster")
+	roles := fs.String("roles", "meta,tablet", "comma-separated roles: meta, tablet")
+	dataDir := fs.String("data-dir", "", "folder for everything this node stores")
+	listen := fs.String("listen", "127.0.0.1:7700", "RPC address (DRPC and Raft share it)")
+	advertise := fs.String("advertise", "", "RPC address peers and clients use (default: --listen)")
+	gossip := fs.String("gossip", "", "gossip address (default: the listen host, port + 1)")
+	join := fs.String("join", "", "comma-separated RPC addresses of nodes to form or join a cluster with")
+	bootstrapExpect := fs.Int("bootstrap-expect", 0, "form a new cluster once this many meta nodes know each other")
+	rack := fs.String("rack", "", "rack or zone, to place replicas apart")
+	httpAddr := fs.String("http", "", "address for /healthz and /readyz")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	snapshotThreshold := fs.Uint64("raft-snapshot-threshold", 0, "Raft log entries between snapshots (0: default 8192)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
+	}
+	if *id == 0 || *id > 1<<32-1 {
+		return fmt.Errorf("%w: --id must be a positive 32-bit integer", errUsage)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
+	}
+	g := *gossip
+	if g == "" {
+		g, err = nextPort(*listen)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	srv, err := server.New(server.Config{
+		NodeID: uint32(*id), Roles: splitList(*roles), DataDir: *dataDir, Listen: *listen,
+		Advertise: *advertise, Gossip: g, Join: splitList(*join), BootstrapExpect: *bootstrapExpect,
+		Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx)
+}
+
+// nextPort returns addr with its port plus one.
+func nextPort(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("bad --listen %q: %v", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p == 0 || p >= 65535 {
+		return "", fmt.Errorf("give --gossip explicitly when --listen has port %q", port)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+1)), nil
+}

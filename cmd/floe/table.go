@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/floedb/floe/client"
+)
+
+func runTable(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: floe table create|list|describe|drop", errUsage)
+	}
+	cmds := map[string]clientCmd{
+		"create":   tableCreateCmd(env),
+		"drop":     tableDropCmd(env),
+		"list":     tableListCmd(env),
+		"describe": tableDescribeCmd(env),
+	}
+	cc, ok := cmds[args[0]]
+	if !ok {
+		return fmt.Errorf("%w: unknown subcommand %q (want create, list, describe or drop)", errUsage, args[0])
+	}
+	return cc.exec(ctx, env, args[1:])
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// propertyFlag collects repeated --property k=v.
+type propertyFlag map[string]string
+
+func (p propertyFlag) String() string { return fmt.Sprint(map[string]string(p)) }
+
+func (p propertyFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want key=value, got %q", v)
+	}
+	p[strings.TrimSpace(k)] = val
+	return nil
+}
+
+// tableName splits a DATABASE.TABLE argument.
+func tableName(arg string) (db, table string, err error) {
+	db, table, err = client.SplitTableName(arg)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return db, table, nil
+}
+
+func tableCreateCmd(env *cliEnv) clientCmd {
+	var schema, pk, bk string
+	var buckets, replication int
+	var ifNotExists bool
+	props := propertyFlag{}
+	return clientCmd{name: "table create", nargs: 1,
+		usage: "table create DB.TABLE --schema '...' [--primary-key a,b] [--bucket-key a] [--buckets N] [--replication N] [--property k=v]... [--if-not-exists]",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&schema, "schema", "", "columns: 'id BIGINT NOT NULL, name STRING, amount DECIMAL(10,2)'")
+			fs.StringVar(&pk, "primary-key", "", "comma-separated primary-key columns (makes a primary-key table)")
+			fs.StringVar(&bk, "bucket-key", "", "comma-separated bucket-key columns")
+			fs.IntVar(&buckets, "buckets", 0, "number of buckets (default: 3 in a cluster of 3+ tablet nodes, else 1)")
+			fs.IntVar(&replication, "replication", 0, "replication factor (default: min(3, tablet nodes))")
+			fs.BoolVar(&ifNotExists, "if-not-exists", false, "succeed if the table exists")
+			fs.Var(props, "property", "table property key=value (repeatable)")
+		},
+		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+			db, name, err := tableName(pos[0])
+			if err != nil {
+				return err
+			}
+			var opts []client.Option
+			if ifNotExists {
+				opts = append(opts, client.IfNotExists())
+			}
+			t, err := c.Admin().CreateTable(ctx, client.TableSpec{
+				Database: db, Name: name, Schema: schema, PrimaryKey: splitList(pk), BucketKey: splitList(bk),
+				Buckets: int32(buckets), Replication: int32(replication), Properties: props,
+			}, opts...)
+			if err != nil {
+				return err
+			}
+			return printResult(env, cf, t, "created table %s.%s (%d buckets, replication %d)\n", db, name, t.Buckets, t.Replication)
+		}}
+}
+
+func tableDropCmd(env *cliEnv) clientCmd {
+	var ifExists bool
+	return clientCmd{name: "table drop", usage: "table drop DB.TABLE [--if-exists]", nargs: 1,
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&ifExists, "if-exists", false, "succeed if the table does not exist")
+		},
+		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+			db, name, err := tableName(pos[0])
+			if err != nil {
+				return err
+			}
+			var opts []client.Option
+			if ifExists {
+				opts = append(opts, client.IfExists())
+			}
+			if err := c.Admin().DropTable(ctx, db, name, opts...); err != nil {
+				return err
+			}
+			return printResult(env, cf, map[string]any{"dropped": pos[0]}, "dropped table %s\n", pos[0])
+		}}
+}
+
+func tableListCmd(env *cliEnv) clientCmd {
+	return clientCmd{name: "table list", usage: "table list DB", nargs: 1,
+		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+			tables, err := c.Admin().ListTables(ctx, pos[0])
+			if err != nil {
+				return err
+			}
+			if cf.output == "json" {
+				return printJSON(env, tables)
+			}
+			w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tKIND\tBUCKETS\tREPLICATION")
+			for _, t := range tables {
+				kind := "log"
+				if len(t.PrimaryKey) > 0 {
+					kind = "primary-key"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%d\t%d\n", t.Name, kind, t.Buckets, t.Replication)
+			}
+			return w.Flush()
+		}}
+}
+
+func tableDescribeCmd(env *cliEnv) clientCmd {
+	return clientCmd{name: "table describe", usage: "table describe DB.TABLE", nargs: 1,
+		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+			db, name, err := tableName(pos[0])
+			if err != nil {
+				return err
+			}
+			t, err := c.Admin().DescribeTable(ctx, db, name)
+			if err != nil {
+				return err
+			}
+			if cf.output == "json" {
+				return printJSON(env, t)
+			}
+			return printTable(env, t)
+		}}
+}
+
+func printTable(env *cliEnv, t *client.Table) error {
+	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "table\t%s.%s (id %d, schema %d)\n", t.Database, t.Name, t.ID, t.SchemaID)
+	fmt.Fprintf(w, "primary key\t%s\n", orNone(strings.Join(t.PrimaryKey, ", ")))
+	fmt.Fprintf(w, "bucket key\t%s\n", orNone(strings.Join(t.BucketKey, ", ")))
+	fmt.Fprintf(w, "buckets\t%d\nreplication\t%d\n", t.Buckets, t.Replication)
+	keys := make([]string, 0, len(t.Properties))
+	for k := range t.Properties {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "property\t%s=%s\n", k, t.Properties[k])
+	}
+	fmt.Fprintln(w, "\nCOLUMN\tTYPE\tNULLABLE")
+	for _, col := range t.Columns {
+		fmt.Fprintf(w, "%s\t%s\t%v\n", col.Name, col.Type, col.Nullable)
+	}
+	fmt.Fprintln(w, "\nBUCKET\tLEADER\tEPOCH\tREPLICAS\tISR")
+	for _, b := range t.Placement {
+		fmt.Fprintf(w, "%d\t%d\t%d\t%v\t%v\n", b.Bucket, b.Leader, b.LeaderEpoch, b.Replicas, b.ISR)
+	}
+	return w.Flush()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

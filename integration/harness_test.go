@@ -1,0 +1,345 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/floedb/floe/client"
+)
+
+// floeBin is the floe binary built once for the package's tests.
+var floeBin string
+
+var keepLogs = flag.Bool("floe.keep-logs", false, "print every node's log at the end of each cluster test")
+
+var logLevel = flag.String("floe.log-level", "info", "log level of the nodes the tests start")
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "floe-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	floeBin = filepath.Join(dir, "floe")
+	build := exec.Command("go", "build", "-o", floeBin, "github.com/floedb/floe/cmd/floe")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building floe:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Cluster is a set of floe processes on loopback.
+type Cluster struct {
+	t     testing.TB
+	dir   string
+	Nodes []*Node
+}
+
+// Node is one floe process.
+type Node struct {
+	ID      uint32
+	Addr    string
+	Gossip  string
+	DataDir string
+	args    []string
+	logPath string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool
+}
+
+// ClusterOptions shape a test cluster.
+type ClusterOptions struct {
+	// Extra flags for every `floe serve`.
+	ExtraArgs []string
+}
+
+// StartCluster starts n nodes with both roles forming one cluster, and waits
+// until it has a metadata leader that answers.
+func StartCluster(t testing.TB, n int, opts ClusterOptions) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, dir: t.TempDir()}
+	for i := range n {
+		c.Nodes = append(c.Nodes, &Node{
+			ID: uint32(i + 1), Addr: freeAddr(t), Gossip: freeAddr(t),
+			DataDir: filepath.Join(c.dir, fmt.Sprintf("node%d", i+1)),
+			logPath: filepath.Join(c.dir, fmt.Sprintf("node%d.log", i+1)),
+		})
+	}
+	var addrs []string
+	for _, nd := range c.Nodes {
+		addrs = append(addrs, nd.Addr)
+	}
+	for _, nd := range c.Nodes {
+		nd.args = append([]string{"serve", "--id", strconv.Itoa(int(nd.ID)), "--roles", "meta,tablet",
+			"--data-dir", nd.DataDir, "--listen", nd.Addr, "--gossip", nd.Gossip,
+			"--join", strings.Join(addrs, ","), "--bootstrap-expect", strconv.Itoa(n), "--log-level", *logLevel},
+			opts.ExtraArgs...)
+		c.start(nd)
+	}
+	t.Cleanup(c.stopAll)
+	c.WaitLeader(30 * time.Second)
+	c.WaitRegistered(30 * time.Second)
+	return c
+}
+
+// WaitRegistered waits until every node is registered and answers.
+func (c *Cluster) WaitRegistered(timeout time.Duration) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cl, err := client.Connect(ctx, c.Addrs()...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer cl.Close()
+	waitFor(c.t, timeout, "every node to register", func() bool {
+		st, err := cl.Admin().ClusterStatus(ctx)
+		if err != nil || len(st.Nodes) != len(c.Nodes) {
+			return false
+		}
+		for _, n := range st.Nodes {
+			if !n.Alive {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func freeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func (c *Cluster) start(nd *Node) {
+	c.t.Helper()
+	logf, err := os.OpenFile(nd.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	fmt.Fprintf(logf, "==== start %s\n", time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(floeBin, nd.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	nd.mu.Lock()
+	nd.cmd, nd.exited, nd.paused = cmd, exited, false
+	nd.mu.Unlock()
+}
+
+// Kill sends SIGKILL and waits for the process to end.
+func (c *Cluster) Kill(nd *Node) {
+	nd.mu.Lock()
+	cmd, exited := nd.cmd, nd.exited
+	nd.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+	nd.mu.Lock()
+	nd.cmd = nil
+	nd.mu.Unlock()
+}
+
+// Stop sends SIGTERM and waits (SIGKILL after 10 s).
+func (c *Cluster) Stop(nd *Node) {
+	nd.mu.Lock()
+	cmd, exited, paused := nd.cmd, nd.exited, nd.paused
+	nd.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	if paused {
+		cmd.Process.Signal(syscall.SIGCONT)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+	}
+	nd.mu.Lock()
+	nd.cmd = nil
+	nd.mu.Unlock()
+}
+
+// Restart starts a stopped or killed node again with the same flags.
+func (c *Cluster) Restart(nd *Node) { c.start(nd) }
+
+// Pause and Resume send SIGSTOP and SIGCONT.
+func (c *Cluster) Pause(nd *Node) {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	nd.cmd.Process.Signal(syscall.SIGSTOP)
+	nd.paused = true
+}
+
+func (c *Cluster) Resume(nd *Node) {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	nd.cmd.Process.Signal(syscall.SIGCONT)
+	nd.paused = false
+}
+
+// Wipe deletes a stopped node's data folder.
+func (c *Cluster) Wipe(nd *Node) {
+	if err := os.RemoveAll(nd.DataDir); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *Cluster) stopAll() {
+	for _, nd := range c.Nodes {
+		c.Stop(nd)
+	}
+	if c.t.Failed() || *keepLogs {
+		for _, nd := range c.Nodes {
+			data, _ := os.ReadFile(nd.logPath)
+			if len(data) > 64<<10 {
+				data = data[len(data)-64<<10:]
+			}
+			c.t.Logf("---- log of node %d (tail) ----\n%s", nd.ID, data)
+		}
+	}
+}
+
+// Addrs lists every node's RPC address.
+func (c *Cluster) Addrs() []string {
+	var out []string
+	for _, nd := range c.Nodes {
+		out = append(out, nd.Addr)
+	}
+	return out
+}
+
+// Client connects the SDK to every node.
+func (c *Cluster) Client(ctx context.Context) *client.Client {
+	c.t.Helper()
+	cl, err := client.Connect(ctx, c.Addrs()...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// CLI runs the floe binary as a client against the cluster.
+func (c *Cluster) CLI(args ...string) (stdout, stderr string, code int) {
+	args = append(args, "--server", strings.Join(c.Addrs(), ","))
+	cmd := exec.Command(floeBin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// CLIJSON runs a CLI command with --output json and decodes its output.
+func (c *Cluster) CLIJSON(v any, args ...string) {
+	c.t.Helper()
+	out, errOut, code := c.CLI(append(args, "--output", "json")...)
+	if code != 0 {
+		c.t.Fatalf("floe %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		c.t.Fatalf("floe %s: bad JSON %q: %v", strings.Join(args, " "), out, err)
+	}
+}
+
+// raftStatus asks one node for its own Raft view.
+func (c *Cluster) raftStatus(ctx context.Context, nd *Node) (*client.RaftStatus, error) {
+	cl, err := client.Connect(ctx, nd.Addr)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return cl.Admin().NodeRaftStatus(ctx, nd.Addr)
+}
+
+// WaitLeader waits until some node reports itself leader and returns it.
+func (c *Cluster) WaitLeader(timeout time.Duration) *Node {
+	c.t.Helper()
+	var leader *Node
+	waitFor(c.t, timeout, "a metadata leader", func() bool {
+		leader = c.Leader()
+		return leader != nil
+	})
+	return leader
+}
+
+// Leader returns the node that reports itself leader with the highest term.
+func (c *Cluster) Leader() *Node {
+	var best *Node
+	var bestTerm uint64
+	for _, nd := range c.Nodes {
+		if !nd.running() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		st, err := c.raftStatus(ctx, nd)
+		cancel()
+		if err == nil && st.State == "leader" && st.Term >= bestTerm {
+			best, bestTerm = nd, st.Term
+		}
+	}
+	return best
+}
+
+func (nd *Node) running() bool {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.cmd != nil && !nd.paused
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readFile(path string) ([]byte, error) { return os.ReadFile(path) }

@@ -1,0 +1,117 @@
+package raftmeta
+
+import (
+	"context"
+	"io"
+	"log"
+	"log/slog"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// hclogAdapter sends hashicorp/raft's logging to a *slog.Logger.
+type hclogAdapter struct {
+	logger *slog.Logger
+	name   string
+	args   []any
+}
+
+func newHCLog(logger *slog.Logger, name string) hclog.Logger {
+	return &hclogAdapter{logger: logger, name: name}
+}
+
+var _ hclog.Logger = (*hclogAdapter)(nil)
+
+func toSlogLevel(l hclog.Level) slog.Level {
+	switch l {
+	case hclog.Trace, hclog.Debug:
+		return slog.LevelDebug
+	case hclog.Warn:
+		return slog.LevelWarn
+	case hclog.Error:
+		return slog.LevelError
+	default:
+		return slog.LevelInfo
+	}
+}
+
+func (h *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
+	lvl := toSlogLevel(level)
+	if !h.logger.Enabled(context.Background(), lvl) {
+		return
+	}
+	all := make([]any, 0, len(h.args)+len(args)+2)
+	if h.name != "" {
+		all = append(all, "component", h.name)
+	}
+	all = append(all, h.args...)
+	all = append(all, snakeArgs(args)...)
+	h.logger.Log(context.Background(), lvl, msg, all...)
+}
+
+// snakeArgs rewrites hclog's dashed keys (e.g. "leader-address") to the
+// snake_case keys the rest of Floe logs.
+func snakeArgs(args []any) []any {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, ok := args[i].(string); ok && strings.Contains(k, "-") {
+			args[i] = strings.ReplaceAll(k, "-", "_")
+		}
+	}
+	return args
+}
+
+func (h *hclogAdapter) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }
+func (h *hclogAdapter) Debug(msg string, args ...any) { h.Log(hclog.Debug, msg, args...) }
+func (h *hclogAdapter) Info(msg string, args ...any)  { h.Log(hclog.Info, msg, args...) }
+func (h *hclogAdapter) Warn(msg string, args ...any)  { h.Log(hclog.Warn, msg, args...) }
+func (h *hclogAdapter) Error(msg string, args ...any) { h.Log(hclog.Error, msg, args...) }
+
+func (h *hclogAdapter) IsTrace() bool { return false }
+func (h *hclogAdapter) IsDebug() bool { return h.logger.Enabled(context.Background(), slog.LevelDebug) }
+func (h *hclogAdapter) IsInfo() bool  { return h.logger.Enabled(context.Background(), slog.LevelInfo) }
+func (h *hclogAdapter) IsWarn() bool  { return h.logger.Enabled(context.Background(), slog.LevelWarn) }
+func (h *hclogAdapter) IsError() bool { return h.logger.Enabled(context.Background(), slog.LevelError) }
+
+func (h *hclogAdapter) ImpliedArgs() []any { return h.args }
+
+func (h *hclogAdapter) With(args ...any) hclog.Logger {
+	return &hclogAdapter{logger: h.logger, name: h.name, args: append(append([]any(nil), h.args...), snakeArgs(args)...)}
+}
+
+func (h *hclogAdapter) Name() string { return h.name }
+
+func (h *hclogAdapter) Named(name string) hclog.Logger {
+	if h.name != "" {
+		name = h.name + "." + name
+	}
+	return &hclogAdapter{logger: h.logger, name: name, args: h.args}
+}
+
+func (h *hclogAdapter) ResetNamed(name string) hclog.Logger {
+	return &hclogAdapter{logger: h.logger, name: name, args: h.args}
+}
+
+// SetLevel is ignored: the slog handler decides what is logged.
+func (h *hclogAdapter) SetLevel(hclog.Level) {}
+
+func (h *hclogAdapter) GetLevel() hclog.Level {
+	switch {
+	case h.IsDebug():
+		return hclog.Debug
+	case h.IsInfo():
+		return hclog.Info
+	case h.IsWarn():
+		return hclog.Warn
+	default:
+		return hclog.Error
+	}
+}
+
+func (h *hclogAdapter) StandardLogger(*hclog.StandardLoggerOptions) *log.Logger {
+	return slog.NewLogLogger(h.logger.Handler(), slog.LevelInfo)
+}
+
+func (h *hclogAdapter) StandardWriter(*hclog.StandardLoggerOptions) io.Writer {
+	return slog.NewLogLogger(h.logger.Handler(), slog.LevelInfo).Writer()
+}

@@ -1,0 +1,195 @@
+package metastate
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// Apply applies the command data (a marshalled pb.Command) committed at
+// index, appended to the Raft log at appendedAtMs (the leader's clock, the
+// same on every replica). The change, the request id's result and the
+// applied index are committed in one bbolt transaction.
+//
+//   - index at or below the applied index: nothing changes; the result
+//     remembered for the command's request id, else INTERNAL "already
+//     applied".
+//   - a request id remembered (applied less than RequestRetention before
+//     appendedAtMs): the first result; only the applied index moves.
+//   - otherwise the command runs. A refusal changes nothing but is a result
+//     like a success: both are remembered under the request id.
+//   - data that does not decode: INTERNAL, and the applied index moves on.
+//
+// Apply never panics on bad input. If a commit fails the file no longer
+// follows the log: Apply logs it and refuses every later command with
+// INTERNAL until the state is reopened (Raft then replays from the file's
+// applied index) or restored.
+func (s *State) Apply(index uint64, appendedAtMs int64, data []byte) *pb.CommandResult {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	if s.broken != nil {
+		return failedResult(index, codeInternal, fmt.Sprintf("state machine stopped: %v", s.broken))
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return failedResult(index, codeInternal, ErrClosed.Error())
+	}
+	cmd := &pb.Command{}
+	decodeErr := proto.Unmarshal(data, cmd)
+	if decodeErr != nil {
+		cmd = &pb.Command{}
+	}
+	res, err := s.applyCommand(index, appendedAtMs, cmd, decodeErr)
+	if err != nil {
+		s.broken = err
+		s.logger.Error("metastate: apply failed; refusing further commands", "index", index, "err", err)
+		return failedResult(index, codeInternal, err.Error())
+	}
+	return res
+}
+
+// applyCommand is Apply's transaction. An error means nothing was
+// committed.
+func (s *State) applyCommand(index uint64, appendedAtMs int64, cmd *pb.Command, decodeErr error) (*pb.CommandResult, error) {
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		return nil, fmt.Errorf("metastate: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+
+	applied, err := getU64(tx.Bucket(bucketMeta), keyAppliedIndex)
+	if err != nil {
+		return nil, err
+	}
+	reqID := cmd.GetRequestId()
+	if index <= applied {
+		if len(reqID) > 0 && len(reqID) <= MaxRequestIDBytes {
+			e, err := getRequest(tx, reqID)
+			if err != nil {
+				return nil, err
+			}
+			if e != nil {
+				return e.result, nil
+			}
+		}
+		return failedResult(index, codeInternal,
+			fmt.Sprintf("index %d already applied (applied index %d)", index, applied)), nil
+	}
+
+	var res *pb.CommandResult
+	remember := len(reqID) > 0
+	switch {
+	case decodeErr != nil:
+		res = failedResult(index, codeInternal, fmt.Sprintf("undecodable command: %v", decodeErr))
+		remember = false
+	case len(reqID) > MaxRequestIDBytes:
+		res = failedResult(index, codeInvalidRequest,
+			fmt.Sprintf("request id of %d bytes exceeds %d", len(reqID), MaxRequestIDBytes))
+		remember = false
+	case remember:
+		e, err := getRequest(tx, reqID)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil && !expired(e.appliedAtMs, appendedAtMs) {
+			res, remember = e.result, false
+		}
+	}
+	if res == nil {
+		var refusal *Error
+		res, refusal, err = s.run(tx, index, appendedAtMs, cmd)
+		if err != nil {
+			return nil, err
+		}
+		if refusal != nil {
+			// Drop whatever the command wrote before it was refused and
+			// record only the refusal: one transaction still commits.
+			if err := tx.Rollback(); err != nil {
+				return nil, fmt.Errorf("metastate: rollback: %w", err)
+			}
+			if tx, err = s.db.Begin(true); err != nil {
+				return nil, fmt.Errorf("metastate: begin: %w", err)
+			}
+			res = failedResult(index, refusal.Code, refusal.Msg)
+		}
+		res.Index = index
+	}
+	if remember {
+		if err := putRequest(tx, reqID, &requestEntry{appliedAtMs: appendedAtMs, index: index, result: res}); err != nil {
+			return nil, fmt.Errorf("metastate: remember request: %w", err)
+		}
+	}
+	if err := pruneRequests(tx, appendedAtMs, s.maxRequests); err != nil {
+		return nil, fmt.Errorf("metastate: prune requests: %w", err)
+	}
+	if err := putU64(tx.Bucket(bucketMeta), keyAppliedIndex, index); err != nil {
+		return nil, fmt.Errorf("metastate: store applied index: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("metastate: commit index %d: %w", index, err)
+	}
+	return res, nil
+}
+
+// run executes one command in tx. A refusal, or any failure that the same
+// command repeats on every replica (a panic, a write bbolt refuses), comes
+// back as an *Error, and the caller discards tx. Corruption of this
+// replica's file is err: the caller stops.
+func (s *State) run(tx *bolt.Tx, index uint64, appendedAtMs int64, cmd *pb.Command) (res *pb.CommandResult, refusal *Error, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger.Error("metastate: command panicked", "index", index, "panic", r, "stack", string(debug.Stack()))
+			res, refusal, err = nil, errorf(codeInternal, "command at index %d panicked: %v", index, r), nil
+		}
+	}()
+	a := &applier{tx: tx, index: index, appendedAtMs: appendedAtMs}
+	switch op := cmd.GetOp().(type) {
+	case *pb.Command_InitCluster:
+		res, err = a.initCluster(op.InitCluster)
+	case *pb.Command_RegisterNode:
+		res, err = a.registerNode(op.RegisterNode)
+	case *pb.Command_CreateDatabase:
+		res, err = a.createDatabase(op.CreateDatabase)
+	case *pb.Command_DropDatabase:
+		res, err = a.dropDatabase(op.DropDatabase)
+	case *pb.Command_CreateTable:
+		res, err = a.createTable(op.CreateTable)
+	case *pb.Command_DropTable:
+		res, err = a.dropTable(op.DropTable)
+	default:
+		err = errorf(codeInvalidRequest, "command has no known operation")
+	}
+	switch {
+	case err == nil:
+		return res, nil, nil
+	case errors.As(err, &refusal):
+		s.logger.Debug("metastate: command refused", "index", index, "code", refusal.Code.String(), "err", refusal.Msg)
+		return nil, refusal, nil
+	case errors.Is(err, ErrCorrupt):
+		return nil, nil, err
+	default:
+		s.logger.Error("metastate: command failed", "index", index, "err", err)
+		return nil, errorf(codeInternal, "%v", err), nil
+	}
+}
+
+// applier carries one command's transaction and Raft entry.
+type applier struct {
+	tx           *bolt.Tx
+	index        uint64
+	appendedAtMs int64
+}
+
+// failedResult is the result of a refused command.
+func failedResult(index uint64, code pb.ErrorCode, msg string) *pb.CommandResult {
+	if msg == "" {
+		msg = code.String() // an empty message would read as success
+	}
+	return &pb.CommandResult{Code: code, Error: msg, Index: index}
+}

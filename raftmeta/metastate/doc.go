@@ -1,0 +1,65 @@
+// Package metastate is Floe's metadata state machine: cluster id, nodes,
+// databases, tables and bucket placement, changed only by pb.Command
+// entries of the metadata Raft log and stored in a bbolt file of its own.
+//
+// The package is pure: no Raft, no network, no clock. Everything that
+// depends on time comes in as arguments (the Raft append time of each
+// entry), so every replica that applies the same log holds the same bytes.
+//
+// # Applying
+//
+// Apply runs one command in one bbolt write transaction that also stores the
+// Raft index as the applied index. The idempotence rules:
+//
+//   - An index at or below the applied index is a no-op: a restart, or a
+//     snapshot newer than Raft thinks, replays entries already in the file.
+//     The caller gets the result remembered for the command's request id,
+//     else INTERNAL "already applied".
+//   - A non-empty request id (at most MaxRequestIDBytes) is remembered with
+//     its result, successes and refusals alike. The same id again, appended
+//     at most RequestRetention after the first was, gets the first result
+//     and changes nothing but the applied index: a client retrying after an
+//     unknown outcome never applies a command twice.
+//   - Every Apply forgets at most 64 of the oldest request ids: those past
+//     RequestRetention at the entry's append time, and the oldest beyond
+//     MaxRequests. The work is bounded and the same on every replica.
+//   - A refused command changes nothing: what it wrote is rolled back and
+//     only the refusal, the request id and the applied index commit.
+//   - Data that does not decode gives INTERNAL and the applied index moves
+//     on; the state machine never stops on bad input. Only a failure of this
+//     replica's file (a commit error, a corrupt record, ErrCorrupt) stops
+//     Apply until the state is reopened or restored.
+//
+// # bbolt layout
+//
+// Integers are big-endian, so keys sort numerically; records are
+// deterministic protobuf encodings of the transport/pb messages.
+//
+//	meta            format            uint64 layout version (1)
+//	                applied_index     uint64 Raft index of the last Apply
+//	                cluster_id        the cluster id, raw bytes
+//	                last_database_id  uint64 counter, first id 1
+//	                last_table_id     uint64 counter, first id 1
+//	                request_count     uint64 entries in requests
+//	nodes           node id (uint32)                     → NodeRecord
+//	databases       database name                        → DatabaseRecord
+//	tables          database id (uint64) + table name    → TableRecord
+//	buckets         table id (uint64) + bucket (uint32)  → BucketRecord
+//	requests        request id → applied-at ms (uint64, sign bit flipped)
+//	                             + index (uint64) + CommandResult
+//	request_order   applied-at ms (sign bit flipped) + index → request id
+//
+// request_order lists the remembered request ids oldest first for pruning;
+// its key is the first 16 bytes of the requests value it points at.
+//
+// # Snapshots
+//
+// WriteSnapshot streams a consistent copy of the file from a read
+// transaction; Restore writes a snapshot beside the file, syncs it, checks
+// it, and renames it over the file while reads wait.
+//
+// # Placement
+//
+// Place assigns new buckets' replicas over the tablet nodes: least loaded
+// first, leaders balanced, racks spread; its doc describes the algorithm.
+package metastate

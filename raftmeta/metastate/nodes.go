@@ -1,0 +1,94 @@
+package metastate
+
+import (
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// Node roles.
+const (
+	// RoleMeta: a voter of the metadata Raft group.
+	RoleMeta = "meta"
+	// RoleTablet: hosts bucket replicas.
+	RoleTablet = "tablet"
+)
+
+// Bounds of a node record's strings.
+const (
+	maxAddressBytes     = 1024
+	maxRackBytes        = 256
+	maxIncarnationBytes = 256
+)
+
+// registerNode stores or replaces a node; the Raft index becomes its epoch.
+func (a *applier) registerNode(c *pb.RegisterNode) (*pb.CommandResult, error) {
+	n := c.GetNode()
+	if err := validateNode(n); err != nil {
+		return nil, err
+	}
+	rec := proto.Clone(n).(*pb.NodeRecord)
+	rec.NodeEpoch = a.index
+	rec.RegisteredAtMs = a.appendedAtMs
+	if err := putRecord(a.tx.Bucket(bucketNodes), nodeKey(rec.Id), rec); err != nil {
+		return nil, err
+	}
+	return &pb.CommandResult{Value: &pb.CommandResult_Node{Node: rec}}, nil
+}
+
+func validateNode(n *pb.NodeRecord) error {
+	switch {
+	case n == nil:
+		return errorf(codeInvalidRequest, "register node: no node")
+	case n.GetId() == 0:
+		return errorf(codeInvalidRequest, "register node: node id 0 is reserved")
+	case len(n.GetRoles()) == 0:
+		return errorf(codeInvalidRequest, "node %d has no roles", n.GetId())
+	case n.GetRpcAddress() == "":
+		return errorf(codeInvalidRequest, "node %d has no rpc address", n.GetId())
+	case len(n.GetRpcAddress()) > maxAddressBytes || len(n.GetGossipAddress()) > maxAddressBytes:
+		return errorf(codeInvalidRequest, "node %d: address longer than %d bytes", n.GetId(), maxAddressBytes)
+	case len(n.GetRack()) > maxRackBytes:
+		return errorf(codeInvalidRequest, "node %d: rack longer than %d bytes", n.GetId(), maxRackBytes)
+	case len(n.GetIncarnation()) > maxIncarnationBytes:
+		return errorf(codeInvalidRequest, "node %d: incarnation longer than %d bytes", n.GetId(), maxIncarnationBytes)
+	}
+	for i, r := range n.GetRoles() {
+		if r != RoleMeta && r != RoleTablet {
+			return errorf(codeInvalidRequest, "node %d: unknown role %.64q (want %q or %q)", n.GetId(), r, RoleMeta, RoleTablet)
+		}
+		if slices.Contains(n.GetRoles()[:i], r) {
+			return errorf(codeInvalidRequest, "node %d: role %q listed twice", n.GetId(), r)
+		}
+	}
+	return nil
+}
+
+// hasRole reports whether a node has a role.
+func hasRole(n *pb.NodeRecord, role string) bool { return slices.Contains(n.GetRoles(), role) }
+
+// listNodes returns every node, sorted by id.
+func listNodes(tx *bolt.Tx) ([]*pb.NodeRecord, error) {
+	var out []*pb.NodeRecord
+	err := tx.Bucket(bucketNodes).ForEach(func(k, v []byte) error {
+		n := &pb.NodeRecord{}
+		if err := proto.Unmarshal(v, n); err != nil {
+			return corruptRecord(k, err)
+		}
+		out = append(out, n)
+		return nil
+	})
+	return out, err
+}
+
+// tabletNodes returns the nodes with the tablet role, sorted by id.
+func tabletNodes(tx *bolt.Tx) ([]*pb.NodeRecord, error) {
+	nodes, err := listNodes(tx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(nodes, func(n *pb.NodeRecord) bool { return !hasRole(n, RoleTablet) }), nil
+}

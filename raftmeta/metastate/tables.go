@@ -1,0 +1,213 @@
+package metastate
+
+import (
+	"bytes"
+	"maps"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// createTable validates a table, stores it with schema version 1, and places
+// its buckets over the tablet nodes.
+func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
+	db, err := getDatabase(a.tx, c.GetDatabase())
+	if err != nil {
+		return nil, err
+	}
+	if db == nil {
+		return nil, errorf(codeUnknownDatabase, "database %.256q does not exist", c.GetDatabase())
+	}
+	name := c.GetName()
+	if !validName(name) {
+		return nil, errorf(codeInvalidRequest, "invalid table name %.256q: %s", name, nameRule)
+	}
+	qualified := db.GetName() + "." + name
+	existing, err := getTable(a.tx, db.GetId(), name)
+	if err != nil {
+		return nil, err
+	}
+	if existing != nil {
+		if c.GetIfNotExists() {
+			return &pb.CommandResult{Value: &pb.CommandResult_Table{Table: existing}, Unchanged: true}, nil
+		}
+		return nil, errorf(codeAlreadyExists, "table %q already exists", qualified)
+	}
+	bucketCols, err := validateSchema(qualified, c)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := tabletNodes(a.tx)
+	if err != nil {
+		return nil, err
+	}
+	buckets, replication, err := bucketsAndReplication(qualified, c, len(nodes))
+	if err != nil {
+		return nil, err
+	}
+	if err := validateProperties(qualified, c.GetProperties()); err != nil {
+		return nil, err
+	}
+	placement, err := a.place(nodes, int(buckets), int(replication))
+	if err != nil {
+		return nil, err
+	}
+
+	id, err := nextID(a.tx, keyLastTableID)
+	if err != nil {
+		return nil, err
+	}
+	columns := make([]*pb.Column, len(c.GetColumns()))
+	for i, col := range c.GetColumns() {
+		columns[i] = proto.Clone(col).(*pb.Column)
+	}
+	rec := &pb.TableRecord{
+		Id:          id,
+		DatabaseId:  db.GetId(),
+		Database:    db.GetName(),
+		Name:        name,
+		Schemas:     []*pb.SchemaVersion{{Id: 1, Columns: columns}},
+		PrimaryKey:  slices.Clone(c.GetPrimaryKey()),
+		BucketKey:   bucketCols,
+		Buckets:     buckets,
+		Replication: replication,
+		Properties:  maps.Clone(c.GetProperties()),
+		CreatedAtMs: a.appendedAtMs,
+	}
+	if err := putRecord(a.tx.Bucket(bucketTables), tableKey(db.GetId(), name), rec); err != nil {
+		return nil, err
+	}
+	for b, replicas := range placement {
+		br := &pb.BucketRecord{
+			TableId:  id,
+			Bucket:   int32(b),
+			Replicas: replicas,
+			Leader:   replicas[0],
+			Isr:      slices.Clone(replicas),
+		}
+		if err := putRecord(a.tx.Bucket(bucketBuckets), bucketKey(id, int32(b)), br); err != nil {
+			return nil, err
+		}
+	}
+	return &pb.CommandResult{Value: &pb.CommandResult_Table{Table: rec}}, nil
+}
+
+// place runs Place with the tablet nodes and the load of every existing
+// bucket.
+func (a *applier) place(nodes []*pb.NodeRecord, buckets, replication int) ([][]uint32, error) {
+	load := make(map[uint32]NodeLoad, len(nodes))
+	err := a.tx.Bucket(bucketBuckets).ForEach(func(k, v []byte) error {
+		br := &pb.BucketRecord{}
+		if err := proto.Unmarshal(v, br); err != nil {
+			return corruptRecord(k, err)
+		}
+		for i, r := range br.GetReplicas() {
+			l := load[r]
+			l.Replicas++
+			if i == 0 {
+				l.Leaders++
+			}
+			load[r] = l
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	pnodes := make([]PlacementNode, len(nodes))
+	for i, n := range nodes {
+		pnodes[i] = PlacementNode{ID: n.GetId(), Rack: n.GetRack()}
+	}
+	return Place(pnodes, load, buckets, replication)
+}
+
+// dropTable removes a table and its buckets.
+func (a *applier) dropTable(c *pb.DropTable) (*pb.CommandResult, error) {
+	db, err := getDatabase(a.tx, c.GetDatabase())
+	if err != nil {
+		return nil, err
+	}
+	if db == nil {
+		if c.GetIfExists() {
+			return &pb.CommandResult{Unchanged: true}, nil
+		}
+		return nil, errorf(codeUnknownDatabase, "database %.256q does not exist", c.GetDatabase())
+	}
+	t, err := getTable(a.tx, db.GetId(), c.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		if c.GetIfExists() {
+			return &pb.CommandResult{Unchanged: true}, nil
+		}
+		return nil, errorf(codeUnknownTable, "table %.256q does not exist", db.GetName()+"."+c.GetName())
+	}
+	if err := deleteTable(a.tx, t); err != nil {
+		return nil, err
+	}
+	return &pb.CommandResult{Value: &pb.CommandResult_Table{Table: t}}, nil
+}
+
+// deleteTable removes a table record and its buckets.
+func deleteTable(tx *bolt.Tx, t *pb.TableRecord) error {
+	buckets := tx.Bucket(bucketBuckets)
+	prefix := bucketPrefix(t.GetId())
+	var keys [][]byte
+	c := buckets.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if err := buckets.Delete(k); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketTables).Delete(tableKey(t.GetDatabaseId(), t.GetName()))
+}
+
+// getTable returns a table by database id and name, or nil.
+func getTable(tx *bolt.Tx, databaseID uint64, name string) (*pb.TableRecord, error) {
+	if !validName(name) {
+		return nil, nil
+	}
+	t := &pb.TableRecord{}
+	ok, err := getRecord(tx.Bucket(bucketTables), tableKey(databaseID, name), t)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// listTables returns a database's tables, sorted by name.
+func listTables(tx *bolt.Tx, databaseID uint64) ([]*pb.TableRecord, error) {
+	var out []*pb.TableRecord
+	prefix := tablePrefix(databaseID)
+	c := tx.Bucket(bucketTables).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		t := &pb.TableRecord{}
+		if err := proto.Unmarshal(v, t); err != nil {
+			return nil, corruptRecord(k, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// listBuckets returns a table's buckets, sorted by number.
+func listBuckets(tx *bolt.Tx, tableID uint64) ([]*pb.BucketRecord, error) {
+	var out []*pb.BucketRecord
+	prefix := bucketPrefix(tableID)
+	c := tx.Bucket(bucketBuckets).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		b := &pb.BucketRecord{}
+		if err := proto.Unmarshal(v, b); err != nil {
+			return nil, corruptRecord(k, err)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}

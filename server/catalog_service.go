@@ -1,0 +1,142 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// The catalog handlers: writes become commands proposed through the leader;
+// reads are served by the leader once it has confirmed it leads and applied
+// everything committed, and carry the applied index they reflect.
+
+func (m *metaService) CreateDatabase(ctx context.Context, req *pb.CreateDatabaseRequest) (*pb.CommandResponse, error) {
+	return m.command(ctx, &pb.Command{RequestId: requestID(req.RequestId), Op: &pb.Command_CreateDatabase{
+		CreateDatabase: &pb.CreateDatabase{Name: req.Name, IfNotExists: req.IfNotExists}}})
+}
+
+func (m *metaService) DropDatabase(ctx context.Context, req *pb.DropDatabaseRequest) (*pb.CommandResponse, error) {
+	return m.command(ctx, &pb.Command{RequestId: requestID(req.RequestId), Op: &pb.Command_DropDatabase{
+		DropDatabase: &pb.DropDatabase{Name: req.Name, Cascade: req.Cascade, IfExists: req.IfExists}}})
+}
+
+func (m *metaService) CreateTable(ctx context.Context, req *pb.CreateTableRequest) (*pb.CommandResponse, error) {
+	columns, pk, err := tableColumns(req.Schema, req.PrimaryKey)
+	if err != nil {
+		return nil, err
+	}
+	return m.command(ctx, &pb.Command{RequestId: requestID(req.RequestId), Op: &pb.Command_CreateTable{
+		CreateTable: &pb.CreateTable{
+			Database: req.Database, Name: req.Name, Columns: columns, PrimaryKey: pk,
+			BucketKey: req.BucketKey, Buckets: req.Buckets, Replication: req.Replication,
+			Properties: req.Properties, IfNotExists: req.IfNotExists,
+		}}})
+}
+
+// tableColumns parses and checks a schema in the CLI syntax, with the
+// primary key given either inside it or separately (not both).
+func tableColumns(schema string, primaryKey []string) ([]*pb.Column, []string, error) {
+	if strings.TrimSpace(schema) == "" {
+		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "a table needs a schema, like 'id BIGINT NOT NULL, name STRING'")
+	}
+	s, err := record.ParseSchema(schema)
+	if err != nil {
+		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "%v", err)
+	}
+	if len(primaryKey) > 0 {
+		if len(s.PrimaryKey) > 0 && !slices.Equal(s.PrimaryKey, primaryKey) {
+			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+				"primary key given twice: (%s) in the schema and (%s) as an option",
+				strings.Join(s.PrimaryKey, ", "), strings.Join(primaryKey, ", "))
+		}
+		s.PrimaryKey = primaryKey
+		if err := s.Validate(); err != nil {
+			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "%v", err)
+		}
+	}
+	columns := make([]*pb.Column, len(s.Columns))
+	for i, c := range s.Columns {
+		columns[i] = &pb.Column{Name: c.Name, Type: c.Type.String(), Nullable: c.Nullable}
+	}
+	return columns, s.PrimaryKey, nil
+}
+
+func (m *metaService) DropTable(ctx context.Context, req *pb.DropTableRequest) (*pb.CommandResponse, error) {
+	return m.command(ctx, &pb.Command{RequestId: requestID(req.RequestId), Op: &pb.Command_DropTable{
+		DropTable: &pb.DropTable{Database: req.Database, Name: req.Name, IfExists: req.IfExists}}})
+}
+
+func (m *metaService) command(ctx context.Context, cmd *pb.Command) (*pb.CommandResponse, error) {
+	res, err := m.s.propose(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.CommandResponse{Result: res}, nil
+}
+
+func (m *metaService) ListDatabases(ctx context.Context, req *pb.ListDatabasesRequest) (*pb.ListDatabasesResponse, error) {
+	var resp *pb.ListDatabasesResponse
+	err := m.s.read(ctx, req.Local, func(applied uint64) error {
+		resp = &pb.ListDatabasesResponse{Databases: m.s.node.Load().State().Databases(), AppliedIndex: applied}
+		return nil
+	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
+		var err error
+		resp, err = c.ListDatabases(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+func (m *metaService) ListTables(ctx context.Context, req *pb.ListTablesRequest) (*pb.ListTablesResponse, error) {
+	var resp *pb.ListTablesResponse
+	err := m.s.read(ctx, req.Local, func(applied uint64) error {
+		tables, err := m.s.node.Load().State().Tables(req.Database)
+		resp = &pb.ListTablesResponse{Tables: tables, AppliedIndex: applied}
+		return err
+	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
+		var err error
+		resp, err = c.ListTables(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+func (m *metaService) GetTable(ctx context.Context, req *pb.GetTableRequest) (*pb.GetTableResponse, error) {
+	var resp *pb.GetTableResponse
+	err := m.s.read(ctx, false, func(applied uint64) error {
+		table, buckets, err := m.s.node.Load().State().Table(req.Database, req.Name)
+		resp = &pb.GetTableResponse{Table: table, Buckets: buckets, AppliedIndex: applied}
+		return err
+	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
+		var err error
+		resp, err = c.GetTable(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+// read runs read on the leader after a linearizable read check, or
+// forwards the request to the leader; with local, it reads this node's own
+// (possibly stale) state. Either way read learns the applied index it
+// reflects.
+func (s *Server) read(ctx context.Context, local bool, read func(applied uint64) error,
+	remote func(context.Context, pb.DRPCMetaClient) error) error {
+	if local {
+		n := s.node.Load()
+		if n == nil {
+			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is not part of a cluster yet", s.cfg.NodeID)
+		}
+		return read(n.State().AppliedIndex())
+	}
+	return s.onLeader(ctx, func(ctx context.Context) error {
+		n := s.node.Load()
+		if err := n.LinearizableRead(ctx); err != nil {
+			return err
+		}
+		return read(n.State().AppliedIndex())
+	}, remote)
+}

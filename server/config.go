@@ -1,0 +1,105 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"time"
+)
+
+// Roles a node can run.
+const (
+	RoleMeta   = "meta"
+	RoleTablet = "tablet"
+)
+
+// Config configures a node. Zero values take the documented defaults.
+type Config struct {
+	// NodeID is the node's id, > 0 and unique in the cluster.
+	NodeID uint32
+	// Roles is a non-empty subset of {meta, tablet}.
+	Roles []string
+	// DataDir holds everything the node stores. Required.
+	DataDir string
+	// Listen is the RPC address (DRPC and Raft share it). Default 127.0.0.1:7700.
+	Listen string
+	// Advertise is the RPC address peers and clients use; default Listen
+	// (with the bound port when Listen's port is 0).
+	Advertise string
+	// Gossip is the memberlist address; default: Listen's host, port + 1.
+	Gossip string
+	// Join lists RPC addresses of nodes to form or join a cluster with.
+	Join []string
+	// BootstrapExpect forms a new cluster once this many meta nodes know of
+	// each other (and none belongs to a cluster yet). 0: only join.
+	BootstrapExpect int
+	// Rack places replicas apart; optional.
+	Rack string
+	// HTTP serves /healthz and /readyz when set.
+	HTTP string
+	// MaxMessageBytes bounds one RPC message. Default 16 MiB.
+	MaxMessageBytes int
+	// IdleTimeout closes connections that send nothing. Default 60 s.
+	IdleTimeout time.Duration
+	// Raft timing, for tests; zero takes raftmeta's defaults.
+	RaftHeartbeatTimeout time.Duration
+	RaftElectionTimeout  time.Duration
+	// RaftSnapshotThreshold overrides raftmeta's default (tests).
+	RaftSnapshotThreshold uint64
+	// Logger receives the node's messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	if c.NodeID == 0 {
+		return errors.New("server: --id must be a positive integer")
+	}
+	if len(c.Roles) == 0 {
+		return errors.New("server: at least one role is required (meta, tablet)")
+	}
+	for _, r := range c.Roles {
+		if r != RoleMeta && r != RoleTablet {
+			return fmt.Errorf("server: unknown role %q (want meta or tablet)", r)
+		}
+	}
+	if c.DataDir == "" {
+		return errors.New("server: --data-dir is required")
+	}
+	if c.BootstrapExpect < 0 {
+		return errors.New("server: --bootstrap-expect must not be negative")
+	}
+	if c.BootstrapExpect > 0 && !c.HasRole(RoleMeta) {
+		return errors.New("server: --bootstrap-expect needs the meta role")
+	}
+	for _, a := range append([]string{c.Listen, c.Advertise, c.Gossip}, c.Join...) {
+		if a == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("server: bad address %q: %v", a, err)
+		}
+	}
+	return nil
+}
+
+// HasRole reports whether the node runs role.
+func (c *Config) HasRole(role string) bool { return slices.Contains(c.Roles, role) }
+
+func (c Config) withDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:7700"
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = 16 << 20
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 60 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"storj.io/drpc/drpcmetadata"
+
+	"github.com/floedb/floe/raftmeta"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// forwardedKey marks a request a meta node forwarded to the leader: the
+// receiver answers NOT_LEADER rather than forwarding it again, so a request
+// never bounces between nodes with different views of the leader.
+const forwardedKey = "floe-forwarded"
+
+// leaderWait bounds how long a request waits for a leader to appear.
+const leaderWait = 10 * time.Second
+
+func isForwarded(ctx context.Context) bool {
+	md, ok := drpcmetadata.Get(ctx)
+	return ok && md[forwardedKey] == "1"
+}
+
+// onLeader runs local when this node leads, or remote against the leader,
+// retrying while leadership moves (an election, a stale view) until ctx or
+// leaderWait ends.
+func (s *Server) onLeader(ctx context.Context, local func(context.Context) error,
+	remote func(context.Context, pb.DRPCMetaClient) error) error {
+	n := s.node.Load()
+	if n == nil {
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is not part of a cluster yet", s.cfg.NodeID)
+	}
+	forwarded := isForwarded(ctx)
+	deadline := time.Now().Add(leaderWait)
+	backoff := 20 * time.Millisecond
+	var lastErr error = raftmeta.ErrNoLeader
+	for {
+		var err error
+		switch id, addr := n.Leader(); {
+		case n.IsLeader():
+			err = local(ctx)
+		case forwarded:
+			return raftmeta.ErrNotLeader
+		case addr != "" && id != s.cfg.NodeID:
+			fctx := drpcmetadata.Add(ctx, forwardedKey, "1")
+			err = remote(fctx, pb.NewDRPCMetaClient(s.pool.Conn(addr)))
+		default:
+			err = raftmeta.ErrNoLeader
+		}
+		if err == nil || !leaderTrouble(err) {
+			return err
+		}
+		lastErr = err
+		if time.Now().After(deadline) || !sleepCtx(ctx, backoff) {
+			return lastErr
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}
+
+// leaderTrouble reports errors that a retry against the (new) leader may fix.
+// An unknown outcome is among them: every proposal carries a request id, so
+// a retry is answered with the first result if the first attempt did apply.
+func leaderTrouble(err error) bool {
+	return errors.Is(err, raftmeta.ErrNotLeader) || errors.Is(err, raftmeta.ErrNoLeader) ||
+		errors.Is(err, raftmeta.ErrUnknownOutcome) || errors.Is(err, transport.ErrNotLeader) ||
+		errors.Is(err, transport.ErrUnavailable) || errors.Is(err, transport.ErrTimeout)
+}
+
+// propose replicates a command through the leader and turns a refusal
+// recorded in its result into an error.
+func (s *Server) propose(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	var res *pb.CommandResult
+	err := s.onLeader(ctx, func(ctx context.Context) error {
+		var err error
+		res, err = s.node.Load().Propose(ctx, cmd)
+		return err
+	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
+		resp, err := c.Propose(ctx, &pb.ProposeRequest{Command: cmd})
+		res = resp.GetResult()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.GetError() != "" {
+		return res, transport.Errorf(res.Code, "%s", res.Error)
+	}
+	return res, nil
+}

@@ -1,0 +1,287 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/floedb/floe/raftmeta"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// Server is one Floe node.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	advertise string
+
+	idMu      sync.Mutex
+	id        *identity
+	clusterID atomic.Pointer[string]
+
+	lis     *transport.Listener
+	httpLis net.Listener
+	rpc     *transport.Server
+	pool    *transport.Pool
+	node    atomic.Pointer[raftmeta.Node]
+
+	peersMu sync.Mutex
+	peers   map[uint32]*pb.PeerInfo // met through Hello
+
+	formed chan struct{} // closed once Raft runs (meta) or the node registered (tablet)
+	wg     sync.WaitGroup
+}
+
+// New validates the configuration, loads the data folder's identity and binds
+// the RPC port, so Addr is known before Run.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	id, err := loadIdentity(cfg.DataDir, cfg.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, id: id, peers: map[uint32]*pb.PeerInfo{}, formed: make(chan struct{})}
+	s.log = cfg.Logger.With("node", cfg.NodeID)
+	s.clusterID.Store(&id.ClusterID)
+
+	s.lis, err = transport.Listen(cfg.Listen, transport.ListenerConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Listen, err)
+	}
+	s.advertise = cfg.Advertise
+	if s.advertise == "" {
+		s.advertise = advertiseFor(cfg.Listen, s.lis.Addr())
+	}
+	clusterID := func() string { return *s.clusterID.Load() }
+	s.rpc = transport.NewServer(transport.ServerConfig{
+		MaxMessageBytes: cfg.MaxMessageBytes,
+		IdleTimeout:     cfg.IdleTimeout,
+		ClusterID:       clusterID,
+		Logger:          s.log,
+	})
+	if err := pb.DRPCRegisterMeta(s.rpc.Mux(), &metaService{s: s}); err != nil {
+		s.lis.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.pool = transport.NewPool(transport.PoolConfig{ClusterID: clusterID})
+	if cfg.HTTP != "" {
+		if s.httpLis, err = net.Listen("tcp", cfg.HTTP); err != nil {
+			s.lis.Close()
+			return nil, fmt.Errorf("server: listen on %s: %w", cfg.HTTP, err)
+		}
+	}
+	return s, nil
+}
+
+// advertiseFor derives the address to advertise from the listen address and
+// the bound one: the listen host (unless unspecified) with the bound port.
+func advertiseFor(listen string, bound net.Addr) string {
+	host, _, _ := net.SplitHostPort(listen)
+	_, port, _ := net.SplitHostPort(bound.String())
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// Addr is the RPC address the node advertises.
+func (s *Server) Addr() string { return s.advertise }
+
+// ClusterID is the cluster the node belongs to, "" until it knows.
+func (s *Server) ClusterID() string { return *s.clusterID.Load() }
+
+// Formed is closed once the node runs in a cluster.
+func (s *Server) Formed() <-chan struct{} { return s.formed }
+
+// Run serves until ctx ends, then shuts the node down and returns.
+func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 4)
+	s.goRun(func() { errs <- nonCanceled(s.lis.Run(ctx)) })
+	s.goRun(func() { errs <- nonCanceled(s.rpc.Serve(ctx, s.lis.DRPC())) })
+	if s.httpLis != nil {
+		s.goRun(func() { errs <- s.serveHTTP(ctx, s.httpLis) })
+	}
+	s.log.Info("node listening", "address", s.advertise, "roles", s.cfg.Roles)
+
+	var runErr error
+	if s.cfg.HasRole(RoleMeta) {
+		runErr = s.startMeta(ctx)
+	} else {
+		runErr = s.startTabletOnly(ctx)
+	}
+	if runErr == nil {
+		select {
+		case <-ctx.Done():
+		case runErr = <-errs:
+		}
+	}
+	cancel()
+	s.shutdown()
+	s.wg.Wait()
+	if runErr == nil || errors.Is(runErr, context.Canceled) {
+		return nil
+	}
+	return runErr
+}
+
+func (s *Server) goRun(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+func nonCanceled(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) shutdown() {
+	if n := s.node.Load(); n != nil {
+		if err := n.Close(); err != nil {
+			s.log.Warn("raft shutdown", "err", err)
+		}
+	}
+	s.lis.Close()
+	s.pool.Close()
+}
+
+// startMeta forms or joins the cluster, starts Raft and the background work
+// of a meta node.
+func (s *Server) startMeta(ctx context.Context) error {
+	if err := s.form(ctx); err != nil {
+		return err
+	}
+	close(s.formed)
+	s.goRun(func() { s.registerSelf(ctx) })
+	s.goRun(func() { s.leaderLoop(ctx) })
+	return nil
+}
+
+// startTabletOnly learns the cluster id from the meta nodes and registers.
+func (s *Server) startTabletOnly(ctx context.Context) error {
+	if len(s.cfg.Join) == 0 {
+		return errors.New("server: a tablet-only node needs --join with meta node addresses")
+	}
+	s.goRun(func() {
+		for s.ClusterID() == "" {
+			for _, r := range s.helloAll(ctx) {
+				if r.ClusterId != "" && r.Formed {
+					if err := s.adoptClusterID(r.ClusterId); err != nil {
+						s.log.Error("cannot join", "err", err)
+						return
+					}
+					break
+				}
+			}
+			if !sleepCtx(ctx, 200*time.Millisecond) {
+				return
+			}
+		}
+		s.registerSelf(ctx)
+		close(s.formed)
+	})
+	return nil
+}
+
+// openRaft starts the Raft node over the one-port stream layer.
+func (s *Server) openRaft() (*raftmeta.Node, error) {
+	layer := transport.NewRaftStreamLayer(s.lis, transport.RaftStreamConfig{
+		ClusterID:           s.ClusterID(),
+		Incarnation:         s.id.Incarnation,
+		ExpectedIncarnation: s.incarnationAt,
+		Logger:              s.log,
+	})
+	n, err := raftmeta.Open(raftmeta.Config{
+		NodeID:            s.cfg.NodeID,
+		Dir:               filepath.Join(s.cfg.DataDir, "meta"),
+		Stream:            advertisedStream{StreamLayer: layer, addr: advertisedAddr(s.advertise)},
+		HeartbeatTimeout:  s.cfg.RaftHeartbeatTimeout,
+		ElectionTimeout:   s.cfg.RaftElectionTimeout,
+		SnapshotThreshold: s.cfg.RaftSnapshotThreshold,
+		Logger:            s.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.node.Store(n)
+	return n, nil
+}
+
+// incarnationAt is the incarnation this node's metadata has registered at a
+// Raft address, "" when none: Raft dials name it so a wiped node's new
+// incarnation refuses peers that still expect the old one.
+func (s *Server) incarnationAt(address string) string {
+	n := s.node.Load()
+	if n == nil {
+		return ""
+	}
+	for _, rec := range n.State().Nodes() {
+		if rec.RpcAddress == address {
+			return rec.Incarnation
+		}
+	}
+	return ""
+}
+
+// advertisedStream reports the advertised address as its own, which Raft
+// sends to peers.
+type advertisedStream struct {
+	raft.StreamLayer
+	addr net.Addr
+}
+
+func (a advertisedStream) Addr() net.Addr { return a.addr }
+
+type advertisedAddr string
+
+func (a advertisedAddr) Network() string { return "tcp" }
+func (a advertisedAddr) String() string  { return string(a) }
+
+// adoptClusterID records the cluster this node belongs to, once.
+func (s *Server) adoptClusterID(id string) error {
+	s.idMu.Lock()
+	defer s.idMu.Unlock()
+	if s.id.ClusterID == id {
+		return nil
+	}
+	if s.id.ClusterID != "" {
+		return fmt.Errorf("server: this node belongs to cluster %s, peers are in %s", s.id.ClusterID, id)
+	}
+	s.id.ClusterID = id
+	if err := s.id.save(s.cfg.DataDir); err != nil {
+		return err
+	}
+	s.clusterID.Store(&id)
+	s.log.Info("joined cluster", "cluster_id", id)
+	return nil
+}
+
+// sleepCtx waits d or until ctx ends; false when ctx ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

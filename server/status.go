@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// statusProbeTimeout bounds how long cluster status waits for each node.
+const statusProbeTimeout = 500 * time.Millisecond
+
+// ClusterStatus is answered by the leader: the voters with the state each
+// reports of itself, and every registered node with whether it answered a
+// probe just now.
+func (m *metaService) ClusterStatus(ctx context.Context, req *pb.ClusterStatusRequest) (*pb.ClusterStatusResponse, error) {
+	var resp *pb.ClusterStatusResponse
+	err := m.s.onLeader(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = m.s.clusterStatus(ctx)
+		return err
+	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
+		var err error
+		resp, err = c.ClusterStatus(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+func (s *Server) clusterStatus(ctx context.Context) (*pb.ClusterStatusResponse, error) {
+	n := s.node.Load()
+	if err := n.LinearizableRead(ctx); err != nil {
+		return nil, err
+	}
+	st := n.Status()
+	servers, err := n.Servers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	leader, _ := n.Leader()
+	resp := &pb.ClusterStatusResponse{ClusterId: s.ClusterID(), LeaderId: leader, Term: st.Term,
+		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex}
+	nodes := n.State().Nodes()
+
+	// Probe voters and registered nodes concurrently.
+	addrs := map[uint32]string{}
+	for _, v := range servers {
+		addrs[v.ID] = v.Address
+	}
+	for _, rec := range nodes {
+		addrs[rec.Id] = rec.RpcAddress
+	}
+	states := s.probe(ctx, addrs)
+	for _, v := range servers {
+		state := states[v.ID]
+		if v.ID == s.cfg.NodeID {
+			state = st.State
+		}
+		resp.Voters = append(resp.Voters, &pb.VoterInfo{NodeId: v.ID, Address: v.Address, Suffrage: suffrage(v.Voter), State: state})
+	}
+	for _, rec := range nodes {
+		resp.Nodes = append(resp.Nodes, &pb.NodeStatus{Node: rec, Alive: rec.Id == s.cfg.NodeID || states[rec.Id] != "unreachable"})
+	}
+	return resp, nil
+}
+
+// probe asks each node for its Raft state, "unreachable" when it does not
+// answer in time.
+func (s *Server) probe(ctx context.Context, addrs map[uint32]string) map[uint32]string {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	out := make(map[uint32]string, len(addrs))
+	for id, addr := range addrs {
+		if id == s.cfg.NodeID {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, statusProbeTimeout)
+			defer cancel()
+			state := "unreachable"
+			if r, err := pb.NewDRPCMetaClient(s.pool.Conn(addr)).RaftStatus(pctx, &pb.RaftStatusRequest{}); err == nil && r.NodeId == id {
+				state = r.State
+			}
+			mu.Lock()
+			out[id] = state
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}

@@ -1,0 +1,61 @@
+package transport
+
+import (
+	"context"
+	"log/slog"
+	"runtime/debug"
+
+	"storj.io/drpc"
+	"storj.io/drpc/drpcmetadata"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// MetadataClusterID is the DRPC metadata key under which a caller sends its
+// cluster id. A node that knows its own cluster id refuses calls carrying
+// another one with CLUSTER_MISMATCH.
+const MetadataClusterID = "floe-cluster-id"
+
+// handler wraps the Server's mux: it recovers panics, refuses calls from
+// another cluster, and turns every error into its wire form.
+//
+// drpcserver sends the error HandleRPC returns to the caller as one error
+// packet: its DRPC code (drpcerr.Code, found through Unwrap) and its whole
+// Error() text. So whatever leaves here has passed through ToWire, which puts
+// the pb.ErrorCode in the DRPC code and only the message in the text.
+type handler struct {
+	next      drpc.Handler
+	clusterID func() string
+	log       *slog.Logger
+}
+
+// HandleRPC serves one call.
+func (h *handler) HandleRPC(stream drpc.Stream, rpc string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.log.Error("rpc handler panicked", "rpc", rpc, "panic", r, "stack", string(debug.Stack()))
+			err = Errorf(pb.ErrorCode_ERROR_CODE_INTERNAL, "%s: handler panicked: %v", rpc, r)
+		}
+		err = ToWire(err)
+	}()
+	if err := h.checkCluster(stream.Context()); err != nil {
+		return err
+	}
+	return h.next.HandleRPC(stream, rpc)
+}
+
+// checkCluster refuses a call whose caller names another cluster than this
+// node's. Either side not knowing its cluster yet (cluster formation) lets the
+// call through.
+func (h *handler) checkCluster(ctx context.Context) error {
+	md, _ := drpcmetadata.Get(ctx)
+	theirs := md[MetadataClusterID]
+	if theirs == "" || h.clusterID == nil {
+		return nil
+	}
+	if ours := h.clusterID(); ours != "" && ours != theirs {
+		return Errorf(pb.ErrorCode_ERROR_CODE_CLUSTER_MISMATCH,
+			"caller belongs to cluster %q, this node to cluster %q", theirs, ours)
+	}
+	return nil
+}

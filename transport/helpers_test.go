@@ -1,0 +1,281 @@
+package transport_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// guard bounds every wait in these tests, so a bug fails a test instead of
+// hanging it. Nothing is expected to take anywhere near this long.
+const guard = 20 * time.Second
+
+// node is one test server: a Listener routing to a Server with testMeta, and
+// optionally a Raft stream layer.
+type node struct {
+	addr string
+	lis  *transport.Listener
+	meta *testMeta
+	raft *transport.RaftStreamLayer
+	stop func()
+}
+
+type nodeOptions struct {
+	addr      string // default 127.0.0.1:0
+	server    transport.ServerConfig
+	listener  transport.ListenerConfig
+	clusterID string // non-empty: run a Raft stream layer of this cluster
+	// incarnation of the node and, for its dials, the incarnation expected
+	// at an address.
+	incarnation string
+	expect      func(address string) string
+}
+
+// startNode starts a node; it stops at the end of the test, or on n.stop().
+func startNode(t *testing.T, opts nodeOptions) *node {
+	t.Helper()
+	if opts.addr == "" {
+		opts.addr = "127.0.0.1:0"
+	}
+	lis, err := transport.Listen(opts.addr, opts.listener)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{addr: lis.Addr().String(), lis: lis, meta: newTestMeta()}
+	srv := transport.NewServer(opts.server)
+	if err := pb.DRPCRegisterMeta(srv.Mux(), n.meta); err != nil {
+		t.Fatal(err)
+	}
+	if opts.clusterID != "" {
+		n.raft = transport.NewRaftStreamLayer(lis, transport.RaftStreamConfig{ClusterID: opts.clusterID,
+			Incarnation: opts.incarnation, ExpectedIncarnation: opts.expect, Logger: opts.listener.Logger})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := lis.Run(ctx); err != nil {
+			t.Errorf("listener run: %v", err)
+		}
+	})
+	wg.Go(func() {
+		if err := srv.Serve(ctx, lis.DRPC()); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	var once sync.Once
+	n.stop = func() {
+		once.Do(func() {
+			if n.raft != nil {
+				_ = n.raft.Close()
+			}
+			cancel()
+			_ = lis.Close()
+			wg.Wait()
+		})
+	}
+	t.Cleanup(n.stop)
+	return n
+}
+
+// dialStats counts a pool's dials and its connections open at once.
+type dialStats struct {
+	dials   atomic.Int64
+	mu      sync.Mutex
+	open    int
+	maxOpen int
+}
+
+// Load returns the number of dials.
+func (s *dialStats) Load() int64 { return s.dials.Load() }
+
+// MaxOpen returns the most connections that were open at once.
+func (s *dialStats) MaxOpen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxOpen
+}
+
+// countedConn tells its dialStats when it closes.
+type countedConn struct {
+	net.Conn
+	stats *dialStats
+	once  sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() {
+		c.stats.mu.Lock()
+		c.stats.open--
+		c.stats.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// countingPool returns a pool whose dials and open connections are counted.
+func countingPool(t *testing.T, cfg transport.PoolConfig) (*transport.Pool, *dialStats) {
+	t.Helper()
+	stats := new(dialStats)
+	var d net.Dialer
+	cfg.Dialer = func(ctx context.Context, addr string) (net.Conn, error) {
+		stats.dials.Add(1)
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		stats.mu.Lock()
+		stats.open++
+		stats.maxOpen = max(stats.maxOpen, stats.open)
+		stats.mu.Unlock()
+		return &countedConn{Conn: conn, stats: stats}, nil
+	}
+	p := transport.NewPool(cfg)
+	t.Cleanup(func() { _ = p.Close() })
+	return p, stats
+}
+
+// testMeta serves the few Meta calls the tests make.
+type testMeta struct {
+	entered chan struct{} // Hello("block") has started
+	release chan struct{} // lets Hello("block") return
+}
+
+func newTestMeta() *testMeta {
+	return &testMeta{entered: make(chan struct{}, 64), release: make(chan struct{})}
+}
+
+// Hello echoes the node id; rpc_address "panic" panics, "block" waits for
+// release.
+func (m *testMeta) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloResponse, error) {
+	switch req.RpcAddress {
+	case "panic":
+		panic("boom")
+	case "block":
+		m.entered <- struct{}{}
+		select {
+		case <-m.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return &pb.HelloResponse{NodeId: req.NodeId, Roles: req.Roles}, nil
+}
+
+// fencedError is another package's error that knows its wire code.
+type fencedError struct{ epoch int }
+
+func (e fencedError) Error() string          { return fmt.Sprintf("bucket epoch %d is stale", e.epoch) }
+func (e fencedError) WireCode() pb.ErrorCode { return pb.ErrorCode_ERROR_CODE_FENCED }
+func (m *testMeta) notServed() error {
+	return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "not served in tests")
+}
+func (m *testMeta) Join(context.Context, *pb.JoinRequest) (*pb.JoinResponse, error) {
+	return nil, m.notServed()
+}
+
+// CreateDatabase fails in the way its name says.
+func (m *testMeta) CreateDatabase(_ context.Context, req *pb.CreateDatabaseRequest) (*pb.CommandResponse, error) {
+	switch req.Name {
+	case "not-leader":
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node 2 leads")
+	case "exists":
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_ALREADY_EXISTS, "database %q exists", "db1")
+	case "wrapped":
+		return nil, fmt.Errorf("drop database db1: %w", transport.ErrNotEmpty)
+	case "fenced":
+		return nil, fmt.Errorf("adjust isr: %w", fencedError{epoch: 7})
+	case "plain":
+		return nil, errors.New("disk on fire")
+	case "deadline":
+		return nil, context.DeadlineExceeded
+	}
+	return &pb.CommandResponse{}, nil
+}
+
+// CreateTable accepts anything: the oversize tests send big schemas.
+func (m *testMeta) CreateTable(context.Context, *pb.CreateTableRequest) (*pb.CommandResponse, error) {
+	return &pb.CommandResponse{}, nil
+}
+
+func (m *testMeta) Propose(context.Context, *pb.ProposeRequest) (*pb.ProposeResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) RaftStatus(context.Context, *pb.RaftStatusRequest) (*pb.RaftStatusResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) DropDatabase(context.Context, *pb.DropDatabaseRequest) (*pb.CommandResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) ListDatabases(context.Context, *pb.ListDatabasesRequest) (*pb.ListDatabasesResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) DropTable(context.Context, *pb.DropTableRequest) (*pb.CommandResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) ListTables(context.Context, *pb.ListTablesRequest) (*pb.ListTablesResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) GetTable(context.Context, *pb.GetTableRequest) (*pb.GetTableResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) ClusterStatus(context.Context, *pb.ClusterStatusRequest) (*pb.ClusterStatusResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) AddVoter(context.Context, *pb.AddVoterRequest) (*pb.AdminResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) RemoveVoter(context.Context, *pb.RemoveVoterRequest) (*pb.AdminResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) TransferLeadership(context.Context, *pb.TransferLeadershipRequest) (*pb.AdminResponse, error) {
+	return nil, m.notServed()
+}
+
+// logBuffer is a slog destination tests can read.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// readClosed waits until the peer closes conn (reads return an error).
+func readClosed(t *testing.T, conn net.Conn) {
+	t.Helper()
+	if err := conn.SetReadDeadline(time.Now().Add(guard)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	for {
+		if _, err := conn.Read(buf); err != nil {
+			var netErr net.Error
+			if errors.As(err, &netErr) && netErr.Timeout() {
+				t.Fatalf("connection still open after %v", guard)
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,195 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"storj.io/drpc/drpcmigrate"
+)
+
+// RaftHeader is the 8-byte prefix that starts every Raft connection. DRPC
+// connections start with drpcmigrate.DRPCHeader ("DRPC!!!1").
+const RaftHeader = "FLOERAFT"
+
+// DefaultHandshakeTimeout is ListenerConfig.HandshakeTimeout's default.
+const DefaultHandshakeTimeout = 10 * time.Second
+
+// prefixBytes is the length of every protocol prefix.
+const prefixBytes = len(RaftHeader)
+
+// ListenerConfig configures a Listener. The zero value is usable.
+type ListenerConfig struct {
+	// HandshakeTimeout is how long a new connection may take to send its
+	// 8-byte protocol prefix and be taken by its protocol's Accept; a
+	// connection still unclaimed after it is closed. The Raft stream layer
+	// also bounds its cluster handshake with it. Default 10 s.
+	HandshakeTimeout time.Duration
+	// Logger receives the listener's messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate reports the first invalid field.
+func (c *ListenerConfig) Validate() error {
+	if c.HandshakeTimeout < 0 {
+		return fmt.Errorf("transport: listener config: HandshakeTimeout %v is negative", c.HandshakeTimeout)
+	}
+	return nil
+}
+
+func (c ListenerConfig) withDefaults() ListenerConfig {
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	c.Logger = orDiscard(c.Logger)
+	return c
+}
+
+// Listener is a node's one RPC port: a TCP listener whose connections are
+// routed by their first 8 bytes to the DRPC listener or the Raft listener.
+// Connections with any other prefix are closed.
+type Listener struct {
+	cfg     ListenerConfig
+	base    net.Listener // the TCP listener
+	mux     *drpcmigrate.ListenMux
+	pending *pendingSet
+	drpc    *routeListener
+	raft    *routeListener
+
+	pumps sync.WaitGroup // the routes' goroutines
+
+	mu      sync.Mutex
+	running bool
+	closed  bool
+	stopRun context.CancelFunc
+	runDone chan struct{}
+}
+
+// Listen opens the TCP listener on addr ("host:port"; port 0 picks one).
+// Connections are routed only while Run runs; Close releases everything.
+func Listen(addr string, cfg ListenerConfig) (*Listener, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	tcp, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen on %s: %w", addr, err)
+	}
+	l := &Listener{
+		cfg:     cfg,
+		base:    tcp,
+		pending: newPendingSet(cfg.HandshakeTimeout, cfg.Logger),
+		runDone: make(chan struct{}),
+	}
+	l.mux = drpcmigrate.NewListenMux(&acceptRetrier{Listener: tcp, log: cfg.Logger, pending: l.pending}, prefixBytes)
+	l.drpc = newRouteListener(l.mux.Route(drpcmigrate.DRPCHeader))
+	l.raft = newRouteListener(l.mux.Route(RaftHeader))
+	l.pumps.Go(l.drpc.pump)
+	l.pumps.Go(l.raft.pump)
+	return l, nil
+}
+
+// DRPC returns the listener of DRPC connections (prefix already consumed), for
+// Server.Serve.
+func (l *Listener) DRPC() net.Listener { return l.drpc }
+
+// Raft returns the listener of Raft connections (prefix already consumed). A
+// RaftStreamLayer takes it over; use one or the other.
+func (l *Listener) Raft() net.Listener { return l.raft }
+
+// Addr returns the TCP listener's address.
+func (l *Listener) Addr() net.Addr { return l.base.Addr() }
+
+// Run routes connections until ctx is done or Close is called (at once if
+// it was already), then closes the listener. It returns nil in those cases,
+// and an error if the TCP listener fails.
+func (l *Listener) Run(ctx context.Context) error {
+	l.mu.Lock()
+	switch {
+	case l.closed:
+		l.mu.Unlock()
+		return nil
+	case l.running:
+		l.mu.Unlock()
+		return errors.New("transport: listener: Run called twice")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l.running, l.stopRun = true, cancel
+	l.mu.Unlock()
+	defer close(l.runDone)
+
+	var wg sync.WaitGroup
+	wg.Go(l.refuseUnknown)
+	err := l.mux.Run(ctx)
+	stopped := ctx.Err() != nil
+	l.shutdown()
+	wg.Wait()
+	if err != nil && !stopped {
+		return fmt.Errorf("transport: listener: %w", err)
+	}
+	return nil
+}
+
+// refuseUnknown closes every connection whose prefix matched no protocol.
+func (l *Listener) refuseUnknown() {
+	for {
+		conn, err := l.mux.Default().Accept()
+		if err != nil {
+			return
+		}
+		l.cfg.Logger.Debug("closing connection with an unknown protocol prefix", "remote_addr", conn.RemoteAddr().String())
+		_ = conn.Close()
+	}
+}
+
+// Close stops routing, closes the TCP listener, the DRPC and Raft listeners
+// and every connection not yet taken by a protocol, and waits for Run to
+// return. Connections already accepted belong to their protocol's server.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		running := l.running
+		l.mu.Unlock()
+		if running {
+			<-l.runDone
+		}
+		return nil
+	}
+	l.closed = true
+	running, stop := l.running, l.stopRun
+	l.mu.Unlock()
+	if running {
+		stop()
+		<-l.runDone
+		return nil
+	}
+	l.shutdown()
+	return nil
+}
+
+// shutdown closes everything the listener holds; safe to call twice.
+func (l *Listener) shutdown() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	_ = l.base.Close()
+	_ = l.drpc.Close()
+	_ = l.raft.Close()
+	_ = l.mux.Default().Close()
+	l.pending.closeAll()
+	l.pumps.Wait()
+}
+
+// orDiscard returns logger, or a logger that discards when it is nil.
+func orDiscard(logger *slog.Logger) *slog.Logger {
+	if logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return logger
+}

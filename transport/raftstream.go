@@ -1,0 +1,289 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Raft handshake, after the 8-byte RaftHeader: the dialer sends its cluster
+// id and the incarnation it expects the peer at that address to be (each as
+// one length byte and the bytes; the incarnation may be empty: unknown). The
+// acceptor answers raftHandshakeOK when the cluster id is its own and the
+// expected incarnation is empty or its own, and otherwise closes the
+// connection without a word.
+//
+// The incarnation check keeps a node whose folder was wiped out of
+// elections it must not take part in: a peer that still knows the old
+// incarnation at that address (it has not applied the rejoin) cannot reach
+// the new one, so it cannot collect the vote of a node that forgot its
+// votes.
+const (
+	maxClusterIDBytes   = 255
+	raftHandshakeOK     = byte(0x01)
+	maxRaftHandshakes   = 64 // handshakes in progress at once
+	defaultRaftDialWait = DefaultHandshakeTimeout
+)
+
+// RaftStreamLayer carries hashicorp/raft's NetworkTransport over the Raft
+// route of a Listener: it implements raft.StreamLayer. Its connections are
+// checked to come from the same cluster.
+type RaftStreamLayer struct {
+	lis         net.Listener
+	addr        net.Addr
+	clusterID   string
+	incarnation string
+	expected    func(address string) string
+	timeout     time.Duration
+	log         *slog.Logger
+
+	ready   chan net.Conn // handshaken connections, for Accept
+	slots   chan struct{} // one per handshake in progress
+	done    chan struct{} // closed by Close
+	lisDone chan struct{} // closed when the Raft listener fails
+	lisErr  error         // why, set before lisDone closes
+
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	mu          sync.Mutex
+	handshaking map[net.Conn]struct{}
+}
+
+var _ raft.StreamLayer = (*RaftStreamLayer)(nil)
+
+// RaftStreamConfig configures a RaftStreamLayer.
+type RaftStreamConfig struct {
+	// ClusterID (at most 255 bytes) is sent when dialing and required of
+	// every accepted connection.
+	ClusterID string
+	// Incarnation is this node's incarnation (at most 255 bytes): dialers
+	// that expect another one at this address are refused.
+	Incarnation string
+	// ExpectedIncarnation returns the incarnation a dial to address should
+	// reach, "" when unknown (then any is accepted). Nil: always "".
+	ExpectedIncarnation func(address string) string
+	Logger              *slog.Logger
+}
+
+// NewRaftStreamLayer takes over l's Raft listener. Close it before closing l.
+func NewRaftStreamLayer(l *Listener, cfg RaftStreamConfig) *RaftStreamLayer {
+	expected := cfg.ExpectedIncarnation
+	if expected == nil {
+		expected = func(string) string { return "" }
+	}
+	s := &RaftStreamLayer{
+		lis:         l.Raft(),
+		addr:        l.Addr(),
+		clusterID:   cfg.ClusterID,
+		incarnation: cfg.Incarnation,
+		expected:    expected,
+		timeout:     l.cfg.HandshakeTimeout,
+		log:         orDiscard(cfg.Logger),
+		ready:       make(chan net.Conn),
+		slots:       make(chan struct{}, maxRaftHandshakes),
+		done:        make(chan struct{}),
+		lisDone:     make(chan struct{}),
+		handshaking: make(map[net.Conn]struct{}),
+	}
+	s.wg.Go(s.acceptLoop)
+	return s
+}
+
+// Accept returns the next connection from a peer of the same cluster.
+func (s *RaftStreamLayer) Accept() (net.Conn, error) {
+	select {
+	case conn := <-s.ready:
+		return conn, nil
+	case <-s.done:
+		return nil, fmt.Errorf("transport: raft stream layer: %w", net.ErrClosed)
+	case <-s.lisDone:
+		return nil, fmt.Errorf("transport: raft stream layer: %w", s.lisErr)
+	}
+}
+
+// Addr returns the Listener's address.
+func (s *RaftStreamLayer) Addr() net.Addr { return s.addr }
+
+// Close stops Accept, closes the Raft listener and the connections still
+// handshaking, and waits for its goroutines. Connections already returned by
+// Accept or Dial are Raft's.
+func (s *RaftStreamLayer) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		_ = s.lis.Close()
+		s.mu.Lock()
+		for conn := range s.handshaking {
+			_ = conn.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return nil
+}
+
+// Dial connects to a peer's RPC port and introduces itself as Raft of this
+// cluster. It fails when the peer does not answer the handshake: another
+// cluster, or not a meta node.
+func (s *RaftStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	if len(s.clusterID) > maxClusterIDBytes {
+		return nil, fmt.Errorf("transport: raft dial: cluster id is %d bytes, at most %d", len(s.clusterID), maxClusterIDBytes)
+	}
+	want := s.expected(string(address))
+	if len(want) > maxClusterIDBytes {
+		return nil, fmt.Errorf("transport: raft dial: incarnation is %d bytes, at most %d", len(want), maxClusterIDBytes)
+	}
+	if timeout <= 0 {
+		timeout = defaultRaftDialWait
+	}
+	conn, err := net.DialTimeout("tcp", string(address), timeout)
+	if err != nil {
+		return nil, fmt.Errorf("transport: raft dial %s: %w", address, err)
+	}
+	hello := make([]byte, 0, prefixBytes+2+len(s.clusterID)+len(want))
+	hello = append(hello, RaftHeader...)
+	hello = append(hello, byte(len(s.clusterID)))
+	hello = append(hello, s.clusterID...)
+	hello = append(hello, byte(len(want)))
+	hello = append(hello, want...)
+	var ack [1]byte
+	err = conn.SetDeadline(time.Now().Add(timeout))
+	if err == nil {
+		_, err = conn.Write(hello)
+	}
+	if err == nil {
+		_, err = io.ReadFull(conn, ack[:])
+	}
+	if err == nil && ack[0] != raftHandshakeOK {
+		err = fmt.Errorf("unexpected answer %#x", ack[0])
+	}
+	if err == nil {
+		err = conn.SetDeadline(time.Time{})
+	}
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("transport: raft handshake with %s refused (another cluster, or not a meta node?): %w", address, err)
+	}
+	return conn, nil
+}
+
+// acceptLoop takes Raft connections off the listener and handshakes each in
+// a goroutine of its own, so a slow peer delays nobody else.
+func (s *RaftStreamLayer) acceptLoop() {
+	for {
+		select {
+		case s.slots <- struct{}{}:
+		case <-s.done:
+			return
+		}
+		conn, err := s.lis.Accept()
+		if err != nil {
+			<-s.slots
+			s.lisErr = err
+			close(s.lisDone)
+			return
+		}
+		s.mu.Lock()
+		select {
+		case <-s.done:
+			s.mu.Unlock()
+			_ = conn.Close()
+			<-s.slots
+			return
+		default:
+		}
+		s.handshaking[conn] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Go(func() {
+			defer func() { <-s.slots }()
+			s.handshake(conn)
+		})
+	}
+}
+
+// handshake checks one incoming connection's cluster id, answers it and
+// hands it to Accept; any other connection is closed.
+func (s *RaftStreamLayer) handshake(conn net.Conn) {
+	remote := conn.RemoteAddr().String()
+	got, wantIncarnation, err := s.readHello(conn)
+	if err == nil && got != s.clusterID {
+		s.log.Warn("refusing raft connection from another cluster",
+			"remote_addr", remote, "peer_cluster_id", got, "cluster_id", s.clusterID)
+		err = errClusterRefused
+	} else if err == nil && wantIncarnation != "" && wantIncarnation != s.incarnation {
+		s.log.Warn("refusing raft connection meant for an earlier incarnation of this node",
+			"remote_addr", remote, "expected_incarnation", wantIncarnation, "incarnation", s.incarnation)
+		err = errIncarnationRefused
+	} else if err != nil && !s.closing() {
+		s.log.Warn("raft handshake failed", "remote_addr", remote, "error", err)
+	}
+	if err == nil {
+		_, err = conn.Write([]byte{raftHandshakeOK})
+	}
+	if err == nil {
+		err = conn.SetDeadline(time.Time{})
+	}
+	s.mu.Lock()
+	delete(s.handshaking, conn)
+	s.mu.Unlock()
+	if err != nil {
+		_ = conn.Close()
+		return
+	}
+	select {
+	case s.ready <- conn:
+	case <-s.done:
+		_ = conn.Close()
+	}
+}
+
+// closing reports whether Close has been called.
+func (s *RaftStreamLayer) closing() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+var (
+	// errClusterRefused marks a handshake refused for its cluster id.
+	errClusterRefused = errors.New("transport: raft peer of another cluster")
+	// errIncarnationRefused marks a handshake meant for another incarnation.
+	errIncarnationRefused = errors.New("transport: raft peer expects another incarnation")
+)
+
+// readHello reads the dialer's cluster id and expected incarnation within
+// the handshake timeout.
+func (s *RaftStreamLayer) readHello(conn net.Conn) (clusterID, incarnation string, err error) {
+	if err := conn.SetDeadline(time.Now().Add(s.timeout)); err != nil {
+		return "", "", err
+	}
+	if clusterID, err = readShortString(conn); err != nil {
+		return "", "", err
+	}
+	if incarnation, err = readShortString(conn); err != nil {
+		return "", "", err
+	}
+	return clusterID, incarnation, nil
+}
+
+// readShortString reads one length byte and that many bytes.
+func readShortString(r io.Reader) (string, error) {
+	var buf [1 + maxClusterIDBytes]byte
+	if _, err := io.ReadFull(r, buf[:1]); err != nil {
+		return "", err
+	}
+	n := int(buf[0])
+	if _, err := io.ReadFull(r, buf[1:1+n]); err != nil {
+		return "", err
+	}
+	return string(buf[1 : 1+n]), nil
+}

@@ -1,0 +1,143 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"storj.io/drpc/drpcmanager"
+	"storj.io/drpc/drpcmux"
+	"storj.io/drpc/drpcserver"
+	"storj.io/drpc/drpcwire"
+)
+
+// Defaults for the zero ServerConfig and PoolConfig.
+const (
+	DefaultMaxMessageBytes   = 16 << 20
+	DefaultServerIdleTimeout = 60 * time.Second
+
+	maxMessageBytesLimit = 1 << 30
+)
+
+// ServerConfig configures a Server. The zero value is usable.
+type ServerConfig struct {
+	// MaxMessageBytes is the largest packet a caller may send (a request
+	// message, an RPC name, metadata). A larger one is refused with
+	// TOO_LARGE and the connection stays usable. Default 16 MiB, at most
+	// 1 GiB.
+	MaxMessageBytes int
+	// IdleTimeout closes a connection on which no call starts for this
+	// long. A call in progress, however long, is not idle. Default 60 s.
+	IdleTimeout time.Duration
+	// ClusterID returns the node's cluster id, "" while it is unknown.
+	// Calls naming another cluster are refused with CLUSTER_MISMATCH. nil:
+	// never known.
+	ClusterID func() string
+	// Logger receives the server's messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate reports the first invalid field.
+func (c *ServerConfig) Validate() error {
+	switch {
+	case c.MaxMessageBytes < 0 || c.MaxMessageBytes > maxMessageBytesLimit:
+		return fmt.Errorf("transport: server config: MaxMessageBytes %d not in [0, %d]", c.MaxMessageBytes, maxMessageBytesLimit)
+	case c.IdleTimeout < 0:
+		return fmt.Errorf("transport: server config: IdleTimeout %v is negative", c.IdleTimeout)
+	}
+	return nil
+}
+
+func (c ServerConfig) withDefaults() ServerConfig {
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultServerIdleTimeout
+	}
+	c.Logger = orDiscard(c.Logger)
+	return c
+}
+
+// Server serves DRPC calls. Register services on Mux, then Serve. Handlers may
+// return any Go error: *Error (or an error with a WireCode method) chooses the
+// code, context errors become TIMEOUT, anything else INTERNAL. A panicking
+// handler fails its own call with INTERNAL and the server carries on.
+type Server struct {
+	cfg     ServerConfig
+	invalid error
+	mux     *drpcmux.Mux
+	drpc    *drpcserver.Server
+}
+
+// NewServer returns a server with an empty mux. An invalid cfg makes Serve
+// fail.
+func NewServer(cfg ServerConfig) *Server {
+	s := &Server{invalid: cfg.Validate(), mux: drpcmux.New()}
+	s.cfg = cfg.withDefaults()
+	s.drpc = drpcserver.NewWithOptions(
+		&handler{next: s.mux, clusterID: s.cfg.ClusterID, log: s.cfg.Logger},
+		drpcserver.Options{Manager: drpcmanager.Options{
+			Reader:            drpcwire.ReaderOptions{MaximumBufferSize: s.cfg.MaxMessageBytes + readerSlackBytes},
+			InactivityTimeout: s.cfg.IdleTimeout,
+		}},
+	)
+	return s
+}
+
+// Mux returns the mux services are registered on, for example
+// pb.DRPCRegisterMeta(server.Mux(), impl). Register before Serve.
+func (s *Server) Mux() *drpcmux.Mux { return s.mux }
+
+// Serve accepts connections on lis and serves them until ctx is done or lis
+// is closed, then closes lis, ends every connection and waits for their
+// handlers to return. It returns nil then, and an error if lis fails.
+func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	if s.invalid != nil {
+		return s.invalid
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	stop := context.AfterFunc(ctx, func() { _ = lis.Close() })
+	defer stop()
+
+	const minDelay, maxDelay = 5 * time.Millisecond, time.Second
+	var delay time.Duration
+	for {
+		conn, err := lis.Accept()
+		switch {
+		case err == nil:
+			delay = 0
+			wg.Go(func() { s.serveConn(ctx, conn) })
+		case ctx.Err() != nil || errors.Is(err, net.ErrClosed):
+			return nil
+		case isTemporaryAcceptError(err):
+			delay = min(max(2*delay, minDelay), maxDelay)
+			s.cfg.Logger.Warn("accept failed, retrying", "error", err, "delay", delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			}
+		default:
+			return fmt.Errorf("transport: serve: %w", err)
+		}
+	}
+}
+
+// serveConn runs the calls of one connection, one after another.
+func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
+	tr := newLimitedConn(conn, s.cfg.MaxMessageBytes, s.cfg.Logger)
+	err := s.drpc.ServeOne(ctx, tr)
+	s.cfg.Logger.Debug("connection closed", "remote_addr", conn.RemoteAddr().String(), "error", err)
+}
