@@ -46,8 +46,11 @@ type Config struct {
 	// Raft timing, for tests; zero takes raftmeta's defaults.
 	RaftHeartbeatTimeout time.Duration
 	RaftElectionTimeout  time.Duration
-	// RaftSnapshotThreshold overrides raftmeta's default (tests).
+	// RaftSnapshotThreshold and RaftTrailingLogs override raftmeta's
+	// defaults (tests: a tiny log makes followers install snapshots).
 	RaftSnapshotThreshold uint64
+	RaftTrailingLogs      uint64
+	RaftSnapshotInterval  time.Duration
 	// Logger receives the node's messages; nil discards them.
 	Logger *slog.Logger
 }

@@ -282,6 +282,7 @@ func (s *Server) registerSelf(ctx context.Context) {
 		res, err := s.propose(ctx, cmd)
 		if err == nil {
 			s.log.Info("registered", "node_epoch", res.GetNode().GetNodeEpoch())
+			close(s.readyCh)
 			return
 		}
 		if !transport.IsRetriable(err) {

@@ -44,6 +44,11 @@ func (s *Server) ready() (bool, string) {
 	default:
 		return false, "not in a cluster yet"
 	}
+	select {
+	case <-s.readyCh:
+	default:
+		return false, "not registered yet"
+	}
 	if n := s.node.Load(); n != nil {
 		if id, _ := n.Leader(); id == 0 {
 			return false, "no metadata leader"

@@ -37,8 +37,9 @@ type Server struct {
 	peersMu sync.Mutex
 	peers   map[uint32]*pb.PeerInfo // met through Hello
 
-	formed chan struct{} // closed once Raft runs (meta) or the node registered (tablet)
-	wg     sync.WaitGroup
+	formed  chan struct{} // closed once Raft runs (meta) or the node registered (tablet)
+	readyCh chan struct{} // closed once registered with a leader known
+	wg      sync.WaitGroup
 }
 
 // New validates the configuration, loads the data folder's identity and binds
@@ -52,7 +53,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, id: id, peers: map[uint32]*pb.PeerInfo{}, formed: make(chan struct{})}
+	s := &Server{cfg: cfg, id: id, peers: map[uint32]*pb.PeerInfo{}, formed: make(chan struct{}), readyCh: make(chan struct{})}
 	s.log = cfg.Logger.With("node", cfg.NodeID)
 	s.clusterID.Store(&id.ClusterID)
 
@@ -104,6 +105,10 @@ func (s *Server) ClusterID() string { return *s.clusterID.Load() }
 
 // Formed is closed once the node runs in a cluster.
 func (s *Server) Formed() <-chan struct{} { return s.formed }
+
+// Ready is closed once the node is in a cluster, registered, and (for a meta
+// node) sees a metadata leader: it can serve.
+func (s *Server) Ready() <-chan struct{} { return s.readyCh }
 
 // Run serves until ctx ends, then shuts the node down and returns.
 func (s *Server) Run(ctx context.Context) error {
@@ -216,6 +221,8 @@ func (s *Server) openRaft() (*raftmeta.Node, error) {
 		HeartbeatTimeout:  s.cfg.RaftHeartbeatTimeout,
 		ElectionTimeout:   s.cfg.RaftElectionTimeout,
 		SnapshotThreshold: s.cfg.RaftSnapshotThreshold,
+		TrailingLogs:      s.cfg.RaftTrailingLogs,
+		SnapshotInterval:  s.cfg.RaftSnapshotInterval,
 		Logger:            s.log,
 	})
 	if err != nil {

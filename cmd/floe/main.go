@@ -30,6 +30,7 @@ var errUsage = errors.New("usage")
 
 func commands() []command {
 	return []command{
+		{"dev", "run a one-node cluster for trying Floe out", runDev},
 		{"serve", "run a node: metadata voter (meta), tablet node, or both", runServe},
 		{"db", "create, list and drop databases", runDB},
 		{"table", "create, list, describe and drop tables", runTable},

@@ -24,6 +24,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	httpAddr := fs.String("http", "", "address for /healthz and /readyz")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	snapshotThreshold := fs.Uint64("raft-snapshot-threshold", 0, "Raft log entries between snapshots (0: default 8192)")
+	snapshotInterval := fs.Duration("raft-snapshot-interval", 0, "how often Raft checks whether to snapshot (0: default 2m)")
+	trailingLogs := fs.Uint64("raft-trailing-logs", 0, "Raft log entries a snapshot leaves behind for lagging followers (0: default 10240)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -49,7 +51,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	srv, err := server.New(server.Config{
 		NodeID: uint32(*id), Roles: splitList(*roles), DataDir: *dataDir, Listen: *listen,
 		Advertise: *advertise, Gossip: g, Join: splitList(*join), BootstrapExpect: *bootstrapExpect,
-		Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, Logger: logger,
+		Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, RaftTrailingLogs: *trailingLogs,
+		RaftSnapshotInterval: *snapshotInterval, Logger: logger,
 	})
 	if err != nil {
 		return err

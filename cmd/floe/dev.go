@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/floedb/floe/server"
+)
+
+// runDev runs a one-node cluster with both roles: the quickest way to try
+// Floe. Data goes to --data-dir, or to a temporary folder removed on exit.
+func runDev(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "dev", "dev [--data-dir DIR] [--listen ADDR]")
+	dataDir := fs.String("data-dir", "", "keep data here (default: a temporary folder, removed on exit)")
+	listen := fs.String("listen", "127.0.0.1:7700", "RPC address")
+	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
+	}
+	dir := *dataDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "floe-dev-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	gossip, err := nextPort(*listen)
+	if err != nil {
+		gossip = "127.0.0.1:0"
+	}
+	start := time.Now()
+	srv, err := server.New(server.Config{
+		NodeID: 1, Roles: []string{server.RoleMeta, server.RoleTablet}, DataDir: dir, Listen: *listen,
+		Gossip: gossip, BootstrapExpect: 1,
+		Logger: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level})),
+	})
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+		fmt.Fprintf(env.stdout, "Floe dev cluster ready in %v\n  address:  %s\n  data:     %s\n  try:      floe cluster status --server %s\nCtrl-C stops it.\n",
+			time.Since(start).Round(time.Millisecond), srv.Addr(), dir, srv.Addr())
+	case err := <-done:
+		return err
+	}
+	return <-done
+}
