@@ -17,22 +17,26 @@ type codeInfo struct {
 // codes is the one table of wire error codes. A code missing from it (one
 // added by a newer peer) reads as "error code N" and is not retriable.
 var codes = map[pb.ErrorCode]codeInfo{
-	pb.ErrorCode_ERROR_CODE_INTERNAL:            {"internal error", false},
-	pb.ErrorCode_ERROR_CODE_NOT_LEADER:          {"not leader", true},
-	pb.ErrorCode_ERROR_CODE_FENCED:              {"fenced", false},
-	pb.ErrorCode_ERROR_CODE_UNKNOWN_DATABASE:    {"unknown database", false},
-	pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE:       {"unknown table", false},
-	pb.ErrorCode_ERROR_CODE_ALREADY_EXISTS:      {"already exists", false},
-	pb.ErrorCode_ERROR_CODE_INVALID_REQUEST:     {"invalid request", false},
-	pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS: {"not enough replicas", true},
-	pb.ErrorCode_ERROR_CODE_NOT_EMPTY:           {"not empty", false},
-	pb.ErrorCode_ERROR_CODE_CLUSTER_MISMATCH:    {"cluster mismatch", false},
-	pb.ErrorCode_ERROR_CODE_UNAVAILABLE:         {"unavailable", true},
-	pb.ErrorCode_ERROR_CODE_TIMEOUT:             {"timeout", true},
-	pb.ErrorCode_ERROR_CODE_TOO_LARGE:           {"too large", false},
-	pb.ErrorCode_ERROR_CODE_OUT_OF_RANGE:        {"out of range", false},
-	pb.ErrorCode_ERROR_CODE_INVALID_RECORD:      {"invalid record", false},
-	pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE:        {"unknown node", false},
+	pb.ErrorCode_ERROR_CODE_INTERNAL:              {"internal error", false},
+	pb.ErrorCode_ERROR_CODE_NOT_LEADER:            {"not leader", true},
+	pb.ErrorCode_ERROR_CODE_FENCED:                {"fenced", false},
+	pb.ErrorCode_ERROR_CODE_UNKNOWN_DATABASE:      {"unknown database", false},
+	pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE:         {"unknown table", false},
+	pb.ErrorCode_ERROR_CODE_ALREADY_EXISTS:        {"already exists", false},
+	pb.ErrorCode_ERROR_CODE_INVALID_REQUEST:       {"invalid request", false},
+	pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS:   {"not enough replicas", true},
+	pb.ErrorCode_ERROR_CODE_NOT_EMPTY:             {"not empty", false},
+	pb.ErrorCode_ERROR_CODE_CLUSTER_MISMATCH:      {"cluster mismatch", false},
+	pb.ErrorCode_ERROR_CODE_UNAVAILABLE:           {"unavailable", true},
+	pb.ErrorCode_ERROR_CODE_TIMEOUT:               {"timeout", true},
+	pb.ErrorCode_ERROR_CODE_TOO_LARGE:             {"too large", false},
+	pb.ErrorCode_ERROR_CODE_OUT_OF_RANGE:          {"out of range", false},
+	pb.ErrorCode_ERROR_CODE_INVALID_RECORD:        {"invalid record", false},
+	pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE:          {"unknown node", false},
+	pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE: {"out of order sequence", false},
+	pb.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH:  {"unknown leader epoch", true},
+	pb.ErrorCode_ERROR_CODE_BUCKET_OFFLINE:        {"bucket offline", true},
+	pb.ErrorCode_ERROR_CODE_CORRUPT:               {"corrupt data", false},
 }
 
 // CodeName returns how a code reads in error messages ("not leader").
@@ -109,4 +113,12 @@ var (
 	ErrOutOfRange        = &Error{Code: pb.ErrorCode_ERROR_CODE_OUT_OF_RANGE}
 	ErrInvalidRecord     = &Error{Code: pb.ErrorCode_ERROR_CODE_INVALID_RECORD}
 	ErrUnknownNode       = &Error{Code: pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE}
+	// ErrOutOfOrderSequence: an idempotent writer's batch out of sequence.
+	ErrOutOfOrderSequence = &Error{Code: pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE}
+	// ErrUnknownLeaderEpoch: the replica has not seen that epoch yet.
+	ErrUnknownLeaderEpoch = &Error{Code: pb.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH}
+	// ErrBucketOffline: no in-sync replica of the bucket is alive.
+	ErrBucketOffline = &Error{Code: pb.ErrorCode_ERROR_CODE_BUCKET_OFFLINE}
+	// ErrCorrupt: damaged data.
+	ErrCorrupt = &Error{Code: pb.ErrorCode_ERROR_CODE_CORRUPT}
 )

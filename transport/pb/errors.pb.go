@@ -60,6 +60,16 @@ const (
 	ErrorCode_ERROR_CODE_INVALID_RECORD ErrorCode = 14
 	// No such node.
 	ErrorCode_ERROR_CODE_UNKNOWN_NODE ErrorCode = 15
+	// An idempotent writer's batch sequence is neither the next one nor one
+	// of the last five: a gap or a stale writer. Not retriable.
+	ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE ErrorCode = 16
+	// The request names a leader epoch newer than the replica knows: the
+	// replica is behind on metadata. Retriable.
+	ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH ErrorCode = 17
+	// The bucket has no leader (no in-sync replica is alive). Retriable.
+	ErrorCode_ERROR_CODE_BUCKET_OFFLINE ErrorCode = 18
+	// Damaged data the server will not serve.
+	ErrorCode_ERROR_CODE_CORRUPT ErrorCode = 19
 )
 
 // Enum value maps for ErrorCode.
@@ -81,24 +91,32 @@ var (
 		13: "ERROR_CODE_OUT_OF_RANGE",
 		14: "ERROR_CODE_INVALID_RECORD",
 		15: "ERROR_CODE_UNKNOWN_NODE",
+		16: "ERROR_CODE_OUT_OF_ORDER_SEQUENCE",
+		17: "ERROR_CODE_UNKNOWN_LEADER_EPOCH",
+		18: "ERROR_CODE_BUCKET_OFFLINE",
+		19: "ERROR_CODE_CORRUPT",
 	}
 	ErrorCode_value = map[string]int32{
-		"ERROR_CODE_INTERNAL":            0,
-		"ERROR_CODE_NOT_LEADER":          1,
-		"ERROR_CODE_FENCED":              2,
-		"ERROR_CODE_UNKNOWN_DATABASE":    3,
-		"ERROR_CODE_UNKNOWN_TABLE":       4,
-		"ERROR_CODE_ALREADY_EXISTS":      5,
-		"ERROR_CODE_INVALID_REQUEST":     6,
-		"ERROR_CODE_NOT_ENOUGH_REPLICAS": 7,
-		"ERROR_CODE_NOT_EMPTY":           8,
-		"ERROR_CODE_CLUSTER_MISMATCH":    9,
-		"ERROR_CODE_UNAVAILABLE":         10,
-		"ERROR_CODE_TIMEOUT":             11,
-		"ERROR_CODE_TOO_LARGE":           12,
-		"ERROR_CODE_OUT_OF_RANGE":        13,
-		"ERROR_CODE_INVALID_RECORD":      14,
-		"ERROR_CODE_UNKNOWN_NODE":        15,
+		"ERROR_CODE_INTERNAL":              0,
+		"ERROR_CODE_NOT_LEADER":            1,
+		"ERROR_CODE_FENCED":                2,
+		"ERROR_CODE_UNKNOWN_DATABASE":      3,
+		"ERROR_CODE_UNKNOWN_TABLE":         4,
+		"ERROR_CODE_ALREADY_EXISTS":        5,
+		"ERROR_CODE_INVALID_REQUEST":       6,
+		"ERROR_CODE_NOT_ENOUGH_REPLICAS":   7,
+		"ERROR_CODE_NOT_EMPTY":             8,
+		"ERROR_CODE_CLUSTER_MISMATCH":      9,
+		"ERROR_CODE_UNAVAILABLE":           10,
+		"ERROR_CODE_TIMEOUT":               11,
+		"ERROR_CODE_TOO_LARGE":             12,
+		"ERROR_CODE_OUT_OF_RANGE":          13,
+		"ERROR_CODE_INVALID_RECORD":        14,
+		"ERROR_CODE_UNKNOWN_NODE":          15,
+		"ERROR_CODE_OUT_OF_ORDER_SEQUENCE": 16,
+		"ERROR_CODE_UNKNOWN_LEADER_EPOCH":  17,
+		"ERROR_CODE_BUCKET_OFFLINE":        18,
+		"ERROR_CODE_CORRUPT":               19,
 	}
 )
 
@@ -133,7 +151,7 @@ var File_errors_proto protoreflect.FileDescriptor
 
 const file_errors_proto_rawDesc = "" +
 	"\n" +
-	"\ferrors.proto\x12\afloe.v1*\xda\x03\n" +
+	"\ferrors.proto\x12\afloe.v1*\xdc\x04\n" +
 	"\tErrorCode\x12\x17\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\x00\x12\x19\n" +
 	"\x15ERROR_CODE_NOT_LEADER\x10\x01\x12\x15\n" +
@@ -151,7 +169,11 @@ const file_errors_proto_rawDesc = "" +
 	"\x14ERROR_CODE_TOO_LARGE\x10\f\x12\x1b\n" +
 	"\x17ERROR_CODE_OUT_OF_RANGE\x10\r\x12\x1d\n" +
 	"\x19ERROR_CODE_INVALID_RECORD\x10\x0e\x12\x1b\n" +
-	"\x17ERROR_CODE_UNKNOWN_NODE\x10\x0fB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\x17ERROR_CODE_UNKNOWN_NODE\x10\x0f\x12$\n" +
+	" ERROR_CODE_OUT_OF_ORDER_SEQUENCE\x10\x10\x12#\n" +
+	"\x1fERROR_CODE_UNKNOWN_LEADER_EPOCH\x10\x11\x12\x1d\n" +
+	"\x19ERROR_CODE_BUCKET_OFFLINE\x10\x12\x12\x16\n" +
+	"\x12ERROR_CODE_CORRUPT\x10\x13B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_errors_proto_rawDescOnce sync.Once

@@ -1728,6 +1728,235 @@ func (x *AdminResponse) GetIndex() uint64 {
 	return 0
 }
 
+type WatchMetadataRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// Resume after this index; 0: start with a full image.
+	FromIndex     uint64 `protobuf:"varint,2,opt,name=from_index,json=fromIndex,proto3" json:"from_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchMetadataRequest) Reset() {
+	*x = WatchMetadataRequest{}
+	mi := &file_meta_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchMetadataRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchMetadataRequest) ProtoMessage() {}
+
+func (x *WatchMetadataRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchMetadataRequest.ProtoReflect.Descriptor instead.
+func (*WatchMetadataRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *WatchMetadataRequest) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *WatchMetadataRequest) GetFromIndex() uint64 {
+	if x != nil {
+		return x.FromIndex
+	}
+	return 0
+}
+
+type AdjustIsrRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Change        *AdjustIsr             `protobuf:"bytes,1,opt,name=change,proto3" json:"change,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdjustIsrRequest) Reset() {
+	*x = AdjustIsrRequest{}
+	mi := &file_meta_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdjustIsrRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdjustIsrRequest) ProtoMessage() {}
+
+func (x *AdjustIsrRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdjustIsrRequest.ProtoReflect.Descriptor instead.
+func (*AdjustIsrRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *AdjustIsrRequest) GetChange() *AdjustIsr {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+type AdjustIsrResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bucket        *BucketRecord          `protobuf:"bytes,1,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdjustIsrResponse) Reset() {
+	*x = AdjustIsrResponse{}
+	mi := &file_meta_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdjustIsrResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdjustIsrResponse) ProtoMessage() {}
+
+func (x *AdjustIsrResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdjustIsrResponse.ProtoReflect.Descriptor instead.
+func (*AdjustIsrResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *AdjustIsrResponse) GetBucket() *BucketRecord {
+	if x != nil {
+		return x.Bucket
+	}
+	return nil
+}
+
+type AllocateWriterIdRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocateWriterIdRequest) Reset() {
+	*x = AllocateWriterIdRequest{}
+	mi := &file_meta_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateWriterIdRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateWriterIdRequest) ProtoMessage() {}
+
+func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateWriterIdRequest.ProtoReflect.Descriptor instead.
+func (*AllocateWriterIdRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *AllocateWriterIdRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+type AllocateWriterIdResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WriterId      uint64                 `protobuf:"varint,1,opt,name=writer_id,json=writerId,proto3" json:"writer_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocateWriterIdResponse) Reset() {
+	*x = AllocateWriterIdResponse{}
+	mi := &file_meta_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateWriterIdResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateWriterIdResponse) ProtoMessage() {}
+
+func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateWriterIdResponse.ProtoReflect.Descriptor instead.
+func (*AllocateWriterIdResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *AllocateWriterIdResponse) GetWriterId() uint64 {
+	if x != nil {
+		return x.WriterId
+	}
+	return 0
+}
+
 var File_meta_proto protoreflect.FileDescriptor
 
 const file_meta_proto_rawDesc = "" +
@@ -1864,7 +2093,20 @@ const file_meta_proto_rawDesc = "" +
 	"\x19TransferLeadershipRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\"%\n" +
 	"\rAdminResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index2\x90\b\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"N\n" +
+	"\x14WatchMetadataRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"from_index\x18\x02 \x01(\x04R\tfromIndex\">\n" +
+	"\x10AdjustIsrRequest\x12*\n" +
+	"\x06change\x18\x01 \x01(\v2\x12.floe.v1.AdjustIsrR\x06change\"B\n" +
+	"\x11AdjustIsrResponse\x12-\n" +
+	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\"8\n" +
+	"\x17AllocateWriterIdRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\"7\n" +
+	"\x18AllocateWriterIdResponse\x12\x1b\n" +
+	"\twriter_id\x18\x01 \x01(\x04R\bwriterId2\xf8\t\n" +
 	"\x04Meta\x126\n" +
 	"\x05Hello\x12\x15.floe.v1.HelloRequest\x1a\x16.floe.v1.HelloResponse\x123\n" +
 	"\x04Join\x12\x14.floe.v1.JoinRequest\x1a\x15.floe.v1.JoinResponse\x12<\n" +
@@ -1878,7 +2120,10 @@ const file_meta_proto_rawDesc = "" +
 	"\tDropTable\x12\x19.floe.v1.DropTableRequest\x1a\x18.floe.v1.CommandResponse\x12E\n" +
 	"\n" +
 	"ListTables\x12\x1a.floe.v1.ListTablesRequest\x1a\x1b.floe.v1.ListTablesResponse\x12?\n" +
-	"\bGetTable\x12\x18.floe.v1.GetTableRequest\x1a\x19.floe.v1.GetTableResponse\x12N\n" +
+	"\bGetTable\x12\x18.floe.v1.GetTableRequest\x1a\x19.floe.v1.GetTableResponse\x12I\n" +
+	"\rWatchMetadata\x12\x1d.floe.v1.WatchMetadataRequest\x1a\x17.floe.v1.MetadataUpdate0\x01\x12B\n" +
+	"\tAdjustIsr\x12\x19.floe.v1.AdjustIsrRequest\x1a\x1a.floe.v1.AdjustIsrResponse\x12W\n" +
+	"\x10AllocateWriterId\x12 .floe.v1.AllocateWriterIdRequest\x1a!.floe.v1.AllocateWriterIdResponse\x12N\n" +
 	"\rClusterStatus\x12\x1d.floe.v1.ClusterStatusRequest\x1a\x1e.floe.v1.ClusterStatusResponse\x12<\n" +
 	"\bAddVoter\x12\x18.floe.v1.AddVoterRequest\x1a\x16.floe.v1.AdminResponse\x12B\n" +
 	"\vRemoveVoter\x12\x1b.floe.v1.RemoveVoterRequest\x1a\x16.floe.v1.AdminResponse\x12P\n" +
@@ -1896,7 +2141,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_meta_proto_goTypes = []any{
 	(*HelloRequest)(nil),              // 0: floe.v1.HelloRequest
 	(*PeerInfo)(nil),                  // 1: floe.v1.PeerInfo
@@ -1926,64 +2171,79 @@ var file_meta_proto_goTypes = []any{
 	(*RemoveVoterRequest)(nil),        // 25: floe.v1.RemoveVoterRequest
 	(*TransferLeadershipRequest)(nil), // 26: floe.v1.TransferLeadershipRequest
 	(*AdminResponse)(nil),             // 27: floe.v1.AdminResponse
-	nil,                               // 28: floe.v1.CreateTableRequest.PropertiesEntry
-	(*Command)(nil),                   // 29: floe.v1.Command
-	(*CommandResult)(nil),             // 30: floe.v1.CommandResult
-	(*DatabaseRecord)(nil),            // 31: floe.v1.DatabaseRecord
-	(*TableRecord)(nil),               // 32: floe.v1.TableRecord
-	(*BucketRecord)(nil),              // 33: floe.v1.BucketRecord
-	(*NodeRecord)(nil),                // 34: floe.v1.NodeRecord
+	(*WatchMetadataRequest)(nil),      // 28: floe.v1.WatchMetadataRequest
+	(*AdjustIsrRequest)(nil),          // 29: floe.v1.AdjustIsrRequest
+	(*AdjustIsrResponse)(nil),         // 30: floe.v1.AdjustIsrResponse
+	(*AllocateWriterIdRequest)(nil),   // 31: floe.v1.AllocateWriterIdRequest
+	(*AllocateWriterIdResponse)(nil),  // 32: floe.v1.AllocateWriterIdResponse
+	nil,                               // 33: floe.v1.CreateTableRequest.PropertiesEntry
+	(*Command)(nil),                   // 34: floe.v1.Command
+	(*CommandResult)(nil),             // 35: floe.v1.CommandResult
+	(*DatabaseRecord)(nil),            // 36: floe.v1.DatabaseRecord
+	(*TableRecord)(nil),               // 37: floe.v1.TableRecord
+	(*BucketRecord)(nil),              // 38: floe.v1.BucketRecord
+	(*NodeRecord)(nil),                // 39: floe.v1.NodeRecord
+	(*AdjustIsr)(nil),                 // 40: floe.v1.AdjustIsr
+	(*MetadataUpdate)(nil),            // 41: floe.v1.MetadataUpdate
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
 	1,  // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
-	29, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
-	30, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
+	34, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
+	35, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
 	9,  // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
-	30, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
-	31, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
-	28, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
-	32, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
-	32, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
-	33, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
+	35, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
+	36, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
+	33, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
+	37, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
+	37, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
+	38, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
 	9,  // 11: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
 	23, // 12: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	34, // 13: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
-	0,  // 14: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,  // 15: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,  // 16: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,  // 17: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11, // 18: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12, // 19: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13, // 20: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15, // 21: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16, // 22: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17, // 23: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	19, // 24: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	21, // 25: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	24, // 26: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	25, // 27: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	26, // 28: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	2,  // 29: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,  // 30: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,  // 31: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,  // 32: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10, // 33: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10, // 34: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14, // 35: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10, // 36: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10, // 37: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	18, // 38: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	20, // 39: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	22, // 40: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	27, // 41: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	27, // 42: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	27, // 43: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	29, // [29:44] is the sub-list for method output_type
-	14, // [14:29] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	39, // 13: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	40, // 14: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	38, // 15: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	0,  // 16: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,  // 17: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,  // 18: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,  // 19: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11, // 20: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12, // 21: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13, // 22: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15, // 23: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16, // 24: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17, // 25: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	19, // 26: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	28, // 27: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	29, // 28: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	31, // 29: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	21, // 30: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	24, // 31: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	25, // 32: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	26, // 33: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	2,  // 34: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,  // 35: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,  // 36: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,  // 37: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10, // 38: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10, // 39: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14, // 40: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10, // 41: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10, // 42: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	18, // 43: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	20, // 44: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	41, // 45: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	30, // 46: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	32, // 47: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	22, // 48: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	27, // 49: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	27, // 50: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	27, // 51: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	34, // [34:52] is the sub-list for method output_type
+	16, // [16:34] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -1998,7 +2258,7 @@ func file_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

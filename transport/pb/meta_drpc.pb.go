@@ -49,6 +49,9 @@ type DRPCMetaClient interface {
 	DropTable(ctx context.Context, in *DropTableRequest) (*CommandResponse, error)
 	ListTables(ctx context.Context, in *ListTablesRequest) (*ListTablesResponse, error)
 	GetTable(ctx context.Context, in *GetTableRequest) (*GetTableResponse, error)
+	WatchMetadata(ctx context.Context, in *WatchMetadataRequest) (DRPCMeta_WatchMetadataClient, error)
+	AdjustIsr(ctx context.Context, in *AdjustIsrRequest) (*AdjustIsrResponse, error)
+	AllocateWriterId(ctx context.Context, in *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	AddVoter(ctx context.Context, in *AddVoterRequest) (*AdminResponse, error)
 	RemoveVoter(ctx context.Context, in *RemoveVoterRequest) (*AdminResponse, error)
@@ -164,6 +167,64 @@ func (c *drpcMetaClient) GetTable(ctx context.Context, in *GetTableRequest) (*Ge
 	return out, nil
 }
 
+func (c *drpcMetaClient) WatchMetadata(ctx context.Context, in *WatchMetadataRequest) (DRPCMeta_WatchMetadataClient, error) {
+	stream, err := c.cc.NewStream(ctx, "/floe.v1.Meta/WatchMetadata", drpcEncoding_File_meta_proto{})
+	if err != nil {
+		return nil, err
+	}
+	x := &drpcMeta_WatchMetadataClient{stream}
+	if err := x.MsgSend(in, drpcEncoding_File_meta_proto{}); err != nil {
+		return nil, err
+	}
+	if err := x.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+type DRPCMeta_WatchMetadataClient interface {
+	drpc.Stream
+	Recv() (*MetadataUpdate, error)
+}
+
+type drpcMeta_WatchMetadataClient struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_WatchMetadataClient) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_WatchMetadataClient) Recv() (*MetadataUpdate, error) {
+	m := new(MetadataUpdate)
+	if err := x.MsgRecv(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (x *drpcMeta_WatchMetadataClient) RecvMsg(m *MetadataUpdate) error {
+	return x.MsgRecv(m, drpcEncoding_File_meta_proto{})
+}
+
+func (c *drpcMetaClient) AdjustIsr(ctx context.Context, in *AdjustIsrRequest) (*AdjustIsrResponse, error) {
+	out := new(AdjustIsrResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/AdjustIsr", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) AllocateWriterId(ctx context.Context, in *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error) {
+	out := new(AllocateWriterIdResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/AllocateWriterId", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *drpcMetaClient) ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	out := new(ClusterStatusResponse)
 	err := c.cc.Invoke(ctx, "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{}, in, out)
@@ -212,6 +273,9 @@ type DRPCMetaServer interface {
 	DropTable(context.Context, *DropTableRequest) (*CommandResponse, error)
 	ListTables(context.Context, *ListTablesRequest) (*ListTablesResponse, error)
 	GetTable(context.Context, *GetTableRequest) (*GetTableResponse, error)
+	WatchMetadata(*WatchMetadataRequest, DRPCMeta_WatchMetadataStream) error
+	AdjustIsr(context.Context, *AdjustIsrRequest) (*AdjustIsrResponse, error)
+	AllocateWriterId(context.Context, *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	AddVoter(context.Context, *AddVoterRequest) (*AdminResponse, error)
 	RemoveVoter(context.Context, *RemoveVoterRequest) (*AdminResponse, error)
@@ -264,6 +328,18 @@ func (s *DRPCMetaUnimplementedServer) GetTable(context.Context, *GetTableRequest
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCMetaUnimplementedServer) WatchMetadata(*WatchMetadataRequest, DRPCMeta_WatchMetadataStream) error {
+	return drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) AdjustIsr(context.Context, *AdjustIsrRequest) (*AdjustIsrResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) AllocateWriterId(context.Context, *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 func (s *DRPCMetaUnimplementedServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
@@ -282,7 +358,7 @@ func (s *DRPCMetaUnimplementedServer) TransferLeadership(context.Context, *Trans
 
 type DRPCMetaDescription struct{}
 
-func (DRPCMetaDescription) NumMethods() int { return 15 }
+func (DRPCMetaDescription) NumMethods() int { return 18 }
 
 func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -386,6 +462,33 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 					)
 			}, DRPCMetaServer.GetTable, true
 	case 11:
+		return "/floe.v1.Meta/WatchMetadata", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return nil, srv.(DRPCMetaServer).
+					WatchMetadata(
+						in1.(*WatchMetadataRequest),
+						&drpcMeta_WatchMetadataStream{in2.(drpc.Stream)},
+					)
+			}, DRPCMetaServer.WatchMetadata, true
+	case 12:
+		return "/floe.v1.Meta/AdjustIsr", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					AdjustIsr(
+						ctx,
+						in1.(*AdjustIsrRequest),
+					)
+			}, DRPCMetaServer.AdjustIsr, true
+	case 13:
+		return "/floe.v1.Meta/AllocateWriterId", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					AllocateWriterId(
+						ctx,
+						in1.(*AllocateWriterIdRequest),
+					)
+			}, DRPCMetaServer.AllocateWriterId, true
+	case 14:
 		return "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -394,7 +497,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ClusterStatusRequest),
 					)
 			}, DRPCMetaServer.ClusterStatus, true
-	case 12:
+	case 15:
 		return "/floe.v1.Meta/AddVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -403,7 +506,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddVoterRequest),
 					)
 			}, DRPCMetaServer.AddVoter, true
-	case 13:
+	case 16:
 		return "/floe.v1.Meta/RemoveVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -412,7 +515,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveVoterRequest),
 					)
 			}, DRPCMetaServer.RemoveVoter, true
-	case 14:
+	case 17:
 		return "/floe.v1.Meta/TransferLeadership", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -644,6 +747,63 @@ func (x *drpcMeta_GetTableStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcMeta_GetTableStream) SendAndClose(m *GetTableResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_WatchMetadataStream interface {
+	drpc.Stream
+	Send(*MetadataUpdate) error
+}
+
+type drpcMeta_WatchMetadataStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_WatchMetadataStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_WatchMetadataStream) Send(m *MetadataUpdate) error {
+	return x.MsgSend(m, drpcEncoding_File_meta_proto{})
+}
+
+type DRPCMeta_AdjustIsrStream interface {
+	drpc.Stream
+	SendAndClose(*AdjustIsrResponse) error
+}
+
+type drpcMeta_AdjustIsrStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_AdjustIsrStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_AdjustIsrStream) SendAndClose(m *AdjustIsrResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_AllocateWriterIdStream interface {
+	drpc.Stream
+	SendAndClose(*AllocateWriterIdResponse) error
+}
+
+type drpcMeta_AllocateWriterIdStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_AllocateWriterIdStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_AllocateWriterIdStream) SendAndClose(m *AllocateWriterIdResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
 		return err
 	}

@@ -531,6 +531,9 @@ type Command struct {
 	//	*Command_DropDatabase
 	//	*Command_CreateTable
 	//	*Command_DropTable
+	//	*Command_AllocateWriterId
+	//	*Command_AdjustIsr
+	//	*Command_FenceNodes
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -634,6 +637,33 @@ func (x *Command) GetDropTable() *DropTable {
 	return nil
 }
 
+func (x *Command) GetAllocateWriterId() *AllocateWriterId {
+	if x != nil {
+		if x, ok := x.Op.(*Command_AllocateWriterId); ok {
+			return x.AllocateWriterId
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetAdjustIsr() *AdjustIsr {
+	if x != nil {
+		if x, ok := x.Op.(*Command_AdjustIsr); ok {
+			return x.AdjustIsr
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetFenceNodes() *FenceNodes {
+	if x != nil {
+		if x, ok := x.Op.(*Command_FenceNodes); ok {
+			return x.FenceNodes
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -662,6 +692,18 @@ type Command_DropTable struct {
 	DropTable *DropTable `protobuf:"bytes,15,opt,name=drop_table,json=dropTable,proto3,oneof"`
 }
 
+type Command_AllocateWriterId struct {
+	AllocateWriterId *AllocateWriterId `protobuf:"bytes,16,opt,name=allocate_writer_id,json=allocateWriterId,proto3,oneof"`
+}
+
+type Command_AdjustIsr struct {
+	AdjustIsr *AdjustIsr `protobuf:"bytes,17,opt,name=adjust_isr,json=adjustIsr,proto3,oneof"`
+}
+
+type Command_FenceNodes struct {
+	FenceNodes *FenceNodes `protobuf:"bytes,18,opt,name=fence_nodes,json=fenceNodes,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -674,6 +716,188 @@ func (*Command_CreateTable) isCommand_Op() {}
 
 func (*Command_DropTable) isCommand_Op() {}
 
+func (*Command_AllocateWriterId) isCommand_Op() {}
+
+func (*Command_AdjustIsr) isCommand_Op() {}
+
+func (*Command_FenceNodes) isCommand_Op() {}
+
+// AllocateWriterId hands out the next idempotent writer id (> 0).
+type AllocateWriterId struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocateWriterId) Reset() {
+	*x = AllocateWriterId{}
+	mi := &file_metastate_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateWriterId) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateWriterId) ProtoMessage() {}
+
+func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateWriterId.ProtoReflect.Descriptor instead.
+func (*AllocateWriterId) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{7}
+}
+
+// AdjustIsr is a bucket leader's request to change its ISR: compare-and-set
+// on the bucket epoch, refused (FENCED) unless leader_id and leader_epoch
+// are the bucket's current leader and epoch and bucket_epoch is current.
+// The new ISR must contain the leader and only assigned replicas.
+type AdjustIsr struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TableId       uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket        int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	LeaderId      uint32                 `protobuf:"varint,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderEpoch   int32                  `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	BucketEpoch   int32                  `protobuf:"varint,5,opt,name=bucket_epoch,json=bucketEpoch,proto3" json:"bucket_epoch,omitempty"`
+	Isr           []uint32               `protobuf:"varint,6,rep,packed,name=isr,proto3" json:"isr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdjustIsr) Reset() {
+	*x = AdjustIsr{}
+	mi := &file_metastate_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdjustIsr) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdjustIsr) ProtoMessage() {}
+
+func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdjustIsr.ProtoReflect.Descriptor instead.
+func (*AdjustIsr) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AdjustIsr) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *AdjustIsr) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *AdjustIsr) GetLeaderId() uint32 {
+	if x != nil {
+		return x.LeaderId
+	}
+	return 0
+}
+
+func (x *AdjustIsr) GetLeaderEpoch() int32 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *AdjustIsr) GetBucketEpoch() int32 {
+	if x != nil {
+		return x.BucketEpoch
+	}
+	return 0
+}
+
+func (x *AdjustIsr) GetIsr() []uint32 {
+	if x != nil {
+		return x.Isr
+	}
+	return nil
+}
+
+// FenceNodes is the controller's view of which tablet nodes are gone (dead
+// past the grace period, or left). For every bucket: a gone leader is
+// replaced by the first replica in assignment order that is in the ISR and
+// not gone (leader epoch and bucket epoch raised; none: the bucket goes
+// offline, leader 0); gone nodes leave every ISR (bucket epoch raised); an
+// offline bucket whose ISR has a member that is not gone gets it as leader.
+// Deterministic: it depends only on the state and the list.
+type FenceNodes struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Gone          []uint32               `protobuf:"varint,1,rep,packed,name=gone,proto3" json:"gone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FenceNodes) Reset() {
+	*x = FenceNodes{}
+	mi := &file_metastate_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FenceNodes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FenceNodes) ProtoMessage() {}
+
+func (x *FenceNodes) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FenceNodes.ProtoReflect.Descriptor instead.
+func (*FenceNodes) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *FenceNodes) GetGone() []uint32 {
+	if x != nil {
+		return x.Gone
+	}
+	return nil
+}
+
 // InitCluster is the first command of a cluster: it fixes the cluster id.
 type InitCluster struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -684,7 +908,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +920,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +933,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{7}
+	return file_metastate_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -728,7 +952,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +964,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +977,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{8}
+	return file_metastate_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -773,7 +997,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -785,7 +1009,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -798,7 +1022,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{9}
+	return file_metastate_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -826,7 +1050,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +1062,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +1075,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{10}
+	return file_metastate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -892,7 +1116,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +1128,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +1141,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{11}
+	return file_metastate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -994,7 +1218,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1230,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1243,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{12}
+	return file_metastate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -1056,6 +1280,8 @@ type CommandResult struct {
 	//	*CommandResult_Database
 	//	*CommandResult_Table
 	//	*CommandResult_Node
+	//	*CommandResult_Bucket
+	//	*CommandResult_WriterId
 	Value isCommandResult_Value `protobuf_oneof:"value"`
 	// Set when an "if not exists" or "if exists" made the command a no-op.
 	Unchanged     bool `protobuf:"varint,20,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
@@ -1065,7 +1291,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +1303,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +1316,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{13}
+	return file_metastate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -1148,6 +1374,24 @@ func (x *CommandResult) GetNode() *NodeRecord {
 	return nil
 }
 
+func (x *CommandResult) GetBucket() *BucketRecord {
+	if x != nil {
+		if x, ok := x.Value.(*CommandResult_Bucket); ok {
+			return x.Bucket
+		}
+	}
+	return nil
+}
+
+func (x *CommandResult) GetWriterId() uint64 {
+	if x != nil {
+		if x, ok := x.Value.(*CommandResult_WriterId); ok {
+			return x.WriterId
+		}
+	}
+	return 0
+}
+
 func (x *CommandResult) GetUnchanged() bool {
 	if x != nil {
 		return x.Unchanged
@@ -1171,11 +1415,118 @@ type CommandResult_Node struct {
 	Node *NodeRecord `protobuf:"bytes,12,opt,name=node,proto3,oneof"`
 }
 
+type CommandResult_Bucket struct {
+	Bucket *BucketRecord `protobuf:"bytes,13,opt,name=bucket,proto3,oneof"`
+}
+
+type CommandResult_WriterId struct {
+	WriterId uint64 `protobuf:"varint,14,opt,name=writer_id,json=writerId,proto3,oneof"`
+}
+
 func (*CommandResult_Database) isCommandResult_Value() {}
 
 func (*CommandResult_Table) isCommandResult_Value() {}
 
 func (*CommandResult_Node) isCommandResult_Value() {}
+
+func (*CommandResult_Bucket) isCommandResult_Value() {}
+
+func (*CommandResult_WriterId) isCommandResult_Value() {}
+
+// MetadataUpdate is one message of the metadata stream a tablet node
+// follows: a full image (full = true: everything there is at index) or the
+// records one committed command changed.
+type MetadataUpdate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Full          bool                   `protobuf:"varint,2,opt,name=full,proto3" json:"full,omitempty"`
+	Nodes         []*NodeRecord          `protobuf:"bytes,3,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Tables        []*TableRecord         `protobuf:"bytes,4,rep,name=tables,proto3" json:"tables,omitempty"`
+	Buckets       []*BucketRecord        `protobuf:"bytes,5,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	DroppedTables []uint64               `protobuf:"varint,6,rep,packed,name=dropped_tables,json=droppedTables,proto3" json:"dropped_tables,omitempty"`
+	DroppedNodes  []uint32               `protobuf:"varint,7,rep,packed,name=dropped_nodes,json=droppedNodes,proto3" json:"dropped_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetadataUpdate) Reset() {
+	*x = MetadataUpdate{}
+	mi := &file_metastate_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetadataUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetadataUpdate) ProtoMessage() {}
+
+func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
+func (*MetadataUpdate) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *MetadataUpdate) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *MetadataUpdate) GetFull() bool {
+	if x != nil {
+		return x.Full
+	}
+	return false
+}
+
+func (x *MetadataUpdate) GetNodes() []*NodeRecord {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *MetadataUpdate) GetTables() []*TableRecord {
+	if x != nil {
+		return x.Tables
+	}
+	return nil
+}
+
+func (x *MetadataUpdate) GetBuckets() []*BucketRecord {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *MetadataUpdate) GetDroppedTables() []uint64 {
+	if x != nil {
+		return x.DroppedTables
+	}
+	return nil
+}
+
+func (x *MetadataUpdate) GetDroppedNodes() []uint32 {
+	if x != nil {
+		return x.DroppedNodes
+	}
+	return nil
+}
 
 var File_metastate_proto protoreflect.FileDescriptor
 
@@ -1233,7 +1584,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\x06leader\x18\x04 \x01(\rR\x06leader\x12!\n" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12\x10\n" +
 	"\x03isr\x18\x06 \x03(\rR\x03isr\x12!\n" +
-	"\fbucket_epoch\x18\a \x01(\x05R\vbucketEpoch\"\x99\x03\n" +
+	"\fbucket_epoch\x18\a \x01(\x05R\vbucketEpoch\"\xd1\x04\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -1244,8 +1595,24 @@ const file_metastate_proto_rawDesc = "" +
 	"\rdrop_database\x18\r \x01(\v2\x15.floe.v1.DropDatabaseH\x00R\fdropDatabase\x129\n" +
 	"\fcreate_table\x18\x0e \x01(\v2\x14.floe.v1.CreateTableH\x00R\vcreateTable\x123\n" +
 	"\n" +
-	"drop_table\x18\x0f \x01(\v2\x12.floe.v1.DropTableH\x00R\tdropTableB\x04\n" +
-	"\x02op\",\n" +
+	"drop_table\x18\x0f \x01(\v2\x12.floe.v1.DropTableH\x00R\tdropTable\x12I\n" +
+	"\x12allocate_writer_id\x18\x10 \x01(\v2\x19.floe.v1.AllocateWriterIdH\x00R\x10allocateWriterId\x123\n" +
+	"\n" +
+	"adjust_isr\x18\x11 \x01(\v2\x12.floe.v1.AdjustIsrH\x00R\tadjustIsr\x126\n" +
+	"\vfence_nodes\x18\x12 \x01(\v2\x13.floe.v1.FenceNodesH\x00R\n" +
+	"fenceNodesB\x04\n" +
+	"\x02op\"\x12\n" +
+	"\x10AllocateWriterId\"\xb3\x01\n" +
+	"\tAdjustIsr\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
+	"\tleader_id\x18\x03 \x01(\rR\bleaderId\x12!\n" +
+	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12!\n" +
+	"\fbucket_epoch\x18\x05 \x01(\x05R\vbucketEpoch\x12\x10\n" +
+	"\x03isr\x18\x06 \x03(\rR\x03isr\" \n" +
+	"\n" +
+	"FenceNodes\x12\x12\n" +
+	"\x04gone\x18\x01 \x03(\rR\x04gone\",\n" +
 	"\vInitCluster\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"7\n" +
@@ -1278,7 +1645,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\tDropTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
-	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\x9a\x02\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xea\x02\n" +
 	"\rCommandResult\x12&\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x14\n" +
@@ -1286,9 +1653,19 @@ const file_metastate_proto_rawDesc = "" +
 	"\bdatabase\x18\n" +
 	" \x01(\v2\x17.floe.v1.DatabaseRecordH\x00R\bdatabase\x12,\n" +
 	"\x05table\x18\v \x01(\v2\x14.floe.v1.TableRecordH\x00R\x05table\x12)\n" +
-	"\x04node\x18\f \x01(\v2\x13.floe.v1.NodeRecordH\x00R\x04node\x12\x1c\n" +
+	"\x04node\x18\f \x01(\v2\x13.floe.v1.NodeRecordH\x00R\x04node\x12/\n" +
+	"\x06bucket\x18\r \x01(\v2\x15.floe.v1.BucketRecordH\x00R\x06bucket\x12\x1d\n" +
+	"\twriter_id\x18\x0e \x01(\x04H\x00R\bwriterId\x12\x1c\n" +
 	"\tunchanged\x18\x14 \x01(\bR\tunchangedB\a\n" +
-	"\x05valueB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\x05value\"\x90\x02\n" +
+	"\x0eMetadataUpdate\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
+	"\x04full\x18\x02 \x01(\bR\x04full\x12)\n" +
+	"\x05nodes\x18\x03 \x03(\v2\x13.floe.v1.NodeRecordR\x05nodes\x12,\n" +
+	"\x06tables\x18\x04 \x03(\v2\x14.floe.v1.TableRecordR\x06tables\x12/\n" +
+	"\abuckets\x18\x05 \x03(\v2\x15.floe.v1.BucketRecordR\abuckets\x12%\n" +
+	"\x0edropped_tables\x18\x06 \x03(\x04R\rdroppedTables\x12#\n" +
+	"\rdropped_nodes\x18\a \x03(\rR\fdroppedNodesB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_metastate_proto_rawDescOnce sync.Once
@@ -1302,48 +1679,59 @@ func file_metastate_proto_rawDescGZIP() []byte {
 	return file_metastate_proto_rawDescData
 }
 
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_metastate_proto_goTypes = []any{
-	(*NodeRecord)(nil),     // 0: floe.v1.NodeRecord
-	(*DatabaseRecord)(nil), // 1: floe.v1.DatabaseRecord
-	(*Column)(nil),         // 2: floe.v1.Column
-	(*SchemaVersion)(nil),  // 3: floe.v1.SchemaVersion
-	(*TableRecord)(nil),    // 4: floe.v1.TableRecord
-	(*BucketRecord)(nil),   // 5: floe.v1.BucketRecord
-	(*Command)(nil),        // 6: floe.v1.Command
-	(*InitCluster)(nil),    // 7: floe.v1.InitCluster
-	(*RegisterNode)(nil),   // 8: floe.v1.RegisterNode
-	(*CreateDatabase)(nil), // 9: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),   // 10: floe.v1.DropDatabase
-	(*CreateTable)(nil),    // 11: floe.v1.CreateTable
-	(*DropTable)(nil),      // 12: floe.v1.DropTable
-	(*CommandResult)(nil),  // 13: floe.v1.CommandResult
-	nil,                    // 14: floe.v1.TableRecord.PropertiesEntry
-	nil,                    // 15: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),         // 16: floe.v1.ErrorCode
+	(*NodeRecord)(nil),       // 0: floe.v1.NodeRecord
+	(*DatabaseRecord)(nil),   // 1: floe.v1.DatabaseRecord
+	(*Column)(nil),           // 2: floe.v1.Column
+	(*SchemaVersion)(nil),    // 3: floe.v1.SchemaVersion
+	(*TableRecord)(nil),      // 4: floe.v1.TableRecord
+	(*BucketRecord)(nil),     // 5: floe.v1.BucketRecord
+	(*Command)(nil),          // 6: floe.v1.Command
+	(*AllocateWriterId)(nil), // 7: floe.v1.AllocateWriterId
+	(*AdjustIsr)(nil),        // 8: floe.v1.AdjustIsr
+	(*FenceNodes)(nil),       // 9: floe.v1.FenceNodes
+	(*InitCluster)(nil),      // 10: floe.v1.InitCluster
+	(*RegisterNode)(nil),     // 11: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),   // 12: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),     // 13: floe.v1.DropDatabase
+	(*CreateTable)(nil),      // 14: floe.v1.CreateTable
+	(*DropTable)(nil),        // 15: floe.v1.DropTable
+	(*CommandResult)(nil),    // 16: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),   // 17: floe.v1.MetadataUpdate
+	nil,                      // 18: floe.v1.TableRecord.PropertiesEntry
+	nil,                      // 19: floe.v1.CreateTable.PropertiesEntry
+	(ErrorCode)(0),           // 20: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	2,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	3,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	14, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
-	7,  // 3: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	8,  // 4: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	9,  // 5: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	10, // 6: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	11, // 7: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	12, // 8: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
-	0,  // 9: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	2,  // 10: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	15, // 11: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	16, // 12: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	1,  // 13: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	4,  // 14: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	0,  // 15: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	18, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	10, // 3: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	11, // 4: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	12, // 5: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	13, // 6: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	14, // 7: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	15, // 8: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	7,  // 9: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
+	8,  // 10: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
+	9,  // 11: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
+	0,  // 12: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	2,  // 13: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	19, // 14: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	20, // 15: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	1,  // 16: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	4,  // 17: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	0,  // 18: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	5,  // 19: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	0,  // 20: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	4,  // 21: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	5,  // 22: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -1359,11 +1747,16 @@ func file_metastate_proto_init() {
 		(*Command_DropDatabase)(nil),
 		(*Command_CreateTable)(nil),
 		(*Command_DropTable)(nil),
+		(*Command_AllocateWriterId)(nil),
+		(*Command_AdjustIsr)(nil),
+		(*Command_FenceNodes)(nil),
 	}
-	file_metastate_proto_msgTypes[13].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[16].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
+		(*CommandResult_Bucket)(nil),
+		(*CommandResult_WriterId)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1371,7 +1764,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
