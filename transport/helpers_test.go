@@ -279,3 +279,15 @@ func readClosed(t *testing.T, conn net.Conn) {
 		}
 	}
 }
+
+func (m *testMeta) WatchMetadata(*pb.WatchMetadataRequest, pb.DRPCMeta_WatchMetadataStream) error {
+	return m.notServed()
+}
+
+func (m *testMeta) AdjustIsr(context.Context, *pb.AdjustIsrRequest) (*pb.AdjustIsrResponse, error) {
+	return nil, m.notServed()
+}
+
+func (m *testMeta) AllocateWriterId(context.Context, *pb.AllocateWriterIdRequest) (*pb.AllocateWriterIdResponse, error) {
+	return nil, m.notServed()
+}
