@@ -108,9 +108,24 @@ func (m *metaService) ListTables(ctx context.Context, req *pb.ListTablesRequest)
 func (m *metaService) GetTable(ctx context.Context, req *pb.GetTableRequest) (*pb.GetTableResponse, error) {
 	var resp *pb.GetTableResponse
 	err := m.s.read(ctx, false, func(applied uint64) error {
-		table, buckets, err := m.s.node.Load().State().Table(req.Database, req.Name)
+		state := m.s.node.Load().State()
+		table, buckets, err := state.Table(req.Database, req.Name)
+		if err != nil {
+			return err
+		}
 		resp = &pb.GetTableResponse{Table: table, Buckets: buckets, AppliedIndex: applied}
-		return err
+		holders := map[uint32]bool{}
+		for _, b := range buckets {
+			for _, r := range b.Replicas {
+				holders[r] = true
+			}
+		}
+		for _, n := range state.Nodes() {
+			if holders[n.Id] {
+				resp.Nodes = append(resp.Nodes, n)
+			}
+		}
+		return nil
 	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
 		var err error
 		resp, err = c.GetTable(ctx, req)

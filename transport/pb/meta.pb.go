@@ -1304,10 +1304,12 @@ func (x *GetTableRequest) GetName() string {
 }
 
 type GetTableResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Table         *TableRecord           `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
-	Buckets       []*BucketRecord        `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
-	AppliedIndex  uint64                 `protobuf:"varint,3,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Table        *TableRecord           `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Buckets      []*BucketRecord        `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	AppliedIndex uint64                 `protobuf:"varint,3,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// The nodes holding the table's replicas, for their addresses.
+	Nodes         []*NodeRecord `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1361,6 +1363,13 @@ func (x *GetTableResponse) GetAppliedIndex() uint64 {
 		return x.AppliedIndex
 	}
 	return 0
+}
+
+func (x *GetTableResponse) GetNodes() []*NodeRecord {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
 }
 
 type ClusterStatusRequest struct {
@@ -2066,11 +2075,12 @@ const file_meta_proto_rawDesc = "" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"A\n" +
 	"\x0fGetTableRequest\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\x94\x01\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xbf\x01\n" +
 	"\x10GetTableResponse\x12*\n" +
 	"\x05table\x18\x01 \x01(\v2\x14.floe.v1.TableRecordR\x05table\x12/\n" +
 	"\abuckets\x18\x02 \x03(\v2\x15.floe.v1.BucketRecordR\abuckets\x12#\n" +
-	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\"\x16\n" +
+	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\x12)\n" +
+	"\x05nodes\x18\x04 \x03(\v2\x13.floe.v1.NodeRecordR\x05nodes\"\x16\n" +
 	"\x14ClusterStatusRequest\"\x86\x02\n" +
 	"\x15ClusterStatusResponse\x12\x1d\n" +
 	"\n" +
@@ -2198,52 +2208,53 @@ var file_meta_proto_depIdxs = []int32{
 	37, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
 	37, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
 	38, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
-	9,  // 11: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
-	23, // 12: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	39, // 13: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
-	40, // 14: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
-	38, // 15: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
-	0,  // 16: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,  // 17: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,  // 18: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,  // 19: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11, // 20: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12, // 21: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13, // 22: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15, // 23: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16, // 24: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17, // 25: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	19, // 26: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	28, // 27: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
-	29, // 28: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
-	31, // 29: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
-	21, // 30: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	24, // 31: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	25, // 32: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	26, // 33: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	2,  // 34: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,  // 35: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,  // 36: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,  // 37: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10, // 38: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10, // 39: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14, // 40: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10, // 41: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10, // 42: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	18, // 43: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	20, // 44: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	41, // 45: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
-	30, // 46: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
-	32, // 47: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
-	22, // 48: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	27, // 49: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	27, // 50: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	27, // 51: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	34, // [34:52] is the sub-list for method output_type
-	16, // [16:34] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	39, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
+	9,  // 12: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
+	23, // 13: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
+	39, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	40, // 15: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	38, // 16: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	0,  // 17: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,  // 18: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,  // 19: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,  // 20: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11, // 21: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12, // 22: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13, // 23: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15, // 24: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16, // 25: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17, // 26: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	19, // 27: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	28, // 28: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	29, // 29: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	31, // 30: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	21, // 31: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	24, // 32: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	25, // 33: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	26, // 34: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	2,  // 35: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,  // 36: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,  // 37: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,  // 38: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10, // 39: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10, // 40: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14, // 41: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10, // 42: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10, // 43: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	18, // 44: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	20, // 45: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	41, // 46: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	30, // 47: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	32, // 48: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	22, // 49: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	27, // 50: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	27, // 51: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	27, // 52: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	35, // [35:53] is the sub-list for method output_type
+	17, // [17:35] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
