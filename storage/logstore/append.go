@@ -14,25 +14,43 @@ import (
 // An epoch newer than the epoch cache's latest is assigned at this batch; an
 // older one is refused with ErrStaleEpoch.
 func (l *Log) Append(b record.Batch, epoch int32) (AppendInfo, error) {
+	info, wait, err := l.AppendPending(b, epoch)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	if err := wait(); err != nil {
+		return AppendInfo{}, err
+	}
+	return info, nil
+}
+
+// AppendPending is Append without waiting for durability: it returns once
+// the batch is written, with a wait function that returns once the batch is
+// durable (at once unless SyncAlways). Callers that must order appends (an
+// idempotence check and the append it decides) hold their own lock across
+// AppendPending and release it before wait, so their appends still share
+// fsyncs.
+func (l *Log) AppendPending(b record.Batch, epoch int32) (AppendInfo, func() error, error) {
+	noWait := func() error { return nil }
 	if len(b) > l.cfg.MaxBatchBytes {
-		return AppendInfo{}, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), l.cfg.MaxBatchBytes)
+		return AppendInfo{}, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), l.cfg.MaxBatchBytes)
 	}
 	checked, err := record.Check(b)
 	if err != nil {
-		return AppendInfo{}, fmt.Errorf("%w: %v", ErrInvalidBatch, err)
+		return AppendInfo{}, nil, fmt.Errorf("%w: %v", ErrInvalidBatch, err)
 	}
 	if len(checked) != len(b) {
-		return AppendInfo{}, fmt.Errorf("%w: %d bytes after the batch", ErrInvalidBatch, len(b)-len(checked))
+		return AppendInfo{}, nil, fmt.Errorf("%w: %d bytes after the batch", ErrInvalidBatch, len(b)-len(checked))
 	}
 
 	l.mu.Lock()
 	if err := l.writableLocked(); err != nil {
 		l.mu.Unlock()
-		return AppendInfo{}, err
+		return AppendInfo{}, nil, err
 	}
 	if err := l.epochs.assign(epoch, l.writtenEnd); err != nil {
 		l.mu.Unlock()
-		return AppendInfo{}, err
+		return AppendInfo{}, nil, err
 	}
 	ts := max(nowMillis(l.cfg.Now), l.lastTimestamp)
 	b.SetBaseOffset(l.writtenEnd)
@@ -40,18 +58,16 @@ func (l *Log) Append(b record.Batch, epoch int32) (AppendInfo, error) {
 	b.SetCommitTimestamp(ts)
 	if err := l.writeBatchesLocked(b, 1); err != nil {
 		l.mu.Unlock()
-		return AppendInfo{}, err
+		return AppendInfo{}, nil, err
 	}
 	info := AppendInfo{BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset(), Timestamp: ts}
 	gen := l.truncGen.Load()
 	l.mu.Unlock()
 
-	if l.cfg.Sync == SyncAlways {
-		if err := l.waitDurable(info.LastOffset+1, gen); err != nil {
-			return AppendInfo{}, err
-		}
+	if l.cfg.Sync != SyncAlways {
+		return info, noWait, nil
 	}
-	return info, nil
+	return info, func() error { return l.waitDurable(info.LastOffset+1, gen) }, nil
 }
 
 // AppendReplicated appends batches fetched from the leader, unchanged: they

@@ -84,3 +84,20 @@ func TestEpochRecoveredFromScan(t *testing.T) {
 		t.Fatalf("epochs rebuilt by the scan: %s", got)
 	}
 }
+
+// TestTruncateAtEndDropsEmptyEpoch: a leader that assigned an epoch and
+// appended nothing in it, then became a follower, forgets that epoch when
+// it truncates at its end.
+func TestTruncateAtEndDropsEmptyEpoch(t *testing.T) {
+	l := openLog(t, Config{Dir: t.TempDir()})
+	mustAppend(t, l, makeBatch(t, "a", 2, 10), 4)
+	if err := l.AssignEpoch(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Truncate(l.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := l.LatestEpoch(); e != 4 || l.EndOffset() != 2 {
+		t.Fatalf("after truncating at the end: epoch %d, end %d", e, l.EndOffset())
+	}
+}

@@ -9,8 +9,9 @@ import (
 // Truncate removes every batch at or after offset to, as a follower does when
 // its log diverged from the leader's. to should be a batch boundary (the
 // epoch cache yields one); otherwise the whole batch holding to goes too.
-// The epoch cache is truncated with the log. Truncating at or past the end
-// does nothing; below the start offset is ErrOffsetOutOfRange.
+// The epoch cache is truncated with the log: truncating exactly at the end
+// removes only epochs that start there; past the end does nothing; below
+// the start offset is ErrOffsetOutOfRange.
 //
 // Appends still waiting for their fsync when a truncation happens fail with
 // ErrTruncated. Readers holding views keep valid memory, but the bytes they
@@ -22,6 +23,11 @@ func (l *Log) Truncate(to int64) error {
 		return err
 	}
 	if to >= l.writtenEnd {
+		if to == l.writtenEnd {
+			// No batch goes, but an epoch assigned at the end without a
+			// batch of its own (a leader that appended nothing) does.
+			return l.epochs.truncateFromEnd(to)
+		}
 		return nil
 	}
 	if start := l.logStart.Load(); to < start {
