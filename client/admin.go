@@ -60,8 +60,8 @@ type Bucket struct {
 	BucketEpoch int32    `json:"bucket_epoch"`
 }
 
-// Table describes a table.
-type Table struct {
+// TableInfo describes a table: what the metadata says of it.
+type TableInfo struct {
 	ID          uint64            `json:"id"`
 	Database    string            `json:"database"`
 	Name        string            `json:"name"`
@@ -129,7 +129,7 @@ func (a *Admin) ListDatabases(ctx context.Context) ([]Database, error) {
 }
 
 // CreateTable creates a table.
-func (a *Admin) CreateTable(ctx context.Context, spec TableSpec, opts ...Option) (*Table, error) {
+func (a *Admin) CreateTable(ctx context.Context, spec TableSpec, opts ...Option) (*TableInfo, error) {
 	o := collect(opts)
 	req := &pb.CreateTableRequest{
 		RequestId: newRequestID(), Database: spec.Database, Name: spec.Name, Schema: spec.Schema,
@@ -159,7 +159,7 @@ func (a *Admin) DropTable(ctx context.Context, database, name string, opts ...Op
 }
 
 // ListTables lists a database's tables by name.
-func (a *Admin) ListTables(ctx context.Context, database string) ([]Table, error) {
+func (a *Admin) ListTables(ctx context.Context, database string) ([]TableInfo, error) {
 	var resp *pb.ListTablesResponse
 	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		var err error
@@ -169,7 +169,7 @@ func (a *Admin) ListTables(ctx context.Context, database string) ([]Table, error
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Table, 0, len(resp.Tables))
+	out := make([]TableInfo, 0, len(resp.Tables))
 	for _, t := range resp.Tables {
 		out = append(out, *tableFromPB(t, nil))
 	}
@@ -177,7 +177,7 @@ func (a *Admin) ListTables(ctx context.Context, database string) ([]Table, error
 }
 
 // DescribeTable returns a table with its bucket placement.
-func (a *Admin) DescribeTable(ctx context.Context, database, name string) (*Table, error) {
+func (a *Admin) DescribeTable(ctx context.Context, database, name string) (*TableInfo, error) {
 	var resp *pb.GetTableResponse
 	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		var err error
@@ -190,11 +190,11 @@ func (a *Admin) DescribeTable(ctx context.Context, database, name string) (*Tabl
 	return tableFromPB(resp.Table, resp.Buckets), nil
 }
 
-func tableFromPB(t *pb.TableRecord, buckets []*pb.BucketRecord) *Table {
+func tableFromPB(t *pb.TableRecord, buckets []*pb.BucketRecord) *TableInfo {
 	if t == nil {
 		return nil
 	}
-	out := &Table{ID: t.Id, Database: t.Database, Name: t.Name, PrimaryKey: nonNil(t.PrimaryKey),
+	out := &TableInfo{ID: t.Id, Database: t.Database, Name: t.Name, PrimaryKey: nonNil(t.PrimaryKey),
 		BucketKey: nonNil(t.BucketKey), Buckets: t.Buckets, Replication: t.Replication, Properties: t.Properties}
 	if out.Properties == nil {
 		out.Properties = map[string]string{}
@@ -245,12 +245,12 @@ func (a *Admin) LocalDatabases(ctx context.Context, addr string) ([]Database, ui
 }
 
 // LocalTables is LocalDatabases for a database's tables.
-func (a *Admin) LocalTables(ctx context.Context, addr, database string) ([]Table, uint64, error) {
+func (a *Admin) LocalTables(ctx context.Context, addr, database string) ([]TableInfo, uint64, error) {
 	resp, err := pb.NewDRPCMetaClient(a.c.pool.Conn(addr)).ListTables(ctx, &pb.ListTablesRequest{Database: database, Local: true})
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]Table, 0, len(resp.Tables))
+	out := make([]TableInfo, 0, len(resp.Tables))
 	for _, t := range resp.Tables {
 		out = append(out, *tableFromPB(t, nil))
 	}

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -15,10 +17,16 @@ import (
 type Client struct {
 	addrs []string
 	pool  *transport.Pool
+
+	codecOnce sync.Once
+	codec     *record.Codec // zstd, made on first use
+	codecErr  error
 }
 
 // retryBackoff paces retries of retriable errors.
 const (
+	// attemptTimeout bounds one attempt against one server.
+	attemptTimeout  = 5 * time.Second
 	retryBackoffMin = 20 * time.Millisecond
 	retryBackoffMax = 500 * time.Millisecond
 )
@@ -41,8 +49,28 @@ func Connect(ctx context.Context, addrs ...string) (*Client, error) {
 	return c, nil
 }
 
-// Close releases the client's connections.
-func (c *Client) Close() error { return c.pool.Close() }
+// Close releases the client's connections. Writers and scanners of the
+// client must be closed first.
+func (c *Client) Close() error {
+	err := c.pool.Close()
+	c.codecOnce.Do(func() {}) // no codec made after Close
+	if c.codec != nil {
+		c.codec.Close()
+	}
+	return err
+}
+
+// batchCodec returns the client's batch compression codec, shared by its
+// writers and scanners.
+func (c *Client) batchCodec() (*record.Codec, error) {
+	c.codecOnce.Do(func() {
+		c.codec, c.codecErr = record.NewCodec()
+	})
+	if c.codec == nil && c.codecErr == nil {
+		return nil, transport.ErrPoolClosed
+	}
+	return c.codec, c.codecErr
+}
 
 // Admin returns the administration API.
 func (c *Client) Admin() *Admin { return &Admin{c: c} }
@@ -53,8 +81,19 @@ func (c *Client) call(ctx context.Context, fn func(context.Context, pb.DRPCMetaC
 	backoff := retryBackoffMin
 	for attempt := 0; ; attempt++ {
 		addr := c.addrs[attempt%len(c.addrs)]
-		err := fn(ctx, pb.NewDRPCMetaClient(c.pool.Conn(addr)))
-		if err == nil || !transport.IsRetriable(err) {
+		// Each attempt is bounded, so a node that accepts connections but
+		// does not answer (stopped, overloaded) only delays the call.
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := fn(actx, pb.NewDRPCMetaClient(c.pool.Conn(addr)))
+		timedOut := actx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if timedOut {
+			err = transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "%s did not answer within %v", addr, attemptTimeout)
+		}
+		if !transport.IsRetriable(err) {
 			return err
 		}
 		if ctx.Err() != nil {

@@ -4,14 +4,33 @@
 //	if err != nil { ... }
 //	defer c.Close()
 //	err = c.Admin().CreateDatabase(ctx, "shop", client.IfNotExists())
-//	err = c.Admin().CreateTable(ctx, client.TableSpec{
+//	_, err = c.Admin().CreateTable(ctx, client.TableSpec{
 //		Database: "shop", Name: "orders",
 //		Schema:   "id BIGINT NOT NULL, item STRING, amount DECIMAL(10,2)",
 //		PrimaryKey: []string{"id"},
 //	})
 //
-// Every call tries the given servers in turn and retries errors that say so
-// (no leader yet, not the leader, unavailable) until its context ends. Writes
-// carry a request id chosen once per call, so a retry after an unknown
-// outcome is applied at most once.
+// Every metadata call tries the given servers in turn and retries errors
+// that say so (no leader yet, not the leader, unavailable) until its context
+// ends. Writes carry a request id chosen once per call, so a retry after an
+// unknown outcome is applied at most once.
+//
+// # Data
+//
+// Client.Table opens a table: its schema (rows are built with
+// Table.NewRowEncoder or converted from JSON with Table.JSONCodec), its
+// buckets and their leaders. From a Table:
+//
+//   - an AppendWriter appends rows to a log table. Rows go to
+//     murmur3(bucket key) mod buckets, or, without a bucket key, fill one
+//     bucket's batch at a time (sticky batching). Each bucket batches with a
+//     size limit and a linger time and has one batch in flight; retriable
+//     errors are retried with fresh metadata, and a writer id with per-bucket
+//     batch sequences makes the retries idempotent. Memory is bounded: Append
+//     blocks while the buffer is full.
+//   - a LogScanner reads subscribed buckets from the earliest or latest
+//     offset, an offset or a time, below the high watermark, following
+//     leader changes.
+//
+// See the package example.
 package client

@@ -7,6 +7,8 @@ import (
 	"net"
 	"slices"
 	"time"
+
+	"github.com/floedb/floe/storage/logstore"
 )
 
 // Roles a node can run.
@@ -43,6 +45,21 @@ type Config struct {
 	MaxMessageBytes int
 	// IdleTimeout closes connections that send nothing. Default 60 s.
 	IdleTimeout time.Duration
+	// GossipProfile picks memberlist timings: "local" (the default: a dead
+	// node is detected in about a second) or "lan" (memberlist's LAN
+	// defaults, several seconds).
+	GossipProfile string
+	// LivenessGrace is how long a tablet node must stay dead in gossip
+	// before the controller moves its leaderships. Default 1 s: with fast
+	// gossip that moves leaders within the 3 s failover target. Nodes that
+	// leave gracefully are handled at once.
+	LivenessGrace time.Duration
+	// LogSync is the fsync policy of bucket logs. Default always.
+	LogSync logstore.SyncPolicy
+	// SegmentMaxBytes of bucket logs; 0: the log store's default (1 GiB).
+	SegmentMaxBytes int64
+	// MaxBatchBytes refuses larger produced batches. Default 8 MiB.
+	MaxBatchBytes int
 	// Raft timing, for tests; zero takes raftmeta's defaults.
 	RaftHeartbeatTimeout time.Duration
 	RaftElectionTimeout  time.Duration
@@ -97,6 +114,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = 16 << 20
+	}
+	if c.GossipProfile == "" {
+		c.GossipProfile = "local"
+	}
+	if c.LivenessGrace == 0 {
+		c.LivenessGrace = time.Second
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 60 * time.Second

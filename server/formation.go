@@ -197,6 +197,11 @@ func (s *Server) helloAll(ctx context.Context) []*pb.HelloResponse {
 			continue
 		}
 		s.rememberPeer(&pb.PeerInfo{NodeId: resp.NodeId, RpcAddress: addr, Roles: resp.Roles})
+		if resp.GossipAddress != "" {
+			s.peersMu.Lock()
+			s.gossipAddrs[resp.NodeId] = resp.GossipAddress
+			s.peersMu.Unlock()
+		}
 		for _, p := range resp.Peers {
 			s.rememberPeer(p)
 		}

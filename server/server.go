@@ -14,7 +14,9 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/floedb/floe/raftmeta"
+	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/gossip"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -34,8 +36,13 @@ type Server struct {
 	pool    *transport.Pool
 	node    atomic.Pointer[raftmeta.Node]
 
-	peersMu sync.Mutex
-	peers   map[uint32]*pb.PeerInfo // met through Hello
+	replicas    *replica.Manager // tablet role
+	tabletReady atomic.Bool
+	gossip      atomic.Pointer[gossip.Gossip]
+
+	peersMu     sync.Mutex
+	peers       map[uint32]*pb.PeerInfo // met through Hello
+	gossipAddrs map[uint32]string       // their gossip addresses
 
 	formed  chan struct{} // closed once Raft runs (meta) or the node registered (tablet)
 	readyCh chan struct{} // closed once registered with a leader known
@@ -53,7 +60,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, id: id, peers: map[uint32]*pb.PeerInfo{}, formed: make(chan struct{}), readyCh: make(chan struct{})}
+	s := &Server{cfg: cfg, id: id, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}), readyCh: make(chan struct{})}
 	s.log = cfg.Logger.With("node", cfg.NodeID)
 	s.clusterID.Store(&id.ClusterID)
 
@@ -75,6 +82,12 @@ func New(cfg Config) (*Server, error) {
 	if err := pb.DRPCRegisterMeta(s.rpc.Mux(), &metaService{s: s}); err != nil {
 		s.lis.Close()
 		return nil, fmt.Errorf("server: %w", err)
+	}
+	if cfg.HasRole(RoleTablet) {
+		if err := pb.DRPCRegisterTablet(s.rpc.Mux(), &tabletGate{s: s}); err != nil {
+			s.lis.Close()
+			return nil, fmt.Errorf("server: %w", err)
+		}
 	}
 	s.pool = transport.NewPool(transport.PoolConfig{ClusterID: clusterID})
 	if cfg.HTTP != "" {
@@ -129,6 +142,9 @@ func (s *Server) Run(ctx context.Context) error {
 		runErr = s.startTabletOnly(ctx)
 	}
 	if runErr == nil {
+		runErr = s.startAfterFormed(ctx)
+	}
+	if runErr == nil {
 		select {
 		case <-ctx.Done():
 		case runErr = <-errs:
@@ -159,13 +175,40 @@ func nonCanceled(err error) error {
 }
 
 func (s *Server) shutdown() {
+	s.leaveGossip()
+	if s.replicas != nil {
+		if err := s.replicas.Close(); err != nil {
+			s.log.Warn("closing replicas", "err", err)
+		}
+	}
 	if n := s.node.Load(); n != nil {
 		if err := n.Close(); err != nil {
 			s.log.Warn("raft shutdown", "err", err)
 		}
 	}
+	s.closeGossip()
 	s.lis.Close()
 	s.pool.Close()
+}
+
+// startAfterFormed starts, once the node knows its cluster, gossip, the
+// controller (meta nodes) and the replica manager (tablet nodes).
+func (s *Server) startAfterFormed(ctx context.Context) error {
+	select {
+	case <-s.formed:
+	case <-ctx.Done():
+		return nil
+	}
+	if err := s.startGossip(ctx); err != nil {
+		return err
+	}
+	if s.cfg.HasRole(RoleMeta) {
+		s.goRun(func() { s.controllerLoop(ctx) })
+	}
+	if s.cfg.HasRole(RoleTablet) {
+		return s.startTablet(ctx)
+	}
+	return nil
 }
 
 // startMeta forms or joins the cluster, starts Raft and the background work

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/floedb/floe/transport/gossip"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -59,8 +60,14 @@ func (s *Server) clusterStatus(ctx context.Context) (*pb.ClusterStatusResponse, 
 		}
 		resp.Voters = append(resp.Voters, &pb.VoterInfo{NodeId: v.ID, Address: v.Address, Suffrage: suffrage(v.Voter), State: state})
 	}
+	g := s.gossip.Load()
 	for _, rec := range nodes {
-		resp.Nodes = append(resp.Nodes, &pb.NodeStatus{Node: rec, Alive: rec.Id == s.cfg.NodeID || states[rec.Id] != "unreachable"})
+		alive := rec.Id == s.cfg.NodeID || states[rec.Id] != "unreachable"
+		if g != nil && rec.Id != s.cfg.NodeID {
+			m, ok := g.Member(rec.Id)
+			alive = ok && m.State == gossip.StateAlive && m.Incarnation == rec.Incarnation
+		}
+		resp.Nodes = append(resp.Nodes, &pb.NodeStatus{Node: rec, Alive: alive})
 	}
 	return resp, nil
 }

@@ -84,7 +84,10 @@ type clientCmd struct {
 	nargs, maxArgs int
 	// flags registers the command's own flags.
 	flags func(fs *flag.FlagSet)
-	run   func(ctx context.Context, c *client.Client, cf *clientFlags, args []string) error
+	// streaming commands run until their work is done: --timeout bounds
+	// connecting (and what the body bounds with cf.timeout), not the run.
+	streaming bool
+	run       func(ctx context.Context, c *client.Client, cf *clientFlags, args []string) error
 }
 
 // exec parses args, connects with the common client flags and runs the body.
@@ -101,11 +104,14 @@ func (cc clientCmd) exec(ctx context.Context, env *cliEnv, args []string) error 
 	if len(pos) < cc.nargs || len(pos) > max(cc.nargs, cc.maxArgs) {
 		return fmt.Errorf("%w: usage: floe %s", errUsage, cc.usage)
 	}
-	c, ctx, cancel, err := cf.connect(ctx)
+	c, timed, cancel, err := cf.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer cancel()
 	defer c.Close()
+	if !cc.streaming {
+		ctx = timed
+	}
 	return cc.run(ctx, c, cf, pos)
 }

@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/floedb/floe/server"
+	"github.com/floedb/floe/storage/logstore"
 )
 
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
@@ -23,6 +25,10 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	rack := fs.String("rack", "", "rack or zone, to place replicas apart")
 	httpAddr := fs.String("http", "", "address for /healthz and /readyz")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	gossipProfile := fs.String("gossip-profile", "local", "failure detection: local (about 1 s) or lan (memberlist's LAN defaults, several seconds)")
+	grace := fs.Duration("liveness-grace", time.Second, "how long a tablet node stays dead before its leaderships move")
+	maxBatch := fs.Int("max-batch-bytes", 8<<20, "largest record batch a produce may carry")
+	logSync := fs.String("log-sync", "always", "fsync policy of bucket logs: always, interval or never")
 	snapshotThreshold := fs.Uint64("raft-snapshot-threshold", 0, "Raft log entries between snapshots (0: default 8192)")
 	snapshotInterval := fs.Duration("raft-snapshot-interval", 0, "how often Raft checks whether to snapshot (0: default 2m)")
 	trailingLogs := fs.Uint64("raft-trailing-logs", 0, "Raft log entries a snapshot leaves behind for lagging followers (0: default 10240)")
@@ -47,11 +53,16 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
+	sync, err := logstore.ParseSyncPolicy(*logSync)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
 	srv, err := server.New(server.Config{
 		NodeID: uint32(*id), Roles: splitList(*roles), DataDir: *dataDir, Listen: *listen,
 		Advertise: *advertise, Gossip: g, Join: splitList(*join), BootstrapExpect: *bootstrapExpect,
-		Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, RaftTrailingLogs: *trailingLogs,
+		Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, RaftTrailingLogs: *trailingLogs, MaxBatchBytes: *maxBatch, LogSync: sync,
+		GossipProfile: *gossipProfile, LivenessGrace: *grace,
 		RaftSnapshotInterval: *snapshotInterval, Logger: logger,
 	})
 	if err != nil {

@@ -161,7 +161,7 @@ func tableDescribeCmd(env *cliEnv) clientCmd {
 		}}
 }
 
-func printTable(env *cliEnv, t *client.Table) error {
+func printTable(env *cliEnv, t *client.TableInfo) error {
 	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "table\t%s.%s (id %d, schema %d)\n", t.Database, t.Name, t.ID, t.SchemaID)
 	fmt.Fprintf(w, "primary key\t%s\n", orNone(strings.Join(t.PrimaryKey, ", ")))

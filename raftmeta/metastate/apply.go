@@ -101,9 +101,11 @@ func (s *State) applyCommand(index uint64, appendedAtMs int64, cmd *pb.Command, 
 			res, remember = e.result, false
 		}
 	}
+	var update *pb.MetadataUpdate
 	if res == nil {
 		var refusal *Error
-		res, refusal, err = s.run(tx, index, appendedAtMs, cmd)
+		a := &applier{tx: tx, index: index, appendedAtMs: appendedAtMs}
+		res, refusal, err = s.run(a, cmd)
 		if err != nil {
 			return nil, err
 		}
@@ -117,6 +119,8 @@ func (s *State) applyCommand(index uint64, appendedAtMs int64, cmd *pb.Command, 
 				return nil, fmt.Errorf("metastate: begin: %w", err)
 			}
 			res = failedResult(index, refusal.Code, refusal.Msg)
+		} else {
+			update = a.changes.update(index)
 		}
 		res.Index = index
 	}
@@ -134,21 +138,23 @@ func (s *State) applyCommand(index uint64, appendedAtMs int64, cmd *pb.Command, 
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("metastate: commit index %d: %w", index, err)
 	}
+	s.feed.append(index, update)
 	return res, nil
 }
 
-// run executes one command in tx. A refusal, or any failure that the same
-// command repeats on every replica (a panic, a write bbolt refuses), comes
-// back as an *Error, and the caller discards tx. Corruption of this
-// replica's file is err: the caller stops.
-func (s *State) run(tx *bolt.Tx, index uint64, appendedAtMs int64, cmd *pb.Command) (res *pb.CommandResult, refusal *Error, err error) {
+// run executes one command in a's transaction, listing what it changes in
+// a.changes. A refusal, or any failure that the same command repeats on
+// every replica (a panic, a write bbolt refuses), comes back as an *Error,
+// and the caller discards the transaction and the changes. Corruption of
+// this replica's file is err: the caller stops.
+func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal *Error, err error) {
+	index := a.index
 	defer func() {
 		if r := recover(); r != nil {
 			s.logger.Error("metastate: command panicked", "index", index, "panic", r, "stack", string(debug.Stack()))
 			res, refusal, err = nil, errorf(codeInternal, "command at index %d panicked: %v", index, r), nil
 		}
 	}()
-	a := &applier{tx: tx, index: index, appendedAtMs: appendedAtMs}
 	switch op := cmd.GetOp().(type) {
 	case *pb.Command_InitCluster:
 		res, err = a.initCluster(op.InitCluster)
@@ -162,6 +168,12 @@ func (s *State) run(tx *bolt.Tx, index uint64, appendedAtMs int64, cmd *pb.Comma
 		res, err = a.createTable(op.CreateTable)
 	case *pb.Command_DropTable:
 		res, err = a.dropTable(op.DropTable)
+	case *pb.Command_AllocateWriterId:
+		res, err = a.allocateWriterID(op.AllocateWriterId)
+	case *pb.Command_AdjustIsr:
+		res, err = a.adjustIsr(op.AdjustIsr)
+	case *pb.Command_FenceNodes:
+		res, err = a.fenceNodes(op.FenceNodes)
 	default:
 		err = errorf(codeInvalidRequest, "command has no known operation")
 	}
@@ -179,11 +191,13 @@ func (s *State) run(tx *bolt.Tx, index uint64, appendedAtMs int64, cmd *pb.Comma
 	}
 }
 
-// applier carries one command's transaction and Raft entry.
+// applier carries one command's transaction and Raft entry, and collects
+// what the command changes for the metadata feed.
 type applier struct {
 	tx           *bolt.Tx
 	index        uint64
 	appendedAtMs int64
+	changes      changeSet
 }
 
 // failedResult is the result of a refused command.

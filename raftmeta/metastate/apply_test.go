@@ -71,6 +71,15 @@ func TestRepeatedRequestID(t *testing.T) {
 		{"refused create", func() *pb.Command { return createDB("bad-name") }, true},
 		{"drop table", func() *pb.Command { return dropTable("a", "t", false) }, false},
 		{"register node", func() *pb.Command { return registerNode(7, "", RoleTablet) }, false},
+		{"allocate writer id", allocateWriterID, false},
+		{"create table for the ISR", func() *pb.Command {
+			return createTable(ordersTable("a", "i", func(c *pb.CreateTable) { c.Buckets = 1 }))
+		}, false},
+		{"adjust ISR", func() *pb.Command {
+			// Built once: the retries carry the epochs the first one had.
+			return adjustIsr(&pb.BucketRecord{TableId: 2, Replicas: []uint32{1, 2, 3}, Leader: 1}, 1)
+		}, false},
+		{"fence nodes", func() *pb.Command { return fenceNodes(1) }, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -272,6 +281,12 @@ func TestDeterministic(t *testing.T) {
 		}
 		h.apply(withID("bad", createDB("-")))
 		h.ok(dropTable("sales", "t2", false))
+		h.ok(allocateWriterID())
+		h.ok(fenceNodes(2, 4))
+		h.ok(registerIncarnation(3, "wiped"))
+		b := h.bucket(4, 0)
+		h.ok(adjustIsr(b, b.GetLeader()))
+		h.ok(fenceNodes())
 	}
 	if fa, fb := fullDump(t, a.s), fullDump(t, b.s); fa != fb {
 		t.Errorf("files differ:\n%s\n%s", fa, fb)
@@ -282,6 +297,7 @@ func FuzzApply(f *testing.F) {
 	for _, cmd := range []*pb.Command{
 		initCluster("c"), registerNode(1, "r", RoleTablet), createDB("a"),
 		createTable(ordersTable("a", "t", nil)), dropTable("a", "t", true), dropDB("a", true, false),
+		allocateWriterID(), fenceNodes(1, 2), adjustIsr(&pb.BucketRecord{TableId: 1, Leader: 1}, 1),
 	} {
 		data, _ := proto.Marshal(withID("x", cmd))
 		f.Add(data)

@@ -58,7 +58,7 @@ func (a *applier) dropDatabase(c *pb.DropDatabase) (*pb.CommandResult, error) {
 		return nil, errorf(codeNotEmpty, "database %q holds %s; drop them first or use cascade", name, plural(len(tables), "table"))
 	}
 	for _, t := range tables {
-		if err := deleteTable(a.tx, t); err != nil {
+		if err := a.dropTableRecord(t); err != nil {
 			return nil, err
 		}
 	}

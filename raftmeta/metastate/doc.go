@@ -40,6 +40,7 @@
 //	                cluster_id        the cluster id, raw bytes
 //	                last_database_id  uint64 counter, first id 1
 //	                last_table_id     uint64 counter, first id 1
+//	                last_writer_id    uint64 counter, first id 1
 //	                request_count     uint64 entries in requests
 //	nodes           node id (uint32)                     → NodeRecord
 //	databases       database name                        → DatabaseRecord
@@ -51,6 +52,35 @@
 //
 // request_order lists the remembered request ids oldest first for pruning;
 // its key is the first 16 bytes of the requests value it points at.
+//
+// # Leaders and ISRs
+//
+// A new table's bucket is led by its first replica at leader epoch 0, with
+// every replica in the ISR, at bucket epoch 0. Three commands change it,
+// each raising the bucket epoch on every change and the leader epoch on
+// every change of leader; an ISR is kept in assignment order, and a leader
+// is only ever chosen from the ISR.
+//
+//   - AdjustIsr: the leader's compare-and-set of its ISR, FENCED unless it
+//     names the current leader, leader epoch and bucket epoch.
+//   - FenceNodes: the controller's list of gone tablet nodes. Gone leaders
+//     hand over to the first ISR member in assignment order that is not
+//     gone, or the bucket goes offline (leader 0, ISR kept); gone followers
+//     leave the ISR; an offline bucket with an ISR member back gets it as
+//     leader. Idempotent: the same list again changes nothing.
+//   - RegisterNode with a new incarnation (a wiped data folder): the node's
+//     replicas are lost, so it is fenced the same way, except that it stays
+//     in an ISR it is the last member of and offline buckets elect nobody.
+//
+// # Metadata feed
+//
+// Tablet nodes follow the metadata with WatchMetadata: Image is everything
+// at one applied index; Changes lists, for every applied command after an
+// index that changed nodes, tables or buckets, a pb.MetadataUpdate with the
+// records it wrote and the tables it dropped. The updates live in memory
+// only (MaxFeedUpdates, MaxFeedBytes), from the applied index at Open or
+// Restore: a watcher further behind starts again from an Image.
+// WaitApplied blocks until the applied index passes a given one.
 //
 // # Snapshots
 //

@@ -271,3 +271,84 @@ func mustMarshal(t *testing.T, cmd *pb.Command) []byte {
 	}
 	return data
 }
+
+func allocateWriterID() *pb.Command {
+	return &pb.Command{Op: &pb.Command_AllocateWriterId{AllocateWriterId: &pb.AllocateWriterId{}}}
+}
+
+// adjustIsr is an AdjustIsr from b's current leader at b's epochs.
+func adjustIsr(b *pb.BucketRecord, isr ...uint32) *pb.Command {
+	return &pb.Command{Op: &pb.Command_AdjustIsr{AdjustIsr: &pb.AdjustIsr{
+		TableId: b.GetTableId(), Bucket: b.GetBucket(), LeaderId: b.GetLeader(),
+		LeaderEpoch: b.GetLeaderEpoch(), BucketEpoch: b.GetBucketEpoch(), Isr: isr,
+	}}}
+}
+
+func fenceNodes(gone ...uint32) *pb.Command {
+	return &pb.Command{Op: &pb.Command_FenceNodes{FenceNodes: &pb.FenceNodes{Gone: gone}}}
+}
+
+// registerIncarnation registers a tablet node with an incarnation.
+func registerIncarnation(id uint32, incarnation string) *pb.Command {
+	cmd := registerNode(id, "", RoleTablet)
+	cmd.GetRegisterNode().Node.Incarnation = incarnation
+	return cmd
+}
+
+// buckets returns every bucket record, by table id and number.
+func (h *harness) buckets() []*pb.BucketRecord {
+	h.t.Helper()
+	img, err := h.s.Image()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return img.GetBuckets()
+}
+
+// bucket returns one bucket record.
+func (h *harness) bucket(tableID uint64, bucket int32) *pb.BucketRecord {
+	h.t.Helper()
+	b, err := h.s.Bucket(tableID, bucket)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return b
+}
+
+// feedAt returns the update the feed recorded at index, or nil.
+func (h *harness) feedAt(index uint64) *pb.MetadataUpdate {
+	h.t.Helper()
+	updates, ok := h.s.Changes(index - 1)
+	if !ok {
+		h.t.Fatalf("Changes(%d) not ok", index-1)
+	}
+	if len(updates) == 0 || updates[0].GetIndex() != index {
+		return nil
+	}
+	return updates[0]
+}
+
+// bucketFixture: tablet nodes 1..nodes and table 1 ("db.t") with one bucket
+// of replicas in that order, led by the first, all in the ISR.
+func bucketFixture(t *testing.T, nodes int, replicas ...uint32) *harness {
+	t.Helper()
+	h := newHarness(t)
+	h.tabletNodes(nodes)
+	h.ok(createDB("db"))
+	h.ok(createTable(ordersTable("db", "t", func(c *pb.CreateTable) { c.Buckets, c.Replication = 1, int32(len(replicas)) })))
+	// Place chose the replicas; set the ones the test wants.
+	setBucket(t, h.s, &pb.BucketRecord{TableId: 1, Bucket: 0, Replicas: replicas, Leader: replicas[0], Isr: slices.Clone(replicas)})
+	return h
+}
+
+// setBucket overwrites a bucket record behind the state machine's back, to
+// set up a test.
+func setBucket(t *testing.T, s *State, b *pb.BucketRecord) {
+	t.Helper()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return putRecord(tx.Bucket(bucketBuckets), bucketKey(b.GetTableId(), b.GetBucket()), b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -33,6 +33,7 @@ var (
 	keyClusterID      = []byte("cluster_id")
 	keyLastDatabaseID = []byte("last_database_id")
 	keyLastTableID    = []byte("last_table_id")
+	keyLastWriterID   = []byte("last_writer_id")
 	keyRequestCount   = []byte("request_count")
 )
 

@@ -25,16 +25,34 @@ const (
 )
 
 // registerNode stores or replaces a node; the Raft index becomes its epoch.
+//
+// A node that registers again with another incarnation had its data folder
+// wiped: the replicas it held are lost. For every bucket it is then gone in
+// the sense of fenceBucket (without electing leaders of offline buckets,
+// whose other members' liveness the command does not know): the buckets it
+// leads move to another ISR member or go offline, and it leaves every ISR it
+// is not the last member of.
 func (a *applier) registerNode(c *pb.RegisterNode) (*pb.CommandResult, error) {
 	n := c.GetNode()
 	if err := validateNode(n); err != nil {
 		return nil, err
 	}
+	old := &pb.NodeRecord{}
+	known, err := getRecord(a.tx.Bucket(bucketNodes), nodeKey(n.GetId()), old)
+	if err != nil {
+		return nil, err
+	}
 	rec := proto.Clone(n).(*pb.NodeRecord)
 	rec.NodeEpoch = a.index
 	rec.RegisteredAtMs = a.appendedAtMs
-	if err := putRecord(a.tx.Bucket(bucketNodes), nodeKey(rec.Id), rec); err != nil {
+	if err := a.putNode(rec); err != nil {
 		return nil, err
+	}
+	if known && old.GetIncarnation() != rec.GetIncarnation() {
+		id := rec.GetId()
+		if _, err := a.fenceBuckets(func(r uint32) bool { return r == id }, false); err != nil {
+			return nil, err
+		}
 	}
 	return &pb.CommandResult{Value: &pb.CommandResult_Node{Node: rec}}, nil
 }

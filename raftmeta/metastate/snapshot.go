@@ -33,8 +33,9 @@ func (s *State) WriteSnapshot(w io.Writer) error {
 // snapshot goes to a temp file beside the state file, is synced and checked,
 // then renamed over the state file while reads wait (they see the old state
 // or the new one, never a closed file). Afterwards AppliedIndex is the
-// snapshot's. A snapshot that is not a state file is refused and changes
-// nothing.
+// snapshot's, the metadata feed starts again there (Changes of an older
+// index is not ok) and WaitApplied wakes. A snapshot that is not a state
+// file is refused and changes nothing.
 func (s *State) Restore(r io.Reader) error {
 	tmp, err := s.writeRestoreTemp(r)
 	if err != nil {
@@ -68,6 +69,13 @@ func (s *State) Restore(r io.Reader) error {
 		return fmt.Errorf("metastate: restore: %w", renameErr)
 	}
 	s.broken = nil
+	applied, err := readAppliedIndex(db)
+	if err != nil {
+		// Apply meets the same damage and stops; the feed follows the file
+		// from scratch meanwhile.
+		s.logger.Error("metastate: read applied index after restore", "err", err)
+	}
+	s.feed.reset(applied)
 	return nil
 }
 

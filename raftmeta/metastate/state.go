@@ -1,7 +1,6 @@
 package metastate
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -52,6 +51,10 @@ type State struct {
 	mu sync.RWMutex
 	db *bolt.DB
 
+	// feed holds the recent metadata updates for Changes and wakes
+	// WaitApplied.
+	feed *feed
+
 	// maxRequests is MaxRequests; tests lower it.
 	maxRequests uint64
 }
@@ -66,8 +69,23 @@ func Open(path string, logger *slog.Logger) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &State{path: path, logger: logger, db: db, maxRequests: MaxRequests}
+	applied, err := readAppliedIndex(db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("metastate: open %s: %w", path, err)
+	}
+	s := &State{path: path, logger: logger, db: db, feed: newFeed(applied), maxRequests: MaxRequests}
 	return s, nil
+}
+
+// readAppliedIndex reads the applied index of a file.
+func readAppliedIndex(db *bolt.DB) (uint64, error) {
+	var applied uint64
+	err := db.View(func(tx *bolt.Tx) (err error) {
+		applied, err = getU64(tx.Bucket(bucketMeta), keyAppliedIndex)
+		return err
+	})
+	return applied, err
 }
 
 // openDB opens the bbolt file and creates or checks its layout.
@@ -121,10 +139,12 @@ func removeRestoreLeftovers(path string, logger *slog.Logger) {
 	}
 }
 
-// Close closes the file. Reads and applies after it fail with ErrClosed.
+// Close closes the file. Reads and applies after it fail with ErrClosed;
+// WaitApplied returns ErrClosed and Changes reports not ok.
 func (s *State) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.feed.close()
 	if s.db == nil {
 		return nil
 	}
@@ -147,18 +167,18 @@ func (s *State) view(fn func(tx *bolt.Tx) error) error {
 }
 
 // AppliedIndex is the Raft index of the last applied command (0 for a new
-// file or a closed state).
+// file or a closed state). It is the metadata feed's: it moves once an
+// Apply has committed and recorded its update, so Changes(after) taken after
+// reading it lists every update up to it, and WaitApplied(it) waits for the
+// next command. (A View's AppliedIndex, like an Image's index, may be one
+// command ahead of it.)
 func (s *State) AppliedIndex() uint64 {
-	var index uint64
-	err := s.view(func(tx *bolt.Tx) error {
-		var err error
-		index, err = getU64(tx.Bucket(bucketMeta), keyAppliedIndex)
-		return err
-	})
-	if err != nil && !errors.Is(err, ErrClosed) {
-		s.logger.Error("metastate: read applied index", "err", err)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return 0
 	}
-	return index
+	return s.feed.appliedIndex()
 }
 
 // ClusterID is the id InitCluster set, or "" before that.

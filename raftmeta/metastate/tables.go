@@ -77,7 +77,7 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 		Properties:  maps.Clone(c.GetProperties()),
 		CreatedAtMs: a.appendedAtMs,
 	}
-	if err := putRecord(a.tx.Bucket(bucketTables), tableKey(db.GetId(), name), rec); err != nil {
+	if err := a.putTable(rec); err != nil {
 		return nil, err
 	}
 	for b, replicas := range placement {
@@ -88,7 +88,7 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 			Leader:   replicas[0],
 			Isr:      slices.Clone(replicas),
 		}
-		if err := putRecord(a.tx.Bucket(bucketBuckets), bucketKey(id, int32(b)), br); err != nil {
+		if err := a.putBucket(br); err != nil {
 			return nil, err
 		}
 	}
@@ -146,7 +146,7 @@ func (a *applier) dropTable(c *pb.DropTable) (*pb.CommandResult, error) {
 		}
 		return nil, errorf(codeUnknownTable, "table %.256q does not exist", db.GetName()+"."+c.GetName())
 	}
-	if err := deleteTable(a.tx, t); err != nil {
+	if err := a.dropTableRecord(t); err != nil {
 		return nil, err
 	}
 	return &pb.CommandResult{Value: &pb.CommandResult_Table{Table: t}}, nil

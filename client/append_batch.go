@@ -1,0 +1,107 @@
+package client
+
+import (
+	"context"
+	"time"
+
+	"github.com/floedb/floe/storage/record"
+)
+
+// AppendResult is where an appended row was written.
+type AppendResult struct {
+	Bucket int32
+	// Offset is the row's offset in its bucket; -1 when the server did not
+	// say (AcksNone).
+	Offset int64
+	// Timestamp is the batch's commit time, set by the leader.
+	Timestamp time.Time
+}
+
+// AppendFuture is the outcome of one Append, known once its batch is
+// acknowledged or has failed.
+type AppendFuture struct {
+	b     *pendingBatch
+	index int
+}
+
+// Done is closed when the outcome is known.
+func (f *AppendFuture) Done() <-chan struct{} { return f.b.done }
+
+// Wait waits for the outcome, or for ctx (which leaves the row's batch to
+// carry on).
+func (f *AppendFuture) Wait(ctx context.Context) (AppendResult, error) {
+	select {
+	case <-f.b.done:
+	case <-ctx.Done():
+		return AppendResult{}, ctx.Err()
+	}
+	if f.b.err != nil {
+		return AppendResult{}, f.b.err
+	}
+	res := AppendResult{Bucket: f.b.bucket, Offset: -1, Timestamp: time.UnixMilli(f.b.timestampMs)}
+	if f.b.baseOffset >= 0 {
+		res.Offset = f.b.baseOffset + int64(f.index)
+	}
+	return res, nil
+}
+
+// pendingBatch is the rows of one future batch of a bucket: open while rows
+// are added, then sealed and queued, then built and sent (once built its
+// bytes never change: retries resend them), then done.
+type pendingBatch struct {
+	bucket  int32
+	created time.Time // first row appended
+	buf     *batchBuffer
+	size    int // as a batch: header and records
+	count   int
+	done    chan struct{}
+
+	// Set before done is closed.
+	baseOffset  int64
+	timestampMs int64
+	err         error
+}
+
+// batchBuffer holds a pending batch's rows, and the builder that makes the
+// batch of them. Buffers are reused from batch to batch.
+type batchBuffer struct {
+	rows    []byte
+	ends    []int // row i is rows[ends[i-1]:ends[i]]
+	builder *record.BatchBuilder
+}
+
+func newPendingBatch(bucket int32, buf *batchBuffer) *pendingBatch {
+	buf.rows = buf.rows[:0]
+	buf.ends = buf.ends[:0]
+	return &pendingBatch{bucket: bucket, created: time.Now(), buf: buf, size: record.HeaderSize,
+		done: make(chan struct{})}
+}
+
+// add copies a row into the batch and returns its index.
+func (b *pendingBatch) add(row []byte, recordBytes int) int {
+	b.buf.rows = append(b.buf.rows, row...)
+	b.buf.ends = append(b.buf.ends, len(b.buf.rows))
+	b.size += recordBytes
+	b.count++
+	return b.count - 1
+}
+
+// recordBytes is what the batch holds of the writer's buffer budget.
+func (b *pendingBatch) recordBytes() int64 { return int64(b.size - record.HeaderSize) }
+
+// build makes the batch with the given header options.
+func (b *pendingBatch) build(opts record.BatchOptions) (record.Batch, error) {
+	if b.buf.builder == nil {
+		b.buf.builder = record.NewBatchBuilder(opts, 0)
+	} else {
+		b.buf.builder.Reset(opts, 0)
+	}
+	start := 0
+	for _, end := range b.buf.ends {
+		if err := b.buf.builder.Append(record.AppendOnly, b.buf.rows[start:end]); err != nil {
+			return nil, err
+		}
+		start = end
+	}
+	return b.buf.builder.Build()
+}

@@ -1,0 +1,149 @@
+package client
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/floedb/floe/storage/record"
+)
+
+// Defaults of the zero AppendWriterOptions.
+const (
+	DefaultBatchBytes       = 256 << 10
+	DefaultLinger           = 5 * time.Millisecond
+	DefaultMaxBufferedBytes = 32 << 20
+	DefaultDeliveryTimeout  = 2 * time.Minute
+	DefaultRequestTimeout   = 10 * time.Second
+)
+
+// Acks says when the server acknowledges a batch.
+type Acks int8
+
+const (
+	// AcksAll (the default): once every in-sync replica has the batch
+	// durably. Refused, retriably, while fewer replicas than the table's
+	// minimum are in sync.
+	AcksAll Acks = iota
+	// AcksLeader: once the leader has the batch durably.
+	AcksLeader
+	// AcksNone: the leader answers before appending. Nothing is known of
+	// the outcome; the results' offsets are what the server reports.
+	AcksNone
+)
+
+// wire is the produce request's acks field: -1, 1 or 0.
+func (a Acks) wire() int32 {
+	switch a {
+	case AcksLeader:
+		return 1
+	case AcksNone:
+		return 0
+	default:
+		return -1
+	}
+}
+
+// String returns "all", "1" or "0", as ParseAcks reads.
+func (a Acks) String() string {
+	switch a {
+	case AcksAll:
+		return "all"
+	case AcksLeader:
+		return "1"
+	case AcksNone:
+		return "0"
+	default:
+		return fmt.Sprintf("acks(%d)", int8(a))
+	}
+}
+
+// ParseAcks reads "all" (or "-1"), "1" (or "leader") and "0" (or "none").
+func ParseAcks(s string) (Acks, error) {
+	switch s {
+	case "all", "-1":
+		return AcksAll, nil
+	case "1", "leader":
+		return AcksLeader, nil
+	case "0", "none":
+		return AcksNone, nil
+	}
+	return 0, fmt.Errorf("client: acks %q: want all, 1 or 0", s)
+}
+
+// AppendWriterOptions configure an AppendWriter. The zero value is usable.
+type AppendWriterOptions struct {
+	// Acks says when a batch counts as written. Default AcksAll.
+	Acks Acks
+	// BatchBytes bounds a batch: header and uncompressed records. A row
+	// too large for a batch of this size is sent in a batch of its own.
+	// Default 256 KiB.
+	BatchBytes int
+	// Linger is how long a batch that is not full waits for more rows
+	// before it is sent, counted from its first row. Default 5 ms; a
+	// negative value sends at once.
+	Linger time.Duration
+	// MaxBufferedBytes bounds the rows a writer holds (appended and not
+	// yet acknowledged or failed): Append blocks while one more row would
+	// exceed it. At least BatchBytes. Default 32 MiB.
+	MaxBufferedBytes int64
+	// Compression of batch payloads. Default none.
+	Compression record.Compression
+	// DeliveryTimeout bounds how long a batch may take, counted from its
+	// first row's Append, retries included; then its rows fail with
+	// ErrDeliveryTimeout. Default 2 min.
+	DeliveryTimeout time.Duration
+	// RequestTimeout bounds one produce call, and is what the server may
+	// wait for acks=all. Default 30 s.
+	RequestTimeout time.Duration
+	// Logger receives the writer's messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate reports the first invalid field.
+func (o *AppendWriterOptions) Validate() error {
+	switch {
+	case o.Acks < AcksAll || o.Acks > AcksNone:
+		return fmt.Errorf("client: append writer: unknown %v", o.Acks)
+	case o.BatchBytes < 0 || o.BatchBytes > record.MaxBatchSize:
+		return fmt.Errorf("client: append writer: BatchBytes %d not in [0, %d]", o.BatchBytes, record.MaxBatchSize)
+	case o.BatchBytes > 0 && o.BatchBytes < 2*record.HeaderSize:
+		return fmt.Errorf("client: append writer: BatchBytes %d is below %d", o.BatchBytes, 2*record.HeaderSize)
+	case o.MaxBufferedBytes < 0:
+		return fmt.Errorf("client: append writer: negative MaxBufferedBytes")
+	case o.DeliveryTimeout < 0 || o.RequestTimeout < 0:
+		return fmt.Errorf("client: append writer: negative DeliveryTimeout or RequestTimeout")
+	case o.Compression != record.CompressionNone && o.Compression != record.CompressionZstd:
+		return fmt.Errorf("client: append writer: unknown %v", o.Compression)
+	}
+	d := o.withDefaults()
+	if d.MaxBufferedBytes < int64(d.BatchBytes) {
+		return fmt.Errorf("client: append writer: MaxBufferedBytes %d is below BatchBytes %d", d.MaxBufferedBytes, d.BatchBytes)
+	}
+	return nil
+}
+
+func (o AppendWriterOptions) withDefaults() AppendWriterOptions {
+	if o.BatchBytes == 0 {
+		o.BatchBytes = DefaultBatchBytes
+	}
+	switch {
+	case o.Linger == 0:
+		o.Linger = DefaultLinger
+	case o.Linger < 0:
+		o.Linger = 0
+	}
+	if o.MaxBufferedBytes == 0 {
+		o.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
+	if o.DeliveryTimeout == 0 {
+		o.DeliveryTimeout = DefaultDeliveryTimeout
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}

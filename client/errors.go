@@ -1,0 +1,42 @@
+package client
+
+import (
+	"errors"
+
+	"github.com/floedb/floe/transport"
+)
+
+// Errors of the data-plane API. Server errors come back as *transport.Error
+// values: match them with errors.Is against the transport sentinels
+// (transport.ErrNotLeader, transport.ErrInvalidRecord, ...).
+var (
+	// ErrWriterClosed is returned by writes to a closed writer, and fails the
+	// batches a Close gave up on.
+	ErrWriterClosed = errors.New("client: writer closed")
+	// ErrDeliveryTimeout fails a batch that was not acknowledged within the
+	// writer's DeliveryTimeout; it wraps the last error met. The batch may or
+	// may not have been written.
+	ErrDeliveryTimeout = errors.New("client: delivery timeout")
+	// ErrNoLeader says the metadata names no reachable leader for a bucket
+	// (offline, or a leader whose address is unknown). Writers and scanners
+	// retry it after refreshing the metadata.
+	ErrNoLeader = errors.New("client: bucket has no known leader")
+	// ErrTableChanged is returned by Refresh when the table was dropped and
+	// created again under the same name: the handle no longer describes it.
+	ErrTableChanged = errors.New("client: table was dropped and recreated")
+	// ErrScannerClosed is returned by a closed LogScanner.
+	ErrScannerClosed = errors.New("client: scanner closed")
+	// ErrNotSubscribed is returned by Poll with no subscribed bucket.
+	ErrNotSubscribed = errors.New("client: no bucket subscribed")
+	// ErrNotLogTable is returned when appending to a primary-key table.
+	ErrNotLogTable = errors.New("client: not a log table")
+	// ErrNoBucketKey is returned by BucketOf for a table without a bucket
+	// key, whose rows are spread by sticky batching instead.
+	ErrNoBucketKey = errors.New("client: table has no bucket key")
+)
+
+// retriable reports whether a data-plane call that failed with err may
+// succeed if sent again after fresh metadata.
+func retriable(err error) bool {
+	return transport.IsRetriable(err) || errors.Is(err, ErrNoLeader)
+}

@@ -1,0 +1,296 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/floedb/floe/storage/record"
+)
+
+// Defaults of the zero LogScannerOptions.
+const (
+	DefaultScanMaxWait  = 500 * time.Millisecond
+	DefaultScanMaxBytes = 4 << 20
+)
+
+// fetchSlack is how much longer than MaxWait a fetch may take before the
+// scanner gives up on it and asks again.
+const fetchSlack = 10 * time.Second
+
+// listOffsetsTimeout bounds one ListOffsets call resolving a start position.
+const listOffsetsTimeout = 10 * time.Second
+
+// LogScannerOptions configure a LogScanner. The zero value is usable.
+type LogScannerOptions struct {
+	// MaxWait is how long Poll waits for records before it returns none,
+	// and how long a fetch waits on the server. Default 500 ms.
+	MaxWait time.Duration
+	// MaxBytes bounds the record bytes of one fetch from one node: a Poll
+	// returns at most this much per node. The server always returns at
+	// least one whole batch. Default 4 MiB.
+	MaxBytes int
+	// Logger receives the scanner's messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate reports the first invalid field.
+func (o *LogScannerOptions) Validate() error {
+	if o.MaxWait < 0 || o.MaxBytes < 0 {
+		return fmt.Errorf("client: log scanner: negative MaxWait or MaxBytes")
+	}
+	if o.MaxWait > time.Hour {
+		return fmt.Errorf("client: log scanner: MaxWait %v is above an hour", o.MaxWait)
+	}
+	return nil
+}
+
+func (o LogScannerOptions) withDefaults() LogScannerOptions {
+	if o.MaxWait == 0 {
+		o.MaxWait = DefaultScanMaxWait
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultScanMaxBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// ScanRecord is one record read from a bucket.
+type ScanRecord struct {
+	Bucket int32
+	Offset int64
+	// Timestamp is the commit time of the record's batch.
+	Timestamp time.Time
+	// Change is what the record does: record.AppendOnly in log tables.
+	Change record.ChangeType
+	// SchemaID is the schema version Row is encoded in. It differs from
+	// Table.SchemaID for rows written under another version.
+	SchemaID int16
+	// Row is the record's row, a copy the caller owns.
+	Row []byte
+}
+
+// LogScanner reads the records of subscribed buckets, in offset order per
+// bucket, below each bucket's high watermark: only committed records.
+//
+// Poll sends one fetch per bucket leader node, covering the subscribed
+// buckets it leads, and returns what the first answers bring; fetches still
+// waiting on other nodes carry on and are picked up by the next Poll. A
+// bucket whose leader moved (NOT_LEADER, UNKNOWN_LEADER_EPOCH, UNAVAILABLE,
+// ...) is fetched again from the new leader after a metadata refresh and a
+// backoff. Every batch received has its CRC checked.
+//
+// A LogScanner is meant for one goroutine: its methods must not be called
+// concurrently.
+type LogScanner struct {
+	t     *Table
+	opts  LogScannerOptions
+	codec *record.Codec // made on the first compressed batch
+
+	subs       map[int32]*subscription
+	gen        uint64 // of the last Subscribe
+	refreshFor uint64 // metadata version seen stale, 0: none
+	needFresh  bool
+	pendingErr error // met by a Poll that had records to return
+	closed     bool
+
+	inflight map[*fetchCall]struct{}
+	wg       sync.WaitGroup // the fetch goroutines
+
+	mu        sync.Mutex
+	completed []*fetchCall
+	notify    chan struct{} // capacity 1: a fetch completed
+}
+
+// subscription is the state of one subscribed bucket.
+type subscription struct {
+	gen      uint64
+	from     StartPosition
+	resolved bool  // position is known
+	position int64 // the next offset to return
+	hw       int64 // -1 until a fetch reports one
+	inflight bool  // in a fetch now
+	retryAt  time.Time
+	failures int
+}
+
+// NewLogScanner returns a scanner with no subscription. It does no I/O.
+func (t *Table) NewLogScanner(opts LogScannerOptions) (*LogScanner, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &LogScanner{
+		t:        t,
+		opts:     opts.withDefaults(),
+		subs:     make(map[int32]*subscription),
+		inflight: make(map[*fetchCall]struct{}),
+		notify:   make(chan struct{}, 1),
+	}, nil
+}
+
+// Subscribe starts reading bucket at from, replacing any earlier
+// subscription of it. Positions other than AtOffset are resolved by the
+// next Poll.
+func (s *LogScanner) Subscribe(bucket int32, from StartPosition) error {
+	if s.closed {
+		return ErrScannerClosed
+	}
+	if err := s.t.checkBucket(bucket); err != nil {
+		return err
+	}
+	s.gen++
+	sub := &subscription{gen: s.gen, from: from, hw: -1}
+	if from.kind == positionOffset {
+		if from.offset < 0 {
+			return fmt.Errorf("client: subscribe bucket %d: negative offset %d", bucket, from.offset)
+		}
+		sub.resolved, sub.position = true, from.offset
+	}
+	s.subs[bucket] = sub
+	return nil
+}
+
+// Unsubscribe stops reading bucket.
+func (s *LogScanner) Unsubscribe(bucket int32) {
+	delete(s.subs, bucket)
+}
+
+// Position is the offset of the next record Poll returns from bucket;
+// false when bucket is not subscribed or its start is not resolved yet.
+func (s *LogScanner) Position(bucket int32) (int64, bool) {
+	sub := s.subs[bucket]
+	if sub == nil || !sub.resolved {
+		return 0, false
+	}
+	return sub.position, true
+}
+
+// HighWatermark is bucket's high watermark as of the last fetch; false
+// before the first one.
+func (s *LogScanner) HighWatermark(bucket int32) (int64, bool) {
+	sub := s.subs[bucket]
+	if sub == nil || sub.hw < 0 {
+		return 0, false
+	}
+	return sub.hw, true
+}
+
+// Poll returns the next records of the subscribed buckets, waiting up to
+// MaxWait for some; none when none came. A bucket's fatal error (its offset
+// out of range, a corrupt batch, an unknown table) is returned once, after
+// the records other buckets brought if any; the bucket is then fetched
+// again as it is, so re-Subscribe or Unsubscribe it.
+func (s *LogScanner) Poll(ctx context.Context) ([]ScanRecord, error) {
+	switch {
+	case s.closed:
+		return nil, ErrScannerClosed
+	case s.pendingErr != nil:
+		err := s.pendingErr
+		s.pendingErr = nil
+		return nil, err
+	case len(s.subs) == 0:
+		return nil, ErrNotSubscribed
+	}
+	deadline := time.Now().Add(s.opts.MaxWait)
+	var out []ScanRecord
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if s.needFresh {
+			s.needFresh = false
+			if err := s.t.refreshAfter(ctx, s.refreshFor); err != nil && !retriable(err) && ctx.Err() == nil {
+				return nil, err
+			}
+		}
+		if err := s.resolve(ctx); err != nil {
+			return nil, err
+		}
+		s.issue()
+		var err error
+		out, err = s.collect(out)
+		if len(out) > 0 {
+			s.pendingErr = err
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		wake := deadline
+		for _, sub := range s.subs {
+			if !sub.inflight && sub.retryAt.After(now) && sub.retryAt.Before(wake) {
+				wake = sub.retryAt
+			}
+		}
+		if !now.Before(deadline) {
+			return nil, nil
+		}
+		timer.Reset(wake.Sub(now))
+		select {
+		case <-s.notify:
+		case <-timer.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		timer.Stop()
+	}
+}
+
+// Close stops the fetches in flight and waits for them.
+func (s *LogScanner) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for call := range s.inflight {
+		call.cancel()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// resolve turns the start positions of new subscriptions into offsets.
+func (s *LogScanner) resolve(ctx context.Context) error {
+	now := time.Now()
+	for bucket, sub := range s.subs {
+		if sub.resolved || sub.retryAt.After(now) {
+			continue
+		}
+		addr, version, err := s.t.leader(bucket)
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, listOffsetsTimeout)
+			var offset int64
+			offset, err = s.t.listOffset(cctx, addr, bucket, sub.from)
+			cancel()
+			if err == nil {
+				sub.resolved, sub.position, sub.failures = true, offset, 0
+				continue
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !retriable(err) {
+			return fmt.Errorf("client: subscribe bucket %d at %v: %w", bucket, sub.from, err)
+		}
+		s.retryLater(sub, version, err)
+	}
+	return nil
+}
+
+// retryLater backs a bucket off after a retriable failure and asks for
+// fresh metadata.
+func (s *LogScanner) retryLater(sub *subscription, version uint64, err error) {
+	d := retryBackoffMin << min(sub.failures, 8)
+	sub.retryAt = time.Now().Add(min(d, retryBackoffMax))
+	sub.failures++
+	s.needFresh = true
+	s.refreshFor = max(s.refreshFor, version)
+	s.opts.Logger.Debug("bucket fetch failed, retrying", "table", s.t.info.Name, "error", err,
+		"failures", sub.failures)
+}

@@ -1,0 +1,128 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// StartPosition says where a LogScanner starts reading a bucket.
+type StartPosition struct {
+	kind      positionKind
+	offset    int64
+	timestamp time.Time
+}
+
+type positionKind uint8
+
+const (
+	positionEarliest positionKind = iota
+	positionLatest
+	positionOffset
+	positionTimestamp
+)
+
+// Earliest starts at the bucket's log start offset: everything still kept.
+func Earliest() StartPosition { return StartPosition{kind: positionEarliest} }
+
+// Latest starts at the bucket's high watermark when the subscription is
+// resolved (at the next Poll): only records written from then on.
+func Latest() StartPosition { return StartPosition{kind: positionLatest} }
+
+// AtOffset starts at offset n.
+func AtOffset(n int64) StartPosition { return StartPosition{kind: positionOffset, offset: n} }
+
+// AtTimestamp starts at the first record committed at or after t, as the
+// bucket leader's time index says (ListOffsets).
+func AtTimestamp(t time.Time) StartPosition {
+	return StartPosition{kind: positionTimestamp, timestamp: t}
+}
+
+// String describes the position: "earliest", "latest", "offset 42",
+// "timestamp 2024-01-02T03:04:05Z".
+func (p StartPosition) String() string {
+	switch p.kind {
+	case positionLatest:
+		return "latest"
+	case positionOffset:
+		return fmt.Sprintf("offset %d", p.offset)
+	case positionTimestamp:
+		return "timestamp " + p.timestamp.Format(time.RFC3339Nano)
+	default:
+		return "earliest"
+	}
+}
+
+// ListOffset resolves a position in one bucket to an offset, asking the
+// bucket's leader: Earliest is the log start offset, Latest the high
+// watermark, AtTimestamp the first offset committed at or after the time.
+// AtOffset is returned as it is. Retriable errors are retried with fresh
+// metadata until ctx ends.
+func (t *Table) ListOffset(ctx context.Context, bucket int32, at StartPosition) (int64, error) {
+	if err := t.checkBucket(bucket); err != nil {
+		return 0, err
+	}
+	if at.kind == positionOffset {
+		return at.offset, nil
+	}
+	var offset int64
+	err := t.withLeader(ctx, bucket, func(ctx context.Context, addr string) error {
+		var err error
+		offset, err = t.listOffset(ctx, addr, bucket, at)
+		return err
+	})
+	return offset, err
+}
+
+// listOffset asks the node at addr once.
+func (t *Table) listOffset(ctx context.Context, addr string, bucket int32, at StartPosition) (int64, error) {
+	req := &pb.ListOffsetsRequest{TableId: t.info.ID, Bucket: bucket}
+	switch at.kind {
+	case positionEarliest:
+		req.Spec = pb.OffsetSpec_OFFSET_SPEC_EARLIEST
+	case positionLatest:
+		req.Spec = pb.OffsetSpec_OFFSET_SPEC_LATEST
+	case positionTimestamp:
+		req.Spec = pb.OffsetSpec_OFFSET_SPEC_TIMESTAMP
+		req.TimestampMs = at.timestamp.UnixMilli()
+	case positionOffset:
+		return at.offset, nil
+	}
+	resp, err := t.tablet(addr).ListOffsets(ctx, req)
+	if err != nil {
+		return 0, fmt.Errorf("client: list offsets of bucket %d (%v) at %s: %w", bucket, at, addr, err)
+	}
+	return resp.Offset, nil
+}
+
+// checkBucket reports a bucket number outside the table.
+func (t *Table) checkBucket(bucket int32) error {
+	if bucket < 0 || bucket >= t.info.Buckets {
+		return fmt.Errorf("client: bucket %d not in [0, %d) of %s.%s", bucket, t.info.Buckets, t.info.Database, t.info.Name)
+	}
+	return nil
+}
+
+// withLeader runs fn against bucket's leader, refreshing the metadata and
+// retrying with backoff while the error is retriable, until ctx ends.
+func (t *Table) withLeader(ctx context.Context, bucket int32, fn func(ctx context.Context, addr string) error) error {
+	var b backoff
+	for {
+		addr, version, err := t.leader(bucket)
+		if err == nil {
+			err = fn(ctx, addr)
+		}
+		if err == nil || !retriable(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		_ = t.refreshAfter(ctx, version) // a failed refresh shows up as the next attempt's error
+		if !b.wait(ctx) {
+			return err
+		}
+	}
+}

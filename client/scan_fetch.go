@@ -1,0 +1,207 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// fetchCall is one Fetch to one node, running in its own goroutine.
+type fetchCall struct {
+	addr    string
+	version uint64 // of the metadata that named the leader
+	asked   map[int32]fetchedFrom
+	cancel  context.CancelFunc
+
+	// Set by the goroutine before the call is handed back.
+	resp *pb.FetchResponse
+	err  error
+}
+
+// fetchedFrom is what a fetch asked of one bucket.
+type fetchedFrom struct {
+	gen    uint64
+	offset int64
+}
+
+// issue starts a fetch to every leader node of the buckets that are ready:
+// resolved, not in a fetch, not backing off.
+func (s *LogScanner) issue() {
+	now := time.Now()
+	calls := make(map[string]*fetchCall)
+	reqs := make(map[string]*pb.FetchRequest)
+	for bucket, sub := range s.subs {
+		if !sub.resolved || sub.inflight || sub.retryAt.After(now) {
+			continue
+		}
+		addr, version, err := s.t.leader(bucket)
+		if err != nil {
+			s.retryLater(sub, version, err)
+			continue
+		}
+		call := calls[addr]
+		if call == nil {
+			call = &fetchCall{addr: addr, version: version, asked: make(map[int32]fetchedFrom)}
+			calls[addr] = call
+			reqs[addr] = &pb.FetchRequest{ReplicaId: 0, MaxWaitMs: int32(s.opts.MaxWait.Milliseconds()),
+				MinBytes: 1, MaxBytes: int32(min(s.opts.MaxBytes, 1<<30))}
+		}
+		call.asked[bucket] = fetchedFrom{gen: sub.gen, offset: sub.position}
+		reqs[addr].Buckets = append(reqs[addr].Buckets, &pb.FetchBucket{TableId: s.t.info.ID, Bucket: bucket,
+			Offset: sub.position, LeaderEpoch: -1, LastFetchedEpoch: -1})
+		sub.inflight = true
+	}
+	for addr, call := range calls {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.MaxWait+fetchSlack)
+		call.cancel = cancel
+		s.inflight[call] = struct{}{}
+		req := reqs[addr]
+		s.wg.Go(func() { s.fetch(ctx, call, req) })
+	}
+}
+
+// fetch runs one call and hands it back to Poll.
+func (s *LogScanner) fetch(ctx context.Context, call *fetchCall, req *pb.FetchRequest) {
+	defer call.cancel()
+	call.resp, call.err = s.t.tablet(call.addr).Fetch(ctx, req)
+	s.mu.Lock()
+	s.completed = append(s.completed, call)
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// collect takes the fetches that completed and appends their records to
+// out. It returns the first fatal error met; buckets with retriable errors
+// back off and are fetched again.
+func (s *LogScanner) collect(out []ScanRecord) ([]ScanRecord, error) {
+	s.mu.Lock()
+	done := s.completed
+	s.completed = nil
+	s.mu.Unlock()
+	var firstErr error
+	keep := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	for _, call := range done {
+		delete(s.inflight, call)
+		// current returns the subscription the call fetched for, unless it
+		// was replaced or dropped since.
+		current := func(bucket int32) *subscription {
+			asked, ok := call.asked[bucket]
+			sub := s.subs[bucket]
+			if !ok || sub == nil || sub.gen != asked.gen || sub.position != asked.offset {
+				return nil
+			}
+			return sub
+		}
+		for bucket := range call.asked {
+			if sub := current(bucket); sub != nil {
+				sub.inflight = false
+			}
+		}
+		if call.err != nil {
+			for bucket := range call.asked {
+				sub := current(bucket)
+				if sub == nil {
+					continue
+				}
+				if retriable(call.err) || errors.Is(call.err, context.DeadlineExceeded) {
+					s.retryLater(sub, call.version, call.err)
+				} else {
+					keep(fmt.Errorf("client: fetch bucket %d from %s: %w", bucket, call.addr, call.err))
+				}
+			}
+			continue
+		}
+		for _, fb := range call.resp.GetBuckets() {
+			if fb.TableId != s.t.info.ID {
+				continue
+			}
+			sub := current(fb.Bucket)
+			if sub == nil {
+				continue
+			}
+			if fb.Error != "" {
+				err := &transport.Error{Code: fb.ErrorCode, Message: fb.Error}
+				if err.Retriable() {
+					s.retryLater(sub, call.version, err)
+				} else {
+					keep(fmt.Errorf("client: fetch bucket %d at offset %d from %s: %w", fb.Bucket, sub.position, call.addr, err))
+				}
+				continue
+			}
+			sub.failures = 0
+			sub.hw = fb.HighWatermark
+			var err error
+			out, err = s.decode(out, fb.Bucket, sub, fb.Records, fb.HighWatermark)
+			if err != nil {
+				keep(fmt.Errorf("client: fetch bucket %d from %s: %w", fb.Bucket, call.addr, err))
+			}
+		}
+	}
+	return out, firstErr
+}
+
+// decode appends the records of data at or after sub's position and below
+// the high watermark hw, and advances the position past them. Every batch's
+// CRC is checked; a damaged batch stops the decoding there.
+func (s *LogScanner) decode(out []ScanRecord, bucket int32, sub *subscription, data []byte, hw int64) ([]ScanRecord, error) {
+	arena := make([]byte, 0, len(data)) // the rows' copies
+	next := sub.position
+	defer func() { sub.position = next }()
+	it := record.NewBatchIterator(data, true)
+	var scratch []byte
+	for it.Next() {
+		b := it.Batch()
+		if b.NextOffset() <= next {
+			continue
+		}
+		if b.Compression() != record.CompressionNone && s.codec == nil {
+			codec, err := s.t.c.batchCodec()
+			if err != nil {
+				return out, err
+			}
+			s.codec = codec
+		}
+		recs, sc, err := b.Records(s.codec, scratch)
+		scratch = sc
+		if err != nil {
+			return out, fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
+		}
+		ts := time.UnixMilli(b.CommitTimestamp())
+		for recs.Next() {
+			r := recs.Record()
+			if r.Offset < next {
+				continue
+			}
+			if r.Offset >= hw { // never past the high watermark, whatever the server sends
+				return out, nil
+			}
+			start := len(arena)
+			arena = append(arena, r.Data...)
+			out = append(out, ScanRecord{Bucket: bucket, Offset: r.Offset, Timestamp: ts, Change: r.Change,
+				SchemaID: b.SchemaID(), Row: arena[start:len(arena):len(arena)]})
+			next = r.Offset + 1
+		}
+		if err := recs.Err(); err != nil {
+			return out, fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
+		}
+		next = max(next, min(b.NextOffset(), hw))
+	}
+	if err := it.Err(); err != nil && !(errors.Is(err, record.ErrShortBatch) && it.Pos() > 0) {
+		// A short batch after whole ones is a cut-off tail, fetched next
+		// time; anything else is damage.
+		return out, err
+	}
+	return out, nil
+}

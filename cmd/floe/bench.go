@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/storage/record"
+)
+
+// benchSchema is the schema of tables the benchmarks create.
+const benchSchema = "id BIGINT NOT NULL, payload BYTES"
+
+// benchDrainTimeout bounds the wait for acknowledgements (and, in e2e, for
+// the scanner) after --duration.
+const benchDrainTimeout = 30 * time.Second
+
+func runBench(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: floe bench produce|e2e", errUsage)
+	}
+	switch args[0] {
+	case "produce":
+		return benchProduceCmd(env).exec(ctx, env, args[1:])
+	case "e2e":
+		return benchE2ECmd(env).exec(ctx, env, args[1:])
+	}
+	return fmt.Errorf("%w: unknown benchmark %q (want produce or e2e)", errUsage, args[0])
+}
+
+// benchFlags are the flags both benchmarks take.
+type benchFlags struct {
+	table       string
+	duration    time.Duration
+	concurrency int
+	recordBytes int
+	acks        string
+	buckets     int
+	linger      time.Duration
+
+	ackMode client.Acks // parsed from acks
+}
+
+func (f *benchFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.table, "table", "bench.records", "DB.TABLE to write; created with '"+benchSchema+"' if missing")
+	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to write")
+	fs.IntVar(&f.concurrency, "concurrency", 1, "writer goroutines, each with its own writer")
+	fs.IntVar(&f.recordBytes, "record-bytes", 1024, "payload bytes per record")
+	fs.StringVar(&f.acks, "acks", "all", "acknowledgement: all, 1 or 0")
+	fs.IntVar(&f.buckets, "buckets", 0, "buckets of a table created by the benchmark (0: the cluster's default)")
+	fs.DurationVar(&f.linger, "linger", 0, "writer linger (0: the writer's default, negative: none)")
+}
+
+func (f *benchFlags) validate() error {
+	var err error
+	if f.ackMode, err = client.ParseAcks(f.acks); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	switch {
+	case f.duration <= 0:
+		return fmt.Errorf("%w: --duration must be positive", errUsage)
+	case f.concurrency <= 0 || f.concurrency > 10000:
+		return fmt.Errorf("%w: --concurrency must be in [1, 10000]", errUsage)
+	case f.recordBytes < 0 || f.recordBytes > 64<<20:
+		return fmt.Errorf("%w: --record-bytes must be in [0, 64 MiB]", errUsage)
+	case f.buckets < 0:
+		return fmt.Errorf("%w: --buckets must not be negative", errUsage)
+	}
+	return nil
+}
+
+// openBenchTable creates the database and table if missing, and opens the
+// table, which must have the benchmark's columns.
+func openBenchTable(ctx context.Context, c *client.Client, cf *clientFlags, f *benchFlags) (*client.Table, error) {
+	db, name, err := tableName(f.table)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
+	defer cancel()
+	if err := c.Admin().CreateDatabase(ctx, db, client.IfNotExists()); err != nil {
+		return nil, err
+	}
+	_, err = c.Admin().CreateTable(ctx, client.TableSpec{Database: db, Name: name, Schema: benchSchema,
+		Buckets: int32(f.buckets)}, client.IfNotExists())
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := c.Table(ctx, db, name)
+	if err != nil {
+		return nil, err
+	}
+	cols := tbl.Schema().Columns
+	if len(cols) < 2 || cols[0].Type.Kind() != record.KindBigInt || cols[1].Type.Kind() != record.KindBytes {
+		return nil, fmt.Errorf("table %s exists with schema %q, want %q first", f.table, tbl.Schema().String(), benchSchema)
+	}
+	return tbl, nil
+}
+
+// benchRows encodes rows (id, payload) with a random payload whose first 8
+// bytes the caller may overwrite. Not safe for concurrent use.
+type benchRows struct {
+	enc     *record.RowEncoder
+	payload []byte
+	row     []byte
+}
+
+func newBenchRows(tbl *client.Table, payloadBytes int) *benchRows {
+	p := make([]byte, payloadBytes)
+	_, _ = rand.Read(p)
+	return &benchRows{enc: tbl.NewRowEncoder(), payload: p}
+}
+
+// next encodes row id; the result is valid until the next call.
+func (r *benchRows) next(id int64) ([]byte, error) {
+	r.enc.SetInt64(0, id)
+	r.enc.SetBytes(1, r.payload)
+	row, err := r.enc.Finish(r.row[:0])
+	r.row = row
+	return row, err
+}

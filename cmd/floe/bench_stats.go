@@ -1,0 +1,129 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"text/tabwriter"
+	"time"
+)
+
+// maxLatencySamples bounds the latencies a benchmark keeps, over all its
+// goroutines: up to it every latency is kept, beyond it a uniform sample.
+const maxLatencySamples = 1 << 20
+
+// reservoir keeps a uniform sample of at most size latencies (Vitter's
+// algorithm R) and exact count, sum and maximum. Not safe for concurrent
+// use: each goroutine keeps its own and they are merged at the end.
+type reservoir struct {
+	size    int
+	samples []time.Duration
+	count   int64
+	sum     time.Duration
+	max     time.Duration
+	rng     *rand.Rand
+}
+
+func newReservoir(size int) *reservoir {
+	return &reservoir{size: max(size, 1), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+}
+
+func (r *reservoir) add(d time.Duration) {
+	r.count++
+	r.sum += d
+	r.max = max(r.max, d)
+	if len(r.samples) < r.size {
+		r.samples = append(r.samples, d)
+		return
+	}
+	if j := r.rng.Int64N(r.count); j < int64(r.size) {
+		r.samples[j] = d
+	}
+}
+
+// latencyStats summarizes merged reservoirs. Goroutines of one benchmark
+// record at similar rates, so their samples are merged as they are.
+type latencyStats struct {
+	count                     int64
+	p50, p99, p999, max, mean time.Duration
+}
+
+func mergeLatencies(rs []*reservoir) latencyStats {
+	var st latencyStats
+	var all []time.Duration
+	var sum time.Duration
+	for _, r := range rs {
+		all = append(all, r.samples...)
+		st.count += r.count
+		sum += r.sum
+		st.max = max(st.max, r.max)
+	}
+	if len(all) == 0 {
+		return st
+	}
+	slices.Sort(all)
+	at := func(q float64) time.Duration {
+		i := int(q * float64(len(all)))
+		return all[min(i, len(all)-1)]
+	}
+	st.p50, st.p99, st.p999 = at(0.50), at(0.99), at(0.999)
+	st.mean = sum / time.Duration(st.count)
+	return st
+}
+
+// benchResult is what a benchmark prints: a table for people, then one
+// JSON object on the last line for scripts.
+type benchResult struct {
+	Mode        string  `json:"mode"`
+	Records     int64   `json:"records"`
+	Errors      int64   `json:"errors"`
+	Missing     int64   `json:"missing,omitempty"`
+	DurationS   float64 `json:"duration_s"`
+	OpsPerS     float64 `json:"ops_per_s"`
+	MBPerS      float64 `json:"mb_per_s"`
+	P50Ms       float64 `json:"p50_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	P999Ms      float64 `json:"p999_ms"`
+	MaxMs       float64 `json:"max_ms"`
+	MeanMs      float64 `json:"mean_ms"`
+	Concurrency int     `json:"concurrency"`
+	RecordBytes int     `json:"record_bytes"`
+	Acks        string  `json:"acks"`
+	TargetRate  float64 `json:"target_rate,omitempty"`
+}
+
+func newBenchResult(mode string, f *benchFlags, records, errs int64, elapsed time.Duration, lat latencyStats) benchResult {
+	secs := max(elapsed.Seconds(), 1e-9)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return benchResult{
+		Mode: mode, Records: records, Errors: errs, DurationS: elapsed.Seconds(),
+		OpsPerS: float64(records) / secs, MBPerS: float64(records) * float64(f.recordBytes) / 1e6 / secs,
+		P50Ms: ms(lat.p50), P99Ms: ms(lat.p99), P999Ms: ms(lat.p999), MaxMs: ms(lat.max), MeanMs: ms(lat.mean),
+		Concurrency: f.concurrency, RecordBytes: f.recordBytes, Acks: f.ackMode.String(),
+	}
+}
+
+// printBenchResult writes the table, then the JSON line last.
+func printBenchResult(env *cliEnv, title string, res benchResult) error {
+	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, title)
+	fmt.Fprintf(w, "records\t%d\n", res.Records)
+	fmt.Fprintf(w, "errors\t%d\n", res.Errors)
+	if res.Missing > 0 {
+		fmt.Fprintf(w, "missing\t%d (acknowledged, not seen by the scanner)\n", res.Missing)
+	}
+	fmt.Fprintf(w, "duration\t%.2f s\n", res.DurationS)
+	fmt.Fprintf(w, "throughput\t%.0f records/s\t%.2f MB/s\n", res.OpsPerS, res.MBPerS)
+	fmt.Fprintf(w, "latency (ms)\tp50 %.3f\tp99 %.3f\tp99.9 %.3f\tmax %.3f\tmean %.3f\n",
+		res.P50Ms, res.P99Ms, res.P999Ms, res.MaxMs, res.MeanMs)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(env.stdout, string(b))
+	return err
+}

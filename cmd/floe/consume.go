@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/storage/record"
+)
+
+func runConsume(ctx context.Context, env *cliEnv, args []string) error {
+	return consumeCmd(env).exec(ctx, env, args)
+}
+
+// consumeOptions are the flags of floe consume.
+type consumeOptions struct {
+	from    client.StartPosition
+	limit   int64 // 0: no limit
+	follow  bool
+	buckets []int32 // nil: all
+}
+
+// consumeCmd prints a log table's rows as JSON lines.
+func consumeCmd(env *cliEnv) clientCmd {
+	var from, buckets string
+	var o consumeOptions
+	return clientCmd{name: "consume", nargs: 1, streaming: true,
+		usage: "consume DB.TABLE [--from earliest|latest|offset=N|timestamp=RFC3339] [--limit N] [--follow] [--buckets 0,2]",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&from, "from", "earliest", "where to start: earliest, latest, offset=N or timestamp=RFC3339")
+			fs.Int64Var(&o.limit, "limit", 0, "stop after this many rows (0: no limit)")
+			fs.BoolVar(&o.follow, "follow", false, "keep reading new rows; without it, stop at the high watermark seen at start")
+			fs.StringVar(&buckets, "buckets", "", "comma-separated buckets to read (default: all)")
+		},
+		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+			db, name, err := tableName(pos[0])
+			if err != nil {
+				return err
+			}
+			if o.from, err = parseFrom(from); err != nil {
+				return err
+			}
+			if o.limit < 0 {
+				return fmt.Errorf("%w: --limit must not be negative", errUsage)
+			}
+			for _, b := range splitList(buckets) {
+				n, err := strconv.ParseInt(b, 10, 32)
+				if err != nil || n < 0 {
+					return fmt.Errorf("%w: --buckets: %q is not a bucket number", errUsage, b)
+				}
+				o.buckets = append(o.buckets, int32(n))
+			}
+			tctx, cancel := context.WithTimeout(ctx, cf.timeout)
+			tbl, err := c.Table(tctx, db, name)
+			cancel()
+			if err != nil {
+				return err
+			}
+			return consume(ctx, env, cf, tbl, o)
+		}}
+}
+
+// parseFrom reads --from.
+func parseFrom(s string) (client.StartPosition, error) {
+	switch {
+	case s == "earliest":
+		return client.Earliest(), nil
+	case s == "latest":
+		return client.Latest(), nil
+	case strings.HasPrefix(s, "offset="):
+		n, err := strconv.ParseInt(strings.TrimPrefix(s, "offset="), 10, 64)
+		if err != nil || n < 0 {
+			return client.StartPosition{}, fmt.Errorf("%w: --from %s: want offset=N with N ≥ 0", errUsage, s)
+		}
+		return client.AtOffset(n), nil
+	case strings.HasPrefix(s, "timestamp="):
+		t, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(s, "timestamp="))
+		if err != nil {
+			return client.StartPosition{}, fmt.Errorf("%w: --from %s: %v", errUsage, s, err)
+		}
+		return client.AtTimestamp(t), nil
+	}
+	return client.StartPosition{}, fmt.Errorf("%w: --from %q: want earliest, latest, offset=N or timestamp=RFC3339", errUsage, s)
+}
+
+// consume prints rows of the chosen buckets until the limit, the high
+// watermarks seen at start (without follow), or an interrupt (with follow).
+func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Table, o consumeOptions) error {
+	buckets := o.buckets
+	if buckets == nil {
+		for b := range tbl.Buckets() {
+			buckets = append(buckets, b)
+		}
+	}
+	s, err := tbl.NewLogScanner(client.LogScannerOptions{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	// Resolve where each bucket starts and, without follow, where it ends,
+	// before reading anything.
+	stopAt := make(map[int32]int64)
+	for _, b := range buckets {
+		tctx, cancel := context.WithTimeout(ctx, cf.timeout)
+		start, err := tbl.ListOffset(tctx, b, o.from)
+		var end int64
+		if err == nil && !o.follow {
+			end, err = tbl.ListOffset(tctx, b, client.Latest())
+		}
+		cancel()
+		if err != nil {
+			return err
+		}
+		if !o.follow && start >= end {
+			continue
+		}
+		stopAt[b] = end
+		if err := s.Subscribe(b, client.AtOffset(start)); err != nil {
+			return err
+		}
+	}
+	out := bufio.NewWriterSize(env.stdout, 64<<10)
+	defer out.Flush()
+	codec := tbl.JSONCodec()
+	var line []byte
+	var printed int64
+	for len(stopAt) > 0 {
+		recs, err := s.Poll(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+				return nil // interrupted
+			}
+			return err
+		}
+		for _, r := range recs {
+			end, ok := stopAt[r.Bucket]
+			if !ok || (!o.follow && r.Offset >= end) {
+				continue
+			}
+			if line, err = appendRecordJSON(line[:0], codec, r); err != nil {
+				return fmt.Errorf("bucket %d offset %d: %w", r.Bucket, r.Offset, err)
+			}
+			if _, err := out.Write(line); err != nil {
+				return err
+			}
+			if printed++; o.limit > 0 && printed >= o.limit {
+				return out.Flush()
+			}
+		}
+		if !o.follow {
+			for b, end := range stopAt {
+				if pos, ok := s.Position(b); ok && pos >= end {
+					s.Unsubscribe(b)
+					delete(stopAt, b)
+				}
+			}
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendRecordJSON appends a record as one JSON line: the row's columns,
+// then _bucket, _offset and _timestamp (RFC 3339, milliseconds, UTC).
+func appendRecordJSON(dst []byte, codec *record.JSONCodec, r client.ScanRecord) ([]byte, error) {
+	start := len(dst)
+	dst, err := codec.AppendJSON(dst, r.Row)
+	if err != nil {
+		return dst, err
+	}
+	dst = dst[:len(dst)-1] // the closing brace
+	if len(dst) > start+1 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"_bucket":`...)
+	dst = strconv.AppendInt(dst, int64(r.Bucket), 10)
+	dst = append(dst, `,"_offset":`...)
+	dst = strconv.AppendInt(dst, r.Offset, 10)
+	dst = append(dst, `,"_timestamp":"`...)
+	dst = r.Timestamp.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+	return append(dst, "\"}\n"...), nil
+}

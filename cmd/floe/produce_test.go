@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/floedb/floe/client/clienttest"
+	"github.com/floedb/floe/storage/record"
+)
+
+func TestLineReader(t *testing.T) {
+	long := strings.Repeat("x", 200<<10) // spans several buffer fills
+	in := "a\r\n\n" + long + "\nlast"
+	lr := newLineReader(strings.NewReader(in))
+	for i, want := range []string{"a", "", long, "last"} {
+		got, err := lr.next()
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		if string(got) != want || lr.line != i+1 {
+			t.Fatalf("line %d: got %d bytes (line %d), want %d", i+1, len(got), lr.line, len(want))
+		}
+	}
+	if _, err := lr.next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last line: %v", err)
+	}
+}
+
+// TestProduceLinesReportsLine: the first bad line stops the run with its
+// number and the codec's error; the rows before it were appended.
+func TestProduceLinesReportsLine(t *testing.T) {
+	s, err := record.ParseSchema("id BIGINT NOT NULL, name STRING")
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec, err := record.NewJSONCodec(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		in       string
+		wantRows int64
+		wantLine string
+		wantErr  error
+	}{
+		{"clean", "{\"id\":1}\n\n{\"id\":2,\"name\":\"b\"}\r\n{\"id\":3}", 3, "", nil},
+		{"type error", "{\"id\":1}\n  \n{\"id\":2}\n{\"id\":\"three\"}\n{\"id\":4}\n", 2, "line 4: ", record.ErrWrongType},
+		{"malformed", "{\"id\":1}\n{\"id\":2,\n", 1, "line 2: ", record.ErrInvalidJSON},
+		{"missing column", "{\"name\":\"x\"}\n", 0, "line 1: ", record.ErrNullNotAllowed},
+		{"unknown column", "{\"id\":1}\n{\"id\":2,\"nope\":1}\n", 1, "line 2: ", record.ErrUnknownColumn},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var rows int64
+			st, err := produceLines(t.Context(), strings.NewReader(tc.in), func(_ context.Context, obj []byte) error {
+				if _, err := codec.AppendRow(nil, obj); err != nil {
+					return err
+				}
+				rows++
+				return nil
+			})
+			if st.rows != tc.wantRows || rows != tc.wantRows {
+				t.Fatalf("accepted %d rows (appended %d), want %d", st.rows, rows, tc.wantRows)
+			}
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.wantErr) || !strings.HasPrefix(err.Error(), tc.wantLine) {
+				t.Fatalf("err = %v, want %q and %v", err, tc.wantLine, tc.wantErr)
+			}
+			var ce *record.ColumnError
+			if tc.wantErr != record.ErrInvalidJSON && (!errors.As(err, &ce) || !strings.Contains(err.Error(), "column")) {
+				t.Fatalf("err = %v, want a column error", err)
+			}
+		})
+	}
+}
+
+// startFake starts a fake cluster with table db.t.
+func startFake(t *testing.T, buckets int32) (*clienttest.Cluster, uint64) {
+	t.Helper()
+	fc, err := clienttest.Start(clienttest.Options{Nodes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fc.Close() })
+	id, err := fc.CreateTable("db", "t", "id BIGINT NOT NULL, name STRING", buckets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fc, id
+}
+
+func jsonRows(from, to int) string {
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&b, "{\"id\":%d,\"name\":\"row %d\"}\n", i, i)
+	}
+	return b.String()
+}
+
+// consumed is one line of floe consume.
+type consumed struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Bucket    int32  `json:"_bucket"`
+	Offset    int64  `json:"_offset"`
+	Timestamp string `json:"_timestamp"`
+}
+
+func parseConsumed(t *testing.T, out string) []consumed {
+	t.Helper()
+	var recs []consumed
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var r consumed
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+func TestProduceAndConsume(t *testing.T) {
+	fc, id := startFake(t, 3)
+	server := strings.Join(fc.Addrs(), ",")
+	in := jsonRows(0, 30) + "{\"id\":\"thirty\"}\n" + jsonRows(31, 40)
+	code, _, errOut := runCLI(t, in, "produce", "db.t", "--server", server)
+	if code != 1 || !strings.Contains(errOut, `line 31: record: column "id"`) || !strings.Contains(errOut, "produced 30 rows") {
+		t.Fatalf("produce with a bad line 31: exit %d, stderr %q", code, errOut)
+	}
+	var stored int
+	for b := range int32(3) {
+		recs, err := fc.Records(id, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored += len(recs)
+	}
+	if stored != 30 {
+		t.Fatalf("%d rows stored, want the 30 before the bad line", stored)
+	}
+
+	code, out, errOut := runCLI(t, "", "consume", "db.t", "--server", server)
+	if code != 0 {
+		t.Fatalf("consume: exit %d: %s", code, errOut)
+	}
+	recs := parseConsumed(t, out)
+	seen := make(map[int64]bool)
+	for _, r := range recs {
+		if seen[r.ID] || r.Name != fmt.Sprintf("row %d", r.ID) || len(r.Timestamp) != len("2006-01-02T15:04:05.000Z") {
+			t.Fatalf("bad or repeated record %+v", r)
+		}
+		seen[r.ID] = true
+	}
+	if len(seen) != 30 {
+		t.Fatalf("consumed %d rows, want 30", len(seen))
+	}
+
+	code, out, _ = runCLI(t, "", "consume", "db.t", "--server", server, "--limit", "7")
+	if got := len(parseConsumed(t, out)); code != 0 || got != 7 {
+		t.Fatalf("--limit 7: exit %d, %d rows", code, got)
+	}
+	code, out, _ = runCLI(t, "", "consume", "db.t", "--server", server, "--buckets", "1", "--from", "offset=2")
+	for _, r := range parseConsumed(t, out) {
+		if code != 0 || r.Bucket != 1 || r.Offset < 2 {
+			t.Fatalf("--buckets 1 --from offset=2: exit %d, record %+v", code, r)
+		}
+	}
+	if code, _, _ := runCLI(t, "", "consume", "db.t", "--server", server, "--from", "yesterday"); code != 2 {
+		t.Fatalf("--from yesterday: exit %d, want 2", code)
+	}
+}
+
+// TestConsumeStopsAtHighWatermark: without --follow, consume prints what is
+// committed when it starts, and exits.
+func TestConsumeStopsAtHighWatermark(t *testing.T) {
+	fc, id := startFake(t, 1)
+	server := strings.Join(fc.Addrs(), ",")
+	if code, _, errOut := runCLI(t, jsonRows(0, 5), "produce", "db.t", "--server", server); code != 0 {
+		t.Fatalf("produce: %s", errOut)
+	}
+	if err := fc.HoldHighWatermark(id, 0, 5); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, jsonRows(5, 10), "produce", "db.t", "--server", server, "--acks", "1"); code != 0 {
+		t.Fatalf("produce: %s", errOut)
+	}
+	code, out, errOut := runCLI(t, "", "consume", "db.t", "--server", server)
+	if code != 0 {
+		t.Fatalf("consume: exit %d: %s", code, errOut)
+	}
+	recs := parseConsumed(t, out)
+	if len(recs) != 5 {
+		t.Fatalf("consumed %d rows, want the 5 below the high watermark", len(recs))
+	}
+	for i, r := range recs {
+		if r.ID != int64(i) || r.Offset != int64(i) {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+	}
+}
+
+// TestBenchSmoke runs both benchmarks briefly against the fake cluster and
+// reads the JSON result on their last line.
+func TestBenchSmoke(t *testing.T) {
+	fc, _ := startFake(t, 1)
+	server := strings.Join(fc.Addrs(), ",")
+	for _, args := range [][]string{
+		{"bench", "produce", "--duration", "100ms", "--record-bytes", "64", "--concurrency", "2"},
+		{"bench", "produce", "--duration", "100ms", "--record-bytes", "64", "--batching", "--acks", "1"},
+		{"bench", "produce", "--duration", "100ms", "--batch", "10", "--table", "bench.other"},
+		{"bench", "e2e", "--duration", "200ms", "--rate", "2000", "--record-bytes", "16"},
+	} {
+		t.Run(strings.Join(args[1:], " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", append(args, "--server", server)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			var generic map[string]any
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &generic); err != nil {
+				t.Fatalf("last line is not JSON: %q", lines[len(lines)-1])
+			}
+			res := make(map[string]float64)
+			for k, v := range generic {
+				if f, ok := v.(float64); ok {
+					res[k] = f
+				}
+			}
+			for _, k := range []string{"ops_per_s", "mb_per_s", "p50_ms", "p99_ms", "p999_ms", "errors"} {
+				if _, ok := res[k]; !ok {
+					t.Fatalf("result lacks %s: %s", k, lines[len(lines)-1])
+				}
+			}
+			if res["errors"] != 0 || res["ops_per_s"] <= 0 || res["missing"] != 0 {
+				t.Fatalf("result %s", lines[len(lines)-1])
+			}
+		})
+	}
+}
+
+// FuzzLineReader: lines read back, joined, give the input without its line
+// endings.
+func FuzzLineReader(f *testing.F) {
+	f.Add("a\nb\r\n\nc")
+	f.Add("")
+	f.Add("\n\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		lr := newLineReader(strings.NewReader(in))
+		var lines []string
+		for {
+			line, err := lr.next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, string(line))
+		}
+		want := strings.ReplaceAll(in, "\r\n", "\n")
+		want = strings.TrimSuffix(want, "\n")
+		got := strings.Join(lines, "\n")
+		if in != "" && got != want && !strings.Contains(in, "\r") {
+			t.Fatalf("lines %q from %q", lines, in)
+		}
+		if lr.line != len(lines) {
+			t.Fatalf("counted %d lines, returned %d", lr.line, len(lines))
+		}
+	})
+}

@@ -1,0 +1,86 @@
+package metastate
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// changeSet collects the nodes, tables and buckets one command writes or
+// drops, for the metadata feed. A record written twice by one command is
+// listed once, as last written.
+type changeSet struct {
+	nodes         []*pb.NodeRecord
+	tables        []*pb.TableRecord
+	buckets       []*pb.BucketRecord
+	bucketAt      map[string]int // position in buckets by bucket key
+	droppedTables []uint64
+}
+
+func (c *changeSet) empty() bool {
+	return len(c.nodes) == 0 && len(c.tables) == 0 && len(c.buckets) == 0 && len(c.droppedTables) == 0
+}
+
+// update is the feed message of the changes at index, or nil when there are
+// none. The records are copies: the command's result may share the
+// originals with the caller.
+func (c *changeSet) update(index uint64) *pb.MetadataUpdate {
+	if c.empty() {
+		return nil
+	}
+	u := &pb.MetadataUpdate{
+		Index:         index,
+		Nodes:         c.nodes,
+		Tables:        c.tables,
+		Buckets:       c.buckets,
+		DroppedTables: c.droppedTables,
+	}
+	return proto.CloneOf(u)
+}
+
+// putNode stores a node record and lists it as changed.
+func (a *applier) putNode(n *pb.NodeRecord) error {
+	if err := putRecord(a.tx.Bucket(bucketNodes), nodeKey(n.GetId()), n); err != nil {
+		return err
+	}
+	a.changes.nodes = append(a.changes.nodes, n)
+	return nil
+}
+
+// putTable stores a table record and lists it as changed.
+func (a *applier) putTable(t *pb.TableRecord) error {
+	if err := putRecord(a.tx.Bucket(bucketTables), tableKey(t.GetDatabaseId(), t.GetName()), t); err != nil {
+		return err
+	}
+	a.changes.tables = append(a.changes.tables, t)
+	return nil
+}
+
+// putBucket stores a bucket record and lists it as changed.
+func (a *applier) putBucket(b *pb.BucketRecord) error {
+	key := bucketKey(b.GetTableId(), b.GetBucket())
+	if err := putRecord(a.tx.Bucket(bucketBuckets), key, b); err != nil {
+		return err
+	}
+	k := string(key)
+	if i, ok := a.changes.bucketAt[k]; ok {
+		a.changes.buckets[i] = b
+		return nil
+	}
+	if a.changes.bucketAt == nil {
+		a.changes.bucketAt = make(map[string]int)
+	}
+	a.changes.bucketAt[k] = len(a.changes.buckets)
+	a.changes.buckets = append(a.changes.buckets, b)
+	return nil
+}
+
+// dropTableRecord deletes a table and its buckets and lists the table as
+// dropped.
+func (a *applier) dropTableRecord(t *pb.TableRecord) error {
+	if err := deleteTable(a.tx, t); err != nil {
+		return err
+	}
+	a.changes.droppedTables = append(a.changes.droppedTables, t.GetId())
+	return nil
+}

@@ -1,0 +1,91 @@
+package metastate
+
+import (
+	"slices"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// adjustIsr is a bucket leader's compare-and-set of its ISR. A request from
+// anyone but the current leader at the current leader epoch, or at another
+// bucket epoch, is FENCED; an ISR that is empty, repeats a node, leaves out
+// the leader or names a node that is not an assigned replica is
+// INVALID_REQUEST. The new ISR is stored in assignment order, and the bucket
+// epoch is raised. An ISR equal to the current one changes nothing: the
+// result carries the bucket as it is, Unchanged.
+func (a *applier) adjustIsr(c *pb.AdjustIsr) (*pb.CommandResult, error) {
+	b := &pb.BucketRecord{}
+	ok, err := getRecord(a.tx.Bucket(bucketBuckets), bucketKey(c.GetTableId(), c.GetBucket()), b)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errorf(codeUnknownTable, "table %d has no bucket %d", c.GetTableId(), c.GetBucket())
+	}
+	if err := checkIsrFence(b, c); err != nil {
+		return nil, err
+	}
+	isr, err := checkIsr(b, c.GetIsr())
+	if err != nil {
+		return nil, err
+	}
+	if slices.Equal(isr, b.GetIsr()) {
+		return &pb.CommandResult{Value: &pb.CommandResult_Bucket{Bucket: b}, Unchanged: true}, nil
+	}
+	b.Isr = isr
+	b.BucketEpoch++
+	if err := a.putBucket(b); err != nil {
+		return nil, err
+	}
+	return &pb.CommandResult{Value: &pb.CommandResult_Bucket{Bucket: b}}, nil
+}
+
+// checkIsrFence refuses an AdjustIsr that is not from the bucket's current
+// leader at its current epochs.
+func checkIsrFence(b *pb.BucketRecord, c *pb.AdjustIsr) error {
+	switch {
+	case b.GetLeader() == 0:
+		return errorf(codeFenced, "table %d bucket %d is offline (leader epoch %d)",
+			b.GetTableId(), b.GetBucket(), b.GetLeaderEpoch())
+	case c.GetLeaderId() != b.GetLeader():
+		return errorf(codeFenced, "table %d bucket %d: node %d is not the leader (node %d is, at leader epoch %d)",
+			b.GetTableId(), b.GetBucket(), c.GetLeaderId(), b.GetLeader(), b.GetLeaderEpoch())
+	case c.GetLeaderEpoch() != b.GetLeaderEpoch():
+		return errorf(codeFenced, "table %d bucket %d: leader epoch %d, current is %d",
+			b.GetTableId(), b.GetBucket(), c.GetLeaderEpoch(), b.GetLeaderEpoch())
+	case c.GetBucketEpoch() != b.GetBucketEpoch():
+		return errorf(codeFenced, "table %d bucket %d: bucket epoch %d, current is %d",
+			b.GetTableId(), b.GetBucket(), c.GetBucketEpoch(), b.GetBucketEpoch())
+	}
+	return nil
+}
+
+// checkIsr validates a proposed ISR and returns it in assignment order.
+func checkIsr(b *pb.BucketRecord, isr []uint32) ([]uint32, error) {
+	if len(isr) == 0 {
+		return nil, errorf(codeInvalidRequest, "table %d bucket %d: empty ISR", b.GetTableId(), b.GetBucket())
+	}
+	for i, id := range isr {
+		// Every node checked is a replica, so a repeat shows up within
+		// len(replicas)+1 nodes: the work is bounded by the replicas.
+		if !slices.Contains(b.GetReplicas(), id) {
+			return nil, errorf(codeInvalidRequest, "table %d bucket %d: node %d in the ISR is not an assigned replica",
+				b.GetTableId(), b.GetBucket(), id)
+		}
+		if slices.Contains(isr[:i], id) {
+			return nil, errorf(codeInvalidRequest, "table %d bucket %d: node %d listed twice in the ISR",
+				b.GetTableId(), b.GetBucket(), id)
+		}
+	}
+	if !slices.Contains(isr, b.GetLeader()) {
+		return nil, errorf(codeInvalidRequest, "table %d bucket %d: the ISR leaves out the leader, node %d",
+			b.GetTableId(), b.GetBucket(), b.GetLeader())
+	}
+	out := make([]uint32, 0, len(isr))
+	for _, r := range b.GetReplicas() {
+		if slices.Contains(isr, r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

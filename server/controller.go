@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/floedb/floe/transport/gossip"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// controllerTick paces the controller's liveness checks.
+const controllerTick = 250 * time.Millisecond
+
+// controllerLoop runs on every meta node and acts only while it leads Raft:
+// tablet nodes that gossip reports dead for longer than the grace period,
+// or that left, are fenced (FenceNodes): their leaderships move to another
+// in-sync replica with a new epoch and they leave the ISRs; offline buckets
+// get a leader back when an in-sync replica is alive again. It keeps no
+// state that matters for safety: a new controller starts its grace periods
+// afresh from what gossip says now.
+func (s *Server) controllerLoop(ctx context.Context) {
+	t := time.NewTicker(controllerTick)
+	defer t.Stop()
+	deadSince := map[uint32]time.Time{}
+	wasLeader := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, g := s.node.Load(), s.gossip.Load()
+		if n == nil || g == nil || !n.IsLeader() {
+			wasLeader = false
+			continue
+		}
+		if !wasLeader {
+			clear(deadSince)
+			wasLeader = true
+		}
+		img, err := n.State().Image()
+		if err != nil {
+			continue
+		}
+		gone := s.goneNodes(img, g, deadSince)
+		if !needsFencing(img, gone) {
+			continue
+		}
+		s.log.Info("controller: fencing tablet nodes", "gone", gone)
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = n.Propose(cctx, &pb.Command{RequestId: []byte(newID()),
+			Op: &pb.Command_FenceNodes{FenceNodes: &pb.FenceNodes{Gone: gone}}})
+		cancel()
+		if err != nil {
+			s.log.Warn("controller: fencing failed", "err", err)
+		}
+	}
+}
+
+// goneNodes lists registered tablet nodes that left, or that gossip has not
+// seen alive for the grace period.
+func (s *Server) goneNodes(img *pb.MetadataUpdate, g *gossip.Gossip, deadSince map[uint32]time.Time) []uint32 {
+	now := time.Now()
+	var gone []uint32
+	for _, rec := range img.Nodes {
+		if !slices.Contains(rec.Roles, RoleTablet) {
+			continue
+		}
+		m, ok := g.Member(rec.Id)
+		alive := ok && m.State == gossip.StateAlive && m.Incarnation == rec.Incarnation
+		switch {
+		case alive:
+			delete(deadSince, rec.Id)
+		case ok && m.State == gossip.StateLeft && m.Incarnation == rec.Incarnation:
+			gone = append(gone, rec.Id)
+		default:
+			since, seen := deadSince[rec.Id]
+			if !seen {
+				deadSince[rec.Id] = now
+				since = now
+			}
+			if now.Sub(since) >= s.cfg.LivenessGrace {
+				gone = append(gone, rec.Id)
+			}
+		}
+	}
+	slices.Sort(gone)
+	return gone
+}
+
+// needsFencing reports whether FenceNodes(gone) would change any bucket.
+func needsFencing(img *pb.MetadataUpdate, gone []uint32) bool {
+	for _, b := range img.Buckets {
+		if slices.Contains(gone, b.Leader) {
+			return true
+		}
+		if b.Leader == 0 && slices.ContainsFunc(b.Isr, func(id uint32) bool { return !slices.Contains(gone, id) }) {
+			return true
+		}
+		if len(b.Isr) > 1 && slices.ContainsFunc(b.Isr, func(id uint32) bool { return id != b.Leader && slices.Contains(gone, id) }) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,79 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// MetaClient is what a replica needs of the metadata service.
+type MetaClient interface {
+	// AdjustIsr asks the controller to change a bucket's ISR.
+	AdjustIsr(ctx context.Context, change *pb.AdjustIsr) (*pb.BucketRecord, error)
+}
+
+// TabletDialer returns a Tablet client for a node's RPC address.
+type TabletDialer interface {
+	Tablet(address string) pb.DRPCTabletClient
+}
+
+// Defaults for the zero Config.
+const (
+	DefaultReplicaLagMax      = 10 * time.Second
+	DefaultMaxBatchBytes      = 8 << 20
+	DefaultProduceTimeout     = 30 * time.Second
+	DefaultFollowerFetchBytes = 4 << 20
+	DefaultFollowerMaxWait    = 500 * time.Millisecond
+	hwCheckpointInterval      = time.Second
+	isrCheckInterval          = 500 * time.Millisecond
+)
+
+// Config configures a Manager.
+type Config struct {
+	// NodeID is this node's id.
+	NodeID uint32
+	// Dir holds one folder per bucket replica.
+	Dir string
+	// Log is the template for every replica's log (Dir is set per replica).
+	Log logstore.Config
+	// ReplicaLagMax: a follower that has not caught up with the leader's
+	// end for this long leaves the ISR. Default 10 s.
+	ReplicaLagMax time.Duration
+	// MaxBatchBytes refuses larger produced batches. Default 8 MiB.
+	MaxBatchBytes int
+	Meta          MetaClient
+	Dialer        TabletDialer
+	Logger        *slog.Logger
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	switch {
+	case c.NodeID == 0:
+		return errors.New("replica: config: NodeID is required")
+	case c.Dir == "":
+		return errors.New("replica: config: Dir is required")
+	case c.Meta == nil || c.Dialer == nil:
+		return errors.New("replica: config: Meta and Dialer are required")
+	case c.ReplicaLagMax < 0 || c.MaxBatchBytes < 0:
+		return errors.New("replica: config: negative limit")
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.ReplicaLagMax == 0 {
+		c.ReplicaLagMax = DefaultReplicaLagMax
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

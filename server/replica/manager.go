@@ -1,0 +1,306 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport/pb"
+)
+
+var errNoAddress = errors.New("replica: no address known for the leader node")
+
+// Manager owns this node's bucket replicas.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+
+	mu        sync.Mutex
+	replicas  map[BucketID]*Replica
+	tables    map[uint64]*tableInfo
+	nodes     map[uint32]*pb.NodeRecord
+	nodeEpoch uint64
+	fetchers  map[uint32]*fetcher // by leader node id
+	// maxTableID is the largest table id the metadata has shown.
+	maxTableID uint64
+	closed    bool
+	zstd      *record.Codec
+
+	// chMu guards changed alone, so replicas can notify while holding their
+	// own lock (lock order elsewhere: m.mu before r.mu).
+	chMu    sync.Mutex
+	changed chan struct{} // closed and replaced on any change a waiter may care about
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New starts a manager with no replicas; Apply gives it some.
+func New(cfg Config) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	m := &Manager{cfg: cfg, log: cfg.Logger, replicas: map[BucketID]*Replica{}, tables: map[uint64]*tableInfo{},
+		nodes: map[uint32]*pb.NodeRecord{}, fetchers: map[uint32]*fetcher{}, changed: make(chan struct{}), stop: make(chan struct{})}
+	codec, err := record.NewCodec()
+	if err != nil {
+		return nil, err
+	}
+	m.zstd = codec
+	m.wg.Add(1)
+	go m.housekeeping()
+	return m, nil
+}
+
+// codec decompresses batch payloads.
+func (m *Manager) codec() *record.Codec { return m.zstd }
+
+// notify wakes everything waiting for a change (long polls, acks).
+func (m *Manager) notify() {
+	m.chMu.Lock()
+	close(m.changed)
+	m.changed = make(chan struct{})
+	m.chMu.Unlock()
+}
+
+// changes returns the channel the next change closes.
+func (m *Manager) changes() <-chan struct{} {
+	m.chMu.Lock()
+	defer m.chMu.Unlock()
+	return m.changed
+}
+
+// replica returns the replica of a bucket, or nil.
+func (m *Manager) replica(id BucketID) *Replica {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.replicas[id]
+}
+
+// nodeAddress returns a node's RPC address.
+func (m *Manager) nodeAddress(id uint32) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n := m.nodes[id]; n != nil {
+		return n.RpcAddress
+	}
+	return ""
+}
+
+// NodeEpoch is this node's epoch as the metadata last said.
+func (m *Manager) NodeEpoch() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.nodeEpoch
+}
+
+// Apply reconciles the replicas to a metadata update, in stream order.
+func (m *Manager) Apply(u *pb.MetadataUpdate) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	if u.Full {
+		m.nodes = map[uint32]*pb.NodeRecord{}
+	}
+	for _, n := range u.Nodes {
+		m.nodes[n.Id] = n
+		if n.Id == m.cfg.NodeID {
+			m.nodeEpoch = n.NodeEpoch
+		}
+	}
+	for _, id := range u.DroppedNodes {
+		delete(m.nodes, id)
+	}
+	for _, t := range u.Tables {
+		m.maxTableID = max(m.maxTableID, t.Id)
+		info, err := newTableInfo(t)
+		if err != nil {
+			m.log.Error("unusable table metadata", "table", t.Id, "err", err)
+			continue
+		}
+		m.tables[t.Id] = info
+	}
+	var drop []*Replica
+	dropped := map[uint64]bool{}
+	for _, id := range u.DroppedTables {
+		dropped[id] = true
+	}
+	if u.Full {
+		live := map[uint64]bool{}
+		for _, t := range u.Tables {
+			live[t.Id] = true
+		}
+		for id := range m.tables {
+			if !live[id] {
+				dropped[id] = true
+			}
+		}
+	}
+	for id := range dropped {
+		m.maxTableID = max(m.maxTableID, id)
+		delete(m.tables, id)
+		for bid, r := range m.replicas {
+			if bid.TableID == id {
+				drop = append(drop, r)
+				delete(m.replicas, bid)
+			}
+		}
+	}
+	m.mu.Unlock()
+
+	for _, r := range drop {
+		m.log.Info("table dropped: deleting replica", "bucket", r.id.String())
+		if err := r.close(true); err != nil {
+			m.log.Error("delete replica", "bucket", r.id.String(), "err", err)
+		}
+	}
+	for _, b := range u.Buckets {
+		m.applyBucket(b)
+	}
+	m.notify()
+}
+
+// applyBucket opens the replica if this node holds the bucket and sets its
+// role.
+func (m *Manager) applyBucket(b *pb.BucketRecord) {
+	self := m.cfg.NodeID
+	if !slices.Contains(b.Replicas, self) {
+		return
+	}
+	id := BucketID{TableID: b.TableId, Bucket: b.Bucket}
+	m.mu.Lock()
+	r := m.replicas[id]
+	info := m.tables[b.TableId]
+	m.mu.Unlock()
+	if info == nil {
+		m.log.Error("bucket of an unknown table", "bucket", id.String())
+		return
+	}
+	if r == nil {
+		var err error
+		if r, err = openReplica(m, id, info); err != nil {
+			m.log.Error("cannot open replica", "bucket", id.String(), "err", err)
+			return
+		}
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			r.close(false)
+			return
+		}
+		m.replicas[id] = r
+		m.mu.Unlock()
+	}
+	switch b.Leader {
+	case self:
+		if err := r.becomeLeader(b.LeaderEpoch, b.BucketEpoch, b.Replicas, b.Isr); err != nil {
+			m.log.Error("cannot lead bucket", "bucket", id.String(), "err", err)
+		}
+	default:
+		r.becomeFollower(b.Leader, b.LeaderEpoch, b.BucketEpoch, b.Replicas, b.Isr)
+		if b.Leader != 0 {
+			m.ensureFetcher(b.Leader)
+		}
+	}
+}
+
+// followedBy lists the replicas following leader.
+func (m *Manager) followedBy(leader uint32) []*Replica {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.followedByLocked(leader)
+}
+
+func (m *Manager) followedByLocked(leader uint32) []*Replica {
+	var out []*Replica
+	for _, r := range m.replicas {
+		if role, l, _, _ := r.state(); role == roleFollower && l == leader {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// housekeeping checks ISRs and checkpoints high watermarks.
+func (m *Manager) housekeeping() {
+	defer m.wg.Done()
+	isrTick := time.NewTicker(isrCheckInterval)
+	defer isrTick.Stop()
+	lastHW := time.Now()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-isrTick.C:
+		}
+		m.mu.Lock()
+		reps := make([]*Replica, 0, len(m.replicas))
+		for _, r := range m.replicas {
+			reps = append(reps, r)
+		}
+		m.mu.Unlock()
+		for _, r := range reps {
+			r.checkISR()
+		}
+		if time.Since(lastHW) >= hwCheckpointInterval {
+			lastHW = time.Now()
+			for _, r := range reps {
+				r.saveHW()
+			}
+		}
+	}
+}
+
+// Close stops the fetchers and closes every replica.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	fetchers := m.fetchers
+	m.fetchers = map[uint32]*fetcher{}
+	reps := m.replicas
+	m.replicas = map[BucketID]*Replica{}
+	m.mu.Unlock()
+	close(m.stop)
+	for _, f := range fetchers {
+		f.cancel()
+	}
+	m.wg.Wait()
+	var err error
+	for _, r := range reps {
+		err = errors.Join(err, r.close(false))
+	}
+	m.zstd.Close()
+	m.notify()
+	return err
+}
+
+// waitChange waits for any change or until ctx ends / deadline passes.
+func (m *Manager) waitChange(ctx context.Context, ch <-chan struct{}, deadline time.Time) bool {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return false
+	case <-m.stop:
+		return false
+	}
+}

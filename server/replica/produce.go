@@ -1,0 +1,208 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// Acks values of a produce request.
+const (
+	AcksAll    = -1
+	AcksNone   = 0
+	AcksLeader = 1
+)
+
+// Produce appends a batch on the bucket's leader and answers per acks.
+func (m *Manager) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+	id := BucketID{TableID: req.TableId, Bucket: req.Bucket}
+	r := m.replica(id)
+	if r == nil {
+		return nil, m.missingReplica(id)
+	}
+	if req.Acks != AcksAll && req.Acks != AcksNone && req.Acks != AcksLeader {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "acks must be -1 (all), 0 or 1, not %d", req.Acks)
+	}
+	if len(req.Batch) > m.cfg.MaxBatchBytes {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "batch of %d bytes over the %d-byte limit", len(req.Batch), m.cfg.MaxBatchBytes)
+	}
+	batch, err := r.checkBatch(req.Batch)
+	if err != nil {
+		return nil, err
+	}
+	timeout := DefaultProduceTimeout
+	if req.TimeoutMs > 0 {
+		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
+	}
+	return r.produce(ctx, batch, req.Acks, timeout)
+}
+
+// missingReplica explains why this node has no replica of a bucket.
+// Table ids only grow: an unknown id at or below the largest this node has
+// seen belongs to a dropped table; a larger one to a table whose creation
+// has not reached this node yet (retriable, like a leader not yet known).
+func (m *Manager) missingReplica(id BucketID) error {
+	m.mu.Lock()
+	_, known := m.tables[id.TableID]
+	maxID := m.maxTableID
+	m.mu.Unlock()
+	switch {
+	case !known && id.TableID <= maxID:
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE, "table %d does not exist (dropped)", id.TableID)
+	case !known:
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "table %d is not known on node %d yet", id.TableID, m.cfg.NodeID)
+	}
+	return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d holds no replica of bucket %s", m.cfg.NodeID, id)
+}
+
+// checkBatch validates a produced batch against the table: structure, CRC,
+// payload format, schema version and every row.
+func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
+	b, err := record.Check(data)
+	if err != nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+	}
+	if len(b) != len(data) {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%d bytes after the batch", len(data)-len(b))
+	}
+	info := r.info
+	if info.primaryKey {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+			"table %s has a primary key: write it with upserts, not appends", info.name)
+	}
+	if b.PayloadFormat() != record.PayloadRows || !b.AppendOnly() {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "a log table takes append-only row batches")
+	}
+	if int32(b.SchemaID()) != info.schemaID {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
+			"batch written with schema %d, table %s is at schema %d", b.SchemaID(), info.name, info.schemaID)
+	}
+	it, _, err := b.Records(r.mgr.codec(), nil)
+	if err != nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+	}
+	for it.Next() {
+		rec := it.Record()
+		if rec.Change != record.AppendOnly {
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: change %v in a log table", rec.Offset-b.BaseOffset(), rec.Change)
+		}
+		if err := record.ValidateRow(info.schema, rec.Data); err != nil {
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", rec.Offset-b.BaseOffset(), err)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+	}
+	return b, nil
+}
+
+// produce runs the leader's append: idempotence, append, durability, acks.
+func (r *Replica) produce(ctx context.Context, b record.Batch, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
+	r.produceMu.Lock()
+	r.mu.Lock()
+	if r.role != roleLeader || r.closed {
+		leader := r.leaderID
+		r.mu.Unlock()
+		r.produceMu.Unlock()
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d does not lead bucket %s (leader: node %d)", r.mgr.cfg.NodeID, r.id, leader)
+	}
+	epoch := r.leaderEpoch
+	if acks == AcksAll && len(r.isr) < r.info.minISR {
+		isr := len(r.isr)
+		r.mu.Unlock()
+		r.produceMu.Unlock()
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS,
+			"bucket %s has %d in-sync replicas, min.insync.replicas is %d", r.id, isr, r.info.minISR)
+	}
+	r.mu.Unlock()
+
+	dup, err := r.writers.check(b.WriterID(), b.BatchSequence())
+	if err != nil {
+		r.produceMu.Unlock()
+		return nil, err
+	}
+	var info logstore.AppendInfo
+	var wait func() error
+	if dup != nil {
+		info = logstore.AppendInfo{BaseOffset: dup.base, LastOffset: dup.last, Timestamp: dup.timestampMs}
+		wait = func() error { return nil }
+	} else {
+		info, wait, err = r.log.AppendPending(b, epoch)
+		if err != nil {
+			r.produceMu.Unlock()
+			return nil, logError(err)
+		}
+		r.writers.record(b)
+	}
+	r.produceMu.Unlock()
+	resp := &pb.ProduceResponse{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset, TimestampMs: info.Timestamp,
+		LeaderEpoch: epoch, Duplicate: dup != nil}
+	if acks == AcksNone {
+		return resp, nil
+	}
+	if err := wait(); err != nil {
+		return nil, logError(err)
+	}
+	r.mu.Lock()
+	r.maybeAdvanceHWLocked()
+	r.mu.Unlock()
+	r.mgr.notify() // followers long-polling for new data
+	if acks == AcksLeader {
+		return resp, nil
+	}
+	return resp, r.waitCommitted(ctx, info.LastOffset, epoch, timeout)
+}
+
+// waitCommitted waits until the high watermark passes offset in epoch.
+func (r *Replica) waitCommitted(ctx context.Context, offset int64, epoch int32, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ch := r.mgr.changes()
+		r.mu.Lock()
+		role, curEpoch, hw := r.role, r.leaderEpoch, r.hw
+		r.mu.Unlock()
+		switch {
+		case role != roleLeader || curEpoch != epoch:
+			return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
+				"bucket %s changed leader while the write waited for replicas; its outcome is unknown", r.id)
+		case hw > offset:
+			return nil
+		}
+		if !r.mgr.waitChange(ctx, ch, deadline) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if time.Now().After(deadline) {
+				return transport.Errorf(pb.ErrorCode_ERROR_CODE_TIMEOUT,
+					"bucket %s: in-sync replicas did not confirm offset %d within %v", r.id, offset, timeout)
+			}
+			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node shutting down")
+		}
+	}
+}
+
+// logError maps log store errors to wire errors.
+func logError(err error) error {
+	switch {
+	case errors.Is(err, logstore.ErrOffsetOutOfRange):
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_OUT_OF_RANGE, "%v", err)
+	case errors.Is(err, logstore.ErrCorrupt):
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_CORRUPT, "%v", err)
+	case errors.Is(err, logstore.ErrBatchTooLarge):
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "%v", err)
+	case errors.Is(err, logstore.ErrInvalidBatch):
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+	case errors.Is(err, logstore.ErrStaleEpoch), errors.Is(err, logstore.ErrTruncated):
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "%v", err)
+	case errors.Is(err, logstore.ErrClosed):
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "%v", err)
+	default:
+		return fmt.Errorf("replica: %w", err)
+	}
+}

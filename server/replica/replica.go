@@ -1,0 +1,260 @@
+package replica
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/storage/record"
+)
+
+// BucketID names a bucket.
+type BucketID struct {
+	TableID uint64
+	Bucket  int32
+}
+
+func (b BucketID) String() string { return fmt.Sprintf("%d/%d", b.TableID, b.Bucket) }
+
+type role int
+
+const (
+	roleNone role = iota // offline or not yet told
+	roleLeader
+	roleFollower
+)
+
+// followerState is what a leader knows of one follower in its epoch.
+type followerState struct {
+	leo        int64 // -1 until it fetched in this epoch
+	caughtUpAt time.Time
+}
+
+// Replica is this node's replica of one bucket.
+type Replica struct {
+	id   BucketID
+	dir  string
+	log  *logstore.Log
+	mgr  *Manager
+	info *tableInfo
+
+	// produceMu orders the idempotence check with the append it decides,
+	// and the follower path's truncations and appends.
+	produceMu sync.Mutex
+	writers   *writerTable
+
+	mu          sync.Mutex
+	role        role
+	leaderID    uint32
+	leaderEpoch int32
+	bucketEpoch int32
+	replicas    []uint32
+	isr         []uint32 // committed
+	pendingISR  []uint32 // proposed and not yet answered; nil when none
+	hw          int64
+	hwSaved     int64
+	followers   map[uint32]*followerState
+	closed      bool
+}
+
+const hwFile = "high-watermark"
+
+// openReplica opens (or creates) the replica's log and rebuilds its writer
+// state from the log's tail.
+func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
+	dir := filepath.Join(m.cfg.Dir, fmt.Sprintf("t%d-b%d", id.TableID, id.Bucket))
+	cfg := m.cfg.Log
+	cfg.Dir = dir
+	cfg.Logger = m.log.With("bucket", id.String())
+	l, err := logstore.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &Replica{id: id, dir: dir, log: l, mgr: m, info: info, writers: newWriterTable(), hw: -1}
+	r.hw = min(readHW(dir), l.EndOffset())
+	r.hwSaved = r.hw
+	if err := r.rebuildWriters(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// rebuildWriters replays the writer ids and sequences of the last segments
+// so retries of batches appended before a restart are still recognized.
+func (r *Replica) rebuildWriters() error {
+	r.writers = newWriterTable()
+	segs := r.log.Segments()
+	from := segs[max(0, len(segs)-2)].BaseOffset
+	for from < r.log.EndOffset() {
+		recs, err := r.log.Read(from, 4<<20)
+		if err != nil {
+			return err
+		}
+		it := record.NewBatchIterator(recs.Data, false)
+		for it.Next() {
+			r.writers.record(it.Batch())
+		}
+		from = recs.NextOffset
+		recs.Release()
+		if it.Err() != nil {
+			return it.Err()
+		}
+	}
+	return nil
+}
+
+func readHW(dir string) int64 {
+	buf, err := os.ReadFile(filepath.Join(dir, hwFile))
+	if err != nil || len(buf) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(buf))
+}
+
+// saveHW checkpoints the high watermark if it moved (not fsynced: a lost
+// checkpoint only lowers the watermark after a crash, which is safe).
+func (r *Replica) saveHW() {
+	r.mu.Lock()
+	hw := r.hw
+	if hw == r.hwSaved || r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.hwSaved = hw
+	r.mu.Unlock()
+	buf := binary.BigEndian.AppendUint64(nil, uint64(hw))
+	tmp := filepath.Join(r.dir, hwFile+".tmp")
+	if err := os.WriteFile(tmp, buf, 0o644); err == nil {
+		_ = os.Rename(tmp, filepath.Join(r.dir, hwFile))
+	}
+}
+
+// close stops the replica and closes its log; with remove, deletes its files.
+func (r *Replica) close(remove bool) error {
+	r.saveHW()
+	r.mu.Lock()
+	r.closed = true
+	r.role = roleNone
+	r.mu.Unlock()
+	r.mgr.notify()
+	r.produceMu.Lock()
+	err := r.log.Close()
+	r.produceMu.Unlock()
+	if remove {
+		err = errors.Join(err, os.RemoveAll(r.dir))
+	}
+	return err
+}
+
+// becomeLeader makes the replica the leader at epoch. A replica already
+// leading at that epoch only takes the new ISR.
+func (r *Replica) becomeLeader(epoch, bucketEpoch int32, replicas, isr []uint32) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.replicas = slices.Clone(replicas)
+	if bucketEpoch >= r.bucketEpoch {
+		r.bucketEpoch = bucketEpoch
+		r.isr = slices.Clone(isr)
+		r.pendingISR = nil
+	}
+	if r.role == roleLeader && r.leaderEpoch == epoch {
+		r.maybeAdvanceHWLocked()
+		return nil
+	}
+	if err := r.log.AssignEpoch(epoch); err != nil && !errors.Is(err, logstore.ErrStaleEpoch) {
+		return err
+	}
+	r.role, r.leaderID, r.leaderEpoch = roleLeader, r.mgr.cfg.NodeID, epoch
+	r.hw = min(r.hw, r.log.EndOffset())
+	now := time.Now()
+	r.followers = map[uint32]*followerState{}
+	for _, id := range replicas {
+		if id != r.mgr.cfg.NodeID {
+			r.followers[id] = &followerState{leo: -1, caughtUpAt: now}
+		}
+	}
+	r.mgr.log.Info("leading bucket", "bucket", r.id.String(), "leader_epoch", epoch, "isr", isr, "end_offset", r.log.EndOffset(), "high_watermark", r.hw)
+	r.maybeAdvanceHWLocked()
+	r.mgr.notify()
+	return nil
+}
+
+// becomeFollower makes the replica a follower of leader at epoch (leader 0:
+// the bucket is offline).
+func (r *Replica) becomeFollower(leader uint32, epoch, bucketEpoch int32, replicas, isr []uint32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.replicas = slices.Clone(replicas)
+	if bucketEpoch >= r.bucketEpoch {
+		r.bucketEpoch = bucketEpoch
+		r.isr = slices.Clone(isr)
+	}
+	if r.role == roleFollower && r.leaderEpoch == epoch && r.leaderID == leader {
+		return
+	}
+	was := r.role
+	r.role, r.leaderID, r.leaderEpoch = roleFollower, leader, epoch
+	if leader == 0 {
+		r.role = roleNone
+	}
+	r.followers, r.pendingISR = nil, nil
+	if was == roleLeader {
+		r.mgr.log.Info("stopped leading bucket", "bucket", r.id.String(), "new_leader", leader, "leader_epoch", epoch)
+	}
+	r.mgr.notify()
+}
+
+// isrForHWLocked is the ISR the high watermark waits for: the larger of the
+// committed ISR and a proposed one.
+func (r *Replica) isrForHWLocked() []uint32 {
+	out := slices.Clone(r.isr)
+	for _, id := range r.pendingISR {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// maybeAdvanceHWLocked moves the leader's high watermark to the smallest
+// durable end offset over the ISR, if that is higher.
+func (r *Replica) maybeAdvanceHWLocked() {
+	if r.role != roleLeader {
+		return
+	}
+	hw := r.log.EndOffset()
+	for _, id := range r.isrForHWLocked() {
+		if id == r.mgr.cfg.NodeID {
+			continue
+		}
+		f := r.followers[id]
+		if f == nil || f.leo < 0 {
+			return // a follower has not fetched in this epoch yet
+		}
+		hw = min(hw, f.leo)
+	}
+	if hw > r.hw {
+		r.hw = hw
+		r.mgr.notify()
+	}
+}
+
+// snapshot returns the replica's role fields.
+func (r *Replica) state() (role, uint32, int32, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.role, r.leaderID, r.leaderEpoch, r.hw
+}

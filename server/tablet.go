@@ -1,0 +1,143 @@
+package server
+
+import (
+	"context"
+
+	"path/filepath"
+	"time"
+
+	"github.com/floedb/floe/server/replica"
+	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// poolDialer hands out Tablet clients over the node's connection pool.
+type poolDialer struct{ pool *transport.Pool }
+
+func (d poolDialer) Tablet(addr string) pb.DRPCTabletClient {
+	return pb.NewDRPCTabletClient(d.pool.Conn(addr))
+}
+
+// metaClient reaches the metadata leader: through this node's own Raft view
+// on a meta node, through the meta nodes it knows otherwise.
+type metaClient struct{ s *Server }
+
+func (c metaClient) AdjustIsr(ctx context.Context, change *pb.AdjustIsr) (*pb.BucketRecord, error) {
+	req := &pb.AdjustIsrRequest{Change: change}
+	var resp *pb.AdjustIsrResponse
+	err := c.s.callMeta(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.AdjustIsr(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Bucket, nil
+}
+
+// callMeta runs fn against a meta node: this one when it has the meta role,
+// otherwise each known meta address in turn.
+func (s *Server) callMeta(ctx context.Context, fn func(context.Context, pb.DRPCMetaClient) error) error {
+	addrs := s.metaAddresses()
+	var lastErr error = transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "no meta node known")
+	for _, a := range addrs {
+		err := fn(ctx, pb.NewDRPCMetaClient(s.pool.Conn(a)))
+		if err == nil || !transport.IsRetriable(err) {
+			return err
+		}
+		lastErr = err
+	}
+	return lastErr
+}
+
+// metaAddresses lists meta nodes to talk to, this node first when it is one.
+func (s *Server) metaAddresses() []string {
+	var out []string
+	if s.cfg.HasRole(RoleMeta) {
+		out = append(out, s.advertise)
+	}
+	for _, p := range s.metaPeers() {
+		if p.RpcAddress != s.advertise {
+			out = append(out, p.RpcAddress)
+		}
+	}
+	for _, a := range s.cfg.Join {
+		if a != s.advertise {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// startTablet opens the replica manager and serves the Tablet service; the
+// watch loop feeds it the metadata.
+func (s *Server) startTablet(ctx context.Context) error {
+	m, err := replica.New(replica.Config{
+		NodeID:        s.cfg.NodeID,
+		Dir:           filepath.Join(s.cfg.DataDir, "tablet"),
+		Log:           logstore.Config{Sync: s.cfg.LogSync, SegmentMaxBytes: s.cfg.SegmentMaxBytes},
+		MaxBatchBytes: s.cfg.MaxBatchBytes,
+		Meta:          metaClient{s},
+		Dialer:        poolDialer{s.pool},
+		Logger:        s.log,
+	})
+	if err != nil {
+		return err
+	}
+	s.replicas = m
+	s.tabletReady.Store(true)
+	s.goRun(func() { s.watchLoop(ctx) })
+	return nil
+}
+
+// watchLoop follows the committed metadata and hands every update to the
+// replica manager, resuming from the last index after any failure.
+func (s *Server) watchLoop(ctx context.Context) {
+	var from uint64
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		progressed := false
+		for _, addr := range s.metaAddresses() {
+			n, err := s.watchFrom(ctx, addr, &from)
+			progressed = progressed || n > 0
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				s.log.Debug("metadata watch ended", "meta_node", addr, "from_index", from, "err", err)
+			}
+		}
+		if progressed {
+			backoff = 50 * time.Millisecond
+		}
+		if !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// watchFrom streams updates from one meta node until the stream fails.
+func (s *Server) watchFrom(ctx context.Context, addr string, from *uint64) (int, error) {
+	stream, err := pb.NewDRPCMetaClient(s.pool.Conn(addr)).WatchMetadata(ctx,
+		&pb.WatchMetadataRequest{NodeId: s.cfg.NodeID, FromIndex: *from})
+	if err != nil {
+		return 0, err
+	}
+	defer stream.Close()
+	n := 0
+	for {
+		u, err := stream.Recv()
+		if err != nil {
+			return n, err
+		}
+		if !u.Full && u.Index <= *from {
+			continue
+		}
+		s.replicas.Apply(u)
+		*from = u.Index
+		n++
+	}
+}

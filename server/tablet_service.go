@@ -1,0 +1,64 @@
+package server
+
+import (
+	"context"
+
+	"github.com/floedb/floe/server/replica"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// tabletService implements pb.DRPCTabletServer over the replica manager.
+type tabletService struct {
+	m *replica.Manager
+}
+
+var _ pb.DRPCTabletServer = (*tabletService)(nil)
+
+func (t *tabletService) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+	return t.m.Produce(ctx, req)
+}
+
+func (t *tabletService) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
+	return t.m.Fetch(ctx, req)
+}
+
+func (t *tabletService) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
+	return t.m.ListOffsets(ctx, req)
+}
+
+// tabletGate answers UNAVAILABLE until the replica manager runs.
+type tabletGate struct{ s *Server }
+
+var _ pb.DRPCTabletServer = (*tabletGate)(nil)
+
+func (g *tabletGate) service() (*tabletService, error) {
+	if !g.s.tabletReady.Load() {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is starting", g.s.cfg.NodeID)
+	}
+	return &tabletService{m: g.s.replicas}, nil
+}
+
+func (g *tabletGate) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+	t, err := g.service()
+	if err != nil {
+		return nil, err
+	}
+	return t.Produce(ctx, req)
+}
+
+func (g *tabletGate) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
+	t, err := g.service()
+	if err != nil {
+		return nil, err
+	}
+	return t.Fetch(ctx, req)
+}
+
+func (g *tabletGate) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
+	t, err := g.service()
+	if err != nil {
+		return nil, err
+	}
+	return t.ListOffsets(ctx, req)
+}
