@@ -28,8 +28,8 @@ type Manager struct {
 	fetchers  map[uint32]*fetcher // by leader node id
 	// maxTableID is the largest table id the metadata has shown.
 	maxTableID uint64
-	closed    bool
-	zstd      *record.Codec
+	closed     bool
+	zstd       *record.Codec
 
 	// chMu guards changed alone, so replicas can notify while holding their
 	// own lock (lock order elsewhere: m.mu before r.mu).
