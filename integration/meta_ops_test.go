@@ -186,6 +186,11 @@ func TestMetaSnapshotInstall(t *testing.T) {
 		}
 		want = append(want, client.Database{Name: name})
 	}
+	// The leader must have snapshotted and compacted its log past where
+	// the follower stopped before the follower comes back.
+	waitFor(t, 30*time.Second, "the leader to compact its log", func() bool {
+		return strings.Contains(readLog(t, leader), "compacting logs")
+	})
 	c.Restart(follower)
 	checkVotersAgree(t, c, want)
 	if !strings.Contains(readLog(t, follower), "Installed remote snapshot") {
