@@ -28,7 +28,7 @@ const (
 	// attemptTimeout bounds one attempt against one server.
 	attemptTimeout  = 5 * time.Second
 	retryBackoffMin = 20 * time.Millisecond
-	retryBackoffMax = 500 * time.Millisecond
+	retryBackoffMax = 200 * time.Millisecond
 )
 
 // Connect returns a client for the cluster reachable at any of addrs (RPC

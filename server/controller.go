@@ -10,7 +10,7 @@ import (
 )
 
 // controllerTick paces the controller's liveness checks.
-const controllerTick = 250 * time.Millisecond
+const controllerTick = 100 * time.Millisecond
 
 // controllerLoop runs on every meta node and acts only while it leads Raft:
 // tablet nodes that gossip reports dead for longer than the grace period,
