@@ -7,6 +7,7 @@ import (
 
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/gossip"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -33,7 +34,7 @@ func (m *metaService) CreateTable(ctx context.Context, req *pb.CreateTableReques
 		CreateTable: &pb.CreateTable{
 			Database: req.Database, Name: req.Name, Columns: columns, PrimaryKey: pk,
 			BucketKey: req.BucketKey, Buckets: req.Buckets, Replication: req.Replication,
-			Properties: req.Properties, IfNotExists: req.IfNotExists,
+			Properties: req.Properties, IfNotExists: req.IfNotExists, LiveNodes: m.s.liveTabletNodes(),
 		}}})
 }
 
@@ -154,4 +155,21 @@ func (s *Server) read(ctx context.Context, local bool, read func(applied uint64)
 		}
 		return read(n.State().AppliedIndex())
 	}, remote)
+}
+
+// liveTabletNodes lists the tablet nodes gossip reports alive, for placing
+// new tables on; nil when this node does not gossip yet (then every
+// registered tablet node is eligible).
+func (s *Server) liveTabletNodes() []uint32 {
+	g := s.gossip.Load()
+	if g == nil {
+		return nil
+	}
+	var out []uint32
+	for _, m := range g.Members() {
+		if m.State == gossip.StateAlive && slices.Contains(m.Roles, RoleTablet) {
+			out = append(out, m.NodeID)
+		}
+	}
+	return out
 }

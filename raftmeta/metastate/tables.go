@@ -44,6 +44,9 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if live := c.GetLiveNodes(); len(live) > 0 {
+		nodes = slices.DeleteFunc(nodes, func(n *pb.NodeRecord) bool { return !slices.Contains(live, n.GetId()) })
+	}
 	buckets, replication, err := bucketsAndReplication(qualified, c, len(nodes))
 	if err != nil {
 		return nil, err

@@ -1100,16 +1100,20 @@ func (x *DropDatabase) GetIfExists() bool {
 }
 
 type CreateTable struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Database      string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Columns       []*Column              `protobuf:"bytes,3,rep,name=columns,proto3" json:"columns,omitempty"`
-	PrimaryKey    []string               `protobuf:"bytes,4,rep,name=primary_key,json=primaryKey,proto3" json:"primary_key,omitempty"`
-	BucketKey     []string               `protobuf:"bytes,5,rep,name=bucket_key,json=bucketKey,proto3" json:"bucket_key,omitempty"`
-	Buckets       int32                  `protobuf:"varint,6,opt,name=buckets,proto3" json:"buckets,omitempty"`
-	Replication   int32                  `protobuf:"varint,7,opt,name=replication,proto3" json:"replication,omitempty"`
-	Properties    map[string]string      `protobuf:"bytes,8,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	IfNotExists   bool                   `protobuf:"varint,9,opt,name=if_not_exists,json=ifNotExists,proto3" json:"if_not_exists,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Database    string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Name        string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Columns     []*Column              `protobuf:"bytes,3,rep,name=columns,proto3" json:"columns,omitempty"`
+	PrimaryKey  []string               `protobuf:"bytes,4,rep,name=primary_key,json=primaryKey,proto3" json:"primary_key,omitempty"`
+	BucketKey   []string               `protobuf:"bytes,5,rep,name=bucket_key,json=bucketKey,proto3" json:"bucket_key,omitempty"`
+	Buckets     int32                  `protobuf:"varint,6,opt,name=buckets,proto3" json:"buckets,omitempty"`
+	Replication int32                  `protobuf:"varint,7,opt,name=replication,proto3" json:"replication,omitempty"`
+	Properties  map[string]string      `protobuf:"bytes,8,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	IfNotExists bool                   `protobuf:"varint,9,opt,name=if_not_exists,json=ifNotExists,proto3" json:"if_not_exists,omitempty"`
+	// The tablet nodes the proposer sees alive. When set, replicas go only to
+	// registered tablet nodes in this list, and the replication factor is
+	// checked against them; empty: every registered tablet node.
+	LiveNodes     []uint32 `protobuf:"varint,10,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1205,6 +1209,13 @@ func (x *CreateTable) GetIfNotExists() bool {
 		return x.IfNotExists
 	}
 	return false
+}
+
+func (x *CreateTable) GetLiveNodes() []uint32 {
+	if x != nil {
+		return x.LiveNodes
+	}
+	return nil
 }
 
 type DropTable struct {
@@ -1624,7 +1635,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\fDropDatabase\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acascade\x18\x02 \x01(\bR\acascade\x12\x1b\n" +
-	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\x8d\x03\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xac\x03\n" +
 	"\vCreateTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12)\n" +
@@ -1638,7 +1649,10 @@ const file_metastate_proto_rawDesc = "" +
 	"\n" +
 	"properties\x18\b \x03(\v2$.floe.v1.CreateTable.PropertiesEntryR\n" +
 	"properties\x12\"\n" +
-	"\rif_not_exists\x18\t \x01(\bR\vifNotExists\x1a=\n" +
+	"\rif_not_exists\x18\t \x01(\bR\vifNotExists\x12\x1d\n" +
+	"\n" +
+	"live_nodes\x18\n" +
+	" \x03(\rR\tliveNodes\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"X\n" +
