@@ -2,6 +2,7 @@ package raftmeta
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -38,6 +39,9 @@ func toSlogLevel(l hclog.Level) slog.Level {
 
 func (h *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	lvl := toSlogLevel(level)
+	if lvl == slog.LevelWarn && msg == "heartbeat timeout reached, starting election" && firstElection(args) {
+		lvl = slog.LevelInfo // a new group's first election is routine, not a warning
+	}
 	if !h.logger.Enabled(context.Background(), lvl) {
 		return
 	}
@@ -48,6 +52,17 @@ func (h *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	all = append(all, h.args...)
 	all = append(all, snakeArgs(args)...)
 	h.logger.Log(context.Background(), lvl, msg, all...)
+}
+
+// firstElection reports whether raft's election arguments say no leader was
+// ever known.
+func firstElection(args []any) bool {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == "last-leader-id" || k == "last_leader_id" {
+			return args[i+1] == "" || fmt.Sprint(args[i+1]) == ""
+		}
+	}
+	return false
 }
 
 // snakeArgs rewrites hclog's dashed keys (e.g. "leader-address") to the
