@@ -1,0 +1,61 @@
+package replica
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport"
+)
+
+func writerBatchOf(t *testing.T, writer int64, seq int32, base int64) record.Batch {
+	t.Helper()
+	b := record.NewBatchBuilder(record.BatchOptions{HasWriter: true, WriterID: writer, Sequence: seq, AppendOnly: true}, 0)
+	b.Append(record.AppendOnly, []byte("x"))
+	b.Append(record.AppendOnly, []byte("y"))
+	out, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.SetBaseOffset(base)
+	return out
+}
+
+// TestWriterTable: the next sequence appends, a remembered one is answered
+// with its original offsets, anything else is out of order; only the last
+// five batches are remembered.
+func TestWriterTable(t *testing.T) {
+	wt := newWriterTable()
+	if dup, err := wt.check(7, 0); dup != nil || err != nil {
+		t.Fatalf("first batch of a new writer: %v %v", dup, err)
+	}
+	for seq := range int32(8) {
+		if dup, err := wt.check(7, seq); dup != nil || err != nil {
+			t.Fatalf("seq %d: %v %v", seq, dup, err)
+		}
+		wt.record(writerBatchOf(t, 7, seq, int64(seq)*2))
+	}
+	// Retries of the last five are duplicates with their offsets.
+	for seq := int32(3); seq < 8; seq++ {
+		dup, err := wt.check(7, seq)
+		if err != nil || dup == nil || dup.base != int64(seq)*2 || dup.last != int64(seq)*2+1 {
+			t.Fatalf("retry of seq %d: %+v %v", seq, dup, err)
+		}
+	}
+	// Older than five, or a gap: out of order.
+	for _, seq := range []int32{2, 0, 9, 100} {
+		if _, err := wt.check(7, seq); !errors.Is(err, transport.ErrOutOfOrderSequence) {
+			t.Fatalf("seq %d: %v", seq, err)
+		}
+	}
+	if dup, err := wt.check(7, 8); dup != nil || err != nil {
+		t.Fatalf("next sequence: %v %v", dup, err)
+	}
+	// Batches without a writer are never checked; other writers are apart.
+	if dup, err := wt.check(record.NoWriterID, 42); dup != nil || err != nil {
+		t.Fatal("batch without a writer was checked")
+	}
+	if dup, err := wt.check(8, 5); dup != nil || err != nil {
+		t.Fatalf("another writer: %v %v", dup, err)
+	}
+}
