@@ -94,15 +94,7 @@ func (k *KeyEncoder) AppendKey(dst, row []byte) ([]byte, error) {
 			binary.LittleEndian.PutUint64(slot, view.slot(ci))
 			continue
 		}
-		p := view.payload(ci)
-		if len(p) <= maxInlinePayload {
-			copy(slot, p)
-			slot[7] = 0x80 | byte(len(p))
-			continue
-		}
-		binary.LittleEndian.PutUint32(slot, uint32(varAt))
-		binary.LittleEndian.PutUint32(slot[4:], uint32(len(p)))
-		varAt += copy(key[varAt:], p)
+		varAt = putPayload(key, slot, varAt, view.payload(ci))
 	}
 	return dst, nil
 }

@@ -411,15 +411,21 @@ func (e *RowEncoder) Finish(dst []byte) ([]byte, error) {
 			binary.LittleEndian.PutUint64(slot, e.slots[i])
 			continue
 		}
-		p := e.varBuf[e.payloads[i].start:e.payloads[i].end]
-		if len(p) <= maxInlinePayload {
-			copy(slot, p)
-			slot[7] = 0x80 | byte(len(p))
-			continue
-		}
-		binary.LittleEndian.PutUint32(slot, uint32(varAt))
-		binary.LittleEndian.PutUint32(slot[4:], uint32(len(p)))
-		varAt += copy(row[varAt:], p)
+		varAt = putPayload(row, slot, varAt, e.varBuf[e.payloads[i].start:e.payloads[i].end])
 	}
 	return dst, nil
+}
+
+// putPayload stores a variable-length payload for the slot: inline when it
+// fits (data, then 0x80|length in the last byte), otherwise at varAt in row
+// with the slot holding offset and length. It returns the next varAt.
+func putPayload(row, slot []byte, varAt int, p []byte) int {
+	if len(p) <= maxInlinePayload {
+		copy(slot, p)
+		slot[7] = 0x80 | byte(len(p))
+		return varAt
+	}
+	binary.LittleEndian.PutUint32(slot, uint32(varAt))
+	binary.LittleEndian.PutUint32(slot[4:], uint32(len(p)))
+	return varAt + copy(row[varAt:], p)
 }
