@@ -159,6 +159,19 @@ func (c *Cluster) start(nd *Node) {
 	nd.mu.Unlock()
 }
 
+// AddNode starts one more node with the given roles, joining the cluster.
+func (c *Cluster) AddNode(roles string) *Node {
+	c.t.Helper()
+	id := uint32(len(c.Nodes) + 1)
+	nd := &Node{ID: id, Addr: freeAddr(c.t), Gossip: freeAddr(c.t),
+		DataDir: filepath.Join(c.dir, fmt.Sprintf("node%d", id)), logPath: filepath.Join(c.dir, fmt.Sprintf("node%d.log", id))}
+	nd.args = []string{"serve", "--id", strconv.Itoa(int(id)), "--roles", roles, "--data-dir", nd.DataDir,
+		"--listen", nd.Addr, "--gossip", nd.Gossip, "--join", strings.Join(c.Addrs(), ","), "--log-level", *logLevel}
+	c.Nodes = append(c.Nodes, nd)
+	c.start(nd)
+	return nd
+}
+
 // Kill sends SIGKILL and waits for the process to end.
 func (c *Cluster) Kill(nd *Node) {
 	nd.mu.Lock()

@@ -75,6 +75,21 @@ func leaderTrouble(err error) bool {
 // recorded in its result into an error.
 func (s *Server) propose(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
 	var res *pb.CommandResult
+	if s.node.Load() == nil {
+		// Not a Raft member (a tablet-only node): any meta node forwards.
+		err := s.callMeta(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+			resp, err := m.Propose(ctx, &pb.ProposeRequest{Command: cmd})
+			res = resp.GetResult()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if res.GetError() != "" {
+			return res, transport.Errorf(res.Code, "%s", res.Error)
+		}
+		return res, nil
+	}
 	err := s.onLeader(ctx, func(ctx context.Context) error {
 		var err error
 		res, err = s.node.Load().Propose(ctx, cmd)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-
 	"path/filepath"
 	"time"
 

@@ -41,7 +41,6 @@ func (m *Manager) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchRes
 		if bytes >= int(max(req.MinBytes, 1)) || anyError || !time.Now().Before(deadline) {
 			return resp, nil
 		}
-		releaseAll(resp)
 		if !m.waitChange(ctx, ch, deadline) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -51,9 +50,6 @@ func (m *Manager) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchRes
 		}
 	}
 }
-
-// releaseAll is a no-op hook: fetched bytes are copied into the response.
-func releaseAll(*pb.FetchResponse) {}
 
 // checkFollower fences a follower whose node epoch is older than the one the
 // metadata has registered.
