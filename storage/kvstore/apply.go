@@ -1,0 +1,109 @@
+package kvstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/floedb/floe/storage/record"
+)
+
+// Change is one changelog record to write to the store: the primary key of
+// a row, the row, and what the record does.
+type Change struct {
+	// Key is the primary key in the KeyEncoder form; never empty.
+	Key []byte
+	// Row is the row for Insert and UpdateAfter, and the last row for
+	// Delete (unused by Apply). UpdateBefore rows are ignored.
+	Row []byte
+	// Kind is Insert, UpdateBefore, UpdateAfter or Delete.
+	Kind record.ChangeType
+}
+
+// Apply writes a batch of changelog records and sets the applied offset to
+// nextOffset, the log offset just after the last record of the batch, in one
+// Badger transaction: after a crash either all of it is there or none.
+//
+// Insert and UpdateAfter store Row under Key; Delete removes Key;
+// UpdateBefore is skipped (the UpdateAfter that follows it carries the new
+// row). Later entries for a key win over earlier ones.
+//
+// Apply only moves forward: a nextOffset at or below the current applied
+// offset is refused with ErrStaleOffset, except for an empty batch, which is
+// then a no-op. Callers replaying the log must therefore skip records below
+// AppliedOffset themselves, and pass batches that start at or after it; an
+// empty batch with a higher nextOffset just advances the offset (a record
+// batch that changes no key).
+//
+// A batch larger than Badger's transaction limit (about 15% of
+// Config.MemTableBytes) fails with ErrBatchTooLarge and writes nothing.
+// Apply does not retain entries after it returns.
+func (s *Store) Apply(entries []Change, nextOffset int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if nextOffset <= s.appliedOffset {
+		if len(entries) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: batch ends at offset %d, store already applied up to %d",
+			ErrStaleOffset, nextOffset, s.appliedOffset)
+	}
+	for i, c := range entries {
+		if err := checkChange(c); err != nil {
+			return fmt.Errorf("%w: entry %d: %s", ErrInvalidChange, i, err)
+		}
+	}
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	for _, c := range entries {
+		var err error
+		switch c.Kind {
+		case record.Insert, record.UpdateAfter:
+			err = txn.Set(rowKey(c.Key), c.Row)
+		case record.Delete:
+			err = txn.Delete(rowKey(c.Key))
+		default: // UpdateBefore
+			continue
+		}
+		if err != nil {
+			return wrapWriteErr(err)
+		}
+	}
+	var off [8]byte
+	binary.BigEndian.PutUint64(off[:], uint64(nextOffset))
+	if err := txn.Set(appliedOffsetKey, off[:]); err != nil {
+		return wrapWriteErr(err)
+	}
+	if err := txn.Commit(); err != nil {
+		return wrapWriteErr(err)
+	}
+	s.appliedOffset = nextOffset
+	return nil
+}
+
+func checkChange(c Change) error {
+	if len(c.Key) == 0 {
+		return errors.New("empty key")
+	}
+	switch c.Kind {
+	case record.Insert, record.UpdateAfter:
+		if len(c.Row) == 0 {
+			return fmt.Errorf("%s without a row", c.Kind)
+		}
+	case record.UpdateBefore, record.Delete:
+	default:
+		return fmt.Errorf("change type %s in a changelog", c.Kind)
+	}
+	return nil
+}
+
+func wrapWriteErr(err error) error {
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		return fmt.Errorf("%w: %w", ErrBatchTooLarge, err)
+	}
+	return fmt.Errorf("kvstore: apply: %w", err)
+}

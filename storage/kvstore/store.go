@@ -1,0 +1,146 @@
+package kvstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Namespaces: the first byte of every Badger key.
+const (
+	rowPrefix  byte = 'r'
+	metaPrefix byte = 'm'
+)
+
+// appliedOffsetKey holds the applied offset, an 8-byte big-endian int64.
+var appliedOffsetKey = []byte{metaPrefix, 'a', 'p', 'p', 'l', 'i', 'e', 'd', '_', 'o', 'f', 'f', 's', 'e', 't'}
+
+// Badger settings that do not come from Config, chosen for many small
+// databases per node holding rows of about a kilobyte.
+const (
+	// valueThresholdBytes keeps rows up to 4 KiB in the LSM tree, so point
+	// reads of typical rows never touch the value log.
+	valueThresholdBytes = 4 << 10
+	// valueLogFileBytes bounds each value-log file (Badger's default is
+	// 1 GiB, too much per bucket).
+	valueLogFileBytes = 64 << 20
+	// numCompactors is the fewest Badger accepts when compaction is on.
+	numCompactors = 2
+	// baseTableBytes is the size of level-1 tables.
+	baseTableBytes = 2 << 20
+)
+
+// Store is the Badger key-value state of one primary-key bucket replica.
+// Its methods are safe for concurrent use; Apply calls are serialized.
+type Store struct {
+	db *badger.DB
+
+	mu            sync.RWMutex // guards closed and appliedOffset; held by Apply while it writes
+	closed        bool
+	appliedOffset int64
+}
+
+// Open opens or creates the store in cfg.Dir.
+func Open(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	opts := badger.DefaultOptions(cfg.Dir).
+		WithLogger(badgerLogger{log: cfg.Logger}).
+		WithSyncWrites(cfg.SyncWrites).
+		WithMemTableSize(cfg.MemTableBytes).
+		WithNumMemtables(cfg.NumMemtables).
+		WithBlockCacheSize(cfg.BlockCacheBytes).
+		WithIndexCacheSize(cfg.IndexCacheBytes).
+		WithNumCompactors(numCompactors).
+		WithValueThreshold(valueThresholdBytes).
+		WithValueLogFileSize(valueLogFileBytes).
+		WithBaseTableSize(baseTableBytes).
+		WithNumVersionsToKeep(1).
+		WithDetectConflicts(false). // one writer: Apply
+		WithMetricsEnabled(false)   // Badger's metrics are process-global expvars
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("kvstore: open %s: %w", cfg.Dir, err)
+	}
+	s := &Store{db: db}
+	if err := db.View(func(txn *badger.Txn) error {
+		off, err := readAppliedOffset(txn)
+		s.appliedOffset = off
+		return err
+	}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database. Calls after Close return ErrClosed; Close
+// itself may be called again and then returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("kvstore: close: %w", err)
+	}
+	return nil
+}
+
+// AppliedOffset returns the log offset just after the last changelog record
+// written by Apply: replay resumes there. A new store returns 0.
+func (s *Store) AppliedOffset() (int64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	return s.appliedOffset, nil
+}
+
+func readAppliedOffset(txn *badger.Txn) (int64, error) {
+	item, err := txn.Get(appliedOffsetKey)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("kvstore: read applied offset: %w", err)
+	}
+	var off int64
+	err = item.Value(func(v []byte) error {
+		if len(v) != 8 {
+			return fmt.Errorf("%w: applied offset is %d bytes, want 8", ErrCorrupt, len(v))
+		}
+		off = int64(binary.BigEndian.Uint64(v))
+		if off < 0 {
+			return fmt.Errorf("%w: negative applied offset %d", ErrCorrupt, off)
+		}
+		return nil
+	})
+	return off, err
+}
+
+// rowKey returns the Badger key of the row of key.
+func rowKey(key []byte) []byte {
+	k := make([]byte, 1+len(key))
+	k[0] = rowPrefix
+	copy(k[1:], key)
+	return k
+}
+
+// view runs fn in a read transaction of the open store.
+func (s *Store) view(fn func(txn *badger.Txn) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.db.View(fn)
+}
