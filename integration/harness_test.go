@@ -25,6 +25,8 @@ var floeBin string
 
 var keepLogs = flag.Bool("floe.keep-logs", false, "print every node's log at the end of each cluster test")
 
+var raceBinary = flag.Bool("floe.race", false, "build the floe binary with the race detector (node logs then report races)")
+
 var logLevel = flag.String("floe.log-level", "info", "log level of the nodes the tests start")
 
 func TestMain(m *testing.M) {
@@ -35,7 +37,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	floeBin = filepath.Join(dir, "floe")
-	build := exec.Command("go", "build", "-o", floeBin, "github.com/floedb/floe/cmd/floe")
+	args := []string{"build", "-o", floeBin}
+	if *raceBinary {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "github.com/floedb/floe/cmd/floe")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building floe:", err)
@@ -238,6 +244,11 @@ func (c *Cluster) Wipe(nd *Node) {
 func (c *Cluster) stopAll() {
 	for _, nd := range c.Nodes {
 		c.Stop(nd)
+	}
+	for _, nd := range c.Nodes {
+		if data, _ := os.ReadFile(nd.logPath); bytes.Contains(data, []byte("WARNING: DATA RACE")) {
+			c.t.Errorf("node %d reported a data race (see its log)", nd.ID)
+		}
 	}
 	if c.t.Failed() || *keepLogs {
 		for _, nd := range c.Nodes {
