@@ -126,3 +126,20 @@ func (t *Table) withLeader(ctx context.Context, bucket int32, fn func(ctx contex
 		}
 	}
 }
+
+// ListOffsets returns, for every bucket of a table, the offset at a
+// position: Earliest (the log start), Latest (the high watermark) or
+// AtTimestamp (the first record at or after it).
+func (a *Admin) ListOffsets(ctx context.Context, database, table string, at StartPosition) ([]int64, error) {
+	t, err := a.c.Table(ctx, database, table)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, t.Buckets())
+	for b := range t.Buckets() {
+		if out[b], err = t.ListOffset(ctx, b, at); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

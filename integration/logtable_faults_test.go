@@ -81,6 +81,7 @@ func TestLogTableStalledLeader(t *testing.T) {
 	t.Logf("write to the deposed leader: %v", err)
 
 	waitISRFull(t, ctx, cl, "stall", "events")
+	waitHWSettled(t, ctx, cl, "stall", "events")
 	records := scanAll(t, ctx, tbl, 1)
 	seen := map[int64]int{}
 	for _, r := range records {
@@ -118,6 +119,12 @@ func TestLogTableRestartAll(t *testing.T) {
 	}
 	c.WaitLeader(30 * time.Second)
 	waitISRFull(t, ctx, cl, "restart", "events")
+	// The new leaders' high watermarks come back once followers fetch in
+	// the new epochs; every acknowledged record is below them.
+	waitFor(t, 30*time.Second, "high watermarks covering all 20000 records", func() bool {
+		ends, err := cl.Admin().ListOffsets(ctx, "restart", "events", client.Latest())
+		return err == nil && ends[0]+ends[1]+ends[2] == 20000
+	})
 	records := scanAll(t, ctx, tbl, 3)
 	seen := map[int64]int{}
 	for _, r := range records {

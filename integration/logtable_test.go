@@ -195,6 +195,7 @@ func TestLogTableLeaderKills(t *testing.T) {
 
 	// Every node back in every ISR before reading and comparing.
 	waitISRFull(t, ctx, cl, "chaos", "events")
+	waitHWSettled(t, ctx, cl, "chaos", "events")
 	records := scanAll(t, ctx, tbl, buckets)
 	seen := map[int64]int{}
 	for _, r := range records {
@@ -228,6 +229,29 @@ func waitISRFull(t *testing.T, ctx context.Context, cl *client.Client, db, name 
 			}
 		}
 		return true
+	})
+}
+
+// waitHWSettled waits until the table's high watermarks stop moving (no
+// writes are in flight and followers of new epochs have fetched), so a scan
+// to them sees everything written.
+func waitHWSettled(t *testing.T, ctx context.Context, cl *client.Client, db, name string) {
+	t.Helper()
+	var last []int64
+	stable := 0
+	waitFor(t, 60*time.Second, "high watermarks to settle", func() bool {
+		ends, err := cl.Admin().ListOffsets(ctx, db, name, client.Latest())
+		if err != nil {
+			stable = 0
+			return false
+		}
+		if slices.Equal(ends, last) {
+			stable++
+		} else {
+			stable, last = 0, ends
+		}
+		time.Sleep(100 * time.Millisecond)
+		return stable >= 3
 	})
 }
 
