@@ -172,7 +172,58 @@ func TestLogTableWire(t *testing.T) {
 	if fb := fetch(1000); !errors.Is(&transport.Error{Code: fb.ErrorCode}, transport.ErrOutOfRange) {
 		t.Fatalf("fetch past the end: %v %q", fb.ErrorCode, fb.Error)
 	}
+
+	// An idempotent writer's retry after every node restarted is still
+	// recognized (writer state from the snapshot taken at shutdown, or from
+	// the log) and answered with the original offsets.
+	wb := writerBatch(t, 4242, 0)
+	first, err := tablet.Produce(ctx, &pb.ProduceRequest{TableId: tableID, Acks: -1, Batch: bytes.Clone(wb)})
+	if err != nil || first.Duplicate {
+		t.Fatalf("idempotent produce: %+v %v", first, err)
+	}
+	for _, nd := range c.Nodes {
+		c.Stop(nd)
+	}
+	for _, nd := range c.Nodes {
+		c.Restart(nd)
+	}
+	c.WaitLeader(30 * time.Second)
+	_, addr = bucketLeader(t, ctx, c, "w", "t", 0)
+	tablet = pb.NewDRPCTabletClient(pool.Conn(addr))
+	var again *pb.ProduceResponse
+	waitFor(t, 30*time.Second, "the bucket leader after the restart", func() bool {
+		again, err = tablet.Produce(ctx, &pb.ProduceRequest{TableId: tableID, Acks: -1, Batch: bytes.Clone(wb)})
+		if err != nil {
+			_, addr = bucketLeader(t, ctx, c, "w", "t", 0)
+			tablet = pb.NewDRPCTabletClient(pool.Conn(addr))
+		}
+		return err == nil
+	})
+	if !again.Duplicate || again.BaseOffset != first.BaseOffset {
+		t.Fatalf("retry after restart: %+v, first answer %+v", again, first)
+	}
 	_ = fmt.Sprint
+}
+
+// writerBatch is a one-row batch of an idempotent writer.
+func writerBatch(t testing.TB, writer int64, seq int32) []byte {
+	t.Helper()
+	s, _ := record.ParseSchema(wireSchema)
+	enc, _ := record.NewRowEncoder(s)
+	enc.SetInt64(0, writer)
+	enc.SetString(1, "idempotent")
+	row, err := enc.Finish(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := record.NewBatchBuilder(record.BatchOptions{SchemaID: 1, Format: record.PayloadRows, AppendOnly: true,
+		HasWriter: true, WriterID: writer, Sequence: seq}, 0)
+	b.Append(record.AppendOnly, row)
+	out, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Clone(out)
 }
 
 // rowBatchFor builds a one-row batch for a table of logTableSchema.

@@ -238,6 +238,7 @@ func (m *Manager) housekeeping() {
 	isrTick := time.NewTicker(isrCheckInterval)
 	defer isrTick.Stop()
 	lastHW := time.Now()
+	rounds := 0
 	for {
 		select {
 		case <-m.stop:
@@ -255,8 +256,12 @@ func (m *Manager) housekeeping() {
 		}
 		if time.Since(lastHW) >= hwCheckpointInterval {
 			lastHW = time.Now()
+			rounds++
 			for _, r := range reps {
 				r.saveHW()
+				if rounds%writerSnapInterval == 0 {
+					r.saveWriters()
+				}
 			}
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/floedb/floe/storage/logstore"
-	"github.com/floedb/floe/storage/record"
 )
 
 // BucketID names a bucket.
@@ -79,6 +78,17 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	r := &Replica{id: id, dir: dir, log: l, mgr: m, info: info, writers: newWriterTable(), hw: -1}
 	r.hw = min(readHW(dir), l.EndOffset())
 	r.hwSaved = r.hw
+	// Writer state: the snapshot plus the log after it, when the snapshot
+	// is not past the log's end (a truncation since); else a rescan.
+	if t, offset, err := loadWriters(dir); err == nil && offset <= l.EndOffset() && offset >= l.StartOffset() {
+		r.writers = t
+		err = r.replayWriters(offset)
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		return r, nil
+	}
 	if err := r.rebuildWriters(); err != nil {
 		l.Close()
 		return nil, err
@@ -87,27 +97,27 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 }
 
 // rebuildWriters replays the writer ids and sequences of the last segments
-// so retries of batches appended before a restart are still recognized.
+// so retries of batches appended before a restart are still recognized:
+// the fallback when no usable writer-state snapshot exists.
 func (r *Replica) rebuildWriters() error {
 	r.writers = newWriterTable()
 	segs := r.log.Segments()
-	from := segs[max(0, len(segs)-2)].BaseOffset
-	for from < r.log.EndOffset() {
-		recs, err := r.log.Read(from, 4<<20)
-		if err != nil {
-			return err
-		}
-		it := record.NewBatchIterator(recs.Data, false)
-		for it.Next() {
-			r.writers.record(it.Batch())
-		}
-		from = recs.NextOffset
-		recs.Release()
-		if it.Err() != nil {
-			return it.Err()
-		}
+	return r.replayWriters(segs[max(0, len(segs)-2)].BaseOffset)
+}
+
+// saveWriters snapshots the writer table at the current log end.
+func (r *Replica) saveWriters() {
+	r.produceMu.Lock()
+	defer r.produceMu.Unlock()
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return
 	}
-	return nil
+	if err := r.saveWritersLocked(); err != nil {
+		r.mgr.log.Warn("writer-state snapshot", "bucket", r.id.String(), "err", err)
+	}
 }
 
 func readHW(dir string) int64 {
@@ -139,6 +149,9 @@ func (r *Replica) saveHW() {
 // close stops the replica and closes its log; with remove, deletes its files.
 func (r *Replica) close(remove bool) error {
 	r.saveHW()
+	if !remove {
+		r.saveWriters()
+	}
 	r.mu.Lock()
 	r.closed = true
 	r.role = roleNone
