@@ -172,6 +172,18 @@ func TestNodeRestartDoesNotReapply(t *testing.T) {
 	if err := leader.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Let every node apply everything first, so the applied index read
+	// before a restart is final.
+	if err := leader.LinearizableRead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	target := leader.State().AppliedIndex()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, n := range g.nodes {
+		for n.State().AppliedIndex() < target && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	for i, n := range g.nodes {
 		applied := n.State().AppliedIndex()
 		n.Close()
@@ -189,7 +201,7 @@ func TestNodeRestartDoesNotReapply(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := leader.State().AppliedIndex()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for _, n := range g.nodes {
 		for n.State().AppliedIndex() < want && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
