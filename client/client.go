@@ -79,6 +79,7 @@ func (c *Client) Admin() *Admin { return &Admin{c: c} }
 // errors are retriable, until one answers or ctx ends.
 func (c *Client) call(ctx context.Context, fn func(context.Context, pb.DRPCMetaClient) error) error {
 	backoff := retryBackoffMin
+	var lastErr error
 	for attempt := 0; ; attempt++ {
 		addr := c.addrs[attempt%len(c.addrs)]
 		// Each attempt is bounded, so a node that accepts connections but
@@ -93,12 +94,19 @@ func (c *Client) call(ctx context.Context, fn func(context.Context, pb.DRPCMetaC
 		if timedOut {
 			err = transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "%s did not answer within %v", addr, attemptTimeout)
 		}
-		if !transport.IsRetriable(err) {
+		// NOT_ENOUGH_REPLICAS is retriable for writes (the ISR may grow
+		// back), but for metadata calls it means the request asks for more
+		// nodes than the cluster has: answer at once.
+		if !transport.IsRetriable(err) || errors.Is(err, transport.ErrNotEnoughReplicas) {
 			return err
 		}
 		if ctx.Err() != nil {
+			if lastErr != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+				return fmt.Errorf("%w (last error: %v)", err, lastErr)
+			}
 			return err
 		}
+		lastErr = err
 		if (attempt+1)%len(c.addrs) == 0 {
 			t := time.NewTimer(backoff)
 			select {
