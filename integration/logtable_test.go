@@ -238,20 +238,14 @@ func waitISRFull(t *testing.T, ctx context.Context, cl *client.Client, db, name 
 func waitHWSettled(t *testing.T, ctx context.Context, cl *client.Client, db, name string) {
 	t.Helper()
 	var last []int64
-	stable := 0
+	var since time.Time
 	waitFor(t, 60*time.Second, "high watermarks to settle", func() bool {
 		ends, err := cl.Admin().ListOffsets(ctx, db, name, client.Latest())
-		if err != nil {
-			stable = 0
+		if err != nil || !slices.Equal(ends, last) {
+			last, since = ends, time.Now()
 			return false
 		}
-		if slices.Equal(ends, last) {
-			stable++
-		} else {
-			stable, last = 0, ends
-		}
-		time.Sleep(100 * time.Millisecond)
-		return stable >= 3
+		return time.Since(since) >= 300*time.Millisecond
 	})
 }
 

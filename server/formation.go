@@ -232,17 +232,7 @@ func (s *Server) joinUntilDone(ctx context.Context, promote bool) (*pb.JoinRespo
 // the leader).
 func (s *Server) join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinResponse, error) {
 	if s.node.Load() != nil {
-		var resp *pb.JoinResponse
-		err := s.onLeader(ctx, func(ctx context.Context) error {
-			var err error
-			resp, err = (&metaService{s: s}).join(ctx, req)
-			return err
-		}, func(ctx context.Context, c pb.DRPCMetaClient) error {
-			var err error
-			resp, err = c.Join(ctx, req)
-			return err
-		})
-		return resp, err
+		return (&metaService{s: s}).Join(ctx, req)
 	}
 	var lastErr error = transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "no meta node to join through")
 	for _, p := range s.metaPeers() {

@@ -74,36 +74,38 @@ func leaderTrouble(err error) bool {
 // propose replicates a command through the leader and turns a refusal
 // recorded in its result into an error.
 func (s *Server) propose(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
-	var res *pb.CommandResult
-	if s.node.Load() == nil {
-		// Not a Raft member (a tablet-only node): any meta node forwards.
-		err := s.callMeta(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
-			resp, err := m.Propose(ctx, &pb.ProposeRequest{Command: cmd})
-			res = resp.GetResult()
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		if res.GetError() != "" {
-			return res, transport.Errorf(res.Code, "%s", res.Error)
-		}
-		return res, nil
-	}
-	err := s.onLeader(ctx, func(ctx context.Context) error {
-		var err error
-		res, err = s.node.Load().Propose(ctx, cmd)
-		return err
-	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
-		resp, err := c.Propose(ctx, &pb.ProposeRequest{Command: cmd})
-		res = resp.GetResult()
-		return err
-	})
+	res, err := s.proposeResult(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
 	if res.GetError() != "" {
 		return res, transport.Errorf(res.Code, "%s", res.Error)
+	}
+	return res, nil
+}
+
+// proposeResult replicates a command through the leader and returns the
+// state machine's result as is. A node outside the Raft group (tablet-only)
+// hands it to any meta node, which forwards it.
+func (s *Server) proposeResult(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	var res *pb.CommandResult
+	remote := func(ctx context.Context, c pb.DRPCMetaClient) error {
+		resp, err := c.Propose(ctx, &pb.ProposeRequest{Command: cmd})
+		res = resp.GetResult()
+		return err
+	}
+	var err error
+	if s.node.Load() == nil {
+		err = s.callMeta(ctx, remote)
+	} else {
+		err = s.onLeader(ctx, func(ctx context.Context) error {
+			var err error
+			res, err = s.node.Load().Propose(ctx, cmd)
+			return err
+		}, remote)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
 }

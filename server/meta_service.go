@@ -126,16 +126,10 @@ func (m *metaService) Propose(ctx context.Context, req *pb.ProposeRequest) (*pb.
 	if req.Command == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "propose without a command")
 	}
-	var res *pb.CommandResult
-	err := m.s.onLeader(ctx, func(ctx context.Context) error {
-		var err error
-		res, err = m.s.node.Load().Propose(ctx, req.Command)
-		return err
-	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
-		resp, err := c.Propose(ctx, req)
-		res = resp.GetResult()
-		return err
-	})
+	if m.s.node.Load() == nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is not part of a cluster yet", m.s.cfg.NodeID)
+	}
+	res, err := m.s.proposeResult(ctx, req.Command)
 	if err != nil {
 		return nil, err
 	}

@@ -44,13 +44,17 @@ func (s *Server) clusterStatus(ctx context.Context) (*pb.ClusterStatusResponse, 
 		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex}
 	nodes := n.State().Nodes()
 
-	// Probe voters and registered nodes concurrently.
+	// Voters report their own Raft state; liveness of the other nodes comes
+	// from gossip, or from a probe while this node does not gossip yet.
+	g := s.gossip.Load()
 	addrs := map[uint32]string{}
 	for _, v := range servers {
 		addrs[v.ID] = v.Address
 	}
-	for _, rec := range nodes {
-		addrs[rec.Id] = rec.RpcAddress
+	if g == nil {
+		for _, rec := range nodes {
+			addrs[rec.Id] = rec.RpcAddress
+		}
 	}
 	states := s.probe(ctx, addrs)
 	for _, v := range servers {
@@ -60,12 +64,16 @@ func (s *Server) clusterStatus(ctx context.Context) (*pb.ClusterStatusResponse, 
 		}
 		resp.Voters = append(resp.Voters, &pb.VoterInfo{NodeId: v.ID, Address: v.Address, Suffrage: suffrage(v.Voter), State: state})
 	}
-	g := s.gossip.Load()
 	for _, rec := range nodes {
-		alive := rec.Id == s.cfg.NodeID || states[rec.Id] != "unreachable"
-		if g != nil && rec.Id != s.cfg.NodeID {
+		var alive bool
+		switch {
+		case rec.Id == s.cfg.NodeID:
+			alive = true
+		case g != nil:
 			m, ok := g.Member(rec.Id)
 			alive = ok && m.State == gossip.StateAlive && m.Incarnation == rec.Incarnation
+		default:
+			alive = states[rec.Id] != "unreachable"
 		}
 		resp.Nodes = append(resp.Nodes, &pb.NodeStatus{Node: rec, Alive: alive})
 	}
