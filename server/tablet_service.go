@@ -27,6 +27,18 @@ func (t *tabletService) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequ
 	return t.m.ListOffsets(ctx, req)
 }
 
+func (t *tabletService) PutKv(ctx context.Context, req *pb.PutKvRequest) (*pb.ProduceResponse, error) {
+	return t.m.PutKv(ctx, req)
+}
+
+func (t *tabletService) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.LookupResponse, error) {
+	return t.m.Lookup(ctx, req)
+}
+
+func (t *tabletService) PrefixLookup(ctx context.Context, req *pb.PrefixLookupRequest) (*pb.PrefixLookupResponse, error) {
+	return t.m.PrefixLookup(ctx, req)
+}
+
 // tabletGate answers UNAVAILABLE until the replica manager runs.
 type tabletGate struct{ s *Server }
 
@@ -61,4 +73,28 @@ func (g *tabletGate) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest
 		return nil, err
 	}
 	return t.ListOffsets(ctx, req)
+}
+
+func (g *tabletGate) PutKv(ctx context.Context, req *pb.PutKvRequest) (*pb.ProduceResponse, error) {
+	t, err := g.service()
+	if err != nil {
+		return nil, err
+	}
+	return t.PutKv(ctx, req)
+}
+
+func (g *tabletGate) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.LookupResponse, error) {
+	t, err := g.service()
+	if err != nil {
+		return nil, err
+	}
+	return t.Lookup(ctx, req)
+}
+
+func (g *tabletGate) PrefixLookup(ctx context.Context, req *pb.PrefixLookupRequest) (*pb.PrefixLookupResponse, error) {
+	t, err := g.service()
+	if err != nil {
+		return nil, err
+	}
+	return t.PrefixLookup(ctx, req)
 }

@@ -20,6 +20,7 @@ type bucketLog struct {
 	end     int64          // log end offset
 	hwCap   int64          // -1: the high watermark is the log end
 	writers map[int64][]writtenBatch
+	rows    map[string][]byte // a primary-key table's rows, by primary key
 }
 
 // writtenBatch is what a bucket remembers of a writer's batch.
@@ -30,7 +31,8 @@ type writtenBatch struct {
 }
 
 func newBucketLog(leader uint32) *bucketLog {
-	return &bucketLog{leader: leader, epoch: 1, hwCap: -1, writers: make(map[int64][]writtenBatch)}
+	return &bucketLog{leader: leader, epoch: 1, hwCap: -1, writers: make(map[int64][]writtenBatch),
+		rows: make(map[string][]byte)}
 }
 
 func (b *bucketLog) highWatermark() int64 {
@@ -48,15 +50,8 @@ type tabletService struct {
 
 func (s *tabletService) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
 	c := s.c
-	c.mu.Lock()
-	gate := c.gate
-	c.mu.Unlock()
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	if err := c.passProduceGate(ctx); err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -72,20 +67,18 @@ func (s *tabletService) Produce(ctx context.Context, req *pb.ProduceRequest) (*p
 	if b.leader != s.node {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d leads bucket %d", b.leader, req.Bucket)
 	}
-	ref := bucketRef{req.TableId, req.Bucket}
-	var f *fault
-	if q := c.faults[ref]; len(q) > 0 {
-		f = &q[0]
-		c.faults[ref] = q[1:]
-		if !f.afterAppend {
-			return nil, transport.Errorf(f.code, "injected before append")
-		}
+	f, err := c.takeFaultLocked(bucketRef{req.TableId, req.Bucket})
+	if err != nil {
+		return nil, err
+	}
+	if t.keys != nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "table %d has a primary key", req.TableId)
 	}
 	batch, err := checkBatch(t, c.codec, req.Batch)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.appendLocked(b, batch)
+	resp, err := s.c.appendLocked(b, batch)
 	if err != nil {
 		return nil, err
 	}
@@ -125,26 +118,72 @@ func checkBatch(t *table, codec *record.Codec, data []byte) (record.Batch, error
 	return append(record.Batch(nil), batch...), nil
 }
 
+// passProduceGate waits while a test holds produce calls.
+func (c *Cluster) passProduceGate(ctx context.Context) error {
+	c.mu.Lock()
+	gate := c.gate
+	c.mu.Unlock()
+	if gate == nil {
+		return nil
+	}
+	select {
+	case <-gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// takeFaultLocked takes the next injected write fault of a bucket: an
+// error to answer now, or a fault to answer after appending.
+func (c *Cluster) takeFaultLocked(ref bucketRef) (*fault, error) {
+	q := c.faults[ref]
+	if len(q) == 0 {
+		return nil, nil
+	}
+	f := &q[0]
+	c.faults[ref] = q[1:]
+	if !f.afterAppend {
+		return nil, transport.Errorf(f.code, "injected before append")
+	}
+	return f, nil
+}
+
 // appendLocked applies the writer-sequence rules and appends.
-func (s *tabletService) appendLocked(b *bucketLog, batch record.Batch) (*pb.ProduceResponse, error) {
-	writer, seq := batch.WriterID(), batch.BatchSequence()
-	if writer >= 0 {
-		seen := b.writers[writer]
-		for _, w := range seen {
-			if w.sequence == seq {
-				return &pb.ProduceResponse{BaseOffset: w.base, LastOffset: w.last, TimestampMs: w.timestampMs,
-					LeaderEpoch: b.epoch, Duplicate: true}, nil
-			}
-		}
-		want := int32(0)
-		if n := len(seen); n > 0 {
-			want = seen[n-1].sequence + 1
-		}
-		if seq != want {
-			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE,
-				"writer %d: sequence %d, want %d", writer, seq, want)
+func (c *Cluster) appendLocked(b *bucketLog, batch record.Batch) (*pb.ProduceResponse, error) {
+	if dup, err := b.checkSequence(batch.WriterID(), batch.BatchSequence()); dup != nil || err != nil {
+		return dup, err
+	}
+	return c.appendStampedLocked(b, batch), nil
+}
+
+// checkSequence applies the writer-sequence rules to a writer's batch: the
+// answer of a batch already written, or an error for one out of order.
+func (b *bucketLog) checkSequence(writer int64, seq int32) (*pb.ProduceResponse, error) {
+	if writer < 0 {
+		return nil, nil
+	}
+	seen := b.writers[writer]
+	for _, w := range seen {
+		if w.sequence == seq {
+			return &pb.ProduceResponse{BaseOffset: w.base, LastOffset: w.last, TimestampMs: w.timestampMs,
+				LeaderEpoch: b.epoch, Duplicate: true}, nil
 		}
 	}
+	want := int32(0)
+	if n := len(seen); n > 0 {
+		want = seen[n-1].sequence + 1
+	}
+	if seq != want {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE,
+			"writer %d: sequence %d, want %d", writer, seq, want)
+	}
+	return nil, nil
+}
+
+// appendStampedLocked stamps a batch, appends it and remembers its writer.
+func (c *Cluster) appendStampedLocked(b *bucketLog, batch record.Batch) *pb.ProduceResponse {
+	writer, seq := batch.WriterID(), batch.BatchSequence()
 	now := time.Now().UnixMilli()
 	batch.SetBaseOffset(b.end)
 	batch.SetCommitTimestamp(now)
@@ -159,8 +198,8 @@ func (s *tabletService) appendLocked(b *bucketLog, batch record.Batch) (*pb.Prod
 		}
 		b.writers[writer] = h
 	}
-	s.c.broadcastLocked()
-	return &pb.ProduceResponse{BaseOffset: w.base, LastOffset: w.last, TimestampMs: now, LeaderEpoch: b.epoch}, nil
+	c.broadcastLocked()
+	return &pb.ProduceResponse{BaseOffset: w.base, LastOffset: w.last, TimestampMs: now, LeaderEpoch: b.epoch}
 }
 
 // Fetch returns whole batches below the high watermark, waiting up to

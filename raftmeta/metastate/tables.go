@@ -54,6 +54,9 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 	if err := validateProperties(qualified, c.GetProperties()); err != nil {
 		return nil, err
 	}
+	if err := validateKVProperties(qualified, c); err != nil {
+		return nil, err
+	}
 	placement, err := a.place(nodes, int(buckets), int(replication))
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -40,6 +41,9 @@ type Config struct {
 	Dir string
 	// Log is the template for every replica's log (Dir is set per replica).
 	Log logstore.Config
+	// KV is the template for the Badger store of every primary-key bucket
+	// replica (Dir and Logger are set per replica).
+	KV kvstore.Config
 	// ReplicaLagMax: a follower that has not caught up with the leader's
 	// end for this long leaves the ISR. Default 10 s.
 	ReplicaLagMax time.Duration

@@ -130,6 +130,9 @@ func (r *Replica) applyFetched(leader uint32, epoch int32, fb *pb.FetchedBucket)
 		if err := r.rebuildWriters(); err != nil {
 			r.mgr.log.Error("rebuild writer state", "bucket", r.id.String(), "err", err)
 		}
+		if r.kv != nil {
+			r.kv.truncated(r.log.EndOffset())
+		}
 		r.mu.Lock()
 		r.hw = min(r.hw, r.log.EndOffset())
 		r.mu.Unlock()
@@ -146,8 +149,12 @@ func (r *Replica) applyFetched(leader uint32, epoch int32, fb *pb.FetchedBucket)
 		}
 	}
 	r.mu.Lock()
+	moved := false
 	if hw := min(fb.HighWatermark, r.log.EndOffset()); hw > r.hw {
-		r.hw = hw
+		r.hw, moved = hw, true
 	}
 	r.mu.Unlock()
+	if moved && r.kv != nil {
+		r.kv.wake()
+	}
 }

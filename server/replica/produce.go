@@ -105,44 +105,60 @@ func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
 // produce runs the leader's append: idempotence, append, durability, acks.
 func (r *Replica) produce(ctx context.Context, b record.Batch, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
 	r.produceMu.Lock()
-	r.mu.Lock()
-	if r.role != roleLeader || r.closed {
-		leader := r.leaderID
-		r.mu.Unlock()
+	epoch, err := r.leaderFor(acks)
+	if err != nil {
 		r.produceMu.Unlock()
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d does not lead bucket %s (leader: node %d)", r.mgr.cfg.NodeID, r.id, leader)
+		return nil, err
 	}
-	epoch := r.leaderEpoch
-	if acks == AcksAll && len(r.isr) < r.info.minISR {
-		isr := len(r.isr)
-		r.mu.Unlock()
-		r.produceMu.Unlock()
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS,
-			"bucket %s has %d in-sync replicas, min.insync.replicas is %d", r.id, isr, r.info.minISR)
-	}
-	r.mu.Unlock()
-
 	dup, err := r.writers.check(b.WriterID(), b.BatchSequence())
 	if err != nil {
 		r.produceMu.Unlock()
 		return nil, err
 	}
-	var info logstore.AppendInfo
-	var wait func() error
 	if dup != nil {
-		info = logstore.AppendInfo{BaseOffset: dup.base, LastOffset: dup.last, Timestamp: dup.timestampMs}
-		wait = func() error { return nil }
-	} else {
-		info, wait, err = r.log.AppendPending(b, epoch)
-		if err != nil {
-			r.produceMu.Unlock()
-			return nil, logError(err)
-		}
-		r.writers.record(b)
+		r.produceMu.Unlock()
+		return r.answerDuplicate(ctx, dup, acks, epoch, timeout)
 	}
+	info, wait, err := r.log.AppendPending(b, epoch)
+	if err != nil {
+		r.produceMu.Unlock()
+		return nil, logError(err)
+	}
+	r.writers.record(b)
 	r.produceMu.Unlock()
+	return r.finishAppend(ctx, info, wait, acks, epoch, timeout)
+}
+
+// leaderFor checks, with produceMu held, that the replica leads and (for
+// acks=all) has enough in-sync replicas, and returns its leader epoch.
+func (r *Replica) leaderFor(acks int32) (int32, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.role != roleLeader || r.closed {
+		return 0, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d does not lead bucket %s (leader: node %d)", r.mgr.cfg.NodeID, r.id, r.leaderID)
+	}
+	if acks == AcksAll && len(r.isr) < r.info.minISR {
+		return 0, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS,
+			"bucket %s has %d in-sync replicas, min.insync.replicas is %d", r.id, len(r.isr), r.info.minISR)
+	}
+	return r.leaderEpoch, nil
+}
+
+// answerDuplicate answers a retried batch with its original offsets, once
+// they are committed as acks asks.
+func (r *Replica) answerDuplicate(ctx context.Context, dup *writerBatch, acks, epoch int32, timeout time.Duration) (*pb.ProduceResponse, error) {
+	info := logstore.AppendInfo{BaseOffset: dup.base, LastOffset: dup.last, Timestamp: dup.timestampMs}
+	resp, err := r.finishAppend(ctx, info, func() error { return nil }, acks, epoch, timeout)
+	if resp != nil {
+		resp.Duplicate = true
+	}
+	return resp, err
+}
+
+// finishAppend waits for an appended batch as acks asks and answers.
+func (r *Replica) finishAppend(ctx context.Context, info logstore.AppendInfo, wait func() error, acks, epoch int32, timeout time.Duration) (*pb.ProduceResponse, error) {
 	resp := &pb.ProduceResponse{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset, TimestampMs: info.Timestamp,
-		LeaderEpoch: epoch, Duplicate: dup != nil}
+		LeaderEpoch: epoch}
 	if acks == AcksNone {
 		return resp, nil
 	}
@@ -156,7 +172,10 @@ func (r *Replica) produce(ctx context.Context, b record.Batch, acks int32, timeo
 	if acks == AcksLeader {
 		return resp, nil
 	}
-	return resp, r.waitCommitted(ctx, info.LastOffset, epoch, timeout)
+	if err := r.waitCommitted(ctx, info.LastOffset, epoch, timeout); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // waitCommitted waits until the high watermark passes offset in epoch.

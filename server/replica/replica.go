@@ -42,6 +42,7 @@ type Replica struct {
 	log  *logstore.Log
 	mgr  *Manager
 	info *tableInfo
+	kv   *kvReplica // primary-key tables only
 
 	// produceMu orders the idempotence check with the append it decides,
 	// and the follower path's truncations and appends.
@@ -78,22 +79,29 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	r := &Replica{id: id, dir: dir, log: l, mgr: m, info: info, writers: newWriterTable(), hw: -1}
 	r.hw = min(readHW(dir), l.EndOffset())
 	r.hwSaved = r.hw
+	if err := r.openWriters(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if info.kv != nil {
+		if r.kv, err = openKV(r, info.kv); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// openWriters loads the writer state.
+func (r *Replica) openWriters() error {
+	dir, l := r.dir, r.log
 	// Writer state: the snapshot plus the log after it, when the snapshot
 	// is not past the log's end (a truncation since); else a rescan.
 	if t, offset, err := loadWriters(dir); err == nil && offset <= l.EndOffset() && offset >= l.StartOffset() {
 		r.writers = t
-		err = r.replayWriters(offset)
-		if err != nil {
-			l.Close()
-			return nil, err
-		}
-		return r, nil
+		return r.replayWriters(offset)
 	}
-	if err := r.rebuildWriters(); err != nil {
-		l.Close()
-		return nil, err
-	}
-	return r, nil
+	return r.rebuildWriters()
 }
 
 // rebuildWriters replays the writer ids and sequences of the last segments
@@ -157,8 +165,12 @@ func (r *Replica) close(remove bool) error {
 	r.role = roleNone
 	r.mu.Unlock()
 	r.mgr.notify()
+	var err error
+	if r.kv != nil {
+		err = r.kv.close()
+	}
 	r.produceMu.Lock()
-	err := r.log.Close()
+	err = errors.Join(err, r.log.Close())
 	r.produceMu.Unlock()
 	if remove {
 		err = errors.Join(err, os.RemoveAll(r.dir))
@@ -262,6 +274,9 @@ func (r *Replica) maybeAdvanceHWLocked() {
 	if hw > r.hw {
 		r.hw = hw
 		r.mgr.notify()
+		if r.kv != nil {
+			r.kv.wake()
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ type tableInfo struct {
 	primaryKey  bool
 	replication int
 	minISR      int
+	kv          *kvTableInfo // primary-key tables only
 }
 
 // MinInsyncReplicasProperty is the table property for min.insync.replicas.
@@ -47,6 +48,13 @@ func newTableInfo(t *pb.TableRecord) (*tableInfo, error) {
 			return nil, fmt.Errorf("replica: table %s: %s=%q is not a positive integer", info.name, MinInsyncReplicasProperty, v)
 		}
 		info.minISR = n
+	}
+	if info.primaryKey {
+		kv, err := newKVTableInfo(t, info)
+		if err != nil {
+			return nil, err
+		}
+		info.kv = kv
 	}
 	return info, nil
 }

@@ -19,6 +19,8 @@ type Change struct {
 	Row []byte
 	// Kind is Insert, UpdateBefore, UpdateAfter or Delete.
 	Kind record.ChangeType
+	// Offset is the record's log offset; Apply does not read it.
+	Offset int64
 }
 
 // Apply writes a batch of changelog records and sets the applied offset to

@@ -64,6 +64,24 @@ const (
 	PayloadRows PayloadFormat = 0
 	// PayloadRaw: record data is opaque bytes (internal batches, tests).
 	PayloadRaw PayloadFormat = 1
+	// PayloadControl: a batch that changes no table data but takes offsets
+	// in the log, written by a leader: a barrier of a linearizable read, or
+	// the record of an idempotent write that changed nothing (so its writer
+	// sequence survives in the log). Each record's data starts with a
+	// ControlKind byte. Readers of table data skip control batches.
+	PayloadControl PayloadFormat = 2
+)
+
+// ControlKind is the first byte of a control record.
+type ControlKind uint8
+
+const (
+	// ControlBarrier marks a point a linearizable read waits to see
+	// committed.
+	ControlBarrier ControlKind = 1
+	// ControlNoop stands for an idempotent write whose merge produced no
+	// change.
+	ControlNoop ControlKind = 2
 )
 
 // Compression is the codec applied to a batch's payload.
@@ -242,7 +260,7 @@ func CheckHeader(data []byte) (Batch, error) {
 			b.LastOffsetDelta(), count)
 	}
 	if b.Attributes()&^knownAttributeBits != 0 || b.Compression() > CompressionZstd ||
-		b.PayloadFormat() > PayloadRaw {
+		b.PayloadFormat() > PayloadControl {
 		return nil, fmt.Errorf("%w: unknown attributes %#04x", ErrCorruptBatch, b.Attributes())
 	}
 	if b.BaseOffset() < 0 || b.BaseOffset() > 1<<62 {

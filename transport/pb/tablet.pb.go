@@ -70,6 +70,360 @@ func (OffsetSpec) EnumDescriptor() ([]byte, []int) {
 	return file_tablet_proto_rawDescGZIP(), []int{0}
 }
 
+type PutKvRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket  int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// As in ProduceRequest.
+	Acks int32 `protobuf:"varint,3,opt,name=acks,proto3" json:"acks,omitempty"`
+	// One record batch (storage/record format, rows, not append-only) at the
+	// table's current schema: +U records are upserts, -D records delete the
+	// row with the key their row carries (other columns may be null).
+	Batch     []byte `protobuf:"bytes,4,opt,name=batch,proto3" json:"batch,omitempty"`
+	TimeoutMs int32  `protobuf:"varint,5,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// A partial update: the 0-based indexes of the columns the upserts set
+	// (the primary key columns are always set). Empty: every column.
+	TargetColumns []int32 `protobuf:"varint,6,rep,packed,name=target_columns,json=targetColumns,proto3" json:"target_columns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutKvRequest) Reset() {
+	*x = PutKvRequest{}
+	mi := &file_tablet_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutKvRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutKvRequest) ProtoMessage() {}
+
+func (x *PutKvRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutKvRequest.ProtoReflect.Descriptor instead.
+func (*PutKvRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *PutKvRequest) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *PutKvRequest) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *PutKvRequest) GetAcks() int32 {
+	if x != nil {
+		return x.Acks
+	}
+	return 0
+}
+
+func (x *PutKvRequest) GetBatch() []byte {
+	if x != nil {
+		return x.Batch
+	}
+	return nil
+}
+
+func (x *PutKvRequest) GetTimeoutMs() int32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *PutKvRequest) GetTargetColumns() []int32 {
+	if x != nil {
+		return x.TargetColumns
+	}
+	return nil
+}
+
+type LookupRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket  int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// Primary keys in record.KeyEncoder form (a row of the key columns).
+	Keys [][]byte `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
+	// Answer only after a barrier committed in the leader's current epoch,
+	// so the answer reflects every write acknowledged before the request.
+	Linearizable  bool `protobuf:"varint,4,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LookupRequest) Reset() {
+	*x = LookupRequest{}
+	mi := &file_tablet_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LookupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LookupRequest) ProtoMessage() {}
+
+func (x *LookupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LookupRequest.ProtoReflect.Descriptor instead.
+func (*LookupRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *LookupRequest) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *LookupRequest) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *LookupRequest) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *LookupRequest) GetLinearizable() bool {
+	if x != nil {
+		return x.Linearizable
+	}
+	return false
+}
+
+type LookupResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per key, in order: the row, or empty when the key is absent.
+	Rows          [][]byte `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	LeaderEpoch   int32    `protobuf:"varint,2,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LookupResponse) Reset() {
+	*x = LookupResponse{}
+	mi := &file_tablet_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LookupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LookupResponse) ProtoMessage() {}
+
+func (x *LookupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LookupResponse.ProtoReflect.Descriptor instead.
+func (*LookupResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *LookupResponse) GetRows() [][]byte {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *LookupResponse) GetLeaderEpoch() int32 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
+type PrefixLookupRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket  int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// The bucket key in record.KeyEncoder form.
+	Prefix       []byte `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	Linearizable bool   `protobuf:"varint,4,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
+	// At most this many rows; 0: the server's limit.
+	Limit         int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrefixLookupRequest) Reset() {
+	*x = PrefixLookupRequest{}
+	mi := &file_tablet_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrefixLookupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrefixLookupRequest) ProtoMessage() {}
+
+func (x *PrefixLookupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrefixLookupRequest.ProtoReflect.Descriptor instead.
+func (*PrefixLookupRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PrefixLookupRequest) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *PrefixLookupRequest) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *PrefixLookupRequest) GetPrefix() []byte {
+	if x != nil {
+		return x.Prefix
+	}
+	return nil
+}
+
+func (x *PrefixLookupRequest) GetLinearizable() bool {
+	if x != nil {
+		return x.Linearizable
+	}
+	return false
+}
+
+func (x *PrefixLookupRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type PrefixLookupResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In primary-key byte order.
+	Rows [][]byte `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	// More rows matched than the limit allowed.
+	Truncated     bool  `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	LeaderEpoch   int32 `protobuf:"varint,3,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrefixLookupResponse) Reset() {
+	*x = PrefixLookupResponse{}
+	mi := &file_tablet_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrefixLookupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrefixLookupResponse) ProtoMessage() {}
+
+func (x *PrefixLookupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrefixLookupResponse.ProtoReflect.Descriptor instead.
+func (*PrefixLookupResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PrefixLookupResponse) GetRows() [][]byte {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *PrefixLookupResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *PrefixLookupResponse) GetLeaderEpoch() int32 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
 type ProduceRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
@@ -86,7 +440,7 @@ type ProduceRequest struct {
 
 func (x *ProduceRequest) Reset() {
 	*x = ProduceRequest{}
-	mi := &file_tablet_proto_msgTypes[0]
+	mi := &file_tablet_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -98,7 +452,7 @@ func (x *ProduceRequest) String() string {
 func (*ProduceRequest) ProtoMessage() {}
 
 func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[0]
+	mi := &file_tablet_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -111,7 +465,7 @@ func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceRequest.ProtoReflect.Descriptor instead.
 func (*ProduceRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{0}
+	return file_tablet_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ProduceRequest) GetTableId() uint64 {
@@ -163,7 +517,7 @@ type ProduceResponse struct {
 
 func (x *ProduceResponse) Reset() {
 	*x = ProduceResponse{}
-	mi := &file_tablet_proto_msgTypes[1]
+	mi := &file_tablet_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -175,7 +529,7 @@ func (x *ProduceResponse) String() string {
 func (*ProduceResponse) ProtoMessage() {}
 
 func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[1]
+	mi := &file_tablet_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -188,7 +542,7 @@ func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceResponse.ProtoReflect.Descriptor instead.
 func (*ProduceResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{1}
+	return file_tablet_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ProduceResponse) GetBaseOffset() int64 {
@@ -244,7 +598,7 @@ type FetchBucket struct {
 
 func (x *FetchBucket) Reset() {
 	*x = FetchBucket{}
-	mi := &file_tablet_proto_msgTypes[2]
+	mi := &file_tablet_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -256,7 +610,7 @@ func (x *FetchBucket) String() string {
 func (*FetchBucket) ProtoMessage() {}
 
 func (x *FetchBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[2]
+	mi := &file_tablet_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -269,7 +623,7 @@ func (x *FetchBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchBucket.ProtoReflect.Descriptor instead.
 func (*FetchBucket) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{2}
+	return file_tablet_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FetchBucket) GetTableId() uint64 {
@@ -330,7 +684,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_tablet_proto_msgTypes[3]
+	mi := &file_tablet_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -342,7 +696,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[3]
+	mi := &file_tablet_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -355,7 +709,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{3}
+	return file_tablet_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FetchRequest) GetReplicaId() uint32 {
@@ -424,7 +778,7 @@ type FetchedBucket struct {
 
 func (x *FetchedBucket) Reset() {
 	*x = FetchedBucket{}
-	mi := &file_tablet_proto_msgTypes[4]
+	mi := &file_tablet_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -436,7 +790,7 @@ func (x *FetchedBucket) String() string {
 func (*FetchedBucket) ProtoMessage() {}
 
 func (x *FetchedBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[4]
+	mi := &file_tablet_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -449,7 +803,7 @@ func (x *FetchedBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchedBucket.ProtoReflect.Descriptor instead.
 func (*FetchedBucket) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{4}
+	return file_tablet_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FetchedBucket) GetTableId() uint64 {
@@ -545,7 +899,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -557,7 +911,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -570,7 +924,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{5}
+	return file_tablet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FetchResponse) GetBuckets() []*FetchedBucket {
@@ -592,7 +946,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -604,7 +958,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -617,7 +971,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{6}
+	return file_tablet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListOffsetsRequest) GetTableId() uint64 {
@@ -658,7 +1012,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +1024,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +1037,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{7}
+	return file_tablet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListOffsetsResponse) GetOffset() int64 {
@@ -704,7 +1058,33 @@ var File_tablet_proto protoreflect.FileDescriptor
 
 const file_tablet_proto_rawDesc = "" +
 	"\n" +
-	"\ftablet.proto\x12\afloe.v1\x1a\ferrors.proto\"\x8c\x01\n" +
+	"\ftablet.proto\x12\afloe.v1\x1a\ferrors.proto\"\xb1\x01\n" +
+	"\fPutKvRequest\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
+	"\x04acks\x18\x03 \x01(\x05R\x04acks\x12\x14\n" +
+	"\x05batch\x18\x04 \x01(\fR\x05batch\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x05 \x01(\x05R\ttimeoutMs\x12%\n" +
+	"\x0etarget_columns\x18\x06 \x03(\x05R\rtargetColumns\"z\n" +
+	"\rLookupRequest\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
+	"\x04keys\x18\x03 \x03(\fR\x04keys\x12\"\n" +
+	"\flinearizable\x18\x04 \x01(\bR\flinearizable\"G\n" +
+	"\x0eLookupResponse\x12\x12\n" +
+	"\x04rows\x18\x01 \x03(\fR\x04rows\x12!\n" +
+	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch\"\x9a\x01\n" +
+	"\x13PrefixLookupRequest\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x16\n" +
+	"\x06prefix\x18\x03 \x01(\fR\x06prefix\x12\"\n" +
+	"\flinearizable\x18\x04 \x01(\bR\flinearizable\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\"k\n" +
+	"\x14PrefixLookupResponse\x12\x12\n" +
+	"\x04rows\x18\x01 \x03(\fR\x04rows\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12!\n" +
+	"\fleader_epoch\x18\x03 \x01(\x05R\vleaderEpoch\"\x8c\x01\n" +
 	"\x0eProduceRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
@@ -765,11 +1145,14 @@ const file_tablet_proto_rawDesc = "" +
 	"OffsetSpec\x12\x16\n" +
 	"\x12OFFSET_SPEC_LATEST\x10\x00\x12\x18\n" +
 	"\x14OFFSET_SPEC_EARLIEST\x10\x01\x12\x19\n" +
-	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\xc8\x01\n" +
+	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\x8a\x03\n" +
 	"\x06Tablet\x12<\n" +
 	"\aProduce\x12\x17.floe.v1.ProduceRequest\x1a\x18.floe.v1.ProduceResponse\x126\n" +
 	"\x05Fetch\x12\x15.floe.v1.FetchRequest\x1a\x16.floe.v1.FetchResponse\x12H\n" +
-	"\vListOffsets\x12\x1b.floe.v1.ListOffsetsRequest\x1a\x1c.floe.v1.ListOffsetsResponseB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\vListOffsets\x12\x1b.floe.v1.ListOffsetsRequest\x1a\x1c.floe.v1.ListOffsetsResponse\x128\n" +
+	"\x05PutKv\x12\x15.floe.v1.PutKvRequest\x1a\x18.floe.v1.ProduceResponse\x129\n" +
+	"\x06Lookup\x12\x16.floe.v1.LookupRequest\x1a\x17.floe.v1.LookupResponse\x12K\n" +
+	"\fPrefixLookup\x12\x1c.floe.v1.PrefixLookupRequest\x1a\x1d.floe.v1.PrefixLookupResponseB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_tablet_proto_rawDescOnce sync.Once
@@ -784,35 +1167,46 @@ func file_tablet_proto_rawDescGZIP() []byte {
 }
 
 var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_tablet_proto_goTypes = []any{
-	(OffsetSpec)(0),             // 0: floe.v1.OffsetSpec
-	(*ProduceRequest)(nil),      // 1: floe.v1.ProduceRequest
-	(*ProduceResponse)(nil),     // 2: floe.v1.ProduceResponse
-	(*FetchBucket)(nil),         // 3: floe.v1.FetchBucket
-	(*FetchRequest)(nil),        // 4: floe.v1.FetchRequest
-	(*FetchedBucket)(nil),       // 5: floe.v1.FetchedBucket
-	(*FetchResponse)(nil),       // 6: floe.v1.FetchResponse
-	(*ListOffsetsRequest)(nil),  // 7: floe.v1.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil), // 8: floe.v1.ListOffsetsResponse
-	(ErrorCode)(0),              // 9: floe.v1.ErrorCode
+	(OffsetSpec)(0),              // 0: floe.v1.OffsetSpec
+	(*PutKvRequest)(nil),         // 1: floe.v1.PutKvRequest
+	(*LookupRequest)(nil),        // 2: floe.v1.LookupRequest
+	(*LookupResponse)(nil),       // 3: floe.v1.LookupResponse
+	(*PrefixLookupRequest)(nil),  // 4: floe.v1.PrefixLookupRequest
+	(*PrefixLookupResponse)(nil), // 5: floe.v1.PrefixLookupResponse
+	(*ProduceRequest)(nil),       // 6: floe.v1.ProduceRequest
+	(*ProduceResponse)(nil),      // 7: floe.v1.ProduceResponse
+	(*FetchBucket)(nil),          // 8: floe.v1.FetchBucket
+	(*FetchRequest)(nil),         // 9: floe.v1.FetchRequest
+	(*FetchedBucket)(nil),        // 10: floe.v1.FetchedBucket
+	(*FetchResponse)(nil),        // 11: floe.v1.FetchResponse
+	(*ListOffsetsRequest)(nil),   // 12: floe.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),  // 13: floe.v1.ListOffsetsResponse
+	(ErrorCode)(0),               // 14: floe.v1.ErrorCode
 }
 var file_tablet_proto_depIdxs = []int32{
-	3, // 0: floe.v1.FetchRequest.buckets:type_name -> floe.v1.FetchBucket
-	9, // 1: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
-	5, // 2: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
-	0, // 3: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	1, // 4: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
-	4, // 5: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
-	7, // 6: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	2, // 7: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
-	6, // 8: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
-	8, // 9: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	8,  // 0: floe.v1.FetchRequest.buckets:type_name -> floe.v1.FetchBucket
+	14, // 1: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
+	10, // 2: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
+	0,  // 3: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
+	6,  // 4: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
+	9,  // 5: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
+	12, // 6: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	1,  // 7: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
+	2,  // 8: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
+	4,  // 9: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
+	7,  // 10: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
+	11, // 11: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
+	13, // 12: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	7,  // 13: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
+	3,  // 14: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
+	5,  // 15: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
+	10, // [10:16] is the sub-list for method output_type
+	4,  // [4:10] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -827,7 +1221,7 @@ func file_tablet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

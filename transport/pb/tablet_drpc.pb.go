@@ -41,6 +41,9 @@ type DRPCTabletClient interface {
 	Produce(ctx context.Context, in *ProduceRequest) (*ProduceResponse, error)
 	Fetch(ctx context.Context, in *FetchRequest) (*FetchResponse, error)
 	ListOffsets(ctx context.Context, in *ListOffsetsRequest) (*ListOffsetsResponse, error)
+	PutKv(ctx context.Context, in *PutKvRequest) (*ProduceResponse, error)
+	Lookup(ctx context.Context, in *LookupRequest) (*LookupResponse, error)
+	PrefixLookup(ctx context.Context, in *PrefixLookupRequest) (*PrefixLookupResponse, error)
 }
 
 type drpcTabletClient struct {
@@ -80,10 +83,40 @@ func (c *drpcTabletClient) ListOffsets(ctx context.Context, in *ListOffsetsReque
 	return out, nil
 }
 
+func (c *drpcTabletClient) PutKv(ctx context.Context, in *PutKvRequest) (*ProduceResponse, error) {
+	out := new(ProduceResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Tablet/PutKv", drpcEncoding_File_tablet_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcTabletClient) Lookup(ctx context.Context, in *LookupRequest) (*LookupResponse, error) {
+	out := new(LookupResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Tablet/Lookup", drpcEncoding_File_tablet_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcTabletClient) PrefixLookup(ctx context.Context, in *PrefixLookupRequest) (*PrefixLookupResponse, error) {
+	out := new(PrefixLookupResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Tablet/PrefixLookup", drpcEncoding_File_tablet_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 type DRPCTabletServer interface {
 	Produce(context.Context, *ProduceRequest) (*ProduceResponse, error)
 	Fetch(context.Context, *FetchRequest) (*FetchResponse, error)
 	ListOffsets(context.Context, *ListOffsetsRequest) (*ListOffsetsResponse, error)
+	PutKv(context.Context, *PutKvRequest) (*ProduceResponse, error)
+	Lookup(context.Context, *LookupRequest) (*LookupResponse, error)
+	PrefixLookup(context.Context, *PrefixLookupRequest) (*PrefixLookupResponse, error)
 }
 
 type DRPCTabletUnimplementedServer struct{}
@@ -100,9 +133,21 @@ func (s *DRPCTabletUnimplementedServer) ListOffsets(context.Context, *ListOffset
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCTabletUnimplementedServer) PutKv(context.Context, *PutKvRequest) (*ProduceResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCTabletUnimplementedServer) Lookup(context.Context, *LookupRequest) (*LookupResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCTabletUnimplementedServer) PrefixLookup(context.Context, *PrefixLookupRequest) (*PrefixLookupResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 type DRPCTabletDescription struct{}
 
-func (DRPCTabletDescription) NumMethods() int { return 3 }
+func (DRPCTabletDescription) NumMethods() int { return 6 }
 
 func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -133,6 +178,33 @@ func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver
 						in1.(*ListOffsetsRequest),
 					)
 			}, DRPCTabletServer.ListOffsets, true
+	case 3:
+		return "/floe.v1.Tablet/PutKv", drpcEncoding_File_tablet_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCTabletServer).
+					PutKv(
+						ctx,
+						in1.(*PutKvRequest),
+					)
+			}, DRPCTabletServer.PutKv, true
+	case 4:
+		return "/floe.v1.Tablet/Lookup", drpcEncoding_File_tablet_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCTabletServer).
+					Lookup(
+						ctx,
+						in1.(*LookupRequest),
+					)
+			}, DRPCTabletServer.Lookup, true
+	case 5:
+		return "/floe.v1.Tablet/PrefixLookup", drpcEncoding_File_tablet_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCTabletServer).
+					PrefixLookup(
+						ctx,
+						in1.(*PrefixLookupRequest),
+					)
+			}, DRPCTabletServer.PrefixLookup, true
 	default:
 		return "", nil, nil, nil, false
 	}
@@ -196,6 +268,66 @@ func (x *drpcTablet_ListOffsetsStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcTablet_ListOffsetsStream) SendAndClose(m *ListOffsetsResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_tablet_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCTablet_PutKvStream interface {
+	drpc.Stream
+	SendAndClose(*ProduceResponse) error
+}
+
+type drpcTablet_PutKvStream struct {
+	drpc.Stream
+}
+
+func (x *drpcTablet_PutKvStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcTablet_PutKvStream) SendAndClose(m *ProduceResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_tablet_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCTablet_LookupStream interface {
+	drpc.Stream
+	SendAndClose(*LookupResponse) error
+}
+
+type drpcTablet_LookupStream struct {
+	drpc.Stream
+}
+
+func (x *drpcTablet_LookupStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcTablet_LookupStream) SendAndClose(m *LookupResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_tablet_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCTablet_PrefixLookupStream interface {
+	drpc.Stream
+	SendAndClose(*PrefixLookupResponse) error
+}
+
+type drpcTablet_PrefixLookupStream struct {
+	drpc.Stream
+}
+
+func (x *drpcTablet_PrefixLookupStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcTablet_PrefixLookupStream) SendAndClose(m *PrefixLookupResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_tablet_proto{}); err != nil {
 		return err
 	}

@@ -1,0 +1,157 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/floedb/floe/storage/kvstore"
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// Lookup limits.
+const (
+	// MaxLookupKeys bounds the keys of one Lookup request.
+	MaxLookupKeys = 4096
+	// MaxPrefixRows bounds the rows of one PrefixLookup answer.
+	MaxPrefixRows = 10000
+	// lookupWait bounds how long a lookup waits for the store to reach
+	// the high watermark.
+	lookupWait = 10 * time.Second
+)
+
+// Lookup answers point lookups of primary keys on the bucket's leader.
+func (m *Manager) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.LookupResponse, error) {
+	r, err := m.kvReplica(req.TableId, req.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Keys) > MaxLookupKeys {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "%d keys in one lookup; at most %d", len(req.Keys), MaxLookupKeys)
+	}
+	keys := r.kv.info.keys
+	storeKeys := make([][]byte, len(req.Keys))
+	for i, k := range req.Keys {
+		if len(k) > kvstore.MaxKeyBytes {
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d: %d bytes over the %d-byte limit", i, len(k), kvstore.MaxKeyBytes)
+		}
+		if err := record.ValidateRow(keys.KeySchema(), k); err != nil {
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d is not a key of table %s: %v", i, r.info.name, err)
+		}
+		if storeKeys[i], err = keys.StoreKey(nil, k); err != nil {
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d: %v", i, err)
+		}
+	}
+	epoch, st, err := r.kv.readFence(ctx, req.Linearizable)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.GetBatch(storeKeys)
+	if err != nil {
+		return nil, kvError(err)
+	}
+	return &pb.LookupResponse{Rows: rows, LeaderEpoch: epoch}, nil
+}
+
+// PrefixLookup answers the rows of one bucket-key value on the bucket's
+// leader.
+func (m *Manager) PrefixLookup(ctx context.Context, req *pb.PrefixLookupRequest) (*pb.PrefixLookupResponse, error) {
+	r, err := m.kvReplica(req.TableId, req.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	keys := r.kv.info.keys
+	if !keys.Prefixed() {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+			"table %s: prefix lookups need a bucket key that is a strict prefix of the primary key", r.info.name)
+	}
+	if err := record.ValidateRow(keys.BucketKeySchema(), req.Prefix); err != nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "prefix is not a bucket key of table %s: %v", r.info.name, err)
+	}
+	limit := MaxPrefixRows
+	if req.Limit > 0 && int(req.Limit) < limit {
+		limit = int(req.Limit)
+	}
+	epoch, st, err := r.kv.readFence(ctx, req.Linearizable)
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.PrefixLookupResponse{LeaderEpoch: epoch}
+	errLimit := errors.New("limit")
+	err = st.PrefixScan(req.Prefix, func(_, row []byte) error {
+		if len(resp.Rows) == limit {
+			resp.Truncated = true
+			return errLimit
+		}
+		resp.Rows = append(resp.Rows, append([]byte(nil), row...))
+		return nil
+	})
+	if err != nil && !errors.Is(err, errLimit) {
+		return nil, kvError(err)
+	}
+	return resp, nil
+}
+
+// kvReplica returns the replica of a primary-key bucket.
+func (m *Manager) kvReplica(tableID uint64, bucket int32) (*Replica, error) {
+	id := BucketID{TableID: tableID, Bucket: bucket}
+	r := m.replica(id)
+	if r == nil {
+		return nil, m.missingReplica(id)
+	}
+	if r.kv == nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+			"table %s has no primary key: lookups need one (scan it with consume)", r.info.name)
+	}
+	return r, nil
+}
+
+// readFence waits until this leader's store holds every write committed
+// before the call: everything below the high watermark as the call found
+// it, and with linearizable, below a barrier committed in the current
+// leader epoch after the call arrived, so no newer leader can have
+// acknowledged a write the answer misses. It returns the epoch and the
+// store to read.
+func (kv *kvReplica) readFence(ctx context.Context, linearizable bool) (int32, *kvstore.Store, error) {
+	r := kv.r
+	epoch, err := r.leaderFor(AcksLeader)
+	if err != nil {
+		return 0, nil, err
+	}
+	_, _, _, target := r.state()
+	if linearizable {
+		off, barrierEpoch, err := kv.barriers.wait(ctx)
+		if err != nil {
+			return 0, nil, err
+		}
+		if barrierEpoch != epoch {
+			return 0, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "bucket %s changed leader during the lookup", r.id)
+		}
+		target = max(target, off+1)
+	}
+	deadline := time.Now().Add(lookupWait)
+	for {
+		ch := r.mgr.changes()
+		applied, err := kv.applied()
+		if err != nil {
+			return 0, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "%v", err)
+		}
+		if applied >= target {
+			break
+		}
+		kv.wake()
+		if !r.mgr.waitChange(ctx, ch, deadline) {
+			if ctx.Err() != nil {
+				return 0, nil, ctx.Err()
+			}
+			return 0, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TIMEOUT,
+				"bucket %s: the KV store did not reach offset %d within %v (at %d)", r.id, target, lookupWait, applied)
+		}
+	}
+	if cur, err := r.leaderFor(AcksLeader); err != nil || cur != epoch {
+		return 0, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "bucket %s changed leader during the lookup", r.id)
+	}
+	return epoch, kv.store.Load(), nil
+}

@@ -1,0 +1,333 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/floedb/floe/storage/kvstore"
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// kvWrite is one checked record of a PutKv batch.
+type kvWrite struct {
+	key    []byte // store key
+	update kvstore.Update
+}
+
+// PutKv merges a batch of upserts and deletes into a primary-key bucket on
+// its leader, appends the changelog and answers per acks.
+func (m *Manager) PutKv(ctx context.Context, req *pb.PutKvRequest) (*pb.ProduceResponse, error) {
+	id := BucketID{TableID: req.TableId, Bucket: req.Bucket}
+	r := m.replica(id)
+	if r == nil {
+		return nil, m.missingReplica(id)
+	}
+	if r.kv == nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+			"table %s has no primary key: append to it, upserts need a primary-key table", r.info.name)
+	}
+	if req.Acks != AcksAll && req.Acks != AcksNone && req.Acks != AcksLeader {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "acks must be -1 (all), 0 or 1, not %d", req.Acks)
+	}
+	if len(req.Batch) > m.cfg.MaxBatchBytes {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "batch of %d bytes over the %d-byte limit", len(req.Batch), m.cfg.MaxBatchBytes)
+	}
+	b, writes, err := r.checkKVBatch(req.Batch, req.TargetColumns)
+	if err != nil {
+		return nil, err
+	}
+	timeout := DefaultProduceTimeout
+	if req.TimeoutMs > 0 {
+		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
+	}
+	return r.putKV(ctx, b, writes, req.Acks, timeout)
+}
+
+// checkKVBatch validates a PutKv batch and returns its writes, each with
+// its store key.
+func (r *Replica) checkKVBatch(data []byte, targets []int32) (record.Batch, []kvWrite, error) {
+	info := r.info
+	b, err := record.Check(data)
+	if err != nil {
+		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+	}
+	if len(b) != len(data) {
+		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%d bytes after the batch", len(data)-len(b))
+	}
+	if b.PayloadFormat() != record.PayloadRows || b.AppendOnly() {
+		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "upserts come in row batches that are not append-only")
+	}
+	if int32(b.SchemaID()) != info.schemaID {
+		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
+			"batch written with schema %d, table %s is at schema %d", b.SchemaID(), info.name, info.schemaID)
+	}
+	partial, err := partialColumns(info.schema, targets)
+	if err != nil {
+		return nil, nil, err
+	}
+	relaxed := keyOnlySchema(info.schema)
+	it, _, err := b.Records(r.mgr.codec(), nil)
+	if err != nil {
+		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+	}
+	writes := make([]kvWrite, 0, b.RecordCount())
+	for it.Next() {
+		rec := it.Record()
+		i := rec.Offset - b.BaseOffset()
+		w := kvWrite{update: kvstore.Update{Row: rec.Data, PartialColumns: partial}}
+		check := info.schema
+		switch rec.Change {
+		case record.UpdateAfter, record.Insert:
+			if partial != nil {
+				check = relaxed
+			}
+		case record.Delete:
+			w.update.Delete, w.update.PartialColumns, check = true, nil, relaxed
+		default:
+			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
+				"record %d: change %v; a primary-key table takes +U (upsert) and -D (delete)", i, rec.Change)
+		}
+		if len(rec.Data) > kvstore.MaxRowBytes {
+			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE,
+				"record %d: row of %d bytes over the %d-byte limit", i, len(rec.Data), kvstore.MaxRowBytes)
+		}
+		if err := record.ValidateRow(check, rec.Data); err != nil {
+			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
+		}
+		pk, err := info.kv.keys.PrimaryKey(nil, rec.Data)
+		if err != nil {
+			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
+		}
+		if len(pk) > kvstore.MaxKeyBytes {
+			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
+				"record %d: primary key of %d bytes over the %d-byte limit", i, len(pk), kvstore.MaxKeyBytes)
+		}
+		if w.key, err = info.kv.keys.StoreKey(nil, pk); err != nil {
+			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
+		}
+		writes = append(writes, w)
+	}
+	if err := it.Err(); err != nil {
+		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+	}
+	return b, writes, nil
+}
+
+// partialColumns checks the target columns of a partial update; nil when
+// the update sets every column.
+func partialColumns(s record.Schema, targets []int32) ([]int, error) {
+	if len(targets) == 0 {
+		return nil, nil
+	}
+	out := make([]int, 0, len(targets))
+	for _, t := range targets {
+		if t < 0 || int(t) >= len(s.Columns) {
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+				"target column %d out of range: the table has %d columns", t, len(s.Columns))
+		}
+		if slices.Contains(out, int(t)) {
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "target column %d listed twice", t)
+		}
+		out = append(out, int(t))
+	}
+	if len(out) == len(s.Columns) {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// keyOnlySchema is s with every column but the primary key nullable: the
+// schema delete rows and partial-update rows must validate under.
+func keyOnlySchema(s record.Schema) record.Schema {
+	out := record.Schema{Columns: slices.Clone(s.Columns), PrimaryKey: s.PrimaryKey}
+	for i := range out.Columns {
+		out.Columns[i].Nullable = !slices.Contains(s.PrimaryKey, out.Columns[i].Name)
+	}
+	return out
+}
+
+// putKV runs the leader's write path: merge every write against the
+// pre-write buffer and the store, append the changelog (or a no-op control
+// batch when nothing changed, so the writer's sequence is in the log),
+// buffer the new rows, and answer per acks.
+func (r *Replica) putKV(ctx context.Context, b record.Batch, writes []kvWrite, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
+	r.produceMu.Lock()
+	epoch, err := r.leaderFor(acks)
+	if err != nil {
+		r.produceMu.Unlock()
+		return nil, err
+	}
+	dup, err := r.writers.check(b.WriterID(), b.BatchSequence())
+	if err != nil {
+		r.produceMu.Unlock()
+		return nil, err
+	}
+	if dup != nil {
+		r.produceMu.Unlock()
+		return r.answerDuplicate(ctx, dup, acks, epoch, timeout)
+	}
+	kv := r.kv
+	kv.bufMu.Lock()
+	changelog, rows, err := kv.merge(b, writes, epoch)
+	if err != nil {
+		kv.bufMu.Unlock()
+		r.produceMu.Unlock()
+		return nil, err
+	}
+	info, wait, err := r.log.AppendPending(changelog, epoch)
+	if err != nil {
+		kv.bufMu.Unlock()
+		r.produceMu.Unlock()
+		return nil, logError(err)
+	}
+	for i, w := range writes {
+		if rows[i].changed {
+			kv.buf.Put(w.key, rows[i].row, info.LastOffset)
+		}
+	}
+	kv.bufMu.Unlock()
+	r.writers.record(changelog)
+	r.produceMu.Unlock()
+	return r.finishAppend(ctx, info, wait, acks, epoch, timeout)
+}
+
+// mergedRow is what one write leaves under its key.
+type mergedRow struct {
+	row     []byte // nil: absent
+	changed bool
+}
+
+// merge runs the merge engine over writes, with bufMu held, and builds the
+// changelog batch. Nothing is changed: the caller buffers the rows once the
+// batch is appended.
+func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (record.Batch, []mergedRow, error) {
+	if err := kv.loadBuffer(epoch); err != nil {
+		return nil, nil, err
+	}
+	info := kv.r.info
+	st := kv.store.Load()
+	opts := record.BatchOptions{SchemaID: b.SchemaID(), Format: record.PayloadRows,
+		HasWriter: b.WriterID() != record.NoWriterID, WriterID: b.WriterID(), Sequence: b.BatchSequence()}
+	bld := record.NewBatchBuilder(opts, record.MaxBatchSize)
+	batchRows := map[string]int{} // store key → index in rows of its last write in this batch
+	rows := make([]mergedRow, len(writes))
+	for i, w := range writes {
+		var old []byte
+		if j, ok := batchRows[string(w.key)]; ok {
+			old = rows[j].row
+		} else if row, ok := kv.buf.Get(w.key); ok {
+			old = row
+		} else {
+			row, _, err := st.Get(w.key)
+			if err != nil {
+				return nil, nil, kvError(err)
+			}
+			old = row
+		}
+		changes, row, err := kvstore.Merge(info.schema, kv.info.engine, old, w.update, kv.info.opts)
+		if err != nil {
+			if errors.Is(err, kvstore.ErrDeleteDisabled) {
+				return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "record %d: table %s: %v", i, info.name, err)
+			}
+			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
+		}
+		if len(row) > kvstore.MaxRowBytes {
+			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE,
+				"record %d: merged row of %d bytes over the %d-byte limit", i, len(row), kvstore.MaxRowBytes)
+		}
+		for _, c := range changes {
+			if err := bld.Append(c.Kind, c.Row); err != nil {
+				return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "the changelog of this batch exceeds the %d-byte batch limit", record.MaxBatchSize)
+			}
+		}
+		rows[i] = mergedRow{row: row, changed: len(changes) > 0}
+		batchRows[string(w.key)] = i
+	}
+	if bld.Len() == 0 {
+		opts.Format = record.PayloadControl
+		bld.Reset(opts, 0)
+		if err := bld.Append(record.AppendOnly, []byte{byte(record.ControlNoop)}); err != nil {
+			return nil, nil, err
+		}
+	}
+	changelog, err := bld.Build()
+	if err != nil {
+		return nil, nil, fmt.Errorf("replica: build changelog: %w", err)
+	}
+	// Every row the buffer keeps must outlive the request.
+	for i := range rows {
+		if rows[i].changed && rows[i].row != nil {
+			rows[i].row = slices.Clone(rows[i].row)
+		}
+	}
+	return changelog, rows, nil
+}
+
+// loadBuffer makes the pre-write buffer current for leader epoch epoch,
+// with bufMu held: on the first write of an epoch it loads the log's tail
+// above the store's applied offset, which may still commit in this epoch.
+func (kv *kvReplica) loadBuffer(epoch int32) error {
+	if kv.bufEpoch == epoch {
+		return nil
+	}
+	kv.buf.Reset()
+	if err := kv.r.log.Sync(); err != nil {
+		return logError(err)
+	}
+	applied, err := kv.store.Load().AppliedOffset()
+	if err != nil {
+		return kvError(err)
+	}
+	end := kv.r.log.EndOffset()
+	loaded := 0
+	for from := applied; from < end; {
+		recs, err := kv.r.log.ReadBelow(from, end, applyReadBytes)
+		if err != nil {
+			return logError(err)
+		}
+		if len(recs.Data) == 0 {
+			recs.Release()
+			break
+		}
+		it := recs.Batches()
+		for it.Next() {
+			b := it.Batch()
+			changes, err := kvstore.AppendChanges(nil, b, kv.r.mgr.codec(), kv.info.keys, from)
+			if err != nil {
+				recs.Release()
+				return kvError(err)
+			}
+			for _, c := range changes {
+				var row []byte
+				if c.Kind != record.Delete {
+					row = slices.Clone(c.Row)
+				}
+				kv.buf.Put(slices.Clone(c.Key), row, b.LastOffset())
+				loaded++
+			}
+		}
+		from = recs.NextOffset
+		recs.Release()
+	}
+	kv.bufEpoch = epoch
+	kv.r.mgr.log.Info("pre-write buffer loaded", "bucket", kv.r.id.String(), "leader_epoch", epoch,
+		"applied_offset", applied, "end_offset", end, "records", loaded)
+	return nil
+}
+
+// kvError maps KV store errors to wire errors.
+func kvError(err error) error {
+	switch {
+	case errors.Is(err, kvstore.ErrClosed):
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "%v", err)
+	case errors.Is(err, kvstore.ErrCorrupt):
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_CORRUPT, "%v", err)
+	default:
+		return fmt.Errorf("replica: %w", err)
+	}
+}
