@@ -1,0 +1,233 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// kvInput is one operation on a key: a put of a unique value, or a read.
+type kvInput struct {
+	put   bool
+	key   int64
+	value int64 // put: the value written
+}
+
+// kvModel is a register per key (0: absent). Puts retried with the same
+// writer sequence until acknowledged take effect exactly once, so every
+// operation in the history has a definite outcome.
+var kvModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[int64][]porcupine.Operation{}
+		for _, op := range history {
+			k := op.Input.(kvInput).key
+			byKey[k] = append(byKey[k], op)
+		}
+		var out [][]porcupine.Operation
+		for _, ops := range byKey {
+			out = append(out, ops)
+		}
+		return out
+	},
+	Init: func() any { return int64(0) },
+	Step: func(state, input, output any) (bool, any) {
+		in := input.(kvInput)
+		if in.put {
+			return true, in.value
+		}
+		return output.(int64) == state.(int64), state
+	},
+	DescribeOperation: func(input, output any) string {
+		in := input.(kvInput)
+		if in.put {
+			return fmt.Sprintf("put(%d, %d)", in.key, in.value)
+		}
+		return fmt.Sprintf("get(%d) -> %d", in.key, output)
+	},
+}
+
+// TestKVModel checks the checker catches a lost upsert and a stale read.
+func TestKVModel(t *testing.T) {
+	op := func(in kvInput, call, ret int64, out int64) porcupine.Operation {
+		return porcupine.Operation{Input: in, Call: call, Output: out, Return: ret}
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []porcupine.Operation
+		ok   bool
+	}{
+		{"put then get", []porcupine.Operation{op(kvInput{true, 1, 5}, 0, 1, 0), op(kvInput{false, 1, 0}, 2, 3, 5)}, true},
+		{"lost put", []porcupine.Operation{op(kvInput{true, 1, 5}, 0, 1, 0), op(kvInput{false, 1, 0}, 2, 3, 0)}, false},
+		{"stale read", []porcupine.Operation{op(kvInput{true, 1, 5}, 0, 1, 0), op(kvInput{true, 1, 6}, 2, 3, 0), op(kvInput{false, 1, 0}, 4, 5, 5)}, false},
+		{"concurrent put", []porcupine.Operation{op(kvInput{true, 1, 5}, 0, 10, 0), op(kvInput{false, 1, 0}, 2, 3, 5), op(kvInput{false, 1, 0}, 4, 5, 5)}, true},
+		{"flicker", []porcupine.Operation{op(kvInput{true, 1, 5}, 0, 10, 0), op(kvInput{false, 1, 0}, 2, 3, 5), op(kvInput{false, 1, 0}, 4, 5, 0)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := porcupine.CheckOperations(kvModel, tc.ops); got != tc.ok {
+				t.Fatalf("linearizable = %v, want %v", got, tc.ok)
+			}
+		})
+	}
+}
+
+// kvCaller sends raw requests to whichever node leads bucket 0, retrying
+// on any error until an attempt succeeds or the deadline passes.
+type kvCaller struct {
+	t       testing.TB
+	c       *Cluster
+	pool    *transport.Pool
+	tableID uint64
+	next    int // node to try first
+}
+
+func (k *kvCaller) do(ctx context.Context, deadline time.Duration, fn func(ctx context.Context, tablet pb.DRPCTabletClient) error) error {
+	end := time.Now().Add(deadline)
+	var err error
+	for time.Now().Before(end) && ctx.Err() == nil {
+		nd := k.c.Nodes[k.next%len(k.c.Nodes)]
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err = fn(actx, pb.NewDRPCTabletClient(k.pool.Conn(nd.Addr)))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		k.next++
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// TestKVLinearizable runs upserts and linearizable lookups of a few keys
+// from several clients while the bucket's leader is SIGKILLed, SIGSTOPped
+// and restarted; the history must be linearizable per key.
+func TestKVLinearizable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	c := StartCluster(t, 3, ClusterOptions{})
+	ctx := t.Context()
+	cl := c.Client(ctx)
+	if err := cl.Admin().CreateDatabase(ctx, "lin"); err != nil {
+		t.Fatal(err)
+	}
+	info, err := cl.Admin().CreateTable(ctx, client.TableSpec{Database: "lin", Name: "kv", Schema: kvWireSchema,
+		PrimaryKey: []string{"id"}, Buckets: 1, Replication: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := transport.NewPool(transport.PoolConfig{})
+	defer pool.Close()
+
+	start := time.Now()
+	var mu sync.Mutex
+	var ops []porcupine.Operation
+	var done atomic.Int64
+	var stop atomic.Bool
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	const keys = 4
+	for w := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 11))
+			caller := &kvCaller{t: t, c: c, pool: pool, tableID: info.ID, next: w}
+			writerID, seq := int64(5000+w), int32(0)
+			for n := int64(1); !stop.Load(); n++ {
+				in := kvInput{key: rng.Int64N(keys)}
+				var out int64
+				call := time.Now()
+				if rng.IntN(2) == 0 {
+					in.put, in.value = true, int64(w+1)*1_000_000+n
+					batch := kvBatch(t, record.BatchOptions{SchemaID: 1, HasWriter: true, WriterID: writerID, Sequence: seq},
+						[]record.ChangeType{record.UpdateAfter}, [][]byte{encodeKVRow(t, kvRow{in.key, nil, &in.value})})
+					err = caller.do(ctx, 60*time.Second, func(ctx context.Context, tablet pb.DRPCTabletClient) error {
+						_, err := tablet.PutKv(ctx, &pb.PutKvRequest{TableId: info.ID, Acks: -1, Batch: batch})
+						return err
+					})
+					seq++
+				} else {
+					err = caller.do(ctx, 60*time.Second, func(ctx context.Context, tablet pb.DRPCTabletClient) error {
+						resp, err := tablet.Lookup(ctx, &pb.LookupRequest{TableId: info.ID, Keys: [][]byte{keyOf(t, in.key)}, Linearizable: true})
+						if err != nil {
+							return err
+						}
+						out = 0
+						if row := resp.Rows[0]; len(row) > 0 {
+							s, _ := record.ParseSchema(kvWireSchema)
+							out = record.NewRowView(s, row).Int64(2)
+						}
+						return nil
+					})
+				}
+				if err != nil {
+					if ctx.Err() == nil {
+						e := fmt.Errorf("client %d: %v gave no answer within 60 s: %w", w, in, err)
+						failed.CompareAndSwap(nil, &e)
+					}
+					return
+				}
+				ret := time.Now()
+				mu.Lock()
+				ops = append(ops, porcupine.Operation{ClientId: w, Input: in, Output: out,
+					Call: call.Sub(start).Nanoseconds(), Return: ret.Sub(start).Nanoseconds()})
+				mu.Unlock()
+				done.Add(1)
+			}
+		})
+	}
+	progress := func(what string) {
+		before := done.Load()
+		waitFor(t, 60*time.Second, what, func() bool { return done.Load() >= before+50 || failed.Load() != nil })
+		if p := failed.Load(); p != nil {
+			t.Fatal(*p)
+		}
+	}
+	leaderNode := func() *Node {
+		_, addr := bucketLeader(t, ctx, c, "lin", "kv", 0)
+		for _, nd := range c.Nodes {
+			if nd.Addr == addr {
+				return nd
+			}
+		}
+		t.Fatalf("no node at %s", addr)
+		return nil
+	}
+	progress("operations before any fault")
+	for round := range 4 {
+		nd := leaderNode()
+		if round%2 == 0 {
+			t.Logf("round %d: SIGKILL bucket leader node %d", round, nd.ID)
+			c.Kill(nd)
+			progress("operations with the old leader dead")
+			c.Restart(nd)
+		} else {
+			t.Logf("round %d: SIGSTOP bucket leader node %d", round, nd.ID)
+			c.Pause(nd)
+			progress("operations with the old leader paused")
+			c.Resume(nd)
+		}
+		progress("operations after the fault healed")
+	}
+	stop.Store(true)
+	wg.Wait()
+	if p := failed.Load(); p != nil {
+		t.Fatal(*p)
+	}
+	t.Logf("%d operations", len(ops))
+	res, _ := porcupine.CheckOperationsVerbose(kvModel, ops, time.Minute)
+	if res != porcupine.Ok {
+		t.Fatalf("key history is not linearizable (%v)", res)
+	}
+}
