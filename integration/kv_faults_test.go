@@ -231,3 +231,133 @@ func TestKVLinearizable(t *testing.T) {
 		t.Fatalf("key history is not linearizable (%v)", res)
 	}
 }
+
+// TestKVRestartAll upserts and deletes keys with acks=all, SIGKILLs every
+// node at once and restarts them: every acknowledged write is in the
+// lookups afterwards, and the changelog replayed from offset 0 equals the
+// table.
+func TestKVRestartAll(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	c := StartCluster(t, 3, ClusterOptions{})
+	ctx := t.Context()
+	cl := c.Client(ctx)
+	if err := cl.Admin().CreateDatabase(ctx, "rs"); err != nil {
+		t.Fatal(err)
+	}
+	info, err := cl.Admin().CreateTable(ctx, client.TableSpec{Database: "rs", Name: "kv", Schema: kvWireSchema,
+		PrimaryKey: []string{"id"}, Buckets: 1, Replication: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := transport.NewPool(transport.PoolConfig{})
+	defer pool.Close()
+	caller := &kvCaller{t: t, c: c, pool: pool, tableID: info.ID}
+	const keys = 3000
+	want := map[int64]int64{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 30 {
+		var rows [][]byte
+		var changes []record.ChangeType
+		for range 200 {
+			id := rng.Int64N(keys)
+			if rng.IntN(5) == 0 {
+				rows = append(rows, encodeKVRow(t, kvRow{id: id}))
+				changes = append(changes, record.Delete)
+				delete(want, id)
+				continue
+			}
+			v := int64(round*1000 + len(rows))
+			rows = append(rows, encodeKVRow(t, kvRow{id, str("r"), &v}))
+			changes = append(changes, record.UpdateAfter)
+			want[id] = v
+		}
+		batch := kvBatch(t, record.BatchOptions{SchemaID: 1, HasWriter: true, WriterID: 9, Sequence: int32(round)}, changes, rows)
+		if err := caller.do(ctx, 30*time.Second, func(ctx context.Context, tablet pb.DRPCTabletClient) error {
+			_, err := tablet.PutKv(ctx, &pb.PutKvRequest{TableId: info.ID, Acks: -1, Batch: batch})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, nd := range c.Nodes {
+		c.Kill(nd)
+	}
+	for _, nd := range c.Nodes {
+		c.Restart(nd)
+	}
+	c.WaitLeader(30 * time.Second)
+	s, _ := record.ParseSchema(kvWireSchema)
+	var got map[int64]int64
+	var keyList [][]byte
+	for id := range int64(keys) {
+		keyList = append(keyList, keyOf(t, id))
+	}
+	if err := caller.do(ctx, 30*time.Second, func(ctx context.Context, tablet pb.DRPCTabletClient) error {
+		resp, err := tablet.Lookup(ctx, &pb.LookupRequest{TableId: info.ID, Keys: keyList, Linearizable: true})
+		if err != nil {
+			return err
+		}
+		got = map[int64]int64{}
+		for i, row := range resp.Rows {
+			if len(row) > 0 {
+				got[int64(i)] = record.NewRowView(s, row).Int64(2)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d keys after the restart, want %d", len(got), len(want))
+	}
+	for id, v := range want {
+		if got[id] != v {
+			t.Fatalf("key %d: %d after the restart, want %d", id, got[id], v)
+		}
+	}
+	// The changelog replayed from the start gives the same table.
+	replay := map[int64]int64{}
+	_, addr := bucketLeader(t, ctx, c, "rs", "kv", 0)
+	tablet := pb.NewDRPCTabletClient(pool.Conn(addr))
+	for offset := int64(0); ; {
+		r, err := tablet.Fetch(ctx, &pb.FetchRequest{Buckets: []*pb.FetchBucket{{TableId: info.ID, Offset: offset, LeaderEpoch: -1, LastFetchedEpoch: -1}}, MaxWaitMs: 10})
+		if err != nil || r.Buckets[0].Error != "" {
+			t.Fatalf("fetch: %v %v", err, r)
+		}
+		if len(r.Buckets[0].Records) == 0 {
+			break
+		}
+		it := record.NewBatchIterator(r.Buckets[0].Records, true)
+		for it.Next() {
+			b := it.Batch()
+			offset = b.NextOffset()
+			if b.PayloadFormat() == record.PayloadControl {
+				continue
+			}
+			recs, _, err := b.Records(nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for recs.Next() {
+				rec := recs.Record()
+				v := record.NewRowView(s, rec.Data)
+				switch rec.Change {
+				case record.Insert, record.UpdateAfter:
+					replay[v.Int64(0)] = v.Int64(2)
+				case record.Delete:
+					delete(replay, v.Int64(0))
+				}
+			}
+		}
+	}
+	if len(replay) != len(want) {
+		t.Fatalf("changelog replay holds %d keys, the table %d", len(replay), len(want))
+	}
+	for id, v := range want {
+		if replay[id] != v {
+			t.Fatalf("changelog replay: key %d = %d, want %d", id, replay[id], v)
+		}
+	}
+}
