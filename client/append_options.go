@@ -101,24 +101,27 @@ type AppendWriterOptions struct {
 }
 
 // Validate reports the first invalid field.
-func (o *AppendWriterOptions) Validate() error {
+func (o *AppendWriterOptions) Validate() error { return o.validate("append writer") }
+
+// validate checks the options of the writer named name (in messages).
+func (o *AppendWriterOptions) validate(name string) error {
 	switch {
 	case o.Acks < AcksAll || o.Acks > AcksNone:
-		return fmt.Errorf("client: append writer: unknown %v", o.Acks)
+		return fmt.Errorf("client: %s: unknown %v", name, o.Acks)
 	case o.BatchBytes < 0 || o.BatchBytes > record.MaxBatchSize:
-		return fmt.Errorf("client: append writer: BatchBytes %d not in [0, %d]", o.BatchBytes, record.MaxBatchSize)
+		return fmt.Errorf("client: %s: BatchBytes %d not in [0, %d]", name, o.BatchBytes, record.MaxBatchSize)
 	case o.BatchBytes > 0 && o.BatchBytes < 2*record.HeaderSize:
-		return fmt.Errorf("client: append writer: BatchBytes %d is below %d", o.BatchBytes, 2*record.HeaderSize)
+		return fmt.Errorf("client: %s: BatchBytes %d is below %d", name, o.BatchBytes, 2*record.HeaderSize)
 	case o.MaxBufferedBytes < 0:
-		return fmt.Errorf("client: append writer: negative MaxBufferedBytes")
+		return fmt.Errorf("client: %s: negative MaxBufferedBytes", name)
 	case o.DeliveryTimeout < 0 || o.RequestTimeout < 0:
-		return fmt.Errorf("client: append writer: negative DeliveryTimeout or RequestTimeout")
+		return fmt.Errorf("client: %s: negative DeliveryTimeout or RequestTimeout", name)
 	case o.Compression != record.CompressionNone && o.Compression != record.CompressionZstd:
-		return fmt.Errorf("client: append writer: unknown %v", o.Compression)
+		return fmt.Errorf("client: %s: unknown %v", name, o.Compression)
 	}
 	d := o.withDefaults()
 	if d.MaxBufferedBytes < int64(d.BatchBytes) {
-		return fmt.Errorf("client: append writer: MaxBufferedBytes %d is below BatchBytes %d", d.MaxBufferedBytes, d.BatchBytes)
+		return fmt.Errorf("client: %s: MaxBufferedBytes %d is below BatchBytes %d", name, d.MaxBufferedBytes, d.BatchBytes)
 	}
 	return nil
 }

@@ -2,9 +2,7 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sync"
 
@@ -38,35 +36,24 @@ import (
 // would exceed it. An AppendWriter is safe for concurrent use; rows
 // appended by one goroutine keep their order within each bucket.
 type AppendWriter struct {
-	t      *Table
-	opts   AppendWriterOptions // defaults applied
-	codec  *record.Codec       // nil without compression
-	router router
-	budget *byteBudget
-
-	senders    []*bucketSender // by bucket
-	buffers    sync.Pool       // of *batchBuffer
-	jsonCodecs sync.Pool       // of *jsonScratch
-
-	idSem    chan struct{} // held while allocating the shared writer id
-	writerID int64         // shared writer id, -1 until allocated; under idSem
-
-	mu      sync.RWMutex // Append holds it for reading; Close for writing
-	closed  bool
-	closing chan struct{}      // closed by Close
-	stopped chan struct{}      // closed once every sender has returned
-	abort   context.CancelFunc // ends the senders' calls
-	wg      sync.WaitGroup
-
-	errMu    sync.Mutex
-	firstErr error // since the last Flush
+	*writer
+	router     router
+	jsonCodecs sync.Pool // of *jsonScratch
 }
 
-// jsonScratch is a JSON codec and its row buffer, reused by AppendJSON.
+// jsonScratch is a JSON codec and its row buffer, reused by the JSON
+// methods of the writers.
 type jsonScratch struct {
 	codec *record.JSONCodec
 	row   []byte
 }
+
+// appendKind is the AppendWriter's: Produce calls of +A batches.
+var appendKind = writerKind{name: "append writer", appendOnly: true,
+	send: func(ctx context.Context, tablet pb.DRPCTabletClient, call batchCall) (*pb.ProduceResponse, error) {
+		return tablet.Produce(ctx, &pb.ProduceRequest{TableId: call.tableID, Bucket: call.bucket, Acks: call.acks,
+			Batch: call.batch, TimeoutMs: call.timeoutMs})
+	}}
 
 // NewAppendWriter returns a writer of the table's rows. It does no I/O and
 // starts a sender goroutine per bucket; Close stops them.
@@ -74,40 +61,20 @@ func (t *Table) NewAppendWriter(opts AppendWriterOptions) (*AppendWriter, error)
 	if len(t.info.PrimaryKey) > 0 {
 		return nil, fmt.Errorf("%w: %s.%s has a primary key", ErrNotLogTable, t.info.Database, t.info.Name)
 	}
-	if err := opts.Validate(); err != nil {
+	if err := opts.validate(appendKind.name); err != nil {
 		return nil, err
 	}
-	w := &AppendWriter{
-		t:        t,
-		opts:     opts.withDefaults(),
-		idSem:    make(chan struct{}, 1),
-		writerID: -1,
-		closing:  make(chan struct{}),
-		stopped:  make(chan struct{}),
+	core, err := startWriter(t, appendKind, opts)
+	if err != nil {
+		return nil, err
 	}
-	w.budget = newByteBudget(w.opts.MaxBufferedBytes)
-	if w.opts.Compression != record.CompressionNone {
-		codec, err := t.c.batchCodec()
-		if err != nil {
-			return nil, err
-		}
-		w.codec = codec
-	}
+	w := &AppendWriter{writer: core}
 	if t.bucketKey != nil {
 		w.router = &keyRouter{key: t.bucketKey, buckets: t.info.Buckets}
 	} else {
-		w.router = newStickyRouter(t.info.Buckets, rand.Int32N(t.info.Buckets), w.opts.BatchBytes)
+		w.router = newStickyRouter(t.info.Buckets, rand.Int32N(t.info.Buckets), core.opts.BatchBytes)
 	}
-	w.buffers.New = func() any { return &batchBuffer{} }
 	w.jsonCodecs.New = func() any { return &jsonScratch{codec: t.JSONCodec()} }
-	ctx, cancel := context.WithCancel(context.Background())
-	w.abort = cancel
-	w.senders = make([]*bucketSender, t.info.Buckets)
-	for b := range w.senders {
-		s := &bucketSender{w: w, bucket: int32(b), wakeCh: make(chan struct{}, 1), writerID: -1}
-		w.senders[b] = s
-		w.wg.Go(func() { s.run(ctx) })
-	}
 	return w, nil
 }
 
@@ -138,135 +105,29 @@ func (w *AppendWriter) AppendJSON(ctx context.Context, object []byte) (*AppendFu
 
 // appendValid adds a valid row.
 func (w *AppendWriter) appendValid(ctx context.Context, row []byte) (*AppendFuture, error) {
-	recordBytes := record.RecordSize(len(row))
-	if record.HeaderSize+recordBytes > record.MaxBatchSize {
-		return nil, fmt.Errorf("client: append: row of %d bytes exceeds the %d-byte batch limit", len(row), record.MaxBatchSize)
-	}
-	bucket, err := w.router.route(row, recordBytes)
+	bucket, err := w.router.route(row, record.RecordSize(len(row)))
 	if err != nil {
 		return nil, err
 	}
-	if err := w.budget.take(ctx, int64(recordBytes), w.closing, ErrWriterClosed); err != nil {
+	b, index, err := w.add(ctx, bucket, record.AppendOnly, row)
+	if err != nil {
 		return nil, err
 	}
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if w.closed {
-		w.budget.give(int64(recordBytes))
-		return nil, ErrWriterClosed
-	}
-	return w.senders[bucket].add(row, recordBytes), nil
+	return &AppendFuture{b: b, index: index}, nil
 }
 
 // Flush sends every buffered row at once and waits until all rows appended
 // before the call are acknowledged or have failed. It returns the first
 // error a row met since the previous Flush (or ctx's error, leaving the rows
 // to carry on).
-func (w *AppendWriter) Flush(ctx context.Context) error {
-	var newest []*pendingBatch
-	for _, s := range w.senders {
-		if b := s.flush(); b != nil {
-			newest = append(newest, b)
-		}
-	}
-	// A bucket's batches complete in order: its newest one is the last.
-	for _, b := range newest {
-		select {
-		case <-b.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return w.takeErr()
-}
+func (w *AppendWriter) Flush(ctx context.Context) error { return w.flush(ctx) }
 
 // Close refuses further rows, sends what is buffered and waits for it, then
 // stops the writer's goroutines. If ctx ends first, the rows not yet
 // acknowledged fail with ErrWriterClosed. It returns the first error since
 // the last Flush, joined with ctx's error if it ended.
-func (w *AppendWriter) Close(ctx context.Context) error {
-	w.mu.Lock()
-	first := !w.closed
-	if first {
-		w.closed = true
-		close(w.closing)
-	}
-	w.mu.Unlock()
-	if first {
-		for _, s := range w.senders {
-			s.wake()
-		}
-		go func() {
-			w.wg.Wait()
-			close(w.stopped)
-		}()
-	}
-	select {
-	case <-w.stopped:
-		w.abort()
-		return w.takeErr()
-	case <-ctx.Done():
-		w.abort()
-		<-w.stopped
-		return errors.Join(fmt.Errorf("client: close writer: %w", ctx.Err()), w.takeErr())
-	}
-}
+func (w *AppendWriter) Close(ctx context.Context) error { return w.close(ctx) }
 
 // Buffered is the bytes of rows held: appended, not yet acknowledged or
 // failed.
 func (w *AppendWriter) Buffered() int64 { return w.budget.inUse() }
-
-// noteErr keeps the first error for Flush.
-func (w *AppendWriter) noteErr(err error) {
-	w.errMu.Lock()
-	if w.firstErr == nil {
-		w.firstErr = err
-	}
-	w.errMu.Unlock()
-}
-
-func (w *AppendWriter) takeErr() error {
-	w.errMu.Lock()
-	defer w.errMu.Unlock()
-	err := w.firstErr
-	w.firstErr = nil
-	return err
-}
-
-// sharedWriterID returns the writer's id, allocating it on first use.
-func (w *AppendWriter) sharedWriterID(ctx context.Context) (int64, error) {
-	select {
-	case w.idSem <- struct{}{}:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	defer func() { <-w.idSem }()
-	if w.writerID >= 0 {
-		return w.writerID, nil
-	}
-	id, err := w.t.c.allocateWriterID(ctx)
-	if err != nil {
-		return 0, err
-	}
-	w.writerID = id
-	return id, nil
-}
-
-// allocateWriterID gets a new idempotent writer id from the metadata
-// service. The request id makes a retried call return the same id.
-func (c *Client) allocateWriterID(ctx context.Context) (int64, error) {
-	req := &pb.AllocateWriterIdRequest{RequestId: newRequestID()}
-	var resp *pb.AllocateWriterIdResponse
-	err := c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
-		var err error
-		resp, err = m.AllocateWriterId(ctx, req)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("client: allocate writer id: %w", err)
-	}
-	if resp.WriterId > math.MaxInt64 {
-		return 0, fmt.Errorf("client: allocate writer id: id %d does not fit a batch header", resp.WriterId)
-	}
-	return int64(resp.WriterId), nil
-}

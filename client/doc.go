@@ -28,9 +28,16 @@
 //     errors are retried with fresh metadata, and a writer id with per-bucket
 //     batch sequences makes the retries idempotent. Memory is bounded: Append
 //     blocks while the buffer is full.
+//   - an UpsertWriter upserts and deletes rows of a primary-key table, with
+//     the same batching, retries and idempotence; PartialColumns makes its
+//     upserts partial updates.
+//   - a Lookuper reads rows of a primary-key table by primary key (Lookup,
+//     coalescing concurrent calls per bucket; LookupBatch) or by bucket key
+//     (PrefixLookup), following leader changes.
 //   - a LogScanner reads subscribed buckets from the earliest or latest
 //     offset, an offset or a time, below the high watermark, following
-//     leader changes.
+//     leader changes; in a primary-key table that is the changelog, whose
+//     control batches it passes over.
 //
 // See the package example.
 package client

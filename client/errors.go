@@ -30,6 +30,20 @@ var (
 	ErrNotSubscribed = errors.New("client: no bucket subscribed")
 	// ErrNotLogTable is returned when appending to a primary-key table.
 	ErrNotLogTable = errors.New("client: not a log table")
+	// ErrNotPrimaryKeyTable is returned when upserting into or looking up
+	// a log table.
+	ErrNotPrimaryKeyTable = errors.New("client: not a primary-key table")
+	// ErrNotTargetColumn refuses a partial update whose row sets a column
+	// outside the writer's PartialColumns.
+	ErrNotTargetColumn = errors.New("client: column outside the partial update")
+	// ErrNoPrefixLookup is returned by PrefixLookup for a table whose bucket
+	// key is not a strict prefix of its primary key.
+	ErrNoPrefixLookup = errors.New("client: bucket key is not a strict prefix of the primary key")
+	// ErrPrefixTruncated comes with the rows of a PrefixLookup that matched
+	// more rows than the server returns at once.
+	ErrPrefixTruncated = errors.New("client: prefix lookup truncated")
+	// ErrLookuperClosed is returned by a closed Lookuper.
+	ErrLookuperClosed = errors.New("client: lookuper closed")
 	// ErrNoBucketKey is returned by BucketOf for a table without a bucket
 	// key, whose rows are spread by sticky batching instead.
 	ErrNoBucketKey = errors.New("client: table has no bucket key")

@@ -66,7 +66,9 @@ type ScanRecord struct {
 	Offset int64
 	// Timestamp is the commit time of the record's batch.
 	Timestamp time.Time
-	// Change is what the record does: record.AppendOnly in log tables.
+	// Change is what the record does: record.AppendOnly in log tables;
+	// Insert, UpdateBefore, UpdateAfter or Delete in the changelog of a
+	// primary-key table.
 	Change record.ChangeType
 	// SchemaID is the schema version Row is encoded in. It differs from
 	// Table.SchemaID for rows written under another version.

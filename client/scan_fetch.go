@@ -153,8 +153,9 @@ func (s *LogScanner) collect(out []ScanRecord) ([]ScanRecord, error) {
 }
 
 // decode appends the records of data at or after sub's position and below
-// the high watermark hw, and advances the position past them. Every batch's
-// CRC is checked; a damaged batch stops the decoding there.
+// the high watermark hw, and advances the position past them; control
+// batches are passed over. Every batch's CRC is checked; a damaged batch
+// stops the decoding there.
 func (s *LogScanner) decode(out []ScanRecord, bucket int32, sub *subscription, data []byte, hw int64) ([]ScanRecord, error) {
 	arena := make([]byte, 0, len(data)) // the rows' copies
 	next := sub.position
@@ -164,6 +165,12 @@ func (s *LogScanner) decode(out []ScanRecord, bucket int32, sub *subscription, d
 	for it.Next() {
 		b := it.Batch()
 		if b.NextOffset() <= next {
+			continue
+		}
+		if b.PayloadFormat() == record.PayloadControl {
+			// Barriers and no-op records of a primary-key table's log: no
+			// table data, but their offsets are passed.
+			next = max(next, min(b.NextOffset(), hw))
 			continue
 		}
 		if b.Compression() != record.CompressionNone && s.codec == nil {

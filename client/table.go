@@ -30,6 +30,7 @@ type Table struct {
 	schema    record.Schema
 	schemaID  int16
 	bucketKey *record.KeyEncoder // nil without a bucket key
+	keys      *tableKeys         // nil for log tables
 
 	refreshMu sync.Mutex // one Refresh at a time
 
@@ -61,10 +62,18 @@ func (c *Client) Table(ctx context.Context, database, name string) (*Table, erro
 	if t.info.Buckets <= 0 {
 		return nil, fmt.Errorf("client: table %s.%s has %d buckets", database, name, t.info.Buckets)
 	}
+	if len(t.info.PrimaryKey) > 0 && len(t.info.BucketKey) == 0 {
+		t.info.BucketKey = slices.Clone(t.info.PrimaryKey) // the server's default
+	}
 	if len(t.info.BucketKey) > 0 {
 		t.bucketKey, err = record.NewKeyEncoder(t.schema, t.info.BucketKey)
 		if err != nil {
 			return nil, fmt.Errorf("client: table %s.%s: bucket key: %w", database, name, err)
+		}
+	}
+	if len(t.info.PrimaryKey) > 0 {
+		if t.keys, err = newTableKeys(t.schema, t.info.BucketKey); err != nil {
+			return nil, fmt.Errorf("client: table %s.%s: %w", database, name, err)
 		}
 	}
 	t.setPlacement(resp)

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 )
 
-// serveHTTP serves /healthz (the process is up) and /readyz (the node is in
-// a cluster and, for meta nodes, a metadata leader is known) until ctx ends.
+// serveHTTP serves /healthz (the process is up), /readyz (the node is in a
+// cluster and, for meta nodes, a metadata leader is known) and Go's
+// /debug/pprof/ until ctx ends.
 func (s *Server) serveHTTP(ctx context.Context, lis net.Listener) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -24,6 +26,12 @@ func (s *Server) serveHTTP(ctx context.Context, lis net.Listener) error {
 		}
 		json.NewEncoder(w).Encode(map[string]any{"ready": ready, "reason": why, "node": s.cfg.NodeID, "cluster_id": s.ClusterID()})
 	})
+	// Go's profiler, for operators chasing CPU, memory or lock contention.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -2,12 +2,18 @@
 // process: nodes on loopback that serve the Meta and Tablet services from
 // memory, for testing code that uses the client without a real cluster.
 //
-// It keeps log tables only. Produce checks batches as a leader would (CRC,
-// rows against the schema, writer sequences: a repeated sequence is answered
-// with the original offsets), stamps offsets and times, and commits at once
-// unless a test holds the high watermark back. Fetch long-polls below the
-// high watermark. Tests steer it: move bucket leaders, inject one error, hold
-// produce calls.
+// Produce checks batches as a leader would (CRC, rows against the schema,
+// writer sequences: a repeated sequence is answered with the original
+// offsets), stamps offsets and times, and commits at once unless a test
+// holds the high watermark back. Fetch long-polls below the high watermark.
+//
+// Primary-key tables keep each bucket's rows in a map, last row wins: PutKv
+// checks its batch the same way, applies its upserts (whole rows or target
+// columns) and deletes, and appends their changelog (+I, -U/+U, -D) to the
+// bucket's log, or a control no-op batch when nothing changed; Lookup and
+// PrefixLookup read the map (a linearizable one appends a control barrier
+// batch). Tests steer it: move bucket leaders, inject errors, hold produce
+// and lookup calls.
 package clienttest
 
 import (
@@ -42,8 +48,11 @@ type Cluster struct {
 	nextID      uint64
 	nextWriter  uint64
 	writerIDs   map[string]uint64 // by request id
-	gate        chan struct{}     // non-nil: Produce waits for it to close
-	produces    int               // Produce calls that reached the state
+	gate        chan struct{}     // non-nil: Produce and PutKv wait for it to close
+	produces    int               // Produce and PutKv calls that reached the state
+	lookupGate  chan struct{}     // non-nil: Lookup and PrefixLookup wait for it to close
+	lookups     int               // Lookup and PrefixLookup calls received
+	lookupFault map[bucketRef][]pb.ErrorCode
 	faults      map[bucketRef][]fault
 	fetchErrors map[bucketRef]pb.ErrorCode
 }
@@ -86,6 +95,7 @@ func Start(opts Options) (*Cluster, error) {
 		writerIDs:   make(map[string]uint64),
 		faults:      make(map[bucketRef][]fault),
 		fetchErrors: make(map[bucketRef]pb.ErrorCode),
+		lookupFault: make(map[bucketRef][]pb.ErrorCode),
 	}
 	for i := range opts.Nodes {
 		lis, err := transport.Listen("127.0.0.1:0", transport.ListenerConfig{})
@@ -165,7 +175,7 @@ func (c *Cluster) SetLeader(tableID uint64, bucket int32, node uint32) error {
 	return nil
 }
 
-// FailProduce makes the next Produce to a bucket that reaches its leader
+// FailProduce makes the next Produce or PutKv to a bucket that reaches its leader
 // fail with code; with afterAppend the batch is appended first, as when an
 // acknowledgement is lost. Faults queue up in call order.
 func (c *Cluster) FailProduce(tableID uint64, bucket int32, code pb.ErrorCode, afterAppend bool) {
@@ -182,7 +192,7 @@ func (c *Cluster) FailFetch(tableID uint64, bucket int32, code pb.ErrorCode) {
 	c.fetchErrors[bucketRef{tableID, bucket}] = code
 }
 
-// HoldProduce makes Produce calls wait until release is called.
+// HoldProduce makes Produce and PutKv calls wait until release is called.
 func (c *Cluster) HoldProduce() (release func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -215,7 +225,7 @@ func (c *Cluster) HoldHighWatermark(tableID uint64, bucket int32, hw int64) erro
 	return nil
 }
 
-// Produces is the number of Produce calls that reached the cluster's state
+// Produces is the number of Produce and PutKv calls that reached the cluster's state
 // (after any HoldProduce), failed ones included.
 func (c *Cluster) Produces() int {
 	c.mu.Lock()
@@ -225,7 +235,11 @@ func (c *Cluster) Produces() int {
 
 // StoredRecord is one record of a bucket's log.
 type StoredRecord struct {
-	Offset    int64
+	Offset int64
+	Change record.ChangeType
+	// Control marks a record of a control batch, whose Row starts with a
+	// record.ControlKind.
+	Control   bool
 	Timestamp int64 // commit time, Unix milliseconds
 	WriterID  int64
 	Sequence  int32
@@ -249,7 +263,8 @@ func (c *Cluster) Records(tableID uint64, bucket int32) ([]StoredRecord, error) 
 		}
 		for it.Next() {
 			r := it.Record()
-			out = append(out, StoredRecord{Offset: r.Offset, Timestamp: batch.CommitTimestamp(),
+			out = append(out, StoredRecord{Offset: r.Offset, Change: r.Change,
+				Control: batch.PayloadFormat() == record.PayloadControl, Timestamp: batch.CommitTimestamp(),
 				WriterID: batch.WriterID(), Sequence: batch.BatchSequence(), Row: append([]byte(nil), r.Data...)})
 		}
 		if err := it.Err(); err != nil {

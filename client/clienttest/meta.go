@@ -10,10 +10,11 @@ import (
 	"github.com/floedb/floe/transport/pb"
 )
 
-// table is one log table.
+// table is one table.
 type table struct {
 	rec     *pb.TableRecord
 	schema  record.Schema
+	keys    *kvKeys // nil for a log table
 	buckets []*bucketLog
 }
 
@@ -55,8 +56,10 @@ func (m *metaService) ListDatabases(context.Context, *pb.ListDatabasesRequest) (
 	return resp, nil
 }
 
-// CreateTable creates a log table; its buckets' leaders go round the nodes.
-// Buckets 0 means 1.
+// CreateTable creates a table; its buckets' leaders go round the nodes.
+// Buckets 0 means 1. The primary key comes from the request or from the
+// schema text; the bucket key of a primary-key table defaults to the
+// primary key and must be a subset of it.
 func (m *metaService) CreateTable(_ context.Context, req *pb.CreateTableRequest) (*pb.CommandResponse, error) {
 	c := m.c
 	c.mu.Lock()
@@ -72,15 +75,28 @@ func (m *metaService) CreateTable(_ context.Context, req *pb.CreateTableRequest)
 		}
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_ALREADY_EXISTS, "table %s exists", key)
 	}
-	if len(req.PrimaryKey) > 0 {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "clienttest keeps log tables only")
-	}
 	s, err := record.ParseSchema(req.Schema)
 	if err != nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "%v", err)
 	}
-	if len(req.BucketKey) > 0 {
-		if _, err := record.NewKeyEncoder(s, req.BucketKey); err != nil {
+	if len(req.PrimaryKey) > 0 {
+		s.PrimaryKey = slices.Clone(req.PrimaryKey)
+		if err := s.Validate(); err != nil {
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "%v", err)
+		}
+	}
+	bucketKey := req.BucketKey
+	if len(bucketKey) == 0 {
+		bucketKey = s.PrimaryKey
+	}
+	var keys *kvKeys
+	switch {
+	case len(s.PrimaryKey) > 0:
+		if keys, err = newKVKeys(s, bucketKey); err != nil {
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "%v", err)
+		}
+	case len(bucketKey) > 0:
+		if _, err := record.NewKeyEncoder(s, bucketKey); err != nil {
 			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "bucket key: %v", err)
 		}
 	}
@@ -91,9 +107,9 @@ func (m *metaService) CreateTable(_ context.Context, req *pb.CreateTableRequest)
 		sv.Columns = append(sv.Columns, &pb.Column{Name: col.Name, Type: col.Type.String(), Nullable: col.Nullable})
 	}
 	rec := &pb.TableRecord{Id: c.nextID, DatabaseId: dbID, Database: req.Database, Name: req.Name,
-		Schemas: []*pb.SchemaVersion{sv}, BucketKey: req.BucketKey, Buckets: buckets,
-		Replication: 1, Properties: req.Properties}
-	t := &table{rec: rec, schema: s}
+		Schemas: []*pb.SchemaVersion{sv}, PrimaryKey: slices.Clone(s.PrimaryKey), BucketKey: slices.Clone(bucketKey),
+		Buckets: buckets, Replication: 1, Properties: req.Properties}
+	t := &table{rec: rec, schema: s, keys: keys}
 	for b := range buckets {
 		t.buckets = append(t.buckets, newBucketLog(c.nodes[int(b)%len(c.nodes)].id))
 	}
@@ -135,8 +151,9 @@ func (m *metaService) AllocateWriterId(_ context.Context, req *pb.AllocateWriter
 	return &pb.AllocateWriterIdResponse{WriterId: c.nextWriter}, nil
 }
 
-// CreateTable creates a log table directly: schema in the CLI syntax,
-// buckets (0: 1), optional bucket key. It returns the table id.
+// CreateTable creates a table directly: schema in the CLI syntax (with a
+// PRIMARY KEY for a primary-key table), buckets (0: 1), optional bucket key.
+// It returns the table id.
 func (c *Cluster) CreateTable(database, name, schema string, buckets int32, bucketKey ...string) (uint64, error) {
 	m := &metaService{c: c}
 	if _, err := m.CreateDatabase(context.Background(), &pb.CreateDatabaseRequest{Name: database, IfNotExists: true}); err != nil {

@@ -20,15 +20,19 @@ const benchDrainTimeout = 30 * time.Second
 
 func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: floe bench produce|e2e", errUsage)
+		return fmt.Errorf("%w: floe bench produce|e2e|upsert|lookup", errUsage)
 	}
 	switch args[0] {
 	case "produce":
 		return benchProduceCmd(env).exec(ctx, env, args[1:])
 	case "e2e":
 		return benchE2ECmd(env).exec(ctx, env, args[1:])
+	case "upsert":
+		return benchUpsertCmd(env).exec(ctx, env, args[1:])
+	case "lookup":
+		return benchLookupCmd(env).exec(ctx, env, args[1:])
 	}
-	return fmt.Errorf("%w: unknown benchmark %q (want produce or e2e)", errUsage, args[0])
+	return fmt.Errorf("%w: unknown benchmark %q (want produce, e2e, upsert or lookup)", errUsage, args[0])
 }
 
 // benchFlags are the flags both benchmarks take.
@@ -45,7 +49,12 @@ type benchFlags struct {
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.table, "table", "bench.records", "DB.TABLE to write; created with '"+benchSchema+"' if missing")
+	f.registerAs(fs, "bench.records", "DB.TABLE to write; created with '"+benchSchema+"' if missing")
+}
+
+// registerAs registers the flags with the given default table.
+func (f *benchFlags) registerAs(fs *flag.FlagSet, table, tableUsage string) {
+	fs.StringVar(&f.table, "table", table, tableUsage)
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to write")
 	fs.IntVar(&f.concurrency, "concurrency", 1, "writer goroutines, each with its own writer")
 	fs.IntVar(&f.recordBytes, "record-bytes", 1024, "payload bytes per record")

@@ -75,10 +75,12 @@ func mergeLatencies(rs []*reservoir) latencyStats {
 // benchResult is what a benchmark prints: a table for people, then one
 // JSON object on the last line for scripts.
 type benchResult struct {
-	Mode        string  `json:"mode"`
-	Records     int64   `json:"records"`
-	Errors      int64   `json:"errors"`
-	Missing     int64   `json:"missing,omitempty"`
+	Mode    string `json:"mode"`
+	Records int64  `json:"records"`
+	Errors  int64  `json:"errors"`
+	Missing int64  `json:"missing,omitempty"`
+	// Misses counts the keys a lookup benchmark did not find.
+	Misses      *int64  `json:"misses,omitempty"`
 	DurationS   float64 `json:"duration_s"`
 	OpsPerS     float64 `json:"ops_per_s"`
 	MBPerS      float64 `json:"mb_per_s"`
@@ -112,6 +114,9 @@ func printBenchResult(env *cliEnv, title string, res benchResult) error {
 	fmt.Fprintf(w, "errors\t%d\n", res.Errors)
 	if res.Missing > 0 {
 		fmt.Fprintf(w, "missing\t%d (acknowledged, not seen by the scanner)\n", res.Missing)
+	}
+	if res.Misses != nil {
+		fmt.Fprintf(w, "misses\t%d (keys not found)\n", *res.Misses)
 	}
 	fmt.Fprintf(w, "duration\t%.2f s\n", res.DurationS)
 	fmt.Fprintf(w, "throughput\t%.0f records/s\t%.2f MB/s\n", res.OpsPerS, res.MBPerS)

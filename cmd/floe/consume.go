@@ -26,7 +26,8 @@ type consumeOptions struct {
 	buckets []int32 // nil: all
 }
 
-// consumeCmd prints a log table's rows as JSON lines.
+// consumeCmd prints a log table's rows, or a primary-key table's
+// changelog, as JSON lines.
 func consumeCmd(env *cliEnv) clientCmd {
 	var from, buckets string
 	var o consumeOptions
@@ -128,6 +129,7 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 	out := bufio.NewWriterSize(env.stdout, 64<<10)
 	defer out.Flush()
 	codec := tbl.JSONCodec()
+	changelog := len(tbl.Info().PrimaryKey) > 0
 	var line []byte
 	var printed int64
 	for len(stopAt) > 0 {
@@ -143,7 +145,7 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 			if !ok || (!o.follow && r.Offset >= end) {
 				continue
 			}
-			if line, err = appendRecordJSON(line[:0], codec, r); err != nil {
+			if line, err = appendRecordJSON(line[:0], codec, r, changelog); err != nil {
 				return fmt.Errorf("bucket %d offset %d: %w", r.Bucket, r.Offset, err)
 			}
 			if _, err := out.Write(line); err != nil {
@@ -169,8 +171,9 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 }
 
 // appendRecordJSON appends a record as one JSON line: the row's columns,
-// then _bucket, _offset and _timestamp (RFC 3339, milliseconds, UTC).
-func appendRecordJSON(dst []byte, codec *record.JSONCodec, r client.ScanRecord) ([]byte, error) {
+// then _bucket, _offset and _timestamp (RFC 3339, milliseconds, UTC), and
+// for a changelog _change (+I, -U, +U, -D).
+func appendRecordJSON(dst []byte, codec *record.JSONCodec, r client.ScanRecord, changelog bool) ([]byte, error) {
 	start := len(dst)
 	dst, err := codec.AppendJSON(dst, r.Row)
 	if err != nil {
@@ -186,5 +189,9 @@ func appendRecordJSON(dst []byte, codec *record.JSONCodec, r client.ScanRecord) 
 	dst = strconv.AppendInt(dst, r.Offset, 10)
 	dst = append(dst, `,"_timestamp":"`...)
 	dst = r.Timestamp.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+	if changelog {
+		dst = append(dst, `","_change":"`...)
+		dst = append(dst, r.Change.String()...)
+	}
 	return append(dst, "\"}\n"...), nil
 }

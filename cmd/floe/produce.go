@@ -17,14 +17,18 @@ func runProduce(ctx context.Context, env *cliEnv, args []string) error {
 	return produceCmd(env).exec(ctx, env, args)
 }
 
-// produceCmd appends JSON lines, one object per row, to a log table.
+// produceCmd appends JSON lines, one object per row, to a log table, or
+// upserts (or deletes) them in a primary-key table.
 func produceCmd(env *cliEnv) clientCmd {
-	var file, acks string
+	var file, acks, columns string
+	var del bool
 	return clientCmd{name: "produce", nargs: 1, streaming: true,
-		usage: "produce DB.TABLE [--file F] [--acks all|1|0]",
+		usage: "produce DB.TABLE [--file F] [--acks all|1|0] [--delete] [--columns a,b]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&file, "file", "", "read JSON lines from this file instead of stdin")
 			fs.StringVar(&acks, "acks", "all", "acknowledgement: all (every in-sync replica), 1 (the leader) or 0 (none)")
+			fs.BoolVar(&del, "delete", false, "primary-key tables: each line is a key object whose row to delete")
+			fs.StringVar(&columns, "columns", "", "primary-key tables: comma-separated columns each line updates (a partial update)")
 		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 			db, name, err := tableName(pos[0])
@@ -44,34 +48,77 @@ func produceCmd(env *cliEnv) clientCmd {
 				defer f.Close()
 				in = f
 			}
+			if del && columns != "" {
+				return fmt.Errorf("%w: --delete and --columns exclude each other", errUsage)
+			}
 			tctx, cancel := context.WithTimeout(ctx, cf.timeout)
 			tbl, err := c.Table(tctx, db, name)
 			cancel()
 			if err != nil {
 				return err
 			}
-			return produce(ctx, env, cf, tbl, in, client.AppendWriterOptions{Acks: a})
+			var w lineWriter
+			switch {
+			case len(tbl.Info().PrimaryKey) > 0:
+				w, err = newUpsertLines(tbl, client.UpsertWriterOptions{Acks: a, PartialColumns: splitList(columns)}, del)
+			case del || columns != "":
+				return fmt.Errorf("%w: --delete and --columns need a primary-key table; %s is a log table", errUsage, pos[0])
+			default:
+				w, err = newAppendLines(tbl, client.AppendWriterOptions{Acks: a})
+			}
+			if err != nil {
+				return err
+			}
+			return produce(ctx, env, cf, w, in)
 		}}
 }
 
-// produce appends the JSON lines of in, then waits for them. Rows before a
-// bad line are written; the bad line stops the run with its line number.
-func produce(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Table, in io.Reader, opts client.AppendWriterOptions) error {
+// lineWriter writes JSON lines to a table.
+type lineWriter struct {
+	write func(ctx context.Context, object []byte) error
+	close func(ctx context.Context) error
+	verb  string // "produced", "upserted", "deleted"
+}
+
+func newAppendLines(tbl *client.Table, opts client.AppendWriterOptions) (lineWriter, error) {
 	w, err := tbl.NewAppendWriter(opts)
 	if err != nil {
-		return err
+		return lineWriter{}, err
 	}
-	start := time.Now()
-	st, readErr := produceLines(ctx, in, func(ctx context.Context, object []byte) error {
+	return lineWriter{verb: "produced", close: w.Close, write: func(ctx context.Context, object []byte) error {
 		_, err := w.AppendJSON(ctx, object)
 		return err
-	})
+	}}, nil
+}
+
+func newUpsertLines(tbl *client.Table, opts client.UpsertWriterOptions, del bool) (lineWriter, error) {
+	w, err := tbl.NewUpsertWriter(opts)
+	if err != nil {
+		return lineWriter{}, err
+	}
+	if del {
+		return lineWriter{verb: "deleted", close: w.Close, write: func(ctx context.Context, object []byte) error {
+			_, err := w.DeleteJSON(ctx, object)
+			return err
+		}}, nil
+	}
+	return lineWriter{verb: "upserted", close: w.Close, write: func(ctx context.Context, object []byte) error {
+		_, err := w.UpsertJSON(ctx, object)
+		return err
+	}}, nil
+}
+
+// produce writes the JSON lines of in, then waits for them. Rows before a
+// bad line are written; the bad line stops the run with its line number.
+func produce(ctx context.Context, env *cliEnv, cf *clientFlags, w lineWriter, in io.Reader) error {
+	start := time.Now()
+	st, readErr := produceLines(ctx, in, w.write)
 	// What was accepted is sent even after an interrupt, within --timeout.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cf.timeout)
 	defer cancel()
-	closeErr := w.Close(cctx)
+	closeErr := w.close(cctx)
 	elapsed := time.Since(start)
-	printProduceSummary(env, cf, st, elapsed, closeErr == nil)
+	printProduceSummary(env, cf, w.verb, st, elapsed, closeErr == nil)
 	if errors.Is(readErr, context.Canceled) && ctx.Err() != nil {
 		readErr = nil // interrupted: what was read is written, and that is all
 	}
@@ -84,7 +131,7 @@ func produce(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 	return nil
 }
 
-func printProduceSummary(env *cliEnv, cf *clientFlags, st lineStats, elapsed time.Duration, acked bool) {
+func printProduceSummary(env *cliEnv, cf *clientFlags, verb string, st lineStats, elapsed time.Duration, acked bool) {
 	rate := float64(st.rows) / max(elapsed.Seconds(), 1e-9)
 	if cf.output == "json" {
 		b, _ := json.Marshal(map[string]any{"rows": st.rows, "bytes": st.bytes, "seconds": elapsed.Seconds(),
@@ -92,9 +139,8 @@ func printProduceSummary(env *cliEnv, cf *clientFlags, st lineStats, elapsed tim
 		fmt.Fprintln(env.stderr, string(b))
 		return
 	}
-	verb := "produced"
 	if !acked {
-		verb = "appended (not all acknowledged)"
+		verb = "written, not all acknowledged:"
 	}
 	fmt.Fprintf(env.stderr, "%s %d rows, %d bytes in %v (%.0f rows/s)\n", verb, st.rows, st.bytes,
 		elapsed.Round(time.Millisecond), rate)

@@ -58,6 +58,7 @@ type pendingBatch struct {
 
 	// Set before done is closed.
 	baseOffset  int64
+	lastOffset  int64
 	timestampMs int64
 	err         error
 }
@@ -67,18 +68,21 @@ type pendingBatch struct {
 type batchBuffer struct {
 	rows    []byte
 	ends    []int // row i is rows[ends[i-1]:ends[i]]
+	changes []record.ChangeType
 	builder *record.BatchBuilder
 }
 
 func newPendingBatch(bucket int32, buf *batchBuffer) *pendingBatch {
 	buf.rows = buf.rows[:0]
 	buf.ends = buf.ends[:0]
+	buf.changes = buf.changes[:0]
 	return &pendingBatch{bucket: bucket, created: time.Now(), buf: buf, size: record.HeaderSize,
 		done: make(chan struct{})}
 }
 
 // add copies a row into the batch and returns its index.
-func (b *pendingBatch) add(row []byte, recordBytes int) int {
+func (b *pendingBatch) add(change record.ChangeType, row []byte, recordBytes int) int {
+	b.buf.changes = append(b.buf.changes, change)
 	b.buf.rows = append(b.buf.rows, row...)
 	b.buf.ends = append(b.buf.ends, len(b.buf.rows))
 	b.size += recordBytes
@@ -97,8 +101,8 @@ func (b *pendingBatch) build(opts record.BatchOptions) (record.Batch, error) {
 		b.buf.builder.Reset(opts, 0)
 	}
 	start := 0
-	for _, end := range b.buf.ends {
-		if err := b.buf.builder.Append(record.AppendOnly, b.buf.rows[start:end]); err != nil {
+	for i, end := range b.buf.ends {
+		if err := b.buf.builder.Append(b.buf.changes[i], b.buf.rows[start:end]); err != nil {
 			return nil, err
 		}
 		start = end

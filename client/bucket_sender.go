@@ -15,7 +15,7 @@ import (
 // bucketSender batches one bucket's rows and sends its batches, one at a
 // time, from its own goroutine.
 type bucketSender struct {
-	w      *AppendWriter
+	w      *writer
 	bucket int32
 	wakeCh chan struct{} // capacity 1: "something changed"
 
@@ -30,8 +30,9 @@ type bucketSender struct {
 	nextSeq  int32
 }
 
-// add puts a row in the open batch, sealing batches as they fill.
-func (s *bucketSender) add(row []byte, recordBytes int) *AppendFuture {
+// add puts a row in the open batch, sealing batches as they fill, and
+// returns the batch and the row's index in it.
+func (s *bucketSender) add(change record.ChangeType, row []byte, recordBytes int) (*pendingBatch, int) {
 	batchBytes := s.w.opts.BatchBytes
 	s.mu.Lock()
 	wake := false
@@ -44,7 +45,7 @@ func (s *bucketSender) add(row []byte, recordBytes int) *AppendFuture {
 		wake = true // arm the linger timer
 	}
 	b := s.open
-	index := b.add(row, recordBytes)
+	index := b.add(change, row, recordBytes)
 	if b.size+record.RecordSize(0) > batchBytes {
 		s.sealLocked()
 	}
@@ -52,7 +53,7 @@ func (s *bucketSender) add(row []byte, recordBytes int) *AppendFuture {
 	if wake {
 		s.wake()
 	}
-	return &AppendFuture{b: b, index: index}
+	return b, index
 }
 
 func (s *bucketSender) sealLocked() {
@@ -158,7 +159,8 @@ func (s *bucketSender) send(ctx context.Context, b *pendingBatch) {
 	} else {
 		b.baseOffset = resp.BaseOffset
 		b.timestampMs = resp.TimestampMs
-		if s.w.opts.Acks != AcksNone && resp.LastOffset-resp.BaseOffset != int64(b.count-1) {
+		b.lastOffset = resp.LastOffset
+		if s.w.kind.appendOnly && s.w.opts.Acks != AcksNone && resp.LastOffset-resp.BaseOffset != int64(b.count-1) {
 			s.w.opts.Logger.Warn("produce answer does not cover the batch", "bucket", s.bucket,
 				"base_offset", resp.BaseOffset, "last_offset", resp.LastOffset, "rows", b.count)
 		}
@@ -188,7 +190,7 @@ func (s *bucketSender) deliver(ctx context.Context, b *pendingBatch) (resp *pb.P
 	}
 	batch, err := b.build(record.BatchOptions{
 		SchemaID: s.w.t.schemaID, Format: record.PayloadRows, Compression: s.w.opts.Compression,
-		Codec: s.w.codec, AppendOnly: true, HasWriter: true, WriterID: s.writerID, Sequence: s.nextSeq,
+		Codec: s.w.codec, AppendOnly: s.w.kind.appendOnly, HasWriter: true, WriterID: s.writerID, Sequence: s.nextSeq,
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("client: build batch for bucket %d: %w", s.bucket, err)
@@ -198,10 +200,10 @@ func (s *bucketSender) deliver(ctx context.Context, b *pendingBatch) (resp *pb.P
 	} else {
 		s.nextSeq++
 	}
-	req := &pb.ProduceRequest{TableId: s.w.t.info.ID, Bucket: s.bucket, Acks: s.w.opts.Acks.wire(), Batch: batch}
+	call := batchCall{tableID: s.w.t.info.ID, bucket: s.bucket, acks: s.w.opts.Acks.wire(), batch: batch}
 	var bo backoff
 	for attempt := 1; ; attempt++ {
-		resp, version, err := s.produceOnce(ctx, req)
+		resp, version, err := s.sendOnce(ctx, call)
 		if err == nil {
 			return resp, true, nil
 		}
@@ -209,12 +211,12 @@ func (s *bucketSender) deliver(ctx context.Context, b *pendingBatch) (resp *pb.P
 		// the idempotent retry settles.
 		timedOut := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
 		if !retriable(err) && !timedOut {
-			return nil, true, fmt.Errorf("client: produce to bucket %d: %w", s.bucket, err)
+			return nil, true, fmt.Errorf("client: %s: bucket %d: %w", s.w.kind.name, s.bucket, err)
 		}
 		if ctx.Err() != nil {
 			return nil, true, s.timeoutError(ctx, b, attempt, err)
 		}
-		s.w.opts.Logger.Debug("produce failed, retrying", "bucket", s.bucket, "attempt", attempt, "error", err)
+		s.w.opts.Logger.Debug("batch failed, retrying", "bucket", s.bucket, "attempt", attempt, "error", err)
 		_ = s.w.t.refreshAfter(ctx, version) // a failed refresh shows up as the next attempt's error
 		if !bo.wait(ctx) {
 			return nil, true, s.timeoutError(ctx, b, attempt, err)
@@ -222,8 +224,8 @@ func (s *bucketSender) deliver(ctx context.Context, b *pendingBatch) (resp *pb.P
 	}
 }
 
-// produceOnce sends the request to the bucket's leader of the moment.
-func (s *bucketSender) produceOnce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, uint64, error) {
+// sendOnce sends the batch to the bucket's leader of the moment.
+func (s *bucketSender) sendOnce(ctx context.Context, call batchCall) (*pb.ProduceResponse, uint64, error) {
 	addr, version, err := s.w.t.leader(s.bucket)
 	if err != nil {
 		return nil, version, err
@@ -232,10 +234,10 @@ func (s *bucketSender) produceOnce(ctx context.Context, req *pb.ProduceRequest) 
 	if deadline, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(deadline))
 	}
-	req.TimeoutMs = int32(max(timeout.Milliseconds(), 1))
+	call.timeoutMs = int32(max(timeout.Milliseconds(), 1))
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := s.w.t.tablet(addr).Produce(rctx, req)
+	resp, err := s.w.kind.send(rctx, s.w.t.tablet(addr), call)
 	return resp, version, err
 }
 

@@ -1,0 +1,223 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// writer is the machinery AppendWriter and UpsertWriter share: a sender
+// goroutine per bucket that batches rows, sends one batch at a time with
+// a writer id and a sequence per batch, and retries retriable errors; a
+// byte budget bounding the rows held; Flush and Close. What differs between
+// the two is in writerKind.
+type writer struct {
+	t      *Table
+	kind   writerKind
+	opts   AppendWriterOptions // defaults applied
+	codec  *record.Codec       // nil without compression
+	budget *byteBudget
+
+	senders []*bucketSender // by bucket
+	buffers sync.Pool       // of *batchBuffer
+
+	idSem    chan struct{} // held while allocating the shared writer id
+	writerID int64         // shared writer id, -1 until allocated; under idSem
+
+	mu      sync.RWMutex // add holds it for reading; Close for writing
+	closed  bool
+	closing chan struct{}      // closed by Close
+	stopped chan struct{}      // closed once every sender has returned
+	abort   context.CancelFunc // ends the senders' calls
+	wg      sync.WaitGroup
+
+	errMu    sync.Mutex
+	firstErr error // since the last Flush
+}
+
+// writerKind is what a kind of writer sends and how.
+type writerKind struct {
+	// name is the writer in messages: "append writer".
+	name string
+	// appendOnly: batches of +A records, acknowledged with one offset per
+	// record. Otherwise a batch's answer covers the changelog it caused.
+	appendOnly bool
+	// send makes one call carrying a built batch of a bucket.
+	send func(ctx context.Context, tablet pb.DRPCTabletClient, call batchCall) (*pb.ProduceResponse, error)
+}
+
+// batchCall is one attempt at sending a batch.
+type batchCall struct {
+	tableID   uint64
+	bucket    int32
+	acks      int32
+	batch     []byte
+	timeoutMs int32
+}
+
+// startWriter starts a writer of the table's rows: a sender goroutine per
+// bucket, which close stops. opts must be valid.
+func startWriter(t *Table, kind writerKind, opts AppendWriterOptions) (*writer, error) {
+	w := &writer{
+		t:        t,
+		kind:     kind,
+		opts:     opts.withDefaults(),
+		idSem:    make(chan struct{}, 1),
+		writerID: -1,
+		closing:  make(chan struct{}),
+		stopped:  make(chan struct{}),
+	}
+	w.budget = newByteBudget(w.opts.MaxBufferedBytes)
+	if w.opts.Compression != record.CompressionNone {
+		codec, err := t.c.batchCodec()
+		if err != nil {
+			return nil, err
+		}
+		w.codec = codec
+	}
+	w.buffers.New = func() any { return &batchBuffer{} }
+	ctx, cancel := context.WithCancel(context.Background())
+	w.abort = cancel
+	w.senders = make([]*bucketSender, t.info.Buckets)
+	for b := range w.senders {
+		s := &bucketSender{w: w, bucket: int32(b), wakeCh: make(chan struct{}, 1), writerID: -1}
+		w.senders[b] = s
+		w.wg.Go(func() { s.run(ctx) })
+	}
+	return w, nil
+}
+
+// add buffers a valid row with its change type for bucket, blocking while
+// the buffer is full, and returns the batch it went into and its index.
+func (w *writer) add(ctx context.Context, bucket int32, change record.ChangeType, row []byte) (*pendingBatch, int, error) {
+	recordBytes := record.RecordSize(len(row))
+	if record.HeaderSize+recordBytes > record.MaxBatchSize {
+		return nil, 0, fmt.Errorf("client: %s: row of %d bytes exceeds the %d-byte batch limit", w.kind.name,
+			len(row), record.MaxBatchSize)
+	}
+	if err := w.budget.take(ctx, int64(recordBytes), w.closing, ErrWriterClosed); err != nil {
+		return nil, 0, err
+	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		w.budget.give(int64(recordBytes))
+		return nil, 0, ErrWriterClosed
+	}
+	b, index := w.senders[bucket].add(change, row, recordBytes)
+	return b, index, nil
+}
+
+// flush sends every buffered row at once and waits until all rows added
+// before the call are acknowledged or have failed. It returns the first
+// error a row met since the previous flush (or ctx's error, leaving the
+// rows to carry on).
+func (w *writer) flush(ctx context.Context) error {
+	var newest []*pendingBatch
+	for _, s := range w.senders {
+		if b := s.flush(); b != nil {
+			newest = append(newest, b)
+		}
+	}
+	// A bucket's batches complete in order: its newest one is the last.
+	for _, b := range newest {
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return w.takeErr()
+}
+
+// close refuses further rows, sends what is buffered and waits for it, then
+// stops the senders. If ctx ends first, the rows not yet acknowledged fail
+// with ErrWriterClosed. It returns the first error since the last flush,
+// joined with ctx's error if it ended.
+func (w *writer) close(ctx context.Context) error {
+	w.mu.Lock()
+	first := !w.closed
+	if first {
+		w.closed = true
+		close(w.closing)
+	}
+	w.mu.Unlock()
+	if first {
+		for _, s := range w.senders {
+			s.wake()
+		}
+		go func() {
+			w.wg.Wait()
+			close(w.stopped)
+		}()
+	}
+	select {
+	case <-w.stopped:
+		w.abort()
+		return w.takeErr()
+	case <-ctx.Done():
+		w.abort()
+		<-w.stopped
+		return errors.Join(fmt.Errorf("client: close %s: %w", w.kind.name, ctx.Err()), w.takeErr())
+	}
+}
+
+// noteErr keeps the first error for flush.
+func (w *writer) noteErr(err error) {
+	w.errMu.Lock()
+	if w.firstErr == nil {
+		w.firstErr = err
+	}
+	w.errMu.Unlock()
+}
+
+func (w *writer) takeErr() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	err := w.firstErr
+	w.firstErr = nil
+	return err
+}
+
+// sharedWriterID returns the writer's id, allocating it on first use.
+func (w *writer) sharedWriterID(ctx context.Context) (int64, error) {
+	select {
+	case w.idSem <- struct{}{}:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	defer func() { <-w.idSem }()
+	if w.writerID >= 0 {
+		return w.writerID, nil
+	}
+	id, err := w.t.c.allocateWriterID(ctx)
+	if err != nil {
+		return 0, err
+	}
+	w.writerID = id
+	return id, nil
+}
+
+// allocateWriterID gets a new idempotent writer id from the metadata
+// service. The request id makes a retried call return the same id.
+func (c *Client) allocateWriterID(ctx context.Context) (int64, error) {
+	req := &pb.AllocateWriterIdRequest{RequestId: newRequestID()}
+	var resp *pb.AllocateWriterIdResponse
+	err := c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.AllocateWriterId(ctx, req)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("client: allocate writer id: %w", err)
+	}
+	if resp.WriterId > math.MaxInt64 {
+		return 0, fmt.Errorf("client: allocate writer id: id %d does not fit a batch header", resp.WriterId)
+	}
+	return int64(resp.WriterId), nil
+}

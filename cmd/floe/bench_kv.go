@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"slices"
+
+	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/storage/record"
+)
+
+// kvBenchSchema is the schema of the primary-key tables the upsert and
+// lookup benchmarks create: 16-byte keys derived from an index.
+const kvBenchSchema = "id STRING NOT NULL, v BYTES"
+
+// kvBenchFlags are the flags of bench upsert and bench lookup.
+type kvBenchFlags struct {
+	benchFlags
+	keys        int64
+	batch       int
+	replication int
+}
+
+func (f *kvBenchFlags) register(fs *flag.FlagSet) {
+	f.registerAs(fs, "bench.kv", "DB.TABLE; created with '"+kvBenchSchema+"', PRIMARY KEY (id) if missing")
+	fs.Int64Var(&f.keys, "keys", 1_000_000, "keys are drawn at random from [0, keys)")
+	fs.IntVar(&f.replication, "replication", 0, "replication of a table created by the benchmark (0: the cluster's default, 3 with 3+ nodes)")
+}
+
+func (f *kvBenchFlags) validate() error {
+	if err := f.benchFlags.validate(); err != nil {
+		return err
+	}
+	switch {
+	case f.keys <= 0 || f.keys > 1e15:
+		return fmt.Errorf("%w: --keys must be in [1, 1e15]", errUsage)
+	case f.batch <= 0 || f.batch > client.MaxBatchKeysLimit:
+		return fmt.Errorf("%w: --batch must be in [1, %d]", errUsage, client.MaxBatchKeysLimit)
+	case f.replication < 0:
+		return fmt.Errorf("%w: --replication must not be negative", errUsage)
+	}
+	return nil
+}
+
+// openKVBenchTable creates the database and table if missing, and opens the
+// table, which must have the benchmark's columns and key.
+func openKVBenchTable(ctx context.Context, c *client.Client, cf *clientFlags, f *kvBenchFlags) (*client.Table, error) {
+	db, name, err := tableName(f.table)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
+	defer cancel()
+	if err := c.Admin().CreateDatabase(ctx, db, client.IfNotExists()); err != nil {
+		return nil, err
+	}
+	_, err = c.Admin().CreateTable(ctx, client.TableSpec{Database: db, Name: name, Schema: kvBenchSchema,
+		PrimaryKey: []string{"id"}, Buckets: int32(f.buckets), Replication: int32(f.replication)}, client.IfNotExists())
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := c.Table(ctx, db, name)
+	if err != nil {
+		return nil, err
+	}
+	s := tbl.Schema()
+	if len(s.Columns) != 2 || s.Columns[0].Type.Kind() != record.KindString || s.Columns[1].Type.Kind() != record.KindBytes ||
+		!slices.Equal(s.PrimaryKey, []string{"id"}) {
+		return nil, fmt.Errorf("table %s exists with schema %q, want %q with PRIMARY KEY (id)", f.table, s.String(), kvBenchSchema)
+	}
+	return tbl, nil
+}
+
+// kvRows encodes the benchmark's rows and keys. Not safe for concurrent
+// use.
+type kvRows struct {
+	rowEnc, keyEnc *record.RowEncoder
+	value          []byte
+	id, row        []byte
+}
+
+func newKVRows(tbl *client.Table, valueBytes int) (*kvRows, error) {
+	keyEnc, err := record.NewRowEncoder(tbl.PrimaryKeySchema())
+	if err != nil {
+		return nil, err
+	}
+	v := make([]byte, valueBytes)
+	_, _ = rand.Read(v)
+	return &kvRows{rowEnc: tbl.NewRowEncoder(), keyEnc: keyEnc, value: v}, nil
+}
+
+// benchKeyID is the 16-byte id of key i.
+func benchKeyID(dst []byte, i int64) []byte { return fmt.Appendf(dst, "k%015d", i) }
+
+// row encodes the row of key i; valid until the next call.
+func (r *kvRows) rowOf(i int64) ([]byte, error) {
+	r.id = benchKeyID(r.id[:0], i)
+	r.rowEnc.SetStringBytes(0, r.id)
+	r.rowEnc.SetBytes(1, r.value)
+	row, err := r.rowEnc.Finish(r.row[:0])
+	r.row = row
+	return row, err
+}
+
+// keyOf encodes the primary key of key i into a new slice.
+func (r *kvRows) keyOf(i int64) ([]byte, error) {
+	r.id = benchKeyID(r.id[:0], i)
+	r.keyEnc.SetStringBytes(0, r.id)
+	return r.keyEnc.Finish(nil)
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/floedb/floe/client"
+)
+
+func benchLookupCmd(env *cliEnv) clientCmd {
+	var f kvBenchFlags
+	var load, linearizable bool
+	return clientCmd{name: "bench lookup", streaming: true,
+		usage: "bench lookup [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--keys 1000000] [--batch 1] [--load] [--linearizable]",
+		flags: func(fs *flag.FlagSet) {
+			f.register(fs)
+			fs.IntVar(&f.batch, "batch", 1, "keys per LookupBatch call (1: single-key Lookup calls, which one lookuper coalesces)")
+			fs.BoolVar(&load, "load", false, "first upsert every key of [0, keys) (with --record-bytes values)")
+			fs.BoolVar(&linearizable, "linearizable", false, "linearizable lookups")
+		},
+		run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
+			if err := f.validate(); err != nil {
+				return err
+			}
+			tbl, err := openKVBenchTable(ctx, c, cf, &f)
+			if err != nil {
+				return err
+			}
+			if load {
+				start := time.Now()
+				if err := loadKeys(ctx, tbl, &f); err != nil {
+					return fmt.Errorf("load: %w", err)
+				}
+				fmt.Fprintf(env.stderr, "loaded %d keys in %v\n", f.keys, time.Since(start).Round(time.Millisecond))
+			}
+			res, err := benchLookup(ctx, tbl, &f, linearizable)
+			if err != nil {
+				return err
+			}
+			title := fmt.Sprintf("floe bench lookup: %s, %d callers, %d random keys, batch %d, linearizable=%v (records: keys looked up)",
+				f.table, f.concurrency, f.keys, f.batch, linearizable)
+			return printBenchResult(env, title, res)
+		}}
+}
+
+// loadKeys upserts every key once, --concurrency writers splitting them.
+func loadKeys(ctx context.Context, tbl *client.Table, f *kvBenchFlags) error {
+	errs := make([]error, f.concurrency)
+	per := (f.keys + int64(f.concurrency) - 1) / int64(f.concurrency)
+	var wg sync.WaitGroup
+	for i := range f.concurrency {
+		from, to := int64(i)*per, min(int64(i+1)*per, f.keys)
+		wg.Go(func() { errs[i] = loadRange(ctx, tbl, f, from, to) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func loadRange(ctx context.Context, tbl *client.Table, f *kvBenchFlags, from, to int64) error {
+	w, err := tbl.NewUpsertWriter(client.UpsertWriterOptions{Acks: f.ackMode, Linger: f.linger})
+	if err != nil {
+		return err
+	}
+	rows, err := newKVRows(tbl, f.recordBytes)
+	if err != nil {
+		return err
+	}
+	for i := from; i < to; i++ {
+		row, err := rows.rowOf(i)
+		if err == nil {
+			_, err = w.Upsert(ctx, row)
+		}
+		if err != nil {
+			return errors.Join(err, w.Close(ctx))
+		}
+	}
+	return w.Close(ctx)
+}
+
+// lookupWorker is one caller goroutine's counts.
+type lookupWorker struct {
+	found, misses, errors int64
+	lat                   *reservoir
+}
+
+// benchLookup runs the callers for --duration over one shared lookuper.
+func benchLookup(ctx context.Context, tbl *client.Table, f *kvBenchFlags, linearizable bool) (benchResult, error) {
+	l, err := tbl.NewLookuper(client.LookuperOptions{Linearizable: linearizable, Timeout: benchDrainTimeout})
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer l.Close()
+	runCtx, cancel := context.WithTimeout(ctx, f.duration)
+	defer cancel()
+	workers := make([]*lookupWorker, f.concurrency)
+	errs := make([]error, f.concurrency)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range workers {
+		lw := &lookupWorker{lat: newReservoir(maxLatencySamples / f.concurrency)}
+		workers[i] = lw
+		wg.Go(func() { errs[i] = lw.run(runCtx, l, tbl, f) })
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return benchResult{}, err
+	}
+	var found, misses, failed int64
+	var rs []*reservoir
+	for _, lw := range workers {
+		found += lw.found
+		misses += lw.misses
+		failed += lw.errors
+		rs = append(rs, lw.lat)
+	}
+	res := newBenchResult("lookup", &f.benchFlags, found+misses, failed, elapsed, mergeLatencies(rs))
+	res.MBPerS = float64(found) * float64(f.recordBytes) / 1e6 / max(elapsed.Seconds(), 1e-9)
+	res.Misses = &misses
+	return res, nil
+}
+
+// run looks up random keys until runCtx ends: one Lookup call at a time,
+// or LookupBatch calls of --batch keys. Latency is per call.
+func (lw *lookupWorker) run(runCtx context.Context, l *client.Lookuper, tbl *client.Table, f *kvBenchFlags) error {
+	rows, err := newKVRows(tbl, 0)
+	if err != nil {
+		return err
+	}
+	keys := make([][]byte, f.batch)
+	for runCtx.Err() == nil {
+		for i := range keys {
+			if keys[i], err = rows.keyOf(rand.Int64N(f.keys)); err != nil {
+				return err
+			}
+		}
+		t0 := time.Now()
+		var found []bool
+		if f.batch == 1 {
+			_, ok, err := l.Lookup(runCtx, keys[0])
+			if err != nil {
+				lw.countError(runCtx)
+				continue
+			}
+			found = []bool{ok}
+		} else {
+			got, err := l.LookupBatch(runCtx, keys)
+			if err != nil {
+				lw.countError(runCtx)
+				continue
+			}
+			for _, row := range got {
+				found = append(found, row != nil)
+			}
+		}
+		lw.lat.add(time.Since(t0))
+		for _, ok := range found {
+			if ok {
+				lw.found++
+			} else {
+				lw.misses++
+			}
+		}
+	}
+	return nil
+}
+
+// countError counts a failed call, unless the run was ending.
+func (lw *lookupWorker) countError(runCtx context.Context) {
+	if runCtx.Err() == nil {
+		lw.errors++
+	}
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/storage/record"
+)
+
+// lookupBatchKeys is how many stdin keys go into one LookupBatch.
+const lookupBatchKeys = 256
+
+// errNotFound fails a lookup that found no row for some key.
+var errNotFound = errors.New("not found")
+
+func runLookup(ctx context.Context, env *cliEnv, args []string) error {
+	return lookupCmd(env).exec(ctx, env, args)
+}
+
+// lookupOptions are the flags of floe lookup.
+type lookupOptions struct {
+	key, prefix  string
+	linearizable bool
+}
+
+// lookupCmd prints rows of a primary-key table as JSON lines: the row of
+// --key, the rows of the --prefix bucket key, or the rows of the key
+// objects read from stdin.
+func lookupCmd(env *cliEnv) clientCmd {
+	var o lookupOptions
+	return clientCmd{name: "lookup", nargs: 1, streaming: true,
+		usage: "lookup DB.TABLE [--key '{\"id\":1}' | --prefix '{\"a\":1}'] [--linearizable]",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&o.key, "key", "", "the primary key as a JSON object; without --key or --prefix, one key object per stdin line")
+			fs.StringVar(&o.prefix, "prefix", "", "a bucket key as a JSON object: print every row with it (bucket key a strict prefix of the primary key)")
+			fs.BoolVar(&o.linearizable, "linearizable", false, "answer only with every write acknowledged before the lookup applied")
+		},
+		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+			db, name, err := tableName(pos[0])
+			if err != nil {
+				return err
+			}
+			if o.key != "" && o.prefix != "" {
+				return fmt.Errorf("%w: --key and --prefix exclude each other", errUsage)
+			}
+			tctx, cancel := context.WithTimeout(ctx, cf.timeout)
+			tbl, err := c.Table(tctx, db, name)
+			cancel()
+			if err != nil {
+				return err
+			}
+			l, err := tbl.NewLookuper(client.LookuperOptions{Linearizable: o.linearizable, Timeout: cf.timeout})
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			out := bufio.NewWriterSize(env.stdout, 64<<10)
+			defer out.Flush()
+			p := rowPrinter{out: out, codec: tbl.JSONCodec()}
+			switch {
+			case o.key != "":
+				row, found, err := l.LookupJSON(ctx, []byte(o.key))
+				if err != nil {
+					return fmt.Errorf("--key: %w", err)
+				}
+				if !found {
+					return fmt.Errorf("key %s: %w", o.key, errNotFound)
+				}
+				return p.print(row)
+			case o.prefix != "":
+				rows, err := l.PrefixLookupJSON(ctx, []byte(o.prefix))
+				for _, row := range rows {
+					if perr := p.print(row); perr != nil {
+						return perr
+					}
+				}
+				if err != nil {
+					return fmt.Errorf("--prefix: %w", err)
+				}
+				return nil
+			}
+			return lookupLines(ctx, l, tbl, interruptible(ctx, env.stdin), p)
+		}}
+}
+
+// rowPrinter writes rows as JSON lines.
+type rowPrinter struct {
+	out   *bufio.Writer
+	codec *record.JSONCodec
+	line  []byte
+}
+
+func (p *rowPrinter) print(row []byte) error {
+	line, err := p.codec.AppendJSON(p.line[:0], row)
+	if err != nil {
+		return err
+	}
+	p.line = append(line, '\n')
+	_, err = p.out.Write(p.line)
+	return err
+}
+
+// lookupLines looks up the key object of every non-blank line of in, in
+// batches, and prints the rows found in input order. A bad line stops the
+// run with its number; keys not found make the run fail at the end.
+func lookupLines(ctx context.Context, l *client.Lookuper, tbl *client.Table, in io.Reader, p rowPrinter) error {
+	codec, err := record.NewJSONCodec(tbl.PrimaryKeySchema())
+	if err != nil {
+		return err
+	}
+	var keys [][]byte
+	var missing int64
+	flushKeys := func() error {
+		if len(keys) == 0 {
+			return nil
+		}
+		rows, err := l.LookupBatch(ctx, keys)
+		if err != nil {
+			return err
+		}
+		keys = keys[:0]
+		for _, row := range rows {
+			if row == nil {
+				missing++
+				continue
+			}
+			if err := p.print(row); err != nil {
+				return err
+			}
+		}
+		return p.out.Flush()
+	}
+	_, readErr := produceLines(ctx, in, func(_ context.Context, object []byte) error {
+		key, err := codec.AppendRow(nil, object)
+		if err != nil {
+			return err
+		}
+		if keys = append(keys, key); len(keys) == lookupBatchKeys {
+			return flushKeys()
+		}
+		return nil
+	})
+	if errors.Is(readErr, context.Canceled) && ctx.Err() != nil {
+		return nil // interrupted
+	}
+	if err := flushKeys(); err != nil {
+		return err
+	}
+	if readErr != nil {
+		return readErr
+	}
+	if missing > 0 {
+		return fmt.Errorf("%d keys: %w", missing, errNotFound)
+	}
+	return nil
+}
