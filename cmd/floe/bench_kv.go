@@ -77,18 +77,24 @@ func openKVBenchTable(ctx context.Context, c *client.Client, cf *clientFlags, f 
 // use.
 type kvRows struct {
 	rowEnc, keyEnc *record.RowEncoder
-	value          []byte
+	values         []byte // random bytes; each row takes a window at its own place
+	valueBytes     int
+	seq            int
 	id, row        []byte
 }
+
+// valuePoolBytes is the random data values are cut from: every row gets
+// different, incompressible bytes without paying for random generation.
+const valuePoolBytes = 1 << 20
 
 func newKVRows(tbl *client.Table, valueBytes int) (*kvRows, error) {
 	keyEnc, err := record.NewRowEncoder(tbl.PrimaryKeySchema())
 	if err != nil {
 		return nil, err
 	}
-	v := make([]byte, valueBytes)
+	v := make([]byte, valuePoolBytes+valueBytes)
 	_, _ = rand.Read(v)
-	return &kvRows{rowEnc: tbl.NewRowEncoder(), keyEnc: keyEnc, value: v}, nil
+	return &kvRows{rowEnc: tbl.NewRowEncoder(), keyEnc: keyEnc, values: v, valueBytes: valueBytes}, nil
 }
 
 // benchKeyID is the 16-byte id of key i.
@@ -98,7 +104,8 @@ func benchKeyID(dst []byte, i int64) []byte { return fmt.Appendf(dst, "k%015d", 
 func (r *kvRows) rowOf(i int64) ([]byte, error) {
 	r.id = benchKeyID(r.id[:0], i)
 	r.rowEnc.SetStringBytes(0, r.id)
-	r.rowEnc.SetBytes(1, r.value)
+	r.seq = (r.seq + 4099) % valuePoolBytes // a prime stride: windows rarely repeat
+	r.rowEnc.SetBytes(1, r.values[r.seq:r.seq+r.valueBytes])
 	row, err := r.rowEnc.Finish(r.row[:0])
 	r.row = row
 	return row, err

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
@@ -256,4 +257,50 @@ func (kv *kvReplica) resetLocked() error {
 	kv.store.Store(st)
 	kv.wake()
 	return nil
+}
+
+// kvGCInterval is how often the value logs of the node's KV stores are
+// checked for garbage; kvGCFilesPerRound bounds the files one store
+// rewrites per check.
+const (
+	kvGCInterval      = 2 * time.Minute
+	kvGCFilesPerRound = 4
+)
+
+// collectKVGarbage reclaims the value-log space of overwritten and deleted
+// rows in every KV store of the node, one store at a time, until the
+// manager closes.
+func (m *Manager) collectKVGarbage() {
+	defer m.wg.Done()
+	tick := time.NewTicker(kvGCInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-tick.C:
+		}
+		m.mu.Lock()
+		var stores []*kvReplica
+		for _, r := range m.replicas {
+			if r.kv != nil {
+				stores = append(stores, r.kv)
+			}
+		}
+		m.mu.Unlock()
+		for _, kv := range stores {
+			select {
+			case <-m.stop:
+				return
+			default:
+			}
+			n, err := kv.store.Load().CollectGarbage(kvGCFilesPerRound)
+			switch {
+			case err != nil && !errors.Is(err, kvstore.ErrClosed):
+				m.log.Warn("KV value-log GC", "bucket", kv.r.id.String(), "err", err)
+			case n > 0:
+				m.log.Info("KV value-log GC", "bucket", kv.r.id.String(), "files_rewritten", n)
+			}
+		}
+	}
 }

@@ -56,8 +56,9 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m.zstd = codec
-	m.wg.Add(1)
+	m.wg.Add(2)
 	go m.housekeeping()
+	go m.collectKVGarbage()
 	return m, nil
 }
 

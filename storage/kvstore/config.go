@@ -9,7 +9,7 @@ import (
 // replica owns one Badger database, so memory per database stays small.
 const (
 	DefaultMemTableBytes   int64 = 8 << 20
-	DefaultBlockCacheBytes int64 = 16 << 20
+	DefaultBlockCacheBytes int64 = 0
 	DefaultIndexCacheBytes int64 = 8 << 20
 	DefaultNumMemtables          = 2
 )

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // Namespaces: the first byte of every Badger key.
@@ -21,9 +22,13 @@ var appliedOffsetKey = []byte{metaPrefix, 'a', 'p', 'p', 'l', 'i', 'e', 'd', '_'
 // Badger settings that do not come from Config, chosen for many small
 // databases per node holding rows of about a kilobyte.
 const (
-	// valueThresholdBytes keeps rows up to 4 KiB in the LSM tree, so point
-	// reads of typical rows never touch the value log.
-	valueThresholdBytes = 4 << 10
+	// valueThresholdBytes keeps rows up to 256 bytes in the LSM tree and
+	// puts larger ones in the value log (WiscKey): compactions then move
+	// keys and pointers, not kilobyte rows, which nearly doubles upsert
+	// throughput on a CPU-bound node; a point read of a large row costs one
+	// more read, from the mapped value log. Overwritten rows leave garbage
+	// there, which CollectGarbage reclaims.
+	valueThresholdBytes = 256
 	// valueLogFileBytes bounds each value-log file (Badger's default is
 	// 1 GiB, too much per bucket).
 	valueLogFileBytes = 64 << 20
@@ -38,6 +43,7 @@ const (
 type Store struct {
 	db *badger.DB
 
+	gcMu          sync.Mutex   // held by CollectGarbage, and by Close to wait for it
 	mu            sync.RWMutex // guards closed and appliedOffset; held by Apply while it writes
 	closed        bool
 	appliedOffset int64
@@ -55,6 +61,7 @@ func Open(cfg Config) (*Store, error) {
 		WithMemTableSize(cfg.MemTableBytes).
 		WithNumMemtables(cfg.NumMemtables).
 		WithBlockCacheSize(cfg.BlockCacheBytes).
+		WithCompression(options.None). // CPU is scarcer than disk; the log holds the compact copy
 		WithIndexCacheSize(cfg.IndexCacheBytes).
 		WithNumCompactors(numCompactors).
 		WithValueThreshold(valueThresholdBytes).
@@ -82,6 +89,8 @@ func Open(cfg Config) (*Store, error) {
 // Close closes the database. Calls after Close return ErrClosed; Close
 // itself may be called again and then returns nil.
 func (s *Store) Close() error {
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

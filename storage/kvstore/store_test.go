@@ -206,18 +206,42 @@ func TestApplyRefusesOldOffset(t *testing.T) {
 func TestApplyTooLargeIsAtomic(t *testing.T) {
 	s := newTestStore(t, t.TempDir())
 	// Default 8 MiB memtable: a transaction may hold about 1.2 MB.
-	big := bytes.Repeat([]byte("x"), 2<<10) // below the value threshold: counted in full
+	big := bytes.Repeat([]byte("x"), 200) // below the value threshold: counted in full
 	var entries []Change
-	for i := range 1024 {
-		entries = append(entries, Change{Key: fmt.Appendf(nil, "k%04d", i), Row: big, Kind: record.Insert})
+	for i := range 10240 {
+		entries = append(entries, Change{Key: fmt.Appendf(nil, "k%05d", i), Row: big, Kind: record.Insert})
 	}
 	err := s.Apply(entries, 100)
 	if !errors.Is(err, ErrBatchTooLarge) {
 		t.Fatalf("Apply of a 2 MiB batch = %v, want ErrBatchTooLarge", err)
 	}
 	off, _ := s.AppliedOffset()
-	_, ok, _ := s.Get([]byte("k0000"))
+	_, ok, _ := s.Get([]byte("k00000"))
 	if off != 0 || ok {
 		t.Fatalf("after refused batch: offset %d, first key stored %v", off, ok)
+	}
+}
+
+func TestCollectGarbage(t *testing.T) {
+	s := newTestStore(t, t.TempDir())
+	row := bytes.Repeat([]byte("v"), 1024) // in the value log
+	for round := range 20 {
+		var entries []Change
+		for i := range 200 {
+			entries = append(entries, Change{Key: fmt.Appendf(nil, "k%03d", i), Row: row, Kind: record.UpdateAfter})
+		}
+		if err := s.Apply(entries, int64(round+1)*200); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.CollectGarbage(2); err != nil {
+		t.Fatalf("CollectGarbage = %v", err)
+	}
+	if got, ok, err := s.Get([]byte("k007")); err != nil || !ok || !bytes.Equal(got, row) {
+		t.Fatalf("after GC: %v %v", ok, err)
+	}
+	s.Close()
+	if _, err := s.CollectGarbage(1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("CollectGarbage after Close = %v, want ErrClosed", err)
 	}
 }
