@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"flag"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/floedb/floe/client"
@@ -44,6 +46,7 @@ type benchFlags struct {
 	acks        string
 	buckets     int
 	linger      time.Duration
+	cpuProfile  string
 
 	ackMode client.Acks // parsed from acks
 }
@@ -61,6 +64,27 @@ func (f *benchFlags) registerAs(fs *flag.FlagSet, table, tableUsage string) {
 	fs.StringVar(&f.acks, "acks", "all", "acknowledgement: all, 1 or 0")
 	fs.IntVar(&f.buckets, "buckets", 0, "buckets of a table created by the benchmark (0: the cluster's default)")
 	fs.DurationVar(&f.linger, "linger", 0, "writer linger (0: the writer's default, negative: none)")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this client to the file (go tool pprof)")
+}
+
+// startProfile starts the --cpuprofile profile, if asked; the returned
+// function stops it.
+func (f *benchFlags) startProfile() (func(), error) {
+	if f.cpuProfile == "" {
+		return func() {}, nil
+	}
+	out, err := os.Create(f.cpuProfile)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		out.Close()
+	}, nil
 }
 
 func (f *benchFlags) validate() error {

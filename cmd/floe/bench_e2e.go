@@ -31,6 +31,11 @@ func benchE2ECmd(env *cliEnv) clientCmd {
 			if err := f.validate(); err != nil {
 				return err
 			}
+			stop, err := f.startProfile()
+			if err != nil {
+				return err
+			}
+			defer stop()
 			if f.recordBytes < 8 {
 				return fmt.Errorf("%w: --record-bytes must be at least 8 (the send time)", errUsage)
 			}

@@ -27,6 +27,11 @@ func benchLookupCmd(env *cliEnv) clientCmd {
 			if err := f.validate(); err != nil {
 				return err
 			}
+			stop, err := f.startProfile()
+			if err != nil {
+				return err
+			}
+			defer stop()
 			tbl, err := openKVBenchTable(ctx, c, cf, &f)
 			if err != nil {
 				return err

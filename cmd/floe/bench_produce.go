@@ -30,6 +30,11 @@ func benchProduceCmd(env *cliEnv) clientCmd {
 			if err := f.validate(); err != nil {
 				return err
 			}
+			stop, err := f.startProfile()
+			if err != nil {
+				return err
+			}
+			defer stop()
 			if batch <= 0 {
 				return fmt.Errorf("%w: --batch must be positive", errUsage)
 			}

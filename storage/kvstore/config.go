@@ -10,7 +10,7 @@ import (
 const (
 	DefaultMemTableBytes   int64 = 8 << 20
 	DefaultBlockCacheBytes int64 = 0
-	DefaultIndexCacheBytes int64 = 8 << 20
+	DefaultIndexCacheBytes int64 = 0
 	DefaultNumMemtables          = 2
 )
 
@@ -23,10 +23,13 @@ type Config struct {
 	// also bounds one Apply batch: Badger refuses a transaction larger than
 	// about 15% of it (see ErrBatchTooLarge).
 	MemTableBytes int64
-	// BlockCacheBytes is the Badger block cache; default 16 MiB.
+	// BlockCacheBytes is the Badger block cache; default none: tables
+	// are not compressed, so reads go straight to the mapped files and the
+	// page cache.
 	BlockCacheBytes int64
-	// IndexCacheBytes is the Badger table-index and bloom-filter cache;
-	// default 8 MiB.
+	// IndexCacheBytes bounds the memory of table indexes and bloom
+	// filters; default none: every table's index stays in memory (a few
+	// bytes per key), which keeps point reads off a cache's atomics.
 	IndexCacheBytes int64
 	// NumMemtables is how many memtables Badger keeps, the active one
 	// included, before it stalls writes; default 2.
