@@ -283,8 +283,14 @@ func (c *Cluster) Client(ctx context.Context) *client.Client {
 
 // CLI runs the floe binary as a client against the cluster.
 func (c *Cluster) CLI(args ...string) (stdout, stderr string, code int) {
+	return c.CLIInput("", args...)
+}
+
+// CLIInput is CLI with stdin.
+func (c *Cluster) CLIInput(stdin string, args ...string) (stdout, stderr string, code int) {
 	args = append(args, "--server", strings.Join(c.Addrs(), ","))
 	cmd := exec.Command(floeBin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
