@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -358,6 +360,95 @@ func TestKVRestartAll(t *testing.T) {
 	for id, v := range want {
 		if replay[id] != v {
 			t.Fatalf("changelog replay: key %d = %d, want %d", id, replay[id], v)
+		}
+	}
+}
+
+// TestKVRebuildsMissingStore deletes a follower's KV store while the node
+// is down: on restart the replica rebuilds it from its log, and once it
+// leads the bucket it serves every key.
+func TestKVRebuildsMissingStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	c := StartCluster(t, 3, ClusterOptions{})
+	ctx := t.Context()
+	cl := c.Client(ctx)
+	tbl := openKV(t, ctx, cl, "rb", "kv", kvClientSchema, []string{"a", "b"}, nil, 1)
+	w, err := tbl.NewUpsertWriter(client.UpsertWriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keys = 5000
+	var futures []*client.UpsertFuture
+	for a := range keys {
+		f, err := w.UpsertJSON(ctx, fmt.Appendf(nil, `{"a":%d,"b":"k","name":"n","v":%d}`, a, a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		if _, err := f.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close(ctx)
+	placement := func() client.Bucket {
+		desc, err := cl.Admin().DescribeTable(ctx, "rb", "kv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return desc.Placement[0]
+	}
+	var target *Node
+	for _, nd := range c.Nodes {
+		if nd.ID != placement().Leader {
+			target = nd
+			break
+		}
+	}
+	c.Stop(target)
+	kvDir := filepath.Join(target.DataDir, "tablet", fmt.Sprintf("t%d-b0", tbl.ID()), "kv")
+	if _, err := os.Stat(kvDir); err != nil {
+		t.Fatalf("the follower has no KV store at %s: %v", kvDir, err)
+	}
+	if err := os.RemoveAll(kvDir); err != nil {
+		t.Fatal(err)
+	}
+	c.Restart(target)
+	waitISRFull(t, ctx, cl, "rb", "kv")
+	// Move leadership to the rebuilt replica.
+	for placement().Leader != target.ID {
+		leader := c.Nodes[placement().Leader-1]
+		c.Kill(leader)
+		waitFor(t, 30*time.Second, "a new bucket leader", func() bool { l := placement().Leader; return l != 0 && l != leader.ID })
+		c.Restart(leader)
+		waitISRFull(t, ctx, cl, "rb", "kv")
+	}
+	l, err := tbl.NewLookuper(client.LookuperOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var batch [][]byte
+	for a := range keys {
+		enc, _ := record.NewRowEncoder(tbl.PrimaryKeySchema())
+		enc.SetInt64(0, int64(a))
+		enc.SetString(1, "k")
+		key, err := enc.Finish(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, key)
+	}
+	rows, err := l.LookupBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for a, row := range rows {
+		if row == nil || record.NewRowView(tbl.Schema(), row).Int64(3) != int64(a) {
+			t.Fatalf("key %d on the rebuilt leader: %s", a, rowJSONOf(t, tbl, row))
 		}
 	}
 }
