@@ -153,17 +153,27 @@ func (l *Lookuper) lookupKeys(ctx context.Context, bucket int32, keys [][]byte) 
 	if err != nil {
 		return nil, fmt.Errorf("client: lookup: %w", err)
 	}
-	if len(resp.Rows) != len(keys) {
-		return nil, fmt.Errorf("client: lookup: bucket %d answered %d rows for %d keys", bucket, len(resp.Rows), len(keys))
+	if len(resp.RowSizes) != len(keys) {
+		return nil, fmt.Errorf("client: lookup: bucket %d answered %d rows for %d keys", bucket, len(resp.RowSizes), len(keys))
 	}
-	for i, row := range resp.Rows {
-		if len(row) == 0 {
-			resp.Rows[i] = nil
+	rows := make([][]byte, len(keys))
+	off := 0
+	for i, n := range resp.RowSizes {
+		if n == 0 {
 			continue
 		}
+		if int(n) > len(resp.Rows)-off {
+			return nil, fmt.Errorf("client: lookup: bucket %d: row sizes overrun the %d bytes of rows", bucket, len(resp.Rows))
+		}
+		row := resp.Rows[off : off+int(n) : off+int(n)]
+		off += int(n)
 		if err := record.ValidateRow(l.t.schema, row); err != nil {
 			return nil, fmt.Errorf("client: lookup: bucket %d: row of key %d: %w", bucket, i, err)
 		}
+		rows[i] = row
 	}
-	return resp.Rows, nil
+	if off != len(resp.Rows) {
+		return nil, fmt.Errorf("client: lookup: bucket %d: %d bytes of rows, row sizes add up to %d", bucket, len(resp.Rows), off)
+	}
+	return rows, nil
 }

@@ -107,7 +107,7 @@ func BenchmarkKVFailover(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		if len(resp.Rows[0]) == 0 {
+		if len(unpackRows(resp)[0]) == 0 {
 			return fmt.Errorf("key %d missing", i)
 		}
 		return nil

@@ -166,7 +166,7 @@ func TestKVLinearizable(t *testing.T) {
 							return err
 						}
 						out = 0
-						if row := resp.Rows[0]; len(row) > 0 {
+						if row := unpackRows(resp)[0]; len(row) > 0 {
 							s, _ := record.ParseSchema(kvWireSchema)
 							out = record.NewRowView(s, row).Int64(2)
 						}
@@ -302,7 +302,7 @@ func TestKVRestartAll(t *testing.T) {
 			return err
 		}
 		got = map[int64]int64{}
-		for i, row := range resp.Rows {
+		for i, row := range unpackRows(resp) {
 			if len(row) > 0 {
 				got[int64(i)] = record.NewRowView(s, row).Int64(2)
 			}

@@ -212,7 +212,7 @@ func TestKVWire(t *testing.T) {
 		}
 		s, _ := record.ParseSchema(kvWireSchema)
 		var out []string
-		for _, row := range resp.Rows {
+		for _, row := range unpackRows(resp) {
 			if len(row) == 0 {
 				out = append(out, "")
 				continue
@@ -413,4 +413,17 @@ func tabletFor(t testing.TB, ctx context.Context, c *Cluster, pool *transport.Po
 	}
 	t.Fatalf("no table %d in %s", tableID, db)
 	return nil
+}
+
+// unpackRows splits a LookupResponse into one row per key, nil when absent.
+func unpackRows(resp *pb.LookupResponse) [][]byte {
+	rows := make([][]byte, len(resp.RowSizes))
+	off := 0
+	for i, n := range resp.RowSizes {
+		if n > 0 {
+			rows[i] = resp.Rows[off : off+int(n)]
+			off += int(n)
+		}
+	}
+	return rows
 }

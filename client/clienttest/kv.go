@@ -250,7 +250,9 @@ func (s *tabletService) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.
 		if err := t.keys.checkKey(key, t.keys.keySchema, t.keys.bucketOfPrimary, req.Bucket, len(t.buckets)); err != nil {
 			return nil, err
 		}
-		resp.Rows = append(resp.Rows, slices.Clone(b.rows[string(key)]))
+		row := b.rows[string(key)]
+		resp.Rows = append(resp.Rows, row...)
+		resp.RowSizes = append(resp.RowSizes, uint32(len(row)))
 	}
 	if req.Linearizable {
 		c.appendBarrierLocked(t, b)

@@ -98,7 +98,14 @@ func newKVRows(tbl *client.Table, valueBytes int) (*kvRows, error) {
 }
 
 // benchKeyID is the 16-byte id of key i.
-func benchKeyID(dst []byte, i int64) []byte { return fmt.Appendf(dst, "k%015d", i) }
+func benchKeyID(dst []byte, i int64) []byte {
+	dst = append(dst, "k000000000000000"...)
+	for p := len(dst) - 1; i > 0 && p > len(dst)-16; p-- {
+		dst[p] = byte('0' + i%10)
+		i /= 10
+	}
+	return dst
+}
 
 // row encodes the row of key i; valid until the next call.
 func (r *kvRows) rowOf(i int64) ([]byte, error) {

@@ -48,11 +48,11 @@ func (m *Manager) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.Lookup
 	if err != nil {
 		return nil, err
 	}
-	rows, err := st.GetBatch(storeKeys)
+	data, sizes, err := st.GetPacked(storeKeys)
 	if err != nil {
 		return nil, kvError(err)
 	}
-	return &pb.LookupResponse{Rows: rows, LeaderEpoch: epoch}, nil
+	return &pb.LookupResponse{Rows: data, RowSizes: sizes, LeaderEpoch: epoch}, nil
 }
 
 // PrefixLookup answers the rows of one bucket-key value on the bucket's

@@ -21,23 +21,58 @@ func (s *Store) Get(key []byte) (row []byte, ok bool, err error) {
 }
 
 // GetBatch returns copies of the rows of keys, in order, from one
-// consistent view; a missing key gives nil.
+// consistent view; a missing key gives nil. The rows share one buffer.
 func (s *Store) GetBatch(keys [][]byte) ([][]byte, error) {
+	data, sizes, err := s.GetPacked(keys)
+	if err != nil {
+		return nil, err
+	}
 	rows := make([][]byte, len(keys))
-	err := s.view(func(txn *badger.Txn) error {
+	off := 0
+	for i, n := range sizes {
+		if n > 0 {
+			rows[i] = data[off : off+int(n) : off+int(n)]
+			off += int(n)
+		}
+	}
+	return rows, nil
+}
+
+// GetPacked returns the rows of keys, in order, from one consistent view,
+// laid end to end in data; sizes[i] is the size of key i's row, 0 when it
+// is absent (stored rows are never empty).
+func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error) {
+	sizes = make([]uint32, len(keys))
+	bk := make([]byte, 0, 64)
+	err = s.view(func(txn *badger.Txn) error {
 		for i, key := range keys {
-			row, err := getRow(txn, key)
-			if err != nil {
-				return err
+			bk = append(append(bk[:0], rowPrefix), key...)
+			item, err := txn.Get(bk)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
 			}
-			rows[i] = row
+			if err != nil {
+				return fmt.Errorf("kvstore: get: %w", err)
+			}
+			if data == nil {
+				// Size the buffer from the first row.
+				data = make([]byte, 0, int(item.ValueSize())*(len(keys)-i))
+			}
+			start := len(data)
+			if err := item.Value(func(v []byte) error {
+				data = append(data, v...)
+				return nil
+			}); err != nil {
+				return fmt.Errorf("kvstore: get: %w", err)
+			}
+			sizes[i] = uint32(len(data) - start)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rows, nil
+	return data, sizes, nil
 }
 
 // getRow returns a copy of the row of key, nil when there is none. Rows are

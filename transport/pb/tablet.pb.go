@@ -233,9 +233,12 @@ func (x *LookupRequest) GetLinearizable() bool {
 
 type LookupResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// One per key, in order: the row, or empty when the key is absent.
-	Rows          [][]byte `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
-	LeaderEpoch   int32    `protobuf:"varint,2,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	// The rows of the keys, in key order, laid end to end (one buffer, so a
+	// large answer costs one copy, not one per row).
+	Rows        []byte `protobuf:"bytes,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	LeaderEpoch int32  `protobuf:"varint,2,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	// One per key: the size of its row in rows, 0 when the key is absent.
+	RowSizes      []uint32 `protobuf:"varint,3,rep,packed,name=row_sizes,json=rowSizes,proto3" json:"row_sizes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -270,7 +273,7 @@ func (*LookupResponse) Descriptor() ([]byte, []int) {
 	return file_tablet_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *LookupResponse) GetRows() [][]byte {
+func (x *LookupResponse) GetRows() []byte {
 	if x != nil {
 		return x.Rows
 	}
@@ -282,6 +285,13 @@ func (x *LookupResponse) GetLeaderEpoch() int32 {
 		return x.LeaderEpoch
 	}
 	return 0
+}
+
+func (x *LookupResponse) GetRowSizes() []uint32 {
+	if x != nil {
+		return x.RowSizes
+	}
+	return nil
 }
 
 type PrefixLookupRequest struct {
@@ -1071,10 +1081,11 @@ const file_tablet_proto_rawDesc = "" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
 	"\x04keys\x18\x03 \x03(\fR\x04keys\x12\"\n" +
-	"\flinearizable\x18\x04 \x01(\bR\flinearizable\"G\n" +
+	"\flinearizable\x18\x04 \x01(\bR\flinearizable\"d\n" +
 	"\x0eLookupResponse\x12\x12\n" +
-	"\x04rows\x18\x01 \x03(\fR\x04rows\x12!\n" +
-	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch\"\x9a\x01\n" +
+	"\x04rows\x18\x01 \x01(\fR\x04rows\x12!\n" +
+	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch\x12\x1b\n" +
+	"\trow_sizes\x18\x03 \x03(\rR\browSizes\"\x9a\x01\n" +
 	"\x13PrefixLookupRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x16\n" +
