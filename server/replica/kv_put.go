@@ -214,19 +214,17 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 	opts := record.BatchOptions{SchemaID: b.SchemaID(), Format: record.PayloadRows,
 		HasWriter: b.WriterID() != record.NoWriterID, WriterID: b.WriterID(), Sequence: b.BatchSequence()}
 	bld := record.NewBatchBuilder(opts, record.MaxBatchSize)
+	stored, err := kv.storedRows(st, writes)
+	if err != nil {
+		return nil, nil, err
+	}
 	batchRows := map[string]int{} // store key → index in rows of its last write in this batch
 	rows := make([]mergedRow, len(writes))
 	for i, w := range writes {
-		var old []byte
+		old := stored[i]
 		if j, ok := batchRows[string(w.key)]; ok {
 			old = rows[j].row
 		} else if row, ok := kv.buf.Get(w.key); ok {
-			old = row
-		} else {
-			row, _, err := st.Get(w.key)
-			if err != nil {
-				return nil, nil, kvError(err)
-			}
 			old = row
 		}
 		changes, row, err := kvstore.Merge(info.schema, kv.info.engine, old, w.update, kv.info.opts)
@@ -266,6 +264,38 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 		}
 	}
 	return changelog, rows, nil
+}
+
+// storedRows reads from the store, in one view, the rows the writes merge
+// against: those of keys the pre-write buffer does not know, at each key's
+// first write in the batch. Other entries are nil.
+func (kv *kvReplica) storedRows(st *kvstore.Store, writes []kvWrite) ([][]byte, error) {
+	var keys [][]byte
+	var at []int
+	seen := make(map[string]struct{}, len(writes))
+	for i, w := range writes {
+		if _, dup := seen[string(w.key)]; dup {
+			continue
+		}
+		seen[string(w.key)] = struct{}{}
+		if _, ok := kv.buf.Get(w.key); ok {
+			continue
+		}
+		keys = append(keys, w.key)
+		at = append(at, i)
+	}
+	stored := make([][]byte, len(writes))
+	if len(keys) == 0 {
+		return stored, nil
+	}
+	rows, err := st.GetBatch(keys)
+	if err != nil {
+		return nil, kvError(err)
+	}
+	for n, i := range at {
+		stored[i] = rows[n]
+	}
+	return stored, nil
 }
 
 // loadBuffer makes the pre-write buffer current for leader epoch epoch,
