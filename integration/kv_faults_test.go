@@ -149,6 +149,7 @@ func TestKVLinearizable(t *testing.T) {
 			for n := int64(1); !stop.Load(); n++ {
 				in := kvInput{key: rng.Int64N(keys)}
 				var out int64
+				var err error
 				call := time.Now()
 				if rng.IntN(2) == 0 {
 					in.put, in.value = true, int64(w+1)*1_000_000+n
