@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 )
 
@@ -60,6 +61,10 @@ type Config struct {
 	SegmentMaxBytes int64
 	// MaxBatchBytes refuses larger produced batches. Default 8 MiB.
 	MaxBatchBytes int
+	// KV sizes the Badger store of every primary-key bucket replica on
+	// the node (Dir and Logger are set per replica); zero fields take
+	// kvstore's defaults, chosen for many buckets per node.
+	KV kvstore.Config
 	// Raft timing, for tests; zero takes raftmeta's defaults.
 	RaftHeartbeatTimeout time.Duration
 	RaftElectionTimeout  time.Duration
@@ -101,6 +106,11 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			return fmt.Errorf("server: bad address %q: %v", a, err)
 		}
+	}
+	kv := c.KV
+	kv.Dir = c.DataDir // set per replica; here only to check the sizes
+	if err := kv.Validate(); err != nil {
+		return fmt.Errorf("server: %w", err)
 	}
 	return nil
 }

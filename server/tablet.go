@@ -78,6 +78,7 @@ func (s *Server) startTablet(ctx context.Context) error {
 		Dir:           filepath.Join(s.cfg.DataDir, "tablet"),
 		Log:           logstore.Config{Sync: s.cfg.LogSync, SegmentMaxBytes: s.cfg.SegmentMaxBytes},
 		MaxBatchBytes: s.cfg.MaxBatchBytes,
+		KV:            s.cfg.KV,
 		Meta:          metaClient{s},
 		Dialer:        poolDialer{s.pool},
 		Logger:        s.log,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/server"
+	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 )
 
@@ -31,6 +32,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	logSync := fs.String("log-sync", "always", "fsync policy of bucket logs: always, interval or never")
 	snapshotThreshold := fs.Uint64("raft-snapshot-threshold", 0, "Raft log entries between snapshots (0: default 8192)")
 	snapshotInterval := fs.Duration("raft-snapshot-interval", 0, "how often Raft checks whether to snapshot (0: default 2m)")
+	kvMemtable := fs.Int64("kv-memtable-bytes", 0, "Badger memtable size of each primary-key bucket replica (0: 8 MiB); also bounds one apply transaction")
+	kvBlockCache := fs.Int64("kv-block-cache-bytes", 0, "Badger block cache of each primary-key bucket replica (0: none; tables are read through the page cache)")
+	kvIndexCache := fs.Int64("kv-index-cache-bytes", 0, "memory bound of the table indexes and bloom filters of each primary-key bucket replica (0: unbounded, all in memory)")
 	trailingLogs := fs.Uint64("raft-trailing-logs", 0, "Raft log entries a snapshot leaves behind for lagging followers (0: default 10240)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -63,6 +67,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		Advertise: *advertise, Gossip: g, Join: splitList(*join), BootstrapExpect: *bootstrapExpect,
 		Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, RaftTrailingLogs: *trailingLogs, MaxBatchBytes: *maxBatch, LogSync: sync,
 		GossipProfile: *gossipProfile, LivenessGrace: *grace,
+		KV:                   kvstore.Config{MemTableBytes: *kvMemtable, BlockCacheBytes: *kvBlockCache, IndexCacheBytes: *kvIndexCache},
 		RaftSnapshotInterval: *snapshotInterval, Logger: logger,
 	})
 	if err != nil {
