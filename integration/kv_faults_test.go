@@ -324,37 +324,15 @@ func TestKVRestartAll(t *testing.T) {
 	replay := map[int64]int64{}
 	_, addr := bucketLeader(t, ctx, c, "rs", "kv", 0)
 	tablet := pb.NewDRPCTabletClient(pool.Conn(addr))
-	for offset := int64(0); ; {
-		r, err := tablet.Fetch(ctx, &pb.FetchRequest{Buckets: []*pb.FetchBucket{{TableId: info.ID, Offset: offset, LeaderEpoch: -1, LastFetchedEpoch: -1}}, MaxWaitMs: 10})
-		if err != nil || r.Buckets[0].Error != "" {
-			t.Fatalf("fetch: %v %v", err, r)
+	readChangelog(t, ctx, tablet, info.ID, func(rec record.Record) {
+		v := record.NewRowView(s, rec.Data)
+		switch rec.Change {
+		case record.Insert, record.UpdateAfter:
+			replay[v.Int64(0)] = v.Int64(2)
+		case record.Delete:
+			delete(replay, v.Int64(0))
 		}
-		if len(r.Buckets[0].Records) == 0 {
-			break
-		}
-		it := record.NewBatchIterator(r.Buckets[0].Records, true)
-		for it.Next() {
-			b := it.Batch()
-			offset = b.NextOffset()
-			if b.PayloadFormat() == record.PayloadControl {
-				continue
-			}
-			recs, _, err := b.Records(nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for recs.Next() {
-				rec := recs.Record()
-				v := record.NewRowView(s, rec.Data)
-				switch rec.Change {
-				case record.Insert, record.UpdateAfter:
-					replay[v.Int64(0)] = v.Int64(2)
-				case record.Delete:
-					delete(replay, v.Int64(0))
-				}
-			}
-		}
-	}
+	})
 	if len(replay) != len(want) {
 		t.Fatalf("changelog replay holds %d keys, the table %d", len(replay), len(want))
 	}

@@ -104,12 +104,10 @@ func wireCode(err error) pb.ErrorCode {
 	return -1
 }
 
-// changelogOf fetches a bucket's committed changelog as "+I 1" strings
-// (change, id), skipping control batches.
-func changelogOf(t testing.TB, ctx context.Context, tablet pb.DRPCTabletClient, tableID uint64) []string {
+// readChangelog fetches bucket 0's committed changelog from offset 0 and
+// calls fn for each record, skipping control batches.
+func readChangelog(t testing.TB, ctx context.Context, tablet pb.DRPCTabletClient, tableID uint64, fn func(rec record.Record)) {
 	t.Helper()
-	s, _ := record.ParseSchema(kvWireSchema)
-	var out []string
 	for offset := int64(0); ; {
 		r, err := tablet.Fetch(ctx, &pb.FetchRequest{Buckets: []*pb.FetchBucket{{TableId: tableID, Offset: offset, LeaderEpoch: -1, LastFetchedEpoch: -1}}, MaxWaitMs: 10})
 		if err != nil {
@@ -120,7 +118,7 @@ func changelogOf(t testing.TB, ctx context.Context, tablet pb.DRPCTabletClient, 
 			t.Fatal(fb.Error)
 		}
 		if len(fb.Records) == 0 {
-			return out
+			return
 		}
 		it := record.NewBatchIterator(fb.Records, true)
 		for it.Next() {
@@ -134,18 +132,28 @@ func changelogOf(t testing.TB, ctx context.Context, tablet pb.DRPCTabletClient, 
 				t.Fatal(err)
 			}
 			for recs.Next() {
-				rec := recs.Record()
-				js, err := record.AppendRowJSON(nil, s, rec.Data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out = append(out, rec.Change.String()+" "+string(js))
+				fn(recs.Record())
 			}
 		}
 		if err := it.Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// changelogOf returns bucket 0's committed changelog as "+I {json}" lines.
+func changelogOf(t testing.TB, ctx context.Context, tablet pb.DRPCTabletClient, tableID uint64) []string {
+	t.Helper()
+	s, _ := record.ParseSchema(kvWireSchema)
+	var out []string
+	readChangelog(t, ctx, tablet, tableID, func(rec record.Record) {
+		js, err := record.AppendRowJSON(nil, s, rec.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rec.Change.String()+" "+string(js))
+	})
+	return out
 }
 
 // TestKVWire drives a primary-key table at the protocol level: upserts,

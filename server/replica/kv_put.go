@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/storage/kvstore"
+	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -156,44 +157,26 @@ func keyOnlySchema(s record.Schema) record.Schema {
 // batch when nothing changed, so the writer's sequence is in the log),
 // buffer the new rows, and answer per acks.
 func (r *Replica) putKV(ctx context.Context, b record.Batch, writes []kvWrite, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
-	r.produceMu.Lock()
-	epoch, err := r.leaderFor(acks)
-	if err != nil {
-		r.produceMu.Unlock()
-		return nil, err
-	}
-	dup, err := r.writers.check(b.WriterID(), b.BatchSequence())
-	if err != nil {
-		r.produceMu.Unlock()
-		return nil, err
-	}
-	if dup != nil {
-		r.produceMu.Unlock()
-		return r.answerDuplicate(ctx, dup, acks, epoch, timeout)
-	}
 	kv := r.kv
-	kv.bufMu.Lock()
-	changelog, rows, err := kv.merge(b, writes, epoch)
-	if err != nil {
-		kv.bufMu.Unlock()
-		r.produceMu.Unlock()
-		return nil, err
-	}
-	info, wait, err := r.log.AppendPending(changelog, epoch)
-	if err != nil {
-		kv.bufMu.Unlock()
-		r.produceMu.Unlock()
-		return nil, logError(err)
-	}
-	for i, w := range writes {
-		if rows[i].changed {
-			kv.buf.Put(w.key, rows[i].row, info.LastOffset)
+	return r.write(ctx, b, acks, timeout, func(epoch int32) (logstore.AppendInfo, func() error, error) {
+		kv.bufMu.Lock()
+		defer kv.bufMu.Unlock()
+		changelog, rows, err := kv.merge(b, writes, epoch)
+		if err != nil {
+			return logstore.AppendInfo{}, nil, err
 		}
-	}
-	kv.bufMu.Unlock()
-	r.writers.record(changelog)
-	r.produceMu.Unlock()
-	return r.finishAppend(ctx, info, wait, acks, epoch, timeout)
+		info, wait, err := r.log.AppendPending(changelog, epoch)
+		if err != nil {
+			return info, nil, logError(err)
+		}
+		for i, w := range writes {
+			if rows[i].changed {
+				kv.buf.Put(w.key, rows[i].row, info.LastOffset)
+			}
+		}
+		r.writers.record(changelog)
+		return info, wait, nil
+	})
 }
 
 // mergedRow is what one write leaves under its key.

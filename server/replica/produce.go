@@ -104,6 +104,22 @@ func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
 
 // produce runs the leader's append: idempotence, append, durability, acks.
 func (r *Replica) produce(ctx context.Context, b record.Batch, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
+	return r.write(ctx, b, acks, timeout, func(epoch int32) (logstore.AppendInfo, func() error, error) {
+		info, wait, err := r.log.AppendPending(b, epoch)
+		if err != nil {
+			return info, nil, logError(err)
+		}
+		r.writers.record(b)
+		return info, wait, nil
+	})
+}
+
+// write runs a leader write of client batch b: under produceMu it checks
+// leadership and the writer's sequence (a retried batch is answered with
+// its first offsets) and calls appendFn, which appends what b turns into
+// and records it in the writer table; then it answers per acks.
+func (r *Replica) write(ctx context.Context, b record.Batch, acks int32, timeout time.Duration,
+	appendFn func(epoch int32) (logstore.AppendInfo, func() error, error)) (*pb.ProduceResponse, error) {
 	r.produceMu.Lock()
 	epoch, err := r.leaderFor(acks)
 	if err != nil {
@@ -119,13 +135,11 @@ func (r *Replica) produce(ctx context.Context, b record.Batch, acks int32, timeo
 		r.produceMu.Unlock()
 		return r.answerDuplicate(ctx, dup, acks, epoch, timeout)
 	}
-	info, wait, err := r.log.AppendPending(b, epoch)
-	if err != nil {
-		r.produceMu.Unlock()
-		return nil, logError(err)
-	}
-	r.writers.record(b)
+	info, wait, err := appendFn(epoch)
 	r.produceMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	return r.finishAppend(ctx, info, wait, acks, epoch, timeout)
 }
 
