@@ -198,11 +198,14 @@ func (kv *kvReplica) applyRecords(st *kvstore.Store, recs *logstore.Records, fro
 }
 
 // applyChunked applies changes ending at next, split into transactions of
-// about applyChunkBytes at record boundaries.
+// about applyChunkBytes at record boundaries; a transaction Badger finds
+// too large (a small memtable, small rows kept in the LSM) is split in
+// halves until it fits.
 func applyChunked(st *kvstore.Store, changes []kvstore.Change, next int64) error {
+	chunk := applyChunkBytes
 	for len(changes) > 0 {
 		n, size := 0, 0
-		for n < len(changes) && (n == 0 || size < applyChunkBytes) {
+		for n < len(changes) && (n == 0 || size < chunk) {
 			size += len(changes[n].Key) + len(changes[n].Row) + 32
 			n++
 		}
@@ -210,7 +213,12 @@ func applyChunked(st *kvstore.Store, changes []kvstore.Change, next int64) error
 		if n < len(changes) {
 			end = changes[n-1].Offset + 1
 		}
-		if err := st.Apply(changes[:n], end); err != nil {
+		err := st.Apply(changes[:n], end)
+		if errors.Is(err, kvstore.ErrBatchTooLarge) && n > 1 {
+			chunk = max(size/2, 1)
+			continue
+		}
+		if err != nil {
 			return err
 		}
 		changes = changes[n:]
