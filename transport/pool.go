@@ -19,8 +19,8 @@ import (
 
 // Defaults for the zero PoolConfig (MaxMessageBytes: DefaultMaxMessageBytes).
 const (
-	DefaultMaxIdlePerAddr  = 4
-	DefaultMaxConnsPerAddr = 64
+	DefaultMaxIdlePerAddr  = 64
+	DefaultMaxConnsPerAddr = 256
 	DefaultPoolIdleTimeout = 30 * time.Second
 	DefaultDialTimeout     = 5 * time.Second
 )
@@ -31,11 +31,13 @@ var ErrPoolClosed = errors.New("transport: pool closed")
 // PoolConfig configures a Pool. The zero value is usable.
 type PoolConfig struct {
 	// MaxIdlePerAddr is how many idle connections are kept per address.
-	// Default 4.
+	// Default 64: a busy client keeps its connections instead of dialing
+	// and closing one per call (IdleTimeout still closes the ones a burst
+	// left behind).
 	MaxIdlePerAddr int
 	// MaxConnsPerAddr bounds the connections per address, idle, busy or
 	// being dialed. A call beyond it waits for a connection to be free, or
-	// for its context. Default 64.
+	// for its context. Default 256.
 	MaxConnsPerAddr int
 	// IdleTimeout closes a connection left idle this long. Default 30 s,
 	// below the server's default IdleTimeout, so the pool normally closes an
