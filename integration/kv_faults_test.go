@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -428,6 +429,90 @@ func TestKVRebuildsMissingStore(t *testing.T) {
 	for a, row := range rows {
 		if row == nil || record.NewRowView(tbl.Schema(), row).Int64(3) != int64(a) {
 			t.Fatalf("key %d on the rebuilt leader: %s", a, rowJSONOf(t, tbl, row))
+		}
+	}
+}
+
+// TestKVBackpressure: while both followers are stopped, acks=1 upserts
+// pile up uncommitted on the leader until its pre-write buffer is full and
+// it answers UNAVAILABLE (retriable) instead of growing without bound; once
+// the followers are back (or fenced), writes flow again and every
+// acknowledged row is there.
+func TestKVBackpressure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	c := StartCluster(t, 3, ClusterOptions{ExtraArgs: []string{"--kv-buffer-bytes", "1048576"}})
+	ctx := t.Context()
+	cl := c.Client(ctx)
+	if err := cl.Admin().CreateDatabase(ctx, "bp"); err != nil {
+		t.Fatal(err)
+	}
+	info, err := cl.Admin().CreateTable(ctx, client.TableSpec{Database: "bp", Name: "kv", Schema: kvWireSchema,
+		PrimaryKey: []string{"id"}, Buckets: 1, Replication: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := transport.NewPool(transport.PoolConfig{})
+	defer pool.Close()
+	_, addr := bucketLeader(t, ctx, c, "bp", "kv", 0)
+	tablet := pb.NewDRPCTabletClient(pool.Conn(addr))
+	name := strings.Repeat("n", 1000)
+	batchOf := func(first int) []byte {
+		var rows []kvRow
+		for i := range 200 {
+			rows = append(rows, kvRow{int64(first + i), &name, i64(int64(first + i))})
+		}
+		return upserts(t, rows...)
+	}
+	waitFor(t, 20*time.Second, "the leader to take an upsert", func() bool {
+		_, err := tablet.PutKv(ctx, &pb.PutKvRequest{TableId: info.ID, Acks: -1, Batch: batchOf(0)})
+		return err == nil
+	})
+	var followers []*Node
+	for _, nd := range c.Nodes {
+		if nd.Addr != addr {
+			followers = append(followers, nd)
+			c.Pause(nd)
+		}
+	}
+	acked := 200
+	refused := false
+	for n := 1; n <= 50 && !refused; n++ {
+		_, err := tablet.PutKv(ctx, &pb.PutKvRequest{TableId: info.ID, Acks: 1, Batch: batchOf(n * 200)})
+		switch {
+		case err == nil:
+			acked = (n + 1) * 200
+		case wireCode(err) == pb.ErrorCode_ERROR_CODE_UNAVAILABLE:
+			refused = true
+			t.Logf("refused after %d rows: %v", acked, err)
+		default:
+			t.Fatalf("batch %d: %v", n, err)
+		}
+	}
+	for _, nd := range followers {
+		c.Resume(nd)
+	}
+	if !refused {
+		t.Fatalf("the leader took %d uncommitted rows of 1 KiB past a 1 MiB buffer", acked)
+	}
+	next := acked
+	waitFor(t, 60*time.Second, "acks=all upserts to succeed again", func() bool {
+		_, err := tablet.PutKv(ctx, &pb.PutKvRequest{TableId: info.ID, Acks: -1, Batch: batchOf(next)})
+		return err == nil
+	})
+	acked = next + 200
+	var keys [][]byte
+	for id := range acked {
+		keys = append(keys, keyOf(t, int64(id)))
+	}
+	resp, err := tablet.Lookup(ctx, &pb.LookupRequest{TableId: info.ID, Keys: keys, Linearizable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, row := range unpackRows(resp) {
+		if len(row) == 0 {
+			t.Fatalf("acknowledged key %d missing", id)
 		}
 	}
 }

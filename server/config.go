@@ -65,6 +65,9 @@ type Config struct {
 	// the node (Dir and Logger are set per replica); zero fields take
 	// kvstore's defaults, chosen for many buckets per node.
 	KV kvstore.Config
+	// KVBufferBytes bounds each primary-key bucket leader's uncommitted
+	// writes (replica.Config.KVBufferBytes); 0: 64 MiB.
+	KVBufferBytes int64
 	// Raft timing, for tests; zero takes raftmeta's defaults.
 	RaftHeartbeatTimeout time.Duration
 	RaftElectionTimeout  time.Duration
@@ -106,6 +109,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			return fmt.Errorf("server: bad address %q: %v", a, err)
 		}
+	}
+	if c.KVBufferBytes < 0 {
+		return errors.New("server: --kv-buffer-bytes must not be negative")
 	}
 	kv := c.KV
 	kv.Dir = c.DataDir // set per replica; here only to check the sizes

@@ -79,6 +79,7 @@ func (s *Server) startTablet(ctx context.Context) error {
 		Log:           logstore.Config{Sync: s.cfg.LogSync, SegmentMaxBytes: s.cfg.SegmentMaxBytes},
 		MaxBatchBytes: s.cfg.MaxBatchBytes,
 		KV:            s.cfg.KV,
+		KVBufferBytes: s.cfg.KVBufferBytes,
 		Meta:          metaClient{s},
 		Dialer:        poolDialer{s.pool},
 		Logger:        s.log,

@@ -26,6 +26,7 @@ type TabletDialer interface {
 const (
 	DefaultReplicaLagMax      = 10 * time.Second
 	DefaultMaxBatchBytes      = 8 << 20
+	DefaultKVBufferBytes      = 64 << 20
 	DefaultProduceTimeout     = 30 * time.Second
 	DefaultFollowerFetchBytes = 4 << 20
 	DefaultFollowerMaxWait    = 500 * time.Millisecond
@@ -49,6 +50,11 @@ type Config struct {
 	ReplicaLagMax time.Duration
 	// MaxBatchBytes refuses larger produced batches. Default 8 MiB.
 	MaxBatchBytes int
+	// KVBufferBytes bounds the pre-write buffer of a primary-key bucket
+	// leader: the rows of writes appended but not yet committed. Past it,
+	// upserts are refused with a retriable UNAVAILABLE until followers
+	// catch up. Default 64 MiB.
+	KVBufferBytes int64
 	Meta          MetaClient
 	Dialer        TabletDialer
 	Logger        *slog.Logger
@@ -63,7 +69,7 @@ func (c *Config) Validate() error {
 		return errors.New("replica: config: Dir is required")
 	case c.Meta == nil || c.Dialer == nil:
 		return errors.New("replica: config: Meta and Dialer are required")
-	case c.ReplicaLagMax < 0 || c.MaxBatchBytes < 0:
+	case c.ReplicaLagMax < 0 || c.MaxBatchBytes < 0 || c.KVBufferBytes < 0:
 		return errors.New("replica: config: negative limit")
 	}
 	return nil
@@ -75,6 +81,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.KVBufferBytes == 0 {
+		c.KVBufferBytes = DefaultKVBufferBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

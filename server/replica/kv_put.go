@@ -161,6 +161,10 @@ func (r *Replica) putKV(ctx context.Context, b record.Batch, writes []kvWrite, a
 	return r.write(ctx, b, acks, timeout, func(epoch int32) (logstore.AppendInfo, func() error, error) {
 		kv.bufMu.Lock()
 		defer kv.bufMu.Unlock()
+		if n := kv.buf.Bytes(); n >= r.mgr.cfg.KVBufferBytes {
+			return logstore.AppendInfo{}, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE,
+				"bucket %s holds %d MiB of uncommitted writes, its limit: waiting for followers to catch up", r.id, n>>20)
+		}
 		changelog, rows, err := kv.merge(b, writes, epoch)
 		if err != nil {
 			return logstore.AppendInfo{}, nil, err

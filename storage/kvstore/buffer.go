@@ -10,6 +10,7 @@ package kvstore
 type Buffer struct {
 	rows  map[string]bufferedRow
 	queue []bufferedKey // in offset order
+	bytes int64         // of every queued Put, replaced ones included
 }
 
 type bufferedRow struct {
@@ -20,7 +21,11 @@ type bufferedRow struct {
 type bufferedKey struct {
 	key    string
 	offset int64
+	bytes  int64
 }
+
+// bufferedOverhead approximates the map and queue bookkeeping of one Put.
+const bufferedOverhead = 96
 
 // NewBuffer returns an empty buffer.
 func NewBuffer() *Buffer { return &Buffer{rows: map[string]bufferedRow{}} }
@@ -37,8 +42,10 @@ func (b *Buffer) Get(key []byte) (row []byte, ok bool) {
 // next. Put keeps row: the caller must not change it afterwards.
 func (b *Buffer) Put(key, row []byte, offset int64) {
 	k := string(key)
+	n := int64(len(key)+len(row)) + bufferedOverhead
 	b.rows[k] = bufferedRow{row: row, offset: offset}
-	b.queue = append(b.queue, bufferedKey{key: k, offset: offset})
+	b.queue = append(b.queue, bufferedKey{key: k, offset: offset, bytes: n})
+	b.bytes += n
 }
 
 // Evict forgets what the Store now holds: the entries whose offset is below
@@ -50,6 +57,7 @@ func (b *Buffer) Evict(appliedOffset int64) {
 		if e, ok := b.rows[q.key]; ok && e.offset == q.offset {
 			delete(b.rows, q.key)
 		}
+		b.bytes -= q.bytes
 		n++
 	}
 	if n == 0 {
@@ -64,8 +72,13 @@ func (b *Buffer) Evict(appliedOffset int64) {
 // Len is the number of buffered keys.
 func (b *Buffer) Len() int { return len(b.rows) }
 
+// Bytes approximates the memory the buffer holds: keys, rows and
+// bookkeeping of every Put not yet evicted.
+func (b *Buffer) Bytes() int64 { return b.bytes }
+
 // Reset empties the buffer.
 func (b *Buffer) Reset() {
 	clear(b.rows)
 	b.queue = b.queue[:0]
+	b.bytes = 0
 }

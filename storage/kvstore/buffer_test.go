@@ -23,9 +23,12 @@ func TestBufferEvictKeepsNewerWrites(t *testing.T) {
 	if row, ok := b.Get([]byte("c")); !ok || row != nil {
 		t.Fatalf("c: %q %v; want a buffered delete", row, ok)
 	}
+	if b.Bytes() <= 0 {
+		t.Fatalf("Bytes = %d with entries buffered", b.Bytes())
+	}
 	b.Evict(14)
-	if b.Len() != 0 {
-		t.Fatalf("%d keys left after evicting everything", b.Len())
+	if b.Len() != 0 || b.Bytes() != 0 {
+		t.Fatalf("%d keys, %d bytes left after evicting everything", b.Len(), b.Bytes())
 	}
 	b.Put([]byte("d"), []byte("d"), 20)
 	b.Reset()
