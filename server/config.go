@@ -65,6 +65,9 @@ type Config struct {
 	// the node (Dir and Logger are set per replica); zero fields take
 	// kvstore's defaults, chosen for many buckets per node.
 	KV kvstore.Config
+	// KVRowCacheBytes bounds the node's cache of recently read rows of
+	// primary-key tables, shared by its stores; 0: 256 MiB, negative: none.
+	KVRowCacheBytes int64
 	// KVBufferBytes bounds each primary-key bucket leader's uncommitted
 	// writes (replica.Config.KVBufferBytes); 0: 64 MiB.
 	KVBufferBytes int64

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/server/replica"
+	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -78,7 +79,7 @@ func (s *Server) startTablet(ctx context.Context) error {
 		Dir:           filepath.Join(s.cfg.DataDir, "tablet"),
 		Log:           logstore.Config{Sync: s.cfg.LogSync, SegmentMaxBytes: s.cfg.SegmentMaxBytes},
 		MaxBatchBytes: s.cfg.MaxBatchBytes,
-		KV:            s.cfg.KV,
+		KV:            s.kvConfig(),
 		KVBufferBytes: s.cfg.KVBufferBytes,
 		Meta:          metaClient{s},
 		Dialer:        poolDialer{s.pool},
@@ -141,4 +142,19 @@ func (s *Server) watchFrom(ctx context.Context, addr string, from *uint64) (int,
 		*from = u.Index
 		n++
 	}
+}
+
+// DefaultKVRowCacheBytes is the row cache of a node that sets none.
+const DefaultKVRowCacheBytes = 256 << 20
+
+// kvConfig is the template of the node's KV stores, with the node's row
+// cache.
+func (s *Server) kvConfig() kvstore.Config {
+	kv := s.cfg.KV
+	size := s.cfg.KVRowCacheBytes
+	if size == 0 {
+		size = DefaultKVRowCacheBytes
+	}
+	kv.RowCache = kvstore.NewRowCache(size) // nil when size < 0
+	return kv
 }

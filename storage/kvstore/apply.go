@@ -42,17 +42,19 @@ type Change struct {
 // Config.MemTableBytes) fails with ErrBatchTooLarge and writes nothing.
 // Apply does not retain entries after it returns.
 func (s *Store) Apply(entries []Change, nextOffset int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
-	if nextOffset <= s.appliedOffset {
+	if applied := s.appliedOffset.Load(); nextOffset <= applied {
 		if len(entries) == 0 {
 			return nil
 		}
 		return fmt.Errorf("%w: batch ends at offset %d, store already applied up to %d",
-			ErrStaleOffset, nextOffset, s.appliedOffset)
+			ErrStaleOffset, nextOffset, applied)
 	}
 	for i, c := range entries {
 		if err := checkChange(c); err != nil {
@@ -83,8 +85,26 @@ func (s *Store) Apply(entries []Change, nextOffset int64) error {
 	if err := txn.Commit(); err != nil {
 		return wrapWriteErr(err)
 	}
-	s.appliedOffset = nextOffset
+	// Invalidate before publishing the offset: whoever waits for it to
+	// pass this batch must not find an older row in the cache.
+	s.invalidate(entries)
+	s.appliedOffset.Store(nextOffset)
 	return nil
+}
+
+// invalidate drops the cached rows of committed entries. It counts the
+// commit first, so a read that began before it cannot put an old row back
+// (see fill).
+func (s *Store) invalidate(entries []Change) {
+	if s.cache == nil || len(entries) == 0 {
+		return
+	}
+	s.commits.Add(1)
+	var k []byte
+	for _, c := range entries {
+		k = cacheKey(k, s.cacheID, c.Key)
+		s.cache.remove(k)
+	}
 }
 
 func checkChange(c Change) error {

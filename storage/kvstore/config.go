@@ -37,6 +37,9 @@ type Config struct {
 	// SyncWrites makes every Apply fsync the Badger value log before it
 	// returns. The log is the durable copy, so it is off by default.
 	SyncWrites bool
+	// RowCache, shared by the node's stores, keeps recently read rows in
+	// memory; nil: none.
+	RowCache *RowCache
 	// Logger receives Badger's messages; nil discards them.
 	Logger *slog.Logger
 }

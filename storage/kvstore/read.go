@@ -10,14 +10,11 @@ import (
 // Get returns a copy of the row stored under the primary key key, and
 // whether there is one.
 func (s *Store) Get(key []byte) (row []byte, ok bool, err error) {
-	err = s.view(func(txn *badger.Txn) error {
-		row, err = getRow(txn, key)
-		return err
-	})
+	data, _, err := s.GetPacked([][]byte{key})
 	if err != nil {
 		return nil, false, err
 	}
-	return row, row != nil, nil
+	return data, data != nil, nil
 }
 
 // GetBatch returns copies of the rows of keys, in order, from one
@@ -43,9 +40,25 @@ func (s *Store) GetBatch(keys [][]byte) ([][]byte, error) {
 // is absent (stored rows are never empty).
 func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error) {
 	sizes = make([]uint32, len(keys))
+	commits := s.commits.Load() // before the read's snapshot: see fill
 	bk := make([]byte, 0, 64)
+	var ck []byte
+	appendRow := func(i int, row []byte) {
+		if data == nil {
+			data = make([]byte, 0, len(row)*(len(keys)-i)) // sized from the first row
+		}
+		data = append(data, row...)
+		sizes[i] = uint32(len(row))
+	}
 	err = s.view(func(txn *badger.Txn) error {
 		for i, key := range keys {
+			if s.cache != nil {
+				ck = cacheKey(ck, s.cacheID, key)
+				if row, ok := s.cache.get(ck); ok {
+					appendRow(i, row)
+					continue
+				}
+			}
 			bk = append(append(bk[:0], rowPrefix), key...)
 			item, err := txn.Get(bk)
 			if errors.Is(err, badger.ErrKeyNotFound) {
@@ -54,18 +67,14 @@ func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error
 			if err != nil {
 				return fmt.Errorf("kvstore: get: %w", err)
 			}
-			if data == nil {
-				// Size the buffer from the first row.
-				data = make([]byte, 0, int(item.ValueSize())*(len(keys)-i))
-			}
 			start := len(data)
 			if err := item.Value(func(v []byte) error {
-				data = append(data, v...)
+				appendRow(i, v)
 				return nil
 			}); err != nil {
 				return fmt.Errorf("kvstore: get: %w", err)
 			}
-			sizes[i] = uint32(len(data) - start)
+			s.fill(ck, data[start:], commits)
 		}
 		return nil
 	})
@@ -75,21 +84,16 @@ func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error
 	return data, sizes, nil
 }
 
-// getRow returns a copy of the row of key, nil when there is none. Rows are
-// never empty, so nil is unambiguous.
-func getRow(txn *badger.Txn, key []byte) ([]byte, error) {
-	item, err := txn.Get(rowKey(key))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, nil
+// fill caches row under cache key ck unless an Apply committed since
+// commits was read, before the read began: the row might then be older
+// than the store. Apply counts its commit before it invalidates, and both
+// that check and the invalidation run under the cache shard's lock, so a
+// stale row is either never cached or invalidated after it was.
+func (s *Store) fill(ck, row []byte, commits uint64) {
+	if s.cache == nil {
+		return
 	}
-	if err != nil {
-		return nil, fmt.Errorf("kvstore: get: %w", err)
-	}
-	row, err := item.ValueCopy(nil)
-	if err != nil {
-		return nil, fmt.Errorf("kvstore: get: %w", err)
-	}
-	return row, nil
+	s.cache.put(ck, row, func() bool { return s.commits.Load() == commits })
 }
 
 // PrefixScan calls fn for every stored row whose primary key starts with

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -43,10 +44,18 @@ const (
 type Store struct {
 	db *badger.DB
 
+	// cache (nil: none) holds rows under cacheID; commits counts the
+	// Apply calls that changed rows, so a read can tell whether one
+	// committed while it ran (see fill).
+	cache   *RowCache
+	cacheID uint64
+	commits atomic.Uint64
+
 	gcMu          sync.Mutex   // held by CollectGarbage, and by Close to wait for it
-	mu            sync.RWMutex // guards closed and appliedOffset; held by Apply while it writes
+	applyMu       sync.Mutex   // serializes Apply
+	mu            sync.RWMutex // guards closed: reads and Apply hold it shared, Close exclusively
 	closed        bool
-	appliedOffset int64
+	appliedOffset atomic.Int64
 }
 
 // Open opens or creates the store in cfg.Dir.
@@ -74,10 +83,13 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kvstore: open %s: %w", cfg.Dir, err)
 	}
-	s := &Store{db: db}
+	s := &Store{db: db, cache: cfg.RowCache}
+	if s.cache != nil {
+		s.cacheID = s.cache.storeID()
+	}
 	if err := db.View(func(txn *badger.Txn) error {
 		off, err := readAppliedOffset(txn)
-		s.appliedOffset = off
+		s.appliedOffset.Store(off)
 		return err
 	}); err != nil {
 		db.Close()
@@ -111,7 +123,7 @@ func (s *Store) AppliedOffset() (int64, error) {
 	if s.closed {
 		return 0, ErrClosed
 	}
-	return s.appliedOffset, nil
+	return s.appliedOffset.Load(), nil
 }
 
 func readAppliedOffset(txn *badger.Txn) (int64, error) {

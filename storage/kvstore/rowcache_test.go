@@ -1,0 +1,129 @@
+package kvstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/floedb/floe/storage/record"
+)
+
+func openCached(t *testing.T, c *RowCache) *Store {
+	t.Helper()
+	s, err := Open(Config{Dir: t.TempDir(), RowCache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestRowCacheFollowsApply(t *testing.T) {
+	c := NewRowCache(1 << 20)
+	s := openCached(t, c)
+	apply := func(next int64, kind record.ChangeType, row string) {
+		t.Helper()
+		if err := s.Apply([]Change{{Key: []byte("k"), Row: []byte(row), Kind: kind}}, next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func() string {
+		t.Helper()
+		row, _, err := s.Get([]byte("k"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(row)
+	}
+	apply(1, record.Insert, "v1")
+	if got := get(); got != "v1" {
+		t.Fatalf("first read %q", got)
+	}
+	if c.Bytes() == 0 {
+		t.Fatal("a read of a stored row did not fill the cache")
+	}
+	if got := get(); got != "v1" {
+		t.Fatalf("cached read %q", got)
+	}
+	apply(2, record.UpdateAfter, "v2")
+	if got := get(); got != "v2" {
+		t.Fatalf("read after an update %q, want v2", got)
+	}
+	apply(3, record.Delete, "")
+	if got := get(); got != "" {
+		t.Fatalf("read after a delete %q, want none", got)
+	}
+	// Another store on the same cache never sees these keys.
+	other := openCached(t, c)
+	if row, ok, _ := other.Get([]byte("k")); ok {
+		t.Fatalf("another store read %q through the shared cache", row)
+	}
+}
+
+func TestRowCacheBounded(t *testing.T) {
+	c := NewRowCache(64 << 10)
+	s := openCached(t, c)
+	var entries []Change
+	row := make([]byte, 1024)
+	for i := range 1000 {
+		entries = append(entries, Change{Key: fmt.Appendf(nil, "k%04d", i), Row: row, Kind: record.Insert})
+	}
+	if err := s.Apply(entries, 1000); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, ok, err := s.Get(e.Key); err != nil || !ok {
+			t.Fatalf("get %s: %v %v", e.Key, ok, err)
+		}
+	}
+	if n := c.Bytes(); n > 64<<10 {
+		t.Fatalf("cache holds %d bytes, bound 64 KiB", n)
+	}
+}
+
+// TestRowCacheNeverServesOlderThanApplied races readers against Apply: a
+// read that starts after the store reports offset n must see the value
+// written at n or later, cache or not.
+func TestRowCacheNeverServesOlderThanApplied(t *testing.T) {
+	s := openCached(t, NewRowCache(1<<20))
+	const writes = 3000
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	var stale atomic.Pointer[string]
+	for range 3 {
+		wg.Go(func() {
+			for !done.Load() {
+				applied, err := s.AppliedOffset()
+				if err != nil {
+					return
+				}
+				row, ok, err := s.Get([]byte("k"))
+				if err != nil || (!ok && applied > 0) {
+					msg := fmt.Sprintf("read after offset %d: %v %v", applied, ok, err)
+					stale.CompareAndSwap(nil, &msg)
+					return
+				}
+				if ok {
+					if v := int64(binary.BigEndian.Uint64(row)); v < applied {
+						msg := fmt.Sprintf("read value %d after the store applied %d", v, applied)
+						stale.CompareAndSwap(nil, &msg)
+						return
+					}
+				}
+			}
+		})
+	}
+	for i := int64(1); i <= writes; i++ {
+		row := binary.BigEndian.AppendUint64(nil, uint64(i))
+		if err := s.Apply([]Change{{Key: []byte("k"), Row: row, Kind: record.UpdateAfter}}, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+	if p := stale.Load(); p != nil {
+		t.Fatal(*p)
+	}
+}
