@@ -85,17 +85,18 @@ func (s *Store) Apply(entries []Change, nextOffset int64) error {
 	if err := txn.Commit(); err != nil {
 		return wrapWriteErr(err)
 	}
-	// Invalidate before publishing the offset: whoever waits for it to
-	// pass this batch must not find an older row in the cache.
-	s.invalidate(entries)
+	// Refresh the cache before publishing the offset: whoever waits for it
+	// to pass this batch must not find an older row there.
+	s.refreshCache(entries)
 	s.appliedOffset.Store(nextOffset)
 	return nil
 }
 
-// invalidate drops the cached rows of committed entries. It counts the
-// commit first, so a read that began before it cannot put an old row back
-// (see fill).
-func (s *Store) invalidate(entries []Change) {
+// refreshCache gives cached keys of committed entries their new rows (or
+// drops them), in entry order, so the last entry of a key wins. It counts
+// the commit first, so a read that began before it cannot put an old row
+// back (see fill).
+func (s *Store) refreshCache(entries []Change) {
 	if s.cache == nil || len(entries) == 0 {
 		return
 	}
@@ -103,7 +104,12 @@ func (s *Store) invalidate(entries []Change) {
 	var k []byte
 	for _, c := range entries {
 		k = cacheKey(k, s.cacheID, c.Key)
-		s.cache.remove(k)
+		switch c.Kind {
+		case record.Insert, record.UpdateAfter:
+			s.cache.update(k, c.Row)
+		case record.Delete:
+			s.cache.remove(k)
+		}
 	}
 }
 

@@ -19,9 +19,11 @@ const rowCacheOverhead = 128
 // an LSM search and a value-log read. It is bounded in bytes and evicts the
 // least recently used rows.
 //
-// Stores keep it coherent: Apply invalidates the keys it writes after they
-// commit, and a read only fills the cache if no Apply committed since the
-// read began (see Store.fill). A nil *RowCache is a disabled cache.
+// Stores keep it coherent: Apply refreshes the cached keys it writes (new
+// row, or gone) after they commit, and a read only fills the cache if no
+// Apply committed since the read began (see Store.fill). Keys that are not
+// cached stay out: writes do not push read rows out of the cache. A nil
+// *RowCache is a disabled cache.
 type RowCache struct {
 	maxShardBytes int64
 	seed          maphash.Seed
@@ -114,6 +116,28 @@ func (c *RowCache) put(k, row []byte, still func() bool) {
 	e := &rowCacheEntry{key: string(k), row: append([]byte(nil), row...)}
 	sh.items[e.key] = sh.lru.PushFront(e)
 	sh.bytes += size
+	for sh.bytes > c.maxShardBytes {
+		sh.removeLocked(sh.lru.Back())
+	}
+}
+
+// update replaces the cached row of k, if k is cached, with a copy of
+// row; a nil row drops k.
+func (c *RowCache) update(k, row []byte) {
+	sh := c.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	el, ok := sh.items[string(k)]
+	if !ok {
+		return
+	}
+	if row == nil {
+		sh.removeLocked(el)
+		return
+	}
+	e := el.Value.(*rowCacheEntry)
+	sh.bytes += int64(len(row) - len(e.row))
+	e.row = append([]byte(nil), row...)
 	for sh.bytes > c.maxShardBytes {
 		sh.removeLocked(sh.lru.Back())
 	}
