@@ -10,11 +10,11 @@ import (
 // Get returns a copy of the row stored under the primary key key, and
 // whether there is one.
 func (s *Store) Get(key []byte) (row []byte, ok bool, err error) {
-	data, _, err := s.GetPacked([][]byte{key})
-	if err != nil {
+	data, sizes, err := s.GetPacked([][]byte{key})
+	if err != nil || sizes[0] == 0 {
 		return nil, false, err
 	}
-	return data, data != nil, nil
+	return data, true, nil
 }
 
 // GetBatch returns copies of the rows of keys, in order, from one
@@ -54,8 +54,13 @@ func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error
 		for i, key := range keys {
 			if s.cache != nil {
 				ck = cacheKey(ck, s.cacheID, key)
-				if row, ok := s.cache.get(ck); ok {
-					appendRow(i, row)
+				start := len(data)
+				if data == nil {
+					data = make([]byte, 0, 1024*(len(keys)-i))
+				}
+				var ok bool
+				if data, ok = s.cache.appendRow(data, ck); ok {
+					sizes[i] = uint32(len(data) - start)
 					continue
 				}
 			}

@@ -1,7 +1,6 @@
 package kvstore
 
 import (
-	"container/list"
 	"encoding/binary"
 	"hash/maphash"
 	"sync"
@@ -11,13 +10,19 @@ import (
 // rowCacheShards spreads the cache's lock; a power of two.
 const rowCacheShards = 32
 
-// rowCacheOverhead approximates the bookkeeping bytes of one entry.
-const rowCacheOverhead = 128
+// entryHeaderBytes precede every cached entry: key length, row length.
+const entryHeaderBytes = 8
 
 // RowCache keeps recently read rows of every Store of a node in memory, in
-// front of Badger: a point read that hits it costs a map lookup instead of
-// an LSM search and a value-log read. It is bounded in bytes and evicts the
-// least recently used rows.
+// front of Badger: a point read that hits it costs a map lookup and a copy
+// instead of an LSM search and a value-log read.
+//
+// It holds no pointers the garbage collector would walk, however many rows
+// it keeps: each shard is one ring of bytes, entries (key and row) are
+// appended to it, and an index maps the 64-bit hash of a key to the
+// entry's position. Old entries are overwritten as the ring turns (first
+// in, first out); a hash collision replaces the other key's entry; a read
+// checks the key bytes, so neither is ever served for the wrong key.
 //
 // Stores keep it coherent: Apply refreshes the cached keys it writes (new
 // row, or gone) after they commit, and a read only fills the cache if no
@@ -25,37 +30,34 @@ const rowCacheOverhead = 128
 // cached stay out: writes do not push read rows out of the cache. A nil
 // *RowCache is a disabled cache.
 type RowCache struct {
-	maxShardBytes int64
-	seed          maphash.Seed
-	nextStore     atomic.Uint64
-	shards        [rowCacheShards]rowCacheShard
+	shardBytes uint64
+	seed       maphash.Seed
+	nextStore  atomic.Uint64
+	shards     [rowCacheShards]rowCacheShard
 }
 
 type rowCacheShard struct {
 	mu    sync.Mutex
-	items map[string]*list.Element
-	lru   list.List // front: most recently used
-	bytes int64
+	index map[uint64]uint64 // key hash → absolute position of its entry
+	ring  []byte            // allocated on the first fill
+	head  uint64            // absolute position of the next entry
 }
 
-type rowCacheEntry struct {
-	key string
-	row []byte
-}
-
-// NewRowCache returns a cache of at most maxBytes (nil when maxBytes ≤ 0).
+// NewRowCache returns a cache of at most max(maxBytes, 32 KiB) bytes of
+// rings (nil when maxBytes ≤ 0); a row larger than a quarter of a ring
+// (maxBytes/128) is never cached.
 func NewRowCache(maxBytes int64) *RowCache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	c := &RowCache{maxShardBytes: max(maxBytes/rowCacheShards, 1), seed: maphash.MakeSeed()}
+	c := &RowCache{shardBytes: uint64(max(maxBytes/rowCacheShards, 1024)), seed: maphash.MakeSeed()}
 	for i := range c.shards {
-		c.shards[i].items = map[string]*list.Element{}
+		c.shards[i].index = map[uint64]uint64{}
 	}
 	return c
 }
 
-// Bytes is the memory the cache holds, approximately.
+// Bytes is the memory the cache's rings hold.
 func (c *RowCache) Bytes() int64 {
 	if c == nil {
 		return 0
@@ -64,7 +66,7 @@ func (c *RowCache) Bytes() int64 {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		n += sh.bytes
+		n += int64(len(sh.ring))
 		sh.mu.Unlock()
 	}
 	return n
@@ -80,82 +82,97 @@ func cacheKey(dst []byte, store uint64, key []byte) []byte {
 	return append(dst, key...)
 }
 
-func (c *RowCache) shard(k []byte) *rowCacheShard {
-	return &c.shards[maphash.Bytes(c.seed, k)&(rowCacheShards-1)]
+func (c *RowCache) locate(k []byte) (*rowCacheShard, uint64) {
+	h := maphash.Bytes(c.seed, k)
+	return &c.shards[h&(rowCacheShards-1)], h
 }
 
-// get returns the cached row of k; the row must not be modified.
-func (c *RowCache) get(k []byte) ([]byte, bool) {
-	sh := c.shard(k)
+// appendRow appends the cached row of k to dst.
+func (c *RowCache) appendRow(dst, k []byte) ([]byte, bool) {
+	sh, h := c.locate(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	el, ok := sh.items[string(k)]
+	row, ok := sh.lookupLocked(h, k)
 	if !ok {
-		return nil, false
+		return dst, false
 	}
-	sh.lru.MoveToFront(el)
-	return el.Value.(*rowCacheEntry).row, true
+	return append(dst, row...), true
 }
 
-// put caches a copy of row under k if still() holds, checked under the
-// shard's lock.
+// put caches row under k if still() holds, checked under the shard's lock.
 func (c *RowCache) put(k, row []byte, still func() bool) {
-	size := int64(len(k)+len(row)) + rowCacheOverhead
-	if size > c.maxShardBytes {
+	if !c.fits(k, row) {
 		return
 	}
-	sh := c.shard(k)
+	sh, h := c.locate(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if !still() {
-		return
-	}
-	if el, ok := sh.items[string(k)]; ok {
-		sh.removeLocked(el)
-	}
-	e := &rowCacheEntry{key: string(k), row: append([]byte(nil), row...)}
-	sh.items[e.key] = sh.lru.PushFront(e)
-	sh.bytes += size
-	for sh.bytes > c.maxShardBytes {
-		sh.removeLocked(sh.lru.Back())
+	if still() {
+		sh.appendLocked(c.shardBytes, h, k, row)
 	}
 }
 
-// update replaces the cached row of k, if k is cached, with a copy of
-// row; a nil row drops k.
+// update replaces the cached row of k, if k is cached, with row; a nil row
+// drops k.
 func (c *RowCache) update(k, row []byte) {
-	sh := c.shard(k)
+	sh, h := c.locate(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	el, ok := sh.items[string(k)]
-	if !ok {
+	if _, ok := sh.lookupLocked(h, k); !ok {
 		return
 	}
-	if row == nil {
-		sh.removeLocked(el)
-		return
-	}
-	e := el.Value.(*rowCacheEntry)
-	sh.bytes += int64(len(row) - len(e.row))
-	e.row = append([]byte(nil), row...)
-	for sh.bytes > c.maxShardBytes {
-		sh.removeLocked(sh.lru.Back())
+	delete(sh.index, h)
+	if row != nil && c.fits(k, row) {
+		sh.appendLocked(c.shardBytes, h, k, row)
 	}
 }
 
 // remove drops k.
-func (c *RowCache) remove(k []byte) {
-	sh := c.shard(k)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if el, ok := sh.items[string(k)]; ok {
-		sh.removeLocked(el)
-	}
+func (c *RowCache) remove(k []byte) { c.update(k, nil) }
+
+// fits reports whether an entry of k and row may be cached: at most a
+// quarter of a shard.
+func (c *RowCache) fits(k, row []byte) bool {
+	return uint64(entryHeaderBytes+len(k)+len(row)) <= c.shardBytes/4
 }
 
-func (sh *rowCacheShard) removeLocked(el *list.Element) {
-	e := el.Value.(*rowCacheEntry)
-	sh.lru.Remove(el)
-	delete(sh.items, e.key)
-	sh.bytes -= int64(len(e.key)+len(e.row)) + rowCacheOverhead
+// lookupLocked returns the row of k in the ring (valid until the shard's
+// next append), dropping an index entry the ring has overwritten.
+func (sh *rowCacheShard) lookupLocked(h uint64, k []byte) ([]byte, bool) {
+	p, ok := sh.index[h]
+	if !ok {
+		return nil, false
+	}
+	size := uint64(len(sh.ring))
+	if sh.head > p+size { // overwritten by a later lap
+		delete(sh.index, h)
+		return nil, false
+	}
+	at := p % size
+	keyLen := uint64(binary.BigEndian.Uint32(sh.ring[at:]))
+	rowLen := uint64(binary.BigEndian.Uint32(sh.ring[at+4:]))
+	entry := sh.ring[at+entryHeaderBytes : at+entryHeaderBytes+keyLen+rowLen]
+	if string(entry[:keyLen]) != string(k) {
+		return nil, false // another key with the same hash
+	}
+	return entry[keyLen:], true
+}
+
+// appendLocked writes an entry at the head of the ring and indexes it. An
+// entry never straddles the ring's end: the head skips to the next lap.
+func (sh *rowCacheShard) appendLocked(size, h uint64, k, row []byte) {
+	if sh.ring == nil {
+		sh.ring = make([]byte, size)
+	}
+	n := uint64(entryHeaderBytes + len(k) + len(row))
+	if at := sh.head % size; at+n > size {
+		sh.head += size - at
+	}
+	at := sh.head % size
+	binary.BigEndian.PutUint32(sh.ring[at:], uint32(len(k)))
+	binary.BigEndian.PutUint32(sh.ring[at+4:], uint32(len(row)))
+	copy(sh.ring[at+entryHeaderBytes:], k)
+	copy(sh.ring[at+entryHeaderBytes+uint64(len(k)):], row)
+	sh.index[h] = sh.head
+	sh.head += n
 }

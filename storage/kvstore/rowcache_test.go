@@ -127,3 +127,41 @@ func TestRowCacheNeverServesOlderThanApplied(t *testing.T) {
 		t.Fatal(*p)
 	}
 }
+
+// TestRowCacheRingNeverServesAnotherRow puts far more rows than the ring
+// holds: every hit must be the row put last for that key.
+func TestRowCacheRingNeverServesAnotherRow(t *testing.T) {
+	c := NewRowCache(64 << 10)
+	always := func() bool { return true }
+	want := map[string]string{}
+	hits := 0
+	for i := range 20000 {
+		k := fmt.Appendf(nil, "key-%d", i%3000)
+		row := fmt.Appendf(nil, "row-%d-%s", i, make([]byte, i%90))
+		if i%7 == 0 {
+			c.update(k, row) // only refreshes cached keys
+		} else {
+			c.put(k, row, always)
+		}
+		if _, ok := c.appendRow(nil, k); ok || i%7 != 0 {
+			want[string(k)] = string(row)
+		}
+		probe := fmt.Appendf(nil, "key-%d", (i*7919)%3000)
+		if got, ok := c.appendRow(nil, probe); ok {
+			hits++
+			if string(got) != want[string(probe)] {
+				t.Fatalf("key %s: cached %q, last put %q", probe, got, want[string(probe)])
+			}
+		}
+	}
+	if hits == 0 {
+		t.Fatal("no probe ever hit: the test checks nothing")
+	}
+	if n := c.Bytes(); n > 64<<10 {
+		t.Fatalf("rings hold %d bytes, bound 64 KiB", n)
+	}
+	c.remove([]byte("key-1"))
+	if _, ok := c.appendRow(nil, []byte("key-1")); ok {
+		t.Fatal("a removed key is still cached")
+	}
+}
