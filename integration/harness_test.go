@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -133,13 +134,41 @@ func (c *Cluster) WaitRegistered(timeout time.Duration) {
 	})
 }
 
+// portsMu guards nextPort: the harness hands out every port once per
+// process.
+var (
+	portsMu  sync.Mutex
+	nextPort = 10000 + rand.IntN(20000)
+)
+
+// freeAddr returns a loopback address whose port is free for TCP and UDP
+// (gossip uses both). Ports come from below Linux's ephemeral range
+// (32768+), so neither a port the kernel hands to an outgoing connection
+// nor one an earlier freeAddr returned can be handed out twice.
 func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 20000 {
+		port := nextPort
+		nextPort++
+		if nextPort >= 30000 {
+			nextPort = 10000
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		u, err := net.ListenPacket("udp", addr)
+		l.Close()
+		if err != nil {
+			continue
+		}
+		u.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free loopback port in [10000, 30000)")
+	return ""
 }
 
 func (c *Cluster) start(nd *Node) {
