@@ -62,7 +62,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, id: id, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}), readyCh: make(chan struct{})}
 	s.log = cfg.Logger.With("node", cfg.NodeID)
-	s.clusterID.Store(&id.ClusterID)
+	knownID := id.ClusterID // a copy: adoptClusterID writes s.id under idMu
+	s.clusterID.Store(&knownID)
 
 	s.lis, err = transport.Listen(cfg.Listen, transport.ListenerConfig{})
 	if err != nil {
