@@ -87,12 +87,6 @@ func loadRange(ctx context.Context, tbl *client.Table, f *kvBenchFlags, from, to
 	return w.Close(ctx)
 }
 
-// lookupWorker is one caller goroutine's counts.
-type lookupWorker struct {
-	found, misses, errors int64
-	lat                   *reservoir
-}
-
 // benchLookup runs the callers for --duration over one shared lookuper.
 func benchLookup(ctx context.Context, tbl *client.Table, f *kvBenchFlags, linearizable bool) (benchResult, error) {
 	l, err := tbl.NewLookuper(client.LookuperOptions{Linearizable: linearizable, Timeout: benchDrainTimeout})
@@ -100,39 +94,21 @@ func benchLookup(ctx context.Context, tbl *client.Table, f *kvBenchFlags, linear
 		return benchResult{}, err
 	}
 	defer l.Close()
-	runCtx, cancel := context.WithTimeout(ctx, f.duration)
-	defer cancel()
-	workers := make([]*lookupWorker, f.concurrency)
-	errs := make([]error, f.concurrency)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := range workers {
-		lw := &lookupWorker{lat: newReservoir(maxLatencySamples / f.concurrency)}
-		workers[i] = lw
-		wg.Go(func() { errs[i] = lw.run(runCtx, l, tbl, f) })
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err := errors.Join(errs...); err != nil {
+	r, err := runCallers(ctx, &f.benchFlags, func(runCtx context.Context, c *benchCaller, _ int) error {
+		return lookupKeys(runCtx, c, l, tbl, f)
+	})
+	if err != nil {
 		return benchResult{}, err
 	}
-	var found, misses, failed int64
-	var rs []*reservoir
-	for _, lw := range workers {
-		found += lw.found
-		misses += lw.misses
-		failed += lw.errors
-		rs = append(rs, lw.lat)
-	}
-	res := newBenchResult("lookup", &f.benchFlags, found+misses, failed, elapsed, mergeLatencies(rs))
-	res.MBPerS = float64(found) * float64(f.recordBytes) / 1e6 / max(elapsed.Seconds(), 1e-9)
-	res.Misses = &misses
+	res := newBenchResult("lookup", &f.benchFlags, r.done+r.misses, r.errors, r.elapsed, r.lat)
+	res.MBPerS = float64(r.done) * float64(f.recordBytes) / 1e6 / max(r.elapsed.Seconds(), 1e-9)
+	res.Misses = &r.misses
 	return res, nil
 }
 
-// run looks up random keys until runCtx ends: one Lookup call at a time,
-// or LookupBatch calls of --batch keys. Latency is per call.
-func (lw *lookupWorker) run(runCtx context.Context, l *client.Lookuper, tbl *client.Table, f *kvBenchFlags) error {
+// lookupKeys looks up random keys until runCtx ends: one Lookup call at a
+// time, or LookupBatch calls of --batch keys. Latency is per call.
+func lookupKeys(runCtx context.Context, c *benchCaller, l *client.Lookuper, tbl *client.Table, f *kvBenchFlags) error {
 	rows, err := newKVRows(tbl, 0)
 	if err != nil {
 		return err
@@ -149,35 +125,28 @@ func (lw *lookupWorker) run(runCtx context.Context, l *client.Lookuper, tbl *cli
 		if f.batch == 1 {
 			_, ok, err := l.Lookup(runCtx, keys[0])
 			if err != nil {
-				lw.countError(runCtx)
+				c.countError(runCtx)
 				continue
 			}
 			found = []bool{ok}
 		} else {
 			got, err := l.LookupBatch(runCtx, keys)
 			if err != nil {
-				lw.countError(runCtx)
+				c.countError(runCtx)
 				continue
 			}
 			for _, row := range got {
 				found = append(found, row != nil)
 			}
 		}
-		lw.lat.add(time.Since(t0))
+		c.lat.add(time.Since(t0))
 		for _, ok := range found {
 			if ok {
-				lw.found++
+				c.done++
 			} else {
-				lw.misses++
+				c.misses++
 			}
 		}
 	}
 	return nil
-}
-
-// countError counts a failed call, unless the run was ending.
-func (lw *lookupWorker) countError(runCtx context.Context) {
-	if runCtx.Err() == nil {
-		lw.errors++
-	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"sync"
@@ -56,45 +55,21 @@ func benchProduceCmd(env *cliEnv) clientCmd {
 		}}
 }
 
-// produceWorker is one writer goroutine's state and counts.
-type produceWorker struct {
-	acked, errors int64
-	lat           *reservoir
-}
-
 // benchProduce runs the writers for --duration and waits for their acks.
 func benchProduce(ctx context.Context, tbl *client.Table, f *benchFlags, batch int, batching bool) (benchResult, error) {
-	runCtx, cancel := context.WithTimeout(ctx, f.duration)
-	defer cancel()
-	workers := make([]*produceWorker, f.concurrency)
-	errs := make([]error, f.concurrency)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := range workers {
-		pw := &produceWorker{lat: newReservoir(maxLatencySamples / f.concurrency)}
-		workers[i] = pw
-		wg.Go(func() {
-			errs[i] = pw.run(ctx, runCtx, tbl, f, int64(i)<<40, batch, batching)
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err := errors.Join(errs...); err != nil {
+	r, err := runCallers(ctx, f, func(runCtx context.Context, c *benchCaller, i int) error {
+		return produceRows(ctx, runCtx, c, tbl, f, int64(i)<<40, batch, batching)
+	})
+	if err != nil {
 		return benchResult{}, err
 	}
-	var acked, failed int64
-	var rs []*reservoir
-	for _, pw := range workers {
-		acked += pw.acked
-		failed += pw.errors
-		rs = append(rs, pw.lat)
-	}
-	return newBenchResult("produce", f, acked, failed, elapsed, mergeLatencies(rs)), nil
+	return newBenchResult("produce", f, r.done, r.errors, r.elapsed, r.lat), nil
 }
 
-// run appends until runCtx ends, then waits for the acks (bounded by
-// benchDrainTimeout). Errors of single records are counted, not returned.
-func (pw *produceWorker) run(ctx, runCtx context.Context, tbl *client.Table, f *benchFlags, firstID int64, batch int, batching bool) error {
+// produceRows appends until runCtx ends, then waits for the acks (bounded
+// by benchDrainTimeout). Errors of single records are counted, not
+// returned.
+func produceRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table, f *benchFlags, firstID int64, batch int, batching bool) error {
 	w, err := tbl.NewAppendWriter(client.AppendWriterOptions{Acks: f.ackMode, Linger: f.linger})
 	if err != nil {
 		return err
@@ -107,52 +82,34 @@ func (pw *produceWorker) run(ctx, runCtx context.Context, tbl *client.Table, f *
 	appendOne := func() (*client.AppendFuture, time.Time, bool) {
 		row, err := rows.next(id)
 		if err != nil {
-			pw.errors++
+			c.errors++
 			return nil, time.Time{}, false
 		}
 		id++
 		t0 := time.Now()
 		fut, err := w.Append(runCtx, row)
 		if err != nil {
-			if runCtx.Err() == nil {
-				pw.errors++
-			}
+			c.countError(runCtx)
 			return nil, t0, false
 		}
 		return fut, t0, true
 	}
 	if batching {
-		return pw.pipelined(runCtx, drainCtx, w, appendOne)
+		return c.pipelined(runCtx, drainCtx, w, appendOne)
 	}
-	type sent struct {
-		fut *client.AppendFuture
-		t0  time.Time
-	}
-	group := make([]sent, 0, batch)
-	for runCtx.Err() == nil {
-		group = group[:0]
-		for range batch {
-			fut, t0, ok := appendOne()
-			if ok {
-				group = append(group, sent{fut, t0})
-			}
+	c.sendGroups(runCtx, drainCtx, batch, func() (sentRow, bool) {
+		fut, t0, ok := appendOne()
+		if !ok {
+			return sentRow{}, false
 		}
-		_ = w.Flush(drainCtx) // sends at once; errors are counted per record below
-		for _, s := range group {
-			if _, err := s.fut.Wait(drainCtx); err != nil {
-				pw.errors++
-				continue
-			}
-			pw.acked++
-			pw.lat.add(time.Since(s.t0))
-		}
-	}
+		return sentRow{func(ctx context.Context) error { _, err := fut.Wait(ctx); return err }, t0}, true
+	}, w.Flush)
 	return nil
 }
 
 // pipelined appends without waiting; a second goroutine times each record
 // from Append to its ack.
-func (pw *produceWorker) pipelined(runCtx, drainCtx context.Context, w *client.AppendWriter,
+func (c *benchCaller) pipelined(runCtx, drainCtx context.Context, w *client.AppendWriter,
 	appendOne func() (*client.AppendFuture, time.Time, bool)) error {
 	type sent struct {
 		fut *client.AppendFuture
@@ -168,7 +125,7 @@ func (pw *produceWorker) pipelined(runCtx, drainCtx context.Context, w *client.A
 				continue
 			}
 			acked++
-			pw.lat.add(time.Since(s.t0))
+			c.lat.add(time.Since(s.t0))
 		}
 	})
 	for runCtx.Err() == nil {
@@ -179,7 +136,7 @@ func (pw *produceWorker) pipelined(runCtx, drainCtx context.Context, w *client.A
 	close(pending)
 	_ = w.Flush(drainCtx)
 	wg.Wait()
-	pw.acked += acked
-	pw.errors += failed
+	c.done += acked
+	c.errors += failed
 	return nil
 }

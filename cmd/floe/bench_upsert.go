@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/floedb/floe/client"
@@ -45,36 +43,19 @@ func benchUpsertCmd(env *cliEnv) clientCmd {
 
 // benchUpsert runs the writers for --duration and waits for their acks.
 func benchUpsert(ctx context.Context, tbl *client.Table, f *kvBenchFlags) (benchResult, error) {
-	runCtx, cancel := context.WithTimeout(ctx, f.duration)
-	defer cancel()
-	workers := make([]*produceWorker, f.concurrency)
-	errs := make([]error, f.concurrency)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := range workers {
-		pw := &produceWorker{lat: newReservoir(maxLatencySamples / f.concurrency)}
-		workers[i] = pw
-		wg.Go(func() { errs[i] = pw.upsert(ctx, runCtx, tbl, f) })
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err := errors.Join(errs...); err != nil {
+	r, err := runCallers(ctx, &f.benchFlags, func(runCtx context.Context, c *benchCaller, _ int) error {
+		return upsertRows(ctx, runCtx, c, tbl, f)
+	})
+	if err != nil {
 		return benchResult{}, err
 	}
-	var acked, failed int64
-	var rs []*reservoir
-	for _, pw := range workers {
-		acked += pw.acked
-		failed += pw.errors
-		rs = append(rs, pw.lat)
-	}
-	return newBenchResult("upsert", &f.benchFlags, acked, failed, elapsed, mergeLatencies(rs)), nil
+	return newBenchResult("upsert", &f.benchFlags, r.done, r.errors, r.elapsed, r.lat), nil
 }
 
-// upsert writes random keys in groups of --batch until runCtx ends, waiting
-// for each group's acks (bounded by benchDrainTimeout). Errors of single
-// rows are counted, not returned.
-func (pw *produceWorker) upsert(ctx, runCtx context.Context, tbl *client.Table, f *kvBenchFlags) error {
+// upsertRows writes random keys in groups of --batch until runCtx ends,
+// waiting for each group's acks (bounded by benchDrainTimeout). Errors of
+// single rows are counted, not returned.
+func upsertRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table, f *kvBenchFlags) error {
 	w, err := tbl.NewUpsertWriter(client.UpsertWriterOptions{Acks: f.ackMode, Linger: f.linger})
 	if err != nil {
 		return err
@@ -86,38 +67,19 @@ func (pw *produceWorker) upsert(ctx, runCtx context.Context, tbl *client.Table, 
 	if err != nil {
 		return err
 	}
-	type sent struct {
-		fut *client.UpsertFuture
-		t0  time.Time
-	}
-	group := make([]sent, 0, f.batch)
-	for runCtx.Err() == nil {
-		group = group[:0]
-		for range f.batch {
-			row, err := rows.rowOf(rand.Int64N(f.keys))
-			if err != nil {
-				pw.errors++
-				continue
-			}
-			t0 := time.Now()
-			fut, err := w.Upsert(runCtx, row)
-			if err != nil {
-				if runCtx.Err() == nil {
-					pw.errors++
-				}
-				continue
-			}
-			group = append(group, sent{fut, t0})
+	c.sendGroups(runCtx, drainCtx, f.batch, func() (sentRow, bool) {
+		row, err := rows.rowOf(rand.Int64N(f.keys))
+		if err != nil {
+			c.errors++
+			return sentRow{}, false
 		}
-		_ = w.Flush(drainCtx) // sends at once; errors are counted per row below
-		for _, s := range group {
-			if _, err := s.fut.Wait(drainCtx); err != nil {
-				pw.errors++
-				continue
-			}
-			pw.acked++
-			pw.lat.add(time.Since(s.t0))
+		t0 := time.Now()
+		fut, err := w.Upsert(runCtx, row)
+		if err != nil {
+			c.countError(runCtx)
+			return sentRow{}, false
 		}
-	}
+		return sentRow{func(ctx context.Context) error { _, err := fut.Wait(ctx); return err }, t0}, true
+	}, w.Flush)
 	return nil
 }
