@@ -192,34 +192,6 @@ func (r *Replica) finishAppend(ctx context.Context, info logstore.AppendInfo, wa
 	return resp, nil
 }
 
-// waitCommitted waits until the high watermark passes offset in epoch.
-func (r *Replica) waitCommitted(ctx context.Context, offset int64, epoch int32, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ch := r.mgr.changes()
-		r.mu.Lock()
-		role, curEpoch, hw := r.role, r.leaderEpoch, r.hw
-		r.mu.Unlock()
-		switch {
-		case role != roleLeader || curEpoch != epoch:
-			return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
-				"bucket %s changed leader while the write waited for replicas; its outcome is unknown", r.id)
-		case hw > offset:
-			return nil
-		}
-		if !r.mgr.waitChange(ctx, ch, deadline) {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if time.Now().After(deadline) {
-				return transport.Errorf(pb.ErrorCode_ERROR_CODE_TIMEOUT,
-					"bucket %s: in-sync replicas did not confirm offset %d within %v", r.id, offset, timeout)
-			}
-			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node shutting down")
-		}
-	}
-}
-
 // logError maps log store errors to wire errors.
 func logError(err error) error {
 	switch {

@@ -60,6 +60,7 @@ type Replica struct {
 	hw          int64
 	hwSaved     int64
 	followers   map[uint32]*followerState
+	hwWaiters   []hwWaiter // writes waiting for the high watermark (leader)
 	closed      bool
 }
 
@@ -163,6 +164,7 @@ func (r *Replica) close(remove bool) error {
 	r.mu.Lock()
 	r.closed = true
 	r.role = roleNone
+	r.wakeAllHWWaitersLocked()
 	r.mu.Unlock()
 	r.mgr.notify()
 	var err error
@@ -200,6 +202,7 @@ func (r *Replica) becomeLeader(epoch, bucketEpoch int32, replicas, isr []uint32)
 		return err
 	}
 	r.role, r.leaderID, r.leaderEpoch = roleLeader, r.mgr.cfg.NodeID, epoch
+	r.wakeAllHWWaitersLocked()
 	r.hw = min(r.hw, r.log.EndOffset())
 	now := time.Now()
 	r.followers = map[uint32]*followerState{}
@@ -232,6 +235,7 @@ func (r *Replica) becomeFollower(leader uint32, epoch, bucketEpoch int32, replic
 	}
 	was := r.role
 	r.role, r.leaderID, r.leaderEpoch = roleFollower, leader, epoch
+	r.wakeAllHWWaitersLocked()
 	if leader == 0 {
 		r.role = roleNone
 	}
@@ -273,6 +277,7 @@ func (r *Replica) maybeAdvanceHWLocked() {
 	}
 	if hw > r.hw {
 		r.hw = hw
+		r.wakeHWWaitersLocked()
 		r.mgr.notify()
 		if r.kv != nil {
 			r.kv.wake()
