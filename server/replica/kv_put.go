@@ -23,28 +23,17 @@ type kvWrite struct {
 // PutKv merges a batch of upserts and deletes into a primary-key bucket on
 // its leader, appends the changelog and answers per acks.
 func (m *Manager) PutKv(ctx context.Context, req *pb.PutKvRequest) (*pb.ProduceResponse, error) {
-	id := BucketID{TableID: req.TableId, Bucket: req.Bucket}
-	r := m.replica(id)
-	if r == nil {
-		return nil, m.missingReplica(id)
+	r, timeout, err := m.writeTarget(req.TableId, req.Bucket, req.Acks, len(req.Batch), req.TimeoutMs)
+	if err != nil {
+		return nil, err
 	}
 	if r.kv == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
 			"table %s has no primary key: append to it, upserts need a primary-key table", r.info.name)
 	}
-	if req.Acks != AcksAll && req.Acks != AcksNone && req.Acks != AcksLeader {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "acks must be -1 (all), 0 or 1, not %d", req.Acks)
-	}
-	if len(req.Batch) > m.cfg.MaxBatchBytes {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "batch of %d bytes over the %d-byte limit", len(req.Batch), m.cfg.MaxBatchBytes)
-	}
 	b, writes, err := r.checkKVBatch(req.Batch, req.TargetColumns)
 	if err != nil {
 		return nil, err
-	}
-	timeout := DefaultProduceTimeout
-	if req.TimeoutMs > 0 {
-		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
 	}
 	return r.putKV(ctx, b, writes, req.Acks, timeout)
 }
@@ -53,19 +42,15 @@ func (m *Manager) PutKv(ctx context.Context, req *pb.PutKvRequest) (*pb.ProduceR
 // its store key.
 func (r *Replica) checkKVBatch(data []byte, targets []int32) (record.Batch, []kvWrite, error) {
 	info := r.info
-	b, err := record.Check(data)
+	b, err := wholeBatch(data)
 	if err != nil {
-		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
-	}
-	if len(b) != len(data) {
-		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%d bytes after the batch", len(data)-len(b))
+		return nil, nil, err
 	}
 	if b.PayloadFormat() != record.PayloadRows || b.AppendOnly() {
 		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "upserts come in row batches that are not append-only")
 	}
-	if int32(b.SchemaID()) != info.schemaID {
-		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
-			"batch written with schema %d, table %s is at schema %d", b.SchemaID(), info.name, info.schemaID)
+	if err := r.checkSchemaID(b); err != nil {
+		return nil, nil, err
 	}
 	partial, err := partialColumns(info.schema, targets)
 	if err != nil {
@@ -201,18 +186,16 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 	opts := record.BatchOptions{SchemaID: b.SchemaID(), Format: record.PayloadRows,
 		HasWriter: b.WriterID() != record.NoWriterID, WriterID: b.WriterID(), Sequence: b.BatchSequence()}
 	bld := record.NewBatchBuilder(opts, record.MaxBatchSize)
-	stored, err := kv.storedRows(st, writes)
+	current, err := kv.currentRows(st, writes)
 	if err != nil {
 		return nil, nil, err
 	}
 	batchRows := map[string]int{} // store key → index in rows of its last write in this batch
 	rows := make([]mergedRow, len(writes))
 	for i, w := range writes {
-		old := stored[i]
+		old := current[i]
 		if j, ok := batchRows[string(w.key)]; ok {
 			old = rows[j].row
-		} else if row, ok := kv.buf.Get(w.key); ok {
-			old = row
 		}
 		changes, row, err := kvstore.Merge(info.schema, kv.info.engine, old, w.update, kv.info.opts)
 		if err != nil {
@@ -253,10 +236,11 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 	return changelog, rows, nil
 }
 
-// storedRows reads from the store, in one view, the rows the writes merge
-// against: those of keys the pre-write buffer does not know, at each key's
-// first write in the batch. Other entries are nil.
-func (kv *kvReplica) storedRows(st *kvstore.Store, writes []kvWrite) ([][]byte, error) {
+// currentRows returns, at each key's first write in the batch, the row the
+// write merges against: the pre-write buffer's, else the store's (all read
+// in one view). Other entries are nil.
+func (kv *kvReplica) currentRows(st *kvstore.Store, writes []kvWrite) ([][]byte, error) {
+	current := make([][]byte, len(writes))
 	var keys [][]byte
 	var at []int
 	seen := make(map[string]struct{}, len(writes))
@@ -265,24 +249,24 @@ func (kv *kvReplica) storedRows(st *kvstore.Store, writes []kvWrite) ([][]byte, 
 			continue
 		}
 		seen[string(w.key)] = struct{}{}
-		if _, ok := kv.buf.Get(w.key); ok {
+		if row, ok := kv.buf.Get(w.key); ok {
+			current[i] = row
 			continue
 		}
 		keys = append(keys, w.key)
 		at = append(at, i)
 	}
-	stored := make([][]byte, len(writes))
 	if len(keys) == 0 {
-		return stored, nil
+		return current, nil
 	}
 	rows, err := st.GetBatch(keys)
 	if err != nil {
 		return nil, kvError(err)
 	}
 	for n, i := range at {
-		stored[i] = rows[n]
+		current[i] = rows[n]
 	}
-	return stored, nil
+	return current, nil
 }
 
 // loadBuffer makes the pre-write buffer current for leader epoch epoch,

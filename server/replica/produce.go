@@ -21,26 +21,36 @@ const (
 
 // Produce appends a batch on the bucket's leader and answers per acks.
 func (m *Manager) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
-	id := BucketID{TableID: req.TableId, Bucket: req.Bucket}
-	r := m.replica(id)
-	if r == nil {
-		return nil, m.missingReplica(id)
-	}
-	if req.Acks != AcksAll && req.Acks != AcksNone && req.Acks != AcksLeader {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "acks must be -1 (all), 0 or 1, not %d", req.Acks)
-	}
-	if len(req.Batch) > m.cfg.MaxBatchBytes {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "batch of %d bytes over the %d-byte limit", len(req.Batch), m.cfg.MaxBatchBytes)
+	r, timeout, err := m.writeTarget(req.TableId, req.Bucket, req.Acks, len(req.Batch), req.TimeoutMs)
+	if err != nil {
+		return nil, err
 	}
 	batch, err := r.checkBatch(req.Batch)
 	if err != nil {
 		return nil, err
 	}
-	timeout := DefaultProduceTimeout
-	if req.TimeoutMs > 0 {
-		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
-	}
 	return r.produce(ctx, batch, req.Acks, timeout)
+}
+
+// writeTarget runs the checks every write request shares and returns the
+// replica it goes to and how long it may wait for its acks.
+func (m *Manager) writeTarget(tableID uint64, bucket, acks int32, batchBytes int, timeoutMs int32) (*Replica, time.Duration, error) {
+	id := BucketID{TableID: tableID, Bucket: bucket}
+	r := m.replica(id)
+	if r == nil {
+		return nil, 0, m.missingReplica(id)
+	}
+	if acks != AcksAll && acks != AcksNone && acks != AcksLeader {
+		return nil, 0, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "acks must be -1 (all), 0 or 1, not %d", acks)
+	}
+	if batchBytes > m.cfg.MaxBatchBytes {
+		return nil, 0, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "batch of %d bytes over the %d-byte limit", batchBytes, m.cfg.MaxBatchBytes)
+	}
+	timeout := DefaultProduceTimeout
+	if timeoutMs > 0 {
+		timeout = time.Duration(timeoutMs) * time.Millisecond
+	}
+	return r, timeout, nil
 }
 
 // missingReplica explains why this node has no replica of a bucket.
@@ -64,12 +74,9 @@ func (m *Manager) missingReplica(id BucketID) error {
 // checkBatch validates a produced batch against the table: structure, CRC,
 // payload format, schema version and every row.
 func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
-	b, err := record.Check(data)
+	b, err := wholeBatch(data)
 	if err != nil {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
-	}
-	if len(b) != len(data) {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%d bytes after the batch", len(data)-len(b))
+		return nil, err
 	}
 	info := r.info
 	if info.primaryKey {
@@ -79,9 +86,8 @@ func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
 	if b.PayloadFormat() != record.PayloadRows || !b.AppendOnly() {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "a log table takes append-only row batches")
 	}
-	if int32(b.SchemaID()) != info.schemaID {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
-			"batch written with schema %d, table %s is at schema %d", b.SchemaID(), info.name, info.schemaID)
+	if err := r.checkSchemaID(b); err != nil {
+		return nil, err
 	}
 	it, _, err := b.Records(r.mgr.codec(), nil)
 	if err != nil {
@@ -100,6 +106,28 @@ func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
 	}
 	return b, nil
+}
+
+// wholeBatch checks that data is exactly one batch with a valid CRC.
+func wholeBatch(data []byte) (record.Batch, error) {
+	b, err := record.Check(data)
+	if err != nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+	}
+	if len(b) != len(data) {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%d bytes after the batch", len(data)-len(b))
+	}
+	return b, nil
+}
+
+// checkSchemaID checks that a client batch is written in the table's
+// current schema.
+func (r *Replica) checkSchemaID(b record.Batch) error {
+	if int32(b.SchemaID()) != r.info.schemaID {
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
+			"batch written with schema %d, table %s is at schema %d", b.SchemaID(), r.info.name, r.info.schemaID)
+	}
+	return nil
 }
 
 // produce runs the leader's append: idempotence, append, durability, acks.

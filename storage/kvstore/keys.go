@@ -76,6 +76,9 @@ func (k *Keys) StoreKey(dst, pk []byte) ([]byte, error) {
 
 // RowKey appends the store key of row, a valid row of the table, to dst.
 func (k *Keys) RowKey(dst, row []byte) ([]byte, error) {
+	if k.prefix == nil {
+		return k.pk.AppendKey(dst, row)
+	}
 	pk, err := k.pk.AppendKey(nil, row)
 	if err != nil {
 		return dst, err

@@ -3,6 +3,7 @@ package kvstore
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -43,24 +44,24 @@ func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error
 	commits := s.commits.Load() // before the read's snapshot: see fill
 	bk := make([]byte, 0, 64)
 	var ck []byte
-	appendRow := func(i int, row []byte) {
-		if data == nil {
-			data = make([]byte, 0, len(row)*(len(keys)-i)) // sized from the first row
+	// found records key i's row, just appended at start, and after the
+	// first one makes room for as many rows of its size as keys remain.
+	sized := false
+	found := func(i, start int) {
+		sizes[i] = uint32(len(data) - start)
+		if !sized {
+			sized = true
+			data = slices.Grow(data, len(data)*(len(keys)-i-1))
 		}
-		data = append(data, row...)
-		sizes[i] = uint32(len(row))
 	}
 	err = s.view(func(txn *badger.Txn) error {
 		for i, key := range keys {
+			start := len(data)
 			if s.cache != nil {
 				ck = cacheKey(ck, s.cacheID, key)
-				start := len(data)
-				if data == nil {
-					data = make([]byte, 0, 1024*(len(keys)-i))
-				}
-				var ok bool
-				if data, ok = s.cache.appendRow(data, ck); ok {
-					sizes[i] = uint32(len(data) - start)
+				var hit bool
+				if data, hit = s.cache.appendRow(data, ck); hit {
+					found(i, start)
 					continue
 				}
 			}
@@ -72,13 +73,13 @@ func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error
 			if err != nil {
 				return fmt.Errorf("kvstore: get: %w", err)
 			}
-			start := len(data)
 			if err := item.Value(func(v []byte) error {
-				appendRow(i, v)
+				data = append(data, v...)
 				return nil
 			}); err != nil {
 				return fmt.Errorf("kvstore: get: %w", err)
 			}
+			found(i, start)
 			s.fill(ck, data[start:], commits)
 		}
 		return nil
