@@ -66,7 +66,8 @@ type Config struct {
 	// kvstore's defaults, chosen for many buckets per node.
 	KV kvstore.Config
 	// KVRowCacheBytes bounds the node's cache of recently read rows of
-	// primary-key tables, shared by its stores; 0: 256 MiB, negative: none.
+	// primary-key tables, shared by its stores; 0: a quarter of the
+	// node's memory (DefaultKVRowCacheBytes), negative: none.
 	KVRowCacheBytes int64
 	// KVBufferBytes bounds each primary-key bucket leader's uncommitted
 	// writes (replica.Config.KVBufferBytes); 0: 64 MiB.

@@ -144,17 +144,15 @@ func (s *Server) watchFrom(ctx context.Context, addr string, from *uint64) (int,
 	}
 }
 
-// DefaultKVRowCacheBytes is the row cache of a node that sets none.
-const DefaultKVRowCacheBytes = 256 << 20
-
 // kvConfig is the template of the node's KV stores, with the node's row
 // cache.
 func (s *Server) kvConfig() kvstore.Config {
 	kv := s.cfg.KV
 	size := s.cfg.KVRowCacheBytes
 	if size == 0 {
-		size = DefaultKVRowCacheBytes
+		size = DefaultKVRowCacheBytes()
 	}
 	kv.RowCache = kvstore.NewRowCache(size) // nil when size < 0
+	s.log.Info("KV row cache", "max_bytes", max(size, 0))
 	return kv
 }

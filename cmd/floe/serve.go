@@ -35,7 +35,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	kvMemtable := fs.Int64("kv-memtable-bytes", 0, "Badger memtable size of each primary-key bucket replica (0: 8 MiB); also bounds one apply transaction")
 	kvBlockCache := fs.Int64("kv-block-cache-bytes", 0, "Badger block cache of each primary-key bucket replica (0: none; tables are read through the page cache)")
 	kvIndexCache := fs.Int64("kv-index-cache-bytes", 0, "memory bound of the table indexes and bloom filters of each primary-key bucket replica (0: unbounded, all in memory)")
-	kvRowCache := fs.Int64("kv-row-cache-bytes", 0, "memory for recently read rows of primary-key tables, shared by the node's buckets (0: 256 MiB, -1: none)")
+	kvRowCache := fs.Int64("kv-row-cache-bytes", 0, "memory for recently read rows of primary-key tables, shared by the node's buckets; filled by lookups, outside the Go heap (0: a quarter of the machine's or cgroup's memory, -1: none)")
 	kvBuffer := fs.Int64("kv-buffer-bytes", 0, "uncommitted upserts a primary-key bucket leader holds before it refuses more until followers catch up (0: 64 MiB)")
 	trailingLogs := fs.Uint64("raft-trailing-logs", 0, "Raft log entries a snapshot leaves behind for lagging followers (0: default 10240)")
 	pos, err := parseFlags(fs, args)

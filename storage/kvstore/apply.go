@@ -101,6 +101,13 @@ func (s *Store) refreshCache(entries []Change) {
 		return
 	}
 	s.commits.Add(1)
+	// A read that cached a row set filled before it checked commits under
+	// the shard's lock (see fill). So either that check saw this commit
+	// and cached nothing, or filled is visible here and the row is
+	// refreshed below.
+	if !s.filled.Load() {
+		return
+	}
 	var k []byte
 	for _, c := range entries {
 		k = cacheKey(k, s.cacheID, c.Key)

@@ -15,9 +15,13 @@ const benchKeys = 1_000_000
 func benchKey(i int) []byte { return fmt.Appendf(nil, "k%015d", i) }
 
 // loadBenchStore writes benchKeys rows of 16-byte keys and 1 KiB values.
-func loadBenchStore(b *testing.B) *Store {
+func loadBenchStore(b *testing.B) *Store { return loadBenchStoreCfg(b, Config{}) }
+
+// loadBenchStoreCfg is loadBenchStore with cfg (its Dir is set here).
+func loadBenchStoreCfg(b *testing.B, cfg Config) *Store {
 	b.Helper()
-	s, err := Open(Config{Dir: b.TempDir()})
+	cfg.Dir = b.TempDir()
+	s, err := Open(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,4 +61,39 @@ func BenchmarkGetBatch(b *testing.B) {
 		n += len(keys)
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "keys/s")
+}
+
+// BenchmarkUpdate models one replica's KV work for a batch of 500 upserts
+// of random existing keys: the leader's read of the old rows, then the
+// Apply every replica does. MEMTABLE sizes the memtable (bytes, env).
+func BenchmarkUpdate(b *testing.B) {
+	for _, mt := range []int64{2 << 20, 8 << 20} {
+		b.Run(fmt.Sprintf("memtable=%dMiB", mt>>20), func(b *testing.B) {
+			s := loadBenchStoreCfg(b, Config{MemTableBytes: mt})
+			rng := mrand.New(mrand.NewPCG(1, 2))
+			keys := make([][]byte, 500)
+			entries := make([]Change, 500)
+			next := int64(benchKeys)
+			b.ResetTimer()
+			n := 0
+			for b.Loop() {
+				for i := range keys {
+					keys[i] = benchKey(rng.IntN(benchKeys))
+				}
+				rows, err := s.GetBatch(keys)
+				if err != nil || rows[0] == nil {
+					b.Fatal(err)
+				}
+				for i := range entries {
+					entries[i] = Change{Key: keys[i], Row: rows[(i+1)%len(rows)], Kind: record.UpdateAfter}
+				}
+				next += int64(len(entries))
+				if err := s.Apply(entries, next); err != nil {
+					b.Fatal(err)
+				}
+				n += len(keys)
+			}
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
 }

@@ -99,6 +99,9 @@ func (s *Store) fill(ck, row []byte, commits uint64) {
 	if s.cache == nil {
 		return
 	}
+	if !s.filled.Load() {
+		s.filled.Store(true) // before put's check of commits: see refreshCache
+	}
 	s.cache.put(ck, row, func() bool { return s.commits.Load() == commits })
 }
 

@@ -3,8 +3,11 @@ package kvstore
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // rowCacheShards spreads the cache's lock; a power of two.
@@ -20,7 +23,10 @@ const entryHeaderBytes = 8
 // It holds no pointers the garbage collector would walk, however many rows
 // it keeps: each shard is one ring of bytes, entries (key and row) are
 // appended to it, and an index maps the 64-bit hash of a key to the
-// entry's position. Old entries are overwritten as the ring turns (first
+// entry's position. The rings are mapped outside the Go heap, on a shard's
+// first fill, and the kernel backs their pages as they are written: a
+// cache of gigabytes neither raises the garbage collector's heap goal (which
+// would let other garbage grow as large) nor costs memory before it fills. Old entries are overwritten as the ring turns (first
 // in, first out); a hash collision replaces the other key's entry; a read
 // checks the key bytes, so neither is ever served for the wrong key.
 //
@@ -34,6 +40,38 @@ type RowCache struct {
 	seed       maphash.Seed
 	nextStore  atomic.Uint64
 	shards     [rowCacheShards]rowCacheShard
+	// rings owns the shards' mapped rings; a cleanup unmaps them once the
+	// cache is unreachable.
+	rings *ringMaps
+}
+
+// ringMaps holds the mapped rings of a cache's shards.
+type ringMaps struct {
+	mu    sync.Mutex
+	rings [][]byte
+}
+
+// newRing maps size bytes of zeroed, private anonymous memory, or falls
+// back to the Go heap if the kernel refuses.
+func (m *ringMaps) newRing(size uint64) []byte {
+	ring, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		return make([]byte, size)
+	}
+	m.mu.Lock()
+	m.rings = append(m.rings, ring)
+	m.mu.Unlock()
+	return ring
+}
+
+// unmap releases every mapped ring; the cache is unreachable by then.
+func (m *ringMaps) unmap() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.rings {
+		_ = unix.Munmap(r) // nothing else to do with an error at this point
+	}
+	m.rings = nil
 }
 
 type rowCacheShard struct {
@@ -50,10 +88,11 @@ func NewRowCache(maxBytes int64) *RowCache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	c := &RowCache{shardBytes: uint64(max(maxBytes/rowCacheShards, 1024)), seed: maphash.MakeSeed()}
+	c := &RowCache{shardBytes: uint64(max(maxBytes/rowCacheShards, 1024)), seed: maphash.MakeSeed(), rings: &ringMaps{}}
 	for i := range c.shards {
 		c.shards[i].index = map[uint64]uint64{}
 	}
+	runtime.AddCleanup(c, (*ringMaps).unmap, c.rings)
 	return c
 }
 
@@ -108,7 +147,7 @@ func (c *RowCache) put(k, row []byte, still func() bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if still() {
-		sh.appendLocked(c.shardBytes, h, k, row)
+		c.appendLocked(sh, h, k, row)
 	}
 }
 
@@ -123,7 +162,7 @@ func (c *RowCache) update(k, row []byte) {
 	}
 	delete(sh.index, h)
 	if row != nil && c.fits(k, row) {
-		sh.appendLocked(c.shardBytes, h, k, row)
+		c.appendLocked(sh, h, k, row)
 	}
 }
 
@@ -160,9 +199,10 @@ func (sh *rowCacheShard) lookupLocked(h uint64, k []byte) ([]byte, bool) {
 
 // appendLocked writes an entry at the head of the ring and indexes it. An
 // entry never straddles the ring's end: the head skips to the next lap.
-func (sh *rowCacheShard) appendLocked(size, h uint64, k, row []byte) {
+func (c *RowCache) appendLocked(sh *rowCacheShard, h uint64, k, row []byte) {
+	size := c.shardBytes
 	if sh.ring == nil {
-		sh.ring = make([]byte, size)
+		sh.ring = c.rings.newRing(size)
 	}
 	n := uint64(entryHeaderBytes + len(k) + len(row))
 	if at := sh.head % size; at+n > size {

@@ -50,6 +50,10 @@ type Store struct {
 	cache   *RowCache
 	cacheID uint64
 	commits atomic.Uint64
+	// filled is set once a read has put a row of this store in the cache;
+	// until then Apply has nothing cached to refresh (a follower, which
+	// serves no lookups, never pays for it).
+	filled atomic.Bool
 
 	gcMu          sync.Mutex   // held by CollectGarbage, and by Close to wait for it
 	applyMu       sync.Mutex   // serializes Apply
