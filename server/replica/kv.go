@@ -267,48 +267,83 @@ func (kv *kvReplica) resetLocked() error {
 	return nil
 }
 
-// kvGCInterval is how often the value logs of the node's KV stores are
-// checked for garbage; kvGCFilesPerRound bounds the files one store
-// rewrites per check.
+// The node's value-log collector: every kvGCInterval it checks each KV
+// store for a value-log file that is mostly garbage, rewrites at most one
+// per store per round, and starts another round at once while any store had
+// one. After each rewrite it rests kvGCRestFactor times as long as the
+// rewrite took, so collection keeps pace with overwrites without taking
+// more than about a third of a core from the write path, instead of
+// rewriting files back to back in bursts.
 const (
-	kvGCInterval      = 2 * time.Minute
-	kvGCFilesPerRound = 4
+	kvGCInterval   = 5 * time.Second
+	kvGCRestFactor = 2
 )
 
+// gcTarget is what the collector needs of a store.
+type gcTarget interface {
+	CollectGarbage(maxFiles int) (int, error)
+}
+
 // collectKVGarbage reclaims the value-log space of overwritten and deleted
-// rows in every KV store of the node, one store at a time, until the
-// manager closes.
+// rows in every KV store of the node until the manager closes.
 func (m *Manager) collectKVGarbage() {
 	defer m.wg.Done()
 	tick := time.NewTicker(kvGCInterval)
 	defer tick.Stop()
+	rest := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-m.stop:
+			return false
+		case <-t.C:
+			return true
+		}
+	}
 	for {
 		select {
 		case <-m.stop:
 			return
 		case <-tick.C:
 		}
-		m.mu.Lock()
-		var stores []*kvReplica
-		for _, r := range m.replicas {
-			if r.kv != nil {
-				stores = append(stores, r.kv)
-			}
+		for m.collectKVGarbageRound(m.kvStores(), rest) {
 		}
-		m.mu.Unlock()
-		for _, kv := range stores {
-			select {
-			case <-m.stop:
-				return
-			default:
-			}
-			n, err := kv.store.Load().CollectGarbage(kvGCFilesPerRound)
-			switch {
-			case err != nil && !errors.Is(err, kvstore.ErrClosed):
-				m.log.Warn("KV value-log GC", "bucket", kv.r.id.String(), "err", err)
-			case n > 0:
-				m.log.Info("KV value-log GC", "bucket", kv.r.id.String(), "files_rewritten", n)
+	}
+}
+
+// kvStores lists the node's KV replicas with their current stores.
+func (m *Manager) kvStores() map[string]gcTarget {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	stores := map[string]gcTarget{}
+	for _, r := range m.replicas {
+		if r.kv != nil {
+			stores[r.id.String()] = r.kv.store.Load()
+		}
+	}
+	return stores
+}
+
+// collectKVGarbageRound rewrites at most one file of each store, calling
+// rest after each rewrite with kvGCRestFactor times its duration; rest
+// returning false stops the round. It reports whether the round rewrote
+// anything and may be repeated.
+func (m *Manager) collectKVGarbageRound(stores map[string]gcTarget, rest func(time.Duration) bool) bool {
+	rewrote := false
+	for bucket, st := range stores {
+		start := time.Now()
+		n, err := st.CollectGarbage(1)
+		took := time.Since(start)
+		switch {
+		case err != nil && !errors.Is(err, kvstore.ErrClosed):
+			m.log.Warn("KV value-log GC", "bucket", bucket, "err", err)
+		case n > 0:
+			rewrote = true
+			m.log.Debug("KV value-log GC", "bucket", bucket, "files_rewritten", n, "took", took)
+			if !rest(took * kvGCRestFactor) {
+				return false
 			}
 		}
 	}
+	return rewrote
 }
