@@ -76,9 +76,9 @@ func (m *ringMaps) unmap() {
 
 type rowCacheShard struct {
 	mu    sync.Mutex
-	index map[uint64]uint64 // key hash → absolute position of its entry
-	ring  []byte            // allocated on the first fill
-	head  uint64            // absolute position of the next entry
+	index rowIndex // key hash → absolute position of its entry
+	ring  []byte   // mapped on the first fill
+	head  uint64   // absolute position of the next entry
 }
 
 // NewRowCache returns a cache of at most max(maxBytes, 32 KiB) bytes of
@@ -89,9 +89,6 @@ func NewRowCache(maxBytes int64) *RowCache {
 		return nil
 	}
 	c := &RowCache{shardBytes: uint64(max(maxBytes/rowCacheShards, 1024)), seed: maphash.MakeSeed(), rings: &ringMaps{}}
-	for i := range c.shards {
-		c.shards[i].index = map[uint64]uint64{}
-	}
 	runtime.AddCleanup(c, (*ringMaps).unmap, c.rings)
 	return c
 }
@@ -123,7 +120,7 @@ func cacheKey(dst []byte, store uint64, key []byte) []byte {
 
 func (c *RowCache) locate(k []byte) (*rowCacheShard, uint64) {
 	h := maphash.Bytes(c.seed, k)
-	return &c.shards[h&(rowCacheShards-1)], h
+	return &c.shards[h&(rowCacheShards-1)], slotHash(h >> 5) // the low bits chose the shard
 }
 
 // appendRow appends the cached row of k to dst.
@@ -160,7 +157,7 @@ func (c *RowCache) update(k, row []byte) {
 	if _, ok := sh.lookupLocked(h, k); !ok {
 		return
 	}
-	delete(sh.index, h)
+	sh.index.remove(h)
 	if row != nil && c.fits(k, row) {
 		c.appendLocked(sh, h, k, row)
 	}
@@ -178,13 +175,13 @@ func (c *RowCache) fits(k, row []byte) bool {
 // lookupLocked returns the row of k in the ring (valid until the shard's
 // next append), dropping an index entry the ring has overwritten.
 func (sh *rowCacheShard) lookupLocked(h uint64, k []byte) ([]byte, bool) {
-	p, ok := sh.index[h]
+	p, ok := sh.index.get(h)
 	if !ok {
 		return nil, false
 	}
 	size := uint64(len(sh.ring))
-	if sh.head > p+size { // overwritten by a later lap
-		delete(sh.index, h)
+	if !sh.intact(p) { // overwritten by a later lap
+		sh.index.remove(h)
 		return nil, false
 	}
 	at := p % size
@@ -213,6 +210,11 @@ func (c *RowCache) appendLocked(sh *rowCacheShard, h uint64, k, row []byte) {
 	binary.BigEndian.PutUint32(sh.ring[at+4:], uint32(len(row)))
 	copy(sh.ring[at+entryHeaderBytes:], k)
 	copy(sh.ring[at+entryHeaderBytes+uint64(len(k)):], row)
-	sh.index[h] = sh.head
-	sh.head += n
+	pos := sh.head
+	sh.head += n // first: entries this one overwrote are no longer intact
+	sh.index.put(h, pos, sh.intact)
 }
+
+// intact reports whether the entry at absolute position p is still in the
+// ring: the head has not lapped it.
+func (sh *rowCacheShard) intact(p uint64) bool { return sh.head <= p+uint64(len(sh.ring)) }
