@@ -41,7 +41,11 @@ func (h *handler) HandleRPC(stream drpc.Stream, rpc string) (err error) {
 	if err := h.checkCluster(stream.Context()); err != nil {
 		return err
 	}
-	return h.next.HandleRPC(stream, rpc)
+	// The mux sends a unary reply before it returns, so hooks run after it.
+	hooks := &afterReplyHooks{}
+	defer hooks.run()
+	ctx := context.WithValue(stream.Context(), afterReplyKey{}, hooks)
+	return h.next.HandleRPC(&hookedStream{Stream: stream, ctx: ctx}, rpc)
 }
 
 // checkCluster refuses a call whose caller names another cluster than this

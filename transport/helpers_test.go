@@ -147,10 +147,11 @@ func countingPool(t *testing.T, cfg transport.PoolConfig) (*transport.Pool, *dia
 type testMeta struct {
 	entered chan struct{} // Hello("block") has started
 	release chan struct{} // lets Hello("block") return
+	hooked  chan struct{} // Hello("after-reply")'s hook ran
 }
 
 func newTestMeta() *testMeta {
-	return &testMeta{entered: make(chan struct{}, 64), release: make(chan struct{})}
+	return &testMeta{entered: make(chan struct{}, 64), release: make(chan struct{}), hooked: make(chan struct{}, 64)}
 }
 
 // Hello echoes the node id; rpc_address "panic" panics, "block" waits for
@@ -159,6 +160,13 @@ func (m *testMeta) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloRe
 	switch req.RpcAddress {
 	case "panic":
 		panic("boom")
+	case "after-reply":
+		// The hook spoils the reply: the caller must still get it whole.
+		resp := &pb.HelloResponse{NodeId: req.NodeId, Roles: req.Roles}
+		if !transport.AfterReply(ctx, func() { resp.NodeId, resp.Roles = 0, nil; m.hooked <- struct{}{} }) {
+			return nil, errors.New("AfterReply refused a served call")
+		}
+		return resp, nil
 	case "block":
 		m.entered <- struct{}{}
 		select {

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/floedb/floe/storage/kvstore"
@@ -48,12 +49,29 @@ func (m *Manager) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.Lookup
 	if err != nil {
 		return nil, err
 	}
-	data, sizes, err := st.GetPacked(storeKeys)
+	buf := lookupBufs.Get().(*[]byte)
+	data, sizes, err := st.AppendPacked((*buf)[:0], storeKeys)
 	if err != nil {
+		lookupBufs.Put(buf)
 		return nil, kvError(err)
 	}
+	// The reply is marshaled and sent when this returns; its rows buffer
+	// then serves the next lookup instead of becoming garbage (a large,
+	// freshly zeroed allocation per request otherwise).
+	transport.AfterReply(ctx, func() {
+		if cap(data) <= maxPooledLookupBytes {
+			*buf = data
+			lookupBufs.Put(buf)
+		}
+	})
 	return &pb.LookupResponse{Rows: data, RowSizes: sizes, LeaderEpoch: epoch}, nil
 }
+
+// lookupBufs holds row buffers of answered lookups; buffers over
+// maxPooledLookupBytes (rare, huge rows) are left to the garbage collector.
+var lookupBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledLookupBytes = 8 << 20
 
 // PrefixLookup answers the rows of one bucket-key value on the bucket's
 // leader.

@@ -40,6 +40,13 @@ func (s *Store) GetBatch(keys [][]byte) ([][]byte, error) {
 // laid end to end in data; sizes[i] is the size of key i's row, 0 when it
 // is absent (stored rows are never empty).
 func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error) {
+	return s.AppendPacked(nil, keys)
+}
+
+// AppendPacked is GetPacked appending the rows to dst, which it grows at
+// most once when it lacks the room.
+func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []uint32, err error) {
+	data = dst
 	sizes = make([]uint32, len(keys))
 	commits := s.commits.Load() // before the read's snapshot: see fill
 	bk := make([]byte, 0, 64)
@@ -51,7 +58,7 @@ func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error
 		sizes[i] = uint32(len(data) - start)
 		if !sized {
 			sized = true
-			data = slices.Grow(data, len(data)*(len(keys)-i-1))
+			data = slices.Grow(data, (len(data)-start)*(len(keys)-i-1))
 		}
 	}
 	err = s.view(func(txn *badger.Txn) error {
@@ -85,7 +92,7 @@ func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return dst, nil, err
 	}
 	return data, sizes, nil
 }
