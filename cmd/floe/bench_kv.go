@@ -21,6 +21,8 @@ type kvBenchFlags struct {
 	keys        int64
 	batch       int
 	replication int
+	// sharedWriter (bench upsert): the callers share one writer.
+	sharedWriter bool
 }
 
 func (f *kvBenchFlags) register(fs *flag.FlagSet) {

@@ -13,10 +13,12 @@ import (
 func benchUpsertCmd(env *cliEnv) clientCmd {
 	var f kvBenchFlags
 	return clientCmd{name: "bench upsert", streaming: true,
-		usage: "bench upsert [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--keys 1000000] [--record-bytes 1024] [--acks all] [--batch 1]",
+		usage: "bench upsert [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--keys 1000000] [--record-bytes 1024] [--acks all] [--batch 1] [--shared-writer]",
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs)
 			fs.IntVar(&f.batch, "batch", 1, "rows each goroutine upserts before waiting for their acks (1: one row at a time)")
+			fs.BoolVar(&f.sharedWriter, "shared-writer", false,
+				"the goroutines share one writer, as a service's request handlers would: it batches their rows, sending a bucket's batch when it fills or --linger after its first row")
 		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
 			if err := f.validate(); err != nil {
@@ -35,16 +37,30 @@ func benchUpsertCmd(env *cliEnv) clientCmd {
 			if err != nil {
 				return err
 			}
-			title := fmt.Sprintf("floe bench upsert: %s, %d writers, %d random keys, %d-byte values, acks=%s, batch %d",
-				f.table, f.concurrency, f.keys, f.recordBytes, f.ackMode, f.batch)
+			writers := fmt.Sprintf("%d writers", f.concurrency)
+			if f.sharedWriter {
+				writers = fmt.Sprintf("%d callers sharing one writer", f.concurrency)
+			}
+			title := fmt.Sprintf("floe bench upsert: %s, %s, %d random keys, %d-byte values, acks=%s, batch %d",
+				f.table, writers, f.keys, f.recordBytes, f.ackMode, f.batch)
 			return printBenchResult(env, title, res)
 		}}
 }
 
 // benchUpsert runs the writers for --duration and waits for their acks.
 func benchUpsert(ctx context.Context, tbl *client.Table, f *kvBenchFlags) (benchResult, error) {
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.duration+benchDrainTimeout)
+	defer cancel()
+	var shared *client.UpsertWriter
+	if f.sharedWriter {
+		var err error
+		if shared, err = tbl.NewUpsertWriter(client.UpsertWriterOptions{Acks: f.ackMode, Linger: f.linger}); err != nil {
+			return benchResult{}, err
+		}
+		defer shared.Close(drainCtx)
+	}
 	r, err := runCallers(ctx, &f.benchFlags, func(runCtx context.Context, c *benchCaller, _ int) error {
-		return upsertRows(ctx, runCtx, c, tbl, f)
+		return upsertRows(runCtx, drainCtx, c, tbl, f, shared)
 	})
 	if err != nil {
 		return benchResult{}, err
@@ -53,16 +69,19 @@ func benchUpsert(ctx context.Context, tbl *client.Table, f *kvBenchFlags) (bench
 }
 
 // upsertRows writes random keys in groups of --batch until runCtx ends,
-// waiting for each group's acks (bounded by benchDrainTimeout). Errors of
-// single rows are counted, not returned.
-func upsertRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table, f *kvBenchFlags) error {
-	w, err := tbl.NewUpsertWriter(client.UpsertWriterOptions{Acks: f.ackMode, Linger: f.linger})
-	if err != nil {
-		return err
+// waiting for each group's acks within drainCtx. Errors of single rows are
+// counted, not returned. With a shared writer it leaves sending to the
+// writer's linger; with its own, it flushes each group.
+func upsertRows(runCtx, drainCtx context.Context, c *benchCaller, tbl *client.Table, f *kvBenchFlags, shared *client.UpsertWriter) error {
+	w, flush := shared, func(context.Context) error { return nil }
+	if w == nil {
+		var err error
+		if w, err = tbl.NewUpsertWriter(client.UpsertWriterOptions{Acks: f.ackMode, Linger: f.linger}); err != nil {
+			return err
+		}
+		defer w.Close(drainCtx)
+		flush = w.Flush
 	}
-	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.duration+benchDrainTimeout)
-	defer cancel()
-	defer w.Close(drainCtx)
 	rows, err := newKVRows(tbl, f.recordBytes)
 	if err != nil {
 		return err
@@ -80,6 +99,6 @@ func upsertRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table, 
 			return sentRow{}, false
 		}
 		return sentRow{func(ctx context.Context) error { _, err := fut.Wait(ctx); return err }, t0}, true
-	}, w.Flush)
+	}, flush)
 	return nil
 }

@@ -106,6 +106,7 @@ func TestKVBenchSmoke(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "upsert", "--duration", "100ms", "--keys", "100", "--record-bytes", "64", "--concurrency", "2"},
 		{"bench", "upsert", "--duration", "100ms", "--keys", "100", "--batch", "10"},
+		{"bench", "upsert", "--duration", "100ms", "--keys", "100", "--concurrency", "8", "--shared-writer", "--linger", "1ms"},
 		{"bench", "lookup", "--duration", "100ms", "--keys", "50", "--record-bytes", "64", "--load", "--concurrency", "4"},
 		{"bench", "lookup", "--duration", "100ms", "--keys", "200", "--batch", "16", "--linearizable"},
 	} {
