@@ -51,10 +51,11 @@ type ringMaps struct {
 	rings [][]byte
 }
 
-// newRing maps size bytes of zeroed, private anonymous memory, or falls
-// back to the Go heap if the kernel refuses.
+// newRing maps size bytes of zeroed, private anonymous memory, reserving
+// no swap for it (pages exist only once written), or falls back to the Go
+// heap if the kernel refuses.
 func (m *ringMaps) newRing(size uint64) []byte {
-	ring, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	ring, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE|unix.MAP_NORESERVE)
 	if err != nil {
 		return make([]byte, size)
 	}
