@@ -108,21 +108,7 @@ func (f *benchFlags) validate() error {
 // openBenchTable creates the database and table if missing, and opens the
 // table, which must have the benchmark's columns.
 func openBenchTable(ctx context.Context, c *client.Client, cf *clientFlags, f *benchFlags) (*client.Table, error) {
-	db, name, err := tableName(f.table)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
-	defer cancel()
-	if err := c.Admin().CreateDatabase(ctx, db, client.IfNotExists()); err != nil {
-		return nil, err
-	}
-	_, err = c.Admin().CreateTable(ctx, client.TableSpec{Database: db, Name: name, Schema: benchSchema,
-		Buckets: int32(f.buckets)}, client.IfNotExists())
-	if err != nil {
-		return nil, err
-	}
-	tbl, err := c.Table(ctx, db, name)
+	tbl, err := ensureBenchTable(ctx, c, cf, f.table, client.TableSpec{Schema: benchSchema, Buckets: int32(f.buckets)})
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +117,26 @@ func openBenchTable(ctx context.Context, c *client.Client, cf *clientFlags, f *b
 		return nil, fmt.Errorf("table %s exists with schema %q, want %q first", f.table, tbl.Schema().String(), benchSchema)
 	}
 	return tbl, nil
+}
+
+// ensureBenchTable creates table (DB.TABLE) with spec, and its database,
+// if missing, and opens it; callers check the schema of a table that
+// already existed.
+func ensureBenchTable(ctx context.Context, c *client.Client, cf *clientFlags, table string, spec client.TableSpec) (*client.Table, error) {
+	db, name, err := tableName(table)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
+	defer cancel()
+	if err := c.Admin().CreateDatabase(ctx, db, client.IfNotExists()); err != nil {
+		return nil, err
+	}
+	spec.Database, spec.Name = db, name
+	if _, err := c.Admin().CreateTable(ctx, spec, client.IfNotExists()); err != nil {
+		return nil, err
+	}
+	return c.Table(ctx, db, name)
 }
 
 // benchRows encodes rows (id, payload) with a random payload whose first 8

@@ -49,21 +49,8 @@ func (f *kvBenchFlags) validate() error {
 // openKVBenchTable creates the database and table if missing, and opens the
 // table, which must have the benchmark's columns and key.
 func openKVBenchTable(ctx context.Context, c *client.Client, cf *clientFlags, f *kvBenchFlags) (*client.Table, error) {
-	db, name, err := tableName(f.table)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
-	defer cancel()
-	if err := c.Admin().CreateDatabase(ctx, db, client.IfNotExists()); err != nil {
-		return nil, err
-	}
-	_, err = c.Admin().CreateTable(ctx, client.TableSpec{Database: db, Name: name, Schema: kvBenchSchema,
-		PrimaryKey: []string{"id"}, Buckets: int32(f.buckets), Replication: int32(f.replication)}, client.IfNotExists())
-	if err != nil {
-		return nil, err
-	}
-	tbl, err := c.Table(ctx, db, name)
+	tbl, err := ensureBenchTable(ctx, c, cf, f.table, client.TableSpec{Schema: kvBenchSchema,
+		PrimaryKey: []string{"id"}, Buckets: int32(f.buckets), Replication: int32(f.replication)})
 	if err != nil {
 		return nil, err
 	}
