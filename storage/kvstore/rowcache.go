@@ -158,10 +158,11 @@ func (c *RowCache) update(k, row []byte) {
 	if _, ok := sh.lookupLocked(h, k); !ok {
 		return
 	}
-	sh.index.remove(h)
 	if row != nil && c.fits(k, row) {
-		c.appendLocked(sh, h, k, row)
+		c.appendLocked(sh, h, k, row) // repoints k's index entry at the new copy
+		return
 	}
+	sh.index.remove(h)
 }
 
 // remove drops k.
@@ -180,12 +181,11 @@ func (sh *rowCacheShard) lookupLocked(h uint64, k []byte) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	size := uint64(len(sh.ring))
 	if !sh.intact(p) { // overwritten by a later lap
 		sh.index.remove(h)
 		return nil, false
 	}
-	at := p % size
+	at := p % uint64(len(sh.ring))
 	keyLen := uint64(binary.BigEndian.Uint32(sh.ring[at:]))
 	rowLen := uint64(binary.BigEndian.Uint32(sh.ring[at+4:]))
 	entry := sh.ring[at+entryHeaderBytes : at+entryHeaderBytes+keyLen+rowLen]
