@@ -11,6 +11,7 @@ import (
 
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/storage/record"
 )
 
 // applyReadBytes bounds one log read of the applier; applyChunkBytes one
@@ -37,11 +38,13 @@ type kvReplica struct {
 	// holds the records it needs); lookups then fail.
 	stuck atomic.Pointer[error]
 
-	// bufMu guards buf and bufEpoch. The write path holds the replica's
+	// bufMu guards buf, bufEpoch and bld. The write path holds the replica's
 	// produceMu first.
 	bufMu    sync.Mutex
 	buf      *kvstore.Buffer
 	bufEpoch int32 // the leader epoch the buffer was loaded in; -1: none
+	// bld builds the changelog of each write, reusing its buffer.
+	bld *record.BatchBuilder
 
 	barriers barrierQueue
 

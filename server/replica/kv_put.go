@@ -185,7 +185,7 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 	st := kv.store.Load()
 	opts := record.BatchOptions{SchemaID: b.SchemaID(), Format: record.PayloadRows,
 		HasWriter: b.WriterID() != record.NoWriterID, WriterID: b.WriterID(), Sequence: b.BatchSequence()}
-	bld := record.NewBatchBuilder(opts, record.MaxBatchSize)
+	bld := kv.changelogBuilder(opts, len(b))
 	current, err := kv.currentRows(st, writes)
 	if err != nil {
 		return nil, nil, err
@@ -234,6 +234,23 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 		}
 	}
 	return changelog, rows, nil
+}
+
+// keptBuilderBytes bounds the buffer a replica's changelog builder keeps
+// between writes; a larger one, grown by an unusually large batch, goes.
+const keptBuilderBytes = 4 << 20
+
+// changelogBuilder returns the replica's changelog builder, reset for opts
+// and with room for a changelog of a batch of inputBytes: an update writes
+// the row before and after, about twice the input. Callers hold bufMu and
+// use the batch it builds only while they do.
+func (kv *kvReplica) changelogBuilder(opts record.BatchOptions, inputBytes int) *record.BatchBuilder {
+	if kv.bld == nil || kv.bld.Cap() > keptBuilderBytes {
+		kv.bld = record.NewBatchBuilder(opts, record.MaxBatchSize)
+	}
+	kv.bld.Reset(opts, record.MaxBatchSize)
+	kv.bld.Grow(2 * inputBytes)
+	return kv.bld
 }
 
 // currentRows returns, at each key's first write in the batch, the row the

@@ -202,6 +202,11 @@ func (r *Replica) becomeLeader(epoch, bucketEpoch int32, replicas, isr []uint32)
 		return err
 	}
 	r.role, r.leaderID, r.leaderEpoch = roleLeader, r.mgr.cfg.NodeID, epoch
+	if r.kv != nil {
+		// The rows a leader writes are the ones its next upserts of those
+		// keys merge against and lookups, which come to it, ask for.
+		r.kv.store.Load().CacheWrites(true)
+	}
 	r.wakeAllHWWaitersLocked()
 	r.hw = min(r.hw, r.log.EndOffset())
 	now := time.Now()
@@ -240,6 +245,9 @@ func (r *Replica) becomeFollower(leader uint32, epoch, bucketEpoch int32, replic
 		r.role = roleNone
 	}
 	r.followers, r.pendingISR = nil, nil
+	if r.kv != nil {
+		r.kv.store.Load().CacheWrites(false)
+	}
 	if was == roleLeader {
 		r.mgr.log.Info("stopped leading bucket", "bucket", r.id.String(), "new_leader", leader, "leader_epoch", epoch)
 	}

@@ -63,15 +63,25 @@ func (s *Store) Apply(entries []Change, nextOffset int64) error {
 	}
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
+	// The transaction keeps the store keys until it commits: lay them out
+	// in one buffer rather than allocate each.
+	n := 0
 	for _, c := range entries {
-		var err error
-		switch c.Kind {
-		case record.Insert, record.UpdateAfter:
-			err = txn.Set(rowKey(c.Key), c.Row)
-		case record.Delete:
-			err = txn.Delete(rowKey(c.Key))
-		default: // UpdateBefore
+		n += 1 + len(c.Key)
+	}
+	keys := make([]byte, 0, n)
+	for _, c := range entries {
+		if c.Kind == record.UpdateBefore {
 			continue
+		}
+		start := len(keys)
+		keys = append(append(keys, rowPrefix), c.Key...)
+		key := keys[start:len(keys):len(keys)]
+		var err error
+		if c.Kind == record.Delete {
+			err = txn.Delete(key)
+		} else {
+			err = txn.Set(key, c.Row)
 		}
 		if err != nil {
 			return wrapWriteErr(err)
@@ -93,7 +103,8 @@ func (s *Store) Apply(entries []Change, nextOffset int64) error {
 }
 
 // refreshCache gives cached keys of committed entries their new rows (or
-// drops them), in entry order, so the last entry of a key wins. It counts
+// drops them), in entry order, so the last entry of a key wins; with
+// CacheWrites on it caches the rows of keys that were not cached too. It counts
 // the commit first, so a read that began before it cannot put an old row
 // back (see fill).
 func (s *Store) refreshCache(entries []Change) {
@@ -108,12 +119,17 @@ func (s *Store) refreshCache(entries []Change) {
 	if !s.filled.Load() {
 		return
 	}
+	all := s.cacheWrites.Load()
 	var k []byte
 	for _, c := range entries {
 		k = cacheKey(k, s.cacheID, c.Key)
 		switch c.Kind {
 		case record.Insert, record.UpdateAfter:
-			s.cache.update(k, c.Row)
+			if all {
+				s.cache.set(k, c.Row)
+			} else {
+				s.cache.update(k, c.Row)
+			}
 		case record.Delete:
 			s.cache.remove(k)
 		}

@@ -33,8 +33,8 @@ const entryHeaderBytes = 8
 // Stores keep it coherent: Apply refreshes the cached keys it writes (new
 // row, or gone) after they commit, and a read only fills the cache if no
 // Apply committed since the read began (see Store.fill). Keys that are not
-// cached stay out: writes do not push read rows out of the cache. A nil
-// *RowCache is a disabled cache.
+// cached stay out, unless the store caches its writes (Store.CacheWrites,
+// which a bucket's leader turns on). A nil *RowCache is a disabled cache.
 type RowCache struct {
 	shardBytes uint64
 	seed       maphash.Seed
@@ -163,6 +163,21 @@ func (c *RowCache) update(k, row []byte) {
 		return
 	}
 	sh.index.remove(h)
+}
+
+// set caches row under k, cached before or not; a row too large to cache
+// drops k.
+func (c *RowCache) set(k, row []byte) {
+	sh, h := c.locate(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if c.fits(k, row) {
+		c.appendLocked(sh, h, k, row)
+		return
+	}
+	if _, ok := sh.lookupLocked(h, k); ok {
+		sh.index.remove(h)
+	}
 }
 
 // remove drops k.

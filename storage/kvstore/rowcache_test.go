@@ -181,3 +181,55 @@ func TestRowCacheRingNeverServesAnotherRow(t *testing.T) {
 		t.Fatal("a removed key is still cached")
 	}
 }
+
+func TestRowCacheCachesWritesOnlyWhenAsked(t *testing.T) {
+	c := NewRowCache(1 << 20)
+	s := openCached(t, c)
+	cached := func(key string) (string, bool) {
+		row, ok := c.appendRow(nil, cacheKey(nil, s.cacheID, []byte(key)))
+		return string(row), ok
+	}
+	if err := s.Apply([]Change{{Key: []byte("a"), Row: []byte("a1"), Kind: record.Insert}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cached("a"); ok {
+		t.Fatal("a store that does not cache its writes cached a row no read asked for")
+	}
+	s.CacheWrites(true)
+	if err := s.Apply([]Change{
+		{Key: []byte("b"), Row: []byte("b1"), Kind: record.Insert},
+		{Key: []byte("a"), Row: []byte("a1"), Kind: record.UpdateBefore},
+		{Key: []byte("a"), Row: []byte("a2"), Kind: record.UpdateAfter},
+		{Key: []byte("b"), Row: []byte("b1"), Kind: record.UpdateBefore},
+		{Key: []byte("b"), Row: []byte("b2"), Kind: record.UpdateAfter},
+	}, 2); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"a": "a2", "b": "b2"} {
+		if got, ok := cached(key); !ok || got != want {
+			t.Fatalf("after a write with CacheWrites on, cache holds %q=%q (%v), want %q", key, got, ok, want)
+		}
+	}
+	big := make([]byte, c.shardBytes) // over a quarter of a shard: never cached
+	if err := s.Apply([]Change{
+		{Key: []byte("a"), Kind: record.Delete},
+		{Key: []byte("b"), Row: big, Kind: record.UpdateAfter},
+	}, 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"a", "b"} {
+		if got, ok := cached(key); ok {
+			t.Fatalf("cache still holds %q=%q after a delete or a row too large to cache", key, got)
+		}
+	}
+	if row, ok, err := s.Get([]byte("b")); err != nil || !ok || len(row) != len(big) {
+		t.Fatalf("read of b after its uncacheable write: %d bytes, %v, %v", len(row), ok, err)
+	}
+	s.CacheWrites(false)
+	if err := s.Apply([]Change{{Key: []byte("c"), Row: []byte("c1"), Kind: record.Insert}}, 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cached("c"); ok {
+		t.Fatal("a store that stopped caching its writes cached a new row")
+	}
+}

@@ -54,6 +54,9 @@ type Store struct {
 	// until then Apply has nothing cached to refresh (a follower, which
 	// serves no lookups, never pays for it).
 	filled atomic.Bool
+	// cacheWrites makes Apply cache every row it writes, not only refresh
+	// cached ones (see CacheWrites).
+	cacheWrites atomic.Bool
 
 	gcMu          sync.Mutex   // held by CollectGarbage, and by Close to wait for it
 	applyMu       sync.Mutex   // serializes Apply
@@ -100,6 +103,19 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// CacheWrites sets whether Apply caches every row it writes (on) or only
+// refreshes rows a read cached (off, the default). A bucket's leader turns
+// it on: the rows it writes are the ones its next upserts of those keys
+// merge against, and the ones lookups, which go to the leader, ask for
+// next. Followers leave it off, so their applies cost no copies and do
+// not push the rows the node's leaders use out of the shared cache.
+func (s *Store) CacheWrites(on bool) {
+	if on {
+		s.filled.Store(true) // Apply refreshes from now on, whatever the reads did
+	}
+	s.cacheWrites.Store(on)
 }
 
 // Close closes the database. Calls after Close return ErrClosed; Close

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 )
 
 // BatchOptions are the header fields a writer chooses. The zero value is an
@@ -61,6 +62,12 @@ func (b *BatchBuilder) Reset(opts BatchOptions, maxBatchBytes int) {
 	b.buf = b.buf[:HeaderSize]
 	clear(b.buf)
 }
+
+// Grow makes room for n more bytes of records without reallocating.
+func (b *BatchBuilder) Grow(n int) { b.buf = slices.Grow(b.buf, n) }
+
+// Cap is the size of the builder's buffer: what it keeps across Resets.
+func (b *BatchBuilder) Cap() int { return cap(b.buf) }
 
 // Len is the number of records appended.
 func (b *BatchBuilder) Len() int { return int(b.count) }
