@@ -23,25 +23,23 @@ type pendingKey struct {
 }
 
 // enqueue adds p to q and, when q has room for another request in flight,
-// starts one with the keys waiting.
-func (l *Lookuper) enqueue(q *lookupQueue, p *pendingKey) error {
-	l.mu.RLock() // a request started here is one Close waits for
+// takes the keys waiting for it and counts the request, which the caller
+// then sends (serve, or at once when p is alone).
+func (l *Lookuper) enqueue(q *lookupQueue, p *pendingKey) ([]*pendingKey, error) {
+	l.mu.RLock() // a request counted here is one Close waits for
 	defer l.mu.RUnlock()
 	if l.closed {
-		return ErrLookuperClosed
+		return nil, ErrLookuperClosed
 	}
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.waiting = append(q.waiting, p)
-	var batch []*pendingKey
-	if q.inflight < lookupsInFlightPerBucket {
-		batch = q.takeLocked(l.opts.MaxBatchKeys)
-		q.inflight++
+	if q.inflight == lookupsInFlightPerBucket {
+		return nil, nil
 	}
-	q.mu.Unlock()
-	if batch != nil {
-		l.wg.Go(func() { l.serve(q, batch) })
-	}
-	return nil
+	q.inflight++
+	l.wg.Add(1)
+	return q.takeLocked(l.opts.MaxBatchKeys), nil
 }
 
 // takeLocked removes up to n waiting keys, oldest first.
@@ -57,23 +55,37 @@ func (q *lookupQueue) takeLocked(n int) []*pendingKey {
 	return batch
 }
 
-// serve sends batch, then the keys that queued meanwhile, until none wait.
+// serve sends batch, then the keys that queued meanwhile, until none wait,
+// and ends the request enqueue counted.
 func (l *Lookuper) serve(q *lookupQueue, batch []*pendingKey) {
+	defer l.wg.Done()
 	for len(batch) > 0 {
-		l.lookupPending(q.bucket, batch)
-		q.mu.Lock()
-		batch = q.takeLocked(l.opts.MaxBatchKeys)
-		if len(batch) == 0 {
-			q.inflight--
-		}
-		q.mu.Unlock()
+		l.lookupPending(l.base, q.bucket, batch)
+		batch = l.next(q)
 	}
 }
 
+// next takes the keys that queued for q's request while it was out, or
+// frees its place when none did.
+func (l *Lookuper) next(q *lookupQueue) []*pendingKey {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	batch := q.takeLocked(l.opts.MaxBatchKeys)
+	if len(batch) == 0 {
+		q.inflight--
+	}
+	return batch
+}
+
 // lookupPending sends one request for batch and completes its keys.
-func (l *Lookuper) lookupPending(bucket int32, batch []*pendingKey) {
-	ctx, cancel := context.WithTimeout(l.base, l.opts.Timeout)
+// parent is the lookuper's base context, or the context of the one caller
+// whose key the batch holds; the request also ends when the lookuper closes.
+func (l *Lookuper) lookupPending(parent context.Context, bucket int32, batch []*pendingKey) {
+	ctx, cancel := context.WithTimeout(parent, l.opts.Timeout)
 	defer cancel()
+	if parent != l.base {
+		defer context.AfterFunc(l.base, cancel)()
+	}
 	keys := make([][]byte, len(batch))
 	for i, p := range batch {
 		keys[i] = p.key

@@ -95,8 +95,22 @@ func (l *Lookuper) LookupJSON(ctx context.Context, object []byte) (row []byte, f
 // waits for its answer.
 func (l *Lookuper) lookupValid(ctx context.Context, key []byte) ([]byte, bool, error) {
 	p := &pendingKey{key: append([]byte(nil), key...), done: make(chan struct{})}
-	if err := l.enqueue(l.queues[l.bucketOfKey(key)], p); err != nil {
+	q := l.queues[l.bucketOfKey(key)]
+	batch, err := l.enqueue(q, p)
+	switch {
+	case err != nil:
 		return nil, false, err
+	case len(batch) == 1 && batch[0] == p:
+		// Alone: send it from this goroutine, which waits anyway, and
+		// hand the keys that queue meanwhile to another.
+		l.lookupPending(ctx, q.bucket, batch)
+		if rest := l.next(q); rest != nil {
+			go l.serve(q, rest)
+		} else {
+			l.wg.Done()
+		}
+	case batch != nil:
+		go l.serve(q, batch)
 	}
 	select {
 	case <-p.done:
@@ -104,6 +118,9 @@ func (l *Lookuper) lookupValid(ctx context.Context, key []byte) ([]byte, bool, e
 		return nil, false, ctx.Err()
 	}
 	if p.err != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err // as if it had ended the wait
+		}
 		return nil, false, p.err
 	}
 	return p.row, len(p.row) > 0, nil

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -74,6 +75,60 @@ func TestLookupCoalesces(t *testing.T) {
 	// 4 single keys, then 196 keys in requests of at most 64.
 	if got, want := fc.Lookups(), lookupsInFlightPerBucket+4; got != want {
 		t.Fatalf("%d requests for %d callers, want %d", got, callers, want)
+	}
+}
+
+// TestLookupAloneEndsWithItsCaller: a caller whose key goes out alone
+// sends it itself; its context's end, or Close, still ends its wait, and
+// the lookuper serves the next caller.
+func TestLookupAloneEndsWithItsCaller(t *testing.T) {
+	fc, c := startCluster(t, 1)
+	tbl := openKVTable(t, fc, c, "kv", kvSchema, 1)
+	upsertIDs(t, tbl, 0, 3)
+	l := newLookuper(t, tbl, LookuperOptions{})
+	guard := guardCtx(t)
+
+	release := fc.HoldLookup()
+	ctx, cancel := context.WithCancel(guard)
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := l.Lookup(ctx, keyOf(t, tbl, 1))
+		done <- err
+	}()
+	waitFor(t, "the request", func() bool { return fc.Lookups() == 1 })
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("lookup after its context ended: %v, want context.Canceled", err)
+		}
+	case <-guard.Done():
+		t.Fatal("a lookup held by the server did not end with its caller's context")
+	}
+	release()
+	if _, found, err := l.Lookup(guard, keyOf(t, tbl, 2)); err != nil || !found {
+		t.Fatalf("the next lookup: found %v, %v", found, err)
+	}
+
+	release = fc.HoldLookup()
+	defer release()
+	go func() {
+		_, _, err := l.Lookup(guard, keyOf(t, tbl, 1))
+		done <- err
+	}()
+	waitFor(t, "the request", func() bool { return fc.Lookups() == 3 })
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrLookuperClosed) {
+			t.Fatalf("lookup during Close: %v, want ErrLookuperClosed", err)
+		}
+	case <-guard.Done():
+		t.Fatal("Close did not end a lookup held by the server")
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -255,7 +255,8 @@ func (kv *kvReplica) truncated(end int64) {
 
 // resetLocked replaces the store with an empty one; the applier refills it.
 func (kv *kvReplica) resetLocked() error {
-	if err := kv.store.Load().Close(); err != nil {
+	old := kv.store.Load()
+	if err := old.Close(); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(kv.dir); err != nil {
@@ -265,6 +266,7 @@ func (kv *kvReplica) resetLocked() error {
 	if err != nil {
 		return err
 	}
+	st.CacheWrites(old.CachingWrites()) // a leader's store caches what it writes
 	kv.store.Store(st)
 	kv.wake()
 	return nil

@@ -196,6 +196,9 @@ func TestRowCacheCachesWritesOnlyWhenAsked(t *testing.T) {
 		t.Fatal("a store that does not cache its writes cached a row no read asked for")
 	}
 	s.CacheWrites(true)
+	if !s.CachingWrites() {
+		t.Fatal("CachingWrites is off after CacheWrites(true)")
+	}
 	if err := s.Apply([]Change{
 		{Key: []byte("b"), Row: []byte("b1"), Kind: record.Insert},
 		{Key: []byte("a"), Row: []byte("a1"), Kind: record.UpdateBefore},

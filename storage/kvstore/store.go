@@ -118,6 +118,9 @@ func (s *Store) CacheWrites(on bool) {
 	s.cacheWrites.Store(on)
 }
 
+// CachingWrites reports whether CacheWrites is on.
+func (s *Store) CachingWrites() bool { return s.cacheWrites.Load() }
+
 // Close closes the database. Calls after Close return ErrClosed; Close
 // itself may be called again and then returns nil.
 func (s *Store) Close() error {
