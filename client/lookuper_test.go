@@ -87,24 +87,35 @@ func TestLookupAloneEndsWithItsCaller(t *testing.T) {
 	upsertIDs(t, tbl, 0, 3)
 	l := newLookuper(t, tbl, LookuperOptions{})
 	guard := guardCtx(t)
+	// heldLookup starts a lookup of key 1 under ctx and waits until the
+	// server holds its request, the requests'th.
+	heldLookup := func(ctx context.Context, requests int) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := l.Lookup(ctx, keyOf(t, tbl, 1))
+			done <- err
+		}()
+		waitFor(t, "the request", func() bool { return fc.Lookups() == requests })
+		return done
+	}
+	// ended waits for done's error and checks it is want.
+	ended := func(done <-chan error, want error, what string) {
+		t.Helper()
+		select {
+		case err := <-done:
+			if !errors.Is(err, want) {
+				t.Fatalf("lookup %s: %v, want %v", what, err, want)
+			}
+		case <-guard.Done():
+			t.Fatalf("a lookup held by the server did not end %s", what)
+		}
+	}
 
 	release := fc.HoldLookup()
 	ctx, cancel := context.WithCancel(guard)
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := l.Lookup(ctx, keyOf(t, tbl, 1))
-		done <- err
-	}()
-	waitFor(t, "the request", func() bool { return fc.Lookups() == 1 })
+	done := heldLookup(ctx, 1)
 	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("lookup after its context ended: %v, want context.Canceled", err)
-		}
-	case <-guard.Done():
-		t.Fatal("a lookup held by the server did not end with its caller's context")
-	}
+	ended(done, context.Canceled, "with its caller's context")
 	release()
 	if _, found, err := l.Lookup(guard, keyOf(t, tbl, 2)); err != nil || !found {
 		t.Fatalf("the next lookup: found %v, %v", found, err)
@@ -112,21 +123,10 @@ func TestLookupAloneEndsWithItsCaller(t *testing.T) {
 
 	release = fc.HoldLookup()
 	defer release()
-	go func() {
-		_, _, err := l.Lookup(guard, keyOf(t, tbl, 1))
-		done <- err
-	}()
-	waitFor(t, "the request", func() bool { return fc.Lookups() == 3 })
+	done = heldLookup(guard, 3)
 	closed := make(chan error, 1)
 	go func() { closed <- l.Close() }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrLookuperClosed) {
-			t.Fatalf("lookup during Close: %v, want ErrLookuperClosed", err)
-		}
-	case <-guard.Done():
-		t.Fatal("Close did not end a lookup held by the server")
-	}
+	ended(done, ErrLookuperClosed, "at Close")
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
