@@ -7,8 +7,8 @@ import (
 )
 
 // AfterReply registers fn to run once the call ctx belongs to is over: its
-// reply sent (or the call failed) and nothing of the reply referenced any
-// more. A handler uses it to reuse the buffers its reply points into. It
+// reply encoded into the connection's send buffer (or the call failed) and
+// nothing of the reply referenced any more. A handler uses it to reuse the buffers its reply points into. It
 // reports false, and never runs fn, when ctx is not a call served by a
 // Server (a test calling the service directly): the buffers are then left
 // to the garbage collector. Hooks run on the serving goroutine, in the

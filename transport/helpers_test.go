@@ -39,6 +39,8 @@ type nodeOptions struct {
 	// at an address.
 	incarnation string
 	expect      func(address string) string
+	// wrapDRPC, if set, wraps the listener the Server serves.
+	wrapDRPC func(net.Listener) net.Listener
 }
 
 // startNode starts a node; it stops at the end of the test, or on n.stop().
@@ -68,7 +70,11 @@ func startNode(t *testing.T, opts nodeOptions) *node {
 		}
 	})
 	wg.Go(func() {
-		if err := srv.Serve(ctx, lis.DRPC()); err != nil {
+		drpcLis := lis.DRPC()
+		if opts.wrapDRPC != nil {
+			drpcLis = opts.wrapDRPC(drpcLis)
+		}
+		if err := srv.Serve(ctx, drpcLis); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	})
@@ -148,6 +154,9 @@ type testMeta struct {
 	entered chan struct{} // Hello("block") has started
 	release chan struct{} // lets Hello("block") return
 	hooked  chan struct{} // Hello("after-reply")'s hook ran
+	// watchGate, when set, makes WatchMetadata send update 1, wait for
+	// it to close, send update 2 and end.
+	watchGate chan struct{}
 }
 
 func newTestMeta() *testMeta {
@@ -288,8 +297,19 @@ func readClosed(t *testing.T, conn net.Conn) {
 	}
 }
 
-func (m *testMeta) WatchMetadata(*pb.WatchMetadataRequest, pb.DRPCMeta_WatchMetadataStream) error {
-	return m.notServed()
+func (m *testMeta) WatchMetadata(_ *pb.WatchMetadataRequest, stream pb.DRPCMeta_WatchMetadataStream) error {
+	if m.watchGate == nil {
+		return m.notServed()
+	}
+	if err := stream.Send(&pb.MetadataUpdate{Index: 1}); err != nil {
+		return err
+	}
+	select {
+	case <-m.watchGate:
+	case <-stream.Context().Done():
+		return stream.Context().Err()
+	}
+	return stream.Send(&pb.MetadataUpdate{Index: 2})
 }
 
 func (m *testMeta) AdjustIsr(context.Context, *pb.AdjustIsrRequest) (*pb.AdjustIsrResponse, error) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"storj.io/drpc/drpcmanager"
-	"storj.io/drpc/drpcmux"
 	"storj.io/drpc/drpcserver"
 	"storj.io/drpc/drpcwire"
 )
@@ -70,17 +69,17 @@ func (c ServerConfig) withDefaults() ServerConfig {
 type Server struct {
 	cfg     ServerConfig
 	invalid error
-	mux     *drpcmux.Mux
+	mux     *Mux
 	drpc    *drpcserver.Server
 }
 
 // NewServer returns a server with an empty mux. An invalid cfg makes Serve
 // fail.
 func NewServer(cfg ServerConfig) *Server {
-	s := &Server{invalid: cfg.Validate(), mux: drpcmux.New()}
+	s := &Server{invalid: cfg.Validate(), mux: newMux()}
 	s.cfg = cfg.withDefaults()
 	s.drpc = drpcserver.NewWithOptions(
-		&handler{next: s.mux, clusterID: s.cfg.ClusterID, log: s.cfg.Logger},
+		&handler{next: s.mux, unary: s.mux.unary, clusterID: s.cfg.ClusterID, log: s.cfg.Logger},
 		drpcserver.Options{Manager: drpcmanager.Options{
 			Reader:            drpcwire.ReaderOptions{MaximumBufferSize: s.cfg.MaxMessageBytes + readerSlackBytes},
 			InactivityTimeout: s.cfg.IdleTimeout,
@@ -91,7 +90,7 @@ func NewServer(cfg ServerConfig) *Server {
 
 // Mux returns the mux services are registered on, for example
 // pb.DRPCRegisterMeta(server.Mux(), impl). Register before Serve.
-func (s *Server) Mux() *drpcmux.Mux { return s.mux }
+func (s *Server) Mux() *Mux { return s.mux }
 
 // Serve accepts connections on lis and serves them until ctx is done or lis
 // is closed, then closes lis, ends every connection and waits for their
