@@ -5,6 +5,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/floedb/floe/storage/record"
 )
@@ -119,4 +120,63 @@ func BenchmarkRowCacheHit(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "keys/s")
+}
+
+// BenchmarkUpdateWithGC models one follower replica's steady state under
+// random overwrites: Apply of batches of 500 updated rows over a store of
+// a third of a million 1 KiB rows (one bucket of three), with the
+// value-log collector given one file after every 60 batches, about the
+// pace of the node's collector. Run it long enough to reach the steady
+// state, where most of the cost is collection: -benchtime 4000x (2M rows).
+func BenchmarkUpdateWithGC(b *testing.B) {
+	const keys = benchKeys / 3
+	s, err := Open(Config{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	pool := make([]byte, 1<<20+1024)
+	rand.Read(pool)
+	entries := make([]Change, 0, 500)
+	next := int64(0)
+	apply := func() {
+		next += int64(len(entries))
+		if err := s.Apply(entries, next); err != nil {
+			b.Fatal(err)
+		}
+		entries = entries[:0]
+	}
+	for i := range keys {
+		off := (i * 4099) % (1 << 20)
+		entries = append(entries, Change{Key: benchKey(i), Row: pool[off : off+1024], Kind: record.Insert})
+		if len(entries) == cap(entries) {
+			apply()
+		}
+	}
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	var collecting time.Duration
+	files, batches := 0, 0
+	start := time.Now()
+	for b.Loop() {
+		for range cap(entries) {
+			off := rng.IntN(1 << 20)
+			entries = append(entries, Change{Key: benchKey(rng.IntN(keys)), Row: pool[off : off+1024], Kind: record.UpdateAfter})
+		}
+		apply()
+		if batches++; batches%60 == 0 {
+			gcStart := time.Now()
+			n, err := s.CollectGarbage(1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			files += n
+			collecting += time.Since(gcStart)
+		}
+	}
+	took := time.Since(start)
+	b.ReportMetric(float64(batches*cap(entries))/took.Seconds(), "rows/s")
+	b.ReportMetric(collecting.Seconds()/took.Seconds()*100, "%collecting")
+	if files > 0 {
+		b.ReportMetric(float64(collecting.Milliseconds())/float64(files), "ms/file")
+	}
 }
