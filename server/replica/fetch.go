@@ -102,12 +102,17 @@ func (m *Manager) fetchOnce(req *pb.FetchRequest, total int) (*pb.FetchResponse,
 	return resp, bytes, anyError
 }
 
-// readInto copies batches from offset below limit into out.
-func (r *Replica) readInto(from, limit int64, budget int, out *pb.FetchedBucket) error {
+// readInto copies batches from offset below limit into out; unflushed
+// includes batches written but not fsynced yet (for followers).
+func (r *Replica) readInto(from, limit int64, budget int, unflushed bool, out *pb.FetchedBucket) error {
 	if budget <= 0 || from >= limit {
 		return nil
 	}
-	recs, err := r.log.ReadBelow(from, limit, budget)
+	read := r.log.ReadBelow
+	if unflushed {
+		read = r.log.ReadUnflushed
+	}
+	recs, err := read(from, limit, budget)
 	if err != nil {
 		return logError(err)
 	}
@@ -129,7 +134,7 @@ func (r *Replica) serveConsumer(fb *pb.FetchBucket, budget int, out *pb.FetchedB
 		return transport.Errorf(pb.ErrorCode_ERROR_CODE_OUT_OF_RANGE, "offset %d outside [%d, %d] of bucket %s",
 			fb.Offset, out.LogStartOffset, hw, r.id)
 	}
-	return r.readInto(fb.Offset, hw, budget, out)
+	return r.readInto(fb.Offset, hw, budget, false, out)
 }
 
 // serveFollower handles a follower's fetch: epoch checks, divergence,
@@ -155,7 +160,10 @@ func (r *Replica) serveFollower(follower uint32, fb *pb.FetchBucket, budget int,
 		return transport.Errorf(pb.ErrorCode_ERROR_CODE_FENCED, "node %d is not a replica of bucket %s", follower, r.id)
 	}
 	out.LeaderEpoch = epoch
-	leo := r.log.EndOffset()
+	// Followers get what is written, fsynced here or not: they fetch and
+	// fsync while this leader fsyncs. The high watermark still waits for
+	// the leader's own durable end (maybeAdvanceHWLocked).
+	leo := r.log.WrittenEnd()
 	out.LogStartOffset, out.LogEndOffset = r.log.StartOffset(), leo
 	// Divergence (KIP-320): where does the follower's last epoch end here?
 	if fb.LastFetchedEpoch >= 0 {
@@ -189,7 +197,7 @@ func (r *Replica) serveFollower(follower uint32, fb *pb.FetchBucket, budget int,
 	r.maybeExpandISRLocked(follower)
 	out.HighWatermark = r.hw
 	r.mu.Unlock()
-	return r.readInto(fb.Offset, leo, budget, out)
+	return r.readInto(fb.Offset, leo, budget, true, out)
 }
 
 // ListOffsets answers earliest, latest (the high watermark) or by-timestamp

@@ -201,6 +201,9 @@ func (r *Replica) answerDuplicate(ctx context.Context, dup *writerBatch, acks, e
 func (r *Replica) finishAppend(ctx context.Context, info logstore.AppendInfo, wait func() error, acks, epoch int32, timeout time.Duration) (*pb.ProduceResponse, error) {
 	resp := &pb.ProduceResponse{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset, TimestampMs: info.Timestamp,
 		LeaderEpoch: epoch}
+	// Followers long-polling get the batch now, before it is fsynced here:
+	// their fetch and fsync overlap the leader's.
+	r.mgr.notify()
 	if acks == AcksNone {
 		return resp, nil
 	}
@@ -208,9 +211,8 @@ func (r *Replica) finishAppend(ctx context.Context, info logstore.AppendInfo, wa
 		return nil, logError(err)
 	}
 	r.mu.Lock()
-	r.maybeAdvanceHWLocked()
+	r.maybeAdvanceHWLocked() // notifies followers when the high watermark moves
 	r.mu.Unlock()
-	r.mgr.notify() // followers long-polling for new data
 	if acks == AcksLeader {
 		return resp, nil
 	}

@@ -192,6 +192,8 @@ func (l *Log) writeBatchesLocked(data []byte, count int) error {
 		l.failLocked(err)
 		return err
 	}
+	seg.written.Store(seg.size)
+	l.writtenPub.Store(l.writtenEnd)
 	if l.cfg.Sync != SyncAlways {
 		seg.readable.Store(seg.size)
 		l.readableEnd.Store(l.writtenEnd)
@@ -234,7 +236,9 @@ func (l *Log) rollLocked() error {
 	}
 	old.sealed = true
 	old.readable.Store(old.size)
+	old.written.Store(old.size)
 	l.readableEnd.Store(l.writtenEnd)
+	l.writtenPub.Store(l.writtenEnd)
 	l.publishDurableLocked(old, logPosition{segmentBase: old.base, pos: old.size, offset: l.writtenEnd}, l.truncGen.Load())
 	if err := l.writeRecoveryPoint(); err != nil {
 		return err

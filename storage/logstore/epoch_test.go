@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -99,5 +100,51 @@ func TestTruncateAtEndDropsEmptyEpoch(t *testing.T) {
 	}
 	if e, _ := l.LatestEpoch(); e != 4 || l.EndOffset() != 2 {
 		t.Fatalf("after truncating at the end: epoch %d, end %d", e, l.EndOffset())
+	}
+}
+
+// TestReadUnflushed: under SyncAlways a written batch is readable through
+// ReadUnflushed, and counts in WrittenEnd and the latest epoch's end, before
+// the fsync that makes it visible to ReadBelow and EndOffset; a truncation
+// takes it back from both.
+func TestReadUnflushed(t *testing.T) {
+	l := openLog(t, Config{Dir: t.TempDir(), Sync: SyncAlways})
+	mustAppend(t, l, makeBatch(t, "a", 3, 10), 1)
+	info, wait, err := l.AppendPending(makeBatch(t, "b", 2, 10), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.EndOffset(); got != 3 {
+		t.Fatalf("EndOffset before the fsync = %d, want 3", got)
+	}
+	if got := l.WrittenEnd(); got != 5 {
+		t.Fatalf("WrittenEnd = %d, want 5", got)
+	}
+	if _, end, ok := l.EndOffsetForEpoch(1); !ok || end != 5 {
+		t.Fatalf("end of epoch 1 = %d, %v; want the written end 5", end, ok)
+	}
+	recs, err := l.ReadBelow(3, math.MaxInt64, 1<<20)
+	if err != nil || len(recs.Data) != 0 {
+		t.Fatalf("ReadBelow saw %d bytes before the fsync (err %v)", len(recs.Data), err)
+	}
+	recs, err = l.ReadUnflushed(3, math.MaxInt64, 1<<20)
+	if err != nil || recs.FirstOffset != info.BaseOffset || recs.NextOffset != 5 {
+		t.Fatalf("ReadUnflushed = [%d, %d), %v; want the unflushed batch [3, 5)", recs.FirstOffset, recs.NextOffset, err)
+	}
+	recs.Release()
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.EndOffset(); got != 5 {
+		t.Fatalf("EndOffset after the fsync = %d, want 5", got)
+	}
+	if err := l.Truncate(3); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.WrittenEnd(); got != 3 {
+		t.Fatalf("WrittenEnd after truncating to 3 = %d", got)
+	}
+	if recs, err := l.ReadUnflushed(3, math.MaxInt64, 1<<20); err != nil || len(recs.Data) != 0 {
+		t.Fatalf("ReadUnflushed after truncating to 3: %d bytes, %v", len(recs.Data), err)
 	}
 }

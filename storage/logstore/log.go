@@ -28,6 +28,7 @@ type Log struct {
 	// readers load it without locks.
 	segs        atomic.Pointer[[]*segment]
 	readableEnd atomic.Int64 // readers see offsets below this
+	writtenPub  atomic.Int64 // offsets below this are wholly written (writtenEnd, published)
 	logStart    atomic.Int64
 	truncGen    atomic.Int64 // bumped by every truncation
 
@@ -148,6 +149,11 @@ func (l *Log) StartOffset() int64 { return l.logStart.Load() }
 // otherwise the written end.
 func (l *Log) EndOffset() int64 { return l.readableEnd.Load() }
 
+// WrittenEnd is the offset after the last wholly written batch, fsynced or
+// not: the end a leader serves its followers from. Under SyncAlways it runs
+// ahead of EndOffset until the next fsync; otherwise they are equal.
+func (l *Log) WrittenEnd() int64 { return l.writtenPub.Load() }
+
 // Size is the total bytes of all segments.
 func (l *Log) Size() int64 {
 	var n int64
@@ -193,9 +199,10 @@ func (l *Log) Epochs() []EpochEntry { return l.epochs.snapshot() }
 
 // EndOffsetForEpoch returns the largest epoch at most epoch that this log
 // knows and the offset where it ends: the start of the next epoch, or the
-// log end for the latest one. ok is false when the log knows no such epoch.
+// written end (WrittenEnd) for the latest one. ok is false when the log
+// knows no such epoch.
 func (l *Log) EndOffsetForEpoch(epoch int32) (found int32, end int64, ok bool) {
-	return l.epochs.endOffsetFor(epoch, l.EndOffset())
+	return l.epochs.endOffsetFor(epoch, l.WrittenEnd())
 }
 
 func (l *Log) publishSegments(segs []*segment) {

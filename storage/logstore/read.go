@@ -49,9 +49,26 @@ func (l *Log) Read(from int64, maxBytes int) (*Records, error) {
 // ReadBelow is Read limited to batches that end below limit (a high
 // watermark).
 func (l *Log) ReadBelow(from, limit int64, maxBytes int) (*Records, error) {
+	return l.readBelow(from, limit, maxBytes, false)
+}
+
+// ReadUnflushed is ReadBelow over everything written, up to WrittenEnd,
+// including batches SyncAlways has not fsynced yet. A leader sends them to
+// its followers so that their fetch and fsync overlap its own fsync: the
+// high watermark still counts only durable offsets on every replica, so
+// nothing unflushed is ever acknowledged, and a follower that got batches
+// the leader then lost truncates them by leader epoch like any divergence.
+func (l *Log) ReadUnflushed(from, limit int64, maxBytes int) (*Records, error) {
+	return l.readBelow(from, limit, maxBytes, true)
+}
+
+func (l *Log) readBelow(from, limit int64, maxBytes int, unflushed bool) (*Records, error) {
 	for {
 		gen := l.truncGen.Load()
 		end, start := l.readableEnd.Load(), l.logStart.Load()
+		if unflushed {
+			end = l.writtenPub.Load()
+		}
 		if from < start || from > end {
 			return nil, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, from, start, end)
 		}
@@ -63,7 +80,11 @@ func (l *Log) ReadBelow(from, limit int64, maxBytes int) (*Records, error) {
 		if seg == nil || !seg.acquire() {
 			continue // removed under us: load the list again
 		}
-		recs, err := l.readSegment(seg, from, limit, maxBytes)
+		bound := seg.readable.Load()
+		if unflushed {
+			bound = seg.written.Load()
+		}
+		recs, err := l.readSegment(seg, from, limit, maxBytes, bound)
 		if err != nil || len(recs.Data) == 0 {
 			seg.release()
 			if l.truncGen.Load() != gen {
@@ -77,9 +98,9 @@ func (l *Log) ReadBelow(from, limit int64, maxBytes int) (*Records, error) {
 	}
 }
 
-// readSegment collects batches from seg; the caller holds a reference.
-func (l *Log) readSegment(seg *segment, from, limit int64, maxBytes int) (*Records, error) {
-	readable := seg.readable.Load()
+// readSegment collects batches from the first readable bytes of seg; the
+// caller holds a reference.
+func (l *Log) readSegment(seg *segment, from, limit int64, maxBytes int, readable int64) (*Records, error) {
 	data := seg.data[:readable]
 	pos := seg.index.floor(uint32(from - seg.base))
 	// Find the batch holding from.

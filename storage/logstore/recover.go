@@ -75,6 +75,7 @@ func (l *Log) recover() error {
 		l.lastTimestamp = max(l.lastTimestamp, s.index.maxTimestamp)
 	}
 	l.readableEnd.Store(l.writtenEnd)
+	l.writtenPub.Store(l.writtenEnd)
 	pos := logPosition{segmentBase: l.active.base, pos: l.active.size, offset: l.writtenEnd}
 	l.durable, l.checkpointed = pos, rp
 	if err := l.epochs.truncateFromEnd(l.writtenEnd); err != nil {
@@ -121,6 +122,7 @@ func (l *Log) scanDir() ([]int64, error) {
 func (l *Log) recoverSealed(s *segment, nextBase int64) error {
 	s.size, s.sealed = s.allocated, true
 	s.readable.Store(s.size)
+	s.written.Store(s.size)
 	if err := s.loadIndexes(); err != nil {
 		l.logger.Info("rebuilding segment index", "base_offset", s.base, "reason", err)
 		if err := l.rebuildIndex(s); err != nil {
@@ -203,6 +205,7 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 	}
 	s.size, s.nextOffset = pos, next
 	s.readable.Store(pos)
+	s.written.Store(pos)
 	if pos > 0 {
 		s.firstAppend = nowMillis(l.cfg.Now)
 	}

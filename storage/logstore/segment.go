@@ -55,6 +55,9 @@ type segment struct {
 	// readable is how many bytes readers may see: everything written, or
 	// everything fsynced under SyncAlways.
 	readable atomic.Int64
+	// written is how many bytes are wholly written, fsynced or not: what
+	// a leader may already send its followers (see Log.ReadUnflushed).
+	written atomic.Int64
 	// refs counts the log's reference plus one per outstanding reader; the
 	// mapping and file close when it drops to zero.
 	refs atomic.Int32
@@ -104,6 +107,7 @@ func (s *segment) reopen(mapLen int64) (*segment, error) {
 	n.index = s.index
 	n.size, n.nextOffset, n.firstAppend, n.sealed = s.size, s.nextOffset, s.firstAppend, s.sealed
 	n.readable.Store(s.readable.Load())
+	n.written.Store(s.written.Load())
 	return n, nil
 }
 

@@ -52,8 +52,14 @@ func (l *Log) Truncate(to int64) error {
 	if l.readableEnd.Load() > newEnd {
 		l.readableEnd.Store(newEnd)
 	}
+	if l.writtenPub.Load() > newEnd {
+		l.writtenPub.Store(newEnd)
+	}
 	if target.readable.Load() > cut {
 		target.readable.Store(cut)
+	}
+	if target.written.Load() > cut {
+		target.written.Store(cut)
 	}
 	// Lower the recovery point first, so a crash part-way never trusts what
 	// is being removed.
