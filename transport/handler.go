@@ -24,9 +24,7 @@ const MetadataClusterID = "floe-cluster-id"
 // Error() text. So whatever leaves here has passed through ToWire, which puts
 // the pb.ErrorCode in the DRPC code and only the message in the text.
 type handler struct {
-	next drpc.Handler
-	// unary holds the RPCs whose reply is one message (see Mux).
-	unary     map[string]bool
+	next      *Mux
 	clusterID func() string
 	log       *slog.Logger
 }
@@ -43,7 +41,7 @@ func (h *handler) HandleRPC(stream drpc.Stream, rpc string) (err error) {
 	if err := h.checkCluster(stream.Context()); err != nil {
 		return err
 	}
-	if s, ok := stream.(interface{ SetManualFlush(bool) }); ok && h.unary[rpc] {
+	if s, ok := stream.(interface{ SetManualFlush(bool) }); ok && h.next.unary[rpc] {
 		// The reply waits in the stream's buffer for the end of the
 		// stream, which flushes both in one write.
 		s.SetManualFlush(true)

@@ -79,7 +79,7 @@ func NewServer(cfg ServerConfig) *Server {
 	s := &Server{invalid: cfg.Validate(), mux: newMux()}
 	s.cfg = cfg.withDefaults()
 	s.drpc = drpcserver.NewWithOptions(
-		&handler{next: s.mux, unary: s.mux.unary, clusterID: s.cfg.ClusterID, log: s.cfg.Logger},
+		&handler{next: s.mux, clusterID: s.cfg.ClusterID, log: s.cfg.Logger},
 		drpcserver.Options{Manager: drpcmanager.Options{
 			Reader:            drpcwire.ReaderOptions{MaximumBufferSize: s.cfg.MaxMessageBytes + readerSlackBytes},
 			InactivityTimeout: s.cfg.IdleTimeout,

@@ -75,7 +75,7 @@ func (s *Store) Apply(entries []Change, nextOffset int64) error {
 			continue
 		}
 		start := len(keys)
-		keys = append(append(keys, rowPrefix), c.Key...)
+		keys = appendRowKey(keys, c.Key)
 		key := keys[start:len(keys):len(keys)]
 		var err error
 		if c.Kind == record.Delete {
@@ -125,11 +125,7 @@ func (s *Store) refreshCache(entries []Change) {
 		k = cacheKey(k, s.cacheID, c.Key)
 		switch c.Kind {
 		case record.Insert, record.UpdateAfter:
-			if all {
-				s.cache.set(k, c.Row)
-			} else {
-				s.cache.update(k, c.Row)
-			}
+			s.cache.update(k, c.Row, all)
 		case record.Delete:
 			s.cache.remove(k)
 		}

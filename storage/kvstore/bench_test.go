@@ -16,10 +16,15 @@ const benchKeys = 1_000_000
 func benchKey(i int) []byte { return fmt.Appendf(nil, "k%015d", i) }
 
 // loadBenchStore writes benchKeys rows of 16-byte keys and 1 KiB values.
-func loadBenchStore(b *testing.B) *Store { return loadBenchStoreCfg(b, Config{}) }
+func loadBenchStore(b *testing.B) *Store {
+	s, _ := loadBenchStoreCfg(b, Config{}, benchKeys)
+	return s
+}
 
-// loadBenchStoreCfg is loadBenchStore with cfg (its Dir is set here).
-func loadBenchStoreCfg(b *testing.B, cfg Config) *Store {
+// loadBenchStoreCfg opens a store with cfg (its Dir is set here) and writes
+// keys rows of 16-byte keys and 1 KiB values, applied up to offset keys. It
+// also returns the random bytes the rows were cut from, for more rows.
+func loadBenchStoreCfg(b *testing.B, cfg Config, keys int) (*Store, []byte) {
 	b.Helper()
 	cfg.Dir = b.TempDir()
 	s, err := Open(cfg)
@@ -30,17 +35,17 @@ func loadBenchStoreCfg(b *testing.B, cfg Config) *Store {
 	pool := make([]byte, 1<<20+1024)
 	rand.Read(pool)
 	var entries []Change
-	for i := range benchKeys {
+	for i := range keys {
 		off := (i * 4099) % (1 << 20)
 		entries = append(entries, Change{Key: benchKey(i), Row: pool[off : off+1024], Kind: record.Insert})
-		if len(entries) == 500 {
+		if len(entries) == 500 || i == keys-1 {
 			if err := s.Apply(entries, int64(i+1)); err != nil {
 				b.Fatal(err)
 			}
 			entries = entries[:0]
 		}
 	}
-	return s
+	return s, pool
 }
 
 // BenchmarkGetBatch reads batches of 500 random keys from a store of a
@@ -70,7 +75,7 @@ func BenchmarkGetBatch(b *testing.B) {
 func BenchmarkUpdate(b *testing.B) {
 	for _, mt := range []int64{2 << 20, 8 << 20} {
 		b.Run(fmt.Sprintf("memtable=%dMiB", mt>>20), func(b *testing.B) {
-			s := loadBenchStoreCfg(b, Config{MemTableBytes: mt})
+			s, _ := loadBenchStoreCfg(b, Config{MemTableBytes: mt}, benchKeys)
 			rng := mrand.New(mrand.NewPCG(1, 2))
 			keys := make([][]byte, 500)
 			entries := make([]Change, 500)
@@ -130,39 +135,22 @@ func BenchmarkRowCacheHit(b *testing.B) {
 // state, where most of the cost is collection: -benchtime 4000x (2M rows).
 func BenchmarkUpdateWithGC(b *testing.B) {
 	const keys = benchKeys / 3
-	s, err := Open(Config{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	pool := make([]byte, 1<<20+1024)
-	rand.Read(pool)
-	entries := make([]Change, 0, 500)
-	next := int64(0)
-	apply := func() {
-		next += int64(len(entries))
-		if err := s.Apply(entries, next); err != nil {
-			b.Fatal(err)
-		}
-		entries = entries[:0]
-	}
-	for i := range keys {
-		off := (i * 4099) % (1 << 20)
-		entries = append(entries, Change{Key: benchKey(i), Row: pool[off : off+1024], Kind: record.Insert})
-		if len(entries) == cap(entries) {
-			apply()
-		}
-	}
+	s, pool := loadBenchStoreCfg(b, Config{}, keys)
+	entries := make([]Change, 500)
+	next := int64(keys)
 	rng := mrand.New(mrand.NewPCG(1, 2))
 	var collecting time.Duration
 	files, batches := 0, 0
 	start := time.Now()
 	for b.Loop() {
-		for range cap(entries) {
+		for i := range entries {
 			off := rng.IntN(1 << 20)
-			entries = append(entries, Change{Key: benchKey(rng.IntN(keys)), Row: pool[off : off+1024], Kind: record.UpdateAfter})
+			entries[i] = Change{Key: benchKey(rng.IntN(keys)), Row: pool[off : off+1024], Kind: record.UpdateAfter}
 		}
-		apply()
+		next += int64(len(entries))
+		if err := s.Apply(entries, next); err != nil {
+			b.Fatal(err)
+		}
 		if batches++; batches%60 == 0 {
 			gcStart := time.Now()
 			n, err := s.CollectGarbage(1)
@@ -174,7 +162,7 @@ func BenchmarkUpdateWithGC(b *testing.B) {
 		}
 	}
 	took := time.Since(start)
-	b.ReportMetric(float64(batches*cap(entries))/took.Seconds(), "rows/s")
+	b.ReportMetric(float64(batches*len(entries))/took.Seconds(), "rows/s")
 	b.ReportMetric(collecting.Seconds()/took.Seconds()*100, "%collecting")
 	if files > 0 {
 		b.ReportMetric(float64(collecting.Milliseconds())/float64(files), "ms/file")

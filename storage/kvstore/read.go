@@ -72,7 +72,7 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []ui
 					continue
 				}
 			}
-			bk = append(append(bk[:0], rowPrefix), key...)
+			bk = appendRowKey(bk[:0], key)
 			item, err := txn.Get(bk)
 			if errors.Is(err, badger.ErrKeyNotFound) {
 				continue
@@ -119,7 +119,7 @@ func (s *Store) fill(ck, row []byte, commits uint64) {
 func (s *Store) PrefixScan(prefix []byte, fn func(key, row []byte) error) error {
 	return s.view(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
-		opts.Prefix = rowKey(prefix)
+		opts.Prefix = appendRowKey(nil, prefix)
 		opts.PrefetchValues = false
 		it := txn.NewIterator(opts)
 		defer it.Close()

@@ -149,14 +149,16 @@ func (c *RowCache) put(k, row []byte, still func() bool) {
 	}
 }
 
-// update replaces the cached row of k, if k is cached, with row; a nil row
-// drops k.
-func (c *RowCache) update(k, row []byte) {
+// update gives k the cached row row, or drops k for a nil row or one too
+// large to cache. Unless add is set, a key that is not cached stays out.
+func (c *RowCache) update(k, row []byte, add bool) {
 	sh, h := c.locate(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if _, ok := sh.lookupLocked(h, k); !ok {
-		return
+	if !add {
+		if _, ok := sh.lookupLocked(h, k); !ok {
+			return
+		}
 	}
 	if row != nil && c.fits(k, row) {
 		c.appendLocked(sh, h, k, row) // repoints k's index entry at the new copy
@@ -165,23 +167,8 @@ func (c *RowCache) update(k, row []byte) {
 	sh.index.remove(h)
 }
 
-// set caches row under k, cached before or not; a row too large to cache
-// drops k.
-func (c *RowCache) set(k, row []byte) {
-	sh, h := c.locate(k)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if c.fits(k, row) {
-		c.appendLocked(sh, h, k, row)
-		return
-	}
-	if _, ok := sh.lookupLocked(h, k); ok {
-		sh.index.remove(h)
-	}
-}
-
 // remove drops k.
-func (c *RowCache) remove(k []byte) { c.update(k, nil) }
+func (c *RowCache) remove(k []byte) { c.update(k, nil, false) }
 
 // fits reports whether an entry of k and row may be cached: at most a
 // quarter of a shard.

@@ -155,7 +155,7 @@ func TestRowCacheRingNeverServesAnotherRow(t *testing.T) {
 		k := fmt.Appendf(nil, "key-%d", i%3000)
 		row := fmt.Appendf(nil, "row-%d-%s", i, make([]byte, i%90))
 		if i%7 == 0 {
-			c.update(k, row) // only refreshes cached keys
+			c.update(k, row, false) // only refreshes cached keys
 		} else {
 			c.put(k, row, always)
 		}

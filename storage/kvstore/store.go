@@ -180,13 +180,8 @@ func readAppliedOffset(txn *badger.Txn) (int64, error) {
 	return off, err
 }
 
-// rowKey returns the Badger key of the row of key.
-func rowKey(key []byte) []byte {
-	k := make([]byte, 1+len(key))
-	k[0] = rowPrefix
-	copy(k[1:], key)
-	return k
-}
+// appendRowKey appends the Badger key of the row of key to dst.
+func appendRowKey(dst, key []byte) []byte { return append(append(dst, rowPrefix), key...) }
 
 // view runs fn in a read transaction of the open store.
 func (s *Store) view(fn func(txn *badger.Txn) error) error {
