@@ -1,0 +1,42 @@
+// Package replication is the pure protocol core of one bucket's replica:
+// its role, leader and bucket epochs, committed and proposed ISR, what the
+// leader knows of each follower, the high watermark, what counts as caught
+// up, and whether a write may be acknowledged. It does no I/O, starts no
+// goroutine and reads no clock: every input is a method call with the time
+// passed in, and every output is a value (a decision, or an Effects that
+// says what the caller must now do: send an ISR change, wake waiting
+// writes, truncate). server/replica drives it with real logs and RPCs; the
+// tests here drive it through scenarios and a seeded simulation.
+//
+// The rules are PROTOCOL.md's, as this code enforces them:
+//
+//   - Epochs only grow. Metadata older than what the replica has seen (a
+//     lower leader epoch, or a lower bucket epoch within one leader epoch)
+//     changes nothing.
+//   - A leader's high watermark is the minimum durable end over the larger
+//     of the committed and the proposed ISR, its own durable end included;
+//     a follower counts only once it has fetched in the current leader
+//     epoch. It never moves back within a leader epoch and never passes a
+//     counted durable end.
+//   - A proposed ISR change stays proposed until its outcome is known: a
+//     definite answer from the controller, or a committed bucket epoch
+//     above the one it was proposed at. An unknown outcome (timeout, lost
+//     reply) is retried with the same proposal, so the same request id.
+//   - A follower is caught up when it fetches at or past the leader's end,
+//     or at or past the leader's end as of its previous fetch (the leader
+//     keeps writing under load: KIP-227's rule). One that has not been
+//     caught up for ReplicaLagMax is proposed out of the ISR. One whose end
+//     reaches both the high watermark and the start of the current leader
+//     epoch is proposed in (KAFKA-7128: never one still below the epoch's
+//     start, whose log may hold a tail the leader truncated).
+//   - acks=all is answered when the high watermark passes the write and
+//     the committed ISR still has min.insync.replicas members; otherwise
+//     NOT_ENOUGH_REPLICAS_AFTER_APPEND (retriable; the write may commit).
+//   - A follower fetch with an older leader epoch is fenced, a newer one is
+//     unknown to this (stale) leader; a follower whose last epoch ends
+//     earlier on the leader is told where to truncate (KIP-320).
+//
+// Invariants are checked at every transition; a broken one panics, since
+// it means acknowledged data may be lost and nothing after it can be
+// trusted.
+package replication

@@ -1,0 +1,91 @@
+package replication
+
+import (
+	"fmt"
+	"time"
+)
+
+// Effects is what the caller must do after a transition.
+type Effects struct {
+	// StartEpoch: the replica became leader; its log must start the
+	// leader epoch (Bucket.Role) at its end before any write.
+	StartEpoch bool
+	// RoleChanged: the role, leader or leader epoch changed. Every write
+	// waiting for the high watermark must look again (it fails with
+	// ErrNotLeader), and fetchers re-target.
+	RoleChanged bool
+	// HWAdvanced: the high watermark moved up; writes waiting for it and
+	// long-polling readers may proceed.
+	HWAdvanced bool
+	// ISRChanged: the committed ISR changed.
+	ISRChanged bool
+	// Propose: send this ISR change to the controller, and report its
+	// outcome with ProposalOutcome.
+	Propose *Proposal
+	// StaleLeadership: the metadata named this replica leader at an epoch
+	// its log already holds (a leader that restarted, or metadata older
+	// than its registration). It does not lead; a newer epoch will come.
+	StaleLeadership bool
+}
+
+// merge folds o into e.
+func (e *Effects) merge(o Effects) {
+	e.StartEpoch = e.StartEpoch || o.StartEpoch
+	e.RoleChanged = e.RoleChanged || o.RoleChanged
+	e.HWAdvanced = e.HWAdvanced || o.HWAdvanced
+	e.ISRChanged = e.ISRChanged || o.ISRChanged
+	e.StaleLeadership = e.StaleLeadership || o.StaleLeadership
+	if o.Propose != nil {
+		e.Propose = o.Propose
+	}
+}
+
+// Proposal is an ISR change a leader asks the controller for, as a
+// compare-and-set on the bucket epoch it knows. A retry sends the same
+// proposal: the caller derives the request id from its fields (Key), so
+// the controller answers a retry with the first attempt's result.
+type Proposal struct {
+	// ID numbers the proposals of one Bucket; outcomes name it.
+	ID          uint64
+	LeaderEpoch int32
+	BucketEpoch int32
+	ISR         []uint32
+	// Attempts so far (1 for the first send).
+	Attempts int
+
+	inFlight bool
+	retryAt  time.Time
+}
+
+func (p *Proposal) String() string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprintf("#%d isr %v at leader epoch %d bucket epoch %d", p.ID, p.ISR, p.LeaderEpoch, p.BucketEpoch)
+}
+
+// Key identifies the proposal's content: a request id built from it and the
+// bucket is the same on every retry.
+func (p *Proposal) Key() string {
+	return fmt.Sprintf("isr:%d:%d:%v", p.LeaderEpoch, p.BucketEpoch, p.ISR)
+}
+
+// Outcome is how an AdjustIsr attempt ended.
+type Outcome int8
+
+const (
+	// Committed: the controller answered with the bucket as committed.
+	Committed Outcome = iota
+	// Refused: the controller refused the change (fenced, invalid): it was
+	// not and will not be applied.
+	Refused
+	// Unknown: no answer (timeout, lost reply, controller change); the
+	// change may or may not be committed.
+	Unknown
+)
+
+// Retry pacing of proposals whose outcome is unknown.
+const (
+	proposalRetryMin = 100 * time.Millisecond
+	proposalRetryMax = 2 * time.Second
+)

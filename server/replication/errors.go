@@ -1,0 +1,27 @@
+package replication
+
+import "errors"
+
+// Refusals. The replica maps them to wire codes (with its own detail);
+// every one but ErrNotReplica and ErrOutOfRange is retriable.
+var (
+	// ErrNotLeader: this replica does not lead the bucket at the epoch the
+	// request needs.
+	ErrNotLeader = errors.New("replication: not the leader")
+	// ErrNotEnoughReplicas: acks=all with a committed ISR smaller than
+	// min.insync.replicas; nothing was appended.
+	ErrNotEnoughReplicas = errors.New("replication: not enough in-sync replicas")
+	// ErrNotEnoughReplicasAfterAppend: the write committed below the high
+	// watermark, but the ISR shrank below min.insync.replicas meanwhile;
+	// its retry is answered as a duplicate once the ISR is back.
+	ErrNotEnoughReplicasAfterAppend = errors.New("replication: not enough in-sync replicas after the append")
+	// ErrFenced: a follower fetched with an older leader epoch.
+	ErrFenced = errors.New("replication: fenced by a newer leader epoch")
+	// ErrUnknownLeaderEpoch: a follower fetched with a newer leader epoch
+	// than this leader knows; the leader is stale.
+	ErrUnknownLeaderEpoch = errors.New("replication: unknown leader epoch")
+	// ErrNotReplica: the fetching node is not an assigned replica.
+	ErrNotReplica = errors.New("replication: not a replica of the bucket")
+	// ErrOutOfRange: an offset outside what the log holds.
+	ErrOutOfRange = errors.New("replication: offset out of range")
+)
