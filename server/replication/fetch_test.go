@@ -1,0 +1,268 @@
+package replication
+
+import (
+	"testing"
+	"time"
+)
+
+// PROTOCOL, follower fetch 2: an older leader epoch is fenced, a newer one
+// unknown to this leader, a node that is not a replica refused.
+func TestServeFetchChecksEpochs(t *testing.T) {
+	b := leaderOf(t, []uint32{1, 2, 3}, 10)
+	l := LeaderLog{WrittenEnd: 10, EpochEnd: oneEpoch(1, 10)}
+	for _, tc := range []struct {
+		name string
+		req  FollowerFetch
+		want error
+	}{
+		{"older epoch", FollowerFetch{Follower: 2, LeaderEpoch: 0, Offset: 0, LastFetchedEpoch: -1}, ErrFenced},
+		{"newer epoch", FollowerFetch{Follower: 2, LeaderEpoch: 2, Offset: 0, LastFetchedEpoch: -1}, ErrUnknownLeaderEpoch},
+		{"not a replica", FollowerFetch{Follower: 9, LeaderEpoch: 1, Offset: 0, LastFetchedEpoch: -1}, ErrNotReplica},
+		{"past the end", FollowerFetch{Follower: 2, LeaderEpoch: 1, Offset: 11, LastFetchedEpoch: -1}, ErrOutOfRange},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := b.ServeFetch(tc.req, l, t0)
+			wantErr(t, err, tc.want)
+			if b.FollowerEnd(tc.req.Follower) != -1 {
+				t.Fatal("a refused fetch was recorded")
+			}
+		})
+	}
+}
+
+// PROTOCOL, follower fetch 2 (KIP-320): a follower whose last epoch ends
+// earlier on the leader is told the leader's end of that epoch; it
+// truncates to the smaller of that and its own end of the epoch.
+func TestServeFetchReportsDivergence(t *testing.T) {
+	b := New(Config{Self: 1, ReplicaLagMax: lagMax, MinISR: 1}, Log{DurableEnd: 8, LatestEpoch: 2})
+	b.Assign(Assignment{Leader: 1, LeaderEpoch: 3, BucketEpoch: 3, Replicas: []uint32{1, 2}, ISR: []uint32{1, 2}}, 8, t0)
+	// Leader log: epoch 1 at [0,4), epoch 3 at [4,8) (it never saw epoch 2).
+	leaderEpochs := func(e int32) (int32, int64, bool) {
+		switch {
+		case e >= 3:
+			return 3, 8, true
+		case e >= 1:
+			return 1, 4, true
+		}
+		return 0, 0, false
+	}
+	// The follower holds epoch 1 at [0,4) and epoch 2 at [4,6).
+	ans, _, err := b.ServeFetch(FollowerFetch{Follower: 2, LeaderEpoch: 3, Offset: 6, LastFetchedEpoch: 2},
+		LeaderLog{WrittenEnd: 8, EpochEnd: leaderEpochs}, t0)
+	if err != nil || !ans.Diverging || ans.DivergingEpoch != 1 || ans.DivergingEnd != 4 {
+		t.Fatalf("answer %+v, %v; want diverging at epoch 1, offset 4", ans, err)
+	}
+	followerEpochs := func(e int32) (int32, int64, bool) {
+		switch {
+		case e >= 2:
+			return 2, 6, true
+		case e >= 1:
+			return 1, 4, true
+		}
+		return 0, 0, false
+	}
+	if to := TruncationPoint(ans.DivergingEpoch, ans.DivergingEnd, followerEpochs); to != 4 {
+		t.Fatalf("truncation point %d, want 4", to)
+	}
+	// The follower's own end of the epoch is earlier: it truncates there.
+	short := func(int32) (int32, int64, bool) { return 1, 3, true }
+	if to := TruncationPoint(1, 4, short); to != 3 {
+		t.Fatalf("truncation point %d, want 3", to)
+	}
+	if b.FollowerEnd(2) != -1 {
+		t.Fatal("a diverging follower's end was counted")
+	}
+}
+
+// PROTOCOL, follower fetch 3–5: HW = minimum durable end over the ISR, the
+// leader's included; a member that has not fetched in this epoch holds it;
+// it never moves back.
+func TestHighWatermark(t *testing.T) {
+	b := leaderOf(t, []uint32{1, 2, 3}, 0)
+	b.DurableEnd(10)
+	fetch(t, b, 2, 10, 10, t0)
+	wantHW(t, b, 0) // 3 has not fetched in this epoch
+	fetch(t, b, 3, 6, 10, t0)
+	wantHW(t, b, 6)
+	fetch(t, b, 3, 10, 12, t0) // the leader wrote to 12 but synced to 10
+	wantHW(t, b, 10)
+	b.DurableEnd(12)
+	wantHW(t, b, 10)
+	fetch(t, b, 2, 12, 12, t0)
+	fetch(t, b, 3, 12, 12, t0)
+	wantHW(t, b, 12)
+	// A follower that truncated and fetches lower does not move it back.
+	fetch(t, b, 3, 4, 12, t0)
+	wantHW(t, b, 12)
+	// A new leader epoch: the HW waits for fetches in the new epoch.
+	b.Assign(Assignment{Leader: 1, LeaderEpoch: 2, BucketEpoch: 2, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2, 3}}, 12, t0)
+	b.DurableEnd(14)
+	wantHW(t, b, 12)
+	if b.FollowerEnd(2) != -1 {
+		t.Fatal("follower progress survived a new epoch")
+	}
+}
+
+// PROTOCOL, ISR changes 1 (issue 11, bug 10): a follower one batch behind a
+// leader that keeps writing is caught up when it fetches at the leader's end
+// as of its previous fetch; the ISR does not flap.
+func TestCaughtUpUnderSustainedLoad(t *testing.T) {
+	b := leaderOf(t, []uint32{1, 2, 3}, 0)
+	end := int64(0)
+	now := t0
+	for i := range 100 {
+		// Every fetch, the leader has written one more batch than the
+		// follower had when it sent the fetch.
+		end += 10
+		b.DurableEnd(end)
+		fetch(t, b, 2, end-10, end, now)
+		fetch(t, b, 3, end-10, end, now)
+		now = now.Add(time.Second)
+		if eff := b.Tick(now); eff.Propose != nil {
+			t.Fatalf("round %d: proposed %v for followers one batch behind", i, eff.Propose)
+		}
+	}
+	// A follower that stays behind the leader's previous end is lagging.
+	stuck := int64(end - 10)
+	for range 15 {
+		end += 10
+		b.DurableEnd(end)
+		fetch(t, b, 2, end-10, end, now)
+		fetch(t, b, 3, stuck, end, now)
+		now = now.Add(time.Second)
+	}
+	eff := b.Tick(now)
+	if eff.Propose == nil || len(eff.Propose.ISR) != 2 || eff.Propose.ISR[1] != 2 {
+		t.Fatalf("lagging follower 3 not proposed out: %+v", eff.Propose)
+	}
+}
+
+// PROTOCOL, ISR changes 1 (issue 11, bug 6, KAFKA-7128): a follower is
+// proposed into the ISR only once its end reaches both the HW and the start
+// of the current leader epoch.
+func TestExpansionNeedsEpochStart(t *testing.T) {
+	// Node 1 becomes leader of epoch 2 at offset 20 with a HW of 12 carried
+	// over; follower 3 is in the ISR but has not fetched in the new epoch
+	// (so the HW stays at 12), follower 2 is out of the ISR.
+	b := New(Config{Self: 1, ReplicaLagMax: lagMax, MinISR: 1}, Log{HWCheckpoint: 12, DurableEnd: 20, LatestEpoch: 1})
+	b.Assign(Assignment{Leader: 1, LeaderEpoch: 2, BucketEpoch: 5, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 3}}, 20, t0)
+	wantHW(t, b, 12)
+	if e := b.EpochStart(); e != 20 {
+		t.Fatalf("epoch start %d", e)
+	}
+	epochs := func(e int32) (int32, int64, bool) { return min(e, 2), 20, true }
+	// Follower 2 at 15 reached the HW but not the epoch start: its log
+	// past 12 may hold an epoch-1 tail this leader does not have.
+	_, eff, err := b.ServeFetch(FollowerFetch{Follower: 2, LeaderEpoch: 2, Offset: 15, LastFetchedEpoch: 1},
+		LeaderLog{WrittenEnd: 20, EpochEnd: epochs}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eff.Propose != nil {
+		t.Fatalf("follower below the epoch start proposed into the ISR: %v", eff.Propose)
+	}
+	_, eff, _ = b.ServeFetch(FollowerFetch{Follower: 2, LeaderEpoch: 2, Offset: 20, LastFetchedEpoch: 1},
+		LeaderLog{WrittenEnd: 20, EpochEnd: epochs}, t0)
+	if eff.Propose == nil || len(eff.Propose.ISR) != 3 {
+		t.Fatalf("caught-up follower not proposed: %+v", eff)
+	}
+}
+
+// PROTOCOL, ISR changes 2 (issue 11, bug 5): until the outcome of a proposal
+// is known, the HW counts the larger ISR; an unknown outcome is retried with
+// the same proposal (same key, so the same request id); metadata at the
+// proposal's own bucket epoch tells nothing; a later bucket epoch resolves it.
+func TestProposalOutcomeUnknownKeepsLargerISR(t *testing.T) {
+	b := leaderOf(t, []uint32{1, 2}, 0)
+	b.DurableEnd(10)
+	fetch(t, b, 2, 10, 10, t0)
+	wantHW(t, b, 10)
+	_, eff := fetch(t, b, 3, 10, 10, t0) // 3 caught up: proposed in
+	p := eff.Propose
+	if p == nil || len(p.ISR) != 3 {
+		t.Fatalf("expansion not proposed: %+v", eff)
+	}
+	key := p.Key()
+	b.DurableEnd(20)
+	fetch(t, b, 2, 20, 20, t0)
+	wantHW(t, b, 10) // 3 counts while its addition is pending
+	now := t0.Add(time.Second)
+	b.ProposalOutcome(p.ID, Unknown, nil, now)
+	wantHW(t, b, 10)
+	// Metadata at the bucket epoch the proposal was made at says nothing.
+	b.Assign(Assignment{Leader: 1, LeaderEpoch: 1, BucketEpoch: 1, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2}}, 20, now)
+	if b.Pending() == nil {
+		t.Fatal("an equal-epoch image cleared the pending proposal")
+	}
+	wantHW(t, b, 10)
+	retry := b.Tick(now.Add(5 * time.Second)).Propose
+	if retry == nil || retry.Key() != key || retry.ID != p.ID || retry.Attempts != 2 {
+		t.Fatalf("retry %+v, want the same proposal %v", retry, p)
+	}
+	// A duplicated, late answer of the first attempt: Unknown again.
+	b.ProposalOutcome(p.ID, Unknown, nil, now)
+	// The metadata stream shows the expansion committed.
+	b.Assign(Assignment{Leader: 1, LeaderEpoch: 1, BucketEpoch: 2, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2, 3}}, 20, now)
+	if b.Pending() != nil {
+		t.Fatal("a later bucket epoch left the proposal pending")
+	}
+	// The answer to the retry arrives after: nothing changes.
+	if eff := b.ProposalOutcome(p.ID, Refused, nil, now); eff != (Effects{}) {
+		t.Fatalf("outcome of a resolved proposal: %+v", eff)
+	}
+	wantHW(t, b, 10)
+	fetch(t, b, 3, 20, 20, now)
+	wantHW(t, b, 20)
+}
+
+// PROTOCOL, ISR changes 2: a shrink takes effect only once committed.
+func TestShrinkCountsOldISRUntilCommitted(t *testing.T) {
+	b := leaderOf(t, []uint32{1, 2, 3}, 0)
+	b.DurableEnd(10)
+	fetch(t, b, 2, 10, 10, t0)
+	fetch(t, b, 3, 5, 10, t0)
+	wantHW(t, b, 5)
+	now := t0.Add(lagMax + time.Second)
+	fetch(t, b, 2, 10, 10, now)
+	p := b.Tick(now).Propose
+	if p == nil || len(p.ISR) != 2 {
+		t.Fatalf("shrink not proposed: %v", p)
+	}
+	wantHW(t, b, 5)
+	b.ProposalOutcome(p.ID, Refused, nil, now)
+	wantHW(t, b, 5)
+	if b.Pending() != nil {
+		t.Fatal("refused proposal still pending")
+	}
+	p = b.Tick(now).Propose
+	b.ProposalOutcome(p.ID, Committed, &Assignment{Leader: 1, LeaderEpoch: 1, BucketEpoch: 2, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2}}, now)
+	wantHW(t, b, 10)
+}
+
+// Issue 11, bug 11: a consumer reading above a new leader's lagging HW but
+// within its log waits (an empty answer), instead of OUT_OF_RANGE.
+func TestConsumerAboveLaggingHW(t *testing.T) {
+	b := leaderOf(t, []uint32{1, 2}, 20) // HW 0 until follower 2 fetches
+	for _, tc := range []struct {
+		offset   int64
+		from, to int64
+		err      error
+	}{
+		{offset: 15, from: 15, to: 15},
+		{offset: 20, from: 20, to: 20},
+		{offset: 21, err: ErrOutOfRange},
+	} {
+		from, to, err := b.ConsumerRange(tc.offset, 0, 20)
+		if tc.err != nil {
+			wantErr(t, err, tc.err)
+			continue
+		}
+		if err != nil || from != tc.from || to != tc.to {
+			t.Fatalf("offset %d: [%d, %d) %v", tc.offset, from, to, err)
+		}
+	}
+	fetch(t, b, 2, 20, 20, t0)
+	if from, to, err := b.ConsumerRange(15, 0, 20); err != nil || from != 15 || to != 20 {
+		t.Fatalf("after the HW moved: [%d, %d) %v", from, to, err)
+	}
+}
