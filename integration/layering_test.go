@@ -26,6 +26,7 @@ var forbidden = map[string][]string{
 type listedPackage struct {
 	ImportPath string
 	Imports    []string
+	Deps       []string
 	Standard   bool
 }
 
@@ -66,6 +67,34 @@ func TestImportDirection(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestLogReplicaKnowsNoKV: server/replica drives the KV side of
+// primary-key replicas only through its interfaces, so neither it nor
+// anything it links knows the KV side (server/replica/kvreplica), the
+// store (storage/kvstore) or Badger; the KV side imports the log replica,
+// not the other way round. (The store's sentinel errors, in
+// storage/kvstore/kverr, are the one exception: the wire-code table maps
+// them.)
+func TestLogReplicaKnowsNoKV(t *testing.T) {
+	banned := []string{module + "/server/replica/kvreplica", module + "/storage/kvstore", "github.com/dgraph-io/badger"}
+	found := false
+	for _, p := range listPackages(t) {
+		if p.ImportPath != module+"/server/replica" {
+			continue
+		}
+		found = true
+		for _, dep := range p.Deps {
+			for _, b := range banned {
+				if (dep == b || strings.HasPrefix(dep, b+"/")) && dep != module+"/storage/kvstore/kverr" {
+					t.Errorf("server/replica links %s: the log replica must know the KV side only through its interfaces", dep)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatal("go list did not list server/replica")
 	}
 }
 

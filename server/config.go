@@ -70,7 +70,7 @@ type Config struct {
 	// node's memory (DefaultKVRowCacheBytes), negative: none.
 	KVRowCacheBytes int64
 	// KVBufferBytes bounds each primary-key bucket leader's uncommitted
-	// writes (replica.Config.KVBufferBytes); 0: 64 MiB.
+	// writes (kvreplica.Config.BufferBytes); 0: 64 MiB.
 	KVBufferBytes int64
 	// Raft timing, for tests; zero takes raftmeta's defaults.
 	RaftHeartbeatTimeout time.Duration

@@ -15,6 +15,7 @@ import (
 
 	"github.com/floedb/floe/raftmeta"
 	"github.com/floedb/floe/server/replica"
+	"github.com/floedb/floe/server/replica/kvreplica"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/gossip"
 	"github.com/floedb/floe/transport/pb"
@@ -36,7 +37,8 @@ type Server struct {
 	pool    *transport.Pool
 	node    atomic.Pointer[raftmeta.Node]
 
-	replicas    *replica.Manager // tablet role
+	replicas    *replica.Manager  // tablet role
+	kvTables    *kvreplica.Tables // tablet role: the KV side of its replicas
 	tabletReady atomic.Bool
 	gossip      atomic.Pointer[gossip.Gossip]
 
@@ -181,6 +183,9 @@ func (s *Server) shutdown() {
 		if err := s.replicas.Close(); err != nil {
 			s.log.Warn("closing replicas", "err", err)
 		}
+	}
+	if s.kvTables != nil {
+		s.kvTables.Close()
 	}
 	if n := s.node.Load(); n != nil {
 		if err := n.Close(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/server/replica"
+	"github.com/floedb/floe/server/replica/kvreplica"
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/transport"
@@ -74,21 +75,25 @@ func (s *Server) metaAddresses() []string {
 // startTablet opens the replica manager and serves the Tablet service; the
 // watch loop feeds it the metadata.
 func (s *Server) startTablet(ctx context.Context) error {
+	kv, err := kvreplica.New(kvreplica.Config{Store: s.kvConfig(), BufferBytes: s.cfg.KVBufferBytes, Logger: s.log})
+	if err != nil {
+		return err
+	}
 	m, err := replica.New(replica.Config{
 		NodeID:        s.cfg.NodeID,
 		Dir:           filepath.Join(s.cfg.DataDir, "tablet"),
 		Log:           logstore.Config{Sync: s.cfg.LogSync, SegmentMaxBytes: s.cfg.SegmentMaxBytes},
 		MaxBatchBytes: s.cfg.MaxBatchBytes,
-		KV:            s.kvConfig(),
-		KVBufferBytes: s.cfg.KVBufferBytes,
+		KV:            kv,
 		Meta:          metaClient{s},
 		Dialer:        poolDialer{s.pool},
 		Logger:        s.log,
 	})
 	if err != nil {
+		kv.Close()
 		return err
 	}
-	s.replicas = m
+	s.kvTables, s.replicas = kv, m
 	s.tabletReady.Store(true)
 	s.goRun(func() { s.watchLoop(ctx) })
 	return nil

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -26,7 +25,6 @@ type TabletDialer interface {
 const (
 	DefaultReplicaLagMax      = 10 * time.Second
 	DefaultMaxBatchBytes      = 8 << 20
-	DefaultKVBufferBytes      = 64 << 20
 	DefaultProduceTimeout     = 30 * time.Second
 	DefaultFollowerFetchBytes = 4 << 20
 	DefaultFollowerMaxWait    = 500 * time.Millisecond
@@ -42,19 +40,14 @@ type Config struct {
 	Dir string
 	// Log is the template for every replica's log (Dir is set per replica).
 	Log logstore.Config
-	// KV is the template for the Badger store of every primary-key bucket
-	// replica (Dir and Logger are set per replica).
-	KV kvstore.Config
+	// KV makes the KV side of primary-key tables (package kvreplica);
+	// nil: primary-key tables are not served.
+	KV KVTables
 	// ReplicaLagMax: a follower that has not caught up with the leader's
 	// end for this long leaves the ISR. Default 10 s.
 	ReplicaLagMax time.Duration
 	// MaxBatchBytes refuses larger produced batches. Default 8 MiB.
 	MaxBatchBytes int
-	// KVBufferBytes bounds the pre-write buffer of a primary-key bucket
-	// leader: the rows of writes appended but not yet committed. Past it,
-	// upserts are refused with a retriable UNAVAILABLE until followers
-	// catch up. Default 64 MiB.
-	KVBufferBytes int64
 	Meta          MetaClient
 	Dialer        TabletDialer
 	Logger        *slog.Logger
@@ -69,7 +62,7 @@ func (c *Config) Validate() error {
 		return errors.New("replica: config: Dir is required")
 	case c.Meta == nil || c.Dialer == nil:
 		return errors.New("replica: config: Meta and Dialer are required")
-	case c.ReplicaLagMax < 0 || c.MaxBatchBytes < 0 || c.KVBufferBytes < 0:
+	case c.ReplicaLagMax < 0 || c.MaxBatchBytes < 0:
 		return errors.New("replica: config: negative limit")
 	}
 	return nil
@@ -81,9 +74,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes
-	}
-	if c.KVBufferBytes == 0 {
-		c.KVBufferBytes = DefaultKVBufferBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

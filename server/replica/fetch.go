@@ -114,7 +114,7 @@ func (r *Replica) readInto(from, limit int64, budget int, unflushed bool, out *p
 	}
 	recs, err := read(from, limit, budget)
 	if err != nil {
-		return logError(err)
+		return WireError(err)
 	}
 	out.Records = append([]byte(nil), recs.Data...)
 	recs.Release()
@@ -221,7 +221,7 @@ func (m *Manager) ListOffsets(_ context.Context, req *pb.ListOffsetsRequest) (*p
 	case pb.OffsetSpec_OFFSET_SPEC_TIMESTAMP:
 		off, ok, err := r.log.OffsetForTimestamp(req.TimestampMs)
 		if err != nil {
-			return nil, logError(err)
+			return nil, WireError(err)
 		}
 		resp.Offset = hw
 		if ok && off < hw {

@@ -131,7 +131,7 @@ func (r *Replica) applyFetched(leader uint32, epoch int32, fb *pb.FetchedBucket)
 			r.mgr.log.Error("rebuild writer state", "bucket", r.id.String(), "err", err)
 		}
 		if r.kv != nil {
-			r.kv.truncated(r.log.EndOffset())
+			r.kv.DropAbove(r.log.EndOffset())
 		}
 		r.mu.Lock()
 		r.hw = min(r.hw, r.log.EndOffset())
@@ -155,6 +155,6 @@ func (r *Replica) applyFetched(leader uint32, epoch int32, fb *pb.FetchedBucket)
 	}
 	r.mu.Unlock()
 	if moved && r.kv != nil {
-		r.kv.wake()
+		r.kv.HWMoved()
 	}
 }

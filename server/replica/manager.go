@@ -56,9 +56,8 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m.zstd = codec
-	m.wg.Add(2)
+	m.wg.Add(1)
 	go m.housekeeping()
-	go m.collectKVGarbage()
 	return m, nil
 }
 
@@ -125,7 +124,7 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 	}
 	for _, t := range u.Tables {
 		m.maxTableID = max(m.maxTableID, t.Id)
-		info, err := newTableInfo(t)
+		info, err := newTableInfo(t, m.cfg.KV)
 		if err != nil {
 			m.log.Error("unusable table metadata", "table", t.Id, "err", err)
 			continue

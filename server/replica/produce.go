@@ -2,8 +2,6 @@ package replica
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/floedb/floe/storage/logstore"
@@ -135,7 +133,7 @@ func (r *Replica) produce(ctx context.Context, b record.Batch, acks int32, timeo
 	return r.write(ctx, b, acks, timeout, func(epoch int32) (logstore.AppendInfo, func() error, error) {
 		info, wait, err := r.log.AppendPending(b, epoch)
 		if err != nil {
-			return info, nil, logError(err)
+			return info, nil, WireError(err)
 		}
 		r.writers.record(b)
 		return info, wait, nil
@@ -208,7 +206,7 @@ func (r *Replica) finishAppend(ctx context.Context, info logstore.AppendInfo, wa
 		return resp, nil
 	}
 	if err := wait(); err != nil {
-		return nil, logError(err)
+		return nil, WireError(err)
 	}
 	r.mu.Lock()
 	r.maybeAdvanceHWLocked() // notifies followers when the high watermark moves
@@ -220,24 +218,4 @@ func (r *Replica) finishAppend(ctx context.Context, info logstore.AppendInfo, wa
 		return nil, err
 	}
 	return resp, nil
-}
-
-// logError maps log store errors to wire errors.
-func logError(err error) error {
-	switch {
-	case errors.Is(err, logstore.ErrOffsetOutOfRange):
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_OUT_OF_RANGE, "%v", err)
-	case errors.Is(err, logstore.ErrCorrupt):
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_CORRUPT, "%v", err)
-	case errors.Is(err, logstore.ErrBatchTooLarge):
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "%v", err)
-	case errors.Is(err, logstore.ErrInvalidBatch):
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
-	case errors.Is(err, logstore.ErrStaleEpoch), errors.Is(err, logstore.ErrTruncated):
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "%v", err)
-	case errors.Is(err, logstore.ErrClosed):
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "%v", err)
-	default:
-		return fmt.Errorf("replica: %w", err)
-	}
 }

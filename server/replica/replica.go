@@ -42,7 +42,7 @@ type Replica struct {
 	log  *logstore.Log
 	mgr  *Manager
 	info *tableInfo
-	kv   *kvReplica // primary-key tables only
+	kv   KV // primary-key tables only
 
 	// produceMu orders the idempotence check with the append it decides,
 	// and the follower path's truncations and appends.
@@ -85,7 +85,7 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 		return nil, err
 	}
 	if info.kv != nil {
-		if r.kv, err = openKV(r, info.kv); err != nil {
+		if r.kv, err = info.kv.Open(r); err != nil {
 			l.Close()
 			return nil, err
 		}
@@ -169,7 +169,7 @@ func (r *Replica) close(remove bool) error {
 	r.mgr.notify()
 	var err error
 	if r.kv != nil {
-		err = r.kv.close()
+		err = r.kv.Close()
 	}
 	r.produceMu.Lock()
 	err = errors.Join(err, r.log.Close())
@@ -205,7 +205,7 @@ func (r *Replica) becomeLeader(epoch, bucketEpoch int32, replicas, isr []uint32)
 	if r.kv != nil {
 		// The rows a leader writes are the ones its next upserts of those
 		// keys merge against and lookups, which come to it, ask for.
-		r.kv.store.Load().CacheWrites(true)
+		r.kv.SetLeading(true)
 	}
 	r.wakeAllHWWaitersLocked()
 	r.hw = min(r.hw, r.log.EndOffset())
@@ -246,7 +246,7 @@ func (r *Replica) becomeFollower(leader uint32, epoch, bucketEpoch int32, replic
 	}
 	r.followers, r.pendingISR = nil, nil
 	if r.kv != nil {
-		r.kv.store.Load().CacheWrites(false)
+		r.kv.SetLeading(false)
 	}
 	if was == roleLeader {
 		r.mgr.log.Info("stopped leading bucket", "bucket", r.id.String(), "new_leader", leader, "leader_epoch", epoch)
@@ -288,7 +288,7 @@ func (r *Replica) maybeAdvanceHWLocked() {
 		r.wakeHWWaitersLocked()
 		r.mgr.notify()
 		if r.kv != nil {
-			r.kv.wake()
+			r.kv.HWMoved()
 		}
 	}
 }

@@ -17,13 +17,15 @@ type tableInfo struct {
 	primaryKey  bool
 	replication int
 	minISR      int
-	kv          *kvTableInfo // primary-key tables only
+	kv          KVTable // primary-key tables only
 }
 
 // MinInsyncReplicasProperty is the table property for min.insync.replicas.
 const MinInsyncReplicasProperty = "min.insync.replicas"
 
-func newTableInfo(t *pb.TableRecord) (*tableInfo, error) {
+// newTableInfo reads a table's metadata; the KV side of a primary-key
+// table comes from kv.
+func newTableInfo(t *pb.TableRecord, kv KVTables) (*tableInfo, error) {
 	if len(t.Schemas) == 0 {
 		return nil, fmt.Errorf("replica: table %d has no schema", t.Id)
 	}
@@ -50,11 +52,14 @@ func newTableInfo(t *pb.TableRecord) (*tableInfo, error) {
 		info.minISR = n
 	}
 	if info.primaryKey {
-		kv, err := newKVTableInfo(t, info)
+		if kv == nil {
+			return nil, fmt.Errorf("replica: table %s has a primary key and this node has no KV tables", info.name)
+		}
+		kvt, err := kv.Table(t, info.name, info.schema)
 		if err != nil {
 			return nil, err
 		}
-		info.kv = kv
+		info.kv = kvt
 	}
 	return info, nil
 }

@@ -1,27 +1,16 @@
 package kvstore
 
-import "errors"
+import "github.com/floedb/floe/storage/kvstore/kverr"
 
+// The store's sentinel errors, declared in package kverr (documented there)
+// so that mapping them does not link Badger.
 var (
-	// ErrInvalidConfig marks a Config that Validate rejects.
-	ErrInvalidConfig = errors.New("kvstore: invalid config")
-	// ErrClosed is returned by calls on a closed Store.
-	ErrClosed = errors.New("kvstore: store closed")
-	// ErrStaleOffset is returned by Apply when the batch does not move the
-	// applied offset forward.
-	ErrStaleOffset = errors.New("kvstore: offset already applied")
-	// ErrInvalidChange marks a changelog entry Apply cannot write.
-	ErrInvalidChange = errors.New("kvstore: invalid change")
-	// ErrBatchTooLarge is returned by Apply when a batch does not fit one
-	// Badger transaction; callers split batches at record-batch boundaries.
-	ErrBatchTooLarge = errors.New("kvstore: apply batch too large")
-	// ErrCorrupt marks stored bytes that cannot be decoded.
-	ErrCorrupt = errors.New("kvstore: corrupt data")
-
-	// ErrInvalidUpdate marks an Update that Merge cannot apply: a row that
-	// does not validate, a null key or version column, a bad column index.
-	ErrInvalidUpdate = errors.New("kvstore: invalid update")
-	// ErrDeleteDisabled is returned by Merge for a delete when the table's
-	// delete behavior is DeleteDisable.
-	ErrDeleteDisabled = errors.New("kvstore: deletes are disabled for this table")
+	ErrInvalidConfig  = kverr.ErrInvalidConfig
+	ErrClosed         = kverr.ErrClosed
+	ErrStaleOffset    = kverr.ErrStaleOffset
+	ErrInvalidChange  = kverr.ErrInvalidChange
+	ErrBatchTooLarge  = kverr.ErrBatchTooLarge
+	ErrCorrupt        = kverr.ErrCorrupt
+	ErrInvalidUpdate  = kverr.ErrInvalidUpdate
+	ErrDeleteDisabled = kverr.ErrDeleteDisabled
 )

@@ -1,11 +1,10 @@
-package replica
+package kvreplica
 
 import (
 	"context"
 	"sync"
 	"time"
 
-	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -65,7 +64,7 @@ func (q *barrierQueue) wait(ctx context.Context) (int64, int32, error) {
 // run runs round, then every round lookups joined meanwhile.
 func (q *barrierQueue) run(round *barrierRound) {
 	for {
-		round.offset, round.epoch, round.err = q.kv.r.appendBarrier()
+		round.offset, round.epoch, round.err = q.kv.appendBarrier()
 		close(round.done)
 		q.mu.Lock()
 		round = q.next
@@ -91,39 +90,17 @@ func (q *barrierQueue) close() {
 	q.mu.Unlock()
 }
 
-// appendBarrier appends a control batch in the current leader epoch and
-// waits until it commits.
-func (r *Replica) appendBarrier() (int64, int32, error) {
-	bld := record.NewBatchBuilder(record.BatchOptions{SchemaID: int16(r.info.schemaID), Format: record.PayloadControl}, 0)
-	if err := bld.Append(record.AppendOnly, []byte{byte(record.ControlBarrier)}); err != nil {
-		return 0, 0, err
-	}
-	b, err := bld.Build()
-	if err != nil {
-		return 0, 0, err
-	}
-	r.produceMu.Lock()
-	epoch, err := r.leaderFor(AcksLeader)
-	if err != nil {
-		r.produceMu.Unlock()
-		return 0, 0, err
-	}
-	info, wait, err := r.log.AppendPending(b, epoch)
-	r.produceMu.Unlock()
-	if err != nil {
-		return 0, 0, logError(err)
-	}
+// appendBarrier appends a barrier in the current leader epoch and waits,
+// up to barrierTimeout or until the replica closes, until it commits.
+func (kv *kvReplica) appendBarrier() (int64, int32, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), barrierTimeout)
 	defer cancel()
 	go func() {
 		select {
-		case <-r.kv.stop:
+		case <-kv.stop:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
-	if _, err := r.finishAppend(ctx, info, wait, AcksAll, epoch, barrierTimeout); err != nil {
-		return 0, 0, err
-	}
-	return info.LastOffset, epoch, nil
+	return kv.r.AppendBarrier(ctx, barrierTimeout)
 }

@@ -1,4 +1,4 @@
-package replica
+package kvreplica
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
@@ -24,28 +25,25 @@ const (
 )
 
 // Lookup answers point lookups of primary keys on the bucket's leader.
-func (m *Manager) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.LookupResponse, error) {
-	r, err := m.kvReplica(req.TableId, req.Bucket)
-	if err != nil {
-		return nil, err
-	}
+func (kv *kvReplica) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.LookupResponse, error) {
 	if len(req.Keys) > MaxLookupKeys {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "%d keys in one lookup; at most %d", len(req.Keys), MaxLookupKeys)
 	}
-	keys := r.kv.info.keys
+	keys := kv.t.keys
 	storeKeys := make([][]byte, len(req.Keys))
 	for i, k := range req.Keys {
 		if len(k) > kvstore.MaxKeyBytes {
 			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d: %d bytes over the %d-byte limit", i, len(k), kvstore.MaxKeyBytes)
 		}
 		if err := record.ValidateRow(keys.KeySchema(), k); err != nil {
-			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d is not a key of table %s: %v", i, r.info.name, err)
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d is not a key of table %s: %v", i, kv.t.name, err)
 		}
+		var err error
 		if storeKeys[i], err = keys.StoreKey(nil, k); err != nil {
 			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d: %v", i, err)
 		}
 	}
-	epoch, st, err := r.kv.readFence(ctx, req.Linearizable)
+	epoch, st, err := kv.readFence(ctx, req.Linearizable)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +51,7 @@ func (m *Manager) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.Lookup
 	data, sizes, err := st.AppendPacked((*buf)[:0], storeKeys)
 	if err != nil {
 		lookupBufs.Put(buf)
-		return nil, kvError(err)
+		return nil, replica.WireError(err)
 	}
 	// The reply is marshaled and sent when this returns; its rows buffer
 	// then serves the next lookup instead of becoming garbage (a large,
@@ -75,24 +73,20 @@ const maxPooledLookupBytes = 8 << 20
 
 // PrefixLookup answers the rows of one bucket-key value on the bucket's
 // leader.
-func (m *Manager) PrefixLookup(ctx context.Context, req *pb.PrefixLookupRequest) (*pb.PrefixLookupResponse, error) {
-	r, err := m.kvReplica(req.TableId, req.Bucket)
-	if err != nil {
-		return nil, err
-	}
-	keys := r.kv.info.keys
+func (kv *kvReplica) PrefixLookup(ctx context.Context, req *pb.PrefixLookupRequest) (*pb.PrefixLookupResponse, error) {
+	keys := kv.t.keys
 	if !keys.Prefixed() {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
-			"table %s: prefix lookups need a bucket key that is a strict prefix of the primary key", r.info.name)
+			"table %s: prefix lookups need a bucket key that is a strict prefix of the primary key", kv.t.name)
 	}
 	if err := record.ValidateRow(keys.BucketKeySchema(), req.Prefix); err != nil {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "prefix is not a bucket key of table %s: %v", r.info.name, err)
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "prefix is not a bucket key of table %s: %v", kv.t.name, err)
 	}
 	limit := MaxPrefixRows
 	if req.Limit > 0 && int(req.Limit) < limit {
 		limit = int(req.Limit)
 	}
-	epoch, st, err := r.kv.readFence(ctx, req.Linearizable)
+	epoch, st, err := kv.readFence(ctx, req.Linearizable)
 	if err != nil {
 		return nil, err
 	}
@@ -107,23 +101,9 @@ func (m *Manager) PrefixLookup(ctx context.Context, req *pb.PrefixLookupRequest)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errLimit) {
-		return nil, kvError(err)
+		return nil, replica.WireError(err)
 	}
 	return resp, nil
-}
-
-// kvReplica returns the replica of a primary-key bucket.
-func (m *Manager) kvReplica(tableID uint64, bucket int32) (*Replica, error) {
-	id := BucketID{TableID: tableID, Bucket: bucket}
-	r := m.replica(id)
-	if r == nil {
-		return nil, m.missingReplica(id)
-	}
-	if r.kv == nil {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
-			"table %s has no primary key: lookups need one (scan it with consume)", r.info.name)
-	}
-	return r, nil
 }
 
 // readFence waits until this leader's store holds every write committed
@@ -134,24 +114,24 @@ func (m *Manager) kvReplica(tableID uint64, bucket int32) (*Replica, error) {
 // store to read.
 func (kv *kvReplica) readFence(ctx context.Context, linearizable bool) (int32, *kvstore.Store, error) {
 	r := kv.r
-	epoch, err := r.leaderFor(AcksLeader)
+	epoch, err := r.LeaderEpoch()
 	if err != nil {
 		return 0, nil, err
 	}
-	_, _, _, target := r.state()
+	target := r.HighWatermark()
 	if linearizable {
 		off, barrierEpoch, err := kv.barriers.wait(ctx)
 		if err != nil {
 			return 0, nil, err
 		}
 		if barrierEpoch != epoch {
-			return 0, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "bucket %s changed leader during the lookup", r.id)
+			return 0, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "bucket %s changed leader during the lookup", kv.id)
 		}
 		target = max(target, off+1)
 	}
 	deadline := time.Now().Add(lookupWait)
 	for {
-		ch := r.mgr.changes()
+		ch := r.Changes()
 		applied, err := kv.applied()
 		if err != nil {
 			return 0, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "%v", err)
@@ -160,16 +140,16 @@ func (kv *kvReplica) readFence(ctx context.Context, linearizable bool) (int32, *
 			break
 		}
 		kv.wake()
-		if !r.mgr.waitChange(ctx, ch, deadline) {
+		if !r.WaitChange(ctx, ch, deadline) {
 			if ctx.Err() != nil {
 				return 0, nil, ctx.Err()
 			}
 			return 0, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TIMEOUT,
-				"bucket %s: the KV store did not reach offset %d within %v (at %d)", r.id, target, lookupWait, applied)
+				"bucket %s: the KV store did not reach offset %d within %v (at %d)", kv.id, target, lookupWait, applied)
 		}
 	}
-	if cur, err := r.leaderFor(AcksLeader); err != nil || cur != epoch {
-		return 0, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "bucket %s changed leader during the lookup", r.id)
+	if cur, err := r.LeaderEpoch(); err != nil || cur != epoch {
+		return 0, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "bucket %s changed leader during the lookup", kv.id)
 	}
 	return epoch, kv.store.Load(), nil
 }

@@ -1,4 +1,4 @@
-package replica
+package kvreplica
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/storage/kvstore"
-	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -20,46 +20,29 @@ type kvWrite struct {
 	update kvstore.Update
 }
 
-// PutKv merges a batch of upserts and deletes into a primary-key bucket on
-// its leader, appends the changelog and answers per acks.
-func (m *Manager) PutKv(ctx context.Context, req *pb.PutKvRequest) (*pb.ProduceResponse, error) {
-	r, timeout, err := m.writeTarget(req.TableId, req.Bucket, req.Acks, len(req.Batch), req.TimeoutMs)
+// Put merges a batch of upserts and deletes on the leader, appends the
+// changelog and answers per acks. The log replica checked the batch's
+// frame and schema.
+func (kv *kvReplica) Put(ctx context.Context, b record.Batch, targets []int32, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
+	writes, err := kv.checkRows(b, targets)
 	if err != nil {
 		return nil, err
 	}
-	if r.kv == nil {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
-			"table %s has no primary key: append to it, upserts need a primary-key table", r.info.name)
-	}
-	b, writes, err := r.checkKVBatch(req.Batch, req.TargetColumns)
-	if err != nil {
-		return nil, err
-	}
-	return r.putKV(ctx, b, writes, req.Acks, timeout)
+	return kv.put(ctx, b, writes, acks, timeout)
 }
 
-// checkKVBatch validates a PutKv batch and returns its writes, each with
-// its store key.
-func (r *Replica) checkKVBatch(data []byte, targets []int32) (record.Batch, []kvWrite, error) {
-	info := r.info
-	b, err := wholeBatch(data)
-	if err != nil {
-		return nil, nil, err
-	}
-	if b.PayloadFormat() != record.PayloadRows || b.AppendOnly() {
-		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "upserts come in row batches that are not append-only")
-	}
-	if err := r.checkSchemaID(b); err != nil {
-		return nil, nil, err
-	}
+// checkRows validates the rows of a PutKv batch and returns its writes,
+// each with its store key.
+func (kv *kvReplica) checkRows(b record.Batch, targets []int32) ([]kvWrite, error) {
+	info := kv.t
 	partial, err := partialColumns(info.schema, targets)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	relaxed := keyOnlySchema(info.schema)
-	it, _, err := b.Records(r.mgr.codec(), nil)
+	it, _, err := b.Records(kv.r.Codec(), nil)
 	if err != nil {
-		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
 	}
 	writes := make([]kvWrite, 0, b.RecordCount())
 	for it.Next() {
@@ -75,33 +58,33 @@ func (r *Replica) checkKVBatch(data []byte, targets []int32) (record.Batch, []kv
 		case record.Delete:
 			w.update.Delete, w.update.PartialColumns, check = true, nil, relaxed
 		default:
-			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
 				"record %d: change %v; a primary-key table takes +U (upsert) and -D (delete)", i, rec.Change)
 		}
 		if len(rec.Data) > kvstore.MaxRowBytes {
-			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE,
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE,
 				"record %d: row of %d bytes over the %d-byte limit", i, len(rec.Data), kvstore.MaxRowBytes)
 		}
 		if err := record.ValidateRow(check, rec.Data); err != nil {
-			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
 		}
-		pk, err := info.kv.keys.PrimaryKey(nil, rec.Data)
+		pk, err := info.keys.PrimaryKey(nil, rec.Data)
 		if err != nil {
-			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
 		}
 		if len(pk) > kvstore.MaxKeyBytes {
-			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
 				"record %d: primary key of %d bytes over the %d-byte limit", i, len(pk), kvstore.MaxKeyBytes)
 		}
-		if w.key, err = info.kv.keys.StoreKey(nil, pk); err != nil {
-			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
+		if w.key, err = info.keys.StoreKey(nil, pk); err != nil {
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
 		}
 		writes = append(writes, w)
 	}
 	if err := it.Err(); err != nil {
-		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
 	}
-	return b, writes, nil
+	return writes, nil
 }
 
 // partialColumns checks the target columns of a partial update; nil when
@@ -137,34 +120,32 @@ func keyOnlySchema(s record.Schema) record.Schema {
 	return out
 }
 
-// putKV runs the leader's write path: merge every write against the
+// put runs the leader's write path: merge every write against the
 // pre-write buffer and the store, append the changelog (or a no-op control
 // batch when nothing changed, so the writer's sequence is in the log),
 // buffer the new rows, and answer per acks.
-func (r *Replica) putKV(ctx context.Context, b record.Batch, writes []kvWrite, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
-	kv := r.kv
-	return r.write(ctx, b, acks, timeout, func(epoch int32) (logstore.AppendInfo, func() error, error) {
+func (kv *kvReplica) put(ctx context.Context, b record.Batch, writes []kvWrite, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
+	return kv.r.Write(ctx, b, acks, timeout, func(epoch int32, appendLog replica.AppendLogFunc) error {
 		kv.bufMu.Lock()
 		defer kv.bufMu.Unlock()
-		if n := kv.buf.Bytes(); n >= r.mgr.cfg.KVBufferBytes {
-			return logstore.AppendInfo{}, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE,
-				"bucket %s holds %d MiB of uncommitted writes, its limit: waiting for followers to catch up", r.id, n>>20)
+		if n := kv.buf.Bytes(); n >= kv.tables.cfg.BufferBytes {
+			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE,
+				"bucket %s holds %d MiB of uncommitted writes, its limit: waiting for followers to catch up", kv.id, n>>20)
 		}
 		changelog, rows, err := kv.merge(b, writes, epoch)
 		if err != nil {
-			return logstore.AppendInfo{}, nil, err
+			return err
 		}
-		info, wait, err := r.log.AppendPending(changelog, epoch)
+		info, err := appendLog(changelog)
 		if err != nil {
-			return info, nil, logError(err)
+			return err
 		}
 		for i, w := range writes {
 			if rows[i].changed {
 				kv.buf.Put(w.key, rows[i].row, info.LastOffset)
 			}
 		}
-		r.writers.record(changelog)
-		return info, wait, nil
+		return nil
 	})
 }
 
@@ -181,7 +162,7 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 	if err := kv.loadBuffer(epoch); err != nil {
 		return nil, nil, err
 	}
-	info := kv.r.info
+	info := kv.t
 	st := kv.store.Load()
 	opts := record.BatchOptions{SchemaID: b.SchemaID(), Format: record.PayloadRows,
 		HasWriter: b.WriterID() != record.NoWriterID, WriterID: b.WriterID(), Sequence: b.BatchSequence()}
@@ -197,7 +178,7 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 		if j, ok := batchRows[string(w.key)]; ok {
 			old = rows[j].row
 		}
-		changes, row, err := kvstore.Merge(info.schema, kv.info.engine, old, w.update, kv.info.opts)
+		changes, row, err := kvstore.Merge(info.schema, info.engine, old, w.update, info.opts)
 		if err != nil {
 			if errors.Is(err, kvstore.ErrDeleteDisabled) {
 				return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "record %d: table %s: %v", i, info.name, err)
@@ -278,7 +259,7 @@ func (kv *kvReplica) currentRows(st *kvstore.Store, writes []kvWrite) ([][]byte,
 	}
 	rows, err := st.GetBatch(keys)
 	if err != nil {
-		return nil, kvError(err)
+		return nil, replica.WireError(err)
 	}
 	for n, i := range at {
 		current[i] = rows[n]
@@ -294,19 +275,19 @@ func (kv *kvReplica) loadBuffer(epoch int32) error {
 		return nil
 	}
 	kv.buf.Reset()
-	if err := kv.r.log.Sync(); err != nil {
-		return logError(err)
+	if err := kv.r.SyncLog(); err != nil {
+		return replica.WireError(err)
 	}
 	applied, err := kv.store.Load().AppliedOffset()
 	if err != nil {
-		return kvError(err)
+		return replica.WireError(err)
 	}
-	end := kv.r.log.EndOffset()
+	end := kv.r.EndOffset()
 	loaded := 0
 	for from := applied; from < end; {
-		recs, err := kv.r.log.ReadBelow(from, end, applyReadBytes)
+		recs, err := kv.r.ReadBelow(from, end, applyReadBytes)
 		if err != nil {
-			return logError(err)
+			return replica.WireError(err)
 		}
 		if len(recs.Data) == 0 {
 			recs.Release()
@@ -315,10 +296,10 @@ func (kv *kvReplica) loadBuffer(epoch int32) error {
 		it := recs.Batches()
 		for it.Next() {
 			b := it.Batch()
-			changes, err := kvstore.AppendChanges(nil, b, kv.r.mgr.codec(), kv.info.keys, from)
+			changes, err := kvstore.AppendChanges(nil, b, kv.r.Codec(), kv.t.keys, from)
 			if err != nil {
 				recs.Release()
-				return kvError(err)
+				return replica.WireError(err)
 			}
 			for _, c := range changes {
 				var row []byte
@@ -333,19 +314,7 @@ func (kv *kvReplica) loadBuffer(epoch int32) error {
 		recs.Release()
 	}
 	kv.bufEpoch = epoch
-	kv.r.mgr.log.Info("pre-write buffer loaded", "bucket", kv.r.id.String(), "leader_epoch", epoch,
+	kv.log.Info("pre-write buffer loaded", "bucket", kv.id, "leader_epoch", epoch,
 		"applied_offset", applied, "end_offset", end, "records", loaded)
 	return nil
-}
-
-// kvError maps KV store errors to wire errors.
-func kvError(err error) error {
-	switch {
-	case errors.Is(err, kvstore.ErrClosed):
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "%v", err)
-	case errors.Is(err, kvstore.ErrCorrupt):
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_CORRUPT, "%v", err)
-	default:
-		return fmt.Errorf("replica: %w", err)
-	}
 }
