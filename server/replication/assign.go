@@ -30,12 +30,12 @@ func (b *Bucket) Assign(a Assignment, logEnd int64, now time.Time) Effects {
 	sameRole := a.LeaderEpoch == b.leaderEpoch && a.Leader == b.leader
 	switch {
 	case sameRole && a.Leader == b.cfg.Self && b.role == RoleLeader:
-		eff.merge(b.maybeAdvanceHW())
+		eff.Merge(b.maybeAdvanceHW())
 	case sameRole && a.Leader == b.cfg.Self:
 		// A leadership already refused as stale stays refused.
 	case sameRole:
 	case a.Leader == b.cfg.Self:
-		eff.merge(b.becomeLeader(a, logEnd, now))
+		eff.Merge(b.becomeLeader(a, logEnd, now))
 	default:
 		b.becomeFollower(a, logEnd)
 		eff.RoleChanged = true
@@ -72,7 +72,7 @@ func (b *Bucket) becomeLeader(a Assignment, logEnd int64, now time.Time) Effects
 		}
 	}
 	eff := Effects{StartEpoch: true, RoleChanged: true}
-	eff.merge(b.maybeAdvanceHW())
+	eff.Merge(b.maybeAdvanceHW())
 	return eff
 }
 

@@ -28,8 +28,8 @@ type Effects struct {
 	StaleLeadership bool
 }
 
-// merge folds o into e.
-func (e *Effects) merge(o Effects) {
+// Merge folds o into e.
+func (e *Effects) Merge(o Effects) {
 	e.StartEpoch = e.StartEpoch || o.StartEpoch
 	e.RoleChanged = e.RoleChanged || o.RoleChanged
 	e.HWAdvanced = e.HWAdvanced || o.HWAdvanced

@@ -90,7 +90,7 @@ func (b *Bucket) ServeFetch(req FollowerFetch, l LeaderLog, now time.Time) (Fetc
 	}
 	f.leaderEndAtLastFetch, f.lastFetchAt = l.WrittenEnd, now
 	eff := b.maybeAdvanceHW()
-	eff.merge(b.maybeExpandISR(req.Follower, now))
+	eff.Merge(b.maybeExpandISR(req.Follower, now))
 	b.check()
 	ans.From, ans.To, ans.HW = req.Offset, l.WrittenEnd, b.hw
 	return ans, eff, nil

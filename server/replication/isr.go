@@ -86,10 +86,10 @@ func (b *Bucket) ProposalOutcome(id uint64, o Outcome, committed *Assignment, no
 			eff.ISRChanged = !slices.Equal(b.isr, committed.ISR)
 			b.isr, b.bucketEpoch = slices.Clone(committed.ISR), committed.BucketEpoch
 		}
-		eff.merge(b.maybeAdvanceHW())
+		eff.Merge(b.maybeAdvanceHW())
 	case Refused:
 		b.pending = nil
-		eff.merge(b.maybeAdvanceHW())
+		eff.Merge(b.maybeAdvanceHW())
 	case Unknown:
 		// Keep the larger ISR and resend the same proposal later: the
 		// first attempt may be committed, and only the metadata stream

@@ -70,6 +70,11 @@ const (
 	ErrorCode_ERROR_CODE_BUCKET_OFFLINE ErrorCode = 18
 	// Damaged data the server will not serve.
 	ErrorCode_ERROR_CODE_CORRUPT ErrorCode = 19
+	// An acks=all write reached every in-sync replica, but the ISR shrank
+	// below min.insync.replicas while it waited: not acknowledged. Retriable:
+	// an idempotent retry is answered with the same offsets once the ISR is
+	// back.
+	ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND ErrorCode = 20
 )
 
 // Enum value maps for ErrorCode.
@@ -95,28 +100,30 @@ var (
 		17: "ERROR_CODE_UNKNOWN_LEADER_EPOCH",
 		18: "ERROR_CODE_BUCKET_OFFLINE",
 		19: "ERROR_CODE_CORRUPT",
+		20: "ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND",
 	}
 	ErrorCode_value = map[string]int32{
-		"ERROR_CODE_INTERNAL":              0,
-		"ERROR_CODE_NOT_LEADER":            1,
-		"ERROR_CODE_FENCED":                2,
-		"ERROR_CODE_UNKNOWN_DATABASE":      3,
-		"ERROR_CODE_UNKNOWN_TABLE":         4,
-		"ERROR_CODE_ALREADY_EXISTS":        5,
-		"ERROR_CODE_INVALID_REQUEST":       6,
-		"ERROR_CODE_NOT_ENOUGH_REPLICAS":   7,
-		"ERROR_CODE_NOT_EMPTY":             8,
-		"ERROR_CODE_CLUSTER_MISMATCH":      9,
-		"ERROR_CODE_UNAVAILABLE":           10,
-		"ERROR_CODE_TIMEOUT":               11,
-		"ERROR_CODE_TOO_LARGE":             12,
-		"ERROR_CODE_OUT_OF_RANGE":          13,
-		"ERROR_CODE_INVALID_RECORD":        14,
-		"ERROR_CODE_UNKNOWN_NODE":          15,
-		"ERROR_CODE_OUT_OF_ORDER_SEQUENCE": 16,
-		"ERROR_CODE_UNKNOWN_LEADER_EPOCH":  17,
-		"ERROR_CODE_BUCKET_OFFLINE":        18,
-		"ERROR_CODE_CORRUPT":               19,
+		"ERROR_CODE_INTERNAL":                         0,
+		"ERROR_CODE_NOT_LEADER":                       1,
+		"ERROR_CODE_FENCED":                           2,
+		"ERROR_CODE_UNKNOWN_DATABASE":                 3,
+		"ERROR_CODE_UNKNOWN_TABLE":                    4,
+		"ERROR_CODE_ALREADY_EXISTS":                   5,
+		"ERROR_CODE_INVALID_REQUEST":                  6,
+		"ERROR_CODE_NOT_ENOUGH_REPLICAS":              7,
+		"ERROR_CODE_NOT_EMPTY":                        8,
+		"ERROR_CODE_CLUSTER_MISMATCH":                 9,
+		"ERROR_CODE_UNAVAILABLE":                      10,
+		"ERROR_CODE_TIMEOUT":                          11,
+		"ERROR_CODE_TOO_LARGE":                        12,
+		"ERROR_CODE_OUT_OF_RANGE":                     13,
+		"ERROR_CODE_INVALID_RECORD":                   14,
+		"ERROR_CODE_UNKNOWN_NODE":                     15,
+		"ERROR_CODE_OUT_OF_ORDER_SEQUENCE":            16,
+		"ERROR_CODE_UNKNOWN_LEADER_EPOCH":             17,
+		"ERROR_CODE_BUCKET_OFFLINE":                   18,
+		"ERROR_CODE_CORRUPT":                          19,
+		"ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND": 20,
 	}
 )
 
@@ -151,7 +158,7 @@ var File_errors_proto protoreflect.FileDescriptor
 
 const file_errors_proto_rawDesc = "" +
 	"\n" +
-	"\ferrors.proto\x12\afloe.v1*\xdc\x04\n" +
+	"\ferrors.proto\x12\afloe.v1*\x8d\x05\n" +
 	"\tErrorCode\x12\x17\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\x00\x12\x19\n" +
 	"\x15ERROR_CODE_NOT_LEADER\x10\x01\x12\x15\n" +
@@ -173,7 +180,8 @@ const file_errors_proto_rawDesc = "" +
 	" ERROR_CODE_OUT_OF_ORDER_SEQUENCE\x10\x10\x12#\n" +
 	"\x1fERROR_CODE_UNKNOWN_LEADER_EPOCH\x10\x11\x12\x1d\n" +
 	"\x19ERROR_CODE_BUCKET_OFFLINE\x10\x12\x12\x16\n" +
-	"\x12ERROR_CODE_CORRUPT\x10\x13B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\x12ERROR_CODE_CORRUPT\x10\x13\x12/\n" +
+	"+ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x14B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_errors_proto_rawDescOnce sync.Once

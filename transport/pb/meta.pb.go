@@ -1791,8 +1791,11 @@ func (x *WatchMetadataRequest) GetFromIndex() uint64 {
 }
 
 type AdjustIsrRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Change        *AdjustIsr             `protobuf:"bytes,1,opt,name=change,proto3" json:"change,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Change *AdjustIsr             `protobuf:"bytes,1,opt,name=change,proto3" json:"change,omitempty"`
+	// The same for every attempt of one proposal, so a retry after an
+	// unknown outcome is answered with the first attempt's result.
+	RequestId     []byte `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1830,6 +1833,13 @@ func (*AdjustIsrRequest) Descriptor() ([]byte, []int) {
 func (x *AdjustIsrRequest) GetChange() *AdjustIsr {
 	if x != nil {
 		return x.Change
+	}
+	return nil
+}
+
+func (x *AdjustIsrRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
 	}
 	return nil
 }
@@ -2107,9 +2117,11 @@ const file_meta_proto_rawDesc = "" +
 	"\x14WatchMetadataRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x1d\n" +
 	"\n" +
-	"from_index\x18\x02 \x01(\x04R\tfromIndex\">\n" +
+	"from_index\x18\x02 \x01(\x04R\tfromIndex\"]\n" +
 	"\x10AdjustIsrRequest\x12*\n" +
-	"\x06change\x18\x01 \x01(\v2\x12.floe.v1.AdjustIsrR\x06change\"B\n" +
+	"\x06change\x18\x01 \x01(\v2\x12.floe.v1.AdjustIsrR\x06change\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\fR\trequestId\"B\n" +
 	"\x11AdjustIsrResponse\x12-\n" +
 	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\"8\n" +
 	"\x17AllocateWriterIdRequest\x12\x1d\n" +
