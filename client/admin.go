@@ -58,6 +58,34 @@ type Bucket struct {
 	LeaderEpoch int32    `json:"leader_epoch"`
 	ISR         []uint32 `json:"isr"`
 	BucketEpoch int32    `json:"bucket_epoch"`
+	// Status is BucketOnline, BucketOffline or BucketNoInSyncReplica.
+	Status string `json:"status"`
+}
+
+// Bucket statuses.
+const (
+	// BucketOnline: the bucket has a leader.
+	BucketOnline = "online"
+	// BucketOffline: no in-sync replica is alive; the bucket gets a leader
+	// again as soon as one is.
+	BucketOffline = "offline"
+	// BucketNoInSyncReplica: the last in-sync replica lost its data (its
+	// node came back wiped). Only an unclean election (ElectLeaders with
+	// unclean set, `floe table elect --unclean`) brings the bucket back,
+	// losing what only that replica held.
+	BucketNoInSyncReplica = "offline: no in-sync replica"
+)
+
+// bucketStatus says whether a bucket can serve.
+func bucketStatus(b *pb.BucketRecord) string {
+	switch {
+	case b.GetLeader() != 0:
+		return BucketOnline
+	case len(b.GetIsr()) > 0:
+		return BucketOffline
+	default:
+		return BucketNoInSyncReplica
+	}
 }
 
 // TableInfo describes a table: what the metadata says of it.
@@ -208,7 +236,7 @@ func tableFromPB(t *pb.TableRecord, buckets []*pb.BucketRecord) *TableInfo {
 	}
 	for _, b := range buckets {
 		out.Placement = append(out.Placement, Bucket{Bucket: b.Bucket, Replicas: b.Replicas, Leader: b.Leader,
-			LeaderEpoch: b.LeaderEpoch, ISR: b.Isr, BucketEpoch: b.BucketEpoch})
+			LeaderEpoch: b.LeaderEpoch, ISR: b.Isr, BucketEpoch: b.BucketEpoch, Status: bucketStatus(b)})
 	}
 	return out
 }

@@ -179,9 +179,9 @@ func printTable(env *cliEnv, t *client.TableInfo) error {
 	for _, col := range t.Columns {
 		fmt.Fprintf(w, "%s\t%s\t%v\n", col.Name, col.Type, col.Nullable)
 	}
-	fmt.Fprintln(w, "\nBUCKET\tLEADER\tEPOCH\tREPLICAS\tISR")
+	fmt.Fprintln(w, "\nBUCKET\tLEADER\tEPOCH\tREPLICAS\tISR\tSTATUS")
 	for _, b := range t.Placement {
-		fmt.Fprintf(w, "%d\t%d\t%d\t%v\t%v\n", b.Bucket, b.Leader, b.LeaderEpoch, b.Replicas, b.ISR)
+		fmt.Fprintf(w, "%d\t%d\t%d\t%v\t%v\t%s\n", b.Bucket, b.Leader, b.LeaderEpoch, b.Replicas, b.ISR, b.Status)
 	}
 	return w.Flush()
 }

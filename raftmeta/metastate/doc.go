@@ -69,8 +69,9 @@
 //     leave the ISR; an offline bucket with an ISR member back gets it as
 //     leader. Idempotent: the same list again changes nothing.
 //   - RegisterNode with a new incarnation (a wiped data folder): the node's
-//     replicas are lost, so it is fenced the same way, except that it stays
-//     in an ISR it is the last member of and offline buckets elect nobody.
+//     replicas are lost, so it leaves every ISR, even as the last member:
+//     such a bucket is offline with an empty ISR, and no FenceNodes elects
+//     a leader for it. A lost leader hands over to the next ISR member.
 //
 // # Metadata feed
 //

@@ -22,23 +22,25 @@ func (a *applier) fenceNodes(c *pb.FenceNodes) (*pb.CommandResult, error) {
 	for _, id := range c.GetGone() {
 		gone[id] = true
 	}
-	changed, err := a.fenceBuckets(func(id uint32) bool { return gone[id] }, true)
+	changed, err := a.changeBuckets(func(b *pb.BucketRecord) bool {
+		return fenceBucket(b, func(id uint32) bool { return gone[id] })
+	})
 	if err != nil {
 		return nil, err
 	}
 	return &pb.CommandResult{Unchanged: changed == 0}, nil
 }
 
-// fenceBuckets runs fenceBucket on every bucket of every table, in key
-// order, stores the buckets that changed and returns how many did.
-func (a *applier) fenceBuckets(gone func(id uint32) bool, elect bool) (int, error) {
+// changeBuckets runs change on every bucket of every table, in key order,
+// stores the buckets it reports changed and returns how many did.
+func (a *applier) changeBuckets(change func(b *pb.BucketRecord) bool) (int, error) {
 	var changed []*pb.BucketRecord
 	err := a.tx.Bucket(bucketBuckets).ForEach(func(k, v []byte) error {
 		b := &pb.BucketRecord{}
 		if err := proto.Unmarshal(v, b); err != nil {
 			return corruptRecord(k, err)
 		}
-		if fenceBucket(b, gone, elect) {
+		if change(b) {
 			changed = append(changed, b)
 		}
 		return nil
@@ -55,10 +57,10 @@ func (a *applier) fenceBuckets(gone func(id uint32) bool, elect bool) (int, erro
 	return len(changed), nil
 }
 
-// fenceBucket takes the nodes gone reports out of one bucket, in place, and
-// reports whether the bucket changed. It never elects a replica outside the
-// ISR, and every change raises the bucket epoch; a new leader (or none)
-// raises the leader epoch too.
+// fenceBucket takes the nodes gone reports (dead or left, their data kept)
+// out of one bucket, in place, and reports whether the bucket changed. It
+// never elects a replica outside the ISR, and every change raises the bucket
+// epoch; a new leader (or none) raises the leader epoch too.
 //
 //   - The leader is gone: the first replica in assignment order that is in
 //     the ISR and not gone leads, and the gone nodes leave the ISR. No such
@@ -66,16 +68,15 @@ func (a *applier) fenceBuckets(gone func(id uint32) bool, elect bool) (int, erro
 //     member that comes back can lead again.
 //   - The leader is not gone: the gone nodes leave the ISR, except the
 //     leader, and never the last member.
-//   - The bucket is offline: with elect, the first replica in assignment
-//     order that is in the ISR and not gone leads, and the gone nodes leave
-//     the ISR; none, nothing changes. Without elect (a node re-registering
-//     knows nothing of the others' liveness) the gone nodes leave the ISR,
-//     never the last member.
+//   - The bucket is offline: the first replica in assignment order that is
+//     in the ISR and not gone leads, and the gone nodes leave the ISR; none,
+//     nothing changes. An offline bucket with an empty ISR (its last member
+//     was wiped) stays offline until an unclean election.
 //
 // Applied twice with the same nodes, the second run changes nothing.
-func fenceBucket(b *pb.BucketRecord, gone func(id uint32) bool, elect bool) bool {
+func fenceBucket(b *pb.BucketRecord, gone func(id uint32) bool) bool {
 	leader := b.GetLeader()
-	if (leader != 0 && gone(leader)) || (leader == 0 && elect) {
+	if leader == 0 || gone(leader) {
 		next := electable(b, gone)
 		if leader == 0 && next == 0 {
 			return false // still offline
@@ -89,11 +90,34 @@ func fenceBucket(b *pb.BucketRecord, gone func(id uint32) bool, elect bool) bool
 		return true
 	}
 	isr := slices.DeleteFunc(slices.Clone(b.GetIsr()), func(id uint32) bool { return id != leader && gone(id) })
-	if len(isr) == len(b.GetIsr()) || len(isr) == 0 {
+	if len(isr) == len(b.GetIsr()) {
 		return false
 	}
 	b.Isr = isr
 	b.BucketEpoch++
+	return true
+}
+
+// dropLostReplica takes a node whose data is lost (it registered again with
+// a new incarnation: a wiped folder) out of one bucket, in place, and
+// reports whether the bucket changed. The node leaves the ISR even as its
+// last member: a replica with an empty log must never count as in sync, or
+// it could be elected and its followers would truncate to its empty log. If
+// it led, the first remaining ISR member in assignment order leads (the
+// command knows nothing of liveness: the controller fences that one too if
+// it is dead); none, the bucket goes offline with an empty ISR, and only an
+// unclean election brings it back. The bucket epoch rises, and the leader
+// epoch with a change of leader.
+func dropLostReplica(b *pb.BucketRecord, lost uint32) bool {
+	if !slices.Contains(b.GetIsr(), lost) {
+		return false
+	}
+	b.Isr = slices.DeleteFunc(slices.Clone(b.GetIsr()), func(id uint32) bool { return id == lost })
+	b.BucketEpoch++
+	if b.GetLeader() == lost {
+		b.Leader = electable(b, func(uint32) bool { return false })
+		b.LeaderEpoch++
+	}
 	return true
 }
 

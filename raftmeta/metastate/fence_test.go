@@ -24,39 +24,34 @@ func goneSet(ids ...uint32) func(uint32) bool {
 func TestFenceBucket(t *testing.T) {
 	r := []uint32{1, 2, 3}
 	tests := []struct {
-		name  string
-		b     *pb.BucketRecord
-		gone  []uint32
-		elect bool
-		want  *pb.BucketRecord // nil: unchanged
+		name string
+		b    *pb.BucketRecord
+		gone []uint32
+		want *pb.BucketRecord // nil: unchanged
 	}{
-		{"leader gone: next replica leads", bk(r, 1, r, 4, 9), []uint32{1}, true, bk(r, 2, []uint32{2, 3}, 5, 10)},
-		{"leader gone: a replica out of the ISR is skipped", bk(r, 1, []uint32{1, 3}, 4, 9), []uint32{1}, true, bk(r, 3, []uint32{3}, 5, 10)},
+		{"leader gone: next replica leads", bk(r, 1, r, 4, 9), []uint32{1}, bk(r, 2, []uint32{2, 3}, 5, 10)},
+		{"leader gone: a replica out of the ISR is skipped", bk(r, 1, []uint32{1, 3}, 4, 9), []uint32{1}, bk(r, 3, []uint32{3}, 5, 10)},
 		{"leader gone: assignment order decides",
-			bk([]uint32{4, 2, 3}, 2, []uint32{4, 2, 3}, 0, 0), []uint32{2}, true, bk([]uint32{4, 2, 3}, 4, []uint32{4, 3}, 1, 1)},
-		{"leader and next gone", bk(r, 1, r, 0, 0), []uint32{1, 2}, true, bk(r, 3, []uint32{3}, 1, 1)},
-		{"leader gone, no live ISR member: offline, ISR kept", bk(r, 1, []uint32{1, 2}, 3, 3), []uint32{1, 2}, true, bk(r, 0, []uint32{1, 2}, 4, 4)},
-		{"single replica leader gone", bk([]uint32{5}, 5, []uint32{5}, 0, 0), []uint32{5}, true, bk([]uint32{5}, 0, []uint32{5}, 1, 1)},
-		{"follower gone", bk(r, 1, r, 2, 2), []uint32{2}, true, bk(r, 1, []uint32{1, 3}, 2, 3)},
-		{"every follower gone", bk(r, 2, r, 2, 2), []uint32{1, 3, 7}, true, bk(r, 2, []uint32{2}, 2, 3)},
-		{"gone node outside the ISR", bk(r, 1, []uint32{1, 3}, 2, 2), []uint32{2}, true, nil},
-		{"nothing gone", bk(r, 1, r, 2, 2), nil, true, nil},
-		{"unknown nodes gone", bk(r, 1, r, 2, 2), []uint32{0, 9}, true, nil},
-		{"offline, a member back", bk(r, 0, []uint32{1, 2}, 4, 4), []uint32{1}, true, bk(r, 2, []uint32{2}, 5, 5)},
+			bk([]uint32{4, 2, 3}, 2, []uint32{4, 2, 3}, 0, 0), []uint32{2}, bk([]uint32{4, 2, 3}, 4, []uint32{4, 3}, 1, 1)},
+		{"leader and next gone", bk(r, 1, r, 0, 0), []uint32{1, 2}, bk(r, 3, []uint32{3}, 1, 1)},
+		{"leader gone, no live ISR member: offline, ISR kept", bk(r, 1, []uint32{1, 2}, 3, 3), []uint32{1, 2}, bk(r, 0, []uint32{1, 2}, 4, 4)},
+		{"single replica leader gone", bk([]uint32{5}, 5, []uint32{5}, 0, 0), []uint32{5}, bk([]uint32{5}, 0, []uint32{5}, 1, 1)},
+		{"follower gone", bk(r, 1, r, 2, 2), []uint32{2}, bk(r, 1, []uint32{1, 3}, 2, 3)},
+		{"every follower gone", bk(r, 2, r, 2, 2), []uint32{1, 3, 7}, bk(r, 2, []uint32{2}, 2, 3)},
+		{"gone node outside the ISR", bk(r, 1, []uint32{1, 3}, 2, 2), []uint32{2}, nil},
+		{"nothing gone", bk(r, 1, r, 2, 2), nil, nil},
+		{"unknown nodes gone", bk(r, 1, r, 2, 2), []uint32{0, 9}, nil},
+		{"offline, a member back", bk(r, 0, []uint32{1, 2}, 4, 4), []uint32{1}, bk(r, 2, []uint32{2}, 5, 5)},
 		{"offline, first member in assignment order",
-			bk([]uint32{3, 1, 2}, 0, []uint32{1, 2}, 1, 1), nil, true, bk([]uint32{3, 1, 2}, 1, []uint32{1, 2}, 2, 2)},
-		{"offline, every member gone", bk(r, 0, []uint32{1, 2}, 4, 4), []uint32{1, 2}, true, nil},
-		{"offline, only a non-ISR replica live", bk(r, 0, []uint32{1}, 4, 4), []uint32{1}, true, nil},
-		{"no elect: offline member leaves", bk(r, 0, []uint32{1, 2}, 4, 4), []uint32{1}, false, bk(r, 0, []uint32{2}, 4, 5)},
-		{"no elect: offline last member stays", bk(r, 0, []uint32{1}, 4, 4), []uint32{1}, false, nil},
-		{"no elect: offline, nothing gone", bk(r, 0, []uint32{1, 2}, 4, 4), nil, false, nil},
-		{"no elect: sole ISR leader gone", bk(r, 1, []uint32{1}, 0, 0), []uint32{1}, false, bk(r, 0, []uint32{1}, 1, 1)},
-		{"no elect: leader gone", bk(r, 1, r, 0, 0), []uint32{1}, false, bk(r, 2, []uint32{2, 3}, 1, 1)},
+			bk([]uint32{3, 1, 2}, 0, []uint32{1, 2}, 1, 1), nil, bk([]uint32{3, 1, 2}, 1, []uint32{1, 2}, 2, 2)},
+		{"offline, every member gone", bk(r, 0, []uint32{1, 2}, 4, 4), []uint32{1, 2}, nil},
+		{"offline, only a non-ISR replica live", bk(r, 0, []uint32{1}, 4, 4), []uint32{1}, nil},
+		{"offline, empty ISR: stays offline", bk(r, 0, nil, 4, 4), nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := proto.CloneOf(tc.b)
-			changed := fenceBucket(b, goneSet(tc.gone...), tc.elect)
+			changed := fenceBucket(b, goneSet(tc.gone...))
 			want := tc.want
 			if want == nil {
 				want = tc.b
@@ -64,18 +59,84 @@ func TestFenceBucket(t *testing.T) {
 			if changed != (tc.want != nil) || !proto.Equal(b, want) {
 				t.Errorf("changed %v, %v; want %v", changed, b, want)
 			}
-			if fenceBucket(b, goneSet(tc.gone...), tc.elect) || !proto.Equal(b, want) {
+			if fenceBucket(b, goneSet(tc.gone...)) || !proto.Equal(b, want) {
 				t.Errorf("a second run changed %v", b)
 			}
 		})
 	}
 }
 
+func TestDropLostReplica(t *testing.T) {
+	r := []uint32{1, 2, 3}
+	tests := []struct {
+		name string
+		b    *pb.BucketRecord
+		want *pb.BucketRecord // nil: unchanged
+	}{
+		{"leader lost: next ISR replica leads", bk(r, 1, r, 0, 0), bk(r, 2, []uint32{2, 3}, 1, 1)},
+		{"leader lost: non-ISR replica skipped", bk(r, 1, []uint32{1, 3}, 2, 5), bk(r, 3, []uint32{3}, 3, 6)},
+		{"follower lost", bk(r, 2, r, 0, 0), bk(r, 2, []uint32{2, 3}, 0, 1)},
+		{"not in the ISR", bk(r, 2, []uint32{2, 3}, 0, 4), nil},
+		// Issue 11, bug 1: the last in-sync replica, wiped, must not stay in
+		// the ISR, or the controller re-elects it with an empty log.
+		{"sole ISR member and leader: offline, ISR empty", bk(r, 1, []uint32{1}, 2, 2), bk(r, 0, nil, 3, 3)},
+		{"offline, other member: node leaves, nobody elected", bk(r, 0, []uint32{1, 2}, 2, 2), bk(r, 0, []uint32{2}, 2, 3)},
+		{"offline, sole member: ISR empty", bk(r, 0, []uint32{1}, 2, 2), bk(r, 0, nil, 2, 3)},
+		{"offline, ISR already empty", bk(r, 0, nil, 2, 2), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := proto.CloneOf(tc.b)
+			changed := dropLostReplica(b, 1)
+			want := tc.want
+			if want == nil {
+				want = tc.b
+			}
+			if changed != (tc.want != nil) || !proto.Equal(b, want) {
+				t.Errorf("changed %v, %v; want %v", changed, b, want)
+			}
+			if dropLostReplica(b, 1) || !proto.Equal(b, want) {
+				t.Errorf("a second run changed %v", b)
+			}
+		})
+	}
+}
+
+// TestWipedLastInSyncReplicaStaysOut is issue 11's bug 1 through Apply: the
+// only in-sync replica of a bucket is wiped and registers again; no fencing
+// round may then elect it, whatever the liveness of the nodes.
+func TestWipedLastInSyncReplicaStaysOut(t *testing.T) {
+	h := newHarness(t)
+	for i := uint32(1); i <= 3; i++ {
+		h.ok(registerIncarnation(i, "old"))
+	}
+	h.ok(createDB("db"))
+	h.ok(createTable(ordersTable("db", "t", func(c *pb.CreateTable) { c.Buckets = 1 })))
+	// The followers fell out of the ISR, then the leader lost its disk.
+	setBucket(t, h.s, bk([]uint32{1, 2, 3}, 1, []uint32{1}, 4, 7))
+	h.ok(fenceNodes(1))
+	if b := h.bucket(1, 0); b.GetLeader() != 0 || !slices.Equal(b.GetIsr(), []uint32{1}) {
+		t.Fatalf("after node 1 died: %v", b)
+	}
+	h.ok(registerIncarnation(1, "wiped"))
+	want := bk([]uint32{1, 2, 3}, 0, nil, 5, 9)
+	if b := h.bucket(1, 0); !proto.Equal(b, want) {
+		t.Fatalf("after node 1 registered wiped: %v, want %v", b, want)
+	}
+	for _, gone := range [][]uint32{nil, {2}, {2, 3}} {
+		h.ok(fenceNodes(gone...))
+		if b := h.bucket(1, 0); !proto.Equal(b, want) {
+			t.Fatalf("fence %v elected: %v", gone, b)
+		}
+	}
+}
+
 // genBucket draws a bucket that keeps the invariants: 1 to 5 distinct
-// replicas among nodes 1..8, a non-empty ISR in assignment order, a leader
-// in the ISR or none.
+// replicas among nodes 1..8, an ISR in assignment order, a leader in the ISR
+// or none; only an offline bucket may have an empty ISR.
 func genBucket(t *rapid.T) *pb.BucketRecord {
 	replicas := rapid.SliceOfNDistinct(rapid.Uint32Range(1, 8), 1, 5, rapid.ID[uint32]).Draw(t, "replicas")
+	offline := rapid.Bool().Draw(t, "offline")
 	var isr []uint32
 	for isr == nil {
 		for _, r := range replicas {
@@ -83,16 +144,19 @@ func genBucket(t *rapid.T) *pb.BucketRecord {
 				isr = append(isr, r)
 			}
 		}
+		if offline {
+			break
+		}
 	}
 	var leader uint32
-	if !rapid.Bool().Draw(t, "offline") {
+	if !offline {
 		leader = rapid.SampledFrom(isr).Draw(t, "leader")
 	}
 	return bk(replicas, leader, isr, rapid.Int32Range(0, 100).Draw(t, "leader epoch"), rapid.Int32Range(0, 100).Draw(t, "bucket epoch"))
 }
 
 // checkFenced checks fenceBucket's promises for one bucket.
-func checkFenced(t *rapid.T, old, b *pb.BucketRecord, changed bool, gone func(uint32) bool, elect bool) {
+func checkFenced(t *rapid.T, old, b *pb.BucketRecord, changed bool, gone func(uint32) bool) {
 	if changed == proto.Equal(old, b) {
 		t.Fatalf("changed %v: %v -> %v", changed, old, b)
 	}
@@ -116,7 +180,7 @@ func checkFenced(t *rapid.T, old, b *pb.BucketRecord, changed bool, gone func(ui
 		if slices.ContainsFunc(b.GetIsr(), gone) {
 			t.Fatalf("gone node left in the ISR of an online bucket: %v", b)
 		}
-	} else if elect && electable(b, gone) != 0 {
+	} else if electable(b, gone) != 0 {
 		t.Fatalf("offline with a live ISR member: %v", b)
 	}
 	if ol := old.GetLeader(); ol != 0 && !gone(ol) && b.GetLeader() != ol {
@@ -124,11 +188,41 @@ func checkFenced(t *rapid.T, old, b *pb.BucketRecord, changed bool, gone func(ui
 	}
 }
 
-// checkBucketInvariants: the ISR is a non-empty subsequence of the replicas
-// and holds the leader.
+// checkLost checks dropLostReplica's promises for one bucket: the lost node
+// leaves the ISR and the leadership; a lost leader hands over to the first
+// remaining ISR member or none; nothing else changes.
+func checkLost(t *rapid.T, old, b *pb.BucketRecord, lost uint32) {
+	if slices.Contains(b.GetIsr(), lost) || b.GetLeader() == lost {
+		t.Fatalf("wiped node %d still leads or is in the ISR: %v -> %v", lost, old, b)
+	}
+	if !slices.Contains(old.GetIsr(), lost) {
+		if !proto.Equal(old, b) {
+			t.Fatalf("a bucket without the wiped node %d changed: %v -> %v", lost, old, b)
+		}
+		return
+	}
+	wantLeader := old.GetLeader()
+	if wantLeader == lost {
+		wantLeader = electable(b, func(uint32) bool { return false })
+	}
+	if b.GetLeader() != wantLeader || len(b.GetIsr()) != len(old.GetIsr())-1 {
+		t.Fatalf("wiped node %d: %v -> %v", lost, old, b)
+	}
+}
+
+// checkRestarted checks that a node registering again with its incarnation
+// changes no bucket.
+func checkRestarted(t *rapid.T, old, b *pb.BucketRecord, id uint32) {
+	if !proto.Equal(old, b) {
+		t.Fatalf("node %d registered again and changed %v -> %v", id, old, b)
+	}
+}
+
+// checkBucketInvariants: the ISR is a subsequence of the replicas and holds
+// the leader; only an offline bucket may have an empty one.
 func checkBucketInvariants(t interface{ Fatalf(string, ...any) }, b *pb.BucketRecord) {
 	isr := b.GetIsr()
-	if len(isr) == 0 {
+	if len(isr) == 0 && b.GetLeader() != 0 {
 		t.Fatalf("empty ISR: %v", b)
 	}
 	i := 0
@@ -164,12 +258,11 @@ func TestFenceBucketProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		old := genBucket(t)
 		gone := goneSet(rapid.SliceOfDistinct(rapid.Uint32Range(1, 8), rapid.ID[uint32]).Draw(t, "gone")...)
-		elect := rapid.Bool().Draw(t, "elect")
 		b := proto.CloneOf(old)
-		changed := fenceBucket(b, gone, elect)
-		checkFenced(t, old, b, changed, gone, elect)
+		changed := fenceBucket(b, gone)
+		checkFenced(t, old, b, changed, gone)
 		again := proto.CloneOf(b)
-		if fenceBucket(again, gone, elect) || !proto.Equal(again, b) {
+		if fenceBucket(again, gone) || !proto.Equal(again, b) {
 			t.Fatalf("not idempotent: %v -> %v", b, again)
 		}
 	})
@@ -260,9 +353,9 @@ func TestRegisterNewIncarnation(t *testing.T) {
 		{"leader wiped: non-ISR replica skipped", bk(r, 1, []uint32{1, 3}, 2, 5), "inc-2", bk(r, 3, []uint32{3}, 3, 6)},
 		{"follower wiped", bk(r, 2, r, 0, 0), "inc-2", bk(r, 2, []uint32{2, 3}, 0, 1)},
 		{"not in the ISR", bk(r, 2, []uint32{2, 3}, 0, 4), "inc-2", nil},
-		{"sole ISR member and leader: offline, kept", bk(r, 1, []uint32{1}, 2, 2), "inc-2", bk(r, 0, []uint32{1}, 3, 3)},
+		{"sole ISR member and leader: offline, ISR empty", bk(r, 1, []uint32{1}, 2, 2), "inc-2", bk(r, 0, nil, 3, 3)},
 		{"offline, other member: node leaves, nobody elected", bk(r, 0, []uint32{1, 2}, 2, 2), "inc-2", bk(r, 0, []uint32{2}, 2, 3)},
-		{"offline, sole member: kept", bk(r, 0, []uint32{1}, 2, 2), "inc-2", nil},
+		{"offline, sole member: ISR empty", bk(r, 0, []uint32{1}, 2, 2), "inc-2", bk(r, 0, nil, 2, 3)},
 		{"incarnation set for the first time", bk(r, 1, r, 0, 0), "", bk(r, 2, []uint32{2, 3}, 1, 1)},
 	}
 	for _, tc := range tests {
@@ -354,17 +447,17 @@ func TestFenceThroughApply(t *testing.T) {
 		for range rapid.IntRange(1, 12).Draw(t, "steps") {
 			before := image()
 			var (
-				gone    func(uint32) bool // nil: no bucket may change but by AdjustIsr
-				elect   bool
-				fence   *pb.Command
-				refused bool
-				wiped   uint32
+				gone       func(uint32) bool // nil: no bucket may change but by AdjustIsr
+				fence      *pb.Command
+				refused    bool
+				wiped      uint32
+				registered uint32
 			)
 			op := rapid.IntRange(0, 3).Draw(t, "op")
 			switch op {
 			case 0, 1: // fence
 				ids := rapid.SliceOfDistinct(nodeIDs, rapid.ID[uint32]).Draw(t, "gone")
-				gone, elect, fence = goneSet(ids...), true, fenceNodes(ids...)
+				gone, fence = goneSet(ids...), fenceNodes(ids...)
 				ok(fence)
 			case 2: // an ISR change from a leader, current or stale
 				b := rapid.SampledFrom(before).Draw(t, "bucket")
@@ -385,10 +478,10 @@ func TestFenceThroughApply(t *testing.T) {
 				}
 			case 3: // a node re-registers, perhaps wiped
 				id := rapid.IntRange(1, nodes).Draw(t, "node")
-				gone = goneSet()
+				registered = uint32(id)
 				if rapid.Bool().Draw(t, "wiped") {
 					incarnation[id]++
-					wiped, gone = uint32(id), goneSet(uint32(id))
+					wiped = uint32(id)
 				}
 				ok(registerIncarnation(uint32(id), fmt.Sprint(incarnation[id])))
 			}
@@ -404,11 +497,13 @@ func TestFenceThroughApply(t *testing.T) {
 				if !proto.Equal(before[i], after[i]) {
 					changed = append(changed, after[i])
 				}
-				if gone != nil {
-					checkFenced(t, before[i], after[i], !proto.Equal(before[i], after[i]), gone, elect)
-				}
-				if wiped != 0 && (after[i].GetLeader() == wiped || slices.Contains(after[i].GetIsr(), wiped) && len(after[i].GetIsr()) > 1) {
-					t.Fatalf("wiped node %d still leads or shares an ISR: %v", wiped, after[i])
+				switch {
+				case gone != nil:
+					checkFenced(t, before[i], after[i], !proto.Equal(before[i], after[i]), gone)
+				case wiped != 0:
+					checkLost(t, before[i], after[i], wiped)
+				case registered != 0:
+					checkRestarted(t, before[i], after[i], registered)
 				}
 			}
 			if refused && len(changed) > 0 {

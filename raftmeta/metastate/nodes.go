@@ -27,11 +27,9 @@ const (
 // registerNode stores or replaces a node; the Raft index becomes its epoch.
 //
 // A node that registers again with another incarnation had its data folder
-// wiped: the replicas it held are lost. For every bucket it is then gone in
-// the sense of fenceBucket (without electing leaders of offline buckets,
-// whose other members' liveness the command does not know): the buckets it
-// leads move to another ISR member or go offline, and it leaves every ISR it
-// is not the last member of.
+// wiped: the replicas it held are lost, and dropLostReplica takes it out of
+// every ISR, even as the last member (that bucket goes offline until an
+// unclean election).
 func (a *applier) registerNode(c *pb.RegisterNode) (*pb.CommandResult, error) {
 	n := c.GetNode()
 	if err := validateNode(n); err != nil {
@@ -50,7 +48,7 @@ func (a *applier) registerNode(c *pb.RegisterNode) (*pb.CommandResult, error) {
 	}
 	if known && old.GetIncarnation() != rec.GetIncarnation() {
 		id := rec.GetId()
-		if _, err := a.fenceBuckets(func(r uint32) bool { return r == id }, false); err != nil {
+		if _, err := a.changeBuckets(func(b *pb.BucketRecord) bool { return dropLostReplica(b, id) }); err != nil {
 			return nil, err
 		}
 	}

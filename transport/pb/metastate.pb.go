@@ -431,9 +431,11 @@ type BucketRecord struct {
 	// Assigned replicas, preferred leader first.
 	Replicas []uint32 `protobuf:"varint,3,rep,packed,name=replicas,proto3" json:"replicas,omitempty"`
 	// 0: no leader (offline).
-	Leader      uint32   `protobuf:"varint,4,opt,name=leader,proto3" json:"leader,omitempty"`
-	LeaderEpoch int32    `protobuf:"varint,5,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
-	Isr         []uint32 `protobuf:"varint,6,rep,packed,name=isr,proto3" json:"isr,omitempty"`
+	Leader      uint32 `protobuf:"varint,4,opt,name=leader,proto3" json:"leader,omitempty"`
+	LeaderEpoch int32  `protobuf:"varint,5,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	// In assignment order. Empty only while offline, after the last in-sync
+	// replica registered with a new incarnation (a wiped folder).
+	Isr []uint32 `protobuf:"varint,6,rep,packed,name=isr,proto3" json:"isr,omitempty"`
 	// Raised on every leader or ISR change; compare-and-set version.
 	BucketEpoch   int32 `protobuf:"varint,7,opt,name=bucket_epoch,json=bucketEpoch,proto3" json:"bucket_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -853,7 +855,8 @@ func (x *AdjustIsr) GetIsr() []uint32 {
 // not gone (leader epoch and bucket epoch raised; none: the bucket goes
 // offline, leader 0); gone nodes leave every ISR (bucket epoch raised); an
 // offline bucket whose ISR has a member that is not gone gets it as leader.
-// Deterministic: it depends only on the state and the list.
+// An offline bucket with an empty ISR (its last member was wiped) stays
+// offline. Deterministic: it depends only on the state and the list.
 type FenceNodes struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Gone          []uint32               `protobuf:"varint,1,rep,packed,name=gone,proto3" json:"gone,omitempty"`
