@@ -60,6 +60,13 @@ type Bucket struct {
 	BucketEpoch int32    `json:"bucket_epoch"`
 	// Status is BucketOnline, BucketOffline or BucketNoInSyncReplica.
 	Status string `json:"status"`
+	// UncleanElections counts the leaders chosen from outside the ISR.
+	UncleanElections int32 `json:"unclean_elections"`
+}
+
+func bucketFromPB(b *pb.BucketRecord) Bucket {
+	return Bucket{Bucket: b.Bucket, Replicas: b.Replicas, Leader: b.Leader, LeaderEpoch: b.LeaderEpoch, ISR: b.Isr,
+		BucketEpoch: b.BucketEpoch, Status: bucketStatus(b), UncleanElections: b.UncleanElections}
 }
 
 // Bucket statuses.
@@ -235,8 +242,7 @@ func tableFromPB(t *pb.TableRecord, buckets []*pb.BucketRecord) *TableInfo {
 		}
 	}
 	for _, b := range buckets {
-		out.Placement = append(out.Placement, Bucket{Bucket: b.Bucket, Replicas: b.Replicas, Leader: b.Leader,
-			LeaderEpoch: b.LeaderEpoch, ISR: b.Isr, BucketEpoch: b.BucketEpoch, Status: bucketStatus(b)})
+		out.Placement = append(out.Placement, bucketFromPB(b))
 	}
 	return out
 }

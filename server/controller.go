@@ -68,9 +68,8 @@ func (s *Server) goneNodes(img *pb.MetadataUpdate, g *gossip.Gossip, deadSince m
 			continue
 		}
 		m, ok := g.Member(rec.Id)
-		alive := ok && m.State == gossip.StateAlive && m.Incarnation == rec.Incarnation
 		switch {
-		case alive:
+		case aliveAsRegistered(rec, m, ok):
 			delete(deadSince, rec.Id)
 		case ok && m.State == gossip.StateLeft && m.Incarnation == rec.Incarnation:
 			gone = append(gone, rec.Id)
@@ -87,6 +86,25 @@ func (s *Server) goneNodes(img *pb.MetadataUpdate, g *gossip.Gossip, deadSince m
 	}
 	slices.Sort(gone)
 	return gone
+}
+
+// aliveAsRegistered reports whether gossip's member m (ok: gossip knows the
+// node) is the registered node rec alive: the same incarnation, so the same
+// data folder.
+func aliveAsRegistered(rec *pb.NodeRecord, m gossip.Member, ok bool) bool {
+	return ok && m.State == gossip.StateAlive && m.Incarnation == rec.Incarnation
+}
+
+// liveTablets lists the registered tablet nodes gossip reports alive with
+// their registered incarnation: the nodes an election may choose.
+func liveTablets(nodes []*pb.NodeRecord, g *gossip.Gossip) []uint32 {
+	var live []uint32
+	for _, rec := range nodes {
+		if m, ok := g.Member(rec.Id); slices.Contains(rec.Roles, RoleTablet) && aliveAsRegistered(rec, m, ok) {
+			live = append(live, rec.Id)
+		}
+	}
+	return live
 }
 
 // needsFencing reports whether FenceNodes(gone) would change any bucket.

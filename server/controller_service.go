@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"github.com/floedb/floe/raftmeta/metastate"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -36,4 +37,60 @@ func (m *metaService) AllocateWriterId(ctx context.Context, req *pb.AllocateWrit
 // WatchMetadata streams the committed metadata to a tablet node.
 func (m *metaService) WatchMetadata(req *pb.WatchMetadataRequest, stream pb.DRPCMeta_WatchMetadataStream) error {
 	return m.s.watchMetadata(req, stream)
+}
+
+// ElectLeaders runs an operator's election of bucket leaders on the Raft
+// leader, which adds the tablet nodes gossip reports alive with their
+// registered incarnation: the state machine elects only among them. An
+// unclean election may lose acknowledged writes, so each is logged at warn
+// level.
+func (m *metaService) ElectLeaders(ctx context.Context, req *pb.ElectLeadersRequest) (*pb.ElectLeadersResponse, error) {
+	if req.Database == "" || req.Table == "" {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "elect leaders needs a database and a table")
+	}
+	id := requestID(req.RequestId)
+	var resp *pb.ElectLeadersResponse
+	err := m.s.onLeader(ctx, func(ctx context.Context) error {
+		g, n := m.s.gossip.Load(), m.s.node.Load()
+		if g == nil {
+			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d does not know which nodes are alive yet", m.s.cfg.NodeID)
+		}
+		res, err := n.Propose(ctx, &pb.Command{RequestId: id, Op: &pb.Command_ElectLeaders{ElectLeaders: &pb.ElectLeaders{
+			Database: req.Database, Table: req.Table, Bucket: req.Bucket, Unclean: req.Unclean,
+			LiveNodes: liveTablets(n.State().Nodes(), g),
+		}}})
+		if err != nil {
+			return err
+		}
+		if err := metastate.ResultError(res); err != nil {
+			return err
+		}
+		resp = &pb.ElectLeadersResponse{Buckets: res.GetElection().GetBuckets(), Index: res.GetIndex()}
+		m.s.logElections(req, resp)
+		return nil
+	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
+		var err error
+		resp, err = c.ElectLeaders(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+// logElections logs the leaders an operator's election chose: unclean ones
+// at warn level, since what only the old ISR held may be lost.
+func (s *Server) logElections(req *pb.ElectLeadersRequest, resp *pb.ElectLeadersResponse) {
+	for _, e := range resp.Buckets {
+		if !e.Elected {
+			continue
+		}
+		b := e.Bucket
+		attrs := []any{"table", req.Database + "." + req.Table, "bucket", b.Bucket, "leader", b.Leader,
+			"leader_epoch", b.LeaderEpoch, "index", resp.Index}
+		if e.Unclean {
+			s.log.Warn("unclean leader election: data only the old in-sync replicas held may be lost",
+				append(attrs, "unclean_elections", b.UncleanElections)...)
+		} else {
+			s.log.Info("leader elected", attrs...)
+		}
+	}
 }

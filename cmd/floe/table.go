@@ -13,17 +13,18 @@ import (
 
 func runTable(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: floe table create|list|describe|drop", errUsage)
+		return fmt.Errorf("%w: floe table create|list|describe|drop|elect", errUsage)
 	}
 	cmds := map[string]clientCmd{
 		"create":   tableCreateCmd(env),
 		"drop":     tableDropCmd(env),
 		"list":     tableListCmd(env),
 		"describe": tableDescribeCmd(env),
+		"elect":    tableElectCmd(env),
 	}
 	cc, ok := cmds[args[0]]
 	if !ok {
-		return fmt.Errorf("%w: unknown subcommand %q (want create, list, describe or drop)", errUsage, args[0])
+		return fmt.Errorf("%w: unknown subcommand %q (want create, list, describe, drop or elect)", errUsage, args[0])
 	}
 	return cc.exec(ctx, env, args[1:])
 }
@@ -179,9 +180,9 @@ func printTable(env *cliEnv, t *client.TableInfo) error {
 	for _, col := range t.Columns {
 		fmt.Fprintf(w, "%s\t%s\t%v\n", col.Name, col.Type, col.Nullable)
 	}
-	fmt.Fprintln(w, "\nBUCKET\tLEADER\tEPOCH\tREPLICAS\tISR\tSTATUS")
+	fmt.Fprintln(w, "\nBUCKET\tLEADER\tEPOCH\tREPLICAS\tISR\tUNCLEAN ELECTIONS\tSTATUS")
 	for _, b := range t.Placement {
-		fmt.Fprintf(w, "%d\t%d\t%d\t%v\t%v\t%s\n", b.Bucket, b.Leader, b.LeaderEpoch, b.Replicas, b.ISR, b.Status)
+		fmt.Fprintf(w, "%d\t%d\t%d\t%v\t%v\t%d\t%s\n", b.Bucket, b.Leader, b.LeaderEpoch, b.Replicas, b.ISR, b.UncleanElections, b.Status)
 	}
 	return w.Flush()
 }

@@ -174,6 +174,8 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.adjustIsr(op.AdjustIsr)
 	case *pb.Command_FenceNodes:
 		res, err = a.fenceNodes(op.FenceNodes)
+	case *pb.Command_ElectLeaders:
+		res, err = a.electLeaders(op.ElectLeaders)
 	default:
 		err = errorf(codeInvalidRequest, "command has no known operation")
 	}

@@ -352,3 +352,12 @@ func setBucket(t *testing.T, s *State, b *pb.BucketRecord) {
 		t.Fatal(err)
 	}
 }
+
+// electLeaders is an ElectLeaders of db.t; bucket < 0 means every bucket.
+func electLeaders(bucket int32, unclean bool, live ...uint32) *pb.Command {
+	c := &pb.ElectLeaders{Database: "db", Table: "t", Unclean: unclean, LiveNodes: live}
+	if bucket >= 0 {
+		c.Bucket = &bucket
+	}
+	return &pb.Command{Op: &pb.Command_ElectLeaders{ElectLeaders: c}}
+}

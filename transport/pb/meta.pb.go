@@ -1976,6 +1976,137 @@ func (x *AllocateWriterIdResponse) GetWriterId() uint64 {
 	return 0
 }
 
+type ElectLeadersRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Database  string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Table     string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	// Absent: every bucket of the table.
+	Bucket        *int32 `protobuf:"varint,4,opt,name=bucket,proto3,oneof" json:"bucket,omitempty"`
+	Unclean       bool   `protobuf:"varint,5,opt,name=unclean,proto3" json:"unclean,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectLeadersRequest) Reset() {
+	*x = ElectLeadersRequest{}
+	mi := &file_meta_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectLeadersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectLeadersRequest) ProtoMessage() {}
+
+func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
+func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ElectLeadersRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *ElectLeadersRequest) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *ElectLeadersRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *ElectLeadersRequest) GetBucket() int32 {
+	if x != nil && x.Bucket != nil {
+		return *x.Bucket
+	}
+	return 0
+}
+
+func (x *ElectLeadersRequest) GetUnclean() bool {
+	if x != nil {
+		return x.Unclean
+	}
+	return false
+}
+
+type ElectLeadersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every bucket tried, by number.
+	Buckets []*BucketElection `protobuf:"bytes,1,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	// The Raft index the election was applied at.
+	Index         uint64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectLeadersResponse) Reset() {
+	*x = ElectLeadersResponse{}
+	mi := &file_meta_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectLeadersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectLeadersResponse) ProtoMessage() {}
+
+func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectLeadersResponse.ProtoReflect.Descriptor instead.
+func (*ElectLeadersResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ElectLeadersResponse) GetBuckets() []*BucketElection {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *ElectLeadersResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
 var File_meta_proto protoreflect.FileDescriptor
 
 const file_meta_proto_rawDesc = "" +
@@ -2128,7 +2259,19 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\"7\n" +
 	"\x18AllocateWriterIdResponse\x12\x1b\n" +
-	"\twriter_id\x18\x01 \x01(\x04R\bwriterId2\xf8\t\n" +
+	"\twriter_id\x18\x01 \x01(\x04R\bwriterId\"\xa8\x01\n" +
+	"\x13ElectLeadersRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\tR\x05table\x12\x1b\n" +
+	"\x06bucket\x18\x04 \x01(\x05H\x00R\x06bucket\x88\x01\x01\x12\x18\n" +
+	"\aunclean\x18\x05 \x01(\bR\auncleanB\t\n" +
+	"\a_bucket\"_\n" +
+	"\x14ElectLeadersResponse\x121\n" +
+	"\abuckets\x18\x01 \x03(\v2\x17.floe.v1.BucketElectionR\abuckets\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index2\xc5\n" +
+	"\n" +
 	"\x04Meta\x126\n" +
 	"\x05Hello\x12\x15.floe.v1.HelloRequest\x1a\x16.floe.v1.HelloResponse\x123\n" +
 	"\x04Join\x12\x14.floe.v1.JoinRequest\x1a\x15.floe.v1.JoinResponse\x12<\n" +
@@ -2145,7 +2288,8 @@ const file_meta_proto_rawDesc = "" +
 	"\bGetTable\x12\x18.floe.v1.GetTableRequest\x1a\x19.floe.v1.GetTableResponse\x12I\n" +
 	"\rWatchMetadata\x12\x1d.floe.v1.WatchMetadataRequest\x1a\x17.floe.v1.MetadataUpdate0\x01\x12B\n" +
 	"\tAdjustIsr\x12\x19.floe.v1.AdjustIsrRequest\x1a\x1a.floe.v1.AdjustIsrResponse\x12W\n" +
-	"\x10AllocateWriterId\x12 .floe.v1.AllocateWriterIdRequest\x1a!.floe.v1.AllocateWriterIdResponse\x12N\n" +
+	"\x10AllocateWriterId\x12 .floe.v1.AllocateWriterIdRequest\x1a!.floe.v1.AllocateWriterIdResponse\x12K\n" +
+	"\fElectLeaders\x12\x1c.floe.v1.ElectLeadersRequest\x1a\x1d.floe.v1.ElectLeadersResponse\x12N\n" +
 	"\rClusterStatus\x12\x1d.floe.v1.ClusterStatusRequest\x1a\x1e.floe.v1.ClusterStatusResponse\x12<\n" +
 	"\bAddVoter\x12\x18.floe.v1.AddVoterRequest\x1a\x16.floe.v1.AdminResponse\x12B\n" +
 	"\vRemoveVoter\x12\x1b.floe.v1.RemoveVoterRequest\x1a\x16.floe.v1.AdminResponse\x12P\n" +
@@ -2163,7 +2307,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_meta_proto_goTypes = []any{
 	(*HelloRequest)(nil),              // 0: floe.v1.HelloRequest
 	(*PeerInfo)(nil),                  // 1: floe.v1.PeerInfo
@@ -2198,75 +2342,81 @@ var file_meta_proto_goTypes = []any{
 	(*AdjustIsrResponse)(nil),         // 30: floe.v1.AdjustIsrResponse
 	(*AllocateWriterIdRequest)(nil),   // 31: floe.v1.AllocateWriterIdRequest
 	(*AllocateWriterIdResponse)(nil),  // 32: floe.v1.AllocateWriterIdResponse
-	nil,                               // 33: floe.v1.CreateTableRequest.PropertiesEntry
-	(*Command)(nil),                   // 34: floe.v1.Command
-	(*CommandResult)(nil),             // 35: floe.v1.CommandResult
-	(*DatabaseRecord)(nil),            // 36: floe.v1.DatabaseRecord
-	(*TableRecord)(nil),               // 37: floe.v1.TableRecord
-	(*BucketRecord)(nil),              // 38: floe.v1.BucketRecord
-	(*NodeRecord)(nil),                // 39: floe.v1.NodeRecord
-	(*AdjustIsr)(nil),                 // 40: floe.v1.AdjustIsr
-	(*MetadataUpdate)(nil),            // 41: floe.v1.MetadataUpdate
+	(*ElectLeadersRequest)(nil),       // 33: floe.v1.ElectLeadersRequest
+	(*ElectLeadersResponse)(nil),      // 34: floe.v1.ElectLeadersResponse
+	nil,                               // 35: floe.v1.CreateTableRequest.PropertiesEntry
+	(*Command)(nil),                   // 36: floe.v1.Command
+	(*CommandResult)(nil),             // 37: floe.v1.CommandResult
+	(*DatabaseRecord)(nil),            // 38: floe.v1.DatabaseRecord
+	(*TableRecord)(nil),               // 39: floe.v1.TableRecord
+	(*BucketRecord)(nil),              // 40: floe.v1.BucketRecord
+	(*NodeRecord)(nil),                // 41: floe.v1.NodeRecord
+	(*AdjustIsr)(nil),                 // 42: floe.v1.AdjustIsr
+	(*BucketElection)(nil),            // 43: floe.v1.BucketElection
+	(*MetadataUpdate)(nil),            // 44: floe.v1.MetadataUpdate
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
 	1,  // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
-	34, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
-	35, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
+	36, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
+	37, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
 	9,  // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
-	35, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
-	36, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
-	33, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
-	37, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
-	37, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
-	38, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
-	39, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
+	37, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
+	38, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
+	35, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
+	39, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
+	39, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
+	40, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
+	41, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
 	9,  // 12: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
 	23, // 13: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	39, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
-	40, // 15: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
-	38, // 16: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
-	0,  // 17: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,  // 18: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,  // 19: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,  // 20: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11, // 21: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12, // 22: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13, // 23: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15, // 24: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16, // 25: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17, // 26: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	19, // 27: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	28, // 28: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
-	29, // 29: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
-	31, // 30: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
-	21, // 31: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	24, // 32: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	25, // 33: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	26, // 34: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	2,  // 35: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,  // 36: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,  // 37: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,  // 38: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10, // 39: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10, // 40: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14, // 41: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10, // 42: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10, // 43: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	18, // 44: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	20, // 45: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	41, // 46: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
-	30, // 47: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
-	32, // 48: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
-	22, // 49: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	27, // 50: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	27, // 51: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	27, // 52: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	35, // [35:53] is the sub-list for method output_type
-	17, // [17:35] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	41, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	42, // 15: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	40, // 16: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	43, // 17: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
+	0,  // 18: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,  // 19: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,  // 20: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,  // 21: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11, // 22: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12, // 23: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13, // 24: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15, // 25: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16, // 26: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17, // 27: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	19, // 28: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	28, // 29: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	29, // 30: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	31, // 31: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	33, // 32: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
+	21, // 33: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	24, // 34: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	25, // 35: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	26, // 36: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	2,  // 37: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,  // 38: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,  // 39: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,  // 40: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10, // 41: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10, // 42: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14, // 43: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10, // 44: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10, // 45: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	18, // 46: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	20, // 47: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	44, // 48: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	30, // 49: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	32, // 50: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	34, // 51: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
+	22, // 52: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	27, // 53: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	27, // 54: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	27, // 55: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	37, // [37:56] is the sub-list for method output_type
+	18, // [18:37] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -2275,13 +2425,14 @@ func file_meta_proto_init() {
 		return
 	}
 	file_metastate_proto_init()
+	file_meta_proto_msgTypes[33].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

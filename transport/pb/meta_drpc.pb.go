@@ -52,6 +52,7 @@ type DRPCMetaClient interface {
 	WatchMetadata(ctx context.Context, in *WatchMetadataRequest) (DRPCMeta_WatchMetadataClient, error)
 	AdjustIsr(ctx context.Context, in *AdjustIsrRequest) (*AdjustIsrResponse, error)
 	AllocateWriterId(ctx context.Context, in *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
+	ElectLeaders(ctx context.Context, in *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	AddVoter(ctx context.Context, in *AddVoterRequest) (*AdminResponse, error)
 	RemoveVoter(ctx context.Context, in *RemoveVoterRequest) (*AdminResponse, error)
@@ -225,6 +226,15 @@ func (c *drpcMetaClient) AllocateWriterId(ctx context.Context, in *AllocateWrite
 	return out, nil
 }
 
+func (c *drpcMetaClient) ElectLeaders(ctx context.Context, in *ElectLeadersRequest) (*ElectLeadersResponse, error) {
+	out := new(ElectLeadersResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/ElectLeaders", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *drpcMetaClient) ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	out := new(ClusterStatusResponse)
 	err := c.cc.Invoke(ctx, "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{}, in, out)
@@ -276,6 +286,7 @@ type DRPCMetaServer interface {
 	WatchMetadata(*WatchMetadataRequest, DRPCMeta_WatchMetadataStream) error
 	AdjustIsr(context.Context, *AdjustIsrRequest) (*AdjustIsrResponse, error)
 	AllocateWriterId(context.Context, *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
+	ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	AddVoter(context.Context, *AddVoterRequest) (*AdminResponse, error)
 	RemoveVoter(context.Context, *RemoveVoterRequest) (*AdminResponse, error)
@@ -340,6 +351,10 @@ func (s *DRPCMetaUnimplementedServer) AllocateWriterId(context.Context, *Allocat
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCMetaUnimplementedServer) ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 func (s *DRPCMetaUnimplementedServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
@@ -358,7 +373,7 @@ func (s *DRPCMetaUnimplementedServer) TransferLeadership(context.Context, *Trans
 
 type DRPCMetaDescription struct{}
 
-func (DRPCMetaDescription) NumMethods() int { return 18 }
+func (DRPCMetaDescription) NumMethods() int { return 19 }
 
 func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -489,6 +504,15 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 					)
 			}, DRPCMetaServer.AllocateWriterId, true
 	case 14:
+		return "/floe.v1.Meta/ElectLeaders", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					ElectLeaders(
+						ctx,
+						in1.(*ElectLeadersRequest),
+					)
+			}, DRPCMetaServer.ElectLeaders, true
+	case 15:
 		return "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -497,7 +521,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ClusterStatusRequest),
 					)
 			}, DRPCMetaServer.ClusterStatus, true
-	case 15:
+	case 16:
 		return "/floe.v1.Meta/AddVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -506,7 +530,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddVoterRequest),
 					)
 			}, DRPCMetaServer.AddVoter, true
-	case 16:
+	case 17:
 		return "/floe.v1.Meta/RemoveVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -515,7 +539,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveVoterRequest),
 					)
 			}, DRPCMetaServer.RemoveVoter, true
-	case 17:
+	case 18:
 		return "/floe.v1.Meta/TransferLeadership", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -804,6 +828,26 @@ func (x *drpcMeta_AllocateWriterIdStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcMeta_AllocateWriterIdStream) SendAndClose(m *AllocateWriterIdResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_ElectLeadersStream interface {
+	drpc.Stream
+	SendAndClose(*ElectLeadersResponse) error
+}
+
+type drpcMeta_ElectLeadersStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_ElectLeadersStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_ElectLeadersStream) SendAndClose(m *ElectLeadersResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
 		return err
 	}

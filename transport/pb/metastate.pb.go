@@ -437,9 +437,12 @@ type BucketRecord struct {
 	// replica registered with a new incarnation (a wiped folder).
 	Isr []uint32 `protobuf:"varint,6,rep,packed,name=isr,proto3" json:"isr,omitempty"`
 	// Raised on every leader or ISR change; compare-and-set version.
-	BucketEpoch   int32 `protobuf:"varint,7,opt,name=bucket_epoch,json=bucketEpoch,proto3" json:"bucket_epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	BucketEpoch int32 `protobuf:"varint,7,opt,name=bucket_epoch,json=bucketEpoch,proto3" json:"bucket_epoch,omitempty"`
+	// How many unclean elections (a leader from outside the ISR, chosen by
+	// an operator) the bucket has had: each may have lost acknowledged data.
+	UncleanElections int32 `protobuf:"varint,8,opt,name=unclean_elections,json=uncleanElections,proto3" json:"unclean_elections,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *BucketRecord) Reset() {
@@ -521,6 +524,13 @@ func (x *BucketRecord) GetBucketEpoch() int32 {
 	return 0
 }
 
+func (x *BucketRecord) GetUncleanElections() int32 {
+	if x != nil {
+		return x.UncleanElections
+	}
+	return 0
+}
+
 type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Client-chosen id: a repeated id is answered with the first result.
@@ -536,6 +546,7 @@ type Command struct {
 	//	*Command_AllocateWriterId
 	//	*Command_AdjustIsr
 	//	*Command_FenceNodes
+	//	*Command_ElectLeaders
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -666,6 +677,15 @@ func (x *Command) GetFenceNodes() *FenceNodes {
 	return nil
 }
 
+func (x *Command) GetElectLeaders() *ElectLeaders {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ElectLeaders); ok {
+			return x.ElectLeaders
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -706,6 +726,10 @@ type Command_FenceNodes struct {
 	FenceNodes *FenceNodes `protobuf:"bytes,18,opt,name=fence_nodes,json=fenceNodes,proto3,oneof"`
 }
 
+type Command_ElectLeaders struct {
+	ElectLeaders *ElectLeaders `protobuf:"bytes,19,opt,name=elect_leaders,json=electLeaders,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -723,6 +747,8 @@ func (*Command_AllocateWriterId) isCommand_Op() {}
 func (*Command_AdjustIsr) isCommand_Op() {}
 
 func (*Command_FenceNodes) isCommand_Op() {}
+
+func (*Command_ElectLeaders) isCommand_Op() {}
 
 // AllocateWriterId hands out the next idempotent writer id (> 0).
 type AllocateWriterId struct {
@@ -901,6 +927,222 @@ func (x *FenceNodes) GetGone() []uint32 {
 	return nil
 }
 
+// ElectLeaders is an operator's election of bucket leaders, for one bucket
+// of a table or every bucket. A clean election makes the first live ISR
+// member in assignment order the leader (moving leadership back to the
+// preferred replica, or bringing back an offline bucket whose in-sync replica
+// returned); it is refused (ALREADY_EXISTS) for a bucket that replica
+// already leads, and (NOT_ENOUGH_REPLICAS) for one without a live ISR member.
+// An unclean election does the same when it can, else makes the first live
+// replica in assignment order the leader and its only ISR member, and counts
+// it in the bucket's unclean_elections: what only the old ISR held is lost.
+// A new leader raises the leader and bucket epochs; ISR members that are not
+// live leave the ISR. The result lists every bucket tried
+// (CommandResult.election); the command is refused, with the first bucket's
+// refusal, when no bucket got a leader.
+type ElectLeaders struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Database string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Table    string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// Absent: every bucket of the table.
+	Bucket  *int32 `protobuf:"varint,3,opt,name=bucket,proto3,oneof" json:"bucket,omitempty"`
+	Unclean bool   `protobuf:"varint,4,opt,name=unclean,proto3" json:"unclean,omitempty"`
+	// The tablet nodes the proposer sees alive with their registered
+	// incarnation: only they can be elected.
+	LiveNodes     []uint32 `protobuf:"varint,5,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectLeaders) Reset() {
+	*x = ElectLeaders{}
+	mi := &file_metastate_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectLeaders) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectLeaders) ProtoMessage() {}
+
+func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectLeaders.ProtoReflect.Descriptor instead.
+func (*ElectLeaders) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ElectLeaders) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *ElectLeaders) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *ElectLeaders) GetBucket() int32 {
+	if x != nil && x.Bucket != nil {
+		return *x.Bucket
+	}
+	return 0
+}
+
+func (x *ElectLeaders) GetUnclean() bool {
+	if x != nil {
+		return x.Unclean
+	}
+	return false
+}
+
+func (x *ElectLeaders) GetLiveNodes() []uint32 {
+	if x != nil {
+		return x.LiveNodes
+	}
+	return nil
+}
+
+// ElectionResult is the outcome of ElectLeaders, bucket by bucket.
+type ElectionResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Buckets       []*BucketElection      `protobuf:"bytes,1,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectionResult) Reset() {
+	*x = ElectionResult{}
+	mi := &file_metastate_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectionResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectionResult) ProtoMessage() {}
+
+func (x *ElectionResult) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectionResult.ProtoReflect.Descriptor instead.
+func (*ElectionResult) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ElectionResult) GetBuckets() []*BucketElection {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+type BucketElection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The bucket after the election.
+	Bucket *BucketRecord `protobuf:"bytes,1,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// A new leader was elected; unclean: from outside the ISR.
+	Elected bool `protobuf:"varint,2,opt,name=elected,proto3" json:"elected,omitempty"`
+	Unclean bool `protobuf:"varint,3,opt,name=unclean,proto3" json:"unclean,omitempty"`
+	// Why no leader was elected (elected false).
+	Code          ErrorCode `protobuf:"varint,4,opt,name=code,proto3,enum=floe.v1.ErrorCode" json:"code,omitempty"`
+	Error         string    `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BucketElection) Reset() {
+	*x = BucketElection{}
+	mi := &file_metastate_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BucketElection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BucketElection) ProtoMessage() {}
+
+func (x *BucketElection) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BucketElection.ProtoReflect.Descriptor instead.
+func (*BucketElection) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *BucketElection) GetBucket() *BucketRecord {
+	if x != nil {
+		return x.Bucket
+	}
+	return nil
+}
+
+func (x *BucketElection) GetElected() bool {
+	if x != nil {
+		return x.Elected
+	}
+	return false
+}
+
+func (x *BucketElection) GetUnclean() bool {
+	if x != nil {
+		return x.Unclean
+	}
+	return false
+}
+
+func (x *BucketElection) GetCode() ErrorCode {
+	if x != nil {
+		return x.Code
+	}
+	return ErrorCode_ERROR_CODE_INTERNAL
+}
+
+func (x *BucketElection) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // InitCluster is the first command of a cluster: it fixes the cluster id.
 type InitCluster struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -911,7 +1153,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -923,7 +1165,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -936,7 +1178,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{10}
+	return file_metastate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -955,7 +1197,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1209,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1222,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{11}
+	return file_metastate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -1000,7 +1242,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1254,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1267,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{12}
+	return file_metastate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -1053,7 +1295,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1065,7 +1307,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1078,7 +1320,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{13}
+	return file_metastate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -1123,7 +1365,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1377,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1390,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{14}
+	return file_metastate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -1232,7 +1474,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1486,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1499,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{15}
+	return file_metastate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -1296,6 +1538,7 @@ type CommandResult struct {
 	//	*CommandResult_Node
 	//	*CommandResult_Bucket
 	//	*CommandResult_WriterId
+	//	*CommandResult_Election
 	Value isCommandResult_Value `protobuf_oneof:"value"`
 	// Set when an "if not exists" or "if exists" made the command a no-op.
 	Unchanged     bool `protobuf:"varint,20,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
@@ -1305,7 +1548,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1560,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1573,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{16}
+	return file_metastate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -1406,6 +1649,15 @@ func (x *CommandResult) GetWriterId() uint64 {
 	return 0
 }
 
+func (x *CommandResult) GetElection() *ElectionResult {
+	if x != nil {
+		if x, ok := x.Value.(*CommandResult_Election); ok {
+			return x.Election
+		}
+	}
+	return nil
+}
+
 func (x *CommandResult) GetUnchanged() bool {
 	if x != nil {
 		return x.Unchanged
@@ -1437,6 +1689,10 @@ type CommandResult_WriterId struct {
 	WriterId uint64 `protobuf:"varint,14,opt,name=writer_id,json=writerId,proto3,oneof"`
 }
 
+type CommandResult_Election struct {
+	Election *ElectionResult `protobuf:"bytes,15,opt,name=election,proto3,oneof"`
+}
+
 func (*CommandResult_Database) isCommandResult_Value() {}
 
 func (*CommandResult_Table) isCommandResult_Value() {}
@@ -1446,6 +1702,8 @@ func (*CommandResult_Node) isCommandResult_Value() {}
 func (*CommandResult_Bucket) isCommandResult_Value() {}
 
 func (*CommandResult_WriterId) isCommandResult_Value() {}
+
+func (*CommandResult_Election) isCommandResult_Value() {}
 
 // MetadataUpdate is one message of the metadata stream a tablet node
 // follows: a full image (full = true: everything there is at index) or the
@@ -1465,7 +1723,7 @@ type MetadataUpdate struct {
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1735,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +1748,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{17}
+	return file_metastate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -1590,7 +1848,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\rcreated_at_ms\x18\v \x01(\x03R\vcreatedAtMs\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcd\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfa\x01\n" +
 	"\fBucketRecord\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1a\n" +
@@ -1598,7 +1856,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\x06leader\x18\x04 \x01(\rR\x06leader\x12!\n" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12\x10\n" +
 	"\x03isr\x18\x06 \x03(\rR\x03isr\x12!\n" +
-	"\fbucket_epoch\x18\a \x01(\x05R\vbucketEpoch\"\xd1\x04\n" +
+	"\fbucket_epoch\x18\a \x01(\x05R\vbucketEpoch\x12+\n" +
+	"\x11unclean_elections\x18\b \x01(\x05R\x10uncleanElections\"\x8f\x05\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -1614,7 +1873,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\n" +
 	"adjust_isr\x18\x11 \x01(\v2\x12.floe.v1.AdjustIsrH\x00R\tadjustIsr\x126\n" +
 	"\vfence_nodes\x18\x12 \x01(\v2\x13.floe.v1.FenceNodesH\x00R\n" +
-	"fenceNodesB\x04\n" +
+	"fenceNodes\x12<\n" +
+	"\relect_leaders\x18\x13 \x01(\v2\x15.floe.v1.ElectLeadersH\x00R\felectLeadersB\x04\n" +
 	"\x02op\"\x12\n" +
 	"\x10AllocateWriterId\"\xb3\x01\n" +
 	"\tAdjustIsr\x12\x19\n" +
@@ -1626,7 +1886,23 @@ const file_metastate_proto_rawDesc = "" +
 	"\x03isr\x18\x06 \x03(\rR\x03isr\" \n" +
 	"\n" +
 	"FenceNodes\x12\x12\n" +
-	"\x04gone\x18\x01 \x03(\rR\x04gone\",\n" +
+	"\x04gone\x18\x01 \x03(\rR\x04gone\"\xa1\x01\n" +
+	"\fElectLeaders\x12\x1a\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1b\n" +
+	"\x06bucket\x18\x03 \x01(\x05H\x00R\x06bucket\x88\x01\x01\x12\x18\n" +
+	"\aunclean\x18\x04 \x01(\bR\aunclean\x12\x1d\n" +
+	"\n" +
+	"live_nodes\x18\x05 \x03(\rR\tliveNodesB\t\n" +
+	"\a_bucket\"C\n" +
+	"\x0eElectionResult\x121\n" +
+	"\abuckets\x18\x01 \x03(\v2\x17.floe.v1.BucketElectionR\abuckets\"\xb1\x01\n" +
+	"\x0eBucketElection\x12-\n" +
+	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\x12\x18\n" +
+	"\aelected\x18\x02 \x01(\bR\aelected\x12\x18\n" +
+	"\aunclean\x18\x03 \x01(\bR\aunclean\x12&\n" +
+	"\x04code\x18\x04 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\",\n" +
 	"\vInitCluster\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"7\n" +
@@ -1662,7 +1938,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\tDropTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
-	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xea\x02\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xa1\x03\n" +
 	"\rCommandResult\x12&\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x14\n" +
@@ -1672,7 +1948,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\x05table\x18\v \x01(\v2\x14.floe.v1.TableRecordH\x00R\x05table\x12)\n" +
 	"\x04node\x18\f \x01(\v2\x13.floe.v1.NodeRecordH\x00R\x04node\x12/\n" +
 	"\x06bucket\x18\r \x01(\v2\x15.floe.v1.BucketRecordH\x00R\x06bucket\x12\x1d\n" +
-	"\twriter_id\x18\x0e \x01(\x04H\x00R\bwriterId\x12\x1c\n" +
+	"\twriter_id\x18\x0e \x01(\x04H\x00R\bwriterId\x125\n" +
+	"\belection\x18\x0f \x01(\v2\x17.floe.v1.ElectionResultH\x00R\belection\x12\x1c\n" +
 	"\tunchanged\x18\x14 \x01(\bR\tunchangedB\a\n" +
 	"\x05value\"\x90\x02\n" +
 	"\x0eMetadataUpdate\x12\x14\n" +
@@ -1696,7 +1973,7 @@ func file_metastate_proto_rawDescGZIP() []byte {
 	return file_metastate_proto_rawDescData
 }
 
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_metastate_proto_goTypes = []any{
 	(*NodeRecord)(nil),       // 0: floe.v1.NodeRecord
 	(*DatabaseRecord)(nil),   // 1: floe.v1.DatabaseRecord
@@ -1708,47 +1985,55 @@ var file_metastate_proto_goTypes = []any{
 	(*AllocateWriterId)(nil), // 7: floe.v1.AllocateWriterId
 	(*AdjustIsr)(nil),        // 8: floe.v1.AdjustIsr
 	(*FenceNodes)(nil),       // 9: floe.v1.FenceNodes
-	(*InitCluster)(nil),      // 10: floe.v1.InitCluster
-	(*RegisterNode)(nil),     // 11: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),   // 12: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),     // 13: floe.v1.DropDatabase
-	(*CreateTable)(nil),      // 14: floe.v1.CreateTable
-	(*DropTable)(nil),        // 15: floe.v1.DropTable
-	(*CommandResult)(nil),    // 16: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),   // 17: floe.v1.MetadataUpdate
-	nil,                      // 18: floe.v1.TableRecord.PropertiesEntry
-	nil,                      // 19: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),           // 20: floe.v1.ErrorCode
+	(*ElectLeaders)(nil),     // 10: floe.v1.ElectLeaders
+	(*ElectionResult)(nil),   // 11: floe.v1.ElectionResult
+	(*BucketElection)(nil),   // 12: floe.v1.BucketElection
+	(*InitCluster)(nil),      // 13: floe.v1.InitCluster
+	(*RegisterNode)(nil),     // 14: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),   // 15: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),     // 16: floe.v1.DropDatabase
+	(*CreateTable)(nil),      // 17: floe.v1.CreateTable
+	(*DropTable)(nil),        // 18: floe.v1.DropTable
+	(*CommandResult)(nil),    // 19: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),   // 20: floe.v1.MetadataUpdate
+	nil,                      // 21: floe.v1.TableRecord.PropertiesEntry
+	nil,                      // 22: floe.v1.CreateTable.PropertiesEntry
+	(ErrorCode)(0),           // 23: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	2,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	3,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	18, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
-	10, // 3: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	11, // 4: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	12, // 5: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	13, // 6: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	14, // 7: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	15, // 8: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	21, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	13, // 3: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	14, // 4: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	15, // 5: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	16, // 6: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	17, // 7: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	18, // 8: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
 	7,  // 9: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
 	8,  // 10: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
 	9,  // 11: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
-	0,  // 12: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	2,  // 13: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	19, // 14: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	20, // 15: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	1,  // 16: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	4,  // 17: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	0,  // 18: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	5,  // 19: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	0,  // 20: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	4,  // 21: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	5,  // 22: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	10, // 12: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
+	12, // 13: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	5,  // 14: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	23, // 15: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	0,  // 16: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	2,  // 17: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	22, // 18: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	23, // 19: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	1,  // 20: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	4,  // 21: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	0,  // 22: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	5,  // 23: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	11, // 24: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	0,  // 25: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	4,  // 26: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	5,  // 27: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -1767,13 +2052,16 @@ func file_metastate_proto_init() {
 		(*Command_AllocateWriterId)(nil),
 		(*Command_AdjustIsr)(nil),
 		(*Command_FenceNodes)(nil),
+		(*Command_ElectLeaders)(nil),
 	}
-	file_metastate_proto_msgTypes[16].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[10].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[19].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
 		(*CommandResult_Bucket)(nil),
 		(*CommandResult_WriterId)(nil),
+		(*CommandResult_Election)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1781,7 +2069,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

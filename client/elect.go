@@ -1,0 +1,68 @@
+package client
+
+import (
+	"context"
+
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// ElectOptions shape ElectLeaders.
+type ElectOptions struct {
+	// Bucket limits the election to one bucket; nil: every bucket.
+	Bucket *int32
+	// Unclean lets a bucket without a live in-sync replica take a live
+	// replica from outside the ISR as its leader: the bucket serves again,
+	// but whatever only the old in-sync replicas held is lost. Counted in
+	// the bucket's UncleanElections.
+	Unclean bool
+}
+
+// Election is one bucket's outcome of ElectLeaders.
+type Election struct {
+	// Bucket is the bucket after the election.
+	Bucket Bucket `json:"bucket"`
+	// Elected: the bucket got a new leader, Bucket.Leader at
+	// Bucket.LeaderEpoch; Unclean: from outside the ISR.
+	Elected bool `json:"elected"`
+	Unclean bool `json:"unclean,omitempty"`
+	// Err says why the bucket got no new leader: a *transport.Error with
+	// code ALREADY_EXISTS (its first live in-sync replica leads already) or
+	// NOT_ENOUGH_REPLICAS (no live replica it may elect).
+	Err error `json:"-"`
+	// Reason is Err's text, for JSON output.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ElectLeaders elects bucket leaders of a table. A clean election makes each
+// bucket's first live in-sync replica (in assignment order) its leader:
+// leadership goes back to the preferred replica, and an offline bucket whose
+// in-sync replica returned serves again. With Unclean, a bucket without a
+// live in-sync replica takes a live replica from outside the ISR.
+//
+// The result lists every bucket tried. The call fails when no bucket got a
+// leader, with the first bucket's reason; for a table or bucket that does not
+// exist, with UNKNOWN_DATABASE or UNKNOWN_TABLE.
+func (a *Admin) ElectLeaders(ctx context.Context, database, table string, opts ElectOptions) ([]Election, error) {
+	req := &pb.ElectLeadersRequest{RequestId: newRequestID(), Database: database, Table: table,
+		Bucket: opts.Bucket, Unclean: opts.Unclean}
+	var resp *pb.ElectLeadersResponse
+	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.ElectLeaders(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Election, 0, len(resp.Buckets))
+	for _, e := range resp.Buckets {
+		el := Election{Bucket: bucketFromPB(e.Bucket), Elected: e.Elected, Unclean: e.Unclean}
+		if !e.Elected {
+			el.Err = &transport.Error{Code: e.Code, Message: e.Error}
+			el.Reason = el.Err.Error()
+		}
+		out = append(out, el)
+	}
+	return out, nil
+}

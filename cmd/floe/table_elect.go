@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/floedb/floe/client"
+)
+
+// tableElectCmd is `floe table elect`: an operator's election of bucket
+// leaders, clean or (with --unclean) from outside the ISR.
+func tableElectCmd(env *cliEnv) clientCmd {
+	var bucket int
+	var unclean bool
+	return clientCmd{name: "table elect", usage: "table elect DB.TABLE [--bucket N] [--unclean]", nargs: 1,
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&bucket, "bucket", -1, "elect only this bucket (default: every bucket)")
+			fs.BoolVar(&unclean, "unclean", false,
+				"let a bucket without a live in-sync replica take a replica outside the ISR as leader (loses what only the ISR held)")
+		},
+		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+			db, name, err := tableName(pos[0])
+			if err != nil {
+				return err
+			}
+			opts := client.ElectOptions{Unclean: unclean}
+			if bucket >= 0 {
+				b := int32(bucket)
+				opts.Bucket = &b
+			}
+			elections, err := c.Admin().ElectLeaders(ctx, db, name, opts)
+			if err != nil {
+				return err
+			}
+			if cf.output == "json" {
+				return printJSON(env, elections)
+			}
+			for _, e := range elections {
+				b := e.Bucket
+				switch {
+				case e.Unclean:
+					fmt.Fprintf(env.stdout, "bucket %d: leader %d, epoch %d (unclean election %d: it was not in sync)\n",
+						b.Bucket, b.Leader, b.LeaderEpoch, b.UncleanElections)
+				case e.Elected:
+					fmt.Fprintf(env.stdout, "bucket %d: leader %d, epoch %d\n", b.Bucket, b.Leader, b.LeaderEpoch)
+				default:
+					fmt.Fprintf(env.stdout, "bucket %d: unchanged: %v\n", b.Bucket, e.Err)
+				}
+			}
+			return nil
+		}}
+}
