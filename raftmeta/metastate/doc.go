@@ -56,10 +56,11 @@
 // # Leaders and ISRs
 //
 // A new table's bucket is led by its first replica at leader epoch 0, with
-// every replica in the ISR, at bucket epoch 0. Three commands change it,
+// every replica in the ISR, at bucket epoch 0. Four commands change it,
 // each raising the bucket epoch on every change and the leader epoch on
-// every change of leader; an ISR is kept in assignment order, and a leader
-// is only ever chosen from the ISR.
+// every change of leader (and on a leader's restart); an ISR is kept in
+// assignment order, and a leader is only ever chosen from the ISR, but by
+// an operator's unclean election.
 //
 //   - AdjustIsr: the leader's compare-and-set of its ISR, FENCED unless it
 //     names the current leader, leader epoch and bucket epoch.
@@ -72,6 +73,12 @@
 //     replicas are lost, so it leaves every ISR, even as the last member:
 //     such a bucket is offline with an empty ISR, and no FenceNodes elects
 //     a leader for it. A lost leader hands over to the next ISR member.
+//     With its own incarnation (a restart) the node keeps its leaderships
+//     under new leader epochs: it may have lost an unsynced tail that its
+//     followers copied, and must not write other bytes under their epoch.
+//   - ElectLeaders: an operator's election. Clean, the first live ISR
+//     member leads; unclean, with no live ISR member, the first live
+//     replica leads as the ISR's only member and unclean_elections counts it.
 //
 // # Metadata feed
 //

@@ -164,7 +164,7 @@ func checkFenced(t *rapid.T, old, b *pb.BucketRecord, changed bool, gone func(ui
 	if !slices.Equal(b.GetReplicas(), old.GetReplicas()) || b.GetTableId() != old.GetTableId() || b.GetBucket() != old.GetBucket() {
 		t.Fatalf("identity or replicas changed: %v -> %v", old, b)
 	}
-	checkEpochs(t, old, b)
+	checkEpochs(t, old, b, 0)
 	for _, id := range b.GetIsr() {
 		if !slices.Contains(old.GetIsr(), id) {
 			t.Fatalf("node %d joined the ISR: %v -> %v", id, old, b)
@@ -211,10 +211,16 @@ func checkLost(t *rapid.T, old, b *pb.BucketRecord, lost uint32) {
 }
 
 // checkRestarted checks that a node registering again with its incarnation
-// changes no bucket.
+// gets a new leader epoch for every bucket it leads and changes nothing
+// else.
 func checkRestarted(t *rapid.T, old, b *pb.BucketRecord, id uint32) {
-	if !proto.Equal(old, b) {
-		t.Fatalf("node %d registered again and changed %v -> %v", id, old, b)
+	want := proto.CloneOf(old)
+	if old.GetLeader() == id {
+		want.LeaderEpoch++
+		want.BucketEpoch++
+	}
+	if !proto.Equal(want, b) {
+		t.Fatalf("node %d registered again: %v -> %v, want %v", id, old, b, want)
 	}
 }
 
@@ -240,13 +246,14 @@ func checkBucketInvariants(t interface{ Fatalf(string, ...any) }, b *pb.BucketRe
 }
 
 // checkEpochs: the bucket epoch rises by one exactly when the record
-// changed, the leader epoch exactly when the leader did.
-func checkEpochs(t interface{ Fatalf(string, ...any) }, old, b *pb.BucketRecord) {
+// changed, the leader epoch exactly when the leader did or when it is
+// releader, a leader that registered again.
+func checkEpochs(t interface{ Fatalf(string, ...any) }, old, b *pb.BucketRecord, releader uint32) {
 	wantBucket, wantLeader := old.GetBucketEpoch(), old.GetLeaderEpoch()
 	if !proto.Equal(old, b) {
 		wantBucket++
 	}
-	if b.GetLeader() != old.GetLeader() {
+	if b.GetLeader() != old.GetLeader() || (releader != 0 && old.GetLeader() == releader) {
 		wantLeader++
 	}
 	if b.GetBucketEpoch() != wantBucket || b.GetLeaderEpoch() != wantLeader {
@@ -348,7 +355,8 @@ func TestRegisterNewIncarnation(t *testing.T) {
 		incarnation string
 		want        *pb.BucketRecord // nil: unchanged
 	}{
-		{"same incarnation", bk(r, 1, r, 0, 0), "inc-1", nil},
+		{"same incarnation: a new leader epoch", bk(r, 1, r, 0, 0), "inc-1", bk(r, 1, r, 1, 1)},
+		{"same incarnation, follower", bk(r, 2, r, 0, 0), "inc-1", nil},
 		{"leader wiped: next ISR replica leads", bk(r, 1, r, 0, 0), "inc-2", bk(r, 2, []uint32{2, 3}, 1, 1)},
 		{"leader wiped: non-ISR replica skipped", bk(r, 1, []uint32{1, 3}, 2, 5), "inc-2", bk(r, 3, []uint32{3}, 3, 6)},
 		{"follower wiped", bk(r, 2, r, 0, 0), "inc-2", bk(r, 2, []uint32{2, 3}, 0, 1)},
@@ -493,7 +501,7 @@ func TestFenceThroughApply(t *testing.T) {
 			var changed []*pb.BucketRecord
 			for i := range after {
 				checkBucketInvariants(t, after[i])
-				checkEpochs(t, before[i], after[i])
+				checkEpochs(t, before[i], after[i], registered)
 				if !proto.Equal(before[i], after[i]) {
 					changed = append(changed, after[i])
 				}
@@ -525,4 +533,44 @@ func TestFenceThroughApply(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRegisterAgain is issue 11's bugs 2 and 3 on the metadata side: a node
+// that registers again with its incarnation (a restart) may have lost an
+// unsynced tail its followers hold, so every bucket it leads gets a new
+// leader epoch; the buckets it only follows do not change.
+func TestRegisterAgain(t *testing.T) {
+	h := newHarness(t)
+	for i := uint32(1); i <= 3; i++ {
+		h.ok(registerIncarnation(i, "inc"))
+	}
+	h.ok(createDB("db"))
+	h.ok(createTable(ordersTable("db", "t", func(c *pb.CreateTable) { c.Buckets, c.Replication = 2, 3 })))
+	r := []uint32{1, 2, 3}
+	led := &pb.BucketRecord{TableId: 1, Bucket: 0, Replicas: r, Leader: 1, Isr: r, LeaderEpoch: 4, BucketEpoch: 7}
+	followed := &pb.BucketRecord{TableId: 1, Bucket: 1, Replicas: r, Leader: 2, Isr: r, LeaderEpoch: 2, BucketEpoch: 2}
+	setBucket(t, h.s, led)
+	setBucket(t, h.s, followed)
+
+	for epoch := int32(5); epoch <= 6; epoch++ {
+		res := h.ok(registerIncarnation(1, "inc"))
+		want := &pb.BucketRecord{TableId: 1, Bucket: 0, Replicas: r, Leader: 1, Isr: r, LeaderEpoch: epoch, BucketEpoch: epoch + 3}
+		if b := h.bucket(1, 0); !proto.Equal(b, want) {
+			t.Fatalf("led bucket after registration %d: %v, want %v", res.GetNode().GetNodeEpoch(), b, want)
+		}
+		if b := h.bucket(1, 1); !proto.Equal(b, followed) {
+			t.Fatalf("followed bucket changed: %v", b)
+		}
+		u := h.feedAt(h.index)
+		if len(u.GetNodes()) != 1 || len(u.GetBuckets()) != 1 || !proto.Equal(u.GetBuckets()[0], want) {
+			t.Fatalf("feed %v", u)
+		}
+	}
+	// The retry of one registration (same request id) raises nothing again.
+	h.ok(withID("reg", registerIncarnation(1, "inc")))
+	before := h.bucket(1, 0)
+	h.ok(withID("reg", registerIncarnation(1, "inc")))
+	if b := h.bucket(1, 0); !proto.Equal(b, before) {
+		t.Fatalf("a retried registration raised the epoch again: %v -> %v", before, b)
+	}
 }

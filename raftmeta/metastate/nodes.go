@@ -29,7 +29,8 @@ const (
 // A node that registers again with another incarnation had its data folder
 // wiped: the replicas it held are lost, and dropLostReplica takes it out of
 // every ISR, even as the last member (that bucket goes offline until an
-// unclean election).
+// unclean election). A node that registers again with its incarnation
+// restarted: releadBucket gives every bucket it leads a new leader epoch.
 func (a *applier) registerNode(c *pb.RegisterNode) (*pb.CommandResult, error) {
 	n := c.GetNode()
 	if err := validateNode(n); err != nil {
@@ -46,13 +47,31 @@ func (a *applier) registerNode(c *pb.RegisterNode) (*pb.CommandResult, error) {
 	if err := a.putNode(rec); err != nil {
 		return nil, err
 	}
+	id := rec.GetId()
+	change := func(b *pb.BucketRecord) bool { return releadBucket(b, id) }
 	if known && old.GetIncarnation() != rec.GetIncarnation() {
-		id := rec.GetId()
-		if _, err := a.changeBuckets(func(b *pb.BucketRecord) bool { return dropLostReplica(b, id) }); err != nil {
-			return nil, err
-		}
+		change = func(b *pb.BucketRecord) bool { return dropLostReplica(b, id) }
+	}
+	if _, err := a.changeBuckets(change); err != nil {
+		return nil, err
 	}
 	return &pb.CommandResult{Value: &pb.CommandResult_Node{Node: rec}}, nil
+}
+
+// releadBucket raises the leader and bucket epochs of a bucket the node
+// leads, in place, and reports whether it did. A node that registers again
+// restarted: it may have lost an unsynced tail that its followers, which
+// fetch before the leader's fsync, already copied. Leading on in the old
+// epoch it would write other bytes at those offsets under the epoch the
+// followers hold them in, and no truncation would ever see the difference;
+// in a new epoch the followers truncate to where the logs agree.
+func releadBucket(b *pb.BucketRecord, leader uint32) bool {
+	if b.GetLeader() != leader {
+		return false
+	}
+	b.LeaderEpoch++
+	b.BucketEpoch++
+	return true
 }
 
 func validateNode(n *pb.NodeRecord) error {
