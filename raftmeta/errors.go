@@ -38,6 +38,11 @@ var (
 	ErrUnknownOutcome = &Error{pb.ErrorCode_ERROR_CODE_TIMEOUT, "outcome unknown"}
 	// ErrShutdown: the node is closing.
 	ErrShutdown = &Error{pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "shutting down"}
+	// ErrStateMachineFailed: the metadata state machine failed to commit
+	// an entry (a full or failing disk), so its file no longer follows the
+	// log. The voter stops (Node.Failed); a restart replays from the
+	// file's applied index once the disk is fixed.
+	ErrStateMachineFailed = errors.New("raftmeta: metadata state machine failed; voter stopped")
 )
 
 // wrap turns a hashicorp/raft error into a typed one.

@@ -50,6 +50,15 @@ type Node struct {
 	mu          sync.Mutex
 	barrierTerm uint64
 
+	// failed is closed, and failErr set, when the state machine stopped
+	// applying; opened once raft is set, so the shutdown that follows never
+	// sees it nil. stopping tracks that shutdown for Close.
+	failOnce sync.Once
+	failed   chan struct{}
+	failErr  error
+	opened   chan struct{}
+	stopping sync.WaitGroup
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -92,14 +101,60 @@ func Open(cfg Config) (*Node, error) {
 		Timeout: 2 * time.Second,
 		Logger:  newHCLog(cfg.Logger, "raft-net"),
 	})
-	r, err := raft.NewRaft(cfg.raftConfig(), &fsm{state: state}, logs, store, snaps, trans)
+	n := &Node{cfg: cfg, state: state, store: store, trans: trans, failed: make(chan struct{}), opened: make(chan struct{})}
+	r, err := raft.NewRaft(cfg.raftConfig(), &fsm{state: state, failed: n.fail}, logs, store, snaps, trans)
 	if err != nil {
+		close(n.opened)
+		n.stopping.Wait()
 		trans.Close()
 		store.Close()
 		state.Close()
 		return nil, fmt.Errorf("raftmeta: start raft: %w", err)
 	}
-	return &Node{cfg: cfg, raft: r, state: state, store: store, trans: trans}, nil
+	n.raft = r
+	close(n.opened)
+	return n, nil
+}
+
+// fail stops this voter because its state machine stopped applying: Raft
+// would otherwise go on counting entries as applied that the state file
+// never got, and snapshot past them. Raft's FSM goroutine calls it, and
+// Raft's shutdown waits for that goroutine, so the shutdown runs in one of
+// its own.
+func (n *Node) fail(cause error) {
+	n.failOnce.Do(func() {
+		n.failErr = fmt.Errorf("%w: %v", ErrStateMachineFailed, cause)
+		n.cfg.Logger.Error("raftmeta: the metadata state file failed to commit an entry; stopping this voter so no entry is skipped. "+
+			"Fix the disk (space, I/O errors) and restart the node: it replays the log from the file's applied index",
+			"err", cause)
+		close(n.failed)
+		n.stopping.Add(1)
+		go func() {
+			defer n.stopping.Done()
+			<-n.opened
+			if n.raft != nil {
+				if err := n.raft.Shutdown().Error(); err != nil {
+					n.cfg.Logger.Warn("raftmeta: stopping the failed voter", "err", err)
+				}
+			}
+		}()
+	})
+}
+
+// Failed is closed when the node stopped its voter because the state
+// machine failed to commit an entry; Err then says why. The node serves
+// nothing more: its owner should stop with Err.
+func (n *Node) Failed() <-chan struct{} { return n.failed }
+
+// Err is the failure that stopped the voter (wrapping ErrStateMachineFailed),
+// or nil while Failed is open.
+func (n *Node) Err() error {
+	select {
+	case <-n.failed:
+		return n.failErr
+	default:
+		return nil
+	}
 }
 
 // HasState reports whether the node's folder holds Raft state (a term, a log
@@ -286,6 +341,7 @@ func (n *Node) Snapshot(ctx context.Context) error {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		err := n.raft.Shutdown().Error()
+		n.stopping.Wait()
 		err = errors.Join(err, n.trans.Close(), n.store.Close(), n.state.Close())
 		if err != nil {
 			n.closeErr = fmt.Errorf("raftmeta: close: %w", err)

@@ -151,6 +151,8 @@ func (s *Server) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case runErr = <-errs:
+		case <-s.metaFailed():
+			runErr = s.node.Load().Err()
 		}
 	}
 	cancel()
@@ -279,6 +281,16 @@ func (s *Server) openRaft() (*raftmeta.Node, error) {
 	}
 	s.node.Store(n)
 	return n, nil
+}
+
+// metaFailed is closed when this node's metadata voter stopped because its
+// state file failed to commit (raftmeta.Node.Failed): the node then stops
+// with that error. Nil, which never fires, on a node without Raft.
+func (s *Server) metaFailed() <-chan struct{} {
+	if n := s.node.Load(); n != nil {
+		return n.Failed()
+	}
+	return nil
 }
 
 // incarnationAt is the incarnation this node's metadata has registered at a

@@ -26,9 +26,10 @@ import (
 //   - data that does not decode: INTERNAL, and the applied index moves on.
 //
 // Apply never panics on bad input. If a commit fails the file no longer
-// follows the log: Apply logs it and refuses every later command with
-// INTERNAL until the state is reopened (Raft then replays from the file's
-// applied index) or restored.
+// follows the log: Apply logs it, Err reports it, and Apply refuses every
+// later command with INTERNAL until the state is reopened (Raft then replays
+// from the file's applied index) or restored. The caller must not let Raft
+// count those entries as applied: no snapshot may be taken while Err is set.
 func (s *State) Apply(index uint64, appendedAtMs int64, data []byte) *pb.CommandResult {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
@@ -135,6 +136,11 @@ func (s *State) applyCommand(index uint64, appendedAtMs int64, cmd *pb.Command, 
 	if err := putU64(tx.Bucket(bucketMeta), keyAppliedIndex, index); err != nil {
 		return nil, fmt.Errorf("metastate: store applied index: %w", err)
 	}
+	if s.commitFault != nil {
+		if err := s.commitFault(index); err != nil {
+			return nil, fmt.Errorf("metastate: commit index %d: %w", index, err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("metastate: commit index %d: %w", index, err)
 	}
@@ -208,4 +214,23 @@ func failedResult(index uint64, code pb.ErrorCode, msg string) *pb.CommandResult
 		msg = code.String() // an empty message would read as success
 	}
 	return &pb.CommandResult{Code: code, Error: msg, Index: index}
+}
+
+// Err is the failure that stopped Apply (a commit that failed: the file no
+// longer follows the log), or nil. While it is set, a snapshot of the file
+// labelled with Raft's applied index would skip every entry Apply refused,
+// so the Raft side must not take one and should stop its voter.
+func (s *State) Err() error {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	return s.broken
+}
+
+// InjectCommitFault makes the commit of every index for which fault returns
+// an error fail with it, as a full or failing disk would; nil removes the
+// fault. For fault tests.
+func (s *State) InjectCommitFault(fault func(index uint64) error) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	s.commitFault = fault
 }

@@ -45,6 +45,10 @@ type State struct {
 	// log, so Apply refuses everything until a reopen or a Restore. Guarded
 	// by applyMu.
 	broken error
+	// commitFault, when set, fails the commit of the indexes it returns an
+	// error for: the fault tests' stand-in for a full or failing disk.
+	// Guarded by applyMu.
+	commitFault func(index uint64) error
 
 	// mu guards db: reads, Apply and WriteSnapshot hold it for reading,
 	// Restore and Close for writing, so nobody sees a closed db.

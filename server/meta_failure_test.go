@@ -1,0 +1,47 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floedb/floe/raftmeta"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// TestRunStopsWhenMetadataCommitFails: a node whose metadata state file
+// fails to commit (issue 11, bug 9) stops, and Run returns why, so the
+// process exits non-zero instead of serving with a voter that skips entries.
+func TestRunStopsWhenMetadataCommitFails(t *testing.T) {
+	s, err := New(Config{NodeID: 1, Roles: []string{RoleMeta}, DataDir: filepath.Join(t.TempDir(), "node"),
+		Listen: "127.0.0.1:0", Gossip: "127.0.0.1:0", BootstrapExpect: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	select {
+	case <-s.Ready():
+	case err := <-done:
+		t.Fatalf("Run returned before ready: %v", err)
+	}
+	errDisk := errors.New("input/output error")
+	s.node.Load().State().InjectCommitFault(func(uint64) error { return errDisk })
+	m := &metaService{s: s}
+	if _, err := m.CreateDatabase(ctx, &pb.CreateDatabaseRequest{Name: "db"}); err == nil {
+		t.Fatal("a database was created on a failing disk")
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, raftmeta.ErrStateMachineFailed) || !strings.Contains(err.Error(), errDisk.Error()) {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Run did not return after the metadata state machine failed")
+	}
+}
