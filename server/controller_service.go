@@ -10,12 +10,14 @@ import (
 
 // AdjustIsr applies a bucket leader's ISR change through Raft; the state
 // machine refuses it (FENCED) unless the leader, its epoch and the bucket
-// epoch are current.
+// epoch are current. The leader's request id goes into the command: a retry
+// after an unknown outcome then gets the first attempt's result, where a
+// fresh id would be FENCED by the bucket epoch the first attempt raised.
 func (m *metaService) AdjustIsr(ctx context.Context, req *pb.AdjustIsrRequest) (*pb.AdjustIsrResponse, error) {
 	if req.Change == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "adjust ISR without a change")
 	}
-	res, err := m.s.propose(ctx, &pb.Command{RequestId: []byte(newID()),
+	res, err := m.s.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
 		Op: &pb.Command_AdjustIsr{AdjustIsr: req.Change}})
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,20 +15,9 @@ import (
 // fails to commit (issue 11, bug 9) stops, and Run returns why, so the
 // process exits non-zero instead of serving with a voter that skips entries.
 func TestRunStopsWhenMetadataCommitFails(t *testing.T) {
-	s, err := New(Config{NodeID: 1, Roles: []string{RoleMeta}, DataDir: filepath.Join(t.TempDir(), "node"),
-		Listen: "127.0.0.1:0", Gossip: "127.0.0.1:0", BootstrapExpect: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	select {
-	case <-s.Ready():
-	case err := <-done:
-		t.Fatalf("Run returned before ready: %v", err)
-	}
+	s, done := startMetaNode(t, ctx)
 	errDisk := errors.New("input/output error")
 	s.node.Load().State().InjectCommitFault(func(uint64) error { return errDisk })
 	m := &metaService{s: s}

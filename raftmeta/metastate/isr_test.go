@@ -130,3 +130,33 @@ func TestAdjustIsrShrinkAndExpand(t *testing.T) {
 	stale.GetAdjustIsr().BucketEpoch--
 	wantRefused(t, h.apply(stale), pb.ErrorCode_ERROR_CODE_FENCED, "bucket epoch 3", "current is 4")
 }
+
+// TestAdjustIsrRepeatedRequestID: a leader that did not learn the outcome of
+// an AdjustIsr retries it with the same request id. Applied already, the
+// retry gets the first result and changes nothing, even after the bucket
+// moved on; a fresh id for the same change would be FENCED.
+func TestAdjustIsrRepeatedRequestID(t *testing.T) {
+	h := bucketFixture(t, 3, 1, 2, 3)
+	cur := h.bucket(1, 0)
+	shrink := withID("shrink", adjustIsr(cur, 1, 2))
+	first := h.ok(shrink)
+	if first.GetBucket().GetBucketEpoch() != cur.GetBucketEpoch()+1 {
+		t.Fatalf("first attempt: %v", first)
+	}
+	retry := func() {
+		t.Helper()
+		before := rawDump(t, h.s)
+		again := h.ok(withID("shrink", adjustIsr(cur, 1, 2)))
+		if !proto.Equal(again.GetBucket(), first.GetBucket()) || again.GetIndex() != first.GetIndex() {
+			t.Fatalf("retry answered %v, want %v", again, first)
+		}
+		if rawDump(t, h.s) != before {
+			t.Fatal("a retry changed the state")
+		}
+	}
+	retry()
+	// The bucket changes again; the retry still gets the first answer.
+	h.ok(adjustIsr(h.bucket(1, 0), 1))
+	retry()
+	wantRefused(t, h.apply(withID("other", adjustIsr(cur, 1, 2))), pb.ErrorCode_ERROR_CODE_FENCED, "bucket epoch")
+}
