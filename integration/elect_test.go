@@ -16,14 +16,7 @@ func TestTableElect(t *testing.T) {
 		t.Skip("starts a 3-node cluster")
 	}
 	c := StartCluster(t, 3, ClusterOptions{})
-	mustCLI := func(args ...string) string {
-		t.Helper()
-		out, errOut, code := c.CLI(args...)
-		if code != 0 {
-			t.Fatalf("floe %s: exit %d: %s", strings.Join(args, " "), code, errOut)
-		}
-		return out
-	}
+	mustCLI := c.MustCLI
 	mustCLI("db", "create", "db")
 	mustCLI("table", "create", "db.t", "--schema", "id BIGINT NOT NULL", "--buckets", "1", "--replication", "3")
 

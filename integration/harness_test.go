@@ -315,6 +315,17 @@ func (c *Cluster) CLI(args ...string) (stdout, stderr string, code int) {
 	return c.CLIInput("", args...)
 }
 
+// MustCLI runs CLI and fails the test unless the command exits 0; it
+// returns the command's stdout.
+func (c *Cluster) MustCLI(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.CLI(args...)
+	if code != 0 {
+		c.t.Fatalf("floe %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
 // CLIInput is CLI with stdin.
 func (c *Cluster) CLIInput(stdin string, args ...string) (stdout, stderr string, code int) {
 	args = append(args, "--server", strings.Join(c.Addrs(), ","))

@@ -19,14 +19,7 @@ func TestMetaCLI(t *testing.T) {
 		t.Skip("starts a 3-node cluster")
 	}
 	c := StartCluster(t, 3, ClusterOptions{})
-	mustCLI := func(args ...string) string {
-		t.Helper()
-		out, errOut, code := c.CLI(args...)
-		if code != 0 {
-			t.Fatalf("floe %s: exit %d: %s", strings.Join(args, " "), code, errOut)
-		}
-		return out
-	}
+	mustCLI := c.MustCLI
 	mustCLI("db", "create", "shop")
 	mustCLI("db", "create", "shop", "--if-not-exists")
 	mustCLI("table", "create", "shop.orders", "--schema", "id BIGINT NOT NULL, item STRING, amount DECIMAL(10,2)",

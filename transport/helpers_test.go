@@ -319,3 +319,7 @@ func (m *testMeta) AdjustIsr(context.Context, *pb.AdjustIsrRequest) (*pb.AdjustI
 func (m *testMeta) AllocateWriterId(context.Context, *pb.AllocateWriterIdRequest) (*pb.AllocateWriterIdResponse, error) {
 	return nil, m.notServed()
 }
+
+func (m *testMeta) ElectLeaders(context.Context, *pb.ElectLeadersRequest) (*pb.ElectLeadersResponse, error) {
+	return nil, m.notServed()
+}

@@ -11,6 +11,19 @@ import (
 	"github.com/floedb/floe/transport/pb"
 )
 
+// incarnationFixture: tablet nodes 1..3 with incarnations inc-1..inc-3, and
+// table 1 ("db.t") with buckets buckets of replication 3.
+func incarnationFixture(t *testing.T, buckets int32) *harness {
+	t.Helper()
+	h := newHarness(t)
+	for i := uint32(1); i <= 3; i++ {
+		h.ok(registerIncarnation(i, fmt.Sprint("inc-", i)))
+	}
+	h.ok(createDB("db"))
+	h.ok(createTable(ordersTable("db", "t", func(c *pb.CreateTable) { c.Buckets, c.Replication = buckets, 3 })))
+	return h
+}
+
 // bk is a bucket record of table 1, bucket 0.
 func bk(replicas []uint32, leader uint32, isr []uint32, leaderEpoch, bucketEpoch int32) *pb.BucketRecord {
 	return &pb.BucketRecord{TableId: 1, Replicas: replicas, Leader: leader, Isr: isr,
@@ -106,12 +119,7 @@ func TestDropLostReplica(t *testing.T) {
 // only in-sync replica of a bucket is wiped and registers again; no fencing
 // round may then elect it, whatever the liveness of the nodes.
 func TestWipedLastInSyncReplicaStaysOut(t *testing.T) {
-	h := newHarness(t)
-	for i := uint32(1); i <= 3; i++ {
-		h.ok(registerIncarnation(i, "old"))
-	}
-	h.ok(createDB("db"))
-	h.ok(createTable(ordersTable("db", "t", func(c *pb.CreateTable) { c.Buckets = 1 })))
+	h := incarnationFixture(t, 1)
 	// The followers fell out of the ISR, then the leader lost its disk.
 	setBucket(t, h.s, bk([]uint32{1, 2, 3}, 1, []uint32{1}, 4, 7))
 	h.ok(fenceNodes(1))
@@ -368,12 +376,7 @@ func TestRegisterNewIncarnation(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t)
-			for i := uint32(1); i <= 3; i++ {
-				h.ok(registerIncarnation(i, fmt.Sprint("inc-", i)))
-			}
-			h.ok(createDB("db"))
-			h.ok(createTable(ordersTable("db", "t", func(c *pb.CreateTable) { c.Buckets = 1 })))
+			h := incarnationFixture(t, 1)
 			setBucket(t, h.s, tc.b)
 			if tc.name == "incarnation set for the first time" {
 				h.ok(registerIncarnation(1, "")) // itself a new incarnation
@@ -540,12 +543,8 @@ func TestFenceThroughApply(t *testing.T) {
 // unsynced tail its followers hold, so every bucket it leads gets a new
 // leader epoch; the buckets it only follows do not change.
 func TestRegisterAgain(t *testing.T) {
-	h := newHarness(t)
-	for i := uint32(1); i <= 3; i++ {
-		h.ok(registerIncarnation(i, "inc"))
-	}
-	h.ok(createDB("db"))
-	h.ok(createTable(ordersTable("db", "t", func(c *pb.CreateTable) { c.Buckets, c.Replication = 2, 3 })))
+	h := incarnationFixture(t, 2)
+	registerInc := func() *pb.Command { return registerIncarnation(1, "inc-1") }
 	r := []uint32{1, 2, 3}
 	led := &pb.BucketRecord{TableId: 1, Bucket: 0, Replicas: r, Leader: 1, Isr: r, LeaderEpoch: 4, BucketEpoch: 7}
 	followed := &pb.BucketRecord{TableId: 1, Bucket: 1, Replicas: r, Leader: 2, Isr: r, LeaderEpoch: 2, BucketEpoch: 2}
@@ -553,7 +552,7 @@ func TestRegisterAgain(t *testing.T) {
 	setBucket(t, h.s, followed)
 
 	for epoch := int32(5); epoch <= 6; epoch++ {
-		res := h.ok(registerIncarnation(1, "inc"))
+		res := h.ok(registerInc())
 		want := &pb.BucketRecord{TableId: 1, Bucket: 0, Replicas: r, Leader: 1, Isr: r, LeaderEpoch: epoch, BucketEpoch: epoch + 3}
 		if b := h.bucket(1, 0); !proto.Equal(b, want) {
 			t.Fatalf("led bucket after registration %d: %v, want %v", res.GetNode().GetNodeEpoch(), b, want)
@@ -567,9 +566,9 @@ func TestRegisterAgain(t *testing.T) {
 		}
 	}
 	// The retry of one registration (same request id) raises nothing again.
-	h.ok(withID("reg", registerIncarnation(1, "inc")))
+	h.ok(withID("reg", registerInc()))
 	before := h.bucket(1, 0)
-	h.ok(withID("reg", registerIncarnation(1, "inc")))
+	h.ok(withID("reg", registerInc()))
 	if b := h.bucket(1, 0); !proto.Equal(b, before) {
 		t.Fatalf("a retried registration raised the epoch again: %v -> %v", before, b)
 	}
