@@ -63,7 +63,10 @@
 // an operator's unclean election.
 //
 //   - AdjustIsr: the leader's compare-and-set of its ISR, FENCED unless it
-//     names the current leader, leader epoch and bucket epoch.
+//     names the current leader, leader epoch and bucket epoch, and FENCED
+//     when a member it adds registered again after the node epoch the
+//     leader saw in its fetches (KIP-903; a member without one is not
+//     checked).
 //   - FenceNodes: the controller's list of gone tablet nodes. Gone leaders
 //     hand over to the first ISR member in assignment order that is not
 //     gone, or the bucket goes offline (leader 0, ISR kept); gone followers

@@ -1,6 +1,7 @@
 package metastate
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -159,4 +160,47 @@ func TestAdjustIsrRepeatedRequestID(t *testing.T) {
 	h.ok(adjustIsr(h.bucket(1, 0), 1))
 	retry()
 	wantRefused(t, h.apply(withID("other", adjustIsr(cur, 1, 2))), pb.ErrorCode_ERROR_CODE_FENCED, "bucket epoch")
+}
+
+// TestAdjustIsrMemberEpochs: a leader adding a follower says at which node
+// epoch it saw that follower's fetches catch up; a follower registered again
+// since (restarted or wiped: it may have lost what it fetched) is not added
+// (KIP-903).
+func TestAdjustIsrMemberEpochs(t *testing.T) {
+	h := bucketFixture(t, 3, 1, 2, 3)
+	nodeEpoch := func(id uint32) uint64 {
+		t.Helper()
+		n, err := h.s.Node(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.GetNodeEpoch()
+	}
+	add := func(epochs ...*pb.MemberEpoch) *pb.Command {
+		cmd := adjustIsr(h.bucket(1, 0), 1, 2)
+		cmd.GetAdjustIsr().MemberEpochs = epochs
+		return cmd
+	}
+	h.ok(adjustIsr(h.bucket(1, 0), 1))
+	seen := nodeEpoch(2)
+	h.ok(registerNode(2, "", RoleTablet)) // node 2 restarts
+
+	wantRefused(t, h.apply(add(&pb.MemberEpoch{NodeId: 2, NodeEpoch: seen})), pb.ErrorCode_ERROR_CODE_FENCED,
+		"node 2 registered again", fmt.Sprint(nodeEpoch(2)))
+	wantRefused(t, h.apply(add(&pb.MemberEpoch{NodeId: 2, NodeEpoch: nodeEpoch(2) + 1})), pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "newer")
+	wantRefused(t, h.apply(add(&pb.MemberEpoch{NodeId: 2, NodeEpoch: nodeEpoch(2)}, &pb.MemberEpoch{NodeId: 2, NodeEpoch: nodeEpoch(2)})),
+		pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "two member epochs")
+	if b := h.bucket(1, 0); !slices.Equal(b.GetIsr(), []uint32{1}) {
+		t.Fatalf("a refused change changed the ISR: %v", b)
+	}
+	// The epoch of the current registration is accepted; an entry for a
+	// member already in the ISR (the leader) is not checked.
+	res := h.ok(add(&pb.MemberEpoch{NodeId: 2, NodeEpoch: nodeEpoch(2)}, &pb.MemberEpoch{NodeId: 1, NodeEpoch: 0}))
+	if !slices.Equal(res.GetBucket().GetIsr(), []uint32{1, 2}) {
+		t.Fatalf("result %v", res)
+	}
+	// A leader that sends no epochs is not checked.
+	h.ok(adjustIsr(h.bucket(1, 0), 1))
+	h.ok(registerNode(2, "", RoleTablet))
+	h.ok(add())
 }

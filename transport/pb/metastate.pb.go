@@ -792,13 +792,19 @@ func (*AllocateWriterId) Descriptor() ([]byte, []int) {
 // are the bucket's current leader and epoch and bucket_epoch is current.
 // The new ISR must contain the leader and only assigned replicas.
 type AdjustIsr struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TableId       uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
-	Bucket        int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
-	LeaderId      uint32                 `protobuf:"varint,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	LeaderEpoch   int32                  `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
-	BucketEpoch   int32                  `protobuf:"varint,5,opt,name=bucket_epoch,json=bucketEpoch,proto3" json:"bucket_epoch,omitempty"`
-	Isr           []uint32               `protobuf:"varint,6,rep,packed,name=isr,proto3" json:"isr,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	TableId     uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket      int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	LeaderId    uint32                 `protobuf:"varint,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderEpoch int32                  `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	BucketEpoch int32                  `protobuf:"varint,5,opt,name=bucket_epoch,json=bucketEpoch,proto3" json:"bucket_epoch,omitempty"`
+	Isr         []uint32               `protobuf:"varint,6,rep,packed,name=isr,proto3" json:"isr,omitempty"`
+	// For members the change adds: the node epoch (registration index) of
+	// the follower whose fetches the leader saw catch up. A member whose
+	// current registration is newer restarted or was wiped since (it may
+	// have lost what those fetches reported): the change is FENCED. A member
+	// added without an entry is not checked (older leaders send none).
+	MemberEpochs  []*MemberEpoch `protobuf:"bytes,7,rep,name=member_epochs,json=memberEpochs,proto3" json:"member_epochs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -875,6 +881,66 @@ func (x *AdjustIsr) GetIsr() []uint32 {
 	return nil
 }
 
+func (x *AdjustIsr) GetMemberEpochs() []*MemberEpoch {
+	if x != nil {
+		return x.MemberEpochs
+	}
+	return nil
+}
+
+// MemberEpoch is the node epoch a leader saw in a follower's fetches.
+type MemberEpoch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	NodeEpoch     uint64                 `protobuf:"varint,2,opt,name=node_epoch,json=nodeEpoch,proto3" json:"node_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberEpoch) Reset() {
+	*x = MemberEpoch{}
+	mi := &file_metastate_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberEpoch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberEpoch) ProtoMessage() {}
+
+func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberEpoch.ProtoReflect.Descriptor instead.
+func (*MemberEpoch) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *MemberEpoch) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *MemberEpoch) GetNodeEpoch() uint64 {
+	if x != nil {
+		return x.NodeEpoch
+	}
+	return 0
+}
+
 // FenceNodes is the controller's view of which tablet nodes are gone (dead
 // past the grace period, or left). For every bucket: a gone leader is
 // replaced by the first replica in assignment order that is in the ISR and
@@ -892,7 +958,7 @@ type FenceNodes struct {
 
 func (x *FenceNodes) Reset() {
 	*x = FenceNodes{}
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +970,7 @@ func (x *FenceNodes) String() string {
 func (*FenceNodes) ProtoMessage() {}
 
 func (x *FenceNodes) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +983,7 @@ func (x *FenceNodes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceNodes.ProtoReflect.Descriptor instead.
 func (*FenceNodes) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{9}
+	return file_metastate_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FenceNodes) GetGone() []uint32 {
@@ -956,7 +1022,7 @@ type ElectLeaders struct {
 
 func (x *ElectLeaders) Reset() {
 	*x = ElectLeaders{}
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -968,7 +1034,7 @@ func (x *ElectLeaders) String() string {
 func (*ElectLeaders) ProtoMessage() {}
 
 func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1047,7 @@ func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeaders.ProtoReflect.Descriptor instead.
 func (*ElectLeaders) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{10}
+	return file_metastate_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ElectLeaders) GetDatabase() string {
@@ -1029,7 +1095,7 @@ type ElectionResult struct {
 
 func (x *ElectionResult) Reset() {
 	*x = ElectionResult{}
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +1107,7 @@ func (x *ElectionResult) String() string {
 func (*ElectionResult) ProtoMessage() {}
 
 func (x *ElectionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +1120,7 @@ func (x *ElectionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionResult.ProtoReflect.Descriptor instead.
 func (*ElectionResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{11}
+	return file_metastate_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ElectionResult) GetBuckets() []*BucketElection {
@@ -1080,7 +1146,7 @@ type BucketElection struct {
 
 func (x *BucketElection) Reset() {
 	*x = BucketElection{}
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1158,7 @@ func (x *BucketElection) String() string {
 func (*BucketElection) ProtoMessage() {}
 
 func (x *BucketElection) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1171,7 @@ func (x *BucketElection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketElection.ProtoReflect.Descriptor instead.
 func (*BucketElection) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{12}
+	return file_metastate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BucketElection) GetBucket() *BucketRecord {
@@ -1153,7 +1219,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1165,7 +1231,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +1244,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{13}
+	return file_metastate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -1197,7 +1263,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1275,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1288,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{14}
+	return file_metastate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -1242,7 +1308,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1320,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1333,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{15}
+	return file_metastate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -1295,7 +1361,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1307,7 +1373,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1320,7 +1386,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{16}
+	return file_metastate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -1365,7 +1431,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1377,7 +1443,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1390,7 +1456,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{17}
+	return file_metastate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -1474,7 +1540,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1486,7 +1552,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1499,7 +1565,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{18}
+	return file_metastate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -1548,7 +1614,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1626,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1639,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{19}
+	return file_metastate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -1723,7 +1789,7 @@ type MetadataUpdate struct {
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1801,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1814,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{20}
+	return file_metastate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -1876,14 +1942,19 @@ const file_metastate_proto_rawDesc = "" +
 	"fenceNodes\x12<\n" +
 	"\relect_leaders\x18\x13 \x01(\v2\x15.floe.v1.ElectLeadersH\x00R\felectLeadersB\x04\n" +
 	"\x02op\"\x12\n" +
-	"\x10AllocateWriterId\"\xb3\x01\n" +
+	"\x10AllocateWriterId\"\xee\x01\n" +
 	"\tAdjustIsr\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
 	"\tleader_id\x18\x03 \x01(\rR\bleaderId\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12!\n" +
 	"\fbucket_epoch\x18\x05 \x01(\x05R\vbucketEpoch\x12\x10\n" +
-	"\x03isr\x18\x06 \x03(\rR\x03isr\" \n" +
+	"\x03isr\x18\x06 \x03(\rR\x03isr\x129\n" +
+	"\rmember_epochs\x18\a \x03(\v2\x14.floe.v1.MemberEpochR\fmemberEpochs\"E\n" +
+	"\vMemberEpoch\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"node_epoch\x18\x02 \x01(\x04R\tnodeEpoch\" \n" +
 	"\n" +
 	"FenceNodes\x12\x12\n" +
 	"\x04gone\x18\x01 \x03(\rR\x04gone\"\xa1\x01\n" +
@@ -1973,7 +2044,7 @@ func file_metastate_proto_rawDescGZIP() []byte {
 	return file_metastate_proto_rawDescData
 }
 
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_metastate_proto_goTypes = []any{
 	(*NodeRecord)(nil),       // 0: floe.v1.NodeRecord
 	(*DatabaseRecord)(nil),   // 1: floe.v1.DatabaseRecord
@@ -1984,56 +2055,58 @@ var file_metastate_proto_goTypes = []any{
 	(*Command)(nil),          // 6: floe.v1.Command
 	(*AllocateWriterId)(nil), // 7: floe.v1.AllocateWriterId
 	(*AdjustIsr)(nil),        // 8: floe.v1.AdjustIsr
-	(*FenceNodes)(nil),       // 9: floe.v1.FenceNodes
-	(*ElectLeaders)(nil),     // 10: floe.v1.ElectLeaders
-	(*ElectionResult)(nil),   // 11: floe.v1.ElectionResult
-	(*BucketElection)(nil),   // 12: floe.v1.BucketElection
-	(*InitCluster)(nil),      // 13: floe.v1.InitCluster
-	(*RegisterNode)(nil),     // 14: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),   // 15: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),     // 16: floe.v1.DropDatabase
-	(*CreateTable)(nil),      // 17: floe.v1.CreateTable
-	(*DropTable)(nil),        // 18: floe.v1.DropTable
-	(*CommandResult)(nil),    // 19: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),   // 20: floe.v1.MetadataUpdate
-	nil,                      // 21: floe.v1.TableRecord.PropertiesEntry
-	nil,                      // 22: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),           // 23: floe.v1.ErrorCode
+	(*MemberEpoch)(nil),      // 9: floe.v1.MemberEpoch
+	(*FenceNodes)(nil),       // 10: floe.v1.FenceNodes
+	(*ElectLeaders)(nil),     // 11: floe.v1.ElectLeaders
+	(*ElectionResult)(nil),   // 12: floe.v1.ElectionResult
+	(*BucketElection)(nil),   // 13: floe.v1.BucketElection
+	(*InitCluster)(nil),      // 14: floe.v1.InitCluster
+	(*RegisterNode)(nil),     // 15: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),   // 16: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),     // 17: floe.v1.DropDatabase
+	(*CreateTable)(nil),      // 18: floe.v1.CreateTable
+	(*DropTable)(nil),        // 19: floe.v1.DropTable
+	(*CommandResult)(nil),    // 20: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),   // 21: floe.v1.MetadataUpdate
+	nil,                      // 22: floe.v1.TableRecord.PropertiesEntry
+	nil,                      // 23: floe.v1.CreateTable.PropertiesEntry
+	(ErrorCode)(0),           // 24: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	2,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	3,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	21, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
-	13, // 3: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	14, // 4: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	15, // 5: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	16, // 6: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	17, // 7: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	18, // 8: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	22, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	14, // 3: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	15, // 4: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	16, // 5: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	17, // 6: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	18, // 7: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	19, // 8: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
 	7,  // 9: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
 	8,  // 10: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
-	9,  // 11: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
-	10, // 12: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
-	12, // 13: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	5,  // 14: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	23, // 15: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	0,  // 16: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	2,  // 17: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	22, // 18: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	23, // 19: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	1,  // 20: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	4,  // 21: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	0,  // 22: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	5,  // 23: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	11, // 24: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	0,  // 25: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	4,  // 26: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	5,  // 27: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	10, // 11: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
+	11, // 12: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
+	9,  // 13: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
+	13, // 14: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	5,  // 15: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	24, // 16: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	0,  // 17: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	2,  // 18: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	23, // 19: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	24, // 20: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	1,  // 21: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	4,  // 22: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	0,  // 23: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	5,  // 24: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	12, // 25: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	0,  // 26: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	4,  // 27: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	5,  // 28: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -2054,8 +2127,8 @@ func file_metastate_proto_init() {
 		(*Command_FenceNodes)(nil),
 		(*Command_ElectLeaders)(nil),
 	}
-	file_metastate_proto_msgTypes[10].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[19].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[11].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[20].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
@@ -2069,7 +2142,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
