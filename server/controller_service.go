@@ -14,7 +14,9 @@ func (m *metaService) AdjustIsr(ctx context.Context, req *pb.AdjustIsrRequest) (
 	if req.Change == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "adjust ISR without a change")
 	}
-	res, err := m.s.propose(ctx, &pb.Command{RequestId: []byte(newID()),
+	// A leader retries a proposal whose outcome it does not know with the
+	// same request id: the state machine answers it with the first result.
+	res, err := m.s.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
 		Op: &pb.Command_AdjustIsr{AdjustIsr: req.Change}})
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -38,6 +39,12 @@ type Manager struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	// bgMu orders goBackground with Close: no background work starts once
+	// Close began waiting for it.
+	bgMu     sync.Mutex
+	bgClosed bool
+	bg       sync.WaitGroup
 }
 
 // New starts a manager with no replicas; Apply gives it some.
@@ -130,6 +137,11 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 			continue
 		}
 		m.tables[t.Id] = info
+		for id, r := range m.replicas {
+			if id.TableID == t.Id {
+				r.setTable(info)
+			}
+		}
 	}
 	var drop []*Replica
 	dropped := map[uint64]bool{}
@@ -202,16 +214,9 @@ func (m *Manager) applyBucket(b *pb.BucketRecord) {
 		m.replicas[id] = r
 		m.mu.Unlock()
 	}
-	switch b.Leader {
-	case self:
-		if err := r.becomeLeader(b.LeaderEpoch, b.BucketEpoch, b.Replicas, b.Isr); err != nil {
-			m.log.Error("cannot lead bucket", "bucket", id.String(), "err", err)
-		}
-	default:
-		r.becomeFollower(b.Leader, b.LeaderEpoch, b.BucketEpoch, b.Replicas, b.Isr)
-		if b.Leader != 0 {
-			m.ensureFetcher(b.Leader)
-		}
+	r.assign(b)
+	if b.Leader != 0 && b.Leader != self {
+		m.ensureFetcher(b.Leader)
 	}
 }
 
@@ -225,7 +230,7 @@ func (m *Manager) followedBy(leader uint32) []*Replica {
 func (m *Manager) followedByLocked(leader uint32) []*Replica {
 	var out []*Replica
 	for _, r := range m.replicas {
-		if role, l, _, _ := r.state(); role == roleFollower && l == leader {
+		if role, l, _, _ := r.state(); role == replication.RoleFollower && l == leader {
 			out = append(out, r)
 		}
 	}
@@ -252,7 +257,7 @@ func (m *Manager) housekeeping() {
 		}
 		m.mu.Unlock()
 		for _, r := range reps {
-			r.checkISR()
+			r.checkISR(time.Now())
 		}
 		if time.Since(lastHW) >= hwCheckpointInterval {
 			lastHW = time.Now()
@@ -285,6 +290,10 @@ func (m *Manager) Close() error {
 		f.cancel()
 	}
 	m.wg.Wait()
+	m.bgMu.Lock()
+	m.bgClosed = true
+	m.bgMu.Unlock()
+	m.bg.Wait()
 	var err error
 	for _, r := range reps {
 		err = errors.Join(err, r.close(false))
@@ -292,6 +301,21 @@ func (m *Manager) Close() error {
 	m.zstd.Close()
 	m.notify()
 	return err
+}
+
+// goBackground runs f on a goroutine Close waits for; after Close it does
+// not run f. f must return soon after m.stop closes.
+func (m *Manager) goBackground(f func()) {
+	m.bgMu.Lock()
+	defer m.bgMu.Unlock()
+	if m.bgClosed {
+		return
+	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		f()
+	}()
 }
 
 // waitChange waits for any change or until ctx ends / deadline passes.
