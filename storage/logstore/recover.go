@@ -1,7 +1,6 @@
 package logstore
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -40,7 +39,10 @@ func (l *Log) recover() error {
 		}
 		l.publishSegments([]*segment{s})
 		l.active = s
-		return l.epochs.truncateFromEnd(0)
+		if err := l.epochs.truncateFromEnd(0); err != nil {
+			return err
+		}
+		return l.recoverSyncFailed(rp, rpErr)
 	}
 
 	segs := make([]*segment, 0, len(bases))
@@ -82,6 +84,9 @@ func (l *Log) recover() error {
 		return err
 	}
 	if err := l.epochs.truncateFromStart(segs[0].base); err != nil {
+		return err
+	}
+	if err := l.recoverSyncFailed(rp, rpErr); err != nil {
 		return err
 	}
 	l.logger.Debug("log opened", "segments", len(segs), "start_offset", segs[0].base, "end_offset", l.writtenEnd)
@@ -215,7 +220,10 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 				"discarded_bytes_max", limit-pos)
 		}
 		// Cut the file so no stale batch past the end can ever be read back.
-		if err := s.trimAndSync(); err != nil {
+		if err := s.trim(); err != nil {
+			return err
+		}
+		if err := l.syncSegment(s, true); err != nil {
 			return err
 		}
 	}
@@ -237,36 +245,26 @@ func (l *Log) readRecoveryPoint() (logPosition, error) {
 	if err != nil {
 		return logPosition{}, err
 	}
-	if len(buf) != 24 {
-		return logPosition{}, fmt.Errorf("%w: %s: %d bytes", ErrCorrupt, recoveryPointFile, len(buf))
-	}
-	return logPosition{
-		segmentBase: int64(binary.BigEndian.Uint64(buf)),
-		pos:         int64(binary.BigEndian.Uint64(buf[8:])),
-		offset:      int64(binary.BigEndian.Uint64(buf[16:])),
-	}, nil
+	return decodePosition(recoveryPointFile, buf)
 }
 
 // writeRecoveryPoint checkpoints the durable position if it moved. Callers
-// hold mu or run alone (background loop); cpMu orders the writes.
+// hold mu or run alone (background loop); cpMu orders the writes. A failed
+// log checkpoints nothing: its sync-failed marker says where it was durable.
 func (l *Log) writeRecoveryPoint() error {
 	l.cpMu.Lock()
 	defer l.cpMu.Unlock()
 	l.syncMu.Lock()
-	pos := l.durable
+	pos, failed := l.durable, l.failure != nil
 	l.syncMu.Unlock()
-	if pos == l.checkpointed {
+	if failed || pos == l.checkpointed {
 		return nil
 	}
 	return l.writeRecoveryPointLocked(pos)
 }
 
 func (l *Log) writeRecoveryPointLocked(pos logPosition) error {
-	buf := make([]byte, 24)
-	binary.BigEndian.PutUint64(buf, uint64(pos.segmentBase))
-	binary.BigEndian.PutUint64(buf[8:], uint64(pos.pos))
-	binary.BigEndian.PutUint64(buf[16:], uint64(pos.offset))
-	if err := writeCheckpoint(l.cfg.Dir, recoveryPointFile, buf); err != nil {
+	if err := writeCheckpoint(l.cfg.Dir, recoveryPointFile, encodePosition(pos)); err != nil {
 		return err
 	}
 	l.checkpointed = pos

@@ -170,29 +170,28 @@ func allocate(f *os.File, oldSize, newSize int64) error {
 	return nil
 }
 
-// sync makes everything written durable (data and, when the preallocation
-// grew, the file size).
-func (s *segment) sync() error {
-	if err := unix.Fdatasync(int(s.file.Fd())); err != nil {
-		return fmt.Errorf("%w: segment %d: %v", ErrSyncFailed, s.base, err)
+// fsync makes everything written durable: fdatasync, or a full fsync when
+// the file's length must be durable too. The log calls it through
+// Log.syncSegment, which owns what a failure means.
+func (s *segment) fsync(full bool) error {
+	if full {
+		return s.file.Sync()
 	}
-	return nil
+	return unix.Fdatasync(int(s.file.Fd()))
 }
 
-// trimAndSync cuts the file to its data, making the length durable too.
-func (s *segment) trimAndSync() error {
+// trim cuts the file to its data; the caller fsyncs (full) to make the
+// length durable.
+func (s *segment) trim() error {
 	if err := s.file.Truncate(s.size); err != nil {
 		return fmt.Errorf("logstore: trim segment %d: %w", s.base, err)
 	}
 	s.allocated = s.size
-	if err := s.file.Sync(); err != nil {
-		return fmt.Errorf("%w: segment %d: %v", ErrSyncFailed, s.base, err)
-	}
 	return nil
 }
 
 // zeroFrom overwrites [pos, size) with zeros, keeping the file length (a
-// reader may still hold a view of those bytes), and makes it durable.
+// reader may still hold a view of those bytes); the caller fsyncs.
 func (s *segment) zeroFrom(pos int64) error {
 	zeros := make([]byte, min(s.size-pos, 1<<20))
 	for p := pos; p < s.size; p += int64(len(zeros)) {
@@ -202,7 +201,7 @@ func (s *segment) zeroFrom(pos int64) error {
 		}
 	}
 	s.size = pos
-	return s.sync()
+	return nil
 }
 
 // writeIndexes persists the sealed segment's indexes.

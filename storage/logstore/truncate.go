@@ -69,8 +69,7 @@ func (l *Log) Truncate(to int64) error {
 	}
 	l.cpMu.Unlock()
 	if err != nil {
-		l.failLocked(err)
-		return err
+		return l.fail(err)
 	}
 	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
 		return err
@@ -81,8 +80,7 @@ func (l *Log) Truncate(to int64) error {
 	if target.sealed {
 		active, err := target.reopen(l.cfg.SegmentMaxBytes)
 		if err != nil {
-			l.failLocked(err)
-			return err
+			return l.fail(err)
 		}
 		defer target.release()
 		kept[idx], target = active, active
@@ -91,8 +89,7 @@ func (l *Log) Truncate(to int64) error {
 	l.publishSegments(kept)
 	for i := len(segs) - 1; i > idx; i-- {
 		if err := segs[i].remove(); err != nil {
-			l.failLocked(err)
-			return err
+			return l.fail(err)
 		}
 	}
 	if target.sealed {
@@ -100,7 +97,9 @@ func (l *Log) Truncate(to int64) error {
 		target.sealed = false
 	}
 	if err := target.zeroFrom(cut); err != nil {
-		l.failLocked(err)
+		return l.fail(err)
+	}
+	if err := l.syncSegment(target, false); err != nil {
 		return err
 	}
 	target.index.truncate(cut)
