@@ -162,7 +162,7 @@ func (l *Log) writeBatchesLocked(data []byte, count int) error {
 	for range count {
 		b := record.Batch(data[runEnd:])
 		b = b[:b.Size()]
-		if l.shouldRoll(int64(runEnd-runStart)+int64(len(b))) || b.LastOffset()-l.active.base > maxRelativeOffset {
+		if l.shouldRoll(int64(runEnd-runStart), int64(len(b))) || b.LastOffset()-l.active.base > maxRelativeOffset {
 			if err := flush(); err != nil {
 				return l.fail(err)
 			}
@@ -200,14 +200,17 @@ func (l *Log) writeBatchesLocked(data []byte, count int) error {
 // maxRelativeOffset keeps offsets relative to a segment's base in 32 bits.
 const maxRelativeOffset = 1<<32 - 1
 
-// shouldRoll reports whether the active segment must be sealed before
-// pending bytes are written to it.
-func (l *Log) shouldRoll(pending int64) bool {
+// shouldRoll reports whether the active segment must be sealed before a
+// batch of batchBytes is written to it, after runBytes that are bound for it
+// but not written yet (one write covers a run of batches, so the segment's
+// size alone undercounts it). An empty segment takes any batch.
+func (l *Log) shouldRoll(runBytes, batchBytes int64) bool {
 	s := l.active
-	if s.size == 0 {
+	used := s.size + runBytes
+	if used == 0 {
 		return false
 	}
-	if s.size+pending > l.cfg.SegmentMaxBytes {
+	if used+batchBytes > l.cfg.SegmentMaxBytes {
 		return true
 	}
 	age := l.cfg.SegmentMaxAge
