@@ -49,8 +49,12 @@
 // up to it (cheap: one header per batch, no checksums) and verifies CRCs only
 // past it, stopping at the first batch whose length or CRC is invalid; the
 // torn tail is cut off. A bad batch below the recovery point, or in a sealed
-// segment when it is read, is reported as corruption ([ErrCorrupt]) and never
-// truncated away.
+// segment when it is read, is reported as corruption and never truncated
+// away by the log itself: a [*CorruptError] (matching [ErrCorrupt]) names the
+// first damaged offset, and [Log.Truncate] to it works on the damaged log, so
+// a replica can drop the damaged suffix and fetch it again from a peer.
+// Reads check each batch's length, checksum and base offset (which the
+// checksum does not cover) against the batch before it.
 //
 // # Leader epochs
 //

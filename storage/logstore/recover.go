@@ -138,12 +138,12 @@ func (l *Log) recoverSealed(s *segment, nextBase int64) error {
 		}
 	}
 	// Walk the headers after the last index entry to find the segment's end.
-	pos := s.index.floor(^uint32(0))
-	next := s.base
+	pos, rel := s.index.floor(^uint32(0))
+	next := s.base + int64(rel)
 	for pos < s.size {
-		b, err := record.CheckHeader(s.data[pos:s.size])
+		b, err := s.batchAt(pos, s.size, next)
 		if err != nil {
-			return fmt.Errorf("%w: sealed segment %d at byte %d: %v", ErrCorrupt, s.base, pos, err)
+			return fmt.Errorf("sealed segment: %w", err)
 		}
 		next = b.NextOffset()
 		pos += int64(len(b))
@@ -160,13 +160,14 @@ func (l *Log) recoverSealed(s *segment, nextBase int64) error {
 // segments were fsynced whole before they were sealed).
 func (l *Log) rebuildIndex(s *segment) error {
 	s.index.reset()
-	for pos := int64(0); pos < s.size; {
-		b, err := record.CheckHeader(s.data[pos:s.size])
+	for pos, next := int64(0), s.base; pos < s.size; {
+		b, err := s.batchAt(pos, s.size, next)
 		if err != nil {
-			return fmt.Errorf("%w: segment %d at byte %d: %v", ErrCorrupt, s.base, pos, err)
+			return err
 		}
 		s.index.observe(s.base, b, pos)
 		pos += int64(len(b))
+		next = b.NextOffset()
 	}
 	return nil
 }
@@ -182,13 +183,13 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 	}
 	pos, next := int64(0), s.base
 	for pos < trusted {
-		b, err := record.CheckHeader(s.data[pos:limit])
-		if err == nil && b.BaseOffset() != next {
-			err = fmt.Errorf("base offset %d, expected %d", b.BaseOffset(), next)
+		b, err := s.batchAt(pos, limit, next)
+		if err == nil && pos+int64(len(b)) > trusted {
+			err = &CorruptError{Offset: next, SegmentBase: s.base, Position: pos,
+				Err: fmt.Errorf("batch of %d bytes crosses the recovery point %d", len(b), trusted)}
 		}
-		if err != nil || pos+int64(len(b)) > trusted {
-			return fmt.Errorf("%w: segment %d at byte %d, below the recovery point %d: %v",
-				ErrCorrupt, s.base, pos, trusted, err)
+		if err != nil {
+			return fmt.Errorf("below the recovery point: %w", err)
 		}
 		s.index.observe(s.base, b, pos)
 		pos += int64(len(b))

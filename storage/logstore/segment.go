@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/floedb/floe/storage/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -166,6 +167,28 @@ func allocate(f *os.File, oldSize, newSize int64) error {
 	}
 	if err != nil {
 		return fmt.Errorf("logstore: preallocate %s to %d bytes: %w", f.Name(), newSize, err)
+	}
+	return nil
+}
+
+// batchAt checks the header of the batch at byte pos, which must end by
+// byte end and start at offset: a *CorruptError names offset otherwise. The
+// base offset is outside the batch checksum, so it is checked here.
+func (s *segment) batchAt(pos, end, offset int64) (record.Batch, error) {
+	b, err := record.CheckHeader(s.data[pos:end])
+	if err == nil && b.BaseOffset() != offset {
+		err = fmt.Errorf("base offset %d where offset %d belongs", b.BaseOffset(), offset)
+	}
+	if err != nil {
+		return nil, &CorruptError{Offset: offset, SegmentBase: s.base, Position: pos, Err: err}
+	}
+	return b, nil
+}
+
+// checkBatch verifies the checksum of b, found at byte pos by batchAt.
+func (s *segment) checkBatch(b record.Batch, pos int64) error {
+	if _, err := record.Check(b); err != nil {
+		return &CorruptError{Offset: b.BaseOffset(), SegmentBase: s.base, Position: pos, Err: err}
 	}
 	return nil
 }
