@@ -116,8 +116,15 @@ func (l *Log) recoverSyncFailed(rp logPosition, rpErr error) error {
 	if pos.offset < l.writtenEnd {
 		l.logger.Warn("the log failed before: cutting it back to its last durable offset",
 			"durable_offset", pos.offset, "end_offset", l.writtenEnd)
+		// Truncate forgets the epochs it cuts; recovery keeps the newest.
+		newest, ok := l.epochs.latest()
 		if err := l.Truncate(pos.offset); err != nil {
 			return err
+		}
+		if ok {
+			if err := l.epochs.assign(newest.Epoch, l.writtenEnd); err != nil {
+				return err
+			}
 		}
 	}
 	if err := os.Remove(filepath.Join(l.cfg.Dir, syncFailedFile)); err != nil {

@@ -200,7 +200,10 @@ func (l *Log) AssignEpoch(epoch int32) error {
 	return l.epochs.assign(epoch, l.writtenEnd)
 }
 
-// LatestEpoch is the newest leader epoch in the epoch cache.
+// LatestEpoch is the newest leader epoch assigned to this log. It survives
+// reopening, even after a crash that lost every batch of it or when it has
+// none yet (its entry then starts at the log end); only Truncate at or below
+// its start forgets it, as a follower does when its log diverged.
 func (l *Log) LatestEpoch() (int32, bool) {
 	e, ok := l.epochs.latest()
 	return e.Epoch, ok

@@ -39,7 +39,7 @@ func (l *Log) recover() error {
 		}
 		l.publishSegments([]*segment{s})
 		l.active = s
-		if err := l.epochs.truncateFromEnd(0); err != nil {
+		if err := l.epochs.clampToEnd(0); err != nil {
 			return err
 		}
 		return l.recoverSyncFailed(rp, rpErr)
@@ -80,7 +80,7 @@ func (l *Log) recover() error {
 	l.writtenPub.Store(l.writtenEnd)
 	pos := logPosition{segmentBase: l.active.base, pos: l.active.size, offset: l.writtenEnd}
 	l.durable, l.checkpointed = pos, rp
-	if err := l.epochs.truncateFromEnd(l.writtenEnd); err != nil {
+	if err := l.epochs.clampToEnd(l.writtenEnd); err != nil {
 		return err
 	}
 	if err := l.epochs.truncateFromStart(segs[0].base); err != nil {
