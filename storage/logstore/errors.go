@@ -27,9 +27,11 @@ var (
 	// ErrTruncated: the log was truncated below an append before it became
 	// durable; the append is lost.
 	ErrTruncated = errors.New("logstore: append truncated before it was durable")
-	// ErrSyncFailed: an fsync failed. The log refuses further writes: after a
-	// failed fsync the page cache may have dropped the data (the kernel does
-	// not report it twice), so only reopening and recovering is safe.
+	// ErrSyncFailed: an fsync failed (or a write the log cannot undo did),
+	// and the log failed for good; the error wraps the cause. The log
+	// refuses further writes: after a failed fsync the page cache may have
+	// dropped the data (the kernel does not report it twice), so only
+	// reopening, which recovers the last durable offset, is safe.
 	ErrSyncFailed = errors.New("logstore: fsync failed")
 )
 
