@@ -104,6 +104,11 @@ type Config struct {
 	// Now is the clock used for commit timestamps and age checks; nil is
 	// time.Now.
 	Now func() time.Time
+
+	// fsyncFault, when set, runs before every segment fsync and a non-nil
+	// result stands for the fsync failing (the fsync is then not made):
+	// tests inject disk errors through it.
+	fsyncFault func(segmentBase int64) error
 }
 
 // Validate reports the first invalid field.
