@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"syscall"
 
+	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -26,7 +27,7 @@ import (
 func storageFailure(err error) bool {
 	var pe *fs.PathError
 	var errno syscall.Errno
-	return errors.As(err, &pe) || errors.As(err, &errno)
+	return errors.Is(err, logstore.ErrSyncFailed) || errors.As(err, &pe) || errors.As(err, &errno)
 }
 
 // maybeFail takes the replica out of service when err is a storage failure.

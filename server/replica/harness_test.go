@@ -22,10 +22,15 @@ type noDialer struct{}
 
 func (noDialer) Tablet(string) pb.DRPCTabletClient { return nil }
 
-// newTestManager starts a manager of node 1 over a fresh folder.
-func newTestManager(t *testing.T, dir string) *Manager {
+// newTestManager starts a manager of node 1 over a fresh folder; opts
+// adjust its config.
+func newTestManager(t *testing.T, dir string, opts ...func(*Config)) *Manager {
 	t.Helper()
-	m, err := New(Config{NodeID: 1, Dir: dir, Meta: noMeta{}, Dialer: noDialer{}})
+	cfg := Config{NodeID: 1, Dir: dir, Meta: noMeta{}, Dialer: noDialer{}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,9 @@ var storageErrorCodes = []struct {
 	{logstore.ErrStaleEpoch, pb.ErrorCode_ERROR_CODE_NOT_LEADER},
 	{logstore.ErrTruncated, pb.ErrorCode_ERROR_CODE_NOT_LEADER},
 	{logstore.ErrClosed, pb.ErrorCode_ERROR_CODE_UNAVAILABLE},
+	// A failed log takes its replica out of service: another replica
+	// leads next (failure.go).
+	{logstore.ErrSyncFailed, pb.ErrorCode_ERROR_CODE_NOT_LEADER},
 	{kverr.ErrClosed, pb.ErrorCode_ERROR_CODE_UNAVAILABLE},
 	{kverr.ErrCorrupt, pb.ErrorCode_ERROR_CODE_CORRUPT},
 	// The protocol core's refusals.

@@ -105,10 +105,11 @@ type Config struct {
 	// time.Now.
 	Now func() time.Time
 
-	// fsyncFault, when set, runs before every segment fsync and a non-nil
+	// FsyncFault, when set, runs before every segment fsync and a non-nil
 	// result stands for the fsync failing (the fsync is then not made):
-	// tests inject disk errors through it.
-	fsyncFault func(segmentBase int64) error
+	// tests, here and in the packages above, inject disk errors through
+	// it. Nil in production.
+	FsyncFault func(segmentBase int64) error
 }
 
 // Validate reports the first invalid field.

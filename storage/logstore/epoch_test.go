@@ -230,7 +230,7 @@ func TestLatestEpochSurvivesReopen(t *testing.T) {
 	t.Run("sync failure", func(t *testing.T) {
 		disk := newFlakyDisk()
 		dir := t.TempDir()
-		l := openLog(t, Config{Dir: dir, fsyncFault: disk.fault})
+		l := openLog(t, Config{Dir: dir, FsyncFault: disk.fault})
 		durableEnd := appendDurable(t, l, 2)
 		disk.armed.Store(true)
 		_, err := l.Append(makeBatch(t, "lost", 3, 40), 7)

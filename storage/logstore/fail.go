@@ -35,8 +35,8 @@ func (l *Log) syncSegment(seg *segment, full bool) error {
 		return err
 	}
 	var err error
-	if l.cfg.fsyncFault != nil {
-		err = l.cfg.fsyncFault(seg.base)
+	if l.cfg.FsyncFault != nil {
+		err = l.cfg.FsyncFault(seg.base)
 	}
 	if err == nil {
 		err = seg.fsync(full)

@@ -87,7 +87,7 @@ func TestSyncFailure(t *testing.T) {
 			disk := newFlakyDisk()
 			dir := t.TempDir()
 			l := openLog(t, Config{Dir: dir, Sync: p, SyncInterval: time.Millisecond,
-				RecoveryPointInterval: time.Hour, fsyncFault: disk.fault})
+				RecoveryPointInterval: time.Hour, FsyncFault: disk.fault})
 			durableEnd := appendDurable(t, l, 3)
 
 			disk.armed.Store(true)
@@ -145,7 +145,7 @@ func TestSyncFailedMarker(t *testing.T) {
 		t.Run(fmt.Sprintf("damaged=%v", damaged), func(t *testing.T) {
 			disk := newFlakyDisk()
 			dir := t.TempDir()
-			l := openLog(t, Config{Dir: dir, RecoveryPointInterval: time.Hour, fsyncFault: disk.fault})
+			l := openLog(t, Config{Dir: dir, RecoveryPointInterval: time.Hour, FsyncFault: disk.fault})
 			durableEnd := appendDurable(t, l, 3)
 			if err := l.writeRecoveryPoint(); err != nil {
 				t.Fatal(err)
@@ -200,7 +200,7 @@ func TestSyncFailureUnderGroupCommit(t *testing.T) {
 	disk := newFlakyDisk()
 	disk.hold = make(chan struct{})
 	dir := t.TempDir()
-	l := openLog(t, Config{Dir: dir, Sync: SyncAlways, fsyncFault: disk.fault})
+	l := openLog(t, Config{Dir: dir, Sync: SyncAlways, FsyncFault: disk.fault})
 	durableEnd := appendDurable(t, l, 2)
 
 	disk.armed.Store(true)
