@@ -26,6 +26,9 @@ type Effects struct {
 	// its log already holds (a leader that restarted, or metadata older
 	// than its registration). It does not lead; a newer epoch will come.
 	StaleLeadership bool
+	// StaleMetadata: the assignment was as of an index below the node's
+	// registration and was ignored.
+	StaleMetadata bool
 }
 
 // Merge folds o into e.
@@ -35,6 +38,7 @@ func (e *Effects) Merge(o Effects) {
 	e.HWAdvanced = e.HWAdvanced || o.HWAdvanced
 	e.ISRChanged = e.ISRChanged || o.ISRChanged
 	e.StaleLeadership = e.StaleLeadership || o.StaleLeadership
+	e.StaleMetadata = e.StaleMetadata || o.StaleMetadata
 	if o.Propose != nil {
 		e.Propose = o.Propose
 	}
