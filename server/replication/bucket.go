@@ -78,6 +78,9 @@ type follower struct {
 	lastFetchAt          time.Time
 	// caughtUpAt is the last time the follower was caught up.
 	caughtUpAt time.Time
+	// nodeEpoch is the newest node epoch the follower fetched with, 0
+	// when none was sent.
+	nodeEpoch int64
 }
 
 // Bucket is the protocol state of one replica of one bucket. It is not

@@ -266,3 +266,39 @@ func TestConsumerAboveLaggingHW(t *testing.T) {
 		t.Fatalf("after the HW moved: [%d, %d) %v", from, to, err)
 	}
 }
+
+// Issue 11 (a wiped or restarted follower): a fetch carries the follower's
+// node epoch. A newer one than the leader has seen restarts the follower's
+// progress; an older one is a late fetch of the earlier run, from an end
+// its log may no longer hold (a wiped disk), and is fenced: counting it
+// would let the high watermark pass an empty replica.
+func TestFetchOfAnEarlierStart(t *testing.T) {
+	b := leaderOf(t, []uint32{1, 2}, 10)
+	l := LeaderLog{WrittenEnd: 10, EpochEnd: oneEpoch(1, 10)}
+	at := func(offset, nodeEpoch int64, last int32) FollowerFetch {
+		return FollowerFetch{Follower: 2, LeaderEpoch: 1, Offset: offset, LastFetchedEpoch: last, NodeEpoch: nodeEpoch}
+	}
+	if _, _, err := b.ServeFetch(at(4, 5, 1), l, t0); err != nil {
+		t.Fatal(err)
+	}
+	wantHW(t, b, 4)
+	// Node 2 is wiped and registers again at 8; its first fetch is at 0.
+	if _, _, err := b.ServeFetch(at(0, 8, -1), l, t0); err != nil {
+		t.Fatal(err)
+	}
+	if end := b.FollowerEnd(2); end != 0 {
+		t.Fatalf("follower end %d after a fetch of a new registration at 0", end)
+	}
+	// A fetch the earlier run sent at 10 arrives late: fenced, not counted.
+	_, _, err := b.ServeFetch(at(10, 5, 1), l, t0)
+	wantErr(t, err, ErrFenced)
+	if end := b.FollowerEnd(2); end != 0 {
+		t.Fatalf("follower end %d after a late fetch of an earlier run", end)
+	}
+	wantHW(t, b, 4)
+	// Fetches without a node epoch are not checked.
+	if _, _, err := b.ServeFetch(at(10, 0, 1), l, t0); err != nil {
+		t.Fatal(err)
+	}
+	wantHW(t, b, 10)
+}
