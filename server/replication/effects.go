@@ -54,6 +54,12 @@ type Proposal struct {
 	LeaderEpoch int32
 	BucketEpoch int32
 	ISR         []uint32
+	// NodeEpochs are the node epochs of the ISR's members, in ISR order, as
+	// the leader knows them: its own registration and the one each
+	// follower last fetched with (0: unknown). The controller refuses to
+	// add a member registered again since (KIP-903): the progress that
+	// made it eligible belongs to an earlier run, maybe of a wiped disk.
+	NodeEpochs []int64
 	// Attempts so far (1 for the first send).
 	Attempts int
 
@@ -71,7 +77,10 @@ func (p *Proposal) String() string {
 // Key identifies the proposal's content: a request id built from it and the
 // bucket is the same on every retry.
 func (p *Proposal) Key() string {
-	return fmt.Sprintf("isr:%d:%d:%v", p.LeaderEpoch, p.BucketEpoch, p.ISR)
+	if len(p.NodeEpochs) == 0 {
+		return fmt.Sprintf("isr:%d:%d:%v", p.LeaderEpoch, p.BucketEpoch, p.ISR)
+	}
+	return fmt.Sprintf("isr:%d:%d:%v:%v", p.LeaderEpoch, p.BucketEpoch, p.ISR, p.NodeEpochs)
 }
 
 // Outcome is how an AdjustIsr attempt ended.

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -301,4 +302,37 @@ func TestFetchOfAnEarlierStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantHW(t, b, 10)
+}
+
+// KIP-903 (issue 11, a wiped follower proposed into the ISR): a proposal
+// carries the node epochs of its members as the leader knows them, and
+// they are part of its key, so the controller can refuse a member that
+// registered again since the fetches that made it eligible, and a proposal
+// for the same ISR after that registration is another request.
+func TestProposalCarriesNodeEpochs(t *testing.T) {
+	b := New(Config{Self: 1, ReplicaLagMax: lagMax, MinISR: 1, NodeEpoch: 3}, Log{DurableEnd: 10, LatestEpoch: 0})
+	b.Assign(Assignment{Leader: 1, LeaderEpoch: 1, BucketEpoch: 1, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2}}, 10, t0)
+	l := LeaderLog{WrittenEnd: 10, EpochEnd: oneEpoch(1, 10)}
+	serve := func(id uint32, nodeEpoch int64) Effects {
+		t.Helper()
+		_, eff, err := b.ServeFetch(FollowerFetch{Follower: id, LeaderEpoch: 1, Offset: 10, LastFetchedEpoch: 1, NodeEpoch: nodeEpoch}, l, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return eff
+	}
+	serve(2, 4)
+	p := serve(3, 6).Propose
+	if p == nil || !slices.Equal(p.ISR, []uint32{1, 2, 3}) {
+		t.Fatalf("follower 3 not proposed in: %v", p)
+	}
+	if !slices.Equal(p.NodeEpochs, []int64{3, 4, 6}) {
+		t.Fatalf("proposal node epochs %v, want [3 4 6]", p.NodeEpochs)
+	}
+	key := p.Key()
+	b.ProposalOutcome(p.ID, Refused, nil, t0) // node 3 registered again at 9
+	p = serve(3, 9).Propose
+	if p == nil || !slices.Equal(p.NodeEpochs, []int64{3, 4, 9}) || p.Key() == key {
+		t.Fatalf("proposal after node 3's new registration: %v (key %q, was %q)", p, p.Key(), key)
+	}
 }
