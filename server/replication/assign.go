@@ -42,6 +42,14 @@ func (b *Bucket) Assign(a Assignment, logEnd int64, now time.Time) Effects {
 	case sameRole:
 	case a.Leader == b.cfg.Self:
 		eff.Merge(b.becomeLeader(a, logEnd, now))
+	case a.Leader != 0 && a.LeaderEpoch < b.logEpoch:
+		// Following an epoch older than the newest in its own log, the
+		// replica would fetch from a deposed leader, be counted toward its
+		// high watermark at offsets where it holds newer batches, or be
+		// told to truncate below data a later epoch committed.
+		b.role, b.leader, b.leaderEpoch = RoleNone, a.Leader, a.LeaderEpoch
+		b.followers, b.pending = nil, nil
+		eff.RoleChanged, eff.StaleFollowership = true, true
 	default:
 		b.becomeFollower(a, logEnd)
 		eff.RoleChanged = true

@@ -26,6 +26,10 @@ type Effects struct {
 	// its log already holds (a leader that restarted, or metadata older
 	// than its registration). It does not lead; a newer epoch will come.
 	StaleLeadership bool
+	// StaleFollowership: the metadata named this replica follower at an
+	// epoch older than the newest its log holds (metadata older than the
+	// replica's own data). It does not follow; a newer epoch will come.
+	StaleFollowership bool
 	// StaleMetadata: the assignment was as of an index below the node's
 	// registration and was ignored.
 	StaleMetadata bool
@@ -39,6 +43,7 @@ func (e *Effects) Merge(o Effects) {
 	e.ISRChanged = e.ISRChanged || o.ISRChanged
 	e.StaleLeadership = e.StaleLeadership || o.StaleLeadership
 	e.StaleMetadata = e.StaleMetadata || o.StaleMetadata
+	e.StaleFollowership = e.StaleFollowership || o.StaleFollowership
 	if o.Propose != nil {
 		e.Propose = o.Propose
 	}

@@ -191,3 +191,27 @@ func TestMetadataBelowRegistrationIgnored(t *testing.T) {
 		t.Fatalf("image without an index: effects %+v", eff)
 	}
 }
+
+// A replica whose log holds leader epoch 5 refuses to follow in epoch 3
+// (metadata older than its own data, e.g. an image without an index read
+// at a restart): it would fetch from a deposed leader that counts it at
+// offsets where it holds epoch-5 batches, or truncate data epoch 5
+// committed. It follows once metadata of epoch 5 or later comes.
+func TestStaleFollowershipRefused(t *testing.T) {
+	b := New(Config{Self: 2, ReplicaLagMax: lagMax, MinISR: 1}, Log{HWCheckpoint: 8, DurableEnd: 10, LatestEpoch: 5})
+	a := Assignment{Leader: 1, LeaderEpoch: 3, BucketEpoch: 4, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2}}
+	eff := b.Assign(a, 10, t0)
+	if !eff.StaleFollowership {
+		t.Fatalf("following epoch 3 with epoch 5 in the log: effects %+v", eff)
+	}
+	if _, _, _, ok := b.FollowerFetchFrom(); ok {
+		t.Fatal("a stale follower fetches")
+	}
+	a.LeaderEpoch, a.BucketEpoch = 5, 9
+	if eff := b.Assign(a, 10, t0); eff.StaleFollowership || !eff.RoleChanged {
+		t.Fatalf("epoch 5: effects %+v", eff)
+	}
+	if leader, epoch, offset, ok := b.FollowerFetchFrom(); !ok || leader != 1 || epoch != 5 || offset != 10 {
+		t.Fatalf("FollowerFetchFrom = %d, %d, %d, %v", leader, epoch, offset, ok)
+	}
+}
