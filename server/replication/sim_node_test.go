@@ -15,8 +15,8 @@ type simNode struct {
 	incarnation int // the data folder's; a wipe makes a new one
 	nodeEpoch   int64
 	log         *simLog
-	// wipedLog is the log a wipe lost, until the node registers again.
-	wipedLog  *simLog
+	// wipedLogs are the logs wipes lost.
+	wipedLogs []*simLog
 	core      *Bucket
 	metaIndex int64 // the newest metadata index applied in this run
 
@@ -200,9 +200,7 @@ func (w *simWorld) crash(n *simNode, wipe bool) {
 	n.fetching, n.fetched = false, nil
 	n.log.crash()
 	if wipe {
-		if n.wipedLog == nil {
-			n.wipedLog = n.log
-		}
+		n.wipedLogs = append(n.wipedLogs, n.log)
 		n.log = &simLog{}
 		n.incarnation++
 	}
@@ -217,7 +215,7 @@ func (w *simWorld) restart(n *simNode, stale bool) error {
 	w.nextRun++
 	n.up, n.run, n.metaIndex = true, w.nextRun, 0
 	index, img := w.ctrl.register(n.id, n.incarnation)
-	n.nodeEpoch, n.wipedLog = index, nil
+	n.nodeEpoch = index
 	n.core = New(Config{Self: n.id, ReplicaLagMax: w.lagMax, MinISR: w.minISR, NodeEpoch: index}, n.log.recovered())
 	n.seenLeaderEpoch, n.seenBucketEpoch, n.seenHW, n.seenHWEpoch = -1, -1, 0, -1
 	w.logf("node %d restarts as run %d, node epoch %d, log end %d", n.id, n.run, index, n.log.end())

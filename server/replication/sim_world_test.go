@@ -369,14 +369,14 @@ func (w *simWorld) settleWrites() error {
 }
 
 // durableCopies counts the nodes (up or down) whose log holds e at o
-// durably. A wiped log counts until its node registers again: until then
-// no one can know the disk is gone, and the copy it held was real when
-// reported; after, a leader counting it is a bug.
+// durably, or held it before a wipe: acks=all promises min.insync.replicas
+// copies when the replicas reported them, and a disk lost after that (which
+// the leader learns of only through the metadata) is a fault beyond it.
 func (w *simWorld) durableCopies(o int64, e simEntry) int {
 	copies := 0
 	for _, n := range w.nodes {
-		for _, l := range []*simLog{n.log, n.wipedLog} {
-			if l != nil && o < l.synced && l.entries[o] == e {
+		for _, l := range append([]*simLog{n.log}, n.wipedLogs...) {
+			if o < l.synced && l.entries[o] == e {
 				copies++
 				break
 			}
