@@ -82,7 +82,7 @@ func (m *Manager) fetchOnce(req *pb.FetchRequest, total int) (*pb.FetchResponse,
 		} else if req.ReplicaId == 0 {
 			err = r.serveConsumer(fb, budget, out)
 		} else {
-			err = r.serveFollower(req.ReplicaId, fb, budget, out)
+			err = r.serveFollower(req.ReplicaId, req.NodeEpoch, fb, budget, out)
 		}
 		if err != nil {
 			var te *transport.Error
@@ -151,7 +151,7 @@ func (r *Replica) serveConsumer(fb *pb.FetchBucket, budget int, out *pb.FetchedB
 // what is written, fsynced here or not, so they fetch and fsync while this
 // leader fsyncs; the high watermark still waits for the leader's own
 // durable end.
-func (r *Replica) serveFollower(follower uint32, fb *pb.FetchBucket, budget int, out *pb.FetchedBucket) error {
+func (r *Replica) serveFollower(follower uint32, nodeEpoch uint64, fb *pb.FetchBucket, budget int, out *pb.FetchedBucket) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -164,8 +164,8 @@ func (r *Replica) serveFollower(follower uint32, fb *pb.FetchBucket, budget int,
 	written := r.log.WrittenEnd()
 	out.LogStartOffset, out.LogEndOffset = r.log.StartOffset(), written
 	eff := r.core.DurableEnd(r.log.EndOffset())
-	ans, fetchEff, err := r.core.ServeFetch(replication.FollowerFetch{Follower: follower, LeaderEpoch: fb.LeaderEpoch,
-		Offset: fb.Offset, LastFetchedEpoch: fb.LastFetchedEpoch},
+	ans, fetchEff, err := r.core.ServeFetch(replication.FollowerFetch{Follower: follower, NodeEpoch: int64(nodeEpoch),
+		LeaderEpoch: fb.LeaderEpoch, Offset: fb.Offset, LastFetchedEpoch: fb.LastFetchedEpoch},
 		replication.LeaderLog{StartOffset: out.LogStartOffset, WrittenEnd: written, EpochEnd: r.log.EndOffsetForEpoch}, time.Now())
 	eff.Merge(fetchEff)
 	r.performLocked(eff)

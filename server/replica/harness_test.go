@@ -58,7 +58,7 @@ func openTestReplica(t *testing.T, m *Manager) *Replica {
 // lead makes node 1 the bucket's only replica and leader at epoch.
 func lead(r *Replica, epoch int32) {
 	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: epoch,
-		BucketEpoch: epoch, Replicas: []uint32{1}, Isr: []uint32{1}})
+		BucketEpoch: epoch, Replicas: []uint32{1}, Isr: []uint32{1}}, 0)
 }
 
 // produceLeader appends b on the leader with acks=1.

@@ -177,15 +177,25 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 			m.log.Error("delete replica", "bucket", r.id.String(), "err", err)
 		}
 	}
+	m.mu.Lock()
+	nodeEpoch := m.nodeEpoch
+	reps := make([]*Replica, 0, len(m.replicas))
+	for _, r := range m.replicas {
+		reps = append(reps, r)
+	}
+	m.mu.Unlock()
+	for _, r := range reps {
+		r.setNodeEpoch(nodeEpoch)
+	}
 	for _, b := range u.Buckets {
-		m.applyBucket(b)
+		m.applyBucket(b, u.Index)
 	}
 	m.notify()
 }
 
-// applyBucket opens the replica if this node holds the bucket and sets its
-// role.
-func (m *Manager) applyBucket(b *pb.BucketRecord) {
+// applyBucket opens the replica if this node holds the bucket and hands it
+// the bucket's assignment as of metadata index index.
+func (m *Manager) applyBucket(b *pb.BucketRecord, index uint64) {
 	self := m.cfg.NodeID
 	if !slices.Contains(b.Replicas, self) {
 		return
@@ -214,7 +224,7 @@ func (m *Manager) applyBucket(b *pb.BucketRecord) {
 		m.replicas[id] = r
 		m.mu.Unlock()
 	}
-	r.assign(b)
+	r.assign(b, index)
 	if b.Leader != 0 && b.Leader != self {
 		m.ensureFetcher(b.Leader)
 	}

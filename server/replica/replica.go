@@ -71,7 +71,8 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	}
 	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable()}
 	r.info.Store(info)
-	r.core = replication.New(replication.Config{Self: m.cfg.NodeID, ReplicaLagMax: m.cfg.ReplicaLagMax, MinISR: info.minISR},
+	r.core = replication.New(replication.Config{Self: m.cfg.NodeID, NodeEpoch: int64(m.NodeEpoch()),
+		ReplicaLagMax: m.cfg.ReplicaLagMax, MinISR: info.minISR},
 		replication.Log{HWCheckpoint: readHW(dir), DurableEnd: l.EndOffset(), LatestEpoch: latest})
 	r.hwSaved = r.core.HW()
 	if err := r.openWriters(); err != nil {

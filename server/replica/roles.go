@@ -10,7 +10,7 @@ import (
 // assign hands the committed metadata of the bucket to the protocol core
 // and performs what it decides: start the leader epoch in the log, wake
 // waiting writes, send an ISR proposal.
-func (r *Replica) assign(b *pb.BucketRecord) {
+func (r *Replica) assign(b *pb.BucketRecord, index uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -18,10 +18,16 @@ func (r *Replica) assign(b *pb.BucketRecord) {
 	}
 	wasLeading := r.leadingLocked()
 	eff := r.core.Assign(replication.Assignment{Leader: b.Leader, LeaderEpoch: b.LeaderEpoch, BucketEpoch: b.BucketEpoch,
-		Replicas: b.Replicas, ISR: b.Isr}, r.log.EndOffset(), time.Now())
+		Replicas: b.Replicas, ISR: b.Isr, Index: int64(index)}, r.log.EndOffset(), time.Now())
 	r.performLocked(eff)
 	role, leader, epoch, hw := r.stateLocked()
 	switch {
+	case eff.StaleMetadata:
+		r.mgr.log.Debug("ignoring bucket metadata older than this node's registration", "bucket", r.id.String(),
+			"metadata_index", index, "node_epoch", r.core.NodeEpoch())
+	case eff.StaleFollowership:
+		r.mgr.log.Warn("not following bucket: the log already holds a newer leader epoch than the metadata names; waiting for newer metadata",
+			"bucket", r.id.String(), "leader_epoch", b.LeaderEpoch)
 	case eff.StaleLeadership:
 		r.mgr.log.Warn("not leading bucket: the log already holds this leader epoch from before a restart; waiting for a newer one",
 			"bucket", r.id.String(), "leader_epoch", epoch)
@@ -30,6 +36,16 @@ func (r *Replica) assign(b *pb.BucketRecord) {
 			"end_offset", r.log.EndOffset(), "high_watermark", hw)
 	case wasLeading && role != replication.RoleLeader:
 		r.mgr.log.Info("stopped leading bucket", "bucket", r.id.String(), "new_leader", leader, "leader_epoch", epoch)
+	}
+}
+
+// setNodeEpoch tells the core this node registered (again) at node epoch
+// e: metadata older than e is no longer acted on.
+func (r *Replica) setNodeEpoch(e uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if int64(e) > r.core.NodeEpoch() {
+		r.core.SetNodeEpoch(int64(e))
 	}
 }
 
