@@ -48,6 +48,7 @@ type Server struct {
 
 	formed  chan struct{} // closed once Raft runs (meta) or the node registered (tablet)
 	readyCh chan struct{} // closed once registered with a leader known
+	fatal   chan error    // a failure the node cannot serve through: Run stops with it
 	wg      sync.WaitGroup
 }
 
@@ -62,7 +63,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, id: id, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}), readyCh: make(chan struct{})}
+	s := &Server{cfg: cfg, id: id, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}), readyCh: make(chan struct{}),
+		fatal: make(chan error, 1)}
 	s.log = cfg.Logger.With("node", cfg.NodeID)
 	knownID := id.ClusterID // a copy: adoptClusterID writes s.id under idMu
 	s.clusterID.Store(&knownID)
@@ -151,8 +153,11 @@ func (s *Server) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case runErr = <-errs:
+		case runErr = <-s.fatal:
+			s.log.Error("stopping the node", "err", runErr)
 		case <-s.metaFailed():
 			runErr = s.node.Load().Err()
+			s.log.Error("stopping the node", "err", runErr)
 		}
 	}
 	cancel()
@@ -162,6 +167,14 @@ func (s *Server) Run(ctx context.Context) error {
 		return nil
 	}
 	return runErr
+}
+
+// stop makes Run shut the node down and return err (the first one wins).
+func (s *Server) stop(err error) {
+	select {
+	case s.fatal <- err:
+	default:
+	}
 }
 
 func (s *Server) goRun(f func()) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -24,8 +25,8 @@ func (d poolDialer) Tablet(addr string) pb.DRPCTabletClient {
 // on a meta node, through the meta nodes it knows otherwise.
 type metaClient struct{ s *Server }
 
-func (c metaClient) AdjustIsr(ctx context.Context, change *pb.AdjustIsr) (*pb.BucketRecord, error) {
-	req := &pb.AdjustIsrRequest{Change: change}
+func (c metaClient) AdjustIsr(ctx context.Context, change *pb.AdjustIsr, requestID []byte) (*pb.BucketRecord, error) {
+	req := &pb.AdjustIsrRequest{Change: change, RequestId: requestID}
 	var resp *pb.AdjustIsrResponse
 	err := c.s.callMeta(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		var err error
@@ -88,6 +89,7 @@ func (s *Server) startTablet(ctx context.Context) error {
 		Meta:          metaClient{s},
 		Dialer:        poolDialer{s.pool},
 		Logger:        s.log,
+		OnFail:        func(err error) { s.stop(fmt.Errorf("server: a bucket replica's log failed: %w", err)) },
 	})
 	if err != nil {
 		kv.Close()

@@ -12,8 +12,10 @@ import (
 
 // MetaClient is what a replica needs of the metadata service.
 type MetaClient interface {
-	// AdjustIsr asks the controller to change a bucket's ISR.
-	AdjustIsr(ctx context.Context, change *pb.AdjustIsr) (*pb.BucketRecord, error)
+	// AdjustIsr asks the controller to change a bucket's ISR. Every
+	// attempt of one proposal carries the same requestID: the controller
+	// answers a retry with the first attempt's outcome.
+	AdjustIsr(ctx context.Context, change *pb.AdjustIsr, requestID []byte) (*pb.BucketRecord, error)
 }
 
 // TabletDialer returns a Tablet client for a node's RPC address.
@@ -51,6 +53,13 @@ type Config struct {
 	Meta          MetaClient
 	Dialer        TabletDialer
 	Logger        *slog.Logger
+	// OnFail is called (once per failed replica, from its own goroutine)
+	// when a replica's log fails: an fsync or write error after which the
+	// log can no longer say what is on disk. The replica stops serving at
+	// once; the node should stop, so the controller moves its leaderships
+	// and a restart recovers the log to its last durable point. Nil: the
+	// failure is only logged and the replica stays out of service.
+	OnFail func(error)
 }
 
 // Validate reports the first invalid field.

@@ -1,22 +1,20 @@
-// Package replica runs a tablet node's bucket replicas: one log per bucket
-// replica, the leader's produce path (idempotence, high watermark, acks),
-// the follower's fetcher (pull replication with epoch-based truncation), and
-// the ISR upkeep a leader asks the controller for.
+// Package replica runs a tablet node's bucket replicas: it performs what the
+// protocol core (package replication) decides for each bucket. The core
+// holds the rules (roles and epochs, the ISR and its proposals, follower
+// progress, the high watermark, when a write is acknowledged) and does no
+// I/O; this package owns the I/O: the bucket's log, the leader's produce
+// path (batch checks, writer idempotence, appends, waits for acks), the
+// follower's fetcher (pull replication, truncation where the leader says
+// the logs diverged), the ISR proposals sent to the controller, and the
+// checkpoints (high watermark, writer-state snapshot).
 //
 // The Manager reconciles replicas to the committed metadata it is given
-// (Apply): for each bucket this node holds it is the leader at epoch E, a
-// follower of leader L at epoch E, or offline; dropped tables are closed and
-// deleted. The rules are PROTOCOL.md's:
+// (Apply): each bucket this node holds is handed its assignment (leader,
+// epochs, replicas, ISR), and the core says whether this replica leads,
+// follows or waits; dropped tables are closed and deleted. The KV side of
+// primary-key tables lives behind the KV interfaces (package kvreplica).
 //
-//   - a leader refuses produce when it is not leader at its epoch, and with
-//     acks=all when the ISR is below min.insync.replicas;
-//   - high watermark = minimum durable end offset over the ISR (the larger
-//     of the committed and the proposed one), never moving back, and only
-//     advanced by followers that fetched in the current epoch;
-//   - a follower fetch with an older epoch is FENCED, a newer one
-//     UNKNOWN_LEADER_EPOCH; a follower whose last epoch ends earlier on the
-//     leader is told where its log diverged and truncates there;
-//   - a write waiting for acks=all fails NOT_LEADER when the replica stops
-//     leading; a deposed leader cannot advance its high watermark, because
-//     its followers have moved on.
+// A replica whose log fails (an fsync or write error) goes out of service
+// for good and reports it (Config.OnFail): see failure.go. Storage and
+// core errors reach clients through one table of wire codes (wireerr.go).
 package replica

@@ -3,9 +3,9 @@ package replica
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
+	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -82,7 +82,7 @@ func (m *Manager) fetchOnce(req *pb.FetchRequest, total int) (*pb.FetchResponse,
 		} else if req.ReplicaId == 0 {
 			err = r.serveConsumer(fb, budget, out)
 		} else {
-			err = r.serveFollower(req.ReplicaId, fb, budget, out)
+			err = r.serveFollower(req.ReplicaId, req.NodeEpoch, fb, budget, out)
 		}
 		if err != nil {
 			var te *transport.Error
@@ -121,83 +121,64 @@ func (r *Replica) readInto(from, limit int64, budget int, unflushed bool, out *p
 	return nil
 }
 
+// serveConsumer serves a consumer's read below the high watermark; an
+// offset at or above it but within the log waits for it (a new leader's
+// high watermark can lag the old one's, which the consumer already read
+// up to).
 func (r *Replica) serveConsumer(fb *pb.FetchBucket, budget int, out *pb.FetchedBucket) error {
 	r.mu.Lock()
-	role, epoch, hw, leader := r.role, r.leaderEpoch, r.hw, r.leaderID
-	r.mu.Unlock()
-	if role != roleLeader {
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d does not lead bucket %s (leader: node %d)", r.mgr.cfg.NodeID, r.id, leader)
-	}
+	_, _, epoch, hw := r.stateLocked()
 	out.LeaderEpoch, out.HighWatermark = epoch, hw
 	out.LogStartOffset, out.LogEndOffset = r.log.StartOffset(), r.log.EndOffset()
-	if fb.Offset < out.LogStartOffset || fb.Offset > hw {
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_OUT_OF_RANGE, "offset %d outside [%d, %d] of bucket %s",
-			fb.Offset, out.LogStartOffset, hw, r.id)
+	from, to, err := r.core.ConsumerRange(fb.Offset, out.LogStartOffset, out.LogEndOffset)
+	if r.closed {
+		err = replication.ErrNotLeader
 	}
-	return r.readInto(fb.Offset, hw, budget, false, out)
+	failed := r.outOfServiceLocked()
+	r.mu.Unlock()
+	if failed != nil {
+		return failed
+	}
+	if err != nil {
+		return r.wireError(err)
+	}
+	return r.readInto(from, to, budget, false, out)
 }
 
-// serveFollower handles a follower's fetch: epoch checks, divergence,
-// recording its end offset (which may move the high watermark and the ISR),
-// and the batches after it.
-func (r *Replica) serveFollower(follower uint32, fb *pb.FetchBucket, budget int, out *pb.FetchedBucket) error {
+// serveFollower handles a follower's fetch: the core checks its epoch and
+// divergence and records its end offset (which may move the high watermark
+// and propose it into the ISR); the batches after it go back. Followers get
+// what is written, fsynced here or not, so they fetch and fsync while this
+// leader fsyncs; the high watermark still waits for the leader's own
+// durable end.
+func (r *Replica) serveFollower(follower uint32, nodeEpoch uint64, fb *pb.FetchBucket, budget int, out *pb.FetchedBucket) error {
 	r.mu.Lock()
-	if r.role != roleLeader {
-		leader := r.leaderID
+	if r.closed {
 		r.mu.Unlock()
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d does not lead bucket %s (leader: node %d)", r.mgr.cfg.NodeID, r.id, leader)
+		return r.wireError(replication.ErrNotLeader)
 	}
-	epoch := r.leaderEpoch
-	switch {
-	case fb.LeaderEpoch < epoch:
+	if err := r.outOfServiceLocked(); err != nil {
 		r.mu.Unlock()
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_FENCED, "follower %d of bucket %s fetches in epoch %d, the leader is in %d", follower, r.id, fb.LeaderEpoch, epoch)
-	case fb.LeaderEpoch > epoch:
-		r.mu.Unlock()
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH, "follower %d of bucket %s is in epoch %d, this leader only knows %d", follower, r.id, fb.LeaderEpoch, epoch)
-	case !slices.Contains(r.replicas, follower):
-		r.mu.Unlock()
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_FENCED, "node %d is not a replica of bucket %s", follower, r.id)
+		return err
 	}
-	out.LeaderEpoch = epoch
-	// Followers get what is written, fsynced here or not: they fetch and
-	// fsync while this leader fsyncs. The high watermark still waits for
-	// the leader's own durable end (maybeAdvanceHWLocked).
-	leo := r.log.WrittenEnd()
-	out.LogStartOffset, out.LogEndOffset = r.log.StartOffset(), leo
-	// Divergence (KIP-320): where does the follower's last epoch end here?
-	if fb.LastFetchedEpoch >= 0 {
-		ep, end, ok := r.log.EndOffsetForEpoch(fb.LastFetchedEpoch)
-		if !ok || ep < fb.LastFetchedEpoch || end < fb.Offset {
-			if !ok {
-				ep, end = fb.LastFetchedEpoch, r.log.StartOffset()
-			}
-			out.Diverging, out.DivergingEpoch, out.DivergingEndOffset = true, ep, end
-			out.HighWatermark = r.hw
-			r.mu.Unlock()
-			return nil
-		}
-	}
-	if fb.Offset > leo || fb.Offset < out.LogStartOffset {
-		out.HighWatermark = r.hw
-		r.mu.Unlock()
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_OUT_OF_RANGE, "follower %d of bucket %s fetches at %d, the leader holds [%d, %d]",
-			follower, r.id, fb.Offset, out.LogStartOffset, leo)
-	}
-	f := r.followers[follower]
-	if f == nil {
-		f = &followerState{}
-		r.followers[follower] = f
-	}
-	f.leo = fb.Offset
-	if fb.Offset >= leo {
-		f.caughtUpAt = time.Now()
-	}
-	r.maybeAdvanceHWLocked()
-	r.maybeExpandISRLocked(follower)
-	out.HighWatermark = r.hw
+	written := r.log.WrittenEnd()
+	out.LogStartOffset, out.LogEndOffset = r.log.StartOffset(), written
+	eff := r.core.DurableEnd(r.log.EndOffset())
+	ans, fetchEff, err := r.core.ServeFetch(replication.FollowerFetch{Follower: follower, NodeEpoch: int64(nodeEpoch),
+		LeaderEpoch: fb.LeaderEpoch, Offset: fb.Offset, LastFetchedEpoch: fb.LastFetchedEpoch},
+		replication.LeaderLog{StartOffset: out.LogStartOffset, WrittenEnd: written, EpochEnd: r.log.EndOffsetForEpoch}, time.Now())
+	eff.Merge(fetchEff)
+	r.performLocked(eff)
+	out.LeaderEpoch, out.HighWatermark = ans.LeaderEpoch, ans.HW
 	r.mu.Unlock()
-	return r.readInto(fb.Offset, leo, budget, true, out)
+	switch {
+	case err != nil:
+		return r.wireError(err)
+	case ans.Diverging:
+		out.Diverging, out.DivergingEpoch, out.DivergingEndOffset = true, ans.DivergingEpoch, ans.DivergingEnd
+		return nil
+	}
+	return r.readInto(ans.From, ans.To, budget, true, out)
 }
 
 // ListOffsets answers earliest, latest (the high watermark) or by-timestamp
@@ -209,7 +190,7 @@ func (m *Manager) ListOffsets(_ context.Context, req *pb.ListOffsetsRequest) (*p
 		return nil, m.missingReplica(id)
 	}
 	role, leader, epoch, hw := r.state()
-	if role != roleLeader {
+	if role != replication.RoleLeader {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d does not lead bucket %s (leader: node %d)", m.cfg.NodeID, id, leader)
 	}
 	resp := &pb.ListOffsetsResponse{LeaderEpoch: epoch}

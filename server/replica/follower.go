@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/server/replication"
+	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -33,7 +36,7 @@ func (m *Manager) ensureFetcher(leader uint32) {
 
 func (f *fetcher) run() {
 	defer f.m.wg.Done()
-	backoff := 50 * time.Millisecond
+	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second, Jitter: true}
 	for f.ctx.Err() == nil {
 		reps := f.m.followedBy(f.leader)
 		if len(reps) == 0 {
@@ -53,17 +56,12 @@ func (f *fetcher) run() {
 				return
 			}
 			f.m.log.Debug("follower fetch failed", "leader", f.leader, "err", err)
-			t := time.NewTimer(backoff)
-			select {
-			case <-f.ctx.Done():
-				t.Stop()
+			if !retry.Wait(f.ctx) {
 				return
-			case <-t.C:
 			}
-			backoff = min(2*backoff, time.Second)
 			continue
 		}
-		backoff = 50 * time.Millisecond
+		retry.Reset()
 	}
 }
 
@@ -79,10 +77,7 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	epochs := map[BucketID]int32{}
 	for _, r := range reps {
 		_, _, epoch, _ := r.state()
-		last := int32(-1)
-		if e, ok := r.log.LatestEpoch(); ok {
-			last = e
-		}
+		last := lastBatchEpoch(r.log.Epochs(), r.log.EndOffset())
 		req.Buckets = append(req.Buckets, &pb.FetchBucket{TableId: r.id.TableID, Bucket: r.id.Bucket,
 			Offset: r.log.EndOffset(), LeaderEpoch: epoch, LastFetchedEpoch: last, MaxBytes: DefaultFollowerFetchBytes})
 		byID[r.id] = r
@@ -103,13 +98,27 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	return nil
 }
 
+// lastBatchEpoch is the leader epoch of the log's last batch (the epoch
+// whose span holds end-1), -1 for an empty log. It is what a follower
+// names in its fetch: an epoch this replica started as a leader and wrote
+// nothing in is no evidence of divergence.
+func lastBatchEpoch(epochs []logstore.EpochEntry, end int64) int32 {
+	for i := len(epochs) - 1; i >= 0; i-- {
+		if epochs[i].StartOffset < end {
+			return epochs[i].Epoch
+		}
+	}
+	return -1
+}
+
 // applyFetched applies one bucket of a follower fetch: truncation on
-// divergence, or the batches, then the follower's high watermark.
+// divergence, or the batches, then the follower's high watermark, which the
+// core moves to min(leader's, own durable end).
 func (r *Replica) applyFetched(leader uint32, epoch int32, fb *pb.FetchedBucket) {
 	r.produceMu.Lock()
 	defer r.produceMu.Unlock()
 	role, curLeader, curEpoch, _ := r.state()
-	if role != roleFollower || curLeader != leader || curEpoch != epoch {
+	if role != replication.RoleFollower || curLeader != leader || curEpoch != epoch {
 		return // the role changed while the fetch was out
 	}
 	if fb.Error != "" {
@@ -117,30 +126,13 @@ func (r *Replica) applyFetched(leader uint32, epoch int32, fb *pb.FetchedBucket)
 		return
 	}
 	if fb.Diverging {
-		to := fb.DivergingEndOffset
-		if ep, end, ok := r.log.EndOffsetForEpoch(fb.DivergingEpoch); ok && ep <= fb.DivergingEpoch {
-			to = min(to, end)
-		}
-		r.mgr.log.Info("truncating diverged log", "bucket", r.id.String(), "leader", leader, "to_offset", to,
-			"end_offset", r.log.EndOffset(), "diverging_epoch", fb.DivergingEpoch)
-		if err := r.log.Truncate(to); err != nil {
-			r.mgr.log.Error("truncate", "bucket", r.id.String(), "err", err)
-			return
-		}
-		if err := r.rebuildWriters(); err != nil {
-			r.mgr.log.Error("rebuild writer state", "bucket", r.id.String(), "err", err)
-		}
-		if r.kv != nil {
-			r.kv.DropAbove(r.log.EndOffset())
-		}
-		r.mu.Lock()
-		r.hw = min(r.hw, r.log.EndOffset())
-		r.mu.Unlock()
+		r.truncateDiverged(leader, fb)
 		return
 	}
 	if len(fb.Records) > 0 {
 		if _, err := r.log.AppendReplicated(fb.Records); err != nil {
 			r.mgr.log.Error("append replicated batches", "bucket", r.id.String(), "err", err)
+			r.maybeFail(err)
 			return
 		}
 		it := record.NewBatchIterator(fb.Records, false)
@@ -149,12 +141,39 @@ func (r *Replica) applyFetched(leader uint32, epoch int32, fb *pb.FetchedBucket)
 		}
 	}
 	r.mu.Lock()
-	moved := false
-	if hw := min(fb.HighWatermark, r.log.EndOffset()); hw > r.hw {
-		r.hw, moved = hw, true
-	}
+	r.performLocked(r.core.Fetched(leader, epoch, fb.HighWatermark, r.log.EndOffset()))
 	r.mu.Unlock()
-	if moved && r.kv != nil {
-		r.kv.HWMoved()
+}
+
+// truncate cuts the log back to offset, with produceMu held, dropping the
+// writer-state snapshot first: a snapshot past a truncation would vouch for
+// batches the log no longer holds.
+func (r *Replica) truncate(offset int64) error {
+	if err := r.dropWriterSnapshot(); err != nil {
+		return err
 	}
+	return r.log.Truncate(offset)
+}
+
+// truncateDiverged truncates the log where the leader says it diverged
+// (KIP-320), with produceMu held, and drops what was built from the
+// truncated tail: writer state, the KV side's state above it.
+func (r *Replica) truncateDiverged(leader uint32, fb *pb.FetchedBucket) {
+	to := replication.TruncationPoint(fb.DivergingEpoch, fb.DivergingEndOffset, r.log.EndOffsetForEpoch)
+	r.mgr.log.Info("truncating diverged log", "bucket", r.id.String(), "leader", leader, "to_offset", to,
+		"end_offset", r.log.EndOffset(), "diverging_epoch", fb.DivergingEpoch)
+	if err := r.truncate(to); err != nil {
+		r.mgr.log.Error("truncate", "bucket", r.id.String(), "err", err)
+		r.maybeFail(err)
+		return
+	}
+	if err := r.rebuildWriters(); err != nil {
+		r.mgr.log.Error("rebuild writer state", "bucket", r.id.String(), "err", err)
+	}
+	if r.kv != nil {
+		r.kv.DropAbove(r.log.EndOffset())
+	}
+	r.mu.Lock()
+	r.core.Truncated(r.log.EndOffset())
+	r.mu.Unlock()
 }

@@ -21,7 +21,7 @@ type hwWaiter struct {
 // with r.mu held: only they wake, not every write waiting on the node.
 func (r *Replica) wakeHWWaitersLocked() {
 	r.hwWaiters = slices.DeleteFunc(r.hwWaiters, func(w hwWaiter) bool {
-		if w.offset < r.hw {
+		if w.offset < r.core.HW() {
 			close(w.ch)
 			return true
 		}
@@ -43,25 +43,27 @@ func (r *Replica) dropHWWaiterLocked(ch chan struct{}) {
 	r.hwWaiters = slices.DeleteFunc(r.hwWaiters, func(w hwWaiter) bool { return w.ch == ch })
 }
 
-// waitCommitted waits until the high watermark passes offset in epoch.
+// waitCommitted waits until the core acknowledges an acks=all write whose
+// last offset is offset, appended in epoch: the high watermark passed it
+// with min.insync.replicas in the ISR.
 func (r *Replica) waitCommitted(ctx context.Context, offset int64, epoch int32, timeout time.Duration) error {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		r.mu.Lock()
-		switch {
-		case r.role != roleLeader || r.leaderEpoch != epoch || r.closed:
+		if r.closed {
 			r.mu.Unlock()
 			return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
-				"bucket %s changed leader while the write waited for replicas; its outcome is unknown", r.id)
-		case r.hw > offset:
+				"bucket %s closed while the write waited for replicas; its outcome is unknown", r.id)
+		}
+		done, err := r.core.AckAll(offset, epoch)
+		if done || err != nil {
 			r.mu.Unlock()
-			return nil
+			return r.wireError(err)
 		}
 		ch := make(chan struct{})
 		r.hwWaiters = append(r.hwWaiters, hwWaiter{offset: offset, ch: ch})
 		r.mu.Unlock()
-		var err error
 		select {
 		case <-ch:
 			continue

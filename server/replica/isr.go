@@ -2,91 +2,91 @@ package replica
 
 import (
 	"context"
-	"slices"
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/floedb/floe/server/replication"
+	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
 
 // isrProposalTimeout bounds one AdjustIsr round trip.
 const isrProposalTimeout = 5 * time.Second
 
-// maybeExpandISRLocked asks to add a follower that has caught up with the
-// high watermark in this epoch.
-func (r *Replica) maybeExpandISRLocked(follower uint32) {
-	f := r.followers[follower]
-	if r.pendingISR != nil || f == nil || f.leo < r.hw || slices.Contains(r.isr, follower) {
-		return
-	}
-	r.proposeISRLocked(inAssignmentOrder(r.replicas, append(slices.Clone(r.isr), follower)))
-}
-
-// checkISR asks to remove followers that have not caught up with the
-// leader's end for ReplicaLagMax.
-func (r *Replica) checkISR() {
+// checkISR runs the core's periodic ISR upkeep: it proposes removing
+// followers that lag and resends proposals whose outcome is unknown.
+func (r *Replica) checkISR(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.role != roleLeader || r.pendingISR != nil || r.closed {
+	if r.closed {
 		return
 	}
-	now := time.Now()
-	keep := []uint32{}
-	for _, id := range r.isr {
-		if id == r.mgr.cfg.NodeID {
-			keep = append(keep, id)
-			continue
-		}
-		if f := r.followers[id]; f != nil && now.Sub(f.caughtUpAt) <= r.mgr.cfg.ReplicaLagMax {
-			keep = append(keep, id)
-		}
-	}
-	if !slices.Contains(keep, r.mgr.cfg.NodeID) {
-		keep = append(keep, r.mgr.cfg.NodeID)
-	}
-	keep = inAssignmentOrder(r.replicas, keep)
-	if !slices.Equal(keep, r.isr) {
-		r.mgr.log.Warn("shrinking ISR: followers lagging", "bucket", r.id.String(), "isr", r.isr, "new_isr", keep,
+	if lagging := r.core.Lagging(now); len(lagging) > 0 && r.core.Pending() == nil && r.leadingLocked() {
+		r.mgr.log.Warn("shrinking ISR: followers lagging", "bucket", r.id.String(), "isr", r.core.ISR(), "lagging", lagging,
 			"replica_lag_max", r.mgr.cfg.ReplicaLagMax)
-		r.proposeISRLocked(keep)
 	}
+	r.performLocked(r.core.Tick(now))
 }
 
-// proposeISRLocked sends an ISR change to the controller. Until it is
-// answered, the high watermark counts the larger of the two ISRs; the
-// answer (or the metadata stream) installs the committed one.
-func (r *Replica) proposeISRLocked(isr []uint32) {
-	r.pendingISR = isr
+// sendProposalLocked sends an ISR proposal to the controller and reports
+// its outcome to the core. Every attempt of one proposal carries the same
+// request id, so the controller answers a retry with the first attempt's
+// result: an outcome the leader did not learn is never mistaken for a
+// refusal.
+func (r *Replica) sendProposalLocked(p *replication.Proposal) {
 	change := &pb.AdjustIsr{TableId: r.id.TableID, Bucket: r.id.Bucket, LeaderId: r.mgr.cfg.NodeID,
-		LeaderEpoch: r.leaderEpoch, BucketEpoch: r.bucketEpoch, Isr: isr}
-	go func() {
+		LeaderEpoch: p.LeaderEpoch, BucketEpoch: p.BucketEpoch, Isr: p.ISR}
+	requestID := []byte(fmt.Sprintf("%s/%d/%s", r.id, r.mgr.cfg.NodeID, p.Key()))
+	id := p.ID
+	r.mgr.goBackground(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), isrProposalTimeout)
 		defer cancel()
-		b, err := r.mgr.cfg.Meta.AdjustIsr(ctx, change)
+		go func() {
+			select {
+			case <-r.mgr.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		b, err := r.mgr.cfg.Meta.AdjustIsr(ctx, change, requestID)
+		outcome, committed := proposalOutcome(b, err)
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if !slices.Equal(r.pendingISR, isr) {
+		if r.closed {
 			return
 		}
-		r.pendingISR = nil
-		if err != nil {
-			r.mgr.log.Info("ISR change not applied", "bucket", r.id.String(), "isr", isr, "err", err)
-			return
+		if outcome != replication.Committed {
+			r.mgr.log.Info("ISR change not applied", "bucket", r.id.String(), "isr", change.Isr, "outcome", outcomeName(outcome), "err", err)
 		}
-		if b.BucketEpoch > r.bucketEpoch && b.LeaderEpoch == r.leaderEpoch {
-			r.isr, r.bucketEpoch = slices.Clone(b.Isr), b.BucketEpoch
-			r.mgr.log.Info("ISR changed", "bucket", r.id.String(), "isr", b.Isr, "bucket_epoch", b.BucketEpoch)
-		}
-		r.maybeAdvanceHWLocked()
-	}()
+		r.performLocked(r.core.ProposalOutcome(id, outcome, committed, time.Now()))
+	})
 }
 
-// inAssignmentOrder orders ids as they appear in replicas.
-func inAssignmentOrder(replicas, ids []uint32) []uint32 {
-	out := make([]uint32, 0, len(ids))
-	for _, r := range replicas {
-		if slices.Contains(ids, r) {
-			out = append(out, r)
+// proposalOutcome classifies an AdjustIsr answer: a refusal only when the
+// controller says the change was not applied; anything else without an
+// answer is unknown.
+func proposalOutcome(b *pb.BucketRecord, err error) (replication.Outcome, *replication.Assignment) {
+	if err == nil && b != nil {
+		return replication.Committed, &replication.Assignment{Leader: b.Leader, LeaderEpoch: b.LeaderEpoch,
+			BucketEpoch: b.BucketEpoch, Replicas: b.Replicas, ISR: b.Isr}
+	}
+	var te *transport.Error
+	if errors.As(err, &te) {
+		switch te.Code {
+		case pb.ErrorCode_ERROR_CODE_FENCED, pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE:
+			return replication.Refused, nil
 		}
 	}
-	return out
+	return replication.Unknown, nil
+}
+
+func outcomeName(o replication.Outcome) string {
+	switch o {
+	case replication.Committed:
+		return "committed"
+	case replication.Refused:
+		return "refused"
+	}
+	return "unknown"
 }

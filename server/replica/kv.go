@@ -57,7 +57,7 @@ func (m *Manager) PutKv(ctx context.Context, req *pb.PutKvRequest) (*pb.ProduceR
 	}
 	if r.kv == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
-			"table %s has no primary key: append to it, upserts need a primary-key table", r.info.name)
+			"table %s has no primary key: append to it, upserts need a primary-key table", r.table().name)
 	}
 	b, err := r.checkUpsertBatch(req.Batch)
 	if err != nil {
@@ -111,7 +111,7 @@ func (m *Manager) kvReplica(tableID uint64, bucket int32) (*Replica, error) {
 	}
 	if r.kv == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
-			"table %s has no primary key: lookups need one (scan it with consume)", r.info.name)
+			"table %s has no primary key: lookups need one (scan it with consume)", r.table().name)
 	}
 	return r, nil
 }

@@ -84,7 +84,7 @@ func (r *Replica) Write(ctx context.Context, b record.Batch, acks int32, timeout
 // waits, up to timeout, until it commits. It returns the barrier's offset
 // and the epoch it committed in.
 func (r *Replica) AppendBarrier(ctx context.Context, timeout time.Duration) (int64, int32, error) {
-	bld := record.NewBatchBuilder(record.BatchOptions{SchemaID: int16(r.info.schemaID), Format: record.PayloadControl}, 0)
+	bld := record.NewBatchBuilder(record.BatchOptions{SchemaID: int16(r.table().schemaID), Format: record.PayloadControl}, 0)
 	if err := bld.Append(record.AppendOnly, []byte{byte(record.ControlBarrier)}); err != nil {
 		return 0, 0, err
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -38,6 +39,12 @@ type Manager struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	// bgMu orders goBackground with Close: no background work starts once
+	// Close began waiting for it.
+	bgMu     sync.Mutex
+	bgClosed bool
+	bg       sync.WaitGroup
 }
 
 // New starts a manager with no replicas; Apply gives it some.
@@ -130,6 +137,11 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 			continue
 		}
 		m.tables[t.Id] = info
+		for id, r := range m.replicas {
+			if id.TableID == t.Id {
+				r.setTable(info)
+			}
+		}
 	}
 	var drop []*Replica
 	dropped := map[uint64]bool{}
@@ -165,15 +177,25 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 			m.log.Error("delete replica", "bucket", r.id.String(), "err", err)
 		}
 	}
+	m.mu.Lock()
+	nodeEpoch := m.nodeEpoch
+	reps := make([]*Replica, 0, len(m.replicas))
+	for _, r := range m.replicas {
+		reps = append(reps, r)
+	}
+	m.mu.Unlock()
+	for _, r := range reps {
+		r.setNodeEpoch(nodeEpoch)
+	}
 	for _, b := range u.Buckets {
-		m.applyBucket(b)
+		m.applyBucket(b, u.Index)
 	}
 	m.notify()
 }
 
-// applyBucket opens the replica if this node holds the bucket and sets its
-// role.
-func (m *Manager) applyBucket(b *pb.BucketRecord) {
+// applyBucket opens the replica if this node holds the bucket and hands it
+// the bucket's assignment as of metadata index index.
+func (m *Manager) applyBucket(b *pb.BucketRecord, index uint64) {
 	self := m.cfg.NodeID
 	if !slices.Contains(b.Replicas, self) {
 		return
@@ -202,16 +224,9 @@ func (m *Manager) applyBucket(b *pb.BucketRecord) {
 		m.replicas[id] = r
 		m.mu.Unlock()
 	}
-	switch b.Leader {
-	case self:
-		if err := r.becomeLeader(b.LeaderEpoch, b.BucketEpoch, b.Replicas, b.Isr); err != nil {
-			m.log.Error("cannot lead bucket", "bucket", id.String(), "err", err)
-		}
-	default:
-		r.becomeFollower(b.Leader, b.LeaderEpoch, b.BucketEpoch, b.Replicas, b.Isr)
-		if b.Leader != 0 {
-			m.ensureFetcher(b.Leader)
-		}
+	r.assign(b, index)
+	if b.Leader != 0 && b.Leader != self {
+		m.ensureFetcher(b.Leader)
 	}
 }
 
@@ -225,7 +240,7 @@ func (m *Manager) followedBy(leader uint32) []*Replica {
 func (m *Manager) followedByLocked(leader uint32) []*Replica {
 	var out []*Replica
 	for _, r := range m.replicas {
-		if role, l, _, _ := r.state(); role == roleFollower && l == leader {
+		if role, l, _, _ := r.state(); role == replication.RoleFollower && l == leader {
 			out = append(out, r)
 		}
 	}
@@ -252,7 +267,7 @@ func (m *Manager) housekeeping() {
 		}
 		m.mu.Unlock()
 		for _, r := range reps {
-			r.checkISR()
+			r.checkISR(time.Now())
 		}
 		if time.Since(lastHW) >= hwCheckpointInterval {
 			lastHW = time.Now()
@@ -285,6 +300,10 @@ func (m *Manager) Close() error {
 		f.cancel()
 	}
 	m.wg.Wait()
+	m.bgMu.Lock()
+	m.bgClosed = true
+	m.bgMu.Unlock()
+	m.bg.Wait()
 	var err error
 	for _, r := range reps {
 		err = errors.Join(err, r.close(false))
@@ -292,6 +311,21 @@ func (m *Manager) Close() error {
 	m.zstd.Close()
 	m.notify()
 	return err
+}
+
+// goBackground runs f on a goroutine Close waits for; after Close it does
+// not run f. f must return soon after m.stop closes.
+func (m *Manager) goBackground(f func()) {
+	m.bgMu.Lock()
+	defer m.bgMu.Unlock()
+	if m.bgClosed {
+		return
+	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		f()
+	}()
 }
 
 // waitChange waits for any change or until ctx ends / deadline passes.

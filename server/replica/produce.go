@@ -76,7 +76,7 @@ func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := r.info
+	info := r.table()
 	if info.primaryKey {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
 			"table %s has a primary key: write it with upserts, not appends", info.name)
@@ -121,9 +121,9 @@ func wholeBatch(data []byte) (record.Batch, error) {
 // checkSchemaID checks that a client batch is written in the table's
 // current schema.
 func (r *Replica) checkSchemaID(b record.Batch) error {
-	if int32(b.SchemaID()) != r.info.schemaID {
+	if int32(b.SchemaID()) != r.table().schemaID {
 		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
-			"batch written with schema %d, table %s is at schema %d", b.SchemaID(), r.info.name, r.info.schemaID)
+			"batch written with schema %d, table %s is at schema %d", b.SchemaID(), r.table().name, r.table().schemaID)
 	}
 	return nil
 }
@@ -169,19 +169,19 @@ func (r *Replica) write(ctx context.Context, b record.Batch, acks int32, timeout
 	return r.finishAppend(ctx, info, wait, acks, epoch, timeout)
 }
 
-// leaderFor checks, with produceMu held, that the replica leads and (for
-// acks=all) has enough in-sync replicas, and returns its leader epoch.
+// leaderFor asks the protocol core, with produceMu held, whether the
+// replica may take a write with these acks, and returns its leader epoch.
 func (r *Replica) leaderFor(acks int32) (int32, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.role != roleLeader || r.closed {
-		return 0, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d does not lead bucket %s (leader: node %d)", r.mgr.cfg.NodeID, r.id, r.leaderID)
+	if r.closed {
+		return 0, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d: bucket %s is closing", r.mgr.cfg.NodeID, r.id)
 	}
-	if acks == AcksAll && len(r.isr) < r.info.minISR {
-		return 0, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS,
-			"bucket %s has %d in-sync replicas, min.insync.replicas is %d", r.id, len(r.isr), r.info.minISR)
+	if err := r.outOfServiceLocked(); err != nil {
+		return 0, err
 	}
-	return r.leaderEpoch, nil
+	epoch, err := r.core.CheckWrite(int(acks))
+	return epoch, r.wireError(err)
 }
 
 // answerDuplicate answers a retried batch with its original offsets, once
@@ -206,10 +206,24 @@ func (r *Replica) finishAppend(ctx context.Context, info logstore.AppendInfo, wa
 		return resp, nil
 	}
 	if err := wait(); err != nil {
-		return nil, WireError(err)
+		// A failed fsync leaves the log unable to say what is durable: the
+		// replica goes out of service, and the write's outcome is unknown
+		// to the writer, who retries on the next leader.
+		r.maybeFail(err)
+		r.mu.Lock()
+		failed := r.outOfServiceLocked()
+		r.mu.Unlock()
+		if failed != nil {
+			return nil, failed
+		}
+		return nil, r.wireError(err)
 	}
 	r.mu.Lock()
-	r.maybeAdvanceHWLocked() // notifies followers when the high watermark moves
+	if r.failed == nil && !r.closed {
+		// The log is durable to its end as of this sync: the core may move
+		// the high watermark (and notifies followers when it does).
+		r.performLocked(r.core.DurableEnd(r.log.EndOffset()))
+	}
 	r.mu.Unlock()
 	if acks == AcksLeader {
 		return resp, nil

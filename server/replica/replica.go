@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
-	"time"
+	"sync/atomic"
 
+	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/storage/logstore"
 )
 
@@ -21,47 +21,28 @@ type BucketID struct {
 
 func (b BucketID) String() string { return fmt.Sprintf("%d/%d", b.TableID, b.Bucket) }
 
-type role int
-
-const (
-	roleNone role = iota // offline or not yet told
-	roleLeader
-	roleFollower
-)
-
-// followerState is what a leader knows of one follower in its epoch.
-type followerState struct {
-	leo        int64 // -1 until it fetched in this epoch
-	caughtUpAt time.Time
-}
-
-// Replica is this node's replica of one bucket.
+// Replica is this node's replica of one bucket: its log, and the protocol
+// core (package replication) that decides its role, high watermark and ISR.
+// The replica performs what the core decides.
 type Replica struct {
 	id   BucketID
 	dir  string
 	log  *logstore.Log
 	mgr  *Manager
-	info *tableInfo
-	kv   KV // primary-key tables only
+	info atomic.Pointer[tableInfo] // replaced when the table's metadata changes
+	kv   KV                        // primary-key tables only
 
 	// produceMu orders the idempotence check with the append it decides,
 	// and the follower path's truncations and appends.
 	produceMu sync.Mutex
 	writers   *writerTable
 
-	mu          sync.Mutex
-	role        role
-	leaderID    uint32
-	leaderEpoch int32
-	bucketEpoch int32
-	replicas    []uint32
-	isr         []uint32 // committed
-	pendingISR  []uint32 // proposed and not yet answered; nil when none
-	hw          int64
-	hwSaved     int64
-	followers   map[uint32]*followerState
-	hwWaiters   []hwWaiter // writes waiting for the high watermark (leader)
-	closed      bool
+	mu        sync.Mutex
+	core      *replication.Bucket
+	hwSaved   int64
+	hwWaiters []hwWaiter // writes waiting for the high watermark (leader)
+	closed    bool
+	failed    error // the log failed: out of service for good (failure.go)
 }
 
 const hwFile = "high-watermark"
@@ -77,9 +58,23 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replica{id: id, dir: dir, log: l, mgr: m, info: info, writers: newWriterTable(), hw: -1}
-	r.hw = min(readHW(dir), l.EndOffset())
-	r.hwSaved = r.hw
+	// What the log holds after a restart may not be on disk yet (the
+	// process died, the machine did not): the replica counts as durable
+	// only what it has synced itself.
+	if err := l.Sync(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	latest := int32(-1)
+	if e, ok := l.LatestEpoch(); ok {
+		latest = e
+	}
+	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable()}
+	r.info.Store(info)
+	r.core = replication.New(replication.Config{Self: m.cfg.NodeID, NodeEpoch: int64(m.NodeEpoch()),
+		ReplicaLagMax: m.cfg.ReplicaLagMax, MinISR: info.minISR},
+		replication.Log{HWCheckpoint: readHW(dir), DurableEnd: l.EndOffset(), LatestEpoch: latest})
+	r.hwSaved = r.core.HW()
 	if err := r.openWriters(); err != nil {
 		l.Close()
 		return nil, err
@@ -93,14 +88,17 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	return r, nil
 }
 
-// openWriters loads the writer state.
+// openWriters loads the writer state: the snapshot plus the log after it,
+// when the log still holds the batch the snapshot ends at; else a rescan.
 func (r *Replica) openWriters() error {
-	dir, l := r.dir, r.log
-	// Writer state: the snapshot plus the log after it, when the snapshot
-	// is not past the log's end (a truncation since); else a rescan.
-	if t, offset, err := loadWriters(dir); err == nil && offset <= l.EndOffset() && offset >= l.StartOffset() {
-		r.writers = t
-		return r.replayWriters(offset)
+	t, offset, anchor, err := loadWriters(r.dir)
+	if err == nil && offset >= r.log.StartOffset() && offset <= r.log.EndOffset() {
+		if a, err := r.anchorAt(offset); err == nil && a == anchor {
+			r.writers = t
+			return r.replayWriters(offset)
+		}
+		r.mgr.log.Info("writer-state snapshot does not match the log (truncated since): rebuilding it from the log",
+			"bucket", r.id.String(), "snapshot_offset", offset)
 	}
 	return r.rebuildWriters()
 }
@@ -119,13 +117,14 @@ func (r *Replica) saveWriters() {
 	r.produceMu.Lock()
 	defer r.produceMu.Unlock()
 	r.mu.Lock()
-	closed := r.closed
+	skip := r.closed || r.failed != nil
 	r.mu.Unlock()
-	if closed {
+	if skip {
 		return
 	}
 	if err := r.saveWritersLocked(); err != nil {
 		r.mgr.log.Warn("writer-state snapshot", "bucket", r.id.String(), "err", err)
+		r.maybeFail(err)
 	}
 }
 
@@ -141,7 +140,7 @@ func readHW(dir string) int64 {
 // checkpoint only lowers the watermark after a crash, which is safe).
 func (r *Replica) saveHW() {
 	r.mu.Lock()
-	hw := r.hw
+	hw := r.core.HW()
 	if hw == r.hwSaved || r.closed {
 		r.mu.Unlock()
 		return
@@ -163,7 +162,6 @@ func (r *Replica) close(remove bool) error {
 	}
 	r.mu.Lock()
 	r.closed = true
-	r.role = roleNone
 	r.wakeAllHWWaitersLocked()
 	r.mu.Unlock()
 	r.mgr.notify()
@@ -180,122 +178,34 @@ func (r *Replica) close(remove bool) error {
 	return err
 }
 
-// becomeLeader makes the replica the leader at epoch. A replica already
-// leading at that epoch only takes the new ISR.
-func (r *Replica) becomeLeader(epoch, bucketEpoch int32, replicas, isr []uint32) error {
+// state returns the replica's role, leader, leader epoch and high
+// watermark; a closed or failed replica has no role.
+func (r *Replica) state() (replication.Role, uint32, int32, int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return nil
-	}
-	r.replicas = slices.Clone(replicas)
-	if bucketEpoch >= r.bucketEpoch {
-		r.bucketEpoch = bucketEpoch
-		r.isr = slices.Clone(isr)
-		r.pendingISR = nil
-	}
-	if r.role == roleLeader && r.leaderEpoch == epoch {
-		r.maybeAdvanceHWLocked()
-		return nil
-	}
-	if err := r.log.AssignEpoch(epoch); err != nil && !errors.Is(err, logstore.ErrStaleEpoch) {
-		return err
-	}
-	r.role, r.leaderID, r.leaderEpoch = roleLeader, r.mgr.cfg.NodeID, epoch
-	if r.kv != nil {
-		// The rows a leader writes are the ones its next upserts of those
-		// keys merge against and lookups, which come to it, ask for.
-		r.kv.SetLeading(true)
-	}
-	r.wakeAllHWWaitersLocked()
-	r.hw = min(r.hw, r.log.EndOffset())
-	now := time.Now()
-	r.followers = map[uint32]*followerState{}
-	for _, id := range replicas {
-		if id != r.mgr.cfg.NodeID {
-			r.followers[id] = &followerState{leo: -1, caughtUpAt: now}
-		}
-	}
-	r.mgr.log.Info("leading bucket", "bucket", r.id.String(), "leader_epoch", epoch, "isr", isr, "end_offset", r.log.EndOffset(), "high_watermark", r.hw)
-	r.maybeAdvanceHWLocked()
-	r.mgr.notify()
-	return nil
+	return r.stateLocked()
 }
 
-// becomeFollower makes the replica a follower of leader at epoch (leader 0:
-// the bucket is offline).
-func (r *Replica) becomeFollower(leader uint32, epoch, bucketEpoch int32, replicas, isr []uint32) {
+func (r *Replica) stateLocked() (replication.Role, uint32, int32, int64) {
+	role, leader, epoch := r.core.Role()
+	if r.closed || r.failed != nil {
+		role = replication.RoleNone
+	}
+	return role, leader, epoch, r.core.HW()
+}
+
+// table is what the replica knows of its table.
+func (r *Replica) table() *tableInfo { return r.info.Load() }
+
+// setTable applies a change of the table's metadata: a new
+// min.insync.replicas holds from the next write, and writes waiting for
+// their acks look again.
+func (r *Replica) setTable(info *tableInfo) {
+	r.info.Store(info)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return
+	if r.core.MinISR() != info.minISR {
+		r.core.SetMinISR(info.minISR)
+		r.wakeAllHWWaitersLocked()
 	}
-	r.replicas = slices.Clone(replicas)
-	if bucketEpoch >= r.bucketEpoch {
-		r.bucketEpoch = bucketEpoch
-		r.isr = slices.Clone(isr)
-	}
-	if r.role == roleFollower && r.leaderEpoch == epoch && r.leaderID == leader {
-		return
-	}
-	was := r.role
-	r.role, r.leaderID, r.leaderEpoch = roleFollower, leader, epoch
-	r.wakeAllHWWaitersLocked()
-	if leader == 0 {
-		r.role = roleNone
-	}
-	r.followers, r.pendingISR = nil, nil
-	if r.kv != nil {
-		r.kv.SetLeading(false)
-	}
-	if was == roleLeader {
-		r.mgr.log.Info("stopped leading bucket", "bucket", r.id.String(), "new_leader", leader, "leader_epoch", epoch)
-	}
-	r.mgr.notify()
-}
-
-// isrForHWLocked is the ISR the high watermark waits for: the larger of the
-// committed ISR and a proposed one.
-func (r *Replica) isrForHWLocked() []uint32 {
-	out := slices.Clone(r.isr)
-	for _, id := range r.pendingISR {
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// maybeAdvanceHWLocked moves the leader's high watermark to the smallest
-// durable end offset over the ISR, if that is higher.
-func (r *Replica) maybeAdvanceHWLocked() {
-	if r.role != roleLeader {
-		return
-	}
-	hw := r.log.EndOffset()
-	for _, id := range r.isrForHWLocked() {
-		if id == r.mgr.cfg.NodeID {
-			continue
-		}
-		f := r.followers[id]
-		if f == nil || f.leo < 0 {
-			return // a follower has not fetched in this epoch yet
-		}
-		hw = min(hw, f.leo)
-	}
-	if hw > r.hw {
-		r.hw = hw
-		r.wakeHWWaitersLocked()
-		r.mgr.notify()
-		if r.kv != nil {
-			r.kv.HWMoved()
-		}
-	}
-}
-
-// snapshot returns the replica's role fields.
-func (r *Replica) state() (role, uint32, int32, int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.role, r.leaderID, r.leaderEpoch, r.hw
 }

@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"math"
+
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -47,7 +49,7 @@ func (t *writerTable) check(writerID int64, seq int32) (*writerBatch, error) {
 		return nil, nil // a writer new to this bucket (or whose history aged out)
 	}
 	last := w.lastSeq()
-	if seq == last+1 {
+	if seq == nextSeq(last) {
 		return nil, nil
 	}
 	for i := range w.n {
@@ -56,7 +58,16 @@ func (t *writerTable) check(writerID int64, seq int32) (*writerBatch, error) {
 		}
 	}
 	return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE,
-		"writer %d sent batch sequence %d, the bucket expects %d", writerID, seq, last+1)
+		"writer %d sent batch sequence %d, the bucket expects %d", writerID, seq, nextSeq(last))
+}
+
+// nextSeq is the sequence after seq: writers wrap from MaxInt32 to 0, as
+// Kafka's idempotent producers do.
+func nextSeq(seq int32) int32 {
+	if seq == math.MaxInt32 {
+		return 0
+	}
+	return seq + 1
 }
 
 // record remembers an appended batch.

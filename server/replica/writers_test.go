@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/floedb/floe/storage/record"
@@ -70,13 +71,13 @@ func TestWriterSnapshotRoundTrip(t *testing.T) {
 			wt.record(writerBatchOf(t, w, seq, w*1000+int64(seq)*2))
 		}
 	}
-	buf := encodeWriters(wt, 77)
+	buf := encodeWriters(wt, 77, snapAnchor{epoch: 3, crc: 0xfeed})
 	if err := writeWriterSnap(dir, buf); err != nil {
 		t.Fatal(err)
 	}
-	got, offset, err := loadWriters(dir)
-	if err != nil || offset != 77 || len(got.writers) != 3 {
-		t.Fatalf("load: %v offset %d writers %d", err, offset, len(got.writers))
+	got, offset, anchor, err := loadWriters(dir)
+	if err != nil || offset != 77 || len(got.writers) != 3 || anchor != (snapAnchor{epoch: 3, crc: 0xfeed}) {
+		t.Fatalf("load: %v offset %d writers %d anchor %+v", err, offset, len(got.writers), anchor)
 	}
 	for w := int64(1); w <= 3; w++ {
 		dup, err := got.check(w, 5)
@@ -91,7 +92,25 @@ func TestWriterSnapshotRoundTrip(t *testing.T) {
 	if err := writeWriterSnap(dir, buf); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := loadWriters(dir); !errors.Is(err, errBadWriterSnap) {
+	if _, _, _, err := loadWriters(dir); !errors.Is(err, errBadWriterSnap) {
 		t.Fatalf("damaged snapshot: %v", err)
+	}
+}
+
+// TestWriterSequenceWraps: after sequence MaxInt32 a writer sends 0 (the
+// client wraps there), which is the next batch, not out of order.
+func TestWriterSequenceWraps(t *testing.T) {
+	wt := newWriterTable()
+	wt.record(writerBatchOf(t, 7, math.MaxInt32-1, 0))
+	wt.record(writerBatchOf(t, 7, math.MaxInt32, 2))
+	if dup, err := wt.check(7, 0); dup != nil || err != nil {
+		t.Fatalf("sequence 0 after MaxInt32: %v %v", dup, err)
+	}
+	wt.record(writerBatchOf(t, 7, 0, 4))
+	if dup, err := wt.check(7, math.MaxInt32); err != nil || dup == nil || dup.base != 2 {
+		t.Fatalf("retry of MaxInt32 after the wrap: %+v %v", dup, err)
+	}
+	if _, err := wt.check(7, math.MinInt32); !errors.Is(err, transport.ErrOutOfOrderSequence) {
+		t.Fatalf("a negative sequence: %v", err)
 	}
 }

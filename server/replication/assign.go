@@ -9,9 +9,15 @@ import (
 // replica's log end now (its durable end: a replica takes a role only with
 // its log synced). Metadata older than what the replica knows changes
 // nothing: a lower leader epoch, or a lower bucket epoch within the same
-// leader epoch.
+// leader epoch. So does metadata as of an index below the node's
+// registration (Config.NodeEpoch): it predates the registration's epoch
+// bumps and the removal of a wiped node from the ISR (PROTOCOL, tablet
+// nodes 3).
 func (b *Bucket) Assign(a Assignment, logEnd int64, now time.Time) Effects {
 	var eff Effects
+	if a.Index != 0 && a.Index < b.cfg.NodeEpoch {
+		return Effects{StaleMetadata: true}
+	}
 	if a.LeaderEpoch < b.leaderEpoch || (a.LeaderEpoch == b.leaderEpoch && a.BucketEpoch < b.bucketEpoch) {
 		return eff
 	}
@@ -36,6 +42,14 @@ func (b *Bucket) Assign(a Assignment, logEnd int64, now time.Time) Effects {
 	case sameRole:
 	case a.Leader == b.cfg.Self:
 		eff.Merge(b.becomeLeader(a, logEnd, now))
+	case a.Leader != 0 && a.LeaderEpoch < b.logEpoch:
+		// Following an epoch older than the newest in its own log, the
+		// replica would fetch from a deposed leader, be counted toward its
+		// high watermark at offsets where it holds newer batches, or be
+		// told to truncate below data a later epoch committed.
+		b.role, b.leader, b.leaderEpoch = RoleNone, a.Leader, a.LeaderEpoch
+		b.followers, b.pending = nil, nil
+		eff.RoleChanged, eff.StaleFollowership = true, true
 	default:
 		b.becomeFollower(a, logEnd)
 		eff.RoleChanged = true

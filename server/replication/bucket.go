@@ -35,6 +35,11 @@ type Config struct {
 	ReplicaLagMax time.Duration
 	// MinISR is min.insync.replicas (≥ 1).
 	MinISR int
+	// NodeEpoch is this node's registration index (its node epoch).
+	// Metadata as of an index below it predates the registration: a wiped
+	// or restarted node acting on it could lead an epoch it no longer holds
+	// the log of. 0: not checked.
+	NodeEpoch int64
 }
 
 // Assignment is what the committed metadata says of a bucket.
@@ -46,6 +51,9 @@ type Assignment struct {
 	// Replicas in assignment order; ISR as committed.
 	Replicas []uint32
 	ISR      []uint32
+	// Index is the metadata Raft index the assignment is as of, 0 when
+	// unknown (then it is not checked against Config.NodeEpoch).
+	Index int64
 }
 
 // Log is what the core is told of the replica's own log when it opens.
@@ -70,6 +78,9 @@ type follower struct {
 	lastFetchAt          time.Time
 	// caughtUpAt is the last time the follower was caught up.
 	caughtUpAt time.Time
+	// nodeEpoch is the newest node epoch the follower fetched with, 0
+	// when none was sent.
+	nodeEpoch int64
 }
 
 // Bucket is the protocol state of one replica of one bucket. It is not
@@ -133,6 +144,16 @@ func (b *Bucket) Pending() *Proposal { return b.pending }
 
 // Replicas are the assigned replicas.
 func (b *Bucket) Replicas() []uint32 { return slices.Clone(b.replicas) }
+
+// NodeEpoch is this node's registration index as the core knows it.
+func (b *Bucket) NodeEpoch() int64 { return b.cfg.NodeEpoch }
+
+// SetNodeEpoch records that the node registered again at index e: metadata
+// as of an earlier index is ignored from now on. Node epochs only grow.
+func (b *Bucket) SetNodeEpoch(e int64) {
+	assertf(e >= b.cfg.NodeEpoch, "node epoch went back from %d to %d", b.cfg.NodeEpoch, e)
+	b.cfg.NodeEpoch = e
+}
 
 // MinISR is min.insync.replicas.
 func (b *Bucket) MinISR() int { return b.cfg.MinISR }

@@ -35,6 +35,13 @@
 //   - A follower fetch with an older leader epoch is fenced, a newer one is
 //     unknown to this (stale) leader; a follower whose last epoch ends
 //     earlier on the leader is told where to truncate (KIP-320).
+//   - Node epochs (registration indexes): metadata as of an index below the
+//     node's registration is ignored; a fetch with an older node epoch than
+//     the leader saw from that follower is fenced, a newer one restarts its
+//     progress; proposals carry their members' node epochs so the
+//     controller can refuse one registered again since (KIP-903). A replica
+//     neither leads an epoch its log held before it opened nor follows one
+//     older than its log's newest.
 //
 // Invariants are checked at every transition; a broken one panics, since
 // it means acknowledged data may be lost and nothing after it can be

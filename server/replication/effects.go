@@ -26,6 +26,13 @@ type Effects struct {
 	// its log already holds (a leader that restarted, or metadata older
 	// than its registration). It does not lead; a newer epoch will come.
 	StaleLeadership bool
+	// StaleFollowership: the metadata named this replica follower at an
+	// epoch older than the newest its log holds (metadata older than the
+	// replica's own data). It does not follow; a newer epoch will come.
+	StaleFollowership bool
+	// StaleMetadata: the assignment was as of an index below the node's
+	// registration and was ignored.
+	StaleMetadata bool
 }
 
 // Merge folds o into e.
@@ -35,6 +42,8 @@ func (e *Effects) Merge(o Effects) {
 	e.HWAdvanced = e.HWAdvanced || o.HWAdvanced
 	e.ISRChanged = e.ISRChanged || o.ISRChanged
 	e.StaleLeadership = e.StaleLeadership || o.StaleLeadership
+	e.StaleMetadata = e.StaleMetadata || o.StaleMetadata
+	e.StaleFollowership = e.StaleFollowership || o.StaleFollowership
 	if o.Propose != nil {
 		e.Propose = o.Propose
 	}
@@ -50,6 +59,12 @@ type Proposal struct {
 	LeaderEpoch int32
 	BucketEpoch int32
 	ISR         []uint32
+	// NodeEpochs are the node epochs of the ISR's members, in ISR order, as
+	// the leader knows them: its own registration and the one each
+	// follower last fetched with (0: unknown). The controller refuses to
+	// add a member registered again since (KIP-903): the progress that
+	// made it eligible belongs to an earlier run, maybe of a wiped disk.
+	NodeEpochs []int64
 	// Attempts so far (1 for the first send).
 	Attempts int
 
@@ -67,7 +82,10 @@ func (p *Proposal) String() string {
 // Key identifies the proposal's content: a request id built from it and the
 // bucket is the same on every retry.
 func (p *Proposal) Key() string {
-	return fmt.Sprintf("isr:%d:%d:%v", p.LeaderEpoch, p.BucketEpoch, p.ISR)
+	if len(p.NodeEpochs) == 0 {
+		return fmt.Sprintf("isr:%d:%d:%v", p.LeaderEpoch, p.BucketEpoch, p.ISR)
+	}
+	return fmt.Sprintf("isr:%d:%d:%v:%v", p.LeaderEpoch, p.BucketEpoch, p.ISR, p.NodeEpochs)
 }
 
 // Outcome is how an AdjustIsr attempt ended.

@@ -15,6 +15,12 @@ type FollowerFetch struct {
 	// LastFetchedEpoch is the epoch of the follower's last batch, -1 when
 	// its log is empty.
 	LastFetchedEpoch int32
+	// NodeEpoch is the follower node's registration index, 0 when the
+	// caller does not send it (then it is not checked). One older than the
+	// leader has seen from that follower is a fetch of an earlier run (a
+	// late request of a node since restarted or wiped) and is fenced; a
+	// newer one starts the follower's progress afresh.
+	NodeEpoch int64
 }
 
 // LeaderLog is what the leader's log says for a fetch.
@@ -77,6 +83,18 @@ func (b *Bucket) ServeFetch(req FollowerFetch, l LeaderLog, now time.Time) (Fetc
 	if f == nil {
 		f = &follower{end: -1, leaderEndAtLastFetch: -1, caughtUpAt: now}
 		b.followers[req.Follower] = f
+	}
+	if req.NodeEpoch != 0 {
+		switch {
+		case req.NodeEpoch < f.nodeEpoch:
+			return ans, Effects{}, fmt.Errorf("%w: follower %d fetches with node epoch %d, it registered again at %d",
+				ErrFenced, req.Follower, req.NodeEpoch, f.nodeEpoch)
+		case req.NodeEpoch > f.nodeEpoch:
+			// A new registration: the node restarted or was wiped, so
+			// nothing it reported before (its end, its end at the last
+			// fetch) says what its log holds now.
+			f.end, f.leaderEndAtLastFetch, f.nodeEpoch = -1, -1, req.NodeEpoch
+		}
 	}
 	f.end = req.Offset
 	// Caught up: at the leader's end now, or at its end as of the previous

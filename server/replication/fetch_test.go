@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -264,5 +265,74 @@ func TestConsumerAboveLaggingHW(t *testing.T) {
 	fetch(t, b, 2, 20, 20, t0)
 	if from, to, err := b.ConsumerRange(15, 0, 20); err != nil || from != 15 || to != 20 {
 		t.Fatalf("after the HW moved: [%d, %d) %v", from, to, err)
+	}
+}
+
+// Issue 11 (a wiped or restarted follower): a fetch carries the follower's
+// node epoch. A newer one than the leader has seen restarts the follower's
+// progress; an older one is a late fetch of the earlier run, from an end
+// its log may no longer hold (a wiped disk), and is fenced: counting it
+// would let the high watermark pass an empty replica.
+func TestFetchOfAnEarlierStart(t *testing.T) {
+	b := leaderOf(t, []uint32{1, 2}, 10)
+	l := LeaderLog{WrittenEnd: 10, EpochEnd: oneEpoch(1, 10)}
+	at := func(offset, nodeEpoch int64, last int32) FollowerFetch {
+		return FollowerFetch{Follower: 2, LeaderEpoch: 1, Offset: offset, LastFetchedEpoch: last, NodeEpoch: nodeEpoch}
+	}
+	if _, _, err := b.ServeFetch(at(4, 5, 1), l, t0); err != nil {
+		t.Fatal(err)
+	}
+	wantHW(t, b, 4)
+	// Node 2 is wiped and registers again at 8; its first fetch is at 0.
+	if _, _, err := b.ServeFetch(at(0, 8, -1), l, t0); err != nil {
+		t.Fatal(err)
+	}
+	if end := b.FollowerEnd(2); end != 0 {
+		t.Fatalf("follower end %d after a fetch of a new registration at 0", end)
+	}
+	// A fetch the earlier run sent at 10 arrives late: fenced, not counted.
+	_, _, err := b.ServeFetch(at(10, 5, 1), l, t0)
+	wantErr(t, err, ErrFenced)
+	if end := b.FollowerEnd(2); end != 0 {
+		t.Fatalf("follower end %d after a late fetch of an earlier run", end)
+	}
+	wantHW(t, b, 4)
+	// Fetches without a node epoch are not checked.
+	if _, _, err := b.ServeFetch(at(10, 0, 1), l, t0); err != nil {
+		t.Fatal(err)
+	}
+	wantHW(t, b, 10)
+}
+
+// KIP-903 (issue 11, a wiped follower proposed into the ISR): a proposal
+// carries the node epochs of its members as the leader knows them, and
+// they are part of its key, so the controller can refuse a member that
+// registered again since the fetches that made it eligible, and a proposal
+// for the same ISR after that registration is another request.
+func TestProposalCarriesNodeEpochs(t *testing.T) {
+	b := New(Config{Self: 1, ReplicaLagMax: lagMax, MinISR: 1, NodeEpoch: 3}, Log{DurableEnd: 10, LatestEpoch: 0})
+	b.Assign(Assignment{Leader: 1, LeaderEpoch: 1, BucketEpoch: 1, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2}}, 10, t0)
+	l := LeaderLog{WrittenEnd: 10, EpochEnd: oneEpoch(1, 10)}
+	serve := func(id uint32, nodeEpoch int64) Effects {
+		t.Helper()
+		_, eff, err := b.ServeFetch(FollowerFetch{Follower: id, LeaderEpoch: 1, Offset: 10, LastFetchedEpoch: 1, NodeEpoch: nodeEpoch}, l, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return eff
+	}
+	serve(2, 4)
+	p := serve(3, 6).Propose
+	if p == nil || !slices.Equal(p.ISR, []uint32{1, 2, 3}) {
+		t.Fatalf("follower 3 not proposed in: %v", p)
+	}
+	if !slices.Equal(p.NodeEpochs, []int64{3, 4, 6}) {
+		t.Fatalf("proposal node epochs %v, want [3 4 6]", p.NodeEpochs)
+	}
+	key := p.Key()
+	b.ProposalOutcome(p.ID, Refused, nil, t0) // node 3 registered again at 9
+	p = serve(3, 9).Propose
+	if p == nil || !slices.Equal(p.NodeEpochs, []int64{3, 4, 9}) || p.Key() == key {
+		t.Fatalf("proposal after node 3's new registration: %v (key %q, was %q)", p, p.Key(), key)
 	}
 }

@@ -64,9 +64,30 @@ func (b *Bucket) Lagging(now time.Time) []uint32 {
 func (b *Bucket) propose(isr []uint32, now time.Time) Effects {
 	b.nextID++
 	b.pending = &Proposal{ID: b.nextID, LeaderEpoch: b.leaderEpoch, BucketEpoch: b.bucketEpoch, ISR: isr,
-		Attempts: 1, inFlight: true, retryAt: now}
+		NodeEpochs: b.nodeEpochs(isr), Attempts: 1, inFlight: true, retryAt: now}
 	b.check()
 	return Effects{Propose: b.pending}
+}
+
+// nodeEpochs are the node epochs of isr's members as the leader knows
+// them, nil when it knows none (callers that send no node epochs keep
+// proposals, and so request ids, as before).
+func (b *Bucket) nodeEpochs(isr []uint32) []int64 {
+	out := make([]int64, len(isr))
+	known := false
+	for i, id := range isr {
+		switch f := b.followers[id]; {
+		case id == b.cfg.Self:
+			out[i] = b.cfg.NodeEpoch
+		case f != nil:
+			out[i] = f.nodeEpoch
+		}
+		known = known || out[i] != 0
+	}
+	if !known {
+		return nil
+	}
+	return out
 }
 
 // ProposalOutcome reports how the attempt of proposal id ended; committed

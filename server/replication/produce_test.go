@@ -154,3 +154,64 @@ func TestInvariantsPanic(t *testing.T) {
 	})
 	mustPanicInvariant(t, func() { leaderOf(t, []uint32{1}, 10).Truncated(3) })
 }
+
+// PROTOCOL, tablet nodes 3 (issue 11, bug 2): a node acts on no metadata
+// older than its registration. A wiped leader that restarts and first sees
+// the image it had before (naming it leader of an epoch whose log it lost)
+// must not lead that epoch with an empty log; nor may a node that
+// registered again act on an image from before that registration.
+func TestMetadataBelowRegistrationIgnored(t *testing.T) {
+	b := New(Config{Self: 1, ReplicaLagMax: lagMax, MinISR: 1, NodeEpoch: 7}, Log{LatestEpoch: -1})
+	stale := Assignment{Leader: 1, LeaderEpoch: 0, BucketEpoch: 2, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2}, Index: 4}
+	if eff := b.Assign(stale, 0, t0); !eff.StaleMetadata || eff.StartEpoch || eff.RoleChanged {
+		t.Fatalf("image of index 4 below node epoch 7: effects %+v", eff)
+	}
+	if r, _, _ := b.Role(); r != RoleNone {
+		t.Fatalf("role %v after a stale image", r)
+	}
+	current := Assignment{Leader: 2, LeaderEpoch: 1, BucketEpoch: 3, Replicas: []uint32{1, 2, 3}, ISR: []uint32{2}, Index: 7}
+	if eff := b.Assign(current, 0, t0); !eff.RoleChanged {
+		t.Fatalf("image at the registration index: effects %+v", eff)
+	}
+	if r, leader, epoch := b.Role(); r != RoleFollower || leader != 2 || epoch != 1 {
+		t.Fatalf("role %v of leader %d epoch %d", r, leader, epoch)
+	}
+	// The node registers again at 12: an image of index 9 naming it
+	// leader predates the epoch bump that registration made.
+	b.SetNodeEpoch(12)
+	old := Assignment{Leader: 1, LeaderEpoch: 2, BucketEpoch: 4, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2}, Index: 9}
+	if eff := b.Assign(old, 0, t0); !eff.StaleMetadata || eff.StartEpoch {
+		t.Fatalf("image of index 9 below node epoch 12: effects %+v", eff)
+	}
+	mustPanicInvariant(t, func() { b.SetNodeEpoch(11) })
+	// An assignment without an index is not checked (callers that do not
+	// track it keep today's behaviour).
+	old.Index = 0
+	if eff := b.Assign(old, 0, t0); !eff.StartEpoch {
+		t.Fatalf("image without an index: effects %+v", eff)
+	}
+}
+
+// A replica whose log holds leader epoch 5 refuses to follow in epoch 3
+// (metadata older than its own data, e.g. an image without an index read
+// at a restart): it would fetch from a deposed leader that counts it at
+// offsets where it holds epoch-5 batches, or truncate data epoch 5
+// committed. It follows once metadata of epoch 5 or later comes.
+func TestStaleFollowershipRefused(t *testing.T) {
+	b := New(Config{Self: 2, ReplicaLagMax: lagMax, MinISR: 1}, Log{HWCheckpoint: 8, DurableEnd: 10, LatestEpoch: 5})
+	a := Assignment{Leader: 1, LeaderEpoch: 3, BucketEpoch: 4, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2}}
+	eff := b.Assign(a, 10, t0)
+	if !eff.StaleFollowership {
+		t.Fatalf("following epoch 3 with epoch 5 in the log: effects %+v", eff)
+	}
+	if _, _, _, ok := b.FollowerFetchFrom(); ok {
+		t.Fatal("a stale follower fetches")
+	}
+	a.LeaderEpoch, a.BucketEpoch = 5, 9
+	if eff := b.Assign(a, 10, t0); eff.StaleFollowership || !eff.RoleChanged {
+		t.Fatalf("epoch 5: effects %+v", eff)
+	}
+	if leader, epoch, offset, ok := b.FollowerFetchFrom(); !ok || leader != 1 || epoch != 5 || offset != 10 {
+		t.Fatalf("FollowerFetchFrom = %d, %d, %d, %v", leader, epoch, offset, ok)
+	}
+}

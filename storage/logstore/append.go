@@ -140,10 +140,7 @@ func (l *Log) writableLocked() error {
 	if l.closed {
 		return ErrClosed
 	}
-	l.syncMu.Lock()
-	err := l.syncErr
-	l.syncMu.Unlock()
-	return err
+	return l.Failed()
 }
 
 // writeBatchesLocked writes count valid, contiguous batches starting at the
@@ -165,9 +162,9 @@ func (l *Log) writeBatchesLocked(data []byte, count int) error {
 	for range count {
 		b := record.Batch(data[runEnd:])
 		b = b[:b.Size()]
-		if l.shouldRoll(int64(runEnd-runStart)+int64(len(b))) || b.LastOffset()-l.active.base > maxRelativeOffset {
+		if l.shouldRoll(int64(runEnd-runStart), int64(len(b))) || b.LastOffset()-l.active.base > maxRelativeOffset {
 			if err := flush(); err != nil {
-				return err
+				return l.fail(err)
 			}
 			if err := l.rollLocked(); err != nil {
 				return err
@@ -189,8 +186,7 @@ func (l *Log) writeBatchesLocked(data []byte, count int) error {
 	if err := flush(); err != nil {
 		// The batches are indexed but not written: the log is inconsistent
 		// in memory. Refuse further writes; reopening recovers.
-		l.failLocked(err)
-		return err
+		return l.fail(err)
 	}
 	seg.written.Store(seg.size)
 	l.writtenPub.Store(l.writtenEnd)
@@ -204,14 +200,17 @@ func (l *Log) writeBatchesLocked(data []byte, count int) error {
 // maxRelativeOffset keeps offsets relative to a segment's base in 32 bits.
 const maxRelativeOffset = 1<<32 - 1
 
-// shouldRoll reports whether the active segment must be sealed before
-// pending bytes are written to it.
-func (l *Log) shouldRoll(pending int64) bool {
+// shouldRoll reports whether the active segment must be sealed before a
+// batch of batchBytes is written to it, after runBytes that are bound for it
+// but not written yet (one write covers a run of batches, so the segment's
+// size alone undercounts it). An empty segment takes any batch.
+func (l *Log) shouldRoll(runBytes, batchBytes int64) bool {
 	s := l.active
-	if s.size == 0 {
+	used := s.size + runBytes
+	if used == 0 {
 		return false
 	}
-	if s.size+pending > l.cfg.SegmentMaxBytes {
+	if used+batchBytes > l.cfg.SegmentMaxBytes {
 		return true
 	}
 	age := l.cfg.SegmentMaxAge
@@ -223,12 +222,13 @@ func (l *Log) shouldRoll(pending int64) bool {
 // indexed before the new file exists.
 func (l *Log) rollLocked() error {
 	old := l.active
-	if err := old.sync(); err != nil {
-		l.failLocked(err)
+	if err := l.syncSegment(old, false); err != nil {
 		return err
 	}
-	if err := old.trimAndSync(); err != nil {
-		l.failLocked(err)
+	if err := old.trim(); err != nil {
+		return l.fail(err)
+	}
+	if err := l.syncSegment(old, true); err != nil {
 		return err
 	}
 	if err := old.writeIndexes(); err != nil {
@@ -265,15 +265,4 @@ func (l *Log) rollLocked() error {
 	l.active = next
 	l.logger.Debug("rolled segment", "sealed_base_offset", old.base, "bytes", old.size, "base_offset", next.base)
 	return nil
-}
-
-// failLocked makes the log refuse writes after an I/O error it cannot undo.
-func (l *Log) failLocked(err error) {
-	l.syncMu.Lock()
-	if l.syncErr == nil {
-		l.syncErr = fmt.Errorf("%w: %v", ErrSyncFailed, err)
-		l.logger.Error("log failed; reopen to recover", "err", err)
-	}
-	l.syncCond.Broadcast()
-	l.syncMu.Unlock()
 }

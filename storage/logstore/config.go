@@ -104,6 +104,12 @@ type Config struct {
 	// Now is the clock used for commit timestamps and age checks; nil is
 	// time.Now.
 	Now func() time.Time
+
+	// FsyncFault, when set, runs before every segment fsync and a non-nil
+	// result stands for the fsync failing (the fsync is then not made):
+	// tests, here and in the packages above, inject disk errors through
+	// it. Nil in production.
+	FsyncFault func(segmentBase int64) error
 }
 
 // Validate reports the first invalid field.

@@ -11,6 +11,7 @@
 //	00000000000000000000.timeindex  sparse time index of a sealed segment
 //	recovery-point                  offset below which the log is known durable
 //	leader-epoch                    leader epoch → first offset of that epoch
+//	sync-failed                     last durable position of a failed log (rare)
 //
 // File names carry the segment's base offset, zero-padded to 20 digits. Only
 // the last segment is active (appended to); the others are sealed.
@@ -49,13 +50,29 @@
 // up to it (cheap: one header per batch, no checksums) and verifies CRCs only
 // past it, stopping at the first batch whose length or CRC is invalid; the
 // torn tail is cut off. A bad batch below the recovery point, or in a sealed
-// segment when it is read, is reported as corruption ([ErrCorrupt]) and never
-// truncated away.
+// segment when it is read, is reported as corruption and never truncated
+// away by the log itself: a [*CorruptError] (matching [ErrCorrupt]) names the
+// first damaged offset, and [Log.Truncate] to it works on the damaged log, so
+// a replica can drop the damaged suffix and fetch it again from a peer.
+// Reads check each batch's length, checksum and base offset (which the
+// checksum does not cover) against the batch before it.
 //
 // # Leader epochs
 //
 // The epoch cache maps each leader epoch to the first offset written in it;
 // it is persisted on change and truncated together with the log, and
 // [Log.EndOffsetForEpoch] answers the question a follower asks before it
-// truncates (KIP-101/KIP-279).
+// truncates (KIP-101/KIP-279). Recovery keeps the newest epoch ever assigned
+// ([Log.LatestEpoch]) even when a crash lost every batch of it: its entry
+// moves down to the recovered end, while older epochs left without a batch
+// go. Only an explicit [Log.Truncate] forgets the newest epoch.
+//
+// # Failure
+//
+// A failed fsync fails the log for good ([Log.Failed], [ErrSyncFailed]):
+// Linux may drop the dirty pages of a failed fsync and report success to the
+// next one, so nothing written after the last durable position may ever be
+// called durable. The log refuses writes, Close neither fsyncs nor moves the
+// recovery point, and a sync-failed file holding the last durable position
+// makes the next Open cut the log back to it.
 package logstore

@@ -110,6 +110,31 @@ func (c *epochCache) truncateFromEnd(end int64) error {
 	return c.persist()
 }
 
+// clampToEnd fits the cache to a log recovered up to end, which may have
+// lost a tail (or never had a batch of the newest epoch): epochs that start
+// at or after end have no batch left and go, except the newest, which moves
+// down to end. The newest epoch ever assigned must survive a crash: a
+// replica's next epoch decisions and a follower's divergence check start
+// from it.
+func (c *epochCache) clampToEnd(end int64) error {
+	c.mu.Lock()
+	n := len(c.entries)
+	i := sort.Search(n, func(i int) bool { return c.entries[i].StartOffset >= end })
+	if i == n {
+		c.mu.Unlock()
+		return nil
+	}
+	newest := c.entries[n-1]
+	changed := i < n-1 || newest.StartOffset != end
+	newest.StartOffset = end
+	c.entries = append(c.entries[:i], newest)
+	c.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	return c.persist()
+}
+
 // truncateFromStart forgets epochs wholly before start and moves the first
 // remaining epoch's start up to it.
 func (c *epochCache) truncateFromStart(start int64) error {

@@ -3,7 +3,9 @@ package logstore
 import (
 	"fmt"
 	"math"
+	"os"
 	"testing"
+	"time"
 )
 
 func TestEpochCache(t *testing.T) {
@@ -147,4 +149,99 @@ func TestReadUnflushed(t *testing.T) {
 	if recs, err := l.ReadUnflushed(3, math.MaxInt64, 1<<20); err != nil || len(recs.Data) != 0 {
 		t.Fatalf("ReadUnflushed after truncating to 3: %d bytes, %v", len(recs.Data), err)
 	}
+}
+
+// TestLatestEpochSurvivesReopen: the newest epoch assigned to a log survives
+// a reopen when it has no batch yet, and a crash that loses every batch of
+// it (and part of the epoch before); the epochs whose batches are all lost
+// go, and the end offsets of the epochs left say where each now ends.
+func TestLatestEpochSurvivesReopen(t *testing.T) {
+	t.Run("assigned without batches", func(t *testing.T) {
+		dir := t.TempDir()
+		l := openLog(t, Config{Dir: dir})
+		mustAppend(t, l, makeBatch(t, "a", 3, 40), 1)
+		if err := l.AssignEpoch(4); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l2 := openLog(t, Config{Dir: dir})
+		if got := fmt.Sprint(l2.Epochs()); got != "[{1 0} {4 3}]" {
+			t.Fatalf("epochs after reopen: %s", got)
+		}
+		if e, ok := l2.LatestEpoch(); !ok || e != 4 {
+			t.Fatalf("latest epoch after reopen: %d, %v", e, ok)
+		}
+	})
+
+	// Epoch 1 holds [0, 9), epoch 2 [9, 18), epoch 3 [18, 27); a crash
+	// cuts the segment file at the batch holding cut.
+	for _, tc := range []struct {
+		cut    int64
+		epochs string
+		ends   map[int32][2]int64 // asked epoch → found epoch, end offset
+	}{
+		{27, "[{1 0} {2 9} {3 18}]", map[int32][2]int64{1: {1, 9}, 2: {2, 18}, 3: {3, 27}}},
+		{18, "[{1 0} {2 9} {3 18}]", map[int32][2]int64{1: {1, 9}, 2: {2, 18}, 3: {3, 18}}},
+		{12, "[{1 0} {2 9} {3 12}]", map[int32][2]int64{1: {1, 9}, 2: {2, 12}, 3: {3, 12}}},
+		{6, "[{1 0} {3 6}]", map[int32][2]int64{1: {1, 6}, 2: {1, 6}, 3: {3, 6}}},
+		{0, "[{3 0}]", map[int32][2]int64{1: {1, 0}, 2: {2, 0}, 3: {3, 0}}},
+	} {
+		t.Run(fmt.Sprint("crash at ", tc.cut), func(t *testing.T) {
+			l := openLog(t, Config{Dir: t.TempDir(), RecoveryPointInterval: time.Hour})
+			var pos []int64 // byte position of each batch, by index
+			var size int64
+			for i := range 9 {
+				b := makeBatch(t, fmt.Sprint(i), 3, 40)
+				pos = append(pos, size)
+				size += int64(len(b))
+				mustAppend(t, l, b, int32(1+i/3))
+			}
+			pos = append(pos, size)
+			dir := crashCopy(t, l)
+			if err := os.Truncate(segmentFile(dir, 0), pos[tc.cut/3]); err != nil {
+				t.Fatal(err)
+			}
+			l2 := openLog(t, Config{Dir: dir})
+			if l2.EndOffset() != tc.cut {
+				t.Fatalf("recovered end %d, want %d", l2.EndOffset(), tc.cut)
+			}
+			if got := fmt.Sprint(l2.Epochs()); got != tc.epochs {
+				t.Fatalf("epochs after the crash: %s, want %s", got, tc.epochs)
+			}
+			if e, ok := l2.LatestEpoch(); !ok || e != 3 {
+				t.Fatalf("latest epoch after the crash: %d, %v; want 3", e, ok)
+			}
+			for asked, want := range tc.ends {
+				if e, end, ok := l2.EndOffsetForEpoch(asked); !ok || e != int32(want[0]) || end != want[1] {
+					t.Errorf("EndOffsetForEpoch(%d) = %d, %d, %v; want %d, %d", asked, e, end, ok, want[0], want[1])
+				}
+			}
+			// The log goes on in epoch 3; epoch 2 is stale.
+			_, err := l2.Append(makeBatch(t, "stale", 1, 10), 2)
+			wantErr(t, err, ErrStaleEpoch)
+			if info := mustAppend(t, l2, makeBatch(t, "next", 1, 10), 3); info.BaseOffset != tc.cut {
+				t.Fatalf("append after the crash at %d, want %d", info.BaseOffset, tc.cut)
+			}
+		})
+	}
+
+	t.Run("sync failure", func(t *testing.T) {
+		disk := newFlakyDisk()
+		dir := t.TempDir()
+		l := openLog(t, Config{Dir: dir, FsyncFault: disk.fault})
+		durableEnd := appendDurable(t, l, 2)
+		disk.armed.Store(true)
+		_, err := l.Append(makeBatch(t, "lost", 3, 40), 7)
+		wantSyncFailure(t, "append", err)
+		l.crash()
+		l2 := openLog(t, Config{Dir: dir})
+		if l2.EndOffset() != durableEnd {
+			t.Fatalf("recovered end %d, want %d", l2.EndOffset(), durableEnd)
+		}
+		if got, want := fmt.Sprint(l2.Epochs()), fmt.Sprintf("[{0 0} {7 %d}]", durableEnd); got != want {
+			t.Fatalf("epochs after recovering a failed log: %s, want %s", got, want)
+		}
+	})
 }

@@ -58,27 +58,27 @@ func (ix *segmentIndex) observe(base int64, b record.Batch, pos int64) {
 	ix.maxTimestamp = max(ix.maxTimestamp, b.CommitTimestamp())
 }
 
-// floor returns the position of the last indexed batch whose base offset is
-// at most rel, or 0.
-func (ix *segmentIndex) floor(rel uint32) int64 {
+// floor returns the position and relative offset of the last indexed batch
+// whose base offset is at most rel, or the segment's first batch (0, 0).
+func (ix *segmentIndex) floor(rel uint32) (pos int64, batchRel uint32) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	i := sort.Search(len(ix.offsets), func(i int) bool { return ix.offsets[i].relOffset > rel })
 	if i == 0 {
-		return 0
+		return 0, 0
 	}
-	return int64(ix.offsets[i-1].pos)
+	return int64(ix.offsets[i-1].pos), ix.offsets[i-1].relOffset
 }
 
-// timeFloor returns a position from which a scan finds the first batch with a
-// timestamp of at least ts: the start of the last indexed run whose earlier
-// batches are all older than ts.
-func (ix *segmentIndex) timeFloor(ts int64) int64 {
+// timeFloor returns a batch (position, relative offset) from which a scan
+// finds the first batch with a timestamp of at least ts: the start of the
+// last indexed run whose earlier batches are all older than ts.
+func (ix *segmentIndex) timeFloor(ts int64) (pos int64, batchRel uint32) {
 	ix.mu.RLock()
 	i := sort.Search(len(ix.times), func(i int) bool { return ix.times[i].maxTimestamp >= ts })
 	if i == 0 {
 		ix.mu.RUnlock()
-		return 0
+		return 0, 0
 	}
 	rel := ix.times[i-1].relOffset
 	ix.mu.RUnlock()

@@ -16,7 +16,7 @@ type Log struct {
 	logger *slog.Logger
 
 	// mu serializes everything that writes: appends, roll, truncation,
-	// retention. Lock order: mu → cpMu → syncMu.
+	// retention. Lock order: mu → cpMu → fsyncMu → syncMu.
 	mu            sync.Mutex
 	active        *segment
 	writtenEnd    int64 // offset after the last written batch
@@ -32,12 +32,22 @@ type Log struct {
 	logStart    atomic.Int64
 	truncGen    atomic.Int64 // bumped by every truncation
 
+	// opened is set once recovery is done, before any goroutine starts.
+	opened bool
+
+	// fsyncMu makes every segment fsync and the failure it may cause one
+	// step (see syncSegment).
+	fsyncMu sync.Mutex
+
 	// Group commit state, under syncMu.
 	syncMu   sync.Mutex
 	syncCond *sync.Cond
 	syncing  bool
 	durable  logPosition
-	syncErr  error
+	// failure, once set, fails the log for good (see Failed); stopped says
+	// Close ran. Both wake every waiter.
+	failure error
+	stopped bool
 
 	// cpMu orders recovery-point writes so a stale one never overwrites a
 	// lower one written by a truncation.
@@ -91,6 +101,7 @@ func Open(cfg Config) (*Log, error) {
 		l.releaseAll()
 		return nil, err
 	}
+	l.opened = true
 	l.lastRetention = cfg.Now()
 	l.wg.Add(1)
 	go l.background()
@@ -99,7 +110,10 @@ func Open(cfg Config) (*Log, error) {
 
 // Close fsyncs what was written, checkpoints the recovery point so the next
 // Open scans nothing, and releases the files. Readers' outstanding Records
-// stay valid until released.
+// stay valid until released. A failed log is closed without an fsync and
+// without moving its recovery point: a second fsync after a failed one can
+// succeed without writing what the first lost (see syncSegment), and Close
+// returns the failure.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -113,16 +127,14 @@ func (l *Log) Close() error {
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	err := l.active.sync()
+	err := l.syncSegment(l.active, false)
 	if err == nil {
 		pos := logPosition{segmentBase: l.active.base, pos: l.active.size, offset: l.writtenEnd}
 		l.publishDurableLocked(l.active, pos, l.truncGen.Load())
 		err = l.writeRecoveryPoint()
 	}
 	l.syncMu.Lock()
-	if l.syncErr == nil {
-		l.syncErr = ErrClosed
-	}
+	l.stopped = true
 	l.syncCond.Broadcast()
 	l.syncMu.Unlock()
 	l.releaseAll()
@@ -182,13 +194,16 @@ func (l *Log) Segments() []SegmentInfo {
 func (l *Log) AssignEpoch(epoch int32) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return ErrClosed
+	if err := l.writableLocked(); err != nil {
+		return err
 	}
 	return l.epochs.assign(epoch, l.writtenEnd)
 }
 
-// LatestEpoch is the newest leader epoch in the epoch cache.
+// LatestEpoch is the newest leader epoch assigned to this log. It survives
+// reopening, even after a crash that lost every batch of it or when it has
+// none yet (its entry then starts at the log end); only Truncate at or below
+// its start forgets it, as a follower does when its log diverged.
 func (l *Log) LatestEpoch() (int32, bool) {
 	e, ok := l.epochs.latest()
 	return e.Epoch, ok

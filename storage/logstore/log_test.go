@@ -303,3 +303,36 @@ func TestAppendReplicated(t *testing.T) {
 	_, err := follower.AppendReplicated(recs.Data)
 	wantErr(t, err, ErrNonContiguous)
 }
+
+// TestAppendReplicatedSpansSegments: one replicated append larger than a
+// segment, arriving at a fresh segment, rolls as often as it needs to
+// instead of writing past the segment (which failed the log).
+func TestAppendReplicatedSpansSegments(t *testing.T) {
+	leader := openLog(t, Config{Dir: t.TempDir()})
+	for i := range 60 {
+		mustAppend(t, leader, makeBatch(t, fmt.Sprint(i), 3, 1000), 0)
+	}
+	recs, err := leader.Read(0, 1<<20)
+	if err != nil || recs.NextOffset != leader.EndOffset() {
+		t.Fatalf("read the whole leader log: up to %d, %v", recs.NextOffset, err)
+	}
+	defer recs.Release()
+	follower := openLog(t, Config{Dir: t.TempDir(), SegmentMaxBytes: 64 << 10})
+	if _, err := follower.AppendReplicated(recs.Data); err != nil {
+		t.Fatal(err)
+	}
+	segs := follower.Segments()
+	if len(segs) < 3 {
+		t.Fatalf("%d bytes in %d segments", len(recs.Data), len(segs))
+	}
+	for _, s := range segs {
+		if s.Bytes > 64<<10 {
+			t.Fatalf("segment %d holds %d bytes, over the segment size", s.BaseOffset, s.Bytes)
+		}
+	}
+	want, _ := readAll(t, leader, 0)
+	got, err := readAll(t, follower, 0)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("follower holds %d of %d batches: %v", len(got), len(want), err)
+	}
+}

@@ -99,42 +99,41 @@ func (l *Log) readBelow(from, limit int64, maxBytes int, unflushed bool) (*Recor
 }
 
 // readSegment collects batches from the first readable bytes of seg; the
-// caller holds a reference.
+// caller holds a reference. Damage is reported as a *CorruptError when it
+// is where the read starts; after a good prefix, the prefix is served and
+// the next read, starting at the damage, reports it.
 func (l *Log) readSegment(seg *segment, from, limit int64, maxBytes int, readable int64) (*Records, error) {
-	data := seg.data[:readable]
-	pos := seg.index.floor(uint32(from - seg.base))
+	pos, rel := seg.index.floor(uint32(from - seg.base))
+	next := seg.base + int64(rel)
 	// Find the batch holding from.
 	for {
 		if pos >= readable {
 			return &Records{FirstOffset: from, NextOffset: from}, nil
 		}
-		b, err := record.CheckHeader(data[pos:])
+		b, err := seg.batchAt(pos, readable, next)
 		if err != nil {
-			return nil, fmt.Errorf("%w: segment %d at byte %d: %v", ErrCorrupt, seg.base, pos, err)
+			return nil, err
 		}
 		if b.NextOffset() > from {
 			break
 		}
 		pos += int64(len(b))
+		next = b.NextOffset()
 	}
-	start := pos
-	first := record.Batch(data[pos:]).BaseOffset()
-	next := first
+	start, first := pos, next
 	for pos < readable {
-		b, err := record.CheckHeader(data[pos:])
-		if err != nil {
-			return nil, fmt.Errorf("%w: segment %d at byte %d: %v", ErrCorrupt, seg.base, pos, err)
-		}
-		if b.NextOffset() > limit || (pos > start && pos-start+int64(len(b)) > int64(maxBytes)) {
+		b, err := seg.batchAt(pos, readable, next)
+		if err == nil && (b.NextOffset() > limit || (pos > start && pos-start+int64(len(b)) > int64(maxBytes))) {
 			break
 		}
-		if !l.cfg.SkipReadVerify {
-			if _, err := record.Check(b); err != nil {
-				if pos == start {
-					return nil, fmt.Errorf("%w: segment %d at byte %d: %v", ErrCorrupt, seg.base, pos, err)
-				}
-				break // serve the good prefix; the next read reports the damage
+		if err == nil && !l.cfg.SkipReadVerify {
+			err = seg.checkBatch(b, pos)
+		}
+		if err != nil {
+			if pos == start {
+				return nil, err
 			}
+			break
 		}
 		pos += int64(len(b))
 		next = b.NextOffset()
@@ -142,7 +141,7 @@ func (l *Log) readSegment(seg *segment, from, limit int64, maxBytes int, readabl
 	if pos == start {
 		return &Records{FirstOffset: from, NextOffset: from}, nil
 	}
-	return &Records{Data: data[start:pos:pos], FirstOffset: first, NextOffset: next, seg: seg}, nil
+	return &Records{Data: seg.data[start:pos:pos], FirstOffset: first, NextOffset: next, seg: seg}, nil
 }
 
 // OffsetForTimestamp returns the base offset of the first batch whose commit
@@ -174,16 +173,17 @@ func (l *Log) offsetForTimestamp(ts int64) (int64, bool, error) {
 
 func scanForTimestamp(seg *segment, ts int64) (int64, bool, error) {
 	readable := seg.readable.Load()
-	data := seg.data[:readable]
-	for pos := seg.index.timeFloor(ts); pos < readable; {
-		b, err := record.CheckHeader(data[pos:])
+	pos, rel := seg.index.timeFloor(ts)
+	for next := seg.base + int64(rel); pos < readable; {
+		b, err := seg.batchAt(pos, readable, next)
 		if err != nil {
-			return 0, false, fmt.Errorf("%w: segment %d at byte %d: %v", ErrCorrupt, seg.base, pos, err)
+			return 0, false, err
 		}
 		if b.CommitTimestamp() >= ts {
 			return b.BaseOffset(), true, nil
 		}
 		pos += int64(len(b))
+		next = b.NextOffset()
 	}
 	return 0, false, nil
 }

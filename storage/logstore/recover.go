@@ -1,7 +1,6 @@
 package logstore
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -40,7 +39,10 @@ func (l *Log) recover() error {
 		}
 		l.publishSegments([]*segment{s})
 		l.active = s
-		return l.epochs.truncateFromEnd(0)
+		if err := l.epochs.clampToEnd(0); err != nil {
+			return err
+		}
+		return l.recoverSyncFailed(rp, rpErr)
 	}
 
 	segs := make([]*segment, 0, len(bases))
@@ -78,10 +80,13 @@ func (l *Log) recover() error {
 	l.writtenPub.Store(l.writtenEnd)
 	pos := logPosition{segmentBase: l.active.base, pos: l.active.size, offset: l.writtenEnd}
 	l.durable, l.checkpointed = pos, rp
-	if err := l.epochs.truncateFromEnd(l.writtenEnd); err != nil {
+	if err := l.epochs.clampToEnd(l.writtenEnd); err != nil {
 		return err
 	}
 	if err := l.epochs.truncateFromStart(segs[0].base); err != nil {
+		return err
+	}
+	if err := l.recoverSyncFailed(rp, rpErr); err != nil {
 		return err
 	}
 	l.logger.Debug("log opened", "segments", len(segs), "start_offset", segs[0].base, "end_offset", l.writtenEnd)
@@ -133,12 +138,12 @@ func (l *Log) recoverSealed(s *segment, nextBase int64) error {
 		}
 	}
 	// Walk the headers after the last index entry to find the segment's end.
-	pos := s.index.floor(^uint32(0))
-	next := s.base
+	pos, rel := s.index.floor(^uint32(0))
+	next := s.base + int64(rel)
 	for pos < s.size {
-		b, err := record.CheckHeader(s.data[pos:s.size])
+		b, err := s.batchAt(pos, s.size, next)
 		if err != nil {
-			return fmt.Errorf("%w: sealed segment %d at byte %d: %v", ErrCorrupt, s.base, pos, err)
+			return fmt.Errorf("sealed segment: %w", err)
 		}
 		next = b.NextOffset()
 		pos += int64(len(b))
@@ -155,13 +160,14 @@ func (l *Log) recoverSealed(s *segment, nextBase int64) error {
 // segments were fsynced whole before they were sealed).
 func (l *Log) rebuildIndex(s *segment) error {
 	s.index.reset()
-	for pos := int64(0); pos < s.size; {
-		b, err := record.CheckHeader(s.data[pos:s.size])
+	for pos, next := int64(0), s.base; pos < s.size; {
+		b, err := s.batchAt(pos, s.size, next)
 		if err != nil {
-			return fmt.Errorf("%w: segment %d at byte %d: %v", ErrCorrupt, s.base, pos, err)
+			return err
 		}
 		s.index.observe(s.base, b, pos)
 		pos += int64(len(b))
+		next = b.NextOffset()
 	}
 	return nil
 }
@@ -177,13 +183,13 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 	}
 	pos, next := int64(0), s.base
 	for pos < trusted {
-		b, err := record.CheckHeader(s.data[pos:limit])
-		if err == nil && b.BaseOffset() != next {
-			err = fmt.Errorf("base offset %d, expected %d", b.BaseOffset(), next)
+		b, err := s.batchAt(pos, limit, next)
+		if err == nil && pos+int64(len(b)) > trusted {
+			err = &CorruptError{Offset: next, SegmentBase: s.base, Position: pos,
+				Err: fmt.Errorf("batch of %d bytes crosses the recovery point %d", len(b), trusted)}
 		}
-		if err != nil || pos+int64(len(b)) > trusted {
-			return fmt.Errorf("%w: segment %d at byte %d, below the recovery point %d: %v",
-				ErrCorrupt, s.base, pos, trusted, err)
+		if err != nil {
+			return fmt.Errorf("below the recovery point: %w", err)
 		}
 		s.index.observe(s.base, b, pos)
 		pos += int64(len(b))
@@ -215,7 +221,10 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 				"discarded_bytes_max", limit-pos)
 		}
 		// Cut the file so no stale batch past the end can ever be read back.
-		if err := s.trimAndSync(); err != nil {
+		if err := s.trim(); err != nil {
+			return err
+		}
+		if err := l.syncSegment(s, true); err != nil {
 			return err
 		}
 	}
@@ -237,36 +246,26 @@ func (l *Log) readRecoveryPoint() (logPosition, error) {
 	if err != nil {
 		return logPosition{}, err
 	}
-	if len(buf) != 24 {
-		return logPosition{}, fmt.Errorf("%w: %s: %d bytes", ErrCorrupt, recoveryPointFile, len(buf))
-	}
-	return logPosition{
-		segmentBase: int64(binary.BigEndian.Uint64(buf)),
-		pos:         int64(binary.BigEndian.Uint64(buf[8:])),
-		offset:      int64(binary.BigEndian.Uint64(buf[16:])),
-	}, nil
+	return decodePosition(recoveryPointFile, buf)
 }
 
 // writeRecoveryPoint checkpoints the durable position if it moved. Callers
-// hold mu or run alone (background loop); cpMu orders the writes.
+// hold mu or run alone (background loop); cpMu orders the writes. A failed
+// log checkpoints nothing: its sync-failed marker says where it was durable.
 func (l *Log) writeRecoveryPoint() error {
 	l.cpMu.Lock()
 	defer l.cpMu.Unlock()
 	l.syncMu.Lock()
-	pos := l.durable
+	pos, failed := l.durable, l.failure != nil
 	l.syncMu.Unlock()
-	if pos == l.checkpointed {
+	if failed || pos == l.checkpointed {
 		return nil
 	}
 	return l.writeRecoveryPointLocked(pos)
 }
 
 func (l *Log) writeRecoveryPointLocked(pos logPosition) error {
-	buf := make([]byte, 24)
-	binary.BigEndian.PutUint64(buf, uint64(pos.segmentBase))
-	binary.BigEndian.PutUint64(buf[8:], uint64(pos.pos))
-	binary.BigEndian.PutUint64(buf[16:], uint64(pos.offset))
-	if err := writeCheckpoint(l.cfg.Dir, recoveryPointFile, buf); err != nil {
+	if err := writeCheckpoint(l.cfg.Dir, recoveryPointFile, encodePosition(pos)); err != nil {
 		return err
 	}
 	l.checkpointed = pos

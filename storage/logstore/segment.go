@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/floedb/floe/storage/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -170,29 +171,50 @@ func allocate(f *os.File, oldSize, newSize int64) error {
 	return nil
 }
 
-// sync makes everything written durable (data and, when the preallocation
-// grew, the file size).
-func (s *segment) sync() error {
-	if err := unix.Fdatasync(int(s.file.Fd())); err != nil {
-		return fmt.Errorf("%w: segment %d: %v", ErrSyncFailed, s.base, err)
+// batchAt checks the header of the batch at byte pos, which must end by
+// byte end and start at offset: a *CorruptError names offset otherwise. The
+// base offset is outside the batch checksum, so it is checked here.
+func (s *segment) batchAt(pos, end, offset int64) (record.Batch, error) {
+	b, err := record.CheckHeader(s.data[pos:end])
+	if err == nil && b.BaseOffset() != offset {
+		err = fmt.Errorf("base offset %d where offset %d belongs", b.BaseOffset(), offset)
+	}
+	if err != nil {
+		return nil, &CorruptError{Offset: offset, SegmentBase: s.base, Position: pos, Err: err}
+	}
+	return b, nil
+}
+
+// checkBatch verifies the checksum of b, found at byte pos by batchAt.
+func (s *segment) checkBatch(b record.Batch, pos int64) error {
+	if _, err := record.Check(b); err != nil {
+		return &CorruptError{Offset: b.BaseOffset(), SegmentBase: s.base, Position: pos, Err: err}
 	}
 	return nil
 }
 
-// trimAndSync cuts the file to its data, making the length durable too.
-func (s *segment) trimAndSync() error {
+// fsync makes everything written durable: fdatasync, or a full fsync when
+// the file's length must be durable too. The log calls it through
+// Log.syncSegment, which owns what a failure means.
+func (s *segment) fsync(full bool) error {
+	if full {
+		return s.file.Sync()
+	}
+	return unix.Fdatasync(int(s.file.Fd()))
+}
+
+// trim cuts the file to its data; the caller fsyncs (full) to make the
+// length durable.
+func (s *segment) trim() error {
 	if err := s.file.Truncate(s.size); err != nil {
 		return fmt.Errorf("logstore: trim segment %d: %w", s.base, err)
 	}
 	s.allocated = s.size
-	if err := s.file.Sync(); err != nil {
-		return fmt.Errorf("%w: segment %d: %v", ErrSyncFailed, s.base, err)
-	}
 	return nil
 }
 
 // zeroFrom overwrites [pos, size) with zeros, keeping the file length (a
-// reader may still hold a view of those bytes), and makes it durable.
+// reader may still hold a view of those bytes); the caller fsyncs.
 func (s *segment) zeroFrom(pos int64) error {
 	zeros := make([]byte, min(s.size-pos, 1<<20))
 	for p := pos; p < s.size; p += int64(len(zeros)) {
@@ -202,7 +224,7 @@ func (s *segment) zeroFrom(pos int64) error {
 		}
 	}
 	s.size = pos
-	return s.sync()
+	return nil
 }
 
 // writeIndexes persists the sealed segment's indexes.

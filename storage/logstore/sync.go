@@ -9,7 +9,8 @@ import (
 // to find no fsync running becomes the syncer; the others wait for it, and
 // whatever was written meanwhile is covered by the next fsync (group commit).
 // gen is the truncation generation the append saw: if the log was truncated
-// since, the append may be gone, and the caller learns ErrTruncated.
+// since, the append may be gone, and the caller learns ErrTruncated. Once
+// the log failed, every waiter not already durable gets the failure.
 func (l *Log) waitDurable(end, gen int64) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -20,8 +21,11 @@ func (l *Log) waitDurable(end, gen int64) error {
 		if l.durable.offset >= end {
 			return nil
 		}
-		if l.syncErr != nil {
-			return l.syncErr
+		if l.failure != nil {
+			return l.failure
+		}
+		if l.stopped {
+			return ErrClosed
 		}
 		if l.syncing {
 			l.syncCond.Wait()
@@ -32,10 +36,10 @@ func (l *Log) waitDurable(end, gen int64) error {
 		err := l.syncOnce()
 		l.syncMu.Lock()
 		l.syncing = false
-		if err != nil && l.syncErr == nil {
-			l.syncErr = err
-		}
 		l.syncCond.Broadcast()
+		if err != nil {
+			return err
+		}
 	}
 }
 
@@ -54,8 +58,7 @@ func (l *Log) syncOnce() error {
 	l.mu.Unlock()
 	defer seg.release()
 
-	if err := seg.sync(); err != nil {
-		l.logger.Error("fsync failed; the log refuses writes until reopened", "segment", seg.base, "err", err)
+	if err := l.syncSegment(seg, false); err != nil {
 		return err
 	}
 
@@ -66,10 +69,16 @@ func (l *Log) syncOnce() error {
 }
 
 // publishDurableLocked records that pos is durable, unless a truncation
-// happened since it was captured. Under SyncAlways that is also what readers
-// may see. Holds mu.
+// happened since it was captured or the log failed meanwhile (a failed log's
+// durable position never moves again). Under SyncAlways that is also what
+// readers may see. Holds mu.
 func (l *Log) publishDurableLocked(seg *segment, pos logPosition, gen int64) {
 	if l.truncGen.Load() != gen {
+		return
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.failure != nil {
 		return
 	}
 	if l.cfg.Sync == SyncAlways {
@@ -80,11 +89,9 @@ func (l *Log) publishDurableLocked(seg *segment, pos logPosition, gen int64) {
 			l.readableEnd.Store(pos.offset)
 		}
 	}
-	l.syncMu.Lock()
 	if pos.offset > l.durable.offset || pos.segmentBase > l.durable.segmentBase {
 		l.durable = pos
 	}
-	l.syncMu.Unlock()
 }
 
 // Sync fsyncs everything written so far, whatever the policy.
@@ -116,6 +123,9 @@ func (l *Log) background() {
 		case <-t.C:
 		}
 		now := l.cfg.Now()
+		if l.Failed() != nil {
+			continue // logged once when it failed; only reopening helps
+		}
 		if l.cfg.Sync == SyncInterval && now.Sub(lastSync) >= l.cfg.SyncInterval {
 			lastSync = now
 			if err := l.Sync(); err != nil {

@@ -1,10 +1,6 @@
 package logstore
 
-import (
-	"fmt"
-
-	"github.com/floedb/floe/storage/record"
-)
+import "fmt"
 
 // Truncate removes every batch at or after offset to, as a follower does when
 // its log diverged from the leader's. to should be a batch boundary (the
@@ -69,8 +65,7 @@ func (l *Log) Truncate(to int64) error {
 	}
 	l.cpMu.Unlock()
 	if err != nil {
-		l.failLocked(err)
-		return err
+		return l.fail(err)
 	}
 	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
 		return err
@@ -81,8 +76,7 @@ func (l *Log) Truncate(to int64) error {
 	if target.sealed {
 		active, err := target.reopen(l.cfg.SegmentMaxBytes)
 		if err != nil {
-			l.failLocked(err)
-			return err
+			return l.fail(err)
 		}
 		defer target.release()
 		kept[idx], target = active, active
@@ -91,8 +85,7 @@ func (l *Log) Truncate(to int64) error {
 	l.publishSegments(kept)
 	for i := len(segs) - 1; i > idx; i-- {
 		if err := segs[i].remove(); err != nil {
-			l.failLocked(err)
-			return err
+			return l.fail(err)
 		}
 	}
 	if target.sealed {
@@ -100,7 +93,9 @@ func (l *Log) Truncate(to int64) error {
 		target.sealed = false
 	}
 	if err := target.zeroFrom(cut); err != nil {
-		l.failLocked(err)
+		return l.fail(err)
+	}
+	if err := l.syncSegment(target, false); err != nil {
 		return err
 	}
 	target.index.truncate(cut)
@@ -116,18 +111,24 @@ func (l *Log) Truncate(to int64) error {
 
 // batchBoundary finds the byte position and base offset of the batch that
 // holds offset to in seg (or the segment end when to is past its batches).
+// It reads no header at or past to, so a log can be truncated right at a
+// damaged batch (the offset a *CorruptError names) to drop it and what
+// follows.
 func batchBoundary(seg *segment, to int64) (pos, offset int64, err error) {
-	data := seg.data[:seg.size]
-	pos = seg.index.floor(uint32(to - seg.base))
-	for pos < seg.size {
-		b, err := record.CheckHeader(data[pos:])
+	pos, rel := seg.index.floor(uint32(to - seg.base))
+	for next := seg.base + int64(rel); pos < seg.size; {
+		if next >= to {
+			return pos, next, nil
+		}
+		b, err := seg.batchAt(pos, seg.size, next)
 		if err != nil {
-			return 0, 0, fmt.Errorf("%w: segment %d at byte %d: %v", ErrCorrupt, seg.base, pos, err)
+			return 0, 0, err
 		}
 		if b.NextOffset() > to {
-			return pos, b.BaseOffset(), nil
+			return pos, next, nil
 		}
 		pos += int64(len(b))
+		next = b.NextOffset()
 	}
 	return seg.size, seg.nextOffset, nil
 }

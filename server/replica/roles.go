@@ -1,0 +1,94 @@
+package replica
+
+import (
+	"time"
+
+	"github.com/floedb/floe/server/replication"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// assign hands the committed metadata of the bucket to the protocol core
+// and performs what it decides: start the leader epoch in the log, wake
+// waiting writes, send an ISR proposal.
+func (r *Replica) assign(b *pb.BucketRecord, index uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	wasLeading := r.leadingLocked()
+	eff := r.core.Assign(replication.Assignment{Leader: b.Leader, LeaderEpoch: b.LeaderEpoch, BucketEpoch: b.BucketEpoch,
+		Replicas: b.Replicas, ISR: b.Isr, Index: int64(index)}, r.log.EndOffset(), time.Now())
+	r.performLocked(eff)
+	role, leader, epoch, hw := r.stateLocked()
+	switch {
+	case eff.StaleMetadata:
+		r.mgr.log.Debug("ignoring bucket metadata older than this node's registration", "bucket", r.id.String(),
+			"metadata_index", index, "node_epoch", r.core.NodeEpoch())
+	case eff.StaleFollowership:
+		r.mgr.log.Warn("not following bucket: the log already holds a newer leader epoch than the metadata names; waiting for newer metadata",
+			"bucket", r.id.String(), "leader_epoch", b.LeaderEpoch)
+	case eff.StaleLeadership:
+		r.mgr.log.Warn("not leading bucket: the log already holds this leader epoch from before a restart; waiting for a newer one",
+			"bucket", r.id.String(), "leader_epoch", epoch)
+	case eff.StartEpoch:
+		r.mgr.log.Info("leading bucket", "bucket", r.id.String(), "leader_epoch", epoch, "isr", b.Isr,
+			"end_offset", r.log.EndOffset(), "high_watermark", hw)
+	case wasLeading && role != replication.RoleLeader:
+		r.mgr.log.Info("stopped leading bucket", "bucket", r.id.String(), "new_leader", leader, "leader_epoch", epoch)
+	}
+}
+
+// setNodeEpoch tells the core this node registered (again) at node epoch
+// e: metadata older than e is no longer acted on.
+func (r *Replica) setNodeEpoch(e uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if int64(e) > r.core.NodeEpoch() {
+		r.core.SetNodeEpoch(int64(e))
+	}
+}
+
+// leadingLocked reports whether the replica leads, with r.mu held.
+func (r *Replica) leadingLocked() bool {
+	role, _, _, _ := r.stateLocked()
+	return role == replication.RoleLeader
+}
+
+// performLocked carries out the effects of a transition of the core, with
+// r.mu held.
+func (r *Replica) performLocked(eff replication.Effects) {
+	if eff.StartEpoch {
+		_, _, epoch := r.core.Role()
+		if err := r.log.AssignEpoch(epoch); err != nil {
+			// The core checked the epoch is newer than any in the log, so
+			// this is an I/O failure: the replica cannot lead safely.
+			r.failLocked(err)
+			return
+		}
+	}
+	if eff.RoleChanged {
+		r.wakeAllHWWaitersLocked()
+		if r.kv != nil {
+			// The rows a leader writes are the ones its next upserts of
+			// those keys merge against and lookups, which come to it, ask
+			// for.
+			r.kv.SetLeading(r.leadingLocked())
+		}
+	}
+	if eff.HWAdvanced {
+		r.wakeHWWaitersLocked()
+		if r.kv != nil {
+			r.kv.HWMoved()
+		}
+	}
+	if eff.ISRChanged {
+		r.mgr.log.Info("ISR changed", "bucket", r.id.String(), "isr", r.core.ISR(), "bucket_epoch", r.core.BucketEpoch())
+	}
+	if eff.Propose != nil {
+		r.sendProposalLocked(eff.Propose)
+	}
+	if eff.RoleChanged || eff.HWAdvanced {
+		r.mgr.notify()
+	}
+}

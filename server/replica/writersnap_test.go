@@ -1,0 +1,102 @@
+package replica
+
+import (
+	"testing"
+)
+
+// crashAndReopen closes r's log without the writer-state snapshot a clean
+// close takes (what a crash leaves) and opens the replica again.
+func crashAndReopen(t *testing.T, m *Manager, r *Replica) *Replica {
+	t.Helper()
+	if err := r.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r2 := openTestReplica(t, m)
+	t.Cleanup(func() { r2.close(false) })
+	return r2
+}
+
+// retryIsNew asserts that writer's batch seq is not answered as a
+// duplicate (the log no longer holds it).
+func retryIsNew(t *testing.T, r *Replica, writer int64, seq int32) {
+	t.Helper()
+	dup, err := r.writers.check(writer, seq)
+	if err != nil {
+		t.Fatalf("writer %d seq %d: %v", writer, seq, err)
+	}
+	if dup != nil {
+		t.Fatalf("writer %d seq %d answered as a duplicate at offsets %d-%d, which hold another writer's batch now",
+			writer, seq, dup.base, dup.last)
+	}
+}
+
+// snapshotThenTruncate writes writer 100's batches 0 (offsets 0-1) and 1
+// (2-3) on a leader, snapshots the writer state at 4, and truncates to 2
+// with truncate (a divergence: batch 1 was never committed).
+func snapshotThenTruncate(t *testing.T, truncate func(*Replica) error) (*Manager, *Replica) {
+	t.Helper()
+	m := newTestManager(t, t.TempDir())
+	r := openTestReplica(t, m)
+	lead(r, 1)
+	produceLeader(t, r, writerBatchN(t, 100, 0, 2, "a"))
+	produceLeader(t, r, writerBatchN(t, 100, 1, 2, "b"))
+	r.saveWriters()
+	r.produceMu.Lock()
+	defer r.produceMu.Unlock()
+	if err := truncate(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.rebuildWriters(); err != nil {
+		t.Fatal(err)
+	}
+	return m, r
+}
+
+// TestWriterSnapshotDroppedOnTruncation (bug 7): a snapshot taken before a
+// truncation must not be trusted after a crash once other batches fill the
+// truncated offsets; a retry of a truncated batch is new, not a duplicate
+// at offsets now holding other data.
+func TestWriterSnapshotDroppedOnTruncation(t *testing.T) {
+	m, r := snapshotThenTruncate(t, func(r *Replica) error { return r.truncate(2) })
+	produceLeader(t, r, writerBatchN(t, 200, 0, 4, "c")) // another writer: 2-5
+
+	r2 := crashAndReopen(t, m, r)
+	retryIsNew(t, r2, 100, 1)
+	if dup, err := r2.writers.check(200, 0); err != nil || dup == nil || dup.base != 2 {
+		t.Fatalf("the surviving batch is not remembered: %+v %v", dup, err)
+	}
+}
+
+// TestWriterSnapshotAnchoredToItsBatch (bug 7): a crash between a
+// truncation and the snapshot's removal leaves a snapshot whose offset a
+// different batch now ends at; the snapshot names its batch (epoch and
+// CRC), so it is not used.
+func TestWriterSnapshotAnchoredToItsBatch(t *testing.T) {
+	// The truncation without the drop.
+	m, r := snapshotThenTruncate(t, func(r *Replica) error { return r.log.Truncate(2) })
+	produceLeader(t, r, writerBatchN(t, 200, 0, 2, "c")) // another batch ending at 4
+
+	r2 := crashAndReopen(t, m, r)
+	retryIsNew(t, r2, 100, 1)
+}
+
+// TestWriterSnapshotUsedWhenItMatches: the snapshot of an untouched log is
+// used and replayed forward; retries after it are still recognized.
+func TestWriterSnapshotUsedWhenItMatches(t *testing.T) {
+	m := newTestManager(t, t.TempDir())
+	r := openTestReplica(t, m)
+	lead(r, 1)
+	produceLeader(t, r, writerBatchN(t, 100, 0, 2, "a"))
+	r.saveWriters()
+	produceLeader(t, r, writerBatchN(t, 100, 1, 2, "b"))
+	r2 := crashAndReopen(t, m, r)
+	for seq, base := range []int64{0, 2} {
+		if dup, err := r2.writers.check(100, int32(seq)); err != nil || dup == nil || dup.base != base {
+			t.Fatalf("seq %d after reopen: %+v %v", seq, dup, err)
+		}
+	}
+	_, offset, anchor, err := loadWriters(r2.dir)
+	if err != nil || offset != 2 || anchor.epoch != 1 {
+		t.Fatalf("snapshot: offset %d anchor %+v err %v", offset, anchor, err)
+	}
+}
