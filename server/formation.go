@@ -276,8 +276,13 @@ func (s *Server) registerSelf(ctx context.Context) {
 	for {
 		res, err := s.propose(ctx, cmd)
 		if err == nil {
-			s.log.Info("registered", "node_epoch", res.GetNode().GetNodeEpoch())
-			close(s.readyCh)
+			epoch := res.GetNode().GetNodeEpoch()
+			if epoch == 0 {
+				panic("server: a committed registration has no node epoch")
+			}
+			s.log.Info("registered", "node_epoch", epoch)
+			s.registeredAt.Store(epoch)
+			close(s.registered)
 			return
 		}
 		if !transport.IsRetriable(err) {
