@@ -287,6 +287,8 @@ func (s *Server) registerSelf(ctx context.Context) {
 		}
 		if !transport.IsRetriable(err) {
 			s.log.Error("registration refused", "err", err)
+			why := err.Error()
+			s.registerErr.Store(&why)
 			return
 		}
 		if !sleepCtx(ctx, formRetry) {

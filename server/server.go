@@ -46,11 +46,11 @@ type Server struct {
 	peers       map[uint32]*pb.PeerInfo // met through Hello
 	gossipAddrs map[uint32]string       // their gossip addresses
 
-	formed       chan struct{} // closed once Raft runs (meta) or the node registered (tablet)
-	registered   chan struct{} // closed once this run's registration is committed
-	registeredAt atomic.Uint64 // the Raft index of that registration (the node epoch)
-	follower     *metaFollower // tablet role: follows the metadata from the registration on
-	readyCh      chan struct{} // closed once registered and, with the tablet role, following
+	formed       chan struct{}          // closed once Raft runs (meta) or the node registered (tablet)
+	registered   chan struct{}          // closed once this run's registration is committed
+	registeredAt atomic.Uint64          // the Raft index of that registration (the node epoch)
+	registerErr  atomic.Pointer[string] // why the registration was refused, nil when it was not
+	follower     *metaFollower          // tablet role: follows the metadata from the registration on
 	wg           sync.WaitGroup
 }
 
@@ -66,7 +66,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, id: id, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}),
-		registered: make(chan struct{}), readyCh: make(chan struct{})}
+		registered: make(chan struct{})}
 	s.log = cfg.Logger.With("node", cfg.NodeID)
 	if cfg.HasRole(RoleTablet) {
 		s.follower = s.newFollower()
@@ -132,24 +132,11 @@ func (s *Server) Formed() <-chan struct{} { return s.formed }
 // Ready is closed once the node is registered and, with the tablet role, its
 // replicas act on metadata at or above that registration: a table created
 // from then on can be placed on it. /readyz says whether it still is.
-func (s *Server) Ready() <-chan struct{} { return s.readyCh }
-
-// signalReady closes readyCh once the node is registered and, with the
-// tablet role, follows the metadata.
-func (s *Server) signalReady(ctx context.Context) {
-	select {
-	case <-s.registered:
-	case <-ctx.Done():
-		return
-	}
+func (s *Server) Ready() <-chan struct{} {
 	if s.follower != nil {
-		select {
-		case <-s.follower.Following():
-		case <-ctx.Done():
-			return
-		}
+		return s.follower.Following() // which waits for the registration
 	}
-	close(s.readyCh)
+	return s.registered
 }
 
 // Run serves until ctx ends, then shuts the node down and returns.
@@ -163,7 +150,6 @@ func (s *Server) Run(ctx context.Context) error {
 		s.goRun(func() { errs <- s.serveHTTP(ctx, s.httpLis) })
 	}
 	s.log.Info("node listening", "address", s.advertise, "roles", s.cfg.Roles)
-	s.goRun(func() { s.signalReady(ctx) })
 
 	var runErr error
 	if s.cfg.HasRole(RoleMeta) {

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -86,5 +89,70 @@ func TestRestartedNodeActsOnNothingOlderThanItsRegistration(t *testing.T) {
 		if err := stop(); err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
+	}
+}
+
+// readyz asks the node's /readyz and returns the status code and reason.
+func readyz(t *testing.T, s *Server) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + s.HTTPAddr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Ready  bool   `json:"ready"`
+		Reason string `json:"reason"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Ready != (resp.StatusCode == http.StatusOK) {
+		t.Fatalf("/readyz: status %d with ready=%v", resp.StatusCode, body.Ready)
+	}
+	return resp.StatusCode, body.Reason
+}
+
+// TestReadyWaitsForTheTabletToFollowMetadata: a registered node whose
+// tablet has not acted on metadata from its registration on is not ready
+// (a table created then would find no tablet node to place buckets on);
+// it is once the tablet follows.
+func TestReadyWaitsForTheTabletToFollowMetadata(t *testing.T) {
+	s, err := New(devConfig(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	open := s.follower.cfg.open
+	s.follower.cfg.open = func(ctx context.Context, addr string, from uint64) (metaStream, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return open(ctx, addr, from)
+	}
+	runNode(t, s)
+	select {
+	case <-s.registered:
+	case <-t.Context().Done():
+		t.Fatal("never registered")
+	}
+	select {
+	case <-s.Ready():
+		t.Fatal("ready before the tablet follows the metadata")
+	default:
+	}
+	if code, why := readyz(t, s); code != http.StatusServiceUnavailable || !strings.Contains(why, "tablet has not acted on metadata") {
+		t.Fatalf("/readyz before the tablet follows: %d %q", code, why)
+	}
+	close(release)
+	select {
+	case <-s.Ready():
+	case <-t.Context().Done():
+		t.Fatal("never ready")
+	}
+	if code, why := readyz(t, s); code != http.StatusOK {
+		t.Fatalf("/readyz once ready: %d %q", code, why)
 	}
 }
