@@ -189,11 +189,11 @@ func (s *Server) helloAll(ctx context.Context) []*pb.HelloResponse {
 	req := &pb.HelloRequest{NodeId: s.cfg.NodeID, RpcAddress: s.advertise, Roles: s.cfg.Roles, Peers: known}
 	var out []*pb.HelloResponse
 	for addr := range addrs {
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		cctx, cancel := context.WithTimeout(ctx, helloTimeout)
 		resp, err := pb.NewDRPCMetaClient(s.pool.Conn(addr)).Hello(cctx, req)
 		cancel()
+		s.diagnoseJoin(ctx, addr, resp, err)
 		if err != nil {
-			s.log.Debug("hello failed", "peer", addr, "err", err)
 			continue
 		}
 		s.rememberPeer(&pb.PeerInfo{NodeId: resp.NodeId, RpcAddress: addr, Roles: resp.Roles})

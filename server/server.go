@@ -46,6 +46,9 @@ type Server struct {
 	peers       map[uint32]*pb.PeerInfo // met through Hello
 	gossipAddrs map[uint32]string       // their gossip addresses
 
+	joinMu      sync.Mutex
+	joinReports joinReporter // paces warnings about peers that do not answer
+
 	formed       chan struct{}          // closed once Raft runs (meta) or the node registered (tablet)
 	registered   chan struct{}          // closed once this run's registration is committed
 	registeredAt atomic.Uint64          // the Raft index of that registration (the node epoch)
