@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/floedb/floe/internal/backoff"
 	"github.com/floedb/floe/raftmeta"
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/server/replica/kvreplica"
@@ -251,6 +252,7 @@ func (s *Server) startTabletOnly(ctx context.Context) error {
 		return errors.New("server: a tablet-only node needs --join with meta node addresses")
 	}
 	s.goRun(func() {
+		pace := backoff.Backoff{Min: formRetry, Max: time.Second, Jitter: true}
 		for s.ClusterID() == "" {
 			for _, r := range s.helloAll(ctx) {
 				if r.ClusterId != "" && r.Formed {
@@ -261,7 +263,7 @@ func (s *Server) startTabletOnly(ctx context.Context) error {
 					break
 				}
 			}
-			if !sleepCtx(ctx, 200*time.Millisecond) {
+			if !pace.Wait(ctx) {
 				return
 			}
 		}
@@ -344,16 +346,4 @@ func (s *Server) adoptClusterID(id string) error {
 	s.clusterID.Store(&id)
 	s.log.Info("joined cluster", "cluster_id", id)
 	return nil
-}
-
-// sleepCtx waits d or until ctx ends; false when ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
