@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/floedb/floe/internal/backoff"
 	"github.com/floedb/floe/raftmeta"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -45,6 +46,9 @@ func (s *Server) form(ctx context.Context) error {
 		return fmt.Errorf("server: nothing to do: give --bootstrap-expect to form a cluster or --join to join one")
 	}
 	lastLog := time.Time{}
+	// Discovery polls at a steady pace (peers may start at any moment);
+	// the jitter keeps nodes started together from greeting in step.
+	pace := backoff.Backoff{Min: formRetry, Max: formRetry, Jitter: true}
 	for {
 		responses := s.helloAll(ctx)
 		if done, err := s.tryJoinFormed(ctx, responses); done || err != nil {
@@ -58,7 +62,7 @@ func (s *Server) form(ctx context.Context) error {
 			s.log.Info("waiting for peers to form a cluster", "known_meta_nodes", len(s.metaPeers()),
 				"bootstrap_expect", s.cfg.BootstrapExpect, "join", s.cfg.Join)
 		}
-		if !sleepCtx(ctx, formRetry) {
+		if !pace.Wait(ctx) {
 			return ctx.Err()
 		}
 	}
@@ -189,11 +193,11 @@ func (s *Server) helloAll(ctx context.Context) []*pb.HelloResponse {
 	req := &pb.HelloRequest{NodeId: s.cfg.NodeID, RpcAddress: s.advertise, Roles: s.cfg.Roles, Peers: known}
 	var out []*pb.HelloResponse
 	for addr := range addrs {
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		cctx, cancel := context.WithTimeout(ctx, helloTimeout)
 		resp, err := pb.NewDRPCMetaClient(s.pool.Conn(addr)).Hello(cctx, req)
 		cancel()
+		s.diagnoseJoin(ctx, addr, resp, err)
 		if err != nil {
-			s.log.Debug("hello failed", "peer", addr, "err", err)
 			continue
 		}
 		s.rememberPeer(&pb.PeerInfo{NodeId: resp.NodeId, RpcAddress: addr, Roles: resp.Roles})
@@ -214,6 +218,7 @@ func (s *Server) helloAll(ctx context.Context) []*pb.HelloResponse {
 // member, until it says yes or ctx ends.
 func (s *Server) joinUntilDone(ctx context.Context, promote bool) (*pb.JoinResponse, error) {
 	req := &pb.JoinRequest{NodeId: s.cfg.NodeID, RaftAddress: s.advertise, Incarnation: s.id.Incarnation, Promote: promote}
+	pace := backoff.Backoff{Min: formRetry, Max: 2 * time.Second, Jitter: true}
 	for {
 		resp, err := s.join(ctx, req)
 		if err == nil {
@@ -221,7 +226,7 @@ func (s *Server) joinUntilDone(ctx context.Context, promote bool) (*pb.JoinRespo
 			return resp, nil
 		}
 		s.log.Debug("join attempt failed", "err", err)
-		if !sleepCtx(ctx, formRetry) {
+		if !pace.Wait(ctx) {
 			return nil, ctx.Err()
 		}
 	}
@@ -254,8 +259,11 @@ func (s *Server) join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRespons
 // committed when it joined, then asks to become a voter.
 func (s *Server) promoteWhenCaughtUp(ctx context.Context, commitIndex uint64) {
 	n := s.node.Load()
+	// Polled: commitIndex may be a configuration entry, which the state
+	// machine (and so its WaitApplied) never sees.
+	pace := backoff.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond}
 	for n.Status().AppliedIndex < commitIndex {
-		if !sleepCtx(ctx, 50*time.Millisecond) {
+		if !pace.Wait(ctx) {
 			return
 		}
 	}
@@ -273,18 +281,26 @@ func (s *Server) registerSelf(ctx context.Context) {
 			Rack: s.cfg.Rack, Incarnation: s.id.Incarnation,
 		},
 	}}}
+	pace := backoff.Backoff{Min: formRetry, Max: 2 * time.Second, Jitter: true}
 	for {
 		res, err := s.propose(ctx, cmd)
 		if err == nil {
-			s.log.Info("registered", "node_epoch", res.GetNode().GetNodeEpoch())
-			close(s.readyCh)
+			epoch := res.GetNode().GetNodeEpoch()
+			if epoch == 0 {
+				panic("server: a committed registration has no node epoch")
+			}
+			s.log.Info("registered", "node_epoch", epoch)
+			s.registeredAt.Store(epoch)
+			close(s.registered)
 			return
 		}
 		if !transport.IsRetriable(err) {
 			s.log.Error("registration refused", "err", err)
+			why := err.Error()
+			s.registerErr.Store(&why)
 			return
 		}
-		if !sleepCtx(ctx, formRetry) {
+		if !pace.Wait(ctx) {
 			return
 		}
 	}

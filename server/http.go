@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// serveHTTP serves /healthz (the process is up), /readyz (the node is in a
-// cluster and, for meta nodes, a metadata leader is known) and Go's
+// serveHTTP serves /healthz (the process is up), /readyz (200 when the node
+// is ready, see readiness; 503 with the reason otherwise) and Go's
 // /debug/pprof/ until ctx ends.
 func (s *Server) serveHTTP(ctx context.Context, lis net.Listener) error {
 	mux := http.NewServeMux()
@@ -47,20 +47,26 @@ func (s *Server) serveHTTP(ctx context.Context, lis net.Listener) error {
 
 // ready reports whether the node can serve, and why not.
 func (s *Server) ready() (bool, string) {
-	select {
-	case <-s.formed:
-	default:
-		return false, "not in a cluster yet"
-	}
-	select {
-	case <-s.readyCh:
-	default:
-		return false, "not registered yet"
+	in := readinessInput{formed: isClosed(s.formed), registeredAt: s.registeredAt.Load(),
+		meta: s.cfg.HasRole(RoleMeta), tablet: s.follower != nil}
+	if why := s.registerErr.Load(); why != nil {
+		in.registerErr = *why
 	}
 	if n := s.node.Load(); n != nil {
-		if id, _ := n.Leader(); id == 0 {
-			return false, "no metadata leader"
-		}
+		in.leader, _ = n.Leader()
+		in.metaApplied = n.Status().AppliedIndex
 	}
-	return true, ""
+	if s.follower != nil {
+		_, in.tabletApplied, in.watching, in.watchErr = s.follower.state()
+	}
+	return readiness(in)
+}
+
+// HTTPAddr is the address /healthz and /readyz are served on, "" without
+// Config.HTTP.
+func (s *Server) HTTPAddr() string {
+	if s.httpLis == nil {
+		return ""
+	}
+	return s.httpLis.Addr().String()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/floedb/floe/internal/backoff"
 	"github.com/floedb/floe/raftmeta"
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/server/replica/kvreplica"
@@ -46,10 +47,16 @@ type Server struct {
 	peers       map[uint32]*pb.PeerInfo // met through Hello
 	gossipAddrs map[uint32]string       // their gossip addresses
 
-	formed  chan struct{} // closed once Raft runs (meta) or the node registered (tablet)
-	readyCh chan struct{} // closed once registered with a leader known
-	fatal   chan error    // a failure the node cannot serve through: Run stops with it
-	wg      sync.WaitGroup
+	joinMu      sync.Mutex
+	joinReports joinReporter // paces warnings about peers that do not answer
+
+	formed       chan struct{}          // closed once Raft runs (meta) or the node registered (tablet)
+	registered   chan struct{}          // closed once this run's registration is committed
+	registeredAt atomic.Uint64          // the Raft index of that registration (the node epoch)
+	registerErr  atomic.Pointer[string] // why the registration was refused, nil when it was not
+	follower     *metaFollower          // tablet role: follows the metadata from the registration on
+	fatal        chan error             // a failure the node cannot serve through: Run stops with it
+	wg           sync.WaitGroup
 }
 
 // New validates the configuration, loads the data folder's identity and binds
@@ -63,9 +70,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, id: id, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}), readyCh: make(chan struct{}),
-		fatal: make(chan error, 1)}
+	s := &Server{cfg: cfg, id: id, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}),
+		registered: make(chan struct{}), fatal: make(chan error, 1)}
 	s.log = cfg.Logger.With("node", cfg.NodeID)
+	if cfg.HasRole(RoleTablet) {
+		s.follower = s.newFollower()
+	}
 	knownID := id.ClusterID // a copy: adoptClusterID writes s.id under idMu
 	s.clusterID.Store(&knownID)
 
@@ -124,9 +134,15 @@ func (s *Server) ClusterID() string { return *s.clusterID.Load() }
 // Formed is closed once the node runs in a cluster.
 func (s *Server) Formed() <-chan struct{} { return s.formed }
 
-// Ready is closed once the node is in a cluster, registered, and (for a meta
-// node) sees a metadata leader: it can serve.
-func (s *Server) Ready() <-chan struct{} { return s.readyCh }
+// Ready is closed once the node is registered and, with the tablet role, its
+// replicas act on metadata at or above that registration: a table created
+// from then on can be placed on it. /readyz says whether it still is.
+func (s *Server) Ready() <-chan struct{} {
+	if s.follower != nil {
+		return s.follower.Following() // which waits for the registration
+	}
+	return s.registered
+}
 
 // Run serves until ctx ends, then shuts the node down and returns.
 func (s *Server) Run(ctx context.Context) error {
@@ -250,6 +266,7 @@ func (s *Server) startTabletOnly(ctx context.Context) error {
 		return errors.New("server: a tablet-only node needs --join with meta node addresses")
 	}
 	s.goRun(func() {
+		pace := backoff.Backoff{Min: formRetry, Max: time.Second, Jitter: true}
 		for s.ClusterID() == "" {
 			for _, r := range s.helloAll(ctx) {
 				if r.ClusterId != "" && r.Formed {
@@ -260,7 +277,7 @@ func (s *Server) startTabletOnly(ctx context.Context) error {
 					break
 				}
 			}
-			if !sleepCtx(ctx, 200*time.Millisecond) {
+			if !pace.Wait(ctx) {
 				return
 			}
 		}
@@ -353,16 +370,4 @@ func (s *Server) adoptClusterID(id string) error {
 	s.clusterID.Store(&id)
 	s.log.Info("joined cluster", "cluster_id", id)
 	return nil
-}
-
-// sleepCtx waits d or until ctx ends; false when ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

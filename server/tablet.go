@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/server/replica/kvreplica"
@@ -97,57 +96,34 @@ func (s *Server) startTablet(ctx context.Context) error {
 	}
 	s.kvTables, s.replicas = kv, m
 	s.tabletReady.Store(true)
-	s.goRun(func() { s.watchLoop(ctx) })
+	s.goRun(func() { s.follower.run(ctx) })
 	return nil
 }
 
-// watchLoop follows the committed metadata and hands every update to the
-// replica manager, resuming from the last index after any failure.
-func (s *Server) watchLoop(ctx context.Context) {
-	var from uint64
-	backoff := 50 * time.Millisecond
-	for ctx.Err() == nil {
-		progressed := false
-		for _, addr := range s.metaAddresses() {
-			n, err := s.watchFrom(ctx, addr, &from)
-			progressed = progressed || n > 0
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				s.log.Debug("metadata watch ended", "meta_node", addr, "from_index", from, "err", err)
-			}
-		}
-		if progressed {
-			backoff = 50 * time.Millisecond
-		}
-		if !sleepCtx(ctx, backoff) {
-			return
-		}
-		backoff = min(2*backoff, 2*time.Second)
-	}
+// newFollower makes the tablet role's metadata follower: it watches the meta
+// nodes once this run's registration is committed and hands the replica
+// manager what it may act on.
+func (s *Server) newFollower() *metaFollower {
+	return newMetaFollower(metaFollowerConfig{
+		addrs: s.metaAddresses,
+		open: func(ctx context.Context, addr string, from uint64) (metaStream, error) {
+			return pb.NewDRPCMetaClient(s.pool.Conn(addr)).WatchMetadata(ctx,
+				&pb.WatchMetadataRequest{NodeId: s.cfg.NodeID, FromIndex: from})
+		},
+		apply:        func(u *pb.MetadataUpdate) { s.replicas.Apply(u) },
+		registration: s.registration,
+		log:          s.log,
+	})
 }
 
-// watchFrom streams updates from one meta node until the stream fails.
-func (s *Server) watchFrom(ctx context.Context, addr string, from *uint64) (int, error) {
-	stream, err := pb.NewDRPCMetaClient(s.pool.Conn(addr)).WatchMetadata(ctx,
-		&pb.WatchMetadataRequest{NodeId: s.cfg.NodeID, FromIndex: *from})
-	if err != nil {
-		return 0, err
-	}
-	defer stream.Close()
-	n := 0
-	for {
-		u, err := stream.Recv()
-		if err != nil {
-			return n, err
-		}
-		if !u.Full && u.Index <= *from {
-			continue
-		}
-		s.replicas.Apply(u)
-		*from = u.Index
-		n++
+// registration waits until this run's registration is committed and
+// returns its Raft index (the node epoch).
+func (s *Server) registration(ctx context.Context) (uint64, error) {
+	select {
+	case <-s.registered:
+		return s.registeredAt.Load(), nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
 	}
 }
 

@@ -84,6 +84,10 @@ type clientCmd struct {
 	nargs, maxArgs int
 	// flags registers the command's own flags.
 	flags func(fs *flag.FlagSet)
+	// prepare, when set, runs after parsing and before connecting: it may
+	// take flag values from the positional arguments (returning the rest)
+	// and adjust the client flags.
+	prepare func(cf *clientFlags, pos []string) ([]string, error)
 	// streaming commands run until their work is done: --timeout bounds
 	// connecting (and what the body bounds with cf.timeout), not the run.
 	streaming bool
@@ -100,6 +104,11 @@ func (cc clientCmd) exec(ctx context.Context, env *cliEnv, args []string) error 
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if cc.prepare != nil {
+		if pos, err = cc.prepare(cf, pos); err != nil {
+			return err
+		}
 	}
 	if len(pos) < cc.nargs || len(pos) > max(cc.nargs, cc.maxArgs) {
 		return fmt.Errorf("%w: usage: floe %s", errUsage, cc.usage)

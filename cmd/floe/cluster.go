@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,13 +16,7 @@ func runCluster(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("%w: floe cluster status|add-voter|remove-voter|transfer-leadership", errUsage)
 	}
 	cmds := map[string]clientCmd{
-		"status": {name: "cluster status", usage: "cluster status", run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
-			st, err := c.Admin().ClusterStatus(ctx)
-			if err != nil {
-				return err
-			}
-			return printStatus(env, cf, st)
-		}},
+		"status": clusterStatusCmd(env),
 		"add-voter": {name: "cluster add-voter", usage: "cluster add-voter ID ADDRESS", nargs: 2,
 			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 				id, err := nodeID(pos[0])
@@ -57,6 +52,47 @@ func runCluster(ctx context.Context, env *cliEnv, args []string) error {
 	return cc.exec(ctx, env, args[1:])
 }
 
+// clusterStatusCmd prints the cluster status with a ready line; with
+// --wait it first waits until the cluster is ready.
+func clusterStatusCmd(env *cliEnv) clientCmd {
+	var wait waitFlag
+	return clientCmd{name: "cluster status", usage: "cluster status [--wait [DURATION]]",
+		flags: func(fs *flag.FlagSet) {
+			fs.Var(&wait, "wait", fmt.Sprintf("wait until the cluster is ready (default %v), or fail with the reason", defaultReadyWait))
+		},
+		prepare: func(cf *clientFlags, pos []string) ([]string, error) {
+			if wait.set && len(pos) > 0 {
+				if err := wait.setDuration(pos[0]); err != nil {
+					return nil, fmt.Errorf("%w: %v", errUsage, err)
+				}
+				pos = pos[1:]
+			}
+			if wait.set {
+				// Connecting is part of the wait: the node may not be up yet.
+				cf.timeout = max(cf.timeout, wait.d)
+			}
+			return pos, nil
+		},
+		// The body bounds its own calls: by --timeout, or by the wait.
+		streaming: true,
+		run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
+			if wait.set {
+				st, err := waitClusterReady(ctx, env, c, wait.d)
+				if err != nil {
+					return err
+				}
+				return printStatus(env, cf, st)
+			}
+			ctx, cancel := context.WithTimeout(ctx, cf.timeout)
+			defer cancel()
+			st, err := c.Admin().ClusterStatus(ctx)
+			if err != nil {
+				return err
+			}
+			return printStatus(env, cf, st)
+		}}
+}
+
 func nodeID(s string) (uint32, error) {
 	id, err := strconv.ParseUint(s, 10, 32)
 	if err != nil || id == 0 {
@@ -73,6 +109,7 @@ func adminDone(env *cliEnv, cf *clientFlags, what string, err error) error {
 }
 
 func printStatus(env *cliEnv, cf *clientFlags, st *client.ClusterStatus) error {
+	ready, why := clusterReadiness(st)
 	if cf.output == "json" {
 		// leader: the node id, or "" when no leader is known.
 		var leader any = ""
@@ -82,10 +119,15 @@ func printStatus(env *cliEnv, cf *clientFlags, st *client.ClusterStatus) error {
 		return printJSON(env, map[string]any{
 			"cluster_id": st.ClusterID, "leader": leader, "term": st.Term,
 			"commit_index": st.CommitIndex, "applied_index": st.AppliedIndex,
-			"voters": st.Voters, "nodes": st.Nodes,
+			"voters": st.Voters, "nodes": st.Nodes, "ready": ready, "not_ready_reason": why,
 		})
 	}
 	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	readyLine := "yes"
+	if !ready {
+		readyLine = "no: " + why
+	}
+	fmt.Fprintf(w, "ready\t%s\n", readyLine)
 	fmt.Fprintf(w, "cluster\t%s\nleader\t%d\nterm\t%d\ncommit index\t%d\napplied index\t%d\n",
 		st.ClusterID, st.Leader, st.Term, st.CommitIndex, st.AppliedIndex)
 	fmt.Fprintln(w, "\nVOTER\tADDRESS\tSUFFRAGE\tSTATE")

@@ -50,9 +50,12 @@ func runDev(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
+	// Ready means registered with the tablet following the metadata from
+	// its registration on: a table created from now on is placed on it.
 	select {
 	case <-srv.Ready():
-		fmt.Fprintf(env.stdout, "Floe dev cluster ready in %v\n  address:  %s\n  data:     %s\n  try:      floe cluster status --server %s\nCtrl-C stops it.\n",
+		fmt.Fprintf(env.stdout, "Floe dev cluster ready in %v: node 1 registered, its tablet follows the metadata\n"+
+			"  address:  %s\n  data:     %s\n  try:      floe cluster status --server %s\nCtrl-C stops it.\n",
 			time.Since(start).Round(time.Millisecond), srv.Addr(), dir, srv.Addr())
 	case err := <-done:
 		return err

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/server"
+)
+
+func TestClusterReadiness(t *testing.T) {
+	tablet := func(id uint32, alive bool) client.Node {
+		return client.Node{ID: id, Roles: []string{"meta", "tablet"}, Alive: alive}
+	}
+	meta := client.Node{ID: 9, Roles: []string{"meta"}, Alive: false}
+	for _, tc := range []struct {
+		name string
+		st   client.ClusterStatus
+		why  string // "" = ready
+	}{
+		{"ready", client.ClusterStatus{Leader: 1, Nodes: []client.Node{tablet(1, true), tablet(2, true), meta}}, ""},
+		{"no leader", client.ClusterStatus{Nodes: []client.Node{tablet(1, true)}}, "no metadata leader"},
+		{"no tablet nodes", client.ClusterStatus{Leader: 9, Nodes: []client.Node{meta}}, "no tablet nodes are registered"},
+		{"a tablet node down", client.ClusterStatus{Leader: 1, Nodes: []client.Node{tablet(1, true), tablet(2, false), tablet(3, false)}},
+			"tablet nodes not live: 2, 3 (of 3 registered)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ready, why := clusterReadiness(&tc.st)
+			if ready != (tc.why == "") || why != tc.why {
+				t.Fatalf("clusterReadiness = %v %q, want %q", ready, why, tc.why)
+			}
+		})
+	}
+}
+
+func TestWaitFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr bool
+		want    string
+	}{
+		{[]string{"--wait"}, false, "1m0s"},
+		{[]string{"--wait=5s"}, false, "5s"},
+		{[]string{"--wait=soon"}, true, ""},
+		{[]string{"--wait=-1s"}, true, ""},
+	} {
+		var w waitFlag
+		fs := newFlags(&cliEnv{stderr: &bytes.Buffer{}}, "t", "t")
+		fs.Var(&w, "wait", "")
+		err := fs.Parse(tc.args)
+		if (err != nil) != tc.wantErr || (!tc.wantErr && (!w.set || w.String() != tc.want)) {
+			t.Errorf("%v: err %v, wait %q, want %q", tc.args, err, w.String(), tc.want)
+		}
+	}
+}
+
+// syncBuffer is an output a running command writes to while the test
+// reads it; changed is signalled on every write.
+type syncBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{}
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{changed: make(chan struct{}, 1)} }
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case b.changed <- struct{}{}:
+	default:
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until the output matches re and returns the match.
+func (b *syncBuffer) waitFor(t *testing.T, re *regexp.Regexp, exited <-chan int) []string {
+	t.Helper()
+	for {
+		if m := re.FindStringSubmatch(b.String()); m != nil {
+			return m
+		}
+		select {
+		case <-b.changed:
+		case code := <-exited:
+			t.Fatalf("exited with %d before printing %v:\n%s", code, re, b.String())
+		case <-t.Context().Done():
+			t.Fatalf("gave up waiting for %v:\n%s", re, b.String())
+		}
+	}
+}
+
+// startDev runs `floe dev` on a free port until the test ends and returns
+// its address once it says it is ready.
+func startDev(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errOut := newSyncBuffer(), newSyncBuffer()
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run(ctx, &cliEnv{stdout: out, stderr: errOut, stdin: strings.NewReader("")},
+			[]string{"dev", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-exited; code != 0 {
+			t.Errorf("floe dev exited with %d: %s", code, errOut.String())
+		}
+	})
+	m := out.waitFor(t, regexp.MustCompile(`ready in .*\n\s+address:\s+(\S+)`), exited)
+	return m[1]
+}
+
+// TestDevReadyMeansTablesCanBeCreated: as soon as `floe dev` says it is
+// ready, a table can be created (its tablet node is registered and
+// follows the metadata) and `cluster status` says ready.
+func TestDevReadyMeansTablesCanBeCreated(t *testing.T) {
+	addr := startDev(t)
+	if code, _, errOut := runCLI(t, "", "db", "create", "d", "--server", addr); code != 0 {
+		t.Fatalf("db create: %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "", "table", "create", "d.t", "--schema", "id BIGINT NOT NULL", "--server", addr); code != 0 {
+		t.Fatalf("table create right after ready: %d %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "", "cluster", "status", "--server", addr)
+	if code != 0 || !regexp.MustCompile(`(?m)^ready\s+yes$`).MatchString(out) {
+		t.Fatalf("cluster status: %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestClusterStatusWait(t *testing.T) {
+	addr := startDev(t)
+	code, out, errOut := runCLI(t, "", "cluster", "status", "--wait", "30s", "--server", addr)
+	if code != 0 || !regexp.MustCompile(`(?m)^ready\s+yes$`).MatchString(out) {
+		t.Fatalf("cluster status --wait 30s: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "cluster", "status", "--wait", "--output", "json", "--server", addr)
+	if code != 0 || !strings.Contains(out, `"ready": true`) {
+		t.Fatalf("cluster status --wait --output json: %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "", "cluster", "status", "--wait", "later", "--server", addr); code != 2 || !strings.Contains(errOut, "positive duration") {
+		t.Fatalf("--wait later: %d %s", code, errOut)
+	}
+}
+
+// TestClusterStatusWaitFailsWithTheReason: a cluster of one meta-only
+// node has a leader but no tablet node; the wait reports that as it goes
+// and fails with it when the time is up.
+func TestClusterStatusWaitFailsWithTheReason(t *testing.T) {
+	srv, err := server.New(server.Config{NodeID: 1, Roles: []string{server.RoleMeta}, DataDir: t.TempDir(),
+		Listen: "127.0.0.1:0", Gossip: "127.0.0.1:0", BootstrapExpect: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	select {
+	case <-srv.Ready():
+	case err := <-done:
+		t.Fatalf("node stopped: %v", err)
+	}
+	code, _, errOut := runCLI(t, "", "cluster", "status", "--wait=500ms", "--server", srv.Addr())
+	if code != 1 || !strings.Contains(errOut, "waiting for the cluster: no tablet nodes are registered") ||
+		!strings.Contains(errOut, "cluster not ready after 500ms: no tablet nodes are registered") {
+		t.Fatalf("cluster status --wait on a cluster without tablet nodes: %d\n%s", code, errOut)
+	}
+}
