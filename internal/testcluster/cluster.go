@@ -57,10 +57,10 @@ type Node struct {
 	proxy *Proxy
 	cfg   server.Config
 
-	mu   sync.Mutex
-	stop context.CancelFunc // nil while stopped
-	done    chan error    // Run's result
-	readyCh chan struct{} // closed once the node serves (or stops)
+	mu      sync.Mutex
+	stop    context.CancelFunc // nil while stopped
+	done    chan error         // Run's result
+	readyCh chan struct{}      // closed once the node serves (or stops)
 }
 
 // Start starts the nodes, forms one cluster of them and waits until every

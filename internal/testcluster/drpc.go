@@ -229,4 +229,3 @@ func (c *drpcConn) pumpReplies() {
 		}
 	}
 }
-

@@ -46,9 +46,9 @@ type fault struct {
 	rpc     string
 	from    Caller
 	kind    faultKind
-	code    pb.ErrorCode             // failCall, loseReply
-	left    int                      // calls still to catch; holds catch until released
-	release chan struct{}            // holdCall
+	code    pb.ErrorCode            // failCall, loseReply
+	left    int                     // calls still to catch; holds catch until released
+	release chan struct{}           // holdCall
 	rewrite func(msg []byte) []byte // rewriteReply
 }
 
