@@ -314,3 +314,15 @@ func retriable(err error) bool { return transport.IsRetriable(err) }
 func wireError(code pb.ErrorCode, message string) error {
 	return transport.Errorf(code, "%s", message)
 }
+
+// NameFor turns a test's name into a database or table name: letters,
+// digits and underscores, at most 200 bytes.
+func NameFor(testName string) string {
+	b := []byte(testName)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	return string(b[:min(len(b), 200)])
+}
