@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
 )
 
 // kvTables creates primary-key tables kv and orders (bucket key a prefix
