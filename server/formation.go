@@ -6,13 +6,21 @@ import (
 	"slices"
 	"time"
 
+	"github.com/floedb/floe/internal/backoff"
 	"github.com/floedb/floe/raftmeta"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
 
-// formRetry paces discovery while a cluster forms.
+// formRetry caps the pause between attempts to discover peers, join and
+// register while a cluster forms; newFormBackoff starts lower, so a cluster
+// whose nodes start together forms without waiting out a full pause.
 const formRetry = 200 * time.Millisecond
+
+// newFormBackoff paces the retries of one formation step.
+func newFormBackoff() backoff.Backoff {
+	return backoff.Backoff{Min: 20 * time.Millisecond, Max: formRetry, Jitter: true}
+}
 
 // form brings Raft up. With Raft state from an earlier run the node simply
 // restarts. Without it, the node asks its --join peers (Hello) and then:
@@ -45,6 +53,7 @@ func (s *Server) form(ctx context.Context) error {
 		return fmt.Errorf("server: nothing to do: give --bootstrap-expect to form a cluster or --join to join one")
 	}
 	lastLog := time.Time{}
+	bo := newFormBackoff()
 	for {
 		responses := s.helloAll(ctx)
 		if done, err := s.tryJoinFormed(ctx, responses); done || err != nil {
@@ -58,7 +67,7 @@ func (s *Server) form(ctx context.Context) error {
 			s.log.Info("waiting for peers to form a cluster", "known_meta_nodes", len(s.metaPeers()),
 				"bootstrap_expect", s.cfg.BootstrapExpect, "join", s.cfg.Join)
 		}
-		if !sleepCtx(ctx, formRetry) {
+		if !bo.Wait(ctx) {
 			return ctx.Err()
 		}
 	}
@@ -214,6 +223,7 @@ func (s *Server) helloAll(ctx context.Context) []*pb.HelloResponse {
 // member, until it says yes or ctx ends.
 func (s *Server) joinUntilDone(ctx context.Context, promote bool) (*pb.JoinResponse, error) {
 	req := &pb.JoinRequest{NodeId: s.cfg.NodeID, RaftAddress: s.advertise, Incarnation: s.id.Incarnation, Promote: promote}
+	bo := newFormBackoff()
 	for {
 		resp, err := s.join(ctx, req)
 		if err == nil {
@@ -221,7 +231,7 @@ func (s *Server) joinUntilDone(ctx context.Context, promote bool) (*pb.JoinRespo
 			return resp, nil
 		}
 		s.log.Debug("join attempt failed", "err", err)
-		if !sleepCtx(ctx, formRetry) {
+		if !bo.Wait(ctx) {
 			return nil, ctx.Err()
 		}
 	}
@@ -255,7 +265,7 @@ func (s *Server) join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRespons
 func (s *Server) promoteWhenCaughtUp(ctx context.Context, commitIndex uint64) {
 	n := s.node.Load()
 	for n.Status().AppliedIndex < commitIndex {
-		if !sleepCtx(ctx, 50*time.Millisecond) {
+		if !backoff.Sleep(ctx, 50*time.Millisecond) {
 			return
 		}
 	}
@@ -273,6 +283,7 @@ func (s *Server) registerSelf(ctx context.Context) {
 			Rack: s.cfg.Rack, Incarnation: s.id.Incarnation,
 		},
 	}}}
+	bo := newFormBackoff()
 	for {
 		res, err := s.propose(ctx, cmd)
 		if err == nil {
@@ -284,7 +295,7 @@ func (s *Server) registerSelf(ctx context.Context) {
 			s.log.Error("registration refused", "err", err)
 			return
 		}
-		if !sleepCtx(ctx, formRetry) {
+		if !bo.Wait(ctx) {
 			return
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"storj.io/drpc/drpcmetadata"
 
+	"github.com/floedb/floe/internal/backoff"
 	"github.com/floedb/floe/raftmeta"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -36,7 +37,7 @@ func (s *Server) onLeader(ctx context.Context, local func(context.Context) error
 	}
 	forwarded := isForwarded(ctx)
 	deadline := time.Now().Add(leaderWait)
-	backoff := 20 * time.Millisecond
+	bo := backoff.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond}
 	var lastErr error = raftmeta.ErrNoLeader
 	for {
 		var err error
@@ -55,10 +56,9 @@ func (s *Server) onLeader(ctx context.Context, local func(context.Context) error
 			return err
 		}
 		lastErr = err
-		if time.Now().After(deadline) || !sleepCtx(ctx, backoff) {
+		if time.Now().After(deadline) || !bo.Wait(ctx) {
 			return lastErr
 		}
-		backoff = min(2*backoff, 200*time.Millisecond)
 	}
 }
 
