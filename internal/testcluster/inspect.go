@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
@@ -315,8 +316,12 @@ func wireError(code pb.ErrorCode, message string) error {
 	return transport.Errorf(code, "%s", message)
 }
 
-// NameFor turns a test's name into a database or table name: letters,
-// digits and underscores, at most 200 bytes.
+// names numbers the names NameFor hands out in this process.
+var names atomic.Int64
+
+// NameFor turns a test's name into a database or table name of letters,
+// digits and underscores, unique in the process (a test run twice with
+// -count gets a new one each time).
 func NameFor(testName string) string {
 	b := []byte(testName)
 	for i, c := range b {
@@ -324,5 +329,5 @@ func NameFor(testName string) string {
 			b[i] = '_'
 		}
 	}
-	return string(b[:min(len(b), 200)])
+	return fmt.Sprintf("%s_%d", b[:min(len(b), 180)], names.Add(1))
 }
