@@ -13,7 +13,7 @@
 // (Records, HighWatermark, Leader) dials the nodes past their proxies, so
 // armed faults never catch it.
 //
-// Starting a cluster takes about a second; tests of a package share one
+// Starting a cluster takes a few seconds; tests of a package share one
 // where they can (a sync.Once helper and a TestMain that closes it), each
 // test making its own tables.
 //
