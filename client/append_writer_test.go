@@ -7,23 +7,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floedb/floe/client/clienttest"
+	"github.com/floedb/floe/internal/testcluster"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
 
-// checkWritten checks that the fake holds exactly the rows ids, each once,
-// in id order within each bucket, and that every future names its row.
-func checkWritten(t *testing.T, fc *clienttest.Cluster, tbl *Table, futures []*AppendFuture, firstID int64) {
+// checkWritten checks that the cluster holds exactly the rows ids, each
+// once, in id order within each bucket, and that every future names its
+// row.
+func checkWritten(t *testing.T, fc *testCluster, tbl *Table, futures []*AppendFuture, firstID int64) {
 	t.Helper()
-	stored := make(map[int32][]clienttest.StoredRecord)
+	stored := make(map[int32][]testcluster.Record)
 	seen := make(map[int64]bool)
 	for b := range tbl.Buckets() {
-		recs, err := fc.Records(tbl.ID(), b)
-		if err != nil {
-			t.Fatal(err)
-		}
+		recs := fc.records(tbl, b)
 		stored[b] = recs
 		last := int64(-1)
 		for i, r := range recs {
@@ -67,7 +65,7 @@ func checkWritten(t *testing.T, fc *clienttest.Cluster, tbl *Table, futures []*A
 func TestAppendWriterRoundTrip(t *testing.T) {
 	for _, comp := range []record.Compression{record.CompressionNone, record.CompressionZstd} {
 		t.Run(comp.String(), func(t *testing.T) {
-			fc, c := startCluster(t, 2)
+			fc, c := startCluster(t)
 			tbl := openTable(t, fc, c, "events", 3, "id")
 			w := newWriter(t, tbl, AppendWriterOptions{BatchBytes: 1 << 10, Compression: comp})
 			futures := appendIDs(t, w, tbl, 0, 300)
@@ -92,17 +90,16 @@ func TestAppendWriterRoundTrip(t *testing.T) {
 // moved leader make the writer resend batches; every row is written once,
 // in order, and its future names where.
 func TestAppendWriterRetriesExactlyOnce(t *testing.T) {
-	fc, c := startCluster(t, 2)
-	tbl := openTable(t, fc, c, "events", 2, "id") // bucket 0 on node 1, bucket 1 on node 2
-	// The handle now names node 2 for bucket 1; move it to node 1.
-	if err := fc.SetLeader(tbl.ID(), 1, 1); err != nil {
-		t.Fatal(err)
-	}
+	fc, c := startCluster(t)
+	tbl := fc.createTable(c, "events", testSchema, 2, 2, "id")
+	// The handle now names bucket 1's leader; move it elsewhere.
+	fc.moveLeader(tbl, 1)
 	notLeader, notEnough := pb.ErrorCode_ERROR_CODE_NOT_LEADER, pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS
-	fc.FailProduce(tbl.ID(), 0, notLeader, true)  // appended, answer lost
-	fc.FailProduce(tbl.ID(), 0, notEnough, false) // refused
-	fc.FailProduce(tbl.ID(), 0, pb.ErrorCode_ERROR_CODE_TIMEOUT, true)
-	fc.FailProduce(tbl.ID(), 1, pb.ErrorCode_ERROR_CODE_UNAVAILABLE, true)
+	p0, p1 := fc.leaderProxy(tbl, 0), fc.leaderProxy(tbl, 1)
+	p0.LoseReplies(testcluster.RPCProduce, notLeader, 1) // appended, answer lost
+	p0.FailCalls(testcluster.RPCProduce, notEnough, 1)   // refused
+	p0.LoseReplies(testcluster.RPCProduce, pb.ErrorCode_ERROR_CODE_TIMEOUT, 1)
+	p1.LoseReplies(testcluster.RPCProduce, pb.ErrorCode_ERROR_CODE_UNAVAILABLE, 1)
 
 	w := newWriter(t, tbl, AppendWriterOptions{BatchBytes: 512})
 	futures := appendIDs(t, w, tbl, 0, 200)
@@ -111,11 +108,8 @@ func TestAppendWriterRetriesExactlyOnce(t *testing.T) {
 	}
 	checkWritten(t, fc, tbl, futures, 0)
 
-	// The leader moves again mid-stream.
-	if err := fc.SetLeader(tbl.ID(), 0, 2); err != nil {
-		t.Fatal(err)
-	}
-	fc.FailProduce(tbl.ID(), 0, notLeader, true)
+	// The leader moves again mid-stream, and its first answer is lost.
+	fc.moveLeader(tbl, 0).Proxy().LoseReplies(testcluster.RPCProduce, notLeader, 1)
 	futures = append(futures, appendIDs(t, w, tbl, 200, 400)...)
 	if err := w.Flush(guardCtx(t)); err != nil {
 		t.Fatal(err)
@@ -127,10 +121,10 @@ func TestAppendWriterRetriesExactlyOnce(t *testing.T) {
 // next Flush; the writer carries on with later rows, and the Flush after
 // that is clean.
 func TestFlushReturnsErrors(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "events", 1)
 	w := newWriter(t, tbl, AppendWriterOptions{})
-	fc.FailProduce(tbl.ID(), 0, pb.ErrorCode_ERROR_CODE_INVALID_RECORD, false)
+	fc.leaderProxy(tbl, 0).FailCalls(testcluster.RPCProduce, pb.ErrorCode_ERROR_CODE_INVALID_RECORD, 1)
 	failed := appendIDs(t, w, tbl, 0, 10)
 	err := w.Flush(guardCtx(t))
 	if !errors.Is(err, transport.ErrInvalidRecord) {
@@ -151,9 +145,20 @@ func TestFlushReturnsErrors(t *testing.T) {
 // TestDeliveryTimeout: a bucket without a leader fails its batch once
 // DeliveryTimeout has passed, saying why.
 func TestDeliveryTimeout(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "events", 1)
-	if err := fc.SetLeader(tbl.ID(), 0, 99); err != nil { // a node nobody knows
+	// The bucket's one replica stops: the bucket has no leader until it
+	// comes back.
+	leader := fc.leader(tbl, 0)
+	if err := leader.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := fc.Restart(context.Background(), leader); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, err := fc.WaitLeader(t.Context(), tbl.info.Database, tbl.info.Name, 0, func(l uint32) bool { return l == 0 }); err != nil {
 		t.Fatal(err)
 	}
 	if err := tbl.Refresh(t.Context()); err != nil {
@@ -174,7 +179,7 @@ func TestDeliveryTimeout(t *testing.T) {
 // MaxBufferedBytes, honours its context meanwhile, and goes on once a batch
 // is acknowledged.
 func TestAppendBlocksWhenBufferFull(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "events", 1)
 	row := testRow(t, tbl, 0, "0123456789")
 	recordBytes := int64(record.RecordSize(len(row)))
@@ -187,7 +192,7 @@ func TestAppendBlocksWhenBufferFull(t *testing.T) {
 	if w.opts.MaxBufferedBytes != held*recordBytes {
 		t.Fatalf("test rows of %d bytes too small for the batch size", recordBytes)
 	}
-	release := fc.HoldProduce()
+	release := fc.leaderProxy(tbl, 0).Hold(testcluster.RPCProduce, testcluster.FromClients)
 	defer release()
 	ctx := guardCtx(t)
 	var futures []*AppendFuture
@@ -235,13 +240,13 @@ func TestAppendBlocksWhenBufferFull(t *testing.T) {
 // TestCloseGivesUp: Close whose context ends fails what is not yet
 // acknowledged, and stops the writer.
 func TestCloseGivesUp(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "events", 1)
 	w, err := tbl.NewAppendWriter(AppendWriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := fc.HoldProduce()
+	release := fc.leaderProxy(tbl, 0).Hold(testcluster.RPCProduce, testcluster.FromClients)
 	defer release()
 	f := appendIDs(t, w, tbl, 0, 1)[0]
 	ctx, cancel := context.WithCancel(t.Context())
@@ -262,7 +267,7 @@ func TestCloseGivesUp(t *testing.T) {
 
 // TestCloseFlushes: Close sends what is buffered and waits for it.
 func TestCloseFlushes(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "events", 2)
 	w, err := tbl.NewAppendWriter(AppendWriterOptions{Linger: time.Hour})
 	if err != nil {
@@ -278,7 +283,7 @@ func TestCloseFlushes(t *testing.T) {
 // TestAppendValidates: an invalid row or JSON object is refused at once,
 // with the codec's error, and nothing is buffered.
 func TestAppendValidates(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "events", 1)
 	w := newWriter(t, tbl, AppendWriterOptions{})
 	if _, err := w.Append(guardCtx(t), []byte{1, 2, 3}); !errors.Is(err, record.ErrInvalidRow) {
@@ -299,7 +304,7 @@ func TestAppendValidates(t *testing.T) {
 	if err := w.Flush(guardCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	recs, _ := fc.Records(tbl.ID(), 0)
+	recs := fc.records(tbl, 0)
 	if len(recs) != 1 || !bytes.Equal(recs[0].Row, testRow(t, tbl, 7, "seven")) {
 		t.Fatalf("stored %v", recs)
 	}
@@ -311,7 +316,7 @@ func TestAppendValidates(t *testing.T) {
 // TestStickyBatchingSpreadsRows: rows of a table without a bucket key
 // reach every bucket, a batch's worth at a time.
 func TestStickyBatchingSpreadsRows(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "events", 3)
 	w := newWriter(t, tbl, AppendWriterOptions{BatchBytes: 1 << 10})
 	futures := appendIDs(t, w, tbl, 0, 300)
@@ -320,15 +325,14 @@ func TestStickyBatchingSpreadsRows(t *testing.T) {
 	}
 	checkWritten(t, fc, tbl, futures, 0)
 	for b := range tbl.Buckets() {
-		recs, _ := fc.Records(tbl.ID(), b)
-		if len(recs) == 0 {
+		if recs := fc.records(tbl, b); len(recs) == 0 {
 			t.Fatalf("bucket %d got no rows", b)
 		}
 	}
 }
 
 func TestAppendWriterRefusesBadOptions(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "events", 1)
 	for _, opts := range []AppendWriterOptions{
 		{BatchBytes: -1},

@@ -201,7 +201,7 @@ func (s *bucketSender) deliver(ctx context.Context, b *pendingBatch) (resp *pb.P
 		s.nextSeq++
 	}
 	call := batchCall{tableID: s.w.t.info.ID, bucket: s.bucket, acks: s.w.opts.Acks.wire(), batch: batch}
-	var bo backoff
+	bo := newRetryBackoff()
 	for attempt := 1; ; attempt++ {
 		resp, version, err := s.sendOnce(ctx, call)
 		if err == nil {
@@ -218,7 +218,7 @@ func (s *bucketSender) deliver(ctx context.Context, b *pendingBatch) (resp *pb.P
 		}
 		s.w.opts.Logger.Debug("batch failed, retrying", "bucket", s.bucket, "attempt", attempt, "error", err)
 		_ = s.w.t.refreshAfter(ctx, version) // a failed refresh shows up as the next attempt's error
-		if !bo.wait(ctx) {
+		if !bo.Wait(ctx) {
 			return nil, true, s.timeoutError(ctx, b, attempt, err)
 		}
 	}

@@ -23,7 +23,8 @@ type Client struct {
 	codecErr  error
 }
 
-// retryBackoff paces retries of retriable errors.
+// Retries: each attempt is bounded; the waits between rounds of attempts
+// grow from retryBackoffMin to retryBackoffMax (newRetryBackoff).
 const (
 	// attemptTimeout bounds one attempt against one server.
 	attemptTimeout  = 5 * time.Second
@@ -78,7 +79,7 @@ func (c *Client) Admin() *Admin { return &Admin{c: c} }
 // call runs fn against the servers in turn, moving on and retrying while
 // errors are retriable, until one answers or ctx ends.
 func (c *Client) call(ctx context.Context, fn func(context.Context, pb.DRPCMetaClient) error) error {
-	backoff := retryBackoffMin
+	bo := newRetryBackoff()
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		addr := c.addrs[attempt%len(c.addrs)]
@@ -107,15 +108,8 @@ func (c *Client) call(ctx context.Context, fn func(context.Context, pb.DRPCMetaC
 			return err
 		}
 		lastErr = err
-		if (attempt+1)%len(c.addrs) == 0 {
-			t := time.NewTimer(backoff)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return err
-			case <-t.C:
-			}
-			backoff = min(2*backoff, retryBackoffMax)
+		if (attempt+1)%len(c.addrs) == 0 && !bo.Wait(ctx) {
+			return err
 		}
 	}
 }

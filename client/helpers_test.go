@@ -3,47 +3,146 @@ package client
 import (
 	"context"
 	"fmt"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/floedb/floe/client/clienttest"
+	"github.com/floedb/floe/internal/testcluster"
 	"github.com/floedb/floe/storage/record"
 )
 
 // guard bounds every wait in these tests, so a bug fails a test instead of
 // hanging it. Nothing is expected to take anywhere near this long.
-const guard = 20 * time.Second
+const guard = 30 * time.Second
 
 const testSchema = "id BIGINT NOT NULL, name STRING"
 
-// startCluster starts a fake cluster and connects a client to it; both stop
-// at the end of the test.
-func startCluster(t *testing.T, nodes int) (*clienttest.Cluster, *Client) {
-	t.Helper()
-	fc, err := clienttest.Start(clienttest.Options{Nodes: nodes})
-	if err != nil {
-		t.Fatal(err)
+// The package's tests share one three-node cluster of real nodes; each test
+// makes its tables in a database of its own, and a test that stops a node
+// starts it again before it ends.
+var (
+	sharedOnce sync.Once
+	shared     *testcluster.Cluster
+	sharedErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "closing the test cluster:", err)
+		}
 	}
-	t.Cleanup(func() { _ = fc.Close() })
-	c, err := Connect(t.Context(), fc.Addrs()...)
+	os.Exit(code)
+}
+
+// testCluster is the shared cluster as one test sees it.
+type testCluster struct {
+	*testcluster.Cluster
+	t  *testing.T
+	db string // the test's database
+}
+
+// startCluster returns the shared cluster (started on first use) and a
+// client connected to it, closed at the end of the test.
+func startCluster(t *testing.T) (*testCluster, *Client) {
+	t.Helper()
+	sharedOnce.Do(func() {
+		shared, sharedErr = testcluster.Start(context.Background(), testcluster.Options{Nodes: 3})
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	c, err := Connect(t.Context(), shared.Addrs()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return fc, c
+	return &testCluster{Cluster: shared, t: t, db: testcluster.NameFor(t.Name())}, c
 }
 
-// openTable creates db.name in the fake and opens it.
-func openTable(t *testing.T, fc *clienttest.Cluster, c *Client, name string, buckets int32, bucketKey ...string) *Table {
-	t.Helper()
-	if _, err := fc.CreateTable("db", name, testSchema, buckets, bucketKey...); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := c.Table(t.Context(), "db", name)
+// createTable creates db.name with replication replicas, and opens it.
+func (fc *testCluster) createTable(c *Client, name, schema string, buckets, replication int32, bucketKey ...string) *Table {
+	fc.t.Helper()
+	_, err := fc.CreateTable(fc.t.Context(), testcluster.TableSpec{Database: fc.db, Name: name, Schema: schema,
+		Buckets: buckets, BucketKey: bucketKey, Replication: replication})
 	if err != nil {
-		t.Fatal(err)
+		fc.t.Fatal(err)
+	}
+	tbl, err := c.Table(fc.t.Context(), fc.db, name)
+	if err != nil {
+		fc.t.Fatal(err)
 	}
 	return tbl
+}
+
+// openTable creates a log table of testSchema, one replica per bucket, and
+// opens it.
+func openTable(t *testing.T, fc *testCluster, c *Client, name string, buckets int32, bucketKey ...string) *Table {
+	t.Helper()
+	return fc.createTable(c, name, testSchema, buckets, 1, bucketKey...)
+}
+
+// records reads a bucket's committed records from its leader.
+func (fc *testCluster) records(tbl *Table, bucket int32) []testcluster.Record {
+	fc.t.Helper()
+	recs, err := fc.Records(fc.t.Context(), tbl.info.Database, tbl.info.Name, bucket)
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	return recs
+}
+
+// highWatermark is a bucket's high watermark as its leader reports it.
+func (fc *testCluster) highWatermark(tbl *Table, bucket int32) int64 {
+	fc.t.Helper()
+	hw, err := fc.HighWatermark(fc.t.Context(), tbl.info.Database, tbl.info.Name, bucket)
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	return hw
+}
+
+// leader is the node leading a bucket.
+func (fc *testCluster) leader(tbl *Table, bucket int32) *testcluster.Node {
+	fc.t.Helper()
+	id, err := fc.WaitLeader(fc.t.Context(), tbl.info.Database, tbl.info.Name, bucket, func(l uint32) bool { return l != 0 })
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	return fc.Node(id)
+}
+
+// leaderProxy is the proxy in front of a bucket's leader.
+func (fc *testCluster) leaderProxy(tbl *Table, bucket int32) *testcluster.Proxy {
+	fc.t.Helper()
+	return fc.leader(tbl, bucket).Proxy()
+}
+
+// moveLeader moves a bucket's leadership to another replica, as a leader
+// failover does: it stops the leader, waits for the controller to elect
+// another, and starts the old one again, now a follower, once the table is
+// served by all its replicas again. A handle made before still names the
+// old leader. It returns the new leader.
+func (fc *testCluster) moveLeader(tbl *Table, bucket int32) *testcluster.Node {
+	fc.t.Helper()
+	ctx := fc.t.Context()
+	old := fc.leader(tbl, bucket)
+	if err := old.Stop(); err != nil {
+		fc.t.Fatal(err)
+	}
+	id, err := fc.WaitLeader(ctx, tbl.info.Database, tbl.info.Name, bucket, func(l uint32) bool { return l != 0 && l != old.ID })
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	if err := fc.Restart(ctx, old); err != nil {
+		fc.t.Fatal(err)
+	}
+	if err := fc.WaitServing(ctx, tbl.info.Database, tbl.info.Name); err != nil {
+		fc.t.Fatal(err)
+	}
+	return fc.Node(id)
 }
 
 // testRow encodes (id, name).

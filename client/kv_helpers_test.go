@@ -5,23 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floedb/floe/client/clienttest"
 	"github.com/floedb/floe/storage/record"
 )
 
 const kvSchema = "id BIGINT NOT NULL, name STRING NOT NULL, score INT, PRIMARY KEY (id)"
 
-// openKVTable creates a primary-key table in the fake and opens it.
-func openKVTable(t *testing.T, fc *clienttest.Cluster, c *Client, name, schema string, buckets int32, bucketKey ...string) *Table {
+// openKVTable creates a primary-key table, one replica per bucket, and
+// opens it.
+func openKVTable(t *testing.T, fc *testCluster, c *Client, name, schema string, buckets int32, bucketKey ...string) *Table {
 	t.Helper()
-	if _, err := fc.CreateTable("db", name, schema, buckets, bucketKey...); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := c.Table(t.Context(), "db", name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
+	return fc.createTable(c, name, schema, buckets, 1, bucketKey...)
 }
 
 // newUpsertWriter makes a writer closed at the end of the test.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/floedb/floe/internal/backoff"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -16,7 +17,7 @@ import (
 // ends. For reads only: a retried call may run twice.
 func (t *Table) callLeader(ctx context.Context, bucket int32, requestTimeout time.Duration, logger *slog.Logger,
 	fn func(ctx context.Context, tablet pb.DRPCTabletClient) error) error {
-	var bo backoff
+	bo := newRetryBackoff()
 	for attempt := 1; ; attempt++ {
 		addr, version, err := t.leader(bucket)
 		if err == nil {
@@ -40,7 +41,7 @@ func (t *Table) callLeader(ctx context.Context, bucket int32, requestTimeout tim
 
 // retryAfter refreshes the metadata seen at version (unless done since) and
 // backs off; false when ctx ended.
-func (t *Table) retryAfter(ctx context.Context, version uint64, bo *backoff) bool {
+func (t *Table) retryAfter(ctx context.Context, version uint64, bo *backoff.Backoff) bool {
 	_ = t.refreshAfter(ctx, version) // a failed refresh shows up as the next attempt's error
-	return bo.wait(ctx)
+	return bo.Wait(ctx)
 }

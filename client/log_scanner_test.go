@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floedb/floe/client/clienttest"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/floedb/floe/internal/testcluster"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -58,17 +60,13 @@ func pollUntil(t *testing.T, s *LogScanner, n int) []ScanRecord {
 	return got
 }
 
-// checkScanned checks records against what the fake stores.
-func checkScanned(t *testing.T, fc *clienttest.Cluster, tbl *Table, got []ScanRecord) {
+// checkScanned checks records against what the cluster stores.
+func checkScanned(t *testing.T, fc *testCluster, tbl *Table, got []ScanRecord) {
 	t.Helper()
-	stored := make(map[int32][]clienttest.StoredRecord)
+	stored := make(map[int32][]testcluster.Record)
 	for _, r := range got {
 		if stored[r.Bucket] == nil {
-			recs, err := fc.Records(tbl.ID(), r.Bucket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stored[r.Bucket] = recs
+			stored[r.Bucket] = fc.records(tbl, r.Bucket)
 		}
 		s := stored[r.Bucket][r.Offset]
 		if !bytes.Equal(s.Row, r.Row) || s.Timestamp != r.Timestamp.UnixMilli() ||
@@ -81,7 +79,7 @@ func checkScanned(t *testing.T, fc *clienttest.Cluster, tbl *Table, got []ScanRe
 func TestScannerReadsAllBuckets(t *testing.T) {
 	for _, comp := range []record.Compression{record.CompressionNone, record.CompressionZstd} {
 		t.Run(comp.String(), func(t *testing.T) {
-			fc, c := startCluster(t, 2)
+			fc, c := startCluster(t)
 			tbl := openTable(t, fc, c, "events", 3, "id")
 			w := newWriter(t, tbl, AppendWriterOptions{BatchBytes: 512, Compression: comp})
 			produce(t, w, tbl, 0, 200)
@@ -101,7 +99,7 @@ func TestScannerReadsAllBuckets(t *testing.T) {
 				t.Fatalf("%d distinct rows", len(ids))
 			}
 			for b := range tbl.Buckets() {
-				hw, _ := fc.HighWatermark(tbl.ID(), b)
+				hw := fc.highWatermark(tbl, b)
 				pos, ok1 := s.Position(b)
 				shw, ok2 := s.HighWatermark(b)
 				if !ok1 || !ok2 || pos != hw || shw != hw {
@@ -113,10 +111,11 @@ func TestScannerReadsAllBuckets(t *testing.T) {
 }
 
 // TestScannerFollowsLeaderChange: when a bucket's leader moves, the scanner
-// finds the new one and reads on without loss or repeat.
+// finds the new one and reads on without loss or repeat, also when the new
+// leader answers its first fetch with UNKNOWN_LEADER_EPOCH.
 func TestScannerFollowsLeaderChange(t *testing.T) {
-	fc, c := startCluster(t, 2)
-	tbl := openTable(t, fc, c, "events", 1) // led by node 1
+	fc, c := startCluster(t)
+	tbl := fc.createTable(c, "events", testSchema, 1, 2)
 	w := newWriter(t, tbl, AppendWriterOptions{})
 	produce(t, w, tbl, 0, 10)
 	s := newScanner(t, tbl, LogScannerOptions{MaxWait: 50 * time.Millisecond})
@@ -125,11 +124,11 @@ func TestScannerFollowsLeaderChange(t *testing.T) {
 	}
 	got := pollUntil(t, s, 10)
 
-	if err := fc.SetLeader(tbl.ID(), 0, 2); err != nil {
-		t.Fatal(err)
-	}
+	leader := fc.moveLeader(tbl, 0)
 	produce(t, w, tbl, 10, 20)
-	fc.FailFetch(tbl.ID(), 0, pb.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH)
+	leader.Proxy().RewriteReply(testcluster.RPCFetch, func(msg []byte) []byte {
+		return failFetchedBuckets(t, msg, pb.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH)
+	})
 	got = append(got, pollUntil(t, s, 10)...)
 	checkScanned(t, fc, tbl, got)
 	for i, r := range got {
@@ -139,17 +138,43 @@ func TestScannerFollowsLeaderChange(t *testing.T) {
 	}
 }
 
+// rewriteFetched rewrites every bucket of a marshaled FetchResponse.
+func rewriteFetched(t *testing.T, msg []byte, fn func(*pb.FetchedBucket)) []byte {
+	var resp pb.FetchResponse
+	if err := proto.Unmarshal(msg, &resp); err != nil {
+		t.Error(err)
+		return msg
+	}
+	for _, b := range resp.Buckets {
+		fn(b)
+	}
+	out, err := proto.Marshal(&resp)
+	if err != nil {
+		t.Error(err)
+		return msg
+	}
+	return out
+}
+
+// failFetchedBuckets turns a fetch answer into code for every bucket, as a
+// leader that is not (yet) at the consumer's epoch answers.
+func failFetchedBuckets(t *testing.T, msg []byte, code pb.ErrorCode) []byte {
+	return rewriteFetched(t, msg, func(b *pb.FetchedBucket) {
+		*b = pb.FetchedBucket{TableId: b.TableId, Bucket: b.Bucket, ErrorCode: code, Error: "injected " + code.String()}
+	})
+}
+
 // TestScannerStopsAtHighWatermark: records past the high watermark are
 // written but not committed, and no Poll returns them until it moves.
 func TestScannerStopsAtHighWatermark(t *testing.T) {
-	fc, c := startCluster(t, 1)
-	tbl := openTable(t, fc, c, "events", 1)
-	w := newWriter(t, tbl, AppendWriterOptions{})
-	produce(t, w, tbl, 0, 5)
-	if err := fc.HoldHighWatermark(tbl.ID(), 0, 5); err != nil {
-		t.Fatal(err)
-	}
-	produce(t, w, tbl, 5, 10)
+	fc, c := startCluster(t)
+	tbl := fc.createTable(c, "events", testSchema, 1, 2)
+	produce(t, newWriter(t, tbl, AppendWriterOptions{}), tbl, 0, 5)
+	// The follower's fetches wait at the leader's door: the leader appends
+	// with acks=1, but the high watermark stays at 5.
+	release := fc.leaderProxy(tbl, 0).Hold(testcluster.RPCFetch, testcluster.FromNodes)
+	defer release()
+	produce(t, newWriter(t, tbl, AppendWriterOptions{Acks: AcksLeader}), tbl, 5, 10)
 	s := newScanner(t, tbl, LogScannerOptions{MaxWait: 20 * time.Millisecond})
 	if err := s.Subscribe(0, Earliest()); err != nil {
 		t.Fatal(err)
@@ -164,19 +189,17 @@ func TestScannerStopsAtHighWatermark(t *testing.T) {
 	if hw, _ := s.HighWatermark(0); hw != 5 {
 		t.Fatalf("high watermark %d, want 5", hw)
 	}
-	if err := fc.HoldHighWatermark(tbl.ID(), 0, -1); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	got = append(got, pollUntil(t, s, 5)...)
 	checkScanned(t, fc, tbl, got)
 }
 
 func TestScannerStartPositions(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "events", 1)
 	w := newWriter(t, tbl, AppendWriterOptions{})
 	produce(t, w, tbl, 0, 5)
-	recs, _ := fc.Records(tbl.ID(), 0)
+	recs := fc.records(tbl, 0)
 	firstTime := time.UnixMilli(recs[0].Timestamp)
 
 	latest := newScanner(t, tbl, LogScannerOptions{MaxWait: 20 * time.Millisecond})
@@ -213,7 +236,7 @@ func TestScannerStartPositions(t *testing.T) {
 }
 
 func TestScannerErrors(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "events", 2)
 	w := newWriter(t, tbl, AppendWriterOptions{})
 	produce(t, w, tbl, 0, 20)
@@ -235,13 +258,17 @@ func TestScannerErrors(t *testing.T) {
 	// A damaged batch is caught by its CRC, and nothing of it is returned.
 	var bucket int32
 	for b := range tbl.Buckets() {
-		if recs, _ := fc.Records(tbl.ID(), b); len(recs) > 0 {
+		if recs := fc.records(tbl, b); len(recs) > 0 {
 			bucket = b
 		}
 	}
-	if err := fc.CorruptBatch(tbl.ID(), bucket, 0); err != nil {
-		t.Fatal(err)
-	}
+	fc.leaderProxy(tbl, bucket).RewriteReply(testcluster.RPCFetch, func(msg []byte) []byte {
+		return rewriteFetched(t, msg, func(b *pb.FetchedBucket) {
+			if b.Bucket == bucket && len(b.Records) > 0 {
+				b.Records[len(b.Records)-1] ^= 1 // the last byte of the last batch
+			}
+		})
+	})
 	if err := s.Subscribe(bucket, Earliest()); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/floedb/floe/internal/testcluster"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -30,12 +31,15 @@ func upsertIDs(t *testing.T, tbl *Table, from, to int) {
 // TestLookupCoalesces: while a bucket's requests are in flight, the keys
 // of many callers queue and go out together.
 func TestLookupCoalesces(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openKVTable(t, fc, c, "kv", kvSchema, 1)
 	upsertIDs(t, tbl, 0, 200)
 	l := newLookuper(t, tbl, LookuperOptions{MaxBatchKeys: 64})
 	ctx := guardCtx(t)
-	release := fc.HoldLookup()
+	proxy := fc.leaderProxy(tbl, 0)
+	lookups := func() int { return proxy.Calls(testcluster.RPCLookup) }
+	before := lookups()
+	release := proxy.Hold(testcluster.RPCLookup, testcluster.FromClients)
 	defer release()
 	const callers = 200
 	errs := make(chan error, callers)
@@ -54,7 +58,7 @@ func TestLookupCoalesces(t *testing.T) {
 	for id := range lookupsInFlightPerBucket {
 		wg.Go(func() { lookup(id) })
 	}
-	waitFor(t, "the first requests", func() bool { return fc.Lookups() == lookupsInFlightPerBucket })
+	waitFor(t, "the first requests", func() bool { return lookups()-before == lookupsInFlightPerBucket })
 	for id := lookupsInFlightPerBucket; id < callers; id++ {
 		wg.Go(func() { lookup(id) })
 	}
@@ -73,7 +77,7 @@ func TestLookupCoalesces(t *testing.T) {
 		}
 	}
 	// 4 single keys, then 196 keys in requests of at most 64.
-	if got, want := fc.Lookups(), lookupsInFlightPerBucket+4; got != want {
+	if got, want := lookups()-before, lookupsInFlightPerBucket+4; got != want {
 		t.Fatalf("%d requests for %d callers, want %d", got, callers, want)
 	}
 }
@@ -82,11 +86,13 @@ func TestLookupCoalesces(t *testing.T) {
 // sends it itself; its context's end, or Close, still ends its wait, and
 // the lookuper serves the next caller.
 func TestLookupAloneEndsWithItsCaller(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openKVTable(t, fc, c, "kv", kvSchema, 1)
 	upsertIDs(t, tbl, 0, 3)
 	l := newLookuper(t, tbl, LookuperOptions{})
 	guard := guardCtx(t)
+	proxy := fc.leaderProxy(tbl, 0)
+	before := proxy.Calls(testcluster.RPCLookup)
 	// heldLookup starts a lookup of key 1 under ctx and waits until the
 	// server holds its request, the requests'th.
 	heldLookup := func(ctx context.Context, requests int) <-chan error {
@@ -95,7 +101,7 @@ func TestLookupAloneEndsWithItsCaller(t *testing.T) {
 			_, _, err := l.Lookup(ctx, keyOf(t, tbl, 1))
 			done <- err
 		}()
-		waitFor(t, "the request", func() bool { return fc.Lookups() == requests })
+		waitFor(t, "the request", func() bool { return proxy.Calls(testcluster.RPCLookup)-before == requests })
 		return done
 	}
 	// ended waits for done's error and checks it is want.
@@ -111,7 +117,7 @@ func TestLookupAloneEndsWithItsCaller(t *testing.T) {
 		}
 	}
 
-	release := fc.HoldLookup()
+	release := proxy.Hold(testcluster.RPCLookup, testcluster.FromClients)
 	ctx, cancel := context.WithCancel(guard)
 	done := heldLookup(ctx, 1)
 	cancel()
@@ -121,7 +127,7 @@ func TestLookupAloneEndsWithItsCaller(t *testing.T) {
 		t.Fatalf("the next lookup: found %v, %v", found, err)
 	}
 
-	release = fc.HoldLookup()
+	release = proxy.Hold(testcluster.RPCLookup, testcluster.FromClients)
 	defer release()
 	done = heldLookup(guard, 3)
 	closed := make(chan error, 1)
@@ -135,25 +141,24 @@ func TestLookupAloneEndsWithItsCaller(t *testing.T) {
 // TestLookupRetries: retriable errors are retried after a refresh; others
 // are returned.
 func TestLookupRetries(t *testing.T) {
-	fc, c := startCluster(t, 2)
-	tbl := openKVTable(t, fc, c, "kv", kvSchema, 1)
+	fc, c := startCluster(t)
+	tbl := fc.createTable(c, "kv", kvSchema, 1, 2)
 	upsertIDs(t, tbl, 0, 3)
 	l := newLookuper(t, tbl, LookuperOptions{})
 	ctx := guardCtx(t)
-	fc.FailLookup(tbl.ID(), 0, pb.ErrorCode_ERROR_CODE_NOT_LEADER)
-	fc.FailLookup(tbl.ID(), 0, pb.ErrorCode_ERROR_CODE_UNAVAILABLE)
+	proxy := fc.leaderProxy(tbl, 0)
+	proxy.FailCalls(testcluster.RPCLookup, pb.ErrorCode_ERROR_CODE_NOT_LEADER, 1)
+	proxy.FailCalls(testcluster.RPCLookup, pb.ErrorCode_ERROR_CODE_UNAVAILABLE, 1)
 	if _, found, err := l.Lookup(ctx, keyOf(t, tbl, 1)); err != nil || !found {
 		t.Fatalf("after retriable errors: found %v, %v", found, err)
 	}
 	// The leader moves: the lookuper follows it.
-	if err := fc.SetLeader(tbl.ID(), 0, 2); err != nil {
-		t.Fatal(err)
-	}
+	leader := fc.moveLeader(tbl, 0)
 	rows, err := l.LookupBatch(ctx, [][]byte{keyOf(t, tbl, 2), keyOf(t, tbl, 9)})
 	if err != nil || rows[0] == nil || rows[1] != nil {
 		t.Fatalf("batch after a leader move: %d rows, %v", len(rows), err)
 	}
-	fc.FailLookup(tbl.ID(), 0, pb.ErrorCode_ERROR_CODE_INVALID_REQUEST)
+	leader.Proxy().FailCalls(testcluster.RPCLookup, pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, 1)
 	if _, _, err := l.Lookup(ctx, keyOf(t, tbl, 1)); err == nil {
 		t.Fatal("INVALID_REQUEST not returned")
 	}
@@ -162,7 +167,7 @@ func TestLookupRetries(t *testing.T) {
 // TestLookupBatchAndJSON: LookupBatch over several buckets, LookupJSON, and
 // the keys refused.
 func TestLookupBatchAndJSON(t *testing.T) {
-	fc, c := startCluster(t, 3)
+	fc, c := startCluster(t)
 	tbl := openKVTable(t, fc, c, "kv", kvSchema, 5)
 	upsertIDs(t, tbl, 0, 100)
 	l := newLookuper(t, tbl, LookuperOptions{MaxBatchKeys: 7, Linearizable: true})
@@ -213,7 +218,7 @@ func TestLookupBatchAndJSON(t *testing.T) {
 
 // TestPrefixLookup: the rows of one bucket-key value, in key order.
 func TestPrefixLookup(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openKVTable(t, fc, c, "orders", "user BIGINT NOT NULL, seq INT NOT NULL, item STRING, PRIMARY KEY (user, seq)", 4, "user")
 	w := newUpsertWriter(t, tbl, UpsertWriterOptions{})
 	ctx := guardCtx(t)

@@ -108,7 +108,7 @@ func (t *Table) checkBucket(bucket int32) error {
 // withLeader runs fn against bucket's leader, refreshing the metadata and
 // retrying with backoff while the error is retriable, until ctx ends.
 func (t *Table) withLeader(ctx context.Context, bucket int32, fn func(ctx context.Context, addr string) error) error {
-	var b backoff
+	b := newRetryBackoff()
 	for {
 		addr, version, err := t.leader(bucket)
 		if err == nil {
@@ -121,7 +121,7 @@ func (t *Table) withLeader(ctx context.Context, bucket int32, fn func(ctx contex
 			return err
 		}
 		_ = t.refreshAfter(ctx, version) // a failed refresh shows up as the next attempt's error
-		if !b.wait(ctx) {
+		if !b.Wait(ctx) {
 			return err
 		}
 	}

@@ -51,7 +51,7 @@ func TestBucketOfKeyStable(t *testing.T) {
 // TestTableBucketOf: rows with the same bucket key share a bucket whatever
 // their other columns, and the key router agrees with Table.BucketOf.
 func TestTableBucketOf(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "keyed", 8, "id")
 	r := &keyRouter{key: tbl.bucketKey, buckets: tbl.Buckets()}
 	for _, name := range []string{"a", "a much longer name than seven bytes", ""} {

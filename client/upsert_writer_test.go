@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/floedb/floe/internal/testcluster"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -13,7 +14,7 @@ import (
 // TestUpsertRoundTrip: upserts, partial updates and deletes, read back by
 // key; each step checked against the expected row.
 func TestUpsertRoundTrip(t *testing.T) {
-	fc, c := startCluster(t, 2)
+	fc, c := startCluster(t)
 	tbl := openKVTable(t, fc, c, "kv", kvSchema, 3)
 	full := newUpsertWriter(t, tbl, UpsertWriterOptions{})
 	partial := newUpsertWriter(t, tbl, UpsertWriterOptions{PartialColumns: []string{"score"}})
@@ -68,10 +69,7 @@ func TestUpsertRoundTrip(t *testing.T) {
 		}
 	}
 	// The changelog of id 1: +I, -U +U, -U +U, -D, +I; the absent delete a no-op.
-	recs, err := fc.Records(tbl.ID(), tbl.bucketOfID(t, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := fc.records(tbl, tbl.bucketOfID(t, 1))
 	var changes string
 	for _, r := range recs {
 		if !r.Control {
@@ -94,7 +92,7 @@ func (tbl *Table) bucketOfID(t testing.TB, id int64) int32 {
 
 // TestUpsertInvalidInput: what is refused before anything is buffered.
 func TestUpsertInvalidInput(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openKVTable(t, fc, c, "kv", kvSchema, 1)
 	logTbl := openTable(t, fc, c, "log", 1)
 	if _, err := logTbl.NewUpsertWriter(UpsertWriterOptions{}); !errors.Is(err, ErrNotPrimaryKeyTable) {
@@ -138,10 +136,11 @@ func TestUpsertInvalidInput(t *testing.T) {
 // TestUpsertRetriesIdempotently: a NOT_LEADER before the write and a lost
 // acknowledgement after it are retried; each row applies once.
 func TestUpsertRetriesIdempotently(t *testing.T) {
-	fc, c := startCluster(t, 2)
+	fc, c := startCluster(t)
 	tbl := openKVTable(t, fc, c, "kv", kvSchema, 1)
-	fc.FailProduce(tbl.ID(), 0, pb.ErrorCode_ERROR_CODE_NOT_LEADER, false)
-	fc.FailProduce(tbl.ID(), 0, pb.ErrorCode_ERROR_CODE_UNAVAILABLE, true)
+	proxy := fc.leaderProxy(tbl, 0)
+	proxy.FailCalls(testcluster.RPCPutKV, pb.ErrorCode_ERROR_CODE_NOT_LEADER, 1)
+	proxy.LoseReplies(testcluster.RPCPutKV, pb.ErrorCode_ERROR_CODE_UNAVAILABLE, 1)
 	w := newUpsertWriter(t, tbl, UpsertWriterOptions{})
 	ctx := guardCtx(t)
 	for i := range 10 {
@@ -152,10 +151,7 @@ func TestUpsertRetriesIdempotently(t *testing.T) {
 	if err := w.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := fc.Records(tbl.ID(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := fc.records(tbl, 0)
 	inserts := 0
 	for _, r := range recs {
 		if r.Control || r.Change != record.Insert {
@@ -170,9 +166,9 @@ func TestUpsertRetriesIdempotently(t *testing.T) {
 
 // TestUpsertNotRetriable: an INVALID_RECORD answer fails the batch.
 func TestUpsertNotRetriable(t *testing.T) {
-	fc, c := startCluster(t, 1)
+	fc, c := startCluster(t)
 	tbl := openKVTable(t, fc, c, "kv", kvSchema, 1)
-	fc.FailProduce(tbl.ID(), 0, pb.ErrorCode_ERROR_CODE_INVALID_RECORD, false)
+	fc.leaderProxy(tbl, 0).FailCalls(testcluster.RPCPutKV, pb.ErrorCode_ERROR_CODE_INVALID_RECORD, 1)
 	w := newUpsertWriter(t, tbl, UpsertWriterOptions{})
 	ctx := guardCtx(t)
 	f, err := w.UpsertJSON(ctx, []byte(`{"id":1,"name":"a"}`))

@@ -4,26 +4,33 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/floedb/floe/client/clienttest"
 )
 
-// startKVFake starts a fake cluster with primary-key table db.kv and
-// db.orders (bucket key a prefix of the primary key), and log table db.t.
-func startKVFake(t *testing.T) (fc *clienttest.Cluster, server string) {
+// kvTables creates primary-key tables kv and orders (bucket key a prefix
+// of the primary key), and log table t, in the test's database; the CLI
+// names them <db>.kv, <db>.orders and <db>.t.
+func kvTables(t *testing.T) *testCluster {
 	t.Helper()
-	fc, _ = startFake(t, 2)
-	if _, err := fc.CreateTable("db", "kv", "id BIGINT NOT NULL, name STRING NOT NULL, score INT, PRIMARY KEY (id)", 3); err != nil {
-		t.Fatal(err)
+	fc, _ := startLogTable(t, 2, 1)
+	fc.createTable("kv", "id BIGINT NOT NULL, name STRING NOT NULL, score INT, PRIMARY KEY (id)", 3, 1)
+	fc.createTable("orders", "user BIGINT NOT NULL, seq INT NOT NULL, item STRING, PRIMARY KEY (user, seq)", 2, 1, "user")
+	return fc
+}
+
+// inDB puts the tables the steps name (db.x) in the test's database.
+func inDB(fc *testCluster, args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if rest, ok := strings.CutPrefix(a, "db."); ok {
+			a = fc.db + "." + rest
+		}
+		out[i] = a
 	}
-	if _, err := fc.CreateTable("db", "orders", "user BIGINT NOT NULL, seq INT NOT NULL, item STRING, PRIMARY KEY (user, seq)", 2, "user"); err != nil {
-		t.Fatal(err)
-	}
-	return fc, strings.Join(fc.Addrs(), ",")
+	return out
 }
 
 func TestProduceUpsertAndLookup(t *testing.T) {
-	_, server := startKVFake(t)
+	fc := kvTables(t)
 	steps := []struct {
 		name     string
 		stdin    string
@@ -44,7 +51,7 @@ func TestProduceUpsertAndLookup(t *testing.T) {
 		{"lookup bad JSON", "", []string{"lookup", "db.kv", "--key", `{"id":`}, 1, "", "invalid JSON"},
 		{"lookup extra column", "", []string{"lookup", "db.kv", "--key", `{"id":1,"name":"a"}`}, 1, "", `column "name"`},
 		{"lookup stdin bad line", "{\"id\":1}\n{\"id\":\"x\"}\n", []string{"lookup", "db.kv"}, 1, "{\"id\":1,\"name\":\"a\",\"score\":9}\n", "line 2:"},
-		{"lookup unknown table", "", []string{"lookup", "db.nope", "--key", `{"id":1}`}, 1, "", "db.nope"},
+		{"lookup unknown table", "", []string{"lookup", "db.nope", "--key", `{"id":1}`}, 1, "", ".nope"},
 		{"lookup log table", "", []string{"lookup", "db.t", "--key", `{"id":1}`}, 1, "", "not a primary-key table"},
 		{"key and prefix", "", []string{"lookup", "db.kv", "--key", `{"id":1}`, "--prefix", `{"id":1}`}, 2, "", "exclude"},
 		{"no prefix lookup", "", []string{"lookup", "db.kv", "--prefix", `{"id":1}`}, 1, "", "strict prefix"},
@@ -55,7 +62,7 @@ func TestProduceUpsertAndLookup(t *testing.T) {
 			"{\"user\":1,\"seq\":1,\"item\":\"a\"}\n{\"user\":1,\"seq\":2,\"item\":\"b\"}\n", ""},
 	}
 	for _, st := range steps {
-		code, out, errOut := runCLI(t, st.stdin, append(st.args, "--server", server)...)
+		code, out, errOut := runCLI(t, st.stdin, append(inDB(fc, st.args), "--server", fc.server)...)
 		if code != st.wantCode || out != st.wantOut || !strings.Contains(errOut, st.wantErr) {
 			t.Fatalf("%s: exit %d, stdout %q, stderr %q; want %d, %q, %q", st.name, code, out, errOut,
 				st.wantCode, st.wantOut, st.wantErr)
@@ -65,7 +72,8 @@ func TestProduceUpsertAndLookup(t *testing.T) {
 
 // TestConsumeChangelog: a primary-key table's changelog, with _change.
 func TestConsumeChangelog(t *testing.T) {
-	_, server := startKVFake(t)
+	fc := kvTables(t)
+	server := fc.server
 	for _, step := range []struct {
 		stdin string
 		args  []string
@@ -74,11 +82,11 @@ func TestConsumeChangelog(t *testing.T) {
 		{"{\"id\":5,\"name\":\"b\"}\n", nil},
 		{"{\"id\":5}\n{\"id\":6}\n", []string{"--delete"}},
 	} {
-		if code, _, errOut := runCLI(t, step.stdin, append([]string{"produce", "db.kv", "--server", server}, step.args...)...); code != 0 {
+		if code, _, errOut := runCLI(t, step.stdin, append([]string{"produce", fc.db + ".kv", "--server", server}, step.args...)...); code != 0 {
 			t.Fatalf("produce: %s", errOut)
 		}
 	}
-	code, out, errOut := runCLI(t, "", "consume", "db.kv", "--server", server)
+	code, out, errOut := runCLI(t, "", "consume", fc.db+".kv", "--server", server)
 	if code != 0 {
 		t.Fatalf("consume: exit %d: %s", code, errOut)
 	}
@@ -101,8 +109,7 @@ func TestConsumeChangelog(t *testing.T) {
 
 // TestKVBenchSmoke runs the upsert and lookup benchmarks briefly.
 func TestKVBenchSmoke(t *testing.T) {
-	fc, _ := startFake(t, 1)
-	server := strings.Join(fc.Addrs(), ",")
+	server := startCluster(t).server
 	for _, args := range [][]string{
 		{"bench", "upsert", "--duration", "100ms", "--keys", "100", "--record-bytes", "64", "--concurrency", "2"},
 		{"bench", "upsert", "--duration", "100ms", "--keys", "100", "--batch", "10"},

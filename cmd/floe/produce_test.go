@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
-	"github.com/floedb/floe/client/clienttest"
+	"github.com/floedb/floe/internal/testcluster"
 	"github.com/floedb/floe/storage/record"
 )
 
@@ -86,19 +88,61 @@ func TestProduceLinesReportsLine(t *testing.T) {
 	}
 }
 
-// startFake starts a fake cluster with table db.t.
-func startFake(t *testing.T, buckets int32) (*clienttest.Cluster, uint64) {
+// The package's tests share one two-node cluster of real nodes; each test
+// makes its tables in a database of its own.
+var (
+	sharedOnce sync.Once
+	shared     *testcluster.Cluster
+	sharedErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "closing the test cluster:", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// testCluster is the shared cluster as one test sees it.
+type testCluster struct {
+	*testcluster.Cluster
+	t      *testing.T
+	db     string // the test's database
+	server string // --server for the CLI
+}
+
+// startCluster returns the shared cluster, started on first use.
+func startCluster(t *testing.T) *testCluster {
 	t.Helper()
-	fc, err := clienttest.Start(clienttest.Options{Nodes: 2})
-	if err != nil {
-		t.Fatal(err)
+	sharedOnce.Do(func() {
+		shared, sharedErr = testcluster.Start(context.Background(), testcluster.Options{Nodes: 2})
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
 	}
-	t.Cleanup(func() { _ = fc.Close() })
-	id, err := fc.CreateTable("db", "t", "id BIGINT NOT NULL, name STRING", buckets)
+	return &testCluster{Cluster: shared, t: t, db: testcluster.NameFor(t.Name()), server: strings.Join(shared.Addrs(), ",")}
+}
+
+// createTable creates a table in the test's database and returns its
+// name for the CLI, database.name.
+func (fc *testCluster) createTable(name, schema string, buckets, replication int32, bucketKey ...string) string {
+	fc.t.Helper()
+	_, err := fc.CreateTable(fc.t.Context(), testcluster.TableSpec{Database: fc.db, Name: name, Schema: schema,
+		Buckets: buckets, BucketKey: bucketKey, Replication: replication})
 	if err != nil {
-		t.Fatal(err)
+		fc.t.Fatal(err)
 	}
-	return fc, id
+	return fc.db + "." + name
+}
+
+// startLogTable starts the shared cluster with log table t.
+func startLogTable(t *testing.T, buckets, replication int32) (fc *testCluster, table string) {
+	t.Helper()
+	fc = startCluster(t)
+	return fc, fc.createTable("t", "id BIGINT NOT NULL, name STRING", buckets, replication)
 }
 
 func jsonRows(from, to int) string {
@@ -135,16 +179,16 @@ func parseConsumed(t *testing.T, out string) []consumed {
 }
 
 func TestProduceAndConsume(t *testing.T) {
-	fc, id := startFake(t, 3)
-	server := strings.Join(fc.Addrs(), ",")
+	fc, table := startLogTable(t, 3, 1)
+	server := fc.server
 	in := jsonRows(0, 30) + "{\"id\":\"thirty\"}\n" + jsonRows(31, 40)
-	code, _, errOut := runCLI(t, in, "produce", "db.t", "--server", server)
+	code, _, errOut := runCLI(t, in, "produce", table, "--server", server)
 	if code != 1 || !strings.Contains(errOut, `line 31: record: column "id"`) || !strings.Contains(errOut, "produced 30 rows") {
 		t.Fatalf("produce with a bad line 31: exit %d, stderr %q", code, errOut)
 	}
 	var stored int
 	for b := range int32(3) {
-		recs, err := fc.Records(id, b)
+		recs, err := fc.Records(t.Context(), fc.db, "t", b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +198,7 @@ func TestProduceAndConsume(t *testing.T) {
 		t.Fatalf("%d rows stored, want the 30 before the bad line", stored)
 	}
 
-	code, out, errOut := runCLI(t, "", "consume", "db.t", "--server", server)
+	code, out, errOut := runCLI(t, "", "consume", table, "--server", server)
 	if code != 0 {
 		t.Fatalf("consume: exit %d: %s", code, errOut)
 	}
@@ -170,17 +214,17 @@ func TestProduceAndConsume(t *testing.T) {
 		t.Fatalf("consumed %d rows, want 30", len(seen))
 	}
 
-	code, out, _ = runCLI(t, "", "consume", "db.t", "--server", server, "--limit", "7")
+	code, out, _ = runCLI(t, "", "consume", table, "--server", server, "--limit", "7")
 	if got := len(parseConsumed(t, out)); code != 0 || got != 7 {
 		t.Fatalf("--limit 7: exit %d, %d rows", code, got)
 	}
-	code, out, _ = runCLI(t, "", "consume", "db.t", "--server", server, "--buckets", "1", "--from", "offset=2")
+	code, out, _ = runCLI(t, "", "consume", table, "--server", server, "--buckets", "1", "--from", "offset=2")
 	for _, r := range parseConsumed(t, out) {
 		if code != 0 || r.Bucket != 1 || r.Offset < 2 {
 			t.Fatalf("--buckets 1 --from offset=2: exit %d, record %+v", code, r)
 		}
 	}
-	if code, _, _ := runCLI(t, "", "consume", "db.t", "--server", server, "--from", "yesterday"); code != 2 {
+	if code, _, _ := runCLI(t, "", "consume", table, "--server", server, "--from", "yesterday"); code != 2 {
 		t.Fatalf("--from yesterday: exit %d, want 2", code)
 	}
 }
@@ -188,18 +232,23 @@ func TestProduceAndConsume(t *testing.T) {
 // TestConsumeStopsAtHighWatermark: without --follow, consume prints what is
 // committed when it starts, and exits.
 func TestConsumeStopsAtHighWatermark(t *testing.T) {
-	fc, id := startFake(t, 1)
-	server := strings.Join(fc.Addrs(), ",")
-	if code, _, errOut := runCLI(t, jsonRows(0, 5), "produce", "db.t", "--server", server); code != 0 {
+	fc, table := startLogTable(t, 1, 2)
+	server := fc.server
+	if code, _, errOut := runCLI(t, jsonRows(0, 5), "produce", table, "--server", server); code != 0 {
 		t.Fatalf("produce: %s", errOut)
 	}
-	if err := fc.HoldHighWatermark(id, 0, 5); err != nil {
+	// The follower's fetches wait at the leader's door: the next rows are
+	// written with acks=1 but not committed.
+	leader, err := fc.WaitLeader(t.Context(), fc.db, "t", 0, func(l uint32) bool { return l != 0 })
+	if err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := runCLI(t, jsonRows(5, 10), "produce", "db.t", "--server", server, "--acks", "1"); code != 0 {
+	release := fc.Node(leader).Proxy().Hold(testcluster.RPCFetch, testcluster.FromNodes)
+	defer release()
+	if code, _, errOut := runCLI(t, jsonRows(5, 10), "produce", table, "--server", server, "--acks", "1"); code != 0 {
 		t.Fatalf("produce: %s", errOut)
 	}
-	code, out, errOut := runCLI(t, "", "consume", "db.t", "--server", server)
+	code, out, errOut := runCLI(t, "", "consume", table, "--server", server)
 	if code != 0 {
 		t.Fatalf("consume: exit %d: %s", code, errOut)
 	}
@@ -214,11 +263,10 @@ func TestConsumeStopsAtHighWatermark(t *testing.T) {
 	}
 }
 
-// TestBenchSmoke runs both benchmarks briefly against the fake cluster and
-// reads the JSON result on their last line.
+// TestBenchSmoke runs both benchmarks briefly against the cluster and reads
+// the JSON result on their last line.
 func TestBenchSmoke(t *testing.T) {
-	fc, _ := startFake(t, 1)
-	server := strings.Join(fc.Addrs(), ",")
+	server := startCluster(t).server
 	for _, args := range [][]string{
 		{"bench", "produce", "--duration", "100ms", "--record-bytes", "64", "--concurrency", "2"},
 		{"bench", "produce", "--duration", "100ms", "--record-bytes", "64", "--batching", "--acks", "1"},

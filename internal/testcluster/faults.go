@@ -1,0 +1,127 @@
+package testcluster
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// Caller says whose calls a fault is aimed at. Nodes send their cluster id
+// with every call and clients do not, which is how the proxy tells them
+// apart: a fault aimed at a consumer's fetch does not land on a follower's.
+type Caller int
+
+const (
+	// FromClients: calls without a cluster id (the SDK, the CLI).
+	FromClients Caller = iota
+	// FromNodes: calls from the other nodes (follower fetches, forwarded
+	// metadata calls).
+	FromNodes
+)
+
+// The RPCs tests aim faults at.
+const (
+	RPCProduce      = "/floe.v1.Tablet/Produce"
+	RPCPutKV        = "/floe.v1.Tablet/PutKv"
+	RPCFetch        = "/floe.v1.Tablet/Fetch"
+	RPCLookup       = "/floe.v1.Tablet/Lookup"
+	RPCPrefixLookup = "/floe.v1.Tablet/PrefixLookup"
+	RPCListOffsets  = "/floe.v1.Tablet/ListOffsets"
+)
+
+// faultKind is what a fault does to the call it catches.
+type faultKind int
+
+const (
+	failCall     faultKind = iota // answer code; the node never sees the call
+	loseReply                     // the node serves the call; its answer is replaced by code
+	holdCall                      // the call waits until released
+	rewriteReply                  // the answer's message passes through a function
+)
+
+// fault is one armed fault. Faults catch calls in the order they were armed.
+type fault struct {
+	rpc     string
+	from    Caller
+	kind    faultKind
+	code    pb.ErrorCode            // failCall, loseReply
+	left    int                     // calls still to catch; holds catch until released
+	release chan struct{}           // holdCall
+	rewrite func(msg []byte) []byte // rewriteReply
+}
+
+// FailCalls answers the next n client calls of rpc with code, as the node
+// would refuse them; the node never sees them.
+func (p *Proxy) FailCalls(rpc string, code pb.ErrorCode, n int) {
+	p.arm(&fault{rpc: rpc, from: FromClients, kind: failCall, code: code, left: n})
+}
+
+// LoseReplies lets the node serve the next n client calls of rpc but
+// answers the caller with code instead, as when an acknowledgement is lost
+// or a leader steps down after appending.
+func (p *Proxy) LoseReplies(rpc string, code pb.ErrorCode, n int) {
+	p.arm(&fault{rpc: rpc, from: FromClients, kind: loseReply, code: code, left: n})
+}
+
+// RewriteReply passes the answer to the next client call of rpc through fn
+// (the marshaled response message), as a damaged wire would.
+func (p *Proxy) RewriteReply(rpc string, fn func(msg []byte) []byte) {
+	p.arm(&fault{rpc: rpc, from: FromClients, kind: rewriteReply, rewrite: fn, left: 1})
+}
+
+// Hold makes the calls of rpc from the given callers wait at the proxy
+// until release is called (or the proxy closes). Calls that reached the
+// node before stay unaffected.
+func (p *Proxy) Hold(rpc string, from Caller) (release func()) {
+	f := &fault{rpc: rpc, from: from, kind: holdCall, left: -1, release: make(chan struct{})}
+	p.arm(f)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			p.faults = slices.DeleteFunc(p.faults, func(g *fault) bool { return g == f })
+			p.mu.Unlock()
+			close(f.release)
+		})
+	}
+}
+
+// Calls is how many client calls of rpc reached the proxy, caught by a
+// fault or not.
+func (p *Proxy) Calls(rpc string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[rpc]
+}
+
+func (p *Proxy) arm(f *fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = append(p.faults, f)
+}
+
+// callArrived counts a call and returns the fault that catches it (nil:
+// none) and the delay it must wait first.
+func (p *Proxy) callArrived(rpc string, from Caller) (*fault, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if from == FromClients {
+		p.calls[rpc]++
+	}
+	delay := p.delay
+	for i, f := range p.faults {
+		if f.rpc != rpc || f.from != from {
+			continue
+		}
+		if f.left > 0 {
+			f.left--
+			if f.left == 0 {
+				p.faults = slices.Delete(p.faults, i, i+1)
+			}
+		}
+		return f, delay
+	}
+	return nil, delay
+}
