@@ -3,8 +3,6 @@ package replica
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"syscall"
 
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/transport"
@@ -25,9 +23,7 @@ import (
 // storageFailure reports whether err is the disk failing under the log, as
 // opposed to a refused request: an I/O error from the file system.
 func storageFailure(err error) bool {
-	var pe *fs.PathError
-	var errno syscall.Errno
-	return errors.Is(err, logstore.ErrSyncFailed) || errors.As(err, &pe) || errors.As(err, &errno)
+	return errors.Is(err, logstore.ErrSyncFailed)
 }
 
 // maybeFail takes the replica out of service when err is a storage failure.

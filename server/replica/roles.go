@@ -63,7 +63,10 @@ func (r *Replica) performLocked(eff replication.Effects) {
 		if err := r.log.AssignEpoch(epoch); err != nil {
 			// The core checked the epoch is newer than any in the log, so
 			// this is an I/O failure: the replica cannot lead safely.
-			r.failLocked(err)
+			r.mgr.log.Error("cannot start leader epoch", "bucket", r.id.String(), "leader_epoch", epoch, "err", err)
+			if storageFailure(err) {
+				r.failLocked(err)
+			}
 			return
 		}
 	}
