@@ -248,6 +248,21 @@ func (n *Node) Leader() (id uint32, address string) {
 // IsLeader reports whether this node believes it leads.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
+// InContact reports whether this node's applied state can be taken as
+// current: it leads (a leader cut off from a quorum steps down within the
+// leader lease), or it heard from a leader within the heartbeat timeout (a
+// follower that does not starts an election). A node that is not in contact
+// may serve an old view indefinitely, such as one partitioned away.
+func (n *Node) InContact() bool {
+	if n.IsLeader() {
+		return true
+	}
+	if id, _ := n.Leader(); id == 0 {
+		return false
+	}
+	return time.Since(n.raft.LastContact()) < n.cfg.HeartbeatTimeout
+}
+
 // LeaderCh reports this node gaining (true) and losing (false) leadership.
 func (n *Node) LeaderCh() <-chan bool { return n.raft.LeaderCh() }
 

@@ -21,6 +21,15 @@ const forwardedKey = "floe-forwarded"
 // leaderWait bounds how long a request waits for a leader to appear.
 const leaderWait = 10 * time.Second
 
+// forwardTimeout bounds one attempt of a request sent to another meta node.
+// A paused node keeps its connections open and never answers, so without a
+// bound the request would wait for as long as the pause lasts.
+const forwardTimeout = 10 * time.Second
+
+// leaderPoll is how often a forwarded request checks that the leader it
+// waits on is still the leader.
+const leaderPoll = 50 * time.Millisecond
+
 func isForwarded(ctx context.Context) bool {
 	md, ok := drpcmetadata.Get(ctx)
 	return ok && md[forwardedKey] == "1"
@@ -47,8 +56,7 @@ func (s *Server) onLeader(ctx context.Context, local func(context.Context) error
 		case forwarded:
 			return raftmeta.ErrNotLeader
 		case addr != "" && id != s.cfg.NodeID:
-			fctx := drpcmetadata.Add(ctx, forwardedKey, "1")
-			err = remote(fctx, pb.NewDRPCMetaClient(s.pool.Conn(addr)))
+			err = s.forward(ctx, n, id, addr, remote)
 		default:
 			err = raftmeta.ErrNoLeader
 		}
@@ -59,6 +67,50 @@ func (s *Server) onLeader(ctx context.Context, local func(context.Context) error
 		if time.Now().After(deadline) || !pace.Wait(ctx) {
 			return lastErr
 		}
+	}
+}
+
+// forward runs remote against the leader this node knows (id at addr),
+// marked as forwarded. The attempt ends early, with a retriable error, when
+// this node's view of the leader changes (the leader was paused or cut off
+// and another was elected) or after forwardTimeout; a proposal retried
+// after that carries the same request id, so it applies at most once.
+func (s *Server) forward(ctx context.Context, n *raftmeta.Node, id uint32, addr string,
+	remote func(context.Context, pb.DRPCMetaClient) error) error {
+	actx, cancel := context.WithTimeout(drpcmetadata.Add(ctx, forwardedKey, "1"), forwardTimeout)
+	defer cancel()
+	moved := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		t := time.NewTicker(leaderPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-actx.Done():
+				return
+			case <-t.C:
+				if now, nowAddr := n.Leader(); now != id || nowAddr != addr {
+					close(moved)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	err := remote(actx, pb.NewDRPCMetaClient(s.pool.Conn(addr)))
+	cancel()
+	<-watched
+	if err == nil || ctx.Err() != nil || actx.Err() == nil {
+		return err
+	}
+	select {
+	case <-moved:
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
+			"metadata leadership moved away from node %d while a forwarded request waited on it", id)
+	default:
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_TIMEOUT,
+			"metadata leader node %d at %s did not answer within %v", id, addr, forwardTimeout)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
@@ -102,7 +103,10 @@ type metaFollowerConfig struct {
 	// registration blocks until the node's registration is committed and
 	// returns its Raft index.
 	registration func(ctx context.Context) (uint64, error)
-	log          *slog.Logger
+	// idle is how long a stream may stay silent (no change, no keepalive)
+	// before the follower gives up on it; 0: watchIdle.
+	idle time.Duration
+	log  *slog.Logger
 }
 
 // metaFollower feeds the tablet role's replicas the committed metadata,
@@ -122,6 +126,9 @@ type metaFollower struct {
 func newMetaFollower(cfg metaFollowerConfig) *metaFollower {
 	if cfg.log == nil {
 		cfg.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.idle == 0 {
+		cfg.idle = watchIdle
 	}
 	return &metaFollower{cfg: cfg, following: make(chan struct{})}
 }
@@ -181,14 +188,36 @@ func (e errStaleStream) Error() string {
 		e.index, e.registeredAt, e.applied)
 }
 
-// follow streams updates from one meta node until the stream fails or
-// turns stale; it returns how many updates it applied and why it ended.
+// errIdleStream ends a stream that stayed silent too long: the meta node is
+// paused or cut off, and another one should be followed.
+type errIdleStream struct {
+	addr string
+	idle time.Duration
+}
+
+func (e errIdleStream) Error() string {
+	return fmt.Sprintf("meta node %s sent neither a change nor a keepalive for %v", e.addr, e.idle)
+}
+
+// follow streams updates from one meta node until the stream fails, turns
+// stale or stays silent for the idle timeout; it returns how many updates
+// it applied and why it ended.
 func (f *metaFollower) follow(ctx context.Context, addr string) (int, error) {
 	f.mu.Lock()
 	from := f.gate.applied
 	f.mu.Unlock()
-	stream, err := f.cfg.open(ctx, addr, from)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// A paused meta node keeps its connections open and sends nothing; only
+	// a timer notices.
+	var silent atomic.Bool
+	timer := time.AfterFunc(f.cfg.idle, func() { silent.Store(true); cancel() })
+	defer timer.Stop()
+	stream, err := f.cfg.open(sctx, addr, from)
 	if err != nil {
+		if silent.Load() {
+			return 0, errIdleStream{addr: addr, idle: f.cfg.idle}
+		}
 		return 0, err
 	}
 	defer stream.Close()
@@ -196,7 +225,14 @@ func (f *metaFollower) follow(ctx context.Context, addr string) (int, error) {
 	for {
 		u, err := stream.Recv()
 		if err != nil {
+			if silent.Load() {
+				return n, errIdleStream{addr: addr, idle: f.cfg.idle}
+			}
 			return n, err
+		}
+		timer.Reset(f.cfg.idle)
+		if u.GetKeepalive() {
+			continue
 		}
 		f.mu.Lock()
 		v := f.gate.verdict(u)

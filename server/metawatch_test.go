@@ -2,9 +2,13 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/floedb/floe/transport/pb"
 )
@@ -104,9 +108,11 @@ func newRecordingFollower(serve func(addr string, from uint64) []*pb.MetadataUpd
 	return r
 }
 
-// waitFor waits until cond holds, checking after every open and apply.
+// waitFor waits until cond holds, checking after every open and apply,
+// for at most 10 s.
 func (r *recordingFollower) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	giveUp := time.After(10 * time.Second)
 	for {
 		r.mu.Lock()
 		ok := cond()
@@ -116,7 +122,7 @@ func (r *recordingFollower) waitFor(t *testing.T, what string, cond func() bool)
 		}
 		select {
 		case <-r.changed:
-		case <-t.Context().Done():
+		case <-giveUp:
 			t.Fatalf("gave up waiting for %s", what)
 		}
 	}
@@ -220,5 +226,107 @@ func TestWatchEndsWhenRegistrationNeverComes(t *testing.T) {
 	f.run(ctx) // returns: nothing to follow
 	if len(f.opens) != 0 {
 		t.Fatalf("opened %v without a registration", f.opens)
+	}
+}
+
+// pausedStream serves its updates, then says nothing until its context
+// ends: a meta node stopped by SIGSTOP keeps its connections open and never
+// answers again.
+type pausedStream struct {
+	ctx     context.Context
+	updates []*pb.MetadataUpdate
+}
+
+func (s *pausedStream) Recv() (*pb.MetadataUpdate, error) {
+	if len(s.updates) > 0 {
+		u := s.updates[0]
+		s.updates = s.updates[1:]
+		return u, nil
+	}
+	<-s.ctx.Done()
+	return nil, s.ctx.Err()
+}
+
+func (s *pausedStream) Close() error { return nil }
+
+// TestWatchLeavesASilentMetaNode: the meta node a tablet follows is paused
+// after serving an image; the follower must give up on the silent stream
+// and follow another meta node from where it was, or the tablet would never
+// hear of the leader elected in the paused node's place.
+func TestWatchLeavesASilentMetaNode(t *testing.T) {
+	var mu sync.Mutex
+	var applied []uint64
+	var opens []string
+	changed := make(chan struct{}, 100)
+	f := newMetaFollower(metaFollowerConfig{
+		addrs: func() []string { return []string{"paused", "live"} },
+		open: func(ctx context.Context, addr string, from uint64) (metaStream, error) {
+			mu.Lock()
+			opens = append(opens, fmt.Sprintf("%s@%d", addr, from))
+			mu.Unlock()
+			if addr == "paused" {
+				return &pausedStream{ctx: ctx, updates: []*pb.MetadataUpdate{image(5)}}, nil
+			}
+			return &pausedStream{ctx: ctx, updates: []*pb.MetadataUpdate{change(from + 1)}}, nil
+		},
+		apply: func(u *pb.MetadataUpdate) {
+			mu.Lock()
+			applied = append(applied, u.GetIndex())
+			mu.Unlock()
+			changed <- struct{}{}
+		},
+		registration: func(context.Context) (uint64, error) { return 5, nil },
+		idle:         50 * time.Millisecond,
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); f.run(ctx) }()
+	giveUp := time.After(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(applied)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-giveUp:
+			t.Fatalf("the follower stayed on the paused meta node: opened %v, applied %v", opens, applied)
+		}
+	}
+	cancel()
+	<-done
+	if !slices.Equal(applied[:2], []uint64{5, 6}) || !slices.Equal(opens[:2], []string{"paused@0", "live@5"}) {
+		t.Fatalf("opened %v, applied %v; want paused@0 then live@5, applying 5 then 6", opens, applied)
+	}
+	if _, _, _, lastErr := f.state(); !strings.Contains(lastErr, "neither a change nor a keepalive") {
+		t.Fatalf("last watch error %q does not say the stream went silent", lastErr)
+	}
+}
+
+// TestWatchIgnoresKeepalives: keepalives carry the index of the last
+// change the meta node has; the follower neither applies them nor lets them
+// move its gate.
+func TestWatchIgnoresKeepalives(t *testing.T) {
+	keepalive := func(index uint64) *pb.MetadataUpdate { return &pb.MetadataUpdate{Index: index, Keepalive: true} }
+	serve := func(addr string, from uint64) []*pb.MetadataUpdate {
+		if addr != "current" {
+			return nil
+		}
+		if from == 0 {
+			return []*pb.MetadataUpdate{keepalive(0), image(12), keepalive(12), keepalive(12), change(13), keepalive(13)}
+		}
+		return []*pb.MetadataUpdate{keepalive(from), change(from + 1)}
+	}
+	f := newRecordingFollower(serve, func(context.Context) (uint64, error) { return 10, nil })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); f.run(ctx) }()
+	f.waitFor(t, "the follower to resume after index 13", func() bool { return len(f.applied) >= 3 })
+	cancel()
+	<-done
+	if want := []uint64{12, 13, 14}; !slices.Equal(f.applied[:3], want) {
+		t.Fatalf("applied %v, want it to start with %v", f.applied, want)
 	}
 }

@@ -39,12 +39,19 @@ func (c metaClient) AdjustIsr(ctx context.Context, change *pb.AdjustIsr, request
 }
 
 // callMeta runs fn against a meta node: this one when it has the meta role,
-// otherwise each known meta address in turn.
+// otherwise each known meta address in turn, each attempt bounded by
+// forwardTimeout (a paused meta node never answers).
 func (s *Server) callMeta(ctx context.Context, fn func(context.Context, pb.DRPCMetaClient) error) error {
 	addrs := s.metaAddresses()
 	var lastErr error = transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "no meta node known")
 	for _, a := range addrs {
-		err := fn(ctx, pb.NewDRPCMetaClient(s.pool.Conn(a)))
+		actx, cancel := context.WithTimeout(ctx, forwardTimeout)
+		err := fn(actx, pb.NewDRPCMetaClient(s.pool.Conn(a)))
+		expired := actx.Err() != nil
+		cancel()
+		if err != nil && expired && ctx.Err() == nil {
+			err = transport.Errorf(pb.ErrorCode_ERROR_CODE_TIMEOUT, "meta node %s did not answer within %v", a, forwardTimeout)
+		}
 		if err == nil || !transport.IsRetriable(err) {
 			return err
 		}

@@ -1,14 +1,32 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"time"
+
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
+)
+
+// watchKeepalive is how often an idle metadata stream says it is alive;
+// a watcher gives up on a stream after watchIdle without a message.
+const (
+	watchKeepalive = time.Second
+	watchIdle      = 4 * watchKeepalive
 )
 
 // watchMetadata serves the metadata stream from this node's state: a full
 // image when the watcher starts from 0 or from further back than the state
 // machine keeps changes, then each committed change in order, as it is
 // applied here (a follower's stream lags its applied index, never skips).
+//
+// An idle stream carries a keepalive every watchKeepalive while this node
+// is in contact with the Raft leader. A node that lost contact (paused,
+// partitioned, between leaders) ends the stream instead: its view may be
+// stale for as long as it stays cut off, and the watcher should follow a
+// meta node that is current. A paused node sends nothing at all, and the
+// watcher's idle timeout moves it on.
 func (s *Server) watchMetadata(req *pb.WatchMetadataRequest, stream pb.DRPCMeta_WatchMetadataStream) error {
 	n := s.node.Load()
 	if n == nil {
@@ -40,10 +58,21 @@ func (s *Server) watchMetadata(req *pb.WatchMetadataRequest, stream pb.DRPCMeta_
 		if len(updates) > 0 {
 			continue
 		}
-		if _, err := state.WaitApplied(ctx, max(applied, sent)); err != nil {
-			if ctx.Err() != nil {
-				return nil
+		wctx, cancel := context.WithTimeout(ctx, watchKeepalive)
+		_, err := state.WaitApplied(wctx, max(applied, sent))
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, context.DeadlineExceeded):
+			if !n.InContact() {
+				return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE,
+					"meta node %d lost contact with the metadata leader; its view may be stale", s.cfg.NodeID)
 			}
+			if err := stream.Send(&pb.MetadataUpdate{Index: sent, Keepalive: true}); err != nil {
+				return err
+			}
+		case err != nil:
 			return err
 		}
 	}

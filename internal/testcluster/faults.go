@@ -29,6 +29,7 @@ const (
 	RPCLookup       = "/floe.v1.Tablet/Lookup"
 	RPCPrefixLookup = "/floe.v1.Tablet/PrefixLookup"
 	RPCListOffsets  = "/floe.v1.Tablet/ListOffsets"
+	RPCPropose      = "/floe.v1.Meta/Propose"
 )
 
 // faultKind is what a fault does to the call it catches.
@@ -90,10 +91,14 @@ func (p *Proxy) Hold(rpc string, from Caller) (release func()) {
 
 // Calls is how many client calls of rpc reached the proxy, caught by a
 // fault or not.
-func (p *Proxy) Calls(rpc string) int {
+func (p *Proxy) Calls(rpc string) int { return p.CallsFrom(rpc, FromClients) }
+
+// CallsFrom is how many calls of rpc from the given callers reached the
+// proxy, caught by a fault or not.
+func (p *Proxy) CallsFrom(rpc string, from Caller) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.calls[rpc]
+	return p.calls[from][rpc]
 }
 
 func (p *Proxy) arm(f *fault) {
@@ -107,9 +112,7 @@ func (p *Proxy) arm(f *fault) {
 func (p *Proxy) callArrived(rpc string, from Caller) (*fault, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if from == FromClients {
-		p.calls[rpc]++
-	}
+	p.calls[from][rpc]++
 	delay := p.delay
 	for i, f := range p.faults {
 		if f.rpc != rpc || f.from != from {

@@ -28,7 +28,7 @@ type Proxy struct {
 	delay  time.Duration
 	conns  map[*proxyConn]struct{}
 	faults []*fault
-	calls  map[string]int // calls seen, by RPC, from clients
+	calls  map[Caller]map[string]int // calls seen, by caller and RPC
 }
 
 // proxyConn is one proxied connection: the caller's side and the node's.
@@ -52,7 +52,7 @@ func newProxy() (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testcluster: proxy: %w", err)
 	}
-	p := &Proxy{lis: lis, done: make(chan struct{}), conns: map[*proxyConn]struct{}{}, calls: map[string]int{}}
+	p := &Proxy{lis: lis, done: make(chan struct{}), conns: map[*proxyConn]struct{}{}, calls: map[Caller]map[string]int{FromClients: {}, FromNodes: {}}}
 	p.wg.Go(p.acceptLoop)
 	return p, nil
 }

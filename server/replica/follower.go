@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
@@ -89,11 +90,18 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	if err != nil {
 		return err
 	}
+	refused := 0
 	for _, fb := range resp.Buckets {
 		id := BucketID{TableID: fb.TableId, Bucket: fb.Bucket}
-		if r := byID[id]; r != nil {
-			r.applyFetched(f.leader, epochs[id], fb)
+		if r := byID[id]; r != nil && !r.applyFetched(f.leader, epochs[id], fb) {
+			refused++
 		}
+	}
+	if refused > 0 && refused == len(resp.Buckets) {
+		// The leader node refuses every bucket (it no longer leads them
+		// and this node has not heard yet): back off rather than ask again
+		// at once, until the metadata names the new leader.
+		return fmt.Errorf("leader node %d refused every bucket, first: %s", f.leader, resp.Buckets[0].Error)
 	}
 	return nil
 }
@@ -113,27 +121,28 @@ func lastBatchEpoch(epochs []logstore.EpochEntry, end int64) int32 {
 
 // applyFetched applies one bucket of a follower fetch: truncation on
 // divergence, or the batches, then the follower's high watermark, which the
-// core moves to min(leader's, own durable end).
-func (r *Replica) applyFetched(leader uint32, epoch int32, fb *pb.FetchedBucket) {
+// core moves to min(leader's, own durable end). It reports false when the
+// leader refused the bucket.
+func (r *Replica) applyFetched(leader uint32, epoch int32, fb *pb.FetchedBucket) bool {
 	r.produceMu.Lock()
 	defer r.produceMu.Unlock()
 	role, curLeader, curEpoch, _ := r.state()
 	if role != replication.RoleFollower || curLeader != leader || curEpoch != epoch {
-		return // the role changed while the fetch was out
+		return true // the role changed while the fetch was out
 	}
 	if fb.Error != "" {
 		r.mgr.log.Debug("follower fetch refused", "bucket", r.id.String(), "leader", leader, "err", fb.Error)
-		return
+		return false
 	}
 	if fb.Diverging {
 		r.truncateDiverged(leader, fb)
-		return
+		return true
 	}
 	if len(fb.Records) > 0 {
 		if _, err := r.log.AppendReplicated(fb.Records); err != nil {
 			r.mgr.log.Error("append replicated batches", "bucket", r.id.String(), "err", err)
 			r.maybeFail(err)
-			return
+			return true
 		}
 		it := record.NewBatchIterator(fb.Records, false)
 		for it.Next() {
@@ -143,6 +152,7 @@ func (r *Replica) applyFetched(leader uint32, epoch int32, fb *pb.FetchedBucket)
 	r.mu.Lock()
 	r.performLocked(r.core.Fetched(leader, epoch, fb.HighWatermark, r.log.EndOffset()))
 	r.mu.Unlock()
+	return true
 }
 
 // truncate cuts the log back to offset, with produceMu held, dropping the

@@ -1773,7 +1773,7 @@ func (*CommandResult_Election) isCommandResult_Value() {}
 
 // MetadataUpdate is one message of the metadata stream a tablet node
 // follows: a full image (full = true: everything there is at index) or the
-// records one committed command changed.
+// records one committed command changed, or a keepalive.
 type MetadataUpdate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
@@ -1783,6 +1783,11 @@ type MetadataUpdate struct {
 	Buckets       []*BucketRecord        `protobuf:"bytes,5,rep,name=buckets,proto3" json:"buckets,omitempty"`
 	DroppedTables []uint64               `protobuf:"varint,6,rep,packed,name=dropped_tables,json=droppedTables,proto3" json:"dropped_tables,omitempty"`
 	DroppedNodes  []uint32               `protobuf:"varint,7,rep,packed,name=dropped_nodes,json=droppedNodes,proto3" json:"dropped_nodes,omitempty"`
+	// A keepalive carries nothing else: the meta node serving the stream is
+	// up, in contact with the Raft leader, and has applied nothing after
+	// index. A watcher that hears neither a change nor a keepalive for a few
+	// intervals moves to another meta node.
+	Keepalive     bool `protobuf:"varint,8,opt,name=keepalive,proto3" json:"keepalive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1864,6 +1869,13 @@ func (x *MetadataUpdate) GetDroppedNodes() []uint32 {
 		return x.DroppedNodes
 	}
 	return nil
+}
+
+func (x *MetadataUpdate) GetKeepalive() bool {
+	if x != nil {
+		return x.Keepalive
+	}
+	return false
 }
 
 var File_metastate_proto protoreflect.FileDescriptor
@@ -2022,7 +2034,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\twriter_id\x18\x0e \x01(\x04H\x00R\bwriterId\x125\n" +
 	"\belection\x18\x0f \x01(\v2\x17.floe.v1.ElectionResultH\x00R\belection\x12\x1c\n" +
 	"\tunchanged\x18\x14 \x01(\bR\tunchangedB\a\n" +
-	"\x05value\"\x90\x02\n" +
+	"\x05value\"\xae\x02\n" +
 	"\x0eMetadataUpdate\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04full\x18\x02 \x01(\bR\x04full\x12)\n" +
@@ -2030,7 +2042,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\x06tables\x18\x04 \x03(\v2\x14.floe.v1.TableRecordR\x06tables\x12/\n" +
 	"\abuckets\x18\x05 \x03(\v2\x15.floe.v1.BucketRecordR\abuckets\x12%\n" +
 	"\x0edropped_tables\x18\x06 \x03(\x04R\rdroppedTables\x12#\n" +
-	"\rdropped_nodes\x18\a \x03(\rR\fdroppedNodesB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\rdropped_nodes\x18\a \x03(\rR\fdroppedNodes\x12\x1c\n" +
+	"\tkeepalive\x18\b \x01(\bR\tkeepaliveB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_metastate_proto_rawDescOnce sync.Once

@@ -1,0 +1,58 @@
+package replica
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"storj.io/drpc"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// refusingLeader answers every follower fetch with a per-bucket refusal,
+// as a node does that no longer leads the buckets.
+type refusingLeader struct {
+	pb.DRPCTabletClient
+	fetches int
+}
+
+func (l *refusingLeader) Fetch(_ context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
+	l.fetches++
+	resp := &pb.FetchResponse{}
+	for _, b := range req.Buckets {
+		resp.Buckets = append(resp.Buckets, &pb.FetchedBucket{TableId: b.TableId, Bucket: b.Bucket,
+			Error: "not leader: node 2 is follower (leader: node 3)"})
+	}
+	return resp, nil
+}
+
+func (l *refusingLeader) DRPCConn() drpc.Conn { return nil }
+
+type fixedDialer struct{ c pb.DRPCTabletClient }
+
+func (d fixedDialer) Tablet(string) pb.DRPCTabletClient { return d.c }
+
+// TestFetchRefusedEverywhereBacksOff: a leader node that refuses every
+// bucket of a fetch (it lost leadership and this node has not heard) is a
+// failed fetch, so the fetcher backs off; before, it counted as an answer
+// and the fetcher asked again at once, thousands of times a second.
+func TestFetchRefusedEverywhereBacksOff(t *testing.T) {
+	leader := &refusingLeader{}
+	m := newTestManager(t, t.TempDir(), func(c *Config) { c.Dialer = fixedDialer{leader} })
+	r := openTestReplica(t, m)
+	m.mu.Lock()
+	m.replicas[testBucket] = r
+	m.nodes[2] = &pb.NodeRecord{Id: 2, RpcAddress: "127.0.0.1:1"}
+	m.mu.Unlock()
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 2, LeaderEpoch: 1,
+		BucketEpoch: 1, Replicas: []uint32{1, 2}, Isr: []uint32{1, 2}}, 0)
+	f := &fetcher{m: m, leader: 2, ctx: t.Context()}
+	err := f.fetchOnce([]*Replica{r})
+	if err == nil || !strings.Contains(err.Error(), "refused every bucket") {
+		t.Fatalf("fetchOnce = %v, want an error saying the leader refused every bucket", err)
+	}
+	if leader.fetches != 1 {
+		t.Fatalf("%d fetches sent, want 1", leader.fetches)
+	}
+}
