@@ -36,7 +36,7 @@ func (r *Replica) checkISR(now time.Time) {
 // refusal.
 func (r *Replica) sendProposalLocked(p *replication.Proposal) {
 	change := &pb.AdjustIsr{TableId: r.id.TableID, Bucket: r.id.Bucket, LeaderId: r.mgr.cfg.NodeID,
-		LeaderEpoch: p.LeaderEpoch, BucketEpoch: p.BucketEpoch, Isr: p.ISR}
+		LeaderEpoch: p.LeaderEpoch, BucketEpoch: p.BucketEpoch, Isr: p.ISR, MemberEpochs: memberEpochs(p)}
 	requestID := []byte(fmt.Sprintf("%s/%d/%s", r.id, r.mgr.cfg.NodeID, p.Key()))
 	id := p.ID
 	r.mgr.goBackground(func() {
@@ -66,6 +66,19 @@ func (r *Replica) sendProposalLocked(p *replication.Proposal) {
 // proposalOutcome classifies an AdjustIsr answer: a refusal only when the
 // controller says the change was not applied; anything else without an
 // answer is unknown.
+// memberEpochs lists the node epochs the proposal knows for its ISR's
+// members (0, unknown, is left out): the controller refuses to add a member
+// registered again since the fetches that made it eligible.
+func memberEpochs(p *replication.Proposal) []*pb.MemberEpoch {
+	var out []*pb.MemberEpoch
+	for i, id := range p.ISR {
+		if i < len(p.NodeEpochs) && p.NodeEpochs[i] > 0 {
+			out = append(out, &pb.MemberEpoch{NodeId: id, NodeEpoch: uint64(p.NodeEpochs[i])})
+		}
+	}
+	return out
+}
+
 func proposalOutcome(b *pb.BucketRecord, err error) (replication.Outcome, *replication.Assignment) {
 	if err == nil && b != nil {
 		return replication.Committed, &replication.Assignment{Leader: b.Leader, LeaderEpoch: b.LeaderEpoch,
