@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"storj.io/drpc/drpcmigrate"
+
+	"github.com/floedb/floe/internal/backoff"
 )
 
 // drpcmigrate.ListenMux reads each connection's prefix in a goroutine of its
@@ -120,8 +122,7 @@ type acceptRetrier struct {
 
 // Accept returns the next connection, as a *pendingConn.
 func (a *acceptRetrier) Accept() (net.Conn, error) {
-	const minDelay, maxDelay = 5 * time.Millisecond, time.Second
-	var delay time.Duration
+	pace := backoff.Backoff{Min: 5 * time.Millisecond, Max: time.Second}
 	for {
 		conn, err := a.Listener.Accept()
 		if err == nil {
@@ -135,7 +136,7 @@ func (a *acceptRetrier) Accept() (net.Conn, error) {
 		if !isTemporaryAcceptError(err) {
 			return nil, err
 		}
-		delay = min(max(2*delay, minDelay), maxDelay)
+		delay := pace.Next()
 		a.log.Warn("accept failed, retrying", "error", err, "delay", delay)
 		// A plain sleep: Close makes the next Accept fail at once.
 		time.Sleep(delay)
