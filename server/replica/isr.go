@@ -87,7 +87,9 @@ func proposalOutcome(b *pb.BucketRecord, err error) (replication.Outcome, *repli
 	var te *transport.Error
 	if errors.As(err, &te) {
 		switch te.Code {
-		case pb.ErrorCode_ERROR_CODE_FENCED, pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE:
+		case pb.ErrorCode_ERROR_CODE_FENCED:
+			return replication.Fenced, nil
+		case pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE:
 			return replication.Refused, nil
 		}
 	}
@@ -100,6 +102,8 @@ func outcomeName(o replication.Outcome) string {
 		return "committed"
 	case replication.Refused:
 		return "refused"
+	case replication.Fenced:
+		return "fenced"
 	}
 	return "unknown"
 }

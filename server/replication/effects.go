@@ -100,6 +100,14 @@ const (
 	// Unknown: no answer (timeout, lost reply, controller change); the
 	// change may or may not be committed.
 	Unknown
+	// Fenced: the controller refused the attempt because the bucket moved
+	// on (a newer leader or bucket epoch) or a member it adds registered
+	// again. On a first attempt that is a refusal. After an attempt whose
+	// outcome was unknown it tells nothing: the move may be that attempt's
+	// own commit, answered as a refusal because the controller no longer
+	// remembers the request id. The proposal then stays pending, as for
+	// Unknown, until the metadata shows the bucket.
+	Fenced
 )
 
 // Retry pacing of proposals whose outcome is unknown.

@@ -100,6 +100,14 @@ func (b *Bucket) ProposalOutcome(id uint64, o Outcome, committed *Assignment, no
 		return Effects{}
 	}
 	var eff Effects
+	if o == Fenced {
+		// After an unknown outcome, FENCED may be the first attempt's own
+		// commit seen from the outside (see Fenced).
+		o = Refused
+		if p.Attempts > 1 {
+			o = Unknown
+		}
+	}
 	switch o {
 	case Committed:
 		b.pending = nil

@@ -169,13 +169,16 @@ func (c *simController) applyAdjust(req simAdjust) simAdjustResult {
 	refuse := func(format string, args ...any) simAdjustResult {
 		return simAdjustResult{outcome: Refused, why: fmt.Sprintf(format, args...)}
 	}
+	fence := func(format string, args ...any) simAdjustResult {
+		return simAdjustResult{outcome: Fenced, why: fmt.Sprintf(format, args...)}
+	}
 	switch {
 	case c.leader == 0 || req.leaderID != c.leader:
-		return refuse("fenced: node %d is not the leader (%d is)", req.leaderID, c.leader)
+		return fence("fenced: node %d is not the leader (%d is)", req.leaderID, c.leader)
 	case req.leaderEpoch != c.leaderEpoch:
-		return refuse("fenced: leader epoch %d, current %d", req.leaderEpoch, c.leaderEpoch)
+		return fence("fenced: leader epoch %d, current %d", req.leaderEpoch, c.leaderEpoch)
 	case req.bucketEpoch != c.bucketEpoch:
-		return refuse("fenced: bucket epoch %d, current %d", req.bucketEpoch, c.bucketEpoch)
+		return fence("fenced: bucket epoch %d, current %d", req.bucketEpoch, c.bucketEpoch)
 	case len(req.isr) == 0 || !slices.Contains(req.isr, c.leader):
 		return refuse("invalid: ISR %v leaves out the leader %d", req.isr, c.leader)
 	}
@@ -191,7 +194,7 @@ func (c *simController) applyAdjust(req simAdjust) simAdjustResult {
 		// KIP-903: a member added must be the run whose fetches made it
 		// eligible, not a node registered (maybe wiped) since.
 		if e := c.regs[id].nodeEpoch; !slices.Contains(c.isr, id) && req.nodeEpochs[i] != e {
-			return refuse("ineligible: node %d at node epoch %d, registered at %d", id, req.nodeEpochs[i], e)
+			return fence("ineligible: node %d at node epoch %d, registered at %d", id, req.nodeEpochs[i], e)
 		}
 	}
 	isr := inAssignmentOrder(c.replicas, req.isr)

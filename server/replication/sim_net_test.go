@@ -71,6 +71,8 @@ func outcomeName(o Outcome) string {
 		return "committed"
 	case Refused:
 		return "refused"
+	case Fenced:
+		return "fenced"
 	}
 	return "unknown"
 }

@@ -258,6 +258,16 @@ var simActions = []simAction{
 		}
 		return nil
 	}},
+	{1, "forget request ids", func(w *simWorld) error {
+		// The controller keeps AdjustIsr answers for a while (15 minutes
+		// or 100,000 newer requests), not for ever: a retry after that is
+		// applied afresh.
+		if len(w.ctrl.answers) > 0 {
+			w.logf("controller forgets %d request ids", len(w.ctrl.answers))
+			clear(w.ctrl.answers)
+		}
+		return nil
+	}},
 	{2, "metadata resync", func(w *simWorld) error {
 		if n := w.pick((*simNode).active); n != nil {
 			return w.applyMeta(n, w.ctrl.images[len(w.ctrl.images)-1], false)
