@@ -40,3 +40,16 @@ func startMetaNode(t *testing.T, ctx context.Context) (*Server, <-chan error) {
 	}
 	return s, done
 }
+
+// runResult is what Run returned on done, the channel startMetaNode gave; the
+// test fails if ctx ends first.
+func runResult(t *testing.T, ctx context.Context, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		t.Fatal("Run did not return")
+		return nil
+	}
+}

@@ -18,12 +18,7 @@ func TestRunStopsWithTheFirstStopError(t *testing.T) {
 	s.stop(nil)
 	s.stop(first)
 	s.stop(second)
-	select {
-	case err := <-done:
-		if !errors.Is(err, first) {
-			t.Fatalf("Run returned %v, want %v", err, first)
-		}
-	case <-ctx.Done():
-		t.Fatal("Run did not return after stop")
+	if err := runResult(t, ctx, done); !errors.Is(err, first) {
+		t.Fatalf("Run returned %v, want %v", err, first)
 	}
 }
