@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,18 +20,12 @@ const testSchema = "id BIGINT NOT NULL, name STRING"
 // The package's tests share one three-node cluster of real nodes; each test
 // makes its tables in a database of its own, and a test that stops a node
 // starts it again before it ends.
-var (
-	sharedOnce sync.Once
-	shared     *testcluster.Cluster
-	sharedErr  error
-)
+var shared = testcluster.Shared{Options: testcluster.Options{Nodes: 3}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared != nil {
-		if err := shared.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "closing the test cluster:", err)
-		}
+	if err := shared.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "closing the test cluster:", err)
 	}
 	os.Exit(code)
 }
@@ -48,18 +41,16 @@ type testCluster struct {
 // client connected to it, closed at the end of the test.
 func startCluster(t *testing.T) (*testCluster, *Client) {
 	t.Helper()
-	sharedOnce.Do(func() {
-		shared, sharedErr = testcluster.Start(context.Background(), testcluster.Options{Nodes: 3})
-	})
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
+	cl, err := shared.Cluster(t.Context())
+	if err != nil {
+		t.Fatal(err)
 	}
-	c, err := Connect(t.Context(), shared.Addrs()...)
+	c, err := Connect(t.Context(), cl.Addrs()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return &testCluster{Cluster: shared, t: t, db: testcluster.NameFor(t.Name())}, c
+	return &testCluster{Cluster: cl, t: t, db: testcluster.NameFor(t.Name())}, c
 }
 
 // createTable creates db.name with replication replicas, and opens it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -40,7 +41,7 @@ func (s *Server) serveHTTP(ctx context.Context, lis net.Listener) error {
 		srv.Shutdown(sctx)
 	}()
 	if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+		return fmt.Errorf("server: HTTP on %s: %w", lis.Addr(), err)
 	}
 	return nil
 }

@@ -24,12 +24,7 @@ func TestRunStopsWhenMetadataCommitFails(t *testing.T) {
 	if _, err := m.CreateDatabase(ctx, &pb.CreateDatabaseRequest{Name: "db"}); err == nil {
 		t.Fatal("a database was created on a failing disk")
 	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, raftmeta.ErrStateMachineFailed) || !strings.Contains(err.Error(), errDisk.Error()) {
-			t.Fatalf("Run returned %v", err)
-		}
-	case <-ctx.Done():
-		t.Fatal("Run did not return after the metadata state machine failed")
+	if err := runResult(t, ctx, done); !errors.Is(err, raftmeta.ErrStateMachineFailed) || !strings.Contains(err.Error(), errDisk.Error()) {
+		t.Fatalf("Run returned %v", err)
 	}
 }

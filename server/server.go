@@ -148,11 +148,10 @@ func (s *Server) Ready() <-chan struct{} {
 func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 4)
-	s.goRun(func() { errs <- nonCanceled(s.lis.Run(ctx)) })
-	s.goRun(func() { errs <- nonCanceled(s.rpc.Serve(ctx, s.lis.DRPC())) })
+	s.goRun(func() { s.stop(nonCanceled(s.lis.Run(ctx))) })
+	s.goRun(func() { s.stop(nonCanceled(s.rpc.Serve(ctx, s.lis.DRPC()))) })
 	if s.httpLis != nil {
-		s.goRun(func() { errs <- s.serveHTTP(ctx, s.httpLis) })
+		s.goRun(func() { s.stop(s.serveHTTP(ctx, s.httpLis)) })
 	}
 	s.log.Info("node listening", "address", s.advertise, "roles", s.cfg.Roles)
 
@@ -168,11 +167,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if runErr == nil {
 		select {
 		case <-ctx.Done():
-		case runErr = <-errs:
 		case runErr = <-s.fatal:
-			s.log.Error("stopping the node", "err", runErr)
-		case <-s.metaFailed():
-			runErr = s.node.Load().Err()
 			s.log.Error("stopping the node", "err", runErr)
 		}
 	}
@@ -185,8 +180,13 @@ func (s *Server) Run(ctx context.Context) error {
 	return runErr
 }
 
-// stop makes Run shut the node down and return err (the first one wins).
+// stop makes Run shut the node down and return err (the first one wins); a
+// nil err does nothing. It is the one way a node stops on a failure it cannot
+// serve through: a listener's, a replica's log's, the metadata voter's.
 func (s *Server) stop(err error) {
+	if err == nil {
+		return
+	}
 	select {
 	case s.fatal <- err:
 	default:
@@ -254,6 +254,8 @@ func (s *Server) startMeta(ctx context.Context) error {
 	if err := s.form(ctx); err != nil {
 		return err
 	}
+	n := s.node.Load()
+	s.goRun(func() { s.stopWhenMetaFails(ctx, n) })
 	close(s.formed)
 	s.goRun(func() { s.registerSelf(ctx) })
 	s.goRun(func() { s.leaderLoop(ctx) })
@@ -313,14 +315,16 @@ func (s *Server) openRaft() (*raftmeta.Node, error) {
 	return n, nil
 }
 
-// metaFailed is closed when this node's metadata voter stopped because its
-// state file failed to commit (raftmeta.Node.Failed): the node then stops
-// with that error. Nil, which never fires, on a node without Raft.
-func (s *Server) metaFailed() <-chan struct{} {
-	if n := s.node.Load(); n != nil {
-		return n.Failed()
+// stopWhenMetaFails stops the node when its metadata voter stopped because
+// its state file failed to commit (raftmeta.Node.Failed): a node that kept
+// serving would answer from a state machine that skipped entries. Run then
+// returns the voter's error, which wraps raftmeta.ErrStateMachineFailed.
+func (s *Server) stopWhenMetaFails(ctx context.Context, n *raftmeta.Node) {
+	select {
+	case <-n.Failed():
+		s.stop(n.Err())
+	case <-ctx.Done():
 	}
-	return nil
 }
 
 // incarnationAt is the incarnation this node's metadata has registered at a

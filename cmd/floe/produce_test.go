@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/floedb/floe/internal/testcluster"
@@ -90,18 +89,12 @@ func TestProduceLinesReportsLine(t *testing.T) {
 
 // The package's tests share one two-node cluster of real nodes; each test
 // makes its tables in a database of its own.
-var (
-	sharedOnce sync.Once
-	shared     *testcluster.Cluster
-	sharedErr  error
-)
+var shared = testcluster.Shared{Options: testcluster.Options{Nodes: 2}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared != nil {
-		if err := shared.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "closing the test cluster:", err)
-		}
+	if err := shared.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "closing the test cluster:", err)
 	}
 	os.Exit(code)
 }
@@ -117,13 +110,11 @@ type testCluster struct {
 // startCluster returns the shared cluster, started on first use.
 func startCluster(t *testing.T) *testCluster {
 	t.Helper()
-	sharedOnce.Do(func() {
-		shared, sharedErr = testcluster.Start(context.Background(), testcluster.Options{Nodes: 2})
-	})
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
+	c, err := shared.Cluster(t.Context())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return &testCluster{Cluster: shared, t: t, db: testcluster.NameFor(t.Name()), server: strings.Join(shared.Addrs(), ",")}
+	return &testCluster{Cluster: c, t: t, db: testcluster.NameFor(t.Name()), server: strings.Join(c.Addrs(), ",")}
 }
 
 // createTable creates a table in the test's database and returns its

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,38 +13,30 @@ import (
 	"github.com/floedb/floe/transport/pb"
 )
 
-var (
-	sharedOnce sync.Once
-	shared     *Cluster
-	sharedErr  error
-)
+// shared is the package's one-node cluster, with table db.t.
+var shared = Shared{Setup: func(ctx context.Context, c *Cluster) error {
+	_, err := c.CreateTable(ctx, TableSpec{Database: "db", Name: "t", Schema: "id BIGINT NOT NULL", Buckets: 1})
+	return err
+}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared != nil {
-		_ = shared.Close()
-	}
+	_ = shared.Close()
 	os.Exit(code)
 }
 
 // oneNode returns the package's one-node cluster and a table on it.
 func oneNode(t *testing.T) (*Cluster, *pb.GetTableResponse) {
 	t.Helper()
-	sharedOnce.Do(func() {
-		shared, sharedErr = Start(context.Background(), Options{})
-		if sharedErr == nil {
-			_, sharedErr = shared.CreateTable(context.Background(), TableSpec{Database: "db", Name: "t",
-				Schema: "id BIGINT NOT NULL", Buckets: 1})
-		}
-	})
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	tbl, err := shared.Table(t.Context(), "db", "t")
+	c, err := shared.Cluster(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return shared, tbl
+	tbl, err := c.Table(t.Context(), "db", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, tbl
 }
 
 // viaProxy returns a Tablet client whose calls go through the node's proxy,

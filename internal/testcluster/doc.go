@@ -14,8 +14,8 @@
 // armed faults never catch it.
 //
 // Starting a cluster takes a few seconds; tests of a package share one
-// where they can (a sync.Once helper and a TestMain that closes it), each
-// test making its own tables.
+// where they can (a Shared, started on first use and closed by the
+// package's TestMain), each test making its own tables.
 //
 // The package imports no testing package, as production packages do not;
 // callers turn its errors into test failures.
