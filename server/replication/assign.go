@@ -11,8 +11,8 @@ import (
 // nothing: a lower leader epoch, or a lower bucket epoch within the same
 // leader epoch. So does metadata as of an index below the node's
 // registration (Config.NodeEpoch): it predates the registration's epoch
-// bumps and the removal of a wiped node from the ISR (PROTOCOL, tablet
-// nodes 3).
+// bumps and the removal of a wiped node from the ISR (docs/replication.md,
+// tablet nodes 3).
 func (b *Bucket) Assign(a Assignment, logEnd int64, now time.Time) Effects {
 	var eff Effects
 	if a.Index != 0 && a.Index < b.cfg.NodeEpoch {

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// PROTOCOL, follower fetch 2: an older leader epoch is fenced, a newer one
-// unknown to this leader, a node that is not a replica refused.
+// docs/replication.md, follower fetch 2: an older leader epoch is fenced, a
+// newer one unknown to this leader, a node that is not a replica refused.
 func TestServeFetchChecksEpochs(t *testing.T) {
 	b := leaderOf(t, []uint32{1, 2, 3}, 10)
 	l := LeaderLog{WrittenEnd: 10, EpochEnd: oneEpoch(1, 10)}
@@ -31,9 +31,9 @@ func TestServeFetchChecksEpochs(t *testing.T) {
 	}
 }
 
-// PROTOCOL, follower fetch 2 (KIP-320): a follower whose last epoch ends
-// earlier on the leader is told the leader's end of that epoch; it
-// truncates to the smaller of that and its own end of the epoch.
+// docs/replication.md, follower fetch 2 (KIP-320): a follower whose last
+// epoch ends earlier on the leader is told the leader's end of that epoch;
+// it truncates to the smaller of that and its own end of the epoch.
 func TestServeFetchReportsDivergence(t *testing.T) {
 	b := New(Config{Self: 1, ReplicaLagMax: lagMax, MinISR: 1}, Log{DurableEnd: 8, LatestEpoch: 2})
 	b.Assign(Assignment{Leader: 1, LeaderEpoch: 3, BucketEpoch: 3, Replicas: []uint32{1, 2}, ISR: []uint32{1, 2}}, 8, t0)
@@ -75,9 +75,9 @@ func TestServeFetchReportsDivergence(t *testing.T) {
 	}
 }
 
-// PROTOCOL, follower fetch 3–5: HW = minimum durable end over the ISR, the
-// leader's included; a member that has not fetched in this epoch holds it;
-// it never moves back.
+// docs/replication.md, follower fetch 3–5: HW = minimum durable end over the
+// ISR, the leader's included; a member that has not fetched in this epoch
+// holds it; it never moves back.
 func TestHighWatermark(t *testing.T) {
 	b := leaderOf(t, []uint32{1, 2, 3}, 0)
 	b.DurableEnd(10)
@@ -104,9 +104,9 @@ func TestHighWatermark(t *testing.T) {
 	}
 }
 
-// PROTOCOL, ISR changes 1 (issue 11, bug 10): a follower one batch behind a
-// leader that keeps writing is caught up when it fetches at the leader's end
-// as of its previous fetch; the ISR does not flap.
+// docs/replication.md, ISR changes 1 (issue 11, bug 10): a follower one
+// batch behind a leader that keeps writing is caught up when it fetches at
+// the leader's end as of its previous fetch; the ISR does not flap.
 func TestCaughtUpUnderSustainedLoad(t *testing.T) {
 	b := leaderOf(t, []uint32{1, 2, 3}, 0)
 	end := int64(0)
@@ -138,9 +138,9 @@ func TestCaughtUpUnderSustainedLoad(t *testing.T) {
 	}
 }
 
-// PROTOCOL, ISR changes 1 (issue 11, bug 6, KAFKA-7128): a follower is
-// proposed into the ISR only once its end reaches both the HW and the start
-// of the current leader epoch.
+// docs/replication.md, ISR changes 1 (issue 11, bug 6, KAFKA-7128): a
+// follower is proposed into the ISR only once its end reaches both the HW
+// and the start of the current leader epoch.
 func TestExpansionNeedsEpochStart(t *testing.T) {
 	// Node 1 becomes leader of epoch 2 at offset 20 with a HW of 12 carried
 	// over; follower 3 is in the ISR but has not fetched in the new epoch
@@ -169,10 +169,11 @@ func TestExpansionNeedsEpochStart(t *testing.T) {
 	}
 }
 
-// PROTOCOL, ISR changes 2 (issue 11, bug 5): until the outcome of a proposal
-// is known, the HW counts the larger ISR; an unknown outcome is retried with
-// the same proposal (same key, so the same request id); metadata at the
-// proposal's own bucket epoch tells nothing; a later bucket epoch resolves it.
+// docs/replication.md, ISR changes 2 (issue 11, bug 5): until the outcome of
+// a proposal is known, the HW counts the larger ISR; an unknown outcome is
+// retried with the same proposal (same key, so the same request id);
+// metadata at the proposal's own bucket epoch tells nothing; a later bucket
+// epoch resolves it.
 func TestProposalOutcomeUnknownKeepsLargerISR(t *testing.T) {
 	b := leaderOf(t, []uint32{1, 2}, 0)
 	b.DurableEnd(10)
@@ -216,7 +217,7 @@ func TestProposalOutcomeUnknownKeepsLargerISR(t *testing.T) {
 	wantHW(t, b, 20)
 }
 
-// ISR changes 2: a retry of a proposal whose first outcome was unknown is
+// docs/replication.md, ISR changes 2: a retry of a proposal whose first outcome was unknown is
 // answered FENCED when the controller no longer remembers its request id
 // and the first attempt did commit (the bucket moved on by that commit).
 // That answer tells nothing, so the larger ISR keeps counting until the
@@ -254,7 +255,7 @@ func TestFencedRetryKeepsLargerISR(t *testing.T) {
 	wantHW(t, b, 20)
 }
 
-// ISR changes 2: a FENCED answer to a first attempt is a refusal.
+// docs/replication.md, ISR changes 2: a FENCED answer to a first attempt is a refusal.
 func TestFencedFirstAttemptIsARefusal(t *testing.T) {
 	b := leaderOf(t, []uint32{1, 2}, 0)
 	b.DurableEnd(10)
@@ -269,7 +270,8 @@ func TestFencedFirstAttemptIsARefusal(t *testing.T) {
 	}
 }
 
-// PROTOCOL, ISR changes 2: a shrink takes effect only once committed.
+// docs/replication.md, ISR changes 2: a shrink takes effect only once
+// committed.
 func TestShrinkCountsOldISRUntilCommitted(t *testing.T) {
 	b := leaderOf(t, []uint32{1, 2, 3}, 0)
 	b.DurableEnd(10)

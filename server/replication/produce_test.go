@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// PROTOCOL, produce 1: a replica that does not lead refuses writes; acks=all
-// with a committed ISR below min.insync.replicas is refused before any
-// append.
+// docs/replication.md, produce 1: a replica that does not lead refuses
+// writes; acks=all with a committed ISR below min.insync.replicas is refused
+// before any append.
 func TestCheckWrite(t *testing.T) {
 	follower := New(Config{Self: 2, ReplicaLagMax: lagMax, MinISR: 2}, Log{LatestEpoch: -1})
 	follower.Assign(Assignment{Leader: 1, LeaderEpoch: 1, BucketEpoch: 1, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2, 3}}, 0, t0)
@@ -35,10 +35,10 @@ func TestCheckWrite(t *testing.T) {
 	}
 }
 
-// PROTOCOL, produce 4 (issue 11, bug 4): acks=all is answered once the high
-// watermark passes the write and the ISR still has min.insync.replicas
-// members; a write whose ISR shrank below it meanwhile gets the retriable
-// NOT_ENOUGH_REPLICAS_AFTER_APPEND, not a success.
+// docs/replication.md, produce 4 (issue 11, bug 4): acks=all is answered
+// once the high watermark passes the write and the ISR still has
+// min.insync.replicas members; a write whose ISR shrank below it meanwhile
+// gets the retriable NOT_ENOUGH_REPLICAS_AFTER_APPEND, not a success.
 func TestAckAllRechecksMinISR(t *testing.T) {
 	b := leaderOf(t, []uint32{1, 2, 3}, 0)
 	epoch, err := b.CheckWrite(AcksAll)
@@ -71,9 +71,9 @@ func TestAckAllRechecksMinISR(t *testing.T) {
 	}
 }
 
-// PROTOCOL, produce 4: a write waiting for acks=all fails NOT_LEADER once
-// the replica stops leading its epoch, and a deposed leader cannot
-// acknowledge (ISR changes 3).
+// docs/replication.md, produce 4: a write waiting for acks=all fails
+// NOT_LEADER once the replica stops leading its epoch, and a deposed leader
+// cannot acknowledge (ISR changes 3).
 func TestAckAllFailsWhenDeposed(t *testing.T) {
 	b := leaderOf(t, []uint32{1, 2}, 0)
 	b.DurableEnd(5)
@@ -88,10 +88,10 @@ func TestAckAllFailsWhenDeposed(t *testing.T) {
 	wantErr(t, err, ErrNotLeader)
 }
 
-// PROTOCOL, tablet nodes 3 (issue 11, bugs 2 and 3): a replica whose log
-// already holds leader epoch E from before it opened (it led E, restarted
-// and may have lost an unsynced tail its followers copied) refuses to lead
-// E again; it leads the next epoch the controller gives it.
+// docs/replication.md, tablet nodes 3 (issue 11, bugs 2 and 3): a replica
+// whose log already holds leader epoch E from before it opened (it led E,
+// restarted and may have lost an unsynced tail its followers copied) refuses
+// to lead E again; it leads the next epoch the controller gives it.
 func TestStaleLeadershipRefused(t *testing.T) {
 	b := New(Config{Self: 1, ReplicaLagMax: lagMax, MinISR: 1}, Log{HWCheckpoint: 3, DurableEnd: 5, LatestEpoch: 4})
 	a := Assignment{Leader: 1, LeaderEpoch: 4, BucketEpoch: 7, Replicas: []uint32{1, 2}, ISR: []uint32{1, 2}}
@@ -155,10 +155,10 @@ func TestInvariantsPanic(t *testing.T) {
 	mustPanicInvariant(t, func() { leaderOf(t, []uint32{1}, 10).Truncated(3) })
 }
 
-// PROTOCOL, tablet nodes 3 (issue 11, bug 2): a node acts on no metadata
-// older than its registration. A wiped leader that restarts and first sees
-// the image it had before (naming it leader of an epoch whose log it lost)
-// must not lead that epoch with an empty log; nor may a node that
+// docs/replication.md, tablet nodes 3 (issue 11, bug 2): a node acts on no
+// metadata older than its registration. A wiped leader that restarts and
+// first sees the image it had before (naming it leader of an epoch whose log
+// it lost) must not lead that epoch with an empty log; nor may a node that
 // registered again act on an image from before that registration.
 func TestMetadataBelowRegistrationIgnored(t *testing.T) {
 	b := New(Config{Self: 1, ReplicaLagMax: lagMax, MinISR: 1, NodeEpoch: 7}, Log{LatestEpoch: -1})

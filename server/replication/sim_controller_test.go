@@ -6,12 +6,12 @@ import (
 )
 
 // simController is the metadata Raft state machine's rules for one bucket,
-// as PROTOCOL.md states them (the state machine itself lives in
-// raftmeta/metastate; this is a model of its rules, not a copy of it):
-// every command takes a Raft index; registration indexes are node epochs;
-// elections pick the first ISR member in assignment order that is not
-// gone; AdjustIsr is a compare-and-set on the leader and both epochs,
-// deduplicated by request id.
+// as docs/replication.md states them (the state machine itself lives in
+// raftmeta/metastate; this is a model of its rules, not a copy of it): every
+// command takes a Raft index; registration indexes are node epochs (tablet
+// nodes 1); elections pick the first ISR member in assignment order that is
+// not gone (tablet nodes 3); AdjustIsr is a compare-and-set on the leader
+// and both epochs (metadata 4), deduplicated by request id (metadata 2).
 type simController struct {
 	index int64
 	// The bucket as committed.
