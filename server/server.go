@@ -155,6 +155,19 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.log.Info("node listening", "address", s.advertise, "roles", s.cfg.Roles)
 
+	// A stop ends the run at any time, startup included: a listener that
+	// dies while the node waits for its peers must not leave it waiting.
+	var stopErr error
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case stopErr = <-s.fatal:
+			s.log.Error("stopping the node", "err", stopErr)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	var runErr error
 	if s.cfg.HasRole(RoleMeta) {
 		runErr = s.startMeta(ctx)
@@ -165,13 +178,13 @@ func (s *Server) Run(ctx context.Context) error {
 		runErr = s.startAfterFormed(ctx)
 	}
 	if runErr == nil {
-		select {
-		case <-ctx.Done():
-		case runErr = <-s.fatal:
-			s.log.Error("stopping the node", "err", runErr)
-		}
+		<-ctx.Done()
 	}
 	cancel()
+	<-stopped
+	if stopErr != nil {
+		runErr = stopErr // the cause; startup may only have seen ctx end
+	}
 	s.shutdown()
 	s.wg.Wait()
 	if runErr == nil || errors.Is(runErr, context.Canceled) {
