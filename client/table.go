@@ -42,9 +42,10 @@ type Table struct {
 
 // leaderAddr is where a bucket's leader is, as of the last refresh.
 type leaderAddr struct {
-	node  uint32 // 0: none
-	addr  string // "": unknown
-	epoch int32
+	node   uint32 // 0: none
+	addr   string // "": unknown
+	epoch  int32
+	status string // BucketOnline, BucketOffline or BucketNoInSyncReplica
 }
 
 // Table loads the metadata of database.name: its schema, buckets and bucket
@@ -176,7 +177,7 @@ func (t *Table) setPlacement(resp *pb.GetTableResponse) {
 		if b.Bucket < 0 || b.Bucket >= t.info.Buckets {
 			continue
 		}
-		leaders[b.Bucket] = leaderAddr{node: b.Leader, addr: addrs[b.Leader], epoch: b.LeaderEpoch}
+		leaders[b.Bucket] = leaderAddr{node: b.Leader, addr: addrs[b.Leader], epoch: b.LeaderEpoch, status: bucketStatus(b)}
 		placement = append(placement, Bucket{Bucket: b.Bucket, Replicas: b.Replicas, Leader: b.Leader,
 			LeaderEpoch: b.LeaderEpoch, ISR: b.Isr, BucketEpoch: b.BucketEpoch})
 	}
@@ -193,9 +194,17 @@ func (t *Table) leader(bucket int32) (addr string, version uint64, err error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	l := t.leaders[bucket]
-	if l.node == 0 || l.addr == "" {
-		return "", t.version, fmt.Errorf("%w: bucket %d of %s.%s (leader node %d)", ErrNoLeader, bucket,
-			t.info.Database, t.info.Name, l.node)
+	switch {
+	case l.status == BucketNoInSyncReplica:
+		return "", t.version, fmt.Errorf("%w: bucket %d of %s.%s is %s: its last in-sync replica lost its data; "+
+			"only an unclean election (floe table elect --unclean) brings it back, without that data", ErrNoLeader,
+			bucket, t.info.Database, t.info.Name, l.status)
+	case l.node == 0:
+		return "", t.version, fmt.Errorf("%w: bucket %d of %s.%s is offline until an in-sync replica is alive", ErrNoLeader,
+			bucket, t.info.Database, t.info.Name)
+	case l.addr == "":
+		return "", t.version, fmt.Errorf("%w: bucket %d of %s.%s: no address known for leader node %d", ErrNoLeader,
+			bucket, t.info.Database, t.info.Name, l.node)
 	}
 	return l.addr, t.version, nil
 }

@@ -71,3 +71,87 @@ func TestTableElect(t *testing.T) {
 		t.Fatalf("elect printed %q; bucket %+v (before %+v)", out, after, b)
 	}
 }
+
+// TestWipedOnlyReplicaStaysOffline (issue 11, bug 1): the only in-sync
+// replica of a bucket comes back with its folder wiped. It must not lead
+// again with an empty log as if nothing happened: its new registration
+// takes it out of the ISR, the bucket is offline with no in-sync replica,
+// writes fail, and only `floe table elect --unclean` (counted) brings it
+// back, with what the wiped disk held lost.
+func TestWipedOnlyReplicaStaysOffline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	c := StartCluster(t, 3, ClusterOptions{})
+	c.MustCLI("db", "create", "db")
+	c.MustCLI("table", "create", "db.w", "--schema", "id BIGINT NOT NULL", "--buckets", "1", "--replication", "1")
+	type bucket struct {
+		Replicas         []uint32 `json:"replicas"`
+		Leader           uint32   `json:"leader"`
+		ISR              []uint32 `json:"isr"`
+		Status           string   `json:"status"`
+		UncleanElections int32    `json:"unclean_elections"`
+	}
+	describe := func() bucket {
+		var desc struct {
+			Placement []bucket `json:"placement"`
+		}
+		c.CLIJSON(&desc, "table", "describe", "db.w")
+		return desc.Placement[0]
+	}
+	var b bucket
+	waitFor(t, 30*time.Second, "the bucket to be served", func() bool {
+		b = describe()
+		_, _, code := c.CLIInput(`{"id":1}`+"\n"+`{"id":2}`+"\n", "produce", "db.w")
+		return code == 0
+	})
+	only := c.Nodes[b.Replicas[0]-1]
+	nodeEpoch := func() uint64 {
+		var st struct {
+			Nodes []struct {
+				ID        uint32 `json:"id"`
+				NodeEpoch uint64 `json:"node_epoch"`
+				Alive     bool   `json:"alive"`
+			} `json:"nodes"`
+		}
+		c.CLIJSON(&st, "cluster", "status")
+		for _, n := range st.Nodes {
+			if n.ID == only.ID && n.Alive {
+				return n.NodeEpoch
+			}
+		}
+		return 0
+	}
+	before := nodeEpoch()
+
+	c.Kill(only)
+	c.Wipe(only)
+	c.Restart(only)
+	waitFor(t, 60*time.Second, "the wiped node to register again", func() bool { return nodeEpoch() > before })
+	b = describe()
+	if b.Status != "offline: no in-sync replica" || b.Leader != 0 || len(b.ISR) != 0 {
+		t.Fatalf("bucket after its only replica came back wiped: %+v; want offline with an empty ISR", b)
+	}
+	if _, errOut, code := c.CLIInput(`{"id":3}`+"\n", "produce", "db.w", "--timeout", "3s"); code == 0 {
+		t.Fatal("a write to a bucket with no in-sync replica succeeded")
+	} else {
+		t.Logf("produce refused as it should be: %q", errOut)
+		if !strings.Contains(errOut, "floe table elect --unclean") {
+			t.Fatalf("the refusal does not say how the bucket comes back: %q", errOut)
+		}
+	}
+
+	c.MustCLI("table", "elect", "db.w", "--unclean")
+	b = describe()
+	if b.Status != "online" || b.Leader != only.ID || b.UncleanElections != 1 {
+		t.Fatalf("bucket after an unclean election: %+v", b)
+	}
+	waitFor(t, 30*time.Second, "a write after the unclean election", func() bool {
+		_, _, code := c.CLIInput(`{"id":4}`+"\n", "produce", "db.w")
+		return code == 0
+	})
+	out := c.MustCLI("consume", "db.w", "--output", "json")
+	if rows := strings.Count(out, `"id"`); rows != 1 || !strings.Contains(out, `"id":4`) {
+		t.Fatalf("rows after the unclean election: %q; want only the row written after it", out)
+	}
+}
