@@ -60,9 +60,15 @@ func TestTableElect(t *testing.T) {
 		return b.Leader != 0 && b.Leader != preferred.ID
 	})
 	c.Restart(preferred)
-	waitFor(t, 60*time.Second, "the restarted replica back in the ISR", func() bool {
+	// An election picks among replicas the controller sees alive in
+	// gossip, which may lag the replica's return to the ISR.
+	waitFor(t, 60*time.Second, "the restarted replica back in the ISR and alive", func() bool {
 		b = describe()
-		return slices.Contains(b.ISR, preferred.ID)
+		if !slices.Contains(b.ISR, preferred.ID) {
+			return false
+		}
+		n, ok := registeredNode(c, preferred.ID)
+		return ok && n.Alive
 	})
 	out := mustCLI("table", "elect", "db.t", "--bucket", "0")
 	after := describe()
@@ -107,18 +113,8 @@ func TestWipedOnlyReplicaStaysOffline(t *testing.T) {
 	})
 	only := c.Nodes[b.Replicas[0]-1]
 	nodeEpoch := func() uint64 {
-		var st struct {
-			Nodes []struct {
-				ID        uint32 `json:"id"`
-				NodeEpoch uint64 `json:"node_epoch"`
-				Alive     bool   `json:"alive"`
-			} `json:"nodes"`
-		}
-		c.CLIJSON(&st, "cluster", "status")
-		for _, n := range st.Nodes {
-			if n.ID == only.ID && n.Alive {
-				return n.NodeEpoch
-			}
+		if n, ok := registeredNode(c, only.ID); ok && n.Alive {
+			return n.NodeEpoch
 		}
 		return 0
 	}
@@ -154,4 +150,25 @@ func TestWipedOnlyReplicaStaysOffline(t *testing.T) {
 	if rows := strings.Count(out, `"id"`); rows != 1 || !strings.Contains(out, `"id":4`) {
 		t.Fatalf("rows after the unclean election: %q; want only the row written after it", out)
 	}
+}
+
+// statusNode is a registered node as `floe cluster status` shows it.
+type statusNode struct {
+	ID        uint32 `json:"id"`
+	NodeEpoch uint64 `json:"node_epoch"`
+	Alive     bool   `json:"alive"`
+}
+
+// registeredNode returns node id as `floe cluster status` shows it.
+func registeredNode(c *Cluster, id uint32) (statusNode, bool) {
+	var st struct {
+		Nodes []statusNode `json:"nodes"`
+	}
+	c.CLIJSON(&st, "cluster", "status")
+	for _, n := range st.Nodes {
+		if n.ID == id {
+			return n, true
+		}
+	}
+	return statusNode{}, false
 }
