@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +183,63 @@ func TestWipedLeaderRestartedWithinGrace(t *testing.T) {
 			t.Fatalf("record %d read %d times after its leader came back wiped", id, seen[id])
 		}
 	}
+	compareReplicas(t, c, tbl, 1)
+}
+
+// TestDamagedLeaderLogRepairs: a byte of the bucket leader's log goes bad
+// on disk under the running node. A consumer reading it from the start gets
+// every acknowledged record once, served by the in-sync replica that takes
+// over; the damaged replica reports itself, leaves the ISR, cuts its log
+// back to the damage, fetches it again, and rejoins with a log identical to
+// the others. Before, the damaged range answered CORRUPT for good and the
+// leader kept leading.
+func TestDamagedLeaderLogRepairs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	c := StartCluster(t, 3, ClusterOptions{})
+	ctx := t.Context()
+	cl := c.Client(ctx)
+	tbl := createLogTable(t, ctx, cl, "damage", "events", 1)
+	waitISRFull(t, ctx, cl, "damage", "events")
+	appendAcked(t, ctx, tbl, 0, 3000)
+	_, addr := bucketLeader(t, ctx, c, "damage", "events", 0)
+	var leader *Node
+	for _, nd := range c.Nodes {
+		if nd.Addr == addr {
+			leader = nd
+		}
+	}
+	segs, err := filepath.Glob(filepath.Join(leader.DataDir, "tablet", fmt.Sprintf("t%d-b0", tbl.Info().ID), "*.log"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("no segment of the leader's replica: %v", err)
+	}
+	f, err := os.OpenFile(segs[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, 200); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, 200); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	seen := map[int64]int{}
+	for _, r := range scanAll(t, ctx, tbl, 1) {
+		seen[r.id]++
+	}
+	for id := range int64(3000) {
+		if seen[id] != 1 {
+			t.Fatalf("record %d read %d times from a bucket whose leader's log was damaged", id, seen[id])
+		}
+	}
+	if _, now := bucketLeader(t, ctx, c, "damage", "events", 0); now == addr {
+		t.Fatalf("node %d still leads with a damaged log", leader.ID)
+	}
+	waitISRFull(t, ctx, cl, "damage", "events")
 	compareReplicas(t, c, tbl, 1)
 }

@@ -38,6 +38,16 @@ func (c metaClient) AdjustIsr(ctx context.Context, change *pb.AdjustIsr, request
 	return resp.Bucket, nil
 }
 
+// ReportDamaged proposes the report through the metadata leader.
+func (c metaClient) ReportDamaged(ctx context.Context, report *pb.ReportDamagedReplica, requestID []byte) (*pb.BucketRecord, error) {
+	res, err := c.s.propose(ctx, &pb.Command{RequestId: requestID,
+		Op: &pb.Command_ReportDamagedReplica{ReportDamagedReplica: report}})
+	if err != nil {
+		return nil, err
+	}
+	return res.GetBucket(), nil
+}
+
 // callMeta runs fn against a meta node: this one when it has the meta role,
 // otherwise each known meta address in turn, each attempt bounded by
 // forwardTimeout (a paused meta node never answers).

@@ -182,6 +182,8 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.fenceNodes(op.FenceNodes)
 	case *pb.Command_ElectLeaders:
 		res, err = a.electLeaders(op.ElectLeaders)
+	case *pb.Command_ReportDamagedReplica:
+		res, err = a.reportDamagedReplica(op.ReportDamagedReplica)
 	default:
 		err = errorf(codeInvalidRequest, "command has no known operation")
 	}

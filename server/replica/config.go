@@ -16,6 +16,10 @@ type MetaClient interface {
 	// attempt of one proposal carries the same requestID: the controller
 	// answers a retry with the first attempt's outcome.
 	AdjustIsr(ctx context.Context, change *pb.AdjustIsr, requestID []byte) (*pb.BucketRecord, error)
+	// ReportDamaged tells the controller that this node's replica of a
+	// bucket found its log damaged: the replica leaves the ISR and its
+	// leadership. It returns the bucket as committed.
+	ReportDamaged(ctx context.Context, report *pb.ReportDamagedReplica, requestID []byte) (*pb.BucketRecord, error)
 }
 
 // TabletDialer returns a Tablet client for a node's RPC address.

@@ -114,7 +114,7 @@ func (r *Replica) readInto(from, limit int64, budget int, unflushed bool, out *p
 	}
 	recs, err := read(from, limit, budget)
 	if err != nil {
-		return WireError(err)
+		return r.readError(err)
 	}
 	out.Records = append([]byte(nil), recs.Data...)
 	recs.Release()

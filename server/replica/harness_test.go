@@ -18,6 +18,11 @@ func (noMeta) AdjustIsr(ctx context.Context, _ *pb.AdjustIsr, _ []byte) (*pb.Buc
 	return nil, ctx.Err()
 }
 
+func (noMeta) ReportDamaged(ctx context.Context, _ *pb.ReportDamagedReplica, _ []byte) (*pb.BucketRecord, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
 type noDialer struct{}
 
 func (noDialer) Tablet(string) pb.DRPCTabletClient { return nil }

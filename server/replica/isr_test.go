@@ -19,6 +19,11 @@ func (m recordingMeta) AdjustIsr(ctx context.Context, change *pb.AdjustIsr, _ []
 	return nil, ctx.Err()
 }
 
+func (m recordingMeta) ReportDamaged(ctx context.Context, _ *pb.ReportDamagedReplica, _ []byte) (*pb.BucketRecord, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
 // TestExpansionNamesMemberEpochs: a leader adding a caught-up follower to
 // the ISR tells the controller at which node epoch (registration) the
 // follower fetched, and its own, so the controller can refuse the change if

@@ -225,6 +225,9 @@ func (m *Manager) applyBucket(b *pb.BucketRecord, index uint64) {
 		m.mu.Unlock()
 	}
 	r.assign(b, index)
+	if r.isDamaged() {
+		m.goBackground(r.repairDamage)
+	}
 	if b.Leader != 0 && b.Leader != self {
 		m.ensureFetcher(b.Leader)
 	}

@@ -43,6 +43,7 @@ type Replica struct {
 	hwWaiters []hwWaiter // writes waiting for the high watermark (leader)
 	closed    bool
 	failed    error // the log failed: out of service for good (failure.go)
+	damagedAt int64 // the first damaged offset found and not yet cut away, -1: none (damage.go)
 }
 
 const hwFile = "high-watermark"
@@ -69,7 +70,7 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	if e, ok := l.LatestEpoch(); ok {
 		latest = e
 	}
-	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable()}
+	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable(), damagedAt: -1}
 	r.info.Store(info)
 	r.core = replication.New(replication.Config{Self: m.cfg.NodeID, NodeEpoch: int64(m.NodeEpoch()),
 		ReplicaLagMax: m.cfg.ReplicaLagMax, MinISR: info.minISR},

@@ -547,6 +547,7 @@ type Command struct {
 	//	*Command_AdjustIsr
 	//	*Command_FenceNodes
 	//	*Command_ElectLeaders
+	//	*Command_ReportDamagedReplica
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -686,6 +687,15 @@ func (x *Command) GetElectLeaders() *ElectLeaders {
 	return nil
 }
 
+func (x *Command) GetReportDamagedReplica() *ReportDamagedReplica {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ReportDamagedReplica); ok {
+			return x.ReportDamagedReplica
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -730,6 +740,10 @@ type Command_ElectLeaders struct {
 	ElectLeaders *ElectLeaders `protobuf:"bytes,19,opt,name=elect_leaders,json=electLeaders,proto3,oneof"`
 }
 
+type Command_ReportDamagedReplica struct {
+	ReportDamagedReplica *ReportDamagedReplica `protobuf:"bytes,20,opt,name=report_damaged_replica,json=reportDamagedReplica,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -750,6 +764,103 @@ func (*Command_FenceNodes) isCommand_Op() {}
 
 func (*Command_ElectLeaders) isCommand_Op() {}
 
+func (*Command_ReportDamagedReplica) isCommand_Op() {}
+
+// ReportDamagedReplica is a tablet node saying that its replica of a bucket
+// found damage in its log (a batch that fails its checksum) from offset on:
+// the replica can no longer vouch for what it holds there. It leaves the
+// ISR even as its last member, and if it led, the first other ISR member in
+// assignment order leads with a new epoch (none: the bucket goes offline
+// until an unclean election); both epochs rise as for a lost replica. Out
+// of the ISR, the replica cuts its log back to offset and fetches the rest
+// again. Refused (FENCED) unless node_epoch is the node's current
+// registration, so a report from an earlier run changes nothing.
+type ReportDamagedReplica struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	TableId   uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket    int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	NodeId    uint32                 `protobuf:"varint,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	NodeEpoch uint64                 `protobuf:"varint,4,opt,name=node_epoch,json=nodeEpoch,proto3" json:"node_epoch,omitempty"`
+	// The first offset the damage makes unreadable.
+	Offset int64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	// What is wrong, for the log.
+	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportDamagedReplica) Reset() {
+	*x = ReportDamagedReplica{}
+	mi := &file_metastate_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportDamagedReplica) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportDamagedReplica) ProtoMessage() {}
+
+func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportDamagedReplica.ProtoReflect.Descriptor instead.
+func (*ReportDamagedReplica) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ReportDamagedReplica) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *ReportDamagedReplica) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *ReportDamagedReplica) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *ReportDamagedReplica) GetNodeEpoch() uint64 {
+	if x != nil {
+		return x.NodeEpoch
+	}
+	return 0
+}
+
+func (x *ReportDamagedReplica) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ReportDamagedReplica) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // AllocateWriterId hands out the next idempotent writer id (> 0).
 type AllocateWriterId struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -759,7 +870,7 @@ type AllocateWriterId struct {
 
 func (x *AllocateWriterId) Reset() {
 	*x = AllocateWriterId{}
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -771,7 +882,7 @@ func (x *AllocateWriterId) String() string {
 func (*AllocateWriterId) ProtoMessage() {}
 
 func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -784,7 +895,7 @@ func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterId.ProtoReflect.Descriptor instead.
 func (*AllocateWriterId) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{7}
+	return file_metastate_proto_rawDescGZIP(), []int{8}
 }
 
 // AdjustIsr is a bucket leader's request to change its ISR: compare-and-set
@@ -811,7 +922,7 @@ type AdjustIsr struct {
 
 func (x *AdjustIsr) Reset() {
 	*x = AdjustIsr{}
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +934,7 @@ func (x *AdjustIsr) String() string {
 func (*AdjustIsr) ProtoMessage() {}
 
 func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +947,7 @@ func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsr.ProtoReflect.Descriptor instead.
 func (*AdjustIsr) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{8}
+	return file_metastate_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AdjustIsr) GetTableId() uint64 {
@@ -899,7 +1010,7 @@ type MemberEpoch struct {
 
 func (x *MemberEpoch) Reset() {
 	*x = MemberEpoch{}
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1022,7 @@ func (x *MemberEpoch) String() string {
 func (*MemberEpoch) ProtoMessage() {}
 
 func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1035,7 @@ func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberEpoch.ProtoReflect.Descriptor instead.
 func (*MemberEpoch) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{9}
+	return file_metastate_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MemberEpoch) GetNodeId() uint32 {
@@ -958,7 +1069,7 @@ type FenceNodes struct {
 
 func (x *FenceNodes) Reset() {
 	*x = FenceNodes{}
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -970,7 +1081,7 @@ func (x *FenceNodes) String() string {
 func (*FenceNodes) ProtoMessage() {}
 
 func (x *FenceNodes) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -983,7 +1094,7 @@ func (x *FenceNodes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceNodes.ProtoReflect.Descriptor instead.
 func (*FenceNodes) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{10}
+	return file_metastate_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FenceNodes) GetGone() []uint32 {
@@ -1022,7 +1133,7 @@ type ElectLeaders struct {
 
 func (x *ElectLeaders) Reset() {
 	*x = ElectLeaders{}
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1145,7 @@ func (x *ElectLeaders) String() string {
 func (*ElectLeaders) ProtoMessage() {}
 
 func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1158,7 @@ func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeaders.ProtoReflect.Descriptor instead.
 func (*ElectLeaders) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{11}
+	return file_metastate_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ElectLeaders) GetDatabase() string {
@@ -1095,7 +1206,7 @@ type ElectionResult struct {
 
 func (x *ElectionResult) Reset() {
 	*x = ElectionResult{}
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1218,7 @@ func (x *ElectionResult) String() string {
 func (*ElectionResult) ProtoMessage() {}
 
 func (x *ElectionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1231,7 @@ func (x *ElectionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionResult.ProtoReflect.Descriptor instead.
 func (*ElectionResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{12}
+	return file_metastate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ElectionResult) GetBuckets() []*BucketElection {
@@ -1146,7 +1257,7 @@ type BucketElection struct {
 
 func (x *BucketElection) Reset() {
 	*x = BucketElection{}
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1269,7 @@ func (x *BucketElection) String() string {
 func (*BucketElection) ProtoMessage() {}
 
 func (x *BucketElection) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1282,7 @@ func (x *BucketElection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketElection.ProtoReflect.Descriptor instead.
 func (*BucketElection) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{13}
+	return file_metastate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *BucketElection) GetBucket() *BucketRecord {
@@ -1219,7 +1330,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1342,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1355,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{14}
+	return file_metastate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -1263,7 +1374,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1386,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1399,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{15}
+	return file_metastate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -1308,7 +1419,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1431,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1444,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{16}
+	return file_metastate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -1361,7 +1472,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1373,7 +1484,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1386,7 +1497,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{17}
+	return file_metastate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -1431,7 +1542,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1554,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1567,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{18}
+	return file_metastate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -1540,7 +1651,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1663,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1676,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{19}
+	return file_metastate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -1614,7 +1725,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1626,7 +1737,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1639,7 +1750,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{20}
+	return file_metastate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -1794,7 +1905,7 @@ type MetadataUpdate struct {
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1806,7 +1917,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1819,7 +1930,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{21}
+	return file_metastate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -1935,7 +2046,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12\x10\n" +
 	"\x03isr\x18\x06 \x03(\rR\x03isr\x12!\n" +
 	"\fbucket_epoch\x18\a \x01(\x05R\vbucketEpoch\x12+\n" +
-	"\x11unclean_elections\x18\b \x01(\x05R\x10uncleanElections\"\x8f\x05\n" +
+	"\x11unclean_elections\x18\b \x01(\x05R\x10uncleanElections\"\xe6\x05\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -1952,8 +2063,17 @@ const file_metastate_proto_rawDesc = "" +
 	"adjust_isr\x18\x11 \x01(\v2\x12.floe.v1.AdjustIsrH\x00R\tadjustIsr\x126\n" +
 	"\vfence_nodes\x18\x12 \x01(\v2\x13.floe.v1.FenceNodesH\x00R\n" +
 	"fenceNodes\x12<\n" +
-	"\relect_leaders\x18\x13 \x01(\v2\x15.floe.v1.ElectLeadersH\x00R\felectLeadersB\x04\n" +
-	"\x02op\"\x12\n" +
+	"\relect_leaders\x18\x13 \x01(\v2\x15.floe.v1.ElectLeadersH\x00R\felectLeaders\x12U\n" +
+	"\x16report_damaged_replica\x18\x14 \x01(\v2\x1d.floe.v1.ReportDamagedReplicaH\x00R\x14reportDamagedReplicaB\x04\n" +
+	"\x02op\"\xb1\x01\n" +
+	"\x14ReportDamagedReplica\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x17\n" +
+	"\anode_id\x18\x03 \x01(\rR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"node_epoch\x18\x04 \x01(\x04R\tnodeEpoch\x12\x16\n" +
+	"\x06offset\x18\x05 \x01(\x03R\x06offset\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"\x12\n" +
 	"\x10AllocateWriterId\"\xee\x01\n" +
 	"\tAdjustIsr\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
@@ -2057,69 +2177,71 @@ func file_metastate_proto_rawDescGZIP() []byte {
 	return file_metastate_proto_rawDescData
 }
 
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_metastate_proto_goTypes = []any{
-	(*NodeRecord)(nil),       // 0: floe.v1.NodeRecord
-	(*DatabaseRecord)(nil),   // 1: floe.v1.DatabaseRecord
-	(*Column)(nil),           // 2: floe.v1.Column
-	(*SchemaVersion)(nil),    // 3: floe.v1.SchemaVersion
-	(*TableRecord)(nil),      // 4: floe.v1.TableRecord
-	(*BucketRecord)(nil),     // 5: floe.v1.BucketRecord
-	(*Command)(nil),          // 6: floe.v1.Command
-	(*AllocateWriterId)(nil), // 7: floe.v1.AllocateWriterId
-	(*AdjustIsr)(nil),        // 8: floe.v1.AdjustIsr
-	(*MemberEpoch)(nil),      // 9: floe.v1.MemberEpoch
-	(*FenceNodes)(nil),       // 10: floe.v1.FenceNodes
-	(*ElectLeaders)(nil),     // 11: floe.v1.ElectLeaders
-	(*ElectionResult)(nil),   // 12: floe.v1.ElectionResult
-	(*BucketElection)(nil),   // 13: floe.v1.BucketElection
-	(*InitCluster)(nil),      // 14: floe.v1.InitCluster
-	(*RegisterNode)(nil),     // 15: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),   // 16: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),     // 17: floe.v1.DropDatabase
-	(*CreateTable)(nil),      // 18: floe.v1.CreateTable
-	(*DropTable)(nil),        // 19: floe.v1.DropTable
-	(*CommandResult)(nil),    // 20: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),   // 21: floe.v1.MetadataUpdate
-	nil,                      // 22: floe.v1.TableRecord.PropertiesEntry
-	nil,                      // 23: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),           // 24: floe.v1.ErrorCode
+	(*NodeRecord)(nil),           // 0: floe.v1.NodeRecord
+	(*DatabaseRecord)(nil),       // 1: floe.v1.DatabaseRecord
+	(*Column)(nil),               // 2: floe.v1.Column
+	(*SchemaVersion)(nil),        // 3: floe.v1.SchemaVersion
+	(*TableRecord)(nil),          // 4: floe.v1.TableRecord
+	(*BucketRecord)(nil),         // 5: floe.v1.BucketRecord
+	(*Command)(nil),              // 6: floe.v1.Command
+	(*ReportDamagedReplica)(nil), // 7: floe.v1.ReportDamagedReplica
+	(*AllocateWriterId)(nil),     // 8: floe.v1.AllocateWriterId
+	(*AdjustIsr)(nil),            // 9: floe.v1.AdjustIsr
+	(*MemberEpoch)(nil),          // 10: floe.v1.MemberEpoch
+	(*FenceNodes)(nil),           // 11: floe.v1.FenceNodes
+	(*ElectLeaders)(nil),         // 12: floe.v1.ElectLeaders
+	(*ElectionResult)(nil),       // 13: floe.v1.ElectionResult
+	(*BucketElection)(nil),       // 14: floe.v1.BucketElection
+	(*InitCluster)(nil),          // 15: floe.v1.InitCluster
+	(*RegisterNode)(nil),         // 16: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),       // 17: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),         // 18: floe.v1.DropDatabase
+	(*CreateTable)(nil),          // 19: floe.v1.CreateTable
+	(*DropTable)(nil),            // 20: floe.v1.DropTable
+	(*CommandResult)(nil),        // 21: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),       // 22: floe.v1.MetadataUpdate
+	nil,                          // 23: floe.v1.TableRecord.PropertiesEntry
+	nil,                          // 24: floe.v1.CreateTable.PropertiesEntry
+	(ErrorCode)(0),               // 25: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	2,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	3,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	22, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
-	14, // 3: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	15, // 4: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	16, // 5: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	17, // 6: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	18, // 7: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	19, // 8: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
-	7,  // 9: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
-	8,  // 10: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
-	10, // 11: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
-	11, // 12: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
-	9,  // 13: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
-	13, // 14: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	5,  // 15: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	24, // 16: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	0,  // 17: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	2,  // 18: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	23, // 19: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	24, // 20: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	1,  // 21: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	4,  // 22: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	0,  // 23: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	5,  // 24: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	12, // 25: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	0,  // 26: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	4,  // 27: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	5,  // 28: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	23, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	15, // 3: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	16, // 4: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	17, // 5: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	18, // 6: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	19, // 7: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	20, // 8: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	8,  // 9: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
+	9,  // 10: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
+	11, // 11: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
+	12, // 12: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
+	7,  // 13: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
+	10, // 14: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
+	14, // 15: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	5,  // 16: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	25, // 17: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	0,  // 18: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	2,  // 19: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	24, // 20: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	25, // 21: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	1,  // 22: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	4,  // 23: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	0,  // 24: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	5,  // 25: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	13, // 26: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	0,  // 27: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	4,  // 28: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	5,  // 29: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -2139,9 +2261,10 @@ func file_metastate_proto_init() {
 		(*Command_AdjustIsr)(nil),
 		(*Command_FenceNodes)(nil),
 		(*Command_ElectLeaders)(nil),
+		(*Command_ReportDamagedReplica)(nil),
 	}
-	file_metastate_proto_msgTypes[11].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[20].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[12].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[21].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
@@ -2155,7 +2278,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

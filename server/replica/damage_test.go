@@ -1,0 +1,108 @@
+package replica
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// damageMeta records damage reports and answers each with the bucket the
+// controller would commit: the reporter out of the ISR and leadership.
+type damageMeta struct {
+	noMeta
+	reports chan *pb.ReportDamagedReplica
+	answer  *pb.BucketRecord
+}
+
+func (m damageMeta) ReportDamaged(_ context.Context, report *pb.ReportDamagedReplica, _ []byte) (*pb.BucketRecord, error) {
+	m.reports <- report
+	return m.answer, nil
+}
+
+// flipByte flips one byte of the replica's first segment, as a disk that
+// returns wrong data would.
+func flipByte(t *testing.T, dir string, pos int64) {
+	t.Helper()
+	segs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("no segment in %s: %v", dir, err)
+	}
+	f, err := os.OpenFile(segs[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, pos); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, pos); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDamagedLeaderLeavesAndRefetches: a leader whose log turns out damaged
+// when a consumer reads it answers with a retriable NOT_LEADER (not a
+// CORRUPT that would stop the consumer), reports the damage once with its
+// node epoch, and, once the metadata shows it out of the ISR under another
+// leader, cuts its log back to the damaged offset so that it fetches the
+// rest again. Before, the damaged range stayed unreadable for good.
+func TestDamagedLeaderLeavesAndRefetches(t *testing.T) {
+	next := &pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 2, LeaderEpoch: 4,
+		BucketEpoch: 4, Replicas: []uint32{1, 2}, Isr: []uint32{2}}
+	meta := damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10), answer: next}
+	m := newTestManager(t, t.TempDir(), func(c *Config) { c.Meta = meta })
+	r := openTestReplica(t, m)
+	m.mu.Lock()
+	m.replicas[testBucket] = r
+	m.tables[testBucket.TableID] = r.info.Load()
+	m.mu.Unlock()
+	r.setNodeEpoch(7)
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
+		BucketEpoch: 3, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 9)
+	produceLeader(t, r, writerBatchN(t, 100, 0, 5, strings.Repeat("a", 100)))
+	produceLeader(t, r, writerBatchN(t, 100, 1, 5, strings.Repeat("b", 100)))
+	if r.log.EndOffset() != 10 {
+		t.Fatalf("log end %d, want 10", r.log.EndOffset())
+	}
+	flipByte(t, r.dir, record.HeaderSize+20) // inside the first batch's records
+
+	resp, err := m.Fetch(t.Context(), &pb.FetchRequest{Buckets: []*pb.FetchBucket{{
+		TableId: testBucket.TableID, Bucket: testBucket.Bucket, Offset: 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fb := resp.Buckets[0]; fb.ErrorCode != pb.ErrorCode_ERROR_CODE_NOT_LEADER || !strings.Contains(fb.Error, "damaged at offset 0") {
+		t.Fatalf("consumer read of the damaged batch: %v %q, want NOT_LEADER naming the damage", fb.ErrorCode, fb.Error)
+	}
+	select {
+	case rep := <-meta.reports:
+		if rep.NodeId != 1 || rep.NodeEpoch != 7 || rep.Offset != 0 {
+			t.Fatalf("report %v, want node 1 at node epoch 7, offset 0", rep)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the damage was not reported")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for r.log.EndOffset() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("log end %d: the damaged log was not cut back to offset 0", r.log.EndOffset())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r.isDamaged() {
+		t.Fatal("still marked damaged after the cut")
+	}
+	select {
+	case rep := <-meta.reports:
+		t.Fatalf("reported twice: %v", rep)
+	default:
+	}
+}
