@@ -40,10 +40,7 @@ func (r *Replica) readError(err error) error {
 	if !errors.As(err, &ce) {
 		return WireError(err)
 	}
-	r.mu.Lock()
-	replicas := r.core.Replicas()
-	r.mu.Unlock()
-	if len(replicas) < 2 {
+	if len(r.replicas()) < 2 {
 		return WireError(err)
 	}
 	r.noteDamage(ce)
@@ -156,4 +153,11 @@ func (r *Replica) isDamaged() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.damagedAt >= 0
+}
+
+// replicas is the bucket's assignment as the replica knows it.
+func (r *Replica) replicas() []uint32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.core.Replicas()
 }

@@ -36,9 +36,15 @@ func (r *Replica) StartOffset() int64 { return r.log.StartOffset() }
 func (r *Replica) EndOffset() int64   { return r.log.EndOffset() }
 
 // ReadBelow reads durable batches of the log from offset from, below
-// offset below, up to about maxBytes.
+// offset below, up to about maxBytes. Damage it meets starts the repair
+// (damage.go), as a consumer's read does.
 func (r *Replica) ReadBelow(from, below int64, maxBytes int) (*logstore.Records, error) {
-	return r.log.ReadBelow(from, below, maxBytes)
+	recs, err := r.log.ReadBelow(from, below, maxBytes)
+	var ce *logstore.CorruptError
+	if errors.As(err, &ce) && len(r.replicas()) > 1 {
+		r.noteDamage(ce)
+	}
+	return recs, err
 }
 
 // SyncLog makes everything appended to the log durable.
