@@ -2,10 +2,12 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -59,5 +61,34 @@ func TestExpansionNamesMemberEpochs(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no ISR expansion proposed after the follower caught up")
+	}
+}
+
+// TestMinInsyncChangeAppliesLive: a change of the table's
+// min.insync.replicas takes effect on the running replica, from the next
+// acks=all write; before, it waited for a restart.
+func TestMinInsyncChangeAppliesLive(t *testing.T) {
+	m := newTestManager(t, t.TempDir())
+	r := openTestReplica(t, m)
+	table := func(minISR string) *tableInfo {
+		info, err := newTableInfo(&pb.TableRecord{Id: testBucket.TableID, Database: "db", Name: "events", Buckets: 1, Replication: 2,
+			Properties: map[string]string{MinInsyncReplicasProperty: minISR},
+			Schemas:    []*pb.SchemaVersion{{Id: 1, Columns: []*pb.Column{{Name: "v", Type: "STRING"}}}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	r.setTable(table("2"))
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 1,
+		BucketEpoch: 1, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 0)
+	_, err := r.produce(context.Background(), writerBatchN(t, 100, 0, 1, "a"), AcksAll, 5*time.Second)
+	var te *transport.Error
+	if !errors.As(err, &te) || te.Code != pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS {
+		t.Fatalf("acks=all with 1 in-sync replica of 2 required: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	r.setTable(table("1"))
+	if _, err := r.produce(context.Background(), writerBatchN(t, 100, 0, 1, "a"), AcksAll, 5*time.Second); err != nil {
+		t.Fatalf("acks=all after min.insync.replicas dropped to 1: %v", err)
 	}
 }
