@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ type Server struct {
 	cfg       Config
 	log       *slog.Logger
 	advertise string
+	dirLock   *os.File // the data folder's lock, held while the node runs
 
 	idMu      sync.Mutex
 	id        *identity
@@ -66,11 +68,21 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	built := false
+	defer func() {
+		if !built {
+			unlockDataDir(lock)
+		}
+	}()
 	id, err := loadIdentity(cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, id: id, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}),
+	s := &Server{cfg: cfg, id: id, dirLock: lock, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}),
 		registered: make(chan struct{}), fatal: make(chan error, 1)}
 	s.log = cfg.Logger.With("node", cfg.NodeID)
 	if cfg.HasRole(RoleTablet) {
@@ -111,6 +123,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: listen on %s: %w", cfg.HTTP, err)
 		}
 	}
+	built = true
 	return s, nil
 }
 
@@ -148,7 +161,10 @@ func (s *Server) Ready() <-chan struct{} {
 func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.goRun(func() { s.stop(nonCanceled(s.lis.Run(ctx))) })
+	// The listener outlives ctx: shutdown closes it after Raft, whose
+	// transport would otherwise see its stream layer fail first and log an
+	// error for a routine stop.
+	s.goRun(func() { s.stop(nonCanceled(s.lis.Run(context.WithoutCancel(ctx)))) })
 	s.goRun(func() { s.stop(nonCanceled(s.rpc.Serve(ctx, s.lis.DRPC()))) })
 	if s.httpLis != nil {
 		s.goRun(func() { s.stop(s.serveHTTP(ctx, s.httpLis)) })
@@ -239,6 +255,7 @@ func (s *Server) shutdown() {
 	s.closeGossip()
 	s.lis.Close()
 	s.pool.Close()
+	unlockDataDir(s.dirLock)
 }
 
 // startAfterFormed starts, once the node knows its cluster, gossip, the

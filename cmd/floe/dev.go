@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
@@ -13,9 +14,10 @@ import (
 // runDev runs a one-node cluster with both roles: the quickest way to try
 // Floe. Data goes to --data-dir, or to a temporary folder removed on exit.
 func runDev(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlags(env, "dev", "dev [--data-dir DIR] [--listen ADDR]")
+	fs := newFlags(env, "dev", "dev [--data-dir DIR] [--listen ADDR] [--gossip ADDR]")
 	dataDir := fs.String("data-dir", "", "keep data here (default: a temporary folder, removed on exit)")
 	listen := fs.String("listen", "127.0.0.1:7700", "RPC address")
+	gossipAddr := fs.String("gossip", "", "gossip address (default: the --listen port + 1 when free, else any free port)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -28,16 +30,17 @@ func runDev(ctx context.Context, env *cliEnv, args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
 	}
-	dir := *dataDir
+	dir, kept := *dataDir, "kept after exit"
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "floe-dev-"); err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
+		kept = "temporary, deleted on exit; --data-dir DIR keeps data"
 	}
-	gossip, err := nextPort(*listen)
-	if err != nil {
-		gossip = "127.0.0.1:0"
+	gossip := *gossipAddr
+	if gossip == "" {
+		gossip = devGossipAddr(*listen)
 	}
 	start := time.Now()
 	srv, err := server.New(server.Config{
@@ -55,10 +58,38 @@ func runDev(ctx context.Context, env *cliEnv, args []string) error {
 	select {
 	case <-srv.Ready():
 		fmt.Fprintf(env.stdout, "Floe dev cluster ready in %v: node 1 registered, its tablet follows the metadata\n"+
-			"  address:  %s\n  data:     %s\n  try:      floe cluster status --server %s\nCtrl-C stops it.\n",
-			time.Since(start).Round(time.Millisecond), srv.Addr(), dir, srv.Addr())
+			"  address:  %s\n  data:     %s (%s)\n  try:      floe cluster status --server %s\nCtrl-C stops it.\n",
+			time.Since(start).Round(time.Millisecond), srv.Addr(), dir, kept, srv.Addr())
 	case err := <-done:
 		return err
 	}
 	return <-done
+}
+
+// devGossipAddr is the gossip address of a dev node listening on listen:
+// the next port when it is free for both TCP and UDP (memberlist uses
+// both), else any free port: a dev cluster has no peers that need to guess
+// it.
+func devGossipAddr(listen string) string {
+	next, err := nextPort(listen)
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	l, err := net.Listen("tcp", next)
+	if err != nil {
+		return hostOnly(next)
+	}
+	l.Close()
+	u, err := net.ListenPacket("udp", next)
+	if err != nil {
+		return hostOnly(next)
+	}
+	u.Close()
+	return next
+}
+
+// hostOnly is addr with port 0: the system picks a free one.
+func hostOnly(addr string) string {
+	host, _, _ := net.SplitHostPort(addr)
+	return net.JoinHostPort(host, "0")
 }
