@@ -131,3 +131,6 @@ func (w *AppendWriter) Close(ctx context.Context) error { return w.close(ctx) }
 // Buffered is the bytes of rows held: appended, not yet acknowledged or
 // failed.
 func (w *AppendWriter) Buffered() int64 { return w.budget.inUse() }
+
+// Stats counts the rows acknowledged and failed so far.
+func (w *AppendWriter) Stats() WriterStats { return w.stats() }

@@ -144,7 +144,7 @@ func (s *bucketSender) send(ctx context.Context, b *pendingBatch) {
 	resp, sent, err := s.deliver(dctx, b)
 	if err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("%w: batch of %d rows for bucket %d not acknowledged: %v", ErrWriterClosed, b.count, s.bucket, err)
+			err = fmt.Errorf("%w: batch of %s for bucket %d not acknowledged: %v", ErrWriterClosed, rowCount(b.count), s.bucket, err)
 		}
 		if sent {
 			// The sequence is spent and the batch's fate unknown: the
@@ -155,8 +155,10 @@ func (s *bucketSender) send(ctx context.Context, b *pendingBatch) {
 		}
 		s.w.opts.Logger.Warn("batch failed", "table", s.w.t.info.Name, "bucket", s.bucket, "rows", b.count, "error", err)
 		s.w.noteErr(err)
+		s.w.failed.Add(int64(b.count))
 		b.err = err
 	} else {
+		s.w.acked.Add(int64(b.count))
 		b.baseOffset = resp.BaseOffset
 		b.timestampMs = resp.TimestampMs
 		b.lastOffset = resp.LastOffset
@@ -244,8 +246,16 @@ func (s *bucketSender) sendOnce(ctx context.Context, call batchCall) (*pb.Produc
 // timeoutError describes a batch given up on when ctx ended.
 func (s *bucketSender) timeoutError(ctx context.Context, b *pendingBatch, attempts int, last error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w: bucket %d, batch of %d rows, %d attempts in %v: %w", ErrDeliveryTimeout, s.bucket,
-			b.count, attempts, time.Since(b.created).Round(time.Millisecond), last)
+		return fmt.Errorf("%w: bucket %d, batch of %s, %d attempts in %v: %w", ErrDeliveryTimeout, s.bucket,
+			rowCount(b.count), attempts, time.Since(b.created).Round(time.Millisecond), last)
 	}
 	return last
+}
+
+// rowCount is "1 row" or "n rows".
+func rowCount(n int) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
 }

@@ -186,3 +186,6 @@ func (w *UpsertWriter) Close(ctx context.Context) error { return w.close(ctx) }
 // Buffered is the bytes of rows held: written, not yet acknowledged or
 // failed.
 func (w *UpsertWriter) Buffered() int64 { return w.budget.inUse() }
+
+// Stats counts the changes acknowledged and failed so far.
+func (w *UpsertWriter) Stats() WriterStats { return w.stats() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
@@ -38,6 +39,21 @@ type writer struct {
 
 	errMu    sync.Mutex
 	firstErr error // since the last Flush
+
+	acked, failed atomic.Int64 // rows, by the outcome of their batch
+}
+
+// WriterStats counts a writer's rows by outcome so far.
+type WriterStats struct {
+	// Acknowledged rows: their batch was answered with the writer's acks
+	// (with acks=0, sent).
+	Acknowledged int64 `json:"acknowledged"`
+	// Failed rows: their batch failed for good, its outcome maybe unknown.
+	Failed int64 `json:"failed"`
+}
+
+func (w *writer) stats() WriterStats {
+	return WriterStats{Acknowledged: w.acked.Load(), Failed: w.failed.Load()}
 }
 
 // writerKind is what a kind of writer sends and how.

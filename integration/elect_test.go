@@ -135,6 +135,9 @@ func TestWipedOnlyReplicaStaysOffline(t *testing.T) {
 		if !strings.Contains(errOut, "floe table elect --unclean") {
 			t.Fatalf("the refusal does not say how the bucket comes back: %q", errOut)
 		}
+		if !strings.Contains(errOut, "1 row read, 0 rows acknowledged, 1 row failed") {
+			t.Fatalf("the produce summary does not count the acknowledged rows: %q", errOut)
+		}
 	}
 
 	c.MustCLI("table", "elect", "db.w", "--unclean")

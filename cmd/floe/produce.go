@@ -77,6 +77,7 @@ func produceCmd(env *cliEnv) clientCmd {
 type lineWriter struct {
 	write func(ctx context.Context, object []byte) error
 	close func(ctx context.Context) error
+	stats func() client.WriterStats
 	verb  string // "produced", "upserted", "deleted"
 }
 
@@ -85,7 +86,7 @@ func newAppendLines(tbl *client.Table, opts client.AppendWriterOptions) (lineWri
 	if err != nil {
 		return lineWriter{}, err
 	}
-	return lineWriter{verb: "produced", close: w.Close, write: func(ctx context.Context, object []byte) error {
+	return lineWriter{verb: "produced", close: w.Close, stats: w.Stats, write: func(ctx context.Context, object []byte) error {
 		_, err := w.AppendJSON(ctx, object)
 		return err
 	}}, nil
@@ -97,12 +98,12 @@ func newUpsertLines(tbl *client.Table, opts client.UpsertWriterOptions, del bool
 		return lineWriter{}, err
 	}
 	if del {
-		return lineWriter{verb: "deleted", close: w.Close, write: func(ctx context.Context, object []byte) error {
+		return lineWriter{verb: "deleted", close: w.Close, stats: w.Stats, write: func(ctx context.Context, object []byte) error {
 			_, err := w.DeleteJSON(ctx, object)
 			return err
 		}}, nil
 	}
-	return lineWriter{verb: "upserted", close: w.Close, write: func(ctx context.Context, object []byte) error {
+	return lineWriter{verb: "upserted", close: w.Close, stats: w.Stats, write: func(ctx context.Context, object []byte) error {
 		_, err := w.UpsertJSON(ctx, object)
 		return err
 	}}, nil
@@ -118,7 +119,7 @@ func produce(ctx context.Context, env *cliEnv, cf *clientFlags, w lineWriter, in
 	defer cancel()
 	closeErr := w.close(cctx)
 	elapsed := time.Since(start)
-	printProduceSummary(env, cf, w.verb, st, elapsed, closeErr == nil)
+	printProduceSummary(env, cf, w.verb, st, w.stats(), elapsed, closeErr == nil)
 	if errors.Is(readErr, context.Canceled) && ctx.Err() != nil {
 		readErr = nil // interrupted: what was read is written, and that is all
 	}
@@ -131,17 +132,28 @@ func produce(ctx context.Context, env *cliEnv, cf *clientFlags, w lineWriter, in
 	return nil
 }
 
-func printProduceSummary(env *cliEnv, cf *clientFlags, verb string, st lineStats, elapsed time.Duration, acked bool) {
+func printProduceSummary(env *cliEnv, cf *clientFlags, verb string, st lineStats, ws client.WriterStats,
+	elapsed time.Duration, acked bool) {
 	rate := float64(st.rows) / max(elapsed.Seconds(), 1e-9)
 	if cf.output == "json" {
 		b, _ := json.Marshal(map[string]any{"rows": st.rows, "bytes": st.bytes, "seconds": elapsed.Seconds(),
-			"rows_per_s": rate, "acknowledged": acked})
+			"rows_per_s": rate, "acknowledged": ws.Acknowledged, "failed": ws.Failed, "all_acknowledged": acked})
 		fmt.Fprintln(env.stderr, string(b))
 		return
 	}
 	if !acked {
-		verb = "written, not all acknowledged:"
+		fmt.Fprintf(env.stderr, "%s read, %s acknowledged, %s failed (%d bytes in %v)\n", plural(st.rows, "row"),
+			plural(ws.Acknowledged, "row"), plural(ws.Failed, "row"), st.bytes, elapsed.Round(time.Millisecond))
+		return
 	}
-	fmt.Fprintf(env.stderr, "%s %d rows, %d bytes in %v (%.0f rows/s)\n", verb, st.rows, st.bytes,
+	fmt.Fprintf(env.stderr, "%s %s, %d bytes in %v (%.0f rows/s)\n", verb, plural(st.rows, "row"), st.bytes,
 		elapsed.Round(time.Millisecond), rate)
+}
+
+// plural is "1 row" or "n rows".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
