@@ -27,7 +27,10 @@ type Client struct {
 // grow from retryBackoffMin to retryBackoffMax (newRetryBackoff).
 const (
 	// attemptTimeout bounds one attempt against one server.
-	attemptTimeout  = 5 * time.Second
+	attemptTimeout = 5 * time.Second
+	// connectGiveUp is how long Connect keeps trying, per address, while
+	// nothing accepts a connection at all.
+	connectGiveUp   = time.Second
 	retryBackoffMin = 20 * time.Millisecond
 	retryBackoffMax = 200 * time.Millisecond
 )
@@ -39,7 +42,7 @@ func Connect(ctx context.Context, addrs ...string) (*Client, error) {
 		return nil, errors.New("client: no server address")
 	}
 	c := &Client{addrs: addrs, pool: transport.NewPool(transport.PoolConfig{})}
-	err := c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+	err := c.callUntil(ctx, connectGiveUp*time.Duration(len(addrs)), func(ctx context.Context, m pb.DRPCMetaClient) error {
 		_, err := m.RaftStatus(ctx, &pb.RaftStatusRequest{})
 		return err
 	})
@@ -79,8 +82,19 @@ func (c *Client) Admin() *Admin { return &Admin{c: c} }
 // call runs fn against the servers in turn, moving on and retrying while
 // errors are retriable, until one answers or ctx ends.
 func (c *Client) call(ctx context.Context, fn func(context.Context, pb.DRPCMetaClient) error) error {
+	return c.callUntil(ctx, 0, fn)
+}
+
+// callUntil is call that gives up after unreachable (0: never) when no
+// address has accepted a connection yet: a mistyped address or a cluster
+// that is not running fails in about a second per address, not after the
+// caller's whole timeout. Once any server answers, retries run until ctx
+// ends, as a cluster electing a leader needs.
+func (c *Client) callUntil(ctx context.Context, unreachable time.Duration,
+	fn func(context.Context, pb.DRPCMetaClient) error) error {
 	bo := newRetryBackoff()
 	var lastErr error
+	start, reached := time.Now(), false
 	for attempt := 0; ; attempt++ {
 		addr := c.addrs[attempt%len(c.addrs)]
 		// Each attempt is bounded, so a node that accepts connections but
@@ -91,6 +105,10 @@ func (c *Client) call(ctx context.Context, fn func(context.Context, pb.DRPCMetaC
 		cancel()
 		if err == nil {
 			return nil
+		}
+		var dial *transport.DialError
+		if !errors.As(err, &dial) {
+			reached = true
 		}
 		if timedOut {
 			err = transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "%s did not answer within %v", addr, attemptTimeout)
@@ -108,8 +126,13 @@ func (c *Client) call(ctx context.Context, fn func(context.Context, pb.DRPCMetaC
 			return err
 		}
 		lastErr = err
-		if (attempt+1)%len(c.addrs) == 0 && !bo.Wait(ctx) {
-			return err
+		if (attempt+1)%len(c.addrs) == 0 {
+			if unreachable > 0 && !reached && time.Since(start) >= unreachable {
+				return err
+			}
+			if !bo.Wait(ctx) {
+				return err
+			}
 		}
 	}
 }

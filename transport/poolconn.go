@@ -205,8 +205,23 @@ func (p *Pool) getError(ctx context.Context, err error) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	default: // the dial failed
-		return &Error{Code: pb.ErrorCode_ERROR_CODE_UNAVAILABLE, Message: err.Error()}
+		return &DialError{Err: err}
 	}
+}
+
+// DialError is a failure to connect: nothing accepted the connection, or
+// the address does not resolve. It matches UNAVAILABLE (retriable), and
+// unwraps to the dial's own error too.
+type DialError struct {
+	Err error
+}
+
+func (e *DialError) Error() string { return CodeName(pb.ErrorCode_ERROR_CODE_UNAVAILABLE) + ": " + e.Err.Error() }
+
+// Unwrap gives the wire error, for errors.As(err, **Error) and IsRetriable,
+// and the dial's error.
+func (e *DialError) Unwrap() []error {
+	return []error{&Error{Code: pb.ErrorCode_ERROR_CODE_UNAVAILABLE, Message: e.Err.Error()}, e.Err}
 }
 
 // callError converts the error of a call on pc.
