@@ -216,7 +216,9 @@ type DialError struct {
 	Err error
 }
 
-func (e *DialError) Error() string { return CodeName(pb.ErrorCode_ERROR_CODE_UNAVAILABLE) + ": " + e.Err.Error() }
+func (e *DialError) Error() string {
+	return CodeName(pb.ErrorCode_ERROR_CODE_UNAVAILABLE) + ": " + e.Err.Error()
+}
 
 // Unwrap gives the wire error, for errors.As(err, **Error) and IsRetriable,
 // and the dial's error.
