@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,5 +102,39 @@ func TestSchemaCommands(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "", "nope"); code != 2 {
 		t.Fatalf("unknown command exit %d", code)
+	}
+}
+
+// TestServerAddressIsUsage: a --server that cannot be an address (a bare
+// port, a URL, a port out of range) is a usage error (exit 2) found before
+// anything is dialed.
+func TestServerAddressIsUsage(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"7795", "is not host:port"},
+		{"http://127.0.0.1:7700", "without a scheme"},
+		{"127.0.0.1:99999", "not a number from 1 to 65535"},
+		{"127.0.0.1:7700,localhost", "is not host:port"},
+		{" , ", "--server is empty"},
+	} {
+		code, _, errOut := runCLI(t, "", "db", "list", "--server", tc.addr)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("--server %q: exit %d, %q; want exit 2 and %q", tc.addr, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestUnreachableServerFailsFast: with nothing listening at --server, a
+// command fails with the dial error in about a second, not after its
+// whole --timeout.
+func TestUnreachableServerFailsFast(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	code, _, errOut := runCLI(t, "", "db", "list", "--server", addr, "--timeout", "30s")
+	if code != 1 || !strings.Contains(errOut, "connection refused") || strings.Contains(errOut, "deadline") {
+		t.Fatalf("db list against nothing: exit %d, %q", code, errOut)
 	}
 }

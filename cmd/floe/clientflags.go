@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,14 +51,9 @@ func (f *clientFlags) connect(ctx context.Context) (*client.Client, context.Cont
 	if err := f.validate(); err != nil {
 		return nil, nil, nil, err
 	}
-	var addrs []string
-	for _, a := range strings.Split(f.servers, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	if len(addrs) == 0 {
-		return nil, nil, nil, fmt.Errorf("%w: --server is empty", errUsage)
+	addrs, err := serverAddrs(f.servers)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	c, err := client.Connect(ctx, addrs...)
@@ -65,6 +62,34 @@ func (f *clientFlags) connect(ctx context.Context) (*client.Client, context.Cont
 		return nil, nil, nil, err
 	}
 	return c, ctx, cancel, nil
+}
+
+// serverAddrs splits --server into host:port addresses, refusing what
+// cannot be one (a bare port, a URL) as a usage error before anything is
+// dialed.
+func serverAddrs(servers string) ([]string, error) {
+	var addrs []string
+	for _, a := range strings.Split(servers, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		if strings.Contains(a, "://") {
+			return nil, fmt.Errorf("%w: --server %q: give host:port, without a scheme", errUsage, a)
+		}
+		_, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --server %q is not host:port (for example 127.0.0.1:7700)", errUsage, a)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%w: --server %q: port %q is not a number from 1 to 65535", errUsage, a, port)
+		}
+		addrs = append(addrs, a)
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%w: --server is empty", errUsage)
+	}
+	return addrs, nil
 }
 
 // printJSON writes v as one JSON document.
