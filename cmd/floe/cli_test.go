@@ -138,3 +138,27 @@ func TestUnreachableServerFailsFast(t *testing.T) {
 		t.Fatalf("db list against nothing: exit %d, %q", code, errOut)
 	}
 }
+
+// TestUsageFoundBeforeConnecting: flag and argument mistakes are usage
+// errors (exit 2) found before any server is asked; --server points where
+// nothing listens, so a command that connected first would fail with a
+// dial error instead.
+func TestUsageFoundBeforeConnecting(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"consume", "db.t", "--from", "bogus"}, `--from "bogus": want earliest, latest`},
+		{[]string{"consume", "db.t", "--buckets", "x"}, `--buckets: "x" is not a bucket number`},
+		{[]string{"consume", "dbt"}, `"dbt" is not DB.TABLE`},
+		{[]string{"produce", "db.t", "--acks", "7"}, `--acks "7": want all, 1 or 0`},
+		{[]string{"produce", "db.t", "--file", filepath.Join(t.TempDir(), "missing.json")}, "not a readable file"},
+		{[]string{"produce", "db.t", "--delete", "--columns", "a"}, "--delete and --columns exclude each other"},
+		{[]string{"lookup", "db.t", "--key", "{}", "--prefix", "{}"}, "--key and --prefix exclude each other"},
+	} {
+		code, _, errOut := runCLI(t, "", append(tc.args, "--server", "127.0.0.1:1")...)
+		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "connection refused") {
+			t.Errorf("floe %s: exit %d, %q; want exit 2 and %q", strings.Join(tc.args, " "), code, errOut, tc.want)
+		}
+	}
+}

@@ -113,6 +113,10 @@ type clientCmd struct {
 	// take flag values from the positional arguments (returning the rest)
 	// and adjust the client flags.
 	prepare func(cf *clientFlags, pos []string) ([]string, error)
+	// check, when set, validates the arguments and flags once their count
+	// is right, before connecting: a usage mistake is found without
+	// waiting for a server.
+	check func(pos []string) error
 	// streaming commands run until their work is done: --timeout bounds
 	// connecting (and what the body bounds with cf.timeout), not the run.
 	streaming bool
@@ -137,6 +141,17 @@ func (cc clientCmd) exec(ctx context.Context, env *cliEnv, args []string) error 
 	}
 	if len(pos) < cc.nargs || len(pos) > max(cc.nargs, cc.maxArgs) {
 		return fmt.Errorf("%w: usage: floe %s", errUsage, cc.usage)
+	}
+	if err := cf.validate(); err != nil {
+		return err
+	}
+	if _, err := serverAddrs(cf.servers); err != nil {
+		return err
+	}
+	if cc.check != nil {
+		if err := cc.check(pos); err != nil {
+			return err
+		}
 	}
 	c, timed, cancel, err := cf.connect(ctx)
 	if err != nil {

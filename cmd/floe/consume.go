@@ -39,11 +39,11 @@ func consumeCmd(env *cliEnv) clientCmd {
 			fs.BoolVar(&o.follow, "follow", false, "keep reading new rows; without it, stop at the high watermark seen at start")
 			fs.StringVar(&buckets, "buckets", "", "comma-separated buckets to read (default: all)")
 		},
-		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
-			db, name, err := tableName(pos[0])
-			if err != nil {
+		check: func(pos []string) error {
+			if _, _, err := tableName(pos[0]); err != nil {
 				return err
 			}
+			var err error
 			if o.from, err = parseFrom(from); err != nil {
 				return err
 			}
@@ -56,6 +56,13 @@ func consumeCmd(env *cliEnv) clientCmd {
 					return fmt.Errorf("%w: --buckets: %q is not a bucket number", errUsage, b)
 				}
 				o.buckets = append(o.buckets, int32(n))
+			}
+			return nil
+		},
+		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+			db, name, err := tableName(pos[0])
+			if err != nil {
+				return err
 			}
 			tctx, cancel := context.WithTimeout(ctx, cf.timeout)
 			tbl, err := c.Table(tctx, db, name)

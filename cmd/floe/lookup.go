@@ -40,13 +40,19 @@ func lookupCmd(env *cliEnv) clientCmd {
 			fs.StringVar(&o.prefix, "prefix", "", "a bucket key as a JSON object: print every row with it (bucket key a strict prefix of the primary key)")
 			fs.BoolVar(&o.linearizable, "linearizable", false, "answer only with every write acknowledged before the lookup applied")
 		},
-		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
-			db, name, err := tableName(pos[0])
-			if err != nil {
+		check: func(pos []string) error {
+			if _, _, err := tableName(pos[0]); err != nil {
 				return err
 			}
 			if o.key != "" && o.prefix != "" {
 				return fmt.Errorf("%w: --key and --prefix exclude each other", errUsage)
+			}
+			return nil
+		},
+		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+			db, name, err := tableName(pos[0])
+			if err != nil {
+				return err
 			}
 			tctx, cancel := context.WithTimeout(ctx, cf.timeout)
 			tbl, err := c.Table(tctx, db, name)

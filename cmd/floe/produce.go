@@ -30,6 +30,23 @@ func produceCmd(env *cliEnv) clientCmd {
 			fs.BoolVar(&del, "delete", false, "primary-key tables: each line is a key object whose row to delete")
 			fs.StringVar(&columns, "columns", "", "primary-key tables: comma-separated columns each line updates (a partial update)")
 		},
+		check: func(pos []string) error {
+			if _, _, err := tableName(pos[0]); err != nil {
+				return err
+			}
+			if _, err := client.ParseAcks(acks); err != nil {
+				return fmt.Errorf("%w: --acks %q: want all, 1 or 0", errUsage, acks)
+			}
+			if del && columns != "" {
+				return fmt.Errorf("%w: --delete and --columns exclude each other", errUsage)
+			}
+			if file != "" && file != "-" {
+				if st, err := os.Stat(file); err != nil || st.IsDir() {
+					return fmt.Errorf("%w: --file %s: not a readable file", errUsage, file)
+				}
+			}
+			return nil
+		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 			db, name, err := tableName(pos[0])
 			if err != nil {

@@ -58,7 +58,7 @@ func (p propertyFlag) Set(v string) error {
 func tableName(arg string) (db, table string, err error) {
 	db, table, err = client.SplitTableName(arg)
 	if err != nil {
-		return "", "", fmt.Errorf("%w: %v", errUsage, err)
+		return "", "", fmt.Errorf("%w: %q is not DB.TABLE (a database and a table name joined by a dot)", errUsage, arg)
 	}
 	return db, table, nil
 }
