@@ -68,7 +68,10 @@ func (s *Server) form(ctx context.Context) error {
 	}
 }
 
-func (s *Server) raftDir() string { return s.cfg.DataDir + "/meta" }
+func (s *Server) raftDir() string { return metaDir(s.cfg.DataDir) }
+
+// metaDir is where a node keeps its Raft state and metadata state file.
+func metaDir(dataDir string) string { return dataDir + "/meta" }
 
 // tryJoinFormed joins a cluster a peer says is formed.
 func (s *Server) tryJoinFormed(ctx context.Context, responses []*pb.HelloResponse) (bool, error) {
