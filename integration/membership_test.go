@@ -162,7 +162,8 @@ func TestRecoverLostQuorum(t *testing.T) {
 }
 
 // TestDevMembership: on `floe dev`, add-voter to an address where nothing
-// runs is refused and the node stays ready. A second node that joined and
+// runs, or where another cluster's node runs, is refused and the node stays
+// ready. A second node that joined and
 // became a voter and is then gone for good takes the quorum with it;
 // `floe dev --recover` makes the dev node the only voter again.
 func TestDevMembership(t *testing.T) {
@@ -181,6 +182,20 @@ func TestDevMembership(t *testing.T) {
 
 	c.wantCLIError([]string{"refusing to add node 2", "connection refused", "nothing was changed"},
 		"cluster", "add-voter", "2", "127.0.0.1:9")
+	// Another cluster's node (a second floe dev) is refused too.
+	other := &Node{ID: 1, Addr: freeAddr(t), DataDir: filepath.Join(c.dir, "other"), logPath: filepath.Join(c.dir, "other.log")}
+	other.Gossip = freeAddr(t)
+	other.args = []string{"dev", "--data-dir", other.DataDir, "--listen", other.Addr, "--log-level", *logLevel}
+	c.start(other)
+	t.Cleanup(func() { c.Stop(other) })
+	waitFor(t, 30*time.Second, "the other dev cluster", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		st, err := c.raftStatus(ctx, other)
+		return err == nil && st.State == "leader"
+	})
+	c.wantCLIError([]string{"refusing to add node 2", "another cluster", "nothing was changed"},
+		"cluster", "add-voter", "2", other.Addr)
 	c.MustCLI("cluster", "status", "--wait", "5s")
 	c.MustCLI("db", "create", "still_writable")
 	c.wantCLIError([]string{"last voter"}, "cluster", "remove-voter", "1", "--force")
