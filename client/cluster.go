@@ -85,7 +85,11 @@ func (a *Admin) NodeRaftStatus(ctx context.Context, addr string) (*RaftStatus, e
 		AppliedIndex: r.AppliedIndex, LastLogIndex: r.LastLogIndex, ClusterID: r.ClusterId}, nil
 }
 
-// AddVoter adds a node to the metadata Raft group.
+// AddVoter adds a node to the metadata Raft group. The server first checks
+// that address answers as meta node id of this cluster (INVALID_REQUEST or
+// CLUSTER_MISMATCH otherwise, nothing changed), adds it as a non-voter and
+// promotes it once it has caught up; one that has not within a few seconds
+// stays a non-voter (QUORUM_AT_RISK), and calling AddVoter again resumes.
 func (a *Admin) AddVoter(ctx context.Context, id uint32, address string) error {
 	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		_, err := m.AddVoter(ctx, &pb.AddVoterRequest{NodeId: id, Address: address})
@@ -93,10 +97,12 @@ func (a *Admin) AddVoter(ctx context.Context, id uint32, address string) error {
 	})
 }
 
-// RemoveVoter removes a node from the metadata Raft group.
-func (a *Admin) RemoveVoter(ctx context.Context, id uint32) error {
+// RemoveVoter removes a node from the metadata Raft group. The last voter
+// is never removed; a removal that leaves fewer answering voters than a
+// quorum is refused (QUORUM_AT_RISK) unless force is set.
+func (a *Admin) RemoveVoter(ctx context.Context, id uint32, force bool) error {
 	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
-		_, err := m.RemoveVoter(ctx, &pb.RemoveVoterRequest{NodeId: id})
+		_, err := m.RemoveVoter(ctx, &pb.RemoveVoterRequest{NodeId: id, Force: force})
 		return err
 	})
 }

@@ -68,7 +68,10 @@ func (s *Server) form(ctx context.Context) error {
 	}
 }
 
-func (s *Server) raftDir() string { return s.cfg.DataDir + "/meta" }
+func (s *Server) raftDir() string { return metaDir(s.cfg.DataDir) }
+
+// metaDir is where a node keeps its Raft state and metadata state file.
+func metaDir(dataDir string) string { return dataDir + "/meta" }
 
 // tryJoinFormed joins a cluster a peer says is formed.
 func (s *Server) tryJoinFormed(ctx context.Context, responses []*pb.HelloResponse) (bool, error) {
@@ -233,11 +236,14 @@ func (s *Server) joinUntilDone(ctx context.Context, promote bool) (*pb.JoinRespo
 }
 
 // join sends one join request: through this node's own Raft view when it
-// runs Raft, otherwise to each known meta node in turn (which forwards it to
-// the leader).
+// knows a leader, otherwise to each known meta node in turn (which forwards
+// it to the leader). A node that runs Raft but is not a member yet knows no
+// leader: nobody sends it anything until the join adds it.
 func (s *Server) join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinResponse, error) {
-	if s.node.Load() != nil {
-		return (&metaService{s: s}).Join(ctx, req)
+	if n := s.node.Load(); n != nil {
+		if id, _ := n.Leader(); id != 0 {
+			return (&metaService{s: s}).Join(ctx, req)
+		}
 	}
 	var lastErr error = transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "no meta node to join through")
 	for _, p := range s.metaPeers() {

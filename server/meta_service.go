@@ -167,7 +167,7 @@ func (m *metaService) AddVoter(ctx context.Context, req *pb.AddVoterRequest) (*p
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "add voter needs a node id and an address")
 	}
 	return m.admin(ctx, func(ctx context.Context, n *raftmeta.Node) error {
-		return n.AddVoter(ctx, req.NodeId, req.Address)
+		return m.s.addVoter(ctx, n, req.NodeId, req.Address)
 	}, func(ctx context.Context, c pb.DRPCMetaClient) (*pb.AdminResponse, error) { return c.AddVoter(ctx, req) })
 }
 
@@ -176,14 +176,7 @@ func (m *metaService) RemoveVoter(ctx context.Context, req *pb.RemoveVoterReques
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "remove voter needs a node id")
 	}
 	return m.admin(ctx, func(ctx context.Context, n *raftmeta.Node) error {
-		servers, err := n.Servers(ctx)
-		if err != nil {
-			return err
-		}
-		if !slices.ContainsFunc(servers, func(v raftmeta.Server) bool { return v.ID == req.NodeId }) {
-			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE, "node %d is not a member of the metadata group", req.NodeId)
-		}
-		return n.RemoveServer(ctx, req.NodeId)
+		return m.s.removeVoter(ctx, n, req.NodeId, req.Force)
 	}, func(ctx context.Context, c pb.DRPCMetaClient) (*pb.AdminResponse, error) {
 		return c.RemoveVoter(ctx, req)
 	})

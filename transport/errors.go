@@ -38,6 +38,7 @@ var codes = map[pb.ErrorCode]codeInfo{
 	pb.ErrorCode_ERROR_CODE_BUCKET_OFFLINE:                   {"bucket offline", true},
 	pb.ErrorCode_ERROR_CODE_CORRUPT:                          {"corrupt data", false},
 	pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND: {"not enough replicas after append", true},
+	pb.ErrorCode_ERROR_CODE_QUORUM_AT_RISK:                   {"quorum at risk", false},
 }
 
 // CodeName returns how a code reads in error messages ("not leader").
@@ -122,4 +123,7 @@ var (
 	ErrBucketOffline = &Error{Code: pb.ErrorCode_ERROR_CODE_BUCKET_OFFLINE}
 	// ErrCorrupt: damaged data.
 	ErrCorrupt = &Error{Code: pb.ErrorCode_ERROR_CODE_CORRUPT}
+	// ErrQuorumAtRisk: a membership change refused for the metadata
+	// group's quorum.
+	ErrQuorumAtRisk = &Error{Code: pb.ErrorCode_ERROR_CODE_QUORUM_AT_RISK}
 )

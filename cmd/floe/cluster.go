@@ -15,6 +15,7 @@ func runCluster(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: floe cluster status|add-voter|remove-voter|transfer-leadership", errUsage)
 	}
+	var force bool
 	cmds := map[string]clientCmd{
 		"status": clusterStatusCmd(env),
 		"add-voter": {name: "cluster add-voter", usage: "cluster add-voter ID ADDRESS", nargs: 2,
@@ -23,15 +24,21 @@ func runCluster(ctx context.Context, env *cliEnv, args []string) error {
 				if err != nil {
 					return err
 				}
+				fmt.Fprintf(env.stderr, "checking that %s answers as meta node %d of this cluster, "+
+					"adding it as a non-voter and promoting it once it has caught up...\n", pos[1], id)
 				return adminDone(env, cf, "add-voter", c.Admin().AddVoter(ctx, id, pos[1]))
 			}},
-		"remove-voter": {name: "cluster remove-voter", usage: "cluster remove-voter ID", nargs: 1,
+		"remove-voter": {name: "cluster remove-voter", usage: "cluster remove-voter ID [--force]", nargs: 1,
+			flags: func(fs *flag.FlagSet) {
+				fs.BoolVar(&force, "force", false, "remove it even if the voters left that answer are fewer than their quorum "+
+					"(the metadata then stops until enough of them are back); the last voter is never removed")
+			},
 			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 				id, err := nodeID(pos[0])
 				if err != nil {
 					return err
 				}
-				return adminDone(env, cf, "remove-voter", c.Admin().RemoveVoter(ctx, id))
+				return adminDone(env, cf, "remove-voter", c.Admin().RemoveVoter(ctx, id, force))
 			}},
 		"transfer-leadership": {name: "cluster transfer-leadership", usage: "cluster transfer-leadership [ID]", maxArgs: 1,
 			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {

@@ -8,17 +8,23 @@ import (
 	"os"
 	"time"
 
+	"github.com/floedb/floe/raftmeta"
 	"github.com/floedb/floe/server"
 )
+
+// devNodeID is the id of the one node `floe dev` runs.
+const devNodeID = 1
 
 // runDev runs a one-node cluster with both roles: the quickest way to try
 // Floe. Data goes to --data-dir, or to a temporary folder removed on exit.
 func runDev(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlags(env, "dev", "dev [--data-dir DIR] [--listen ADDR] [--gossip ADDR]")
+	fs := newFlags(env, "dev", "dev [--data-dir DIR] [--listen ADDR] [--gossip ADDR] [--recover]")
 	dataDir := fs.String("data-dir", "", "keep data here (default: a temporary folder, removed on exit)")
 	listen := fs.String("listen", "127.0.0.1:7700", "RPC address")
 	gossipAddr := fs.String("gossip", "", "gossip address (default: the --listen port + 1 when free, else any free port)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+	recoverAlone := fs.Bool("recover", false, "with --data-dir: make this node the only metadata voter again before starting "+
+		"(after an add-voter left the metadata without a quorum); safe while no other node ever ran with this cluster's data")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -31,6 +37,16 @@ func runDev(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
 	}
 	dir, kept := *dataDir, "kept after exit"
+	if *recoverAlone {
+		if dir == "" {
+			return fmt.Errorf("%w: --recover needs the --data-dir of the cluster to recover", errUsage)
+		}
+		before, err := server.RecoverMeta(dir, devNodeID, []raftmeta.Server{{ID: devNodeID, Address: *listen, Voter: true}})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "recovered: the metadata voters were %s; node %d is now the only one\n", describeVoters(before), devNodeID)
+	}
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "floe-dev-"); err != nil {
 			return err
@@ -44,7 +60,7 @@ func runDev(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	start := time.Now()
 	srv, err := server.New(server.Config{
-		NodeID: 1, Roles: []string{server.RoleMeta, server.RoleTablet}, DataDir: dir, Listen: *listen,
+		NodeID: devNodeID, Roles: []string{server.RoleMeta, server.RoleTablet}, DataDir: dir, Listen: *listen,
 		Gossip: gossip, BootstrapExpect: 1,
 		Logger: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level})),
 	})

@@ -35,6 +35,7 @@ func commands() []command {
 		{"db", "create, list and drop databases", runDB},
 		{"table", "create, list, describe and drop tables", runTable},
 		{"cluster", "cluster status and metadata group membership", runCluster},
+		{"recover", "make the surviving voters the whole metadata group of a stopped node (after a lost quorum)", runRecover},
 		{"produce", "append JSON lines to a log table, or upsert or delete them in a primary-key table", runProduce},
 		{"consume", "print a table's rows (a primary-key table's changelog) as JSON lines", runConsume},
 		{"lookup", "read rows of a primary-key table by key or bucket-key prefix", runLookup},

@@ -75,6 +75,11 @@ const (
 	// an idempotent retry is answered with the same offsets once the ISR is
 	// back.
 	ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND ErrorCode = 20
+	// A membership change was refused because it would put the metadata
+	// group's quorum at risk (removing the last voter, or voters that a
+	// quorum still needs; promoting a node that has not caught up). Not
+	// retriable as is: the message says what to do.
+	ErrorCode_ERROR_CODE_QUORUM_AT_RISK ErrorCode = 21
 )
 
 // Enum value maps for ErrorCode.
@@ -101,6 +106,7 @@ var (
 		18: "ERROR_CODE_BUCKET_OFFLINE",
 		19: "ERROR_CODE_CORRUPT",
 		20: "ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+		21: "ERROR_CODE_QUORUM_AT_RISK",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_INTERNAL":                         0,
@@ -124,6 +130,7 @@ var (
 		"ERROR_CODE_BUCKET_OFFLINE":                   18,
 		"ERROR_CODE_CORRUPT":                          19,
 		"ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND": 20,
+		"ERROR_CODE_QUORUM_AT_RISK":                   21,
 	}
 )
 
@@ -158,7 +165,7 @@ var File_errors_proto protoreflect.FileDescriptor
 
 const file_errors_proto_rawDesc = "" +
 	"\n" +
-	"\ferrors.proto\x12\afloe.v1*\x8d\x05\n" +
+	"\ferrors.proto\x12\afloe.v1*\xac\x05\n" +
 	"\tErrorCode\x12\x17\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\x00\x12\x19\n" +
 	"\x15ERROR_CODE_NOT_LEADER\x10\x01\x12\x15\n" +
@@ -181,7 +188,8 @@ const file_errors_proto_rawDesc = "" +
 	"\x1fERROR_CODE_UNKNOWN_LEADER_EPOCH\x10\x11\x12\x1d\n" +
 	"\x19ERROR_CODE_BUCKET_OFFLINE\x10\x12\x12\x16\n" +
 	"\x12ERROR_CODE_CORRUPT\x10\x13\x12/\n" +
-	"+ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x14B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"+ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x14\x12\x1d\n" +
+	"\x19ERROR_CODE_QUORUM_AT_RISK\x10\x15B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_errors_proto_rawDescOnce sync.Once

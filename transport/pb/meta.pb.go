@@ -1605,8 +1605,11 @@ func (x *AddVoterRequest) GetAddress() string {
 }
 
 type RemoveVoterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// Remove it even when the voters left that answer are fewer than a
+	// quorum of the new configuration (the last voter is never removed).
+	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1646,6 +1649,13 @@ func (x *RemoveVoterRequest) GetNodeId() uint32 {
 		return x.NodeId
 	}
 	return 0
+}
+
+func (x *RemoveVoterRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type TransferLeadershipRequest struct {
@@ -2238,9 +2248,10 @@ const file_meta_proto_rawDesc = "" +
 	"\x05alive\x18\x02 \x01(\bR\x05alive\"D\n" +
 	"\x0fAddVoterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress\"-\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"C\n" +
 	"\x12RemoveVoterRequest\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\rR\x06nodeId\"4\n" +
+	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"4\n" +
 	"\x19TransferLeadershipRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\"%\n" +
 	"\rAdminResponse\x12\x14\n" +

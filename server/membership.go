@@ -1,0 +1,199 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/raftmeta"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// catchUpWait bounds how long add-voter waits for a new member to apply
+// what the leader had applied when it was added. It stays under the
+// client's per-attempt timeout (5 s) together with the greeting, so the
+// answer comes back in one attempt; a member that needs longer stays a
+// non-voter and add-voter, run again, resumes the wait.
+const catchUpWait = 3 * time.Second
+
+// addVoter runs on the leader. A voter that nobody runs turns a one-voter
+// group into a two-voter one that needs both for a quorum: the metadata
+// stops for good. So the address must first answer as meta node id of this
+// cluster; the node then joins as a non-voter, which counts for nothing,
+// and becomes a voter only once it has caught up.
+func (s *Server) addVoter(ctx context.Context, n *raftmeta.Node, id uint32, addr string) error {
+	servers, err := n.Servers(ctx)
+	if err != nil {
+		return err
+	}
+	var cur *raftmeta.Server
+	if i := slices.IndexFunc(servers, func(v raftmeta.Server) bool { return v.ID == id }); i >= 0 {
+		cur = &servers[i]
+	}
+	if cur != nil && cur.Address != addr {
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+			"node %d is already a member at %s, not %s: remove it first (cluster remove-voter %d)", id, cur.Address, addr, id)
+	}
+	if cur != nil && cur.Voter {
+		return nil
+	}
+	if err := s.checkCandidate(ctx, id, addr); err != nil {
+		return err
+	}
+	if err := n.LinearizableRead(ctx); err != nil {
+		return err
+	}
+	// The state machine's applied index, not Raft's commit index: the
+	// latter may be a configuration entry, which a member's state file
+	// never records.
+	target := n.Status().AppliedIndex
+	if cur == nil {
+		if err := n.AddNonvoter(ctx, id, addr); err != nil {
+			return err
+		}
+		s.log.Info("added a non-voter; promoting it once caught up", "new_node", id, "address", addr, "applied_index", target)
+	}
+	applied, err := s.waitCaughtUp(ctx, id, addr, target)
+	if err != nil {
+		return err
+	}
+	if applied < target {
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_QUORUM_AT_RISK,
+			"node %d was added as a non-voter but has not caught up within %v (applied index %d of %d); "+
+				"it stays a non-voter, which the quorum does not count on. Run add-voter again once "+
+				"`floe cluster status` shows it following", id, catchUpWait, applied, target)
+	}
+	return n.AddVoter(ctx, id, addr)
+}
+
+// waitCaughtUp polls the member at addr until its state machine applied
+// target or catchUpWait passes, and returns the last applied index it
+// reported.
+func (s *Server) waitCaughtUp(ctx context.Context, id uint32, addr string, target uint64) (uint64, error) {
+	wctx, cancel := context.WithTimeout(ctx, catchUpWait)
+	defer cancel()
+	var applied uint64
+	pace := backoff.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond}
+	for {
+		pctx, pcancel := context.WithTimeout(wctx, statusProbeTimeout)
+		r, err := pb.NewDRPCMetaClient(s.pool.Conn(addr)).RaftStatus(pctx, &pb.RaftStatusRequest{})
+		pcancel()
+		if err == nil && r.NodeId == id {
+			applied = r.AppliedIndex
+		}
+		if applied >= target {
+			return applied, nil
+		}
+		if !pace.Wait(wctx) {
+			// The wait's own deadline is an answer (not caught up); the
+			// caller's is not.
+			return applied, ctx.Err()
+		}
+	}
+}
+
+// checkCandidate greets addr and refuses, saying why, unless it answers as
+// meta node id of this cluster with its metadata Raft running.
+func (s *Server) checkCandidate(ctx context.Context, id uint32, addr string) error {
+	o := s.greet(ctx, addr)
+	if trouble, why := diagnoseHello(o); trouble != joinOK {
+		code := pb.ErrorCode_ERROR_CODE_INVALID_REQUEST
+		if trouble == joinOtherCluster {
+			code = pb.ErrorCode_ERROR_CODE_CLUSTER_MISMATCH
+		}
+		return transport.Errorf(code, "refusing to add node %d: %s does not answer as a node of this cluster (%s): %s. "+
+			"Start the node first (floe serve --id %d --join ...); nothing was changed", id, addr, trouble, why, id)
+	}
+	r := o.resp
+	switch {
+	case r.NodeId != id:
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+			"refusing to add node %d: %s answers as node %d; nothing was changed", id, addr, r.NodeId)
+	case !slices.Contains(r.Roles, RoleMeta):
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+			"refusing to add node %d: it runs without the meta role (roles %s), so it holds no metadata; nothing was changed",
+			id, strings.Join(r.Roles, ","))
+	case r.ClusterId == "" || !r.Formed:
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+			"refusing to add node %d: it is not part of a cluster yet (start it with --join); nothing was changed", id)
+	}
+	return nil
+}
+
+// greet sends one Hello to addr and, when it fails for another reason than
+// a cluster mismatch, dials addr plainly to tell why.
+func (s *Server) greet(ctx context.Context, addr string) helloOutcome {
+	req := &pb.HelloRequest{NodeId: s.cfg.NodeID, RpcAddress: s.advertise, Roles: s.cfg.Roles}
+	cctx, cancel := context.WithTimeout(ctx, helloTimeout)
+	resp, err := pb.NewDRPCMetaClient(s.pool.Conn(addr)).Hello(cctx, req)
+	cancel()
+	o := helloOutcome{clusterID: s.ClusterID(), resp: resp, helloErr: err}
+	if err != nil && !errors.Is(err, transport.ErrClusterMismatch) {
+		o.dialErr = plainDial(ctx, addr)
+	}
+	return o
+}
+
+// removeVoter runs on the leader. It never removes the last voter, and
+// without force it refuses a removal after which the voters that answer
+// are fewer than a quorum of the voters left: the metadata would stop
+// taking changes until the missing ones come back.
+func (s *Server) removeVoter(ctx context.Context, n *raftmeta.Node, id uint32, force bool) error {
+	servers, err := n.Servers(ctx)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(servers, func(v raftmeta.Server) bool { return v.ID == id })
+	if i < 0 {
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE, "node %d is not a member of the metadata group", id)
+	}
+	if servers[i].Voter {
+		addrs := map[uint32]string{}
+		for _, v := range servers {
+			if v.Voter && v.ID != id {
+				addrs[v.ID] = v.Address
+			}
+		}
+		live := map[uint32]bool{s.cfg.NodeID: true}
+		for vid, state := range s.probe(ctx, addrs) {
+			live[vid] = state == "leader" || state == "follower"
+		}
+		if err := removalRisk(servers, id, live); err != nil && (!force || len(addrs) == 0) {
+			return err
+		}
+	}
+	return n.RemoveServer(ctx, id)
+}
+
+// removalRisk says why removing voter id from servers puts the quorum at
+// risk, given which voters answer (live), or nil when it does not.
+func removalRisk(servers []raftmeta.Server, id uint32, live map[uint32]bool) error {
+	var left, answering []string
+	for _, v := range servers {
+		if !v.Voter || v.ID == id {
+			continue
+		}
+		left = append(left, fmt.Sprint(v.ID))
+		if live[v.ID] {
+			answering = append(answering, fmt.Sprint(v.ID))
+		}
+	}
+	if len(left) == 0 {
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_QUORUM_AT_RISK,
+			"refusing to remove node %d: it is the last voter, and the metadata needs one. "+
+				"Add its replacement first (cluster add-voter), then remove it", id)
+	}
+	quorum := len(left)/2 + 1
+	if len(answering) < quorum {
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_QUORUM_AT_RISK,
+			"refusing to remove node %d: the voters left would be %s, of which %d answer (%s), fewer than their quorum of %d, "+
+				"so the metadata would stop taking changes. Bring the missing voters back first, or pass --force",
+			id, strings.Join(left, ","), len(answering), strings.Join(answering, ","), quorum)
+	}
+	return nil
+}

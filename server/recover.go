@@ -1,0 +1,30 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/floedb/floe/raftmeta"
+)
+
+// RecoverMeta makes voters the whole metadata group of the stopped meta
+// node nodeID whose data folder is dataDir, and returns the configuration
+// its Raft state held before. It is the way back for a cluster that lost
+// its quorum for good; raftmeta.Recover says when that is safe. The node
+// then starts as usual and, with a quorum of voters running, elects a
+// leader again.
+func RecoverMeta(dataDir string, nodeID uint32, voters []raftmeta.Server) (before []raftmeta.Server, err error) {
+	lock, err := lockDataDir(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("server: recover: %w; stop the node first", err)
+	}
+	defer unlockDataDir(lock)
+	dir := metaDir(dataDir)
+	before, err = raftmeta.Configuration(dir, nodeID)
+	if err != nil {
+		return nil, fmt.Errorf("server: recover: %w (is %s the data folder of a meta node, and is the node stopped?)", err, dataDir)
+	}
+	if err := raftmeta.Recover(dir, nodeID, voters); err != nil {
+		return before, err
+	}
+	return before, nil
+}
