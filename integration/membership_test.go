@@ -154,9 +154,9 @@ func TestRecoverLostQuorum(t *testing.T) {
 	if v := c.voters(); len(v) != 1 || v[1] != "voter" {
 		t.Fatalf("voters after recovery: %v", v)
 	}
-	// Recovering needs a stopped node and a folder with Raft state.
+	// Recovering needs the folder of a stopped node.
 	_, errOut, code := c.run("recover", "--data-dir", filepath.Join(t.TempDir(), "none"), "--id", "1", "--voters", "1="+survivor.Addr)
-	if code != 1 || !strings.Contains(errOut, "no Raft state") {
+	if code != 1 || !strings.Contains(errOut, "no data folder at") {
 		t.Fatalf("recover of an empty folder: exit %d: %s", code, errOut)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/floedb/floe/raftmeta"
 )
@@ -13,6 +14,9 @@ import (
 // then starts as usual and, with a quorum of voters running, elects a
 // leader again.
 func RecoverMeta(dataDir string, nodeID uint32, voters []raftmeta.Server) (before []raftmeta.Server, err error) {
+	if st, err := os.Stat(dataDir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("server: recover: no data folder at %s", dataDir)
+	}
 	lock, err := lockDataDir(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("server: recover: %w; stop the node first", err)
