@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
@@ -160,5 +161,36 @@ func TestUsageFoundBeforeConnecting(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "connection refused") {
 			t.Errorf("floe %s: exit %d, %q; want exit 2 and %q", strings.Join(tc.args, " "), code, errOut, tc.want)
 		}
+	}
+}
+
+func TestParseTimestamp(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string // RFC 3339 in UTC, "" for an error
+	}{
+		{"2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z"},
+		{"2026-12-01T10:00:00.250+01:00", "2026-12-01T09:00:00.25Z"},
+		{"2026-12-01T10:00:00", "2026-12-01T10:00:00Z"},
+		{"2026-12-01 10:00:00", "2026-12-01T10:00:00Z"},
+		{"2026-12-01", "2026-12-01T00:00:00Z"},
+		{"1796097953841", "2026-12-01T04:05:53.841Z"},
+		{"-5", ""},
+		{"yesterday", ""},
+	} {
+		got, err := parseTimestamp(tc.in)
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("parseTimestamp(%q) = %v, want an error", tc.in, got)
+		case tc.want != "" && (err != nil || got.UTC().Format(time.RFC3339Nano) != tc.want):
+			t.Errorf("parseTimestamp(%q) = %v, %v; want %s", tc.in, got.UTC().Format(time.RFC3339Nano), err, tc.want)
+		}
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	code, out, _ := runCLI(t, "", "--version")
+	if code != 0 || !strings.HasPrefix(out, "floe ") {
+		t.Fatalf("floe --version: %d %q", code, out)
 	}
 }

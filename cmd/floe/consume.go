@@ -34,7 +34,7 @@ func consumeCmd(env *cliEnv) clientCmd {
 	return clientCmd{name: "consume", nargs: 1, streaming: true,
 		usage: "consume DB.TABLE [--from earliest|latest|offset=N|timestamp=RFC3339] [--limit N] [--follow] [--buckets 0,2]",
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&from, "from", "earliest", "where to start: earliest, latest, offset=N or timestamp=RFC3339")
+			fs.StringVar(&from, "from", "earliest", "where to start: earliest, latest, offset=N or timestamp=T (RFC 3339, a date, or epoch milliseconds)")
 			fs.Int64Var(&o.limit, "limit", 0, "stop after this many rows (0: no limit)")
 			fs.BoolVar(&o.follow, "follow", false, "keep reading new rows; without it, stop at the high watermark seen at start")
 			fs.StringVar(&buckets, "buckets", "", "comma-separated buckets to read (default: all)")
@@ -88,13 +88,31 @@ func parseFrom(s string) (client.StartPosition, error) {
 		}
 		return client.AtOffset(n), nil
 	case strings.HasPrefix(s, "timestamp="):
-		t, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(s, "timestamp="))
+		t, err := parseTimestamp(strings.TrimPrefix(s, "timestamp="))
 		if err != nil {
 			return client.StartPosition{}, fmt.Errorf("%w: --from %s: %v", errUsage, s, err)
 		}
 		return client.AtTimestamp(t), nil
 	}
 	return client.StartPosition{}, fmt.Errorf("%w: --from %q: want earliest, latest, offset=N or timestamp=RFC3339", errUsage, s)
+}
+
+// parseTimestamp reads a --from timestamp: RFC 3339 (with or without
+// fractional seconds), a date and time without a zone (UTC), a date (its
+// midnight, UTC), or milliseconds since the Unix epoch.
+func parseTimestamp(v string) (time.Time, error) {
+	if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if ms < 0 {
+			return time.Time{}, fmt.Errorf("epoch milliseconds must not be negative")
+		}
+		return time.UnixMilli(ms), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", time.DateOnly} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("want an RFC 3339 time (2026-12-01T10:00:00Z), a date (2026-12-01, UTC) or epoch milliseconds")
 }
 
 // consume prints rows of the chosen buckets until the limit, the high

@@ -59,6 +59,9 @@ func run(ctx context.Context, env *cliEnv, args []string) int {
 		usage(env.stdout)
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	for _, c := range commands() {
 		if c.name == args[0] {
 			err := c.run(ctx, env, args[1:])
