@@ -83,6 +83,10 @@ func produceLines(ctx context.Context, r io.Reader, appendJSON func(ctx context.
 		if err != nil {
 			return st, err
 		}
+		if lr.line == 1 {
+			// A UTF-8 byte order mark, as some editors write, is not JSON.
+			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}

@@ -52,6 +52,7 @@ func TestProduceLinesReportsLine(t *testing.T) {
 		wantErr  error
 	}{
 		{"clean", "{\"id\":1}\n\n{\"id\":2,\"name\":\"b\"}\r\n{\"id\":3}", 3, "", nil},
+		{"byte order mark", "\xef\xbb\xbf{\"id\":1}\n{\"id\":2}\n", 2, "", nil},
 		{"type error", "{\"id\":1}\n  \n{\"id\":2}\n{\"id\":\"three\"}\n{\"id\":4}\n", 2, "line 4: ", record.ErrWrongType},
 		{"malformed", "{\"id\":1}\n{\"id\":2,\n", 1, "line 2: ", record.ErrInvalidJSON},
 		{"missing column", "{\"name\":\"x\"}\n", 0, "line 1: ", record.ErrNullNotAllowed},
