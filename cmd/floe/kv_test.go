@@ -46,7 +46,7 @@ func TestProduceUpsertAndLookup(t *testing.T) {
 		{"lookup", "", []string{"lookup", "db.kv", "--key", `{"id":1}`}, 0, "{\"id\":1,\"name\":\"a\",\"score\":9}\n", ""},
 		{"lookup linearizable", "", []string{"lookup", "db.kv", "--key", `{"id":1}`, "--linearizable"}, 0, "{\"id\":1,\"name\":\"a\",\"score\":9}\n", ""},
 		{"lookup deleted", "", []string{"lookup", "db.kv", "--key", `{"id":2}`}, 1, "", "not found"},
-		{"lookup stdin", "{\"id\":2}\n{\"id\":1}\n\n{\"id\":3}\n", []string{"lookup", "db.kv"}, 1, "{\"id\":1,\"name\":\"a\",\"score\":9}\n", "2 keys: not found"},
+		{"lookup stdin", "{\"id\":2}\n{\"id\":1}\n\n{\"id\":3}\n", []string{"lookup", "db.kv"}, 1, "{\"id\":1,\"name\":\"a\",\"score\":9}\n", `2 keys: not found: {"id":2}, {"id":3}`},
 		{"lookup stdin all found", "{\"id\":1}\n", []string{"lookup", "db.kv"}, 0, "{\"id\":1,\"name\":\"a\",\"score\":9}\n", ""},
 		{"lookup bad JSON", "", []string{"lookup", "db.kv", "--key", `{"id":`}, 1, "", "invalid JSON"},
 		{"lookup extra column", "", []string{"lookup", "db.kv", "--key", `{"id":1,"name":"a"}`}, 1, "", `column "name"`},
@@ -60,6 +60,7 @@ func TestProduceUpsertAndLookup(t *testing.T) {
 		{"orders", "{\"user\":1,\"seq\":2,\"item\":\"b\"}\n{\"user\":1,\"seq\":1,\"item\":\"a\"}\n{\"user\":2,\"seq\":1}\n", []string{"produce", "db.orders"}, 0, "", "upserted 3 rows"},
 		{"prefix", "", []string{"lookup", "db.orders", "--prefix", `{"user":1}`}, 0,
 			"{\"user\":1,\"seq\":1,\"item\":\"a\"}\n{\"user\":1,\"seq\":2,\"item\":\"b\"}\n", ""},
+		{"prefix with no rows", "", []string{"lookup", "db.orders", "--prefix", `{"user":9}`}, 1, "", `no row with bucket key {"user":9}: not found`},
 	}
 	for _, st := range steps {
 		code, out, errOut := runCLI(t, st.stdin, append(inDB(fc, st.args), "--server", fc.server)...)

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/floedb/floe/client"
 	"github.com/floedb/floe/storage/record"
@@ -88,6 +90,9 @@ func lookupCmd(env *cliEnv) clientCmd {
 				if err != nil {
 					return fmt.Errorf("--prefix: %w", err)
 				}
+				if len(rows) == 0 {
+					return fmt.Errorf("no row with bucket key %s: %w", o.prefix, errNotFound)
+				}
 				return nil
 			}
 			return lookupLines(ctx, l, tbl, interruptible(ctx, env.stdin), p)
@@ -120,7 +125,10 @@ func lookupLines(ctx context.Context, l *client.Lookuper, tbl *client.Table, in 
 		return err
 	}
 	var keys [][]byte
-	var missing int64
+	var lines []string // the input line of each key in keys: "line N {...}"
+	var missing []string
+	var missed int64
+	line := 0
 	flushKeys := func() error {
 		if len(keys) == 0 {
 			return nil
@@ -129,10 +137,11 @@ func lookupLines(ctx context.Context, l *client.Lookuper, tbl *client.Table, in 
 		if err != nil {
 			return err
 		}
-		keys = keys[:0]
-		for _, row := range rows {
+		for i, row := range rows {
 			if row == nil {
-				missing++
+				if missed++; len(missing) < maxMissingNamed {
+					missing = append(missing, lines[i])
+				}
 				continue
 			}
 			if err := p.print(row); err != nil {
@@ -142,12 +151,17 @@ func lookupLines(ctx context.Context, l *client.Lookuper, tbl *client.Table, in 
 		return p.out.Flush()
 	}
 	_, readErr := produceLines(ctx, in, func(_ context.Context, object []byte) error {
+		line++
 		key, err := codec.AppendRow(nil, object)
 		if err != nil {
 			return err
 		}
-		if keys = append(keys, key); len(keys) == lookupBatchKeys {
-			return flushKeys()
+		keys = append(keys, key)
+		lines = append(lines, string(bytes.TrimSpace(object)))
+		if len(keys) == lookupBatchKeys {
+			err := flushKeys()
+			keys, lines = keys[:0], lines[:0]
+			return err
 		}
 		return nil
 	})
@@ -160,8 +174,15 @@ func lookupLines(ctx context.Context, l *client.Lookuper, tbl *client.Table, in 
 	if readErr != nil {
 		return readErr
 	}
-	if missing > 0 {
-		return fmt.Errorf("%d keys: %w", missing, errNotFound)
+	if missed > 0 {
+		named := strings.Join(missing, ", ")
+		if more := missed - int64(len(missing)); more > 0 {
+			named += fmt.Sprintf(" and %d more", more)
+		}
+		return fmt.Errorf("%s: %w: %s", plural(missed, "key"), errNotFound, named)
 	}
 	return nil
 }
+
+// maxMissingNamed bounds how many keys a failed batched lookup names.
+const maxMissingNamed = 10
