@@ -91,6 +91,10 @@ func TestRefusedCommandsChangeNothing(t *testing.T) {
 		{"negative replication", table(func(c *pb.CreateTable) { c.Replication = -1 }), invalid, []string{"replication", "-1"}},
 		{"replication above tablet nodes", table(func(c *pb.CreateTable) { c.Replication = 4 }), notEnough, []string{`"sales.events"`, "replication 4", "3 registered tablet nodes"}},
 		{"property empty key", table(func(c *pb.CreateTable) { c.Properties = map[string]string{"": "x"} }), invalid, []string{`""`, "unknown property"}},
+		{"checks v0: property empty key", table(func(c *pb.CreateTable) { c.Checks, c.Properties = 0, map[string]string{"": "x"} }), invalid, []string{"empty key"}},
+		{"checks v0: bad merge engine", table(func(c *pb.CreateTable) {
+			c.Checks, c.Properties = 0, map[string]string{"merge-engine": "newest"}
+		}), invalid, []string{"merge-engine", "newest"}},
 		{"property long key", table(func(c *pb.CreateTable) {
 			c.Properties = map[string]string{strings.Repeat("k", longKeyLen): "x"}
 		}), invalid, []string{"property", "kkkk", fmt.Sprint(MaxPropertyKeyBytes)}},
@@ -490,4 +494,28 @@ func TestNodesAndCluster(t *testing.T) {
 	}
 	_, err = h.s.Node(7)
 	wantCode(t, err, pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE)
+}
+
+// TestCreateTableChecksV0: a create committed by a build before the
+// property registry (Checks 0) applies as it did then, so that replaying
+// an old log after an upgrade gives the same state: unknown properties and
+// column names starting with _ are stored.
+func TestCreateTableChecksV0(t *testing.T) {
+	for _, checks := range []uint32{0, CreateTableChecks} {
+		h := newHarness(t)
+		h.tabletNodes(3)
+		h.ok(createDB("sales"))
+		res := h.apply(createTable(ordersTable("sales", "old", func(c *pb.CreateTable) {
+			c.Checks = checks
+			c.Columns[3].Name = "_offset"
+			c.Properties = map[string]string{"table.log.ttl": "7d", "min.insync.replicas": "abc"}
+		})))
+		if checks == 0 {
+			if err := ResultError(res); err != nil {
+				t.Fatalf("checks 0: %v", err)
+			}
+		} else {
+			wantRefused(t, res, pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "reserved")
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package metastate
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -46,7 +47,7 @@ func validateSchema(table string, c *pb.CreateTable) ([]string, error) {
 		if !validName(name) {
 			return nil, errorf(codeInvalidRequest, "table %q: invalid column name %.256q: %s", table, name, nameRule)
 		}
-		if strings.HasPrefix(name, ReservedColumnPrefix) {
+		if c.GetChecks() >= 1 && strings.HasPrefix(name, ReservedColumnPrefix) {
 			return nil, errorf(codeInvalidRequest,
 				"table %q: column %q: names starting with %q are reserved for the fields consume adds (_bucket, _offset, _timestamp, _change)",
 				table, name, ReservedColumnPrefix)
@@ -88,16 +89,28 @@ func validateSchema(table string, c *pb.CreateTable) ([]string, error) {
 	return slices.Clone(bk), nil
 }
 
+// CreateTableChecks is the version of the create-table checks this build
+// asks for in the commands it proposes (pb.CreateTable.Checks): 1 checks
+// every property by the registry the replicas read them with
+// (internal/tableprop) and reserves the _ prefix of column names. Commands
+// of version 0, committed by older builds, are applied by the checks of
+// then (tablechecks_v0.go).
+const CreateTableChecks = 1
+
 // validateProperties checks a new table's properties against the registry
 // (internal/tableprop) the replicas read them with: an unknown property or a
 // value a replica could not use is refused here, listing the valid ones.
 func validateProperties(table string, c *pb.CreateTable, replication int32) error {
+	if c.GetChecks() == 0 {
+		return validatePropertiesV0(table, c)
+	}
 	props := c.GetProperties()
 	if len(props) > MaxProperties {
 		return errorf(codeInvalidRequest, "table %q has %d properties; at most %d", table, len(props), MaxProperties)
 	}
-	for k, v := range props {
-		if len(k) > MaxPropertyKeyBytes || len(v) > MaxPropertyValueBytes {
+	keys := slices.Sorted(maps.Keys(props)) // the first bad key is the same on every replica
+	for _, k := range keys {
+		if len(k) > MaxPropertyKeyBytes || len(props[k]) > MaxPropertyValueBytes {
 			return errorf(codeInvalidRequest, "table %q: property %.64q is over %d bytes or its value over %d",
 				table, k, MaxPropertyKeyBytes, MaxPropertyValueBytes)
 		}
