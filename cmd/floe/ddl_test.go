@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
 )
 
 // TestDDLIfNotExistsAndIfExists: --if-not-exists on an existing database or
@@ -140,5 +142,44 @@ func TestDescribeShowsUnusableTable(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `status       unusable: property min.insync.replicas="abc"`) {
 		t.Fatalf("describe:\n%s", out.String())
+	}
+}
+
+// TestUnusableTableEndToEnd: a table stored by an older build that did not
+// check properties (a create command of checks version 0, proposed as such a
+// build would) is shown by describe as unusable with the reason, and its
+// reads and writes are refused saying so, never as a dropped table.
+func TestUnusableTableEndToEnd(t *testing.T) {
+	fc := startCluster(t)
+	if code, _, errOut := runCLI(t, "", "db", "create", fc.db, "--if-not-exists", "--server", fc.server); code != 0 {
+		t.Fatal(errOut)
+	}
+	pool := transport.NewPool(transport.PoolConfig{})
+	defer pool.Close()
+	meta := pb.NewDRPCMetaClient(pool.Conn(fc.Addrs()[0]))
+	resp, err := meta.Propose(t.Context(), &pb.ProposeRequest{Command: &pb.Command{Op: &pb.Command_CreateTable{CreateTable: &pb.CreateTable{
+		Database: fc.db, Name: "old", Columns: []*pb.Column{{Name: "id", Type: "BIGINT"}, {Name: "name", Type: "STRING", Nullable: true}},
+		Buckets: 1, Replication: 1, Properties: map[string]string{"min.insync.replicas": "abc"},
+	}}}})
+	if err != nil || resp.GetResult().GetError() != "" {
+		t.Fatalf("storing a table as an older build would: %v %v", err, resp)
+	}
+	table := fc.db + ".old"
+
+	code, out, errOut := runCLI(t, "", "table", "describe", table, "--server", fc.server)
+	if code != 0 || !strings.Contains(out, `unusable: property min.insync.replicas="abc"`) {
+		t.Fatalf("describe: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{
+		{"produce", table, "--acks", "1"},
+		{"consume", table},
+	} {
+		// The tablet may not have seen the table yet (a retriable answer
+		// the client waits out); it then answers with the reason.
+		code, _, errOut := runCLI(t, `{"id":1,"name":"a"}`+"\n", append(args, "--server", fc.server, "--timeout", "10s")...)
+		if code != 1 || !strings.Contains(errOut, "unusable") || !strings.Contains(errOut, "min.insync.replicas") ||
+			strings.Contains(errOut, "dropped") {
+			t.Fatalf("floe %s: exit %d, stderr %q; want a refusal naming the table unusable", args[0], code, errOut)
+		}
 	}
 }
