@@ -7,6 +7,10 @@
 //
 // Parse is pure and deterministic: the properties are checked in name
 // order, so every metadata replica refuses a bad table with the same error.
+// What Parse accepts is part of the metadata state machine's rules: a
+// change that accepts or refuses more (a new property, a wider range) must
+// come with a new metastate.CreateTableChecks version under which it
+// applies, so that a replayed log gives the state it gave.
 package tableprop
 
 import (
