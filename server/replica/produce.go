@@ -64,7 +64,7 @@ func (m *Manager) missingReplica(id BucketID) error {
 	m.mu.Unlock()
 	switch {
 	case unusable != nil:
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "table %d is unusable on node %d: %v", id.TableID, m.cfg.NodeID, unusable)
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "node %d cannot serve table %d: %v", m.cfg.NodeID, id.TableID, unusable)
 	case !known && id.TableID <= maxID:
 		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE, "table %d does not exist (dropped)", id.TableID)
 	case !known:
