@@ -124,6 +124,11 @@ type TableInfo struct {
 	// metadata (a property or type an older build accepted); "" when they
 	// can. Requests for such a table are refused with the same reason.
 	Unusable string `json:"unusable,omitempty"`
+	// Invalid says what in the definition of a table nodes do serve table
+	// create would refuse today (stored by an older build that checked
+	// less: an unknown property is ignored, a min.insync.replicas above the
+	// replication factor counts as the replication factor); "" when none.
+	Invalid string `json:"invalid,omitempty"`
 	// Placement is filled by DescribeTable.
 	Placement []Bucket `json:"placement,omitempty"`
 }
@@ -265,7 +270,7 @@ func tableFromPB(t *pb.TableRecord, buckets []*pb.BucketRecord) *TableInfo {
 	for _, b := range buckets {
 		out.Placement = append(out.Placement, bucketFromPB(b))
 	}
-	out.Unusable = unusableReason(t)
+	out.Unusable, out.Invalid = checkStored(t)
 	return out
 }
 

@@ -145,10 +145,12 @@ func TestDescribeShowsUnusableTable(t *testing.T) {
 	}
 }
 
-// TestUnusableTableEndToEnd: a table stored by an older build that did not
-// check properties (a create command of checks version 0, proposed as such a
-// build would) is shown by describe as unusable with the reason, and its
-// reads and writes are refused saying so, never as a dropped table.
+// TestUnusableTableEndToEnd: tables stored by an older build that did not
+// check properties (create commands of checks version 0, proposed as such a
+// build would): one whose properties still have a clear meaning is served
+// and describe warns about it; one with a value no node can read is shown
+// by describe as unusable with the reason, and its reads and writes are
+// refused saying so, never as a dropped table.
 func TestUnusableTableEndToEnd(t *testing.T) {
 	fc := startCluster(t)
 	if code, _, errOut := runCLI(t, "", "db", "create", fc.db, "--if-not-exists", "--server", fc.server); code != 0 {
@@ -157,16 +159,35 @@ func TestUnusableTableEndToEnd(t *testing.T) {
 	pool := transport.NewPool(transport.PoolConfig{})
 	defer pool.Close()
 	meta := pb.NewDRPCMetaClient(pool.Conn(fc.Addrs()[0]))
-	resp, err := meta.Propose(t.Context(), &pb.ProposeRequest{Command: &pb.Command{Op: &pb.Command_CreateTable{CreateTable: &pb.CreateTable{
-		Database: fc.db, Name: "old", Columns: []*pb.Column{{Name: "id", Type: "BIGINT"}, {Name: "name", Type: "STRING", Nullable: true}},
-		Buckets: 1, Replication: 1, Properties: map[string]string{"min.insync.replicas": "abc"},
-	}}}})
-	if err != nil || resp.GetResult().GetError() != "" {
-		t.Fatalf("storing a table as an older build would: %v %v", err, resp)
+	storeUnchecked := func(name string, props map[string]string) string {
+		t.Helper()
+		resp, err := meta.Propose(t.Context(), &pb.ProposeRequest{Command: &pb.Command{Op: &pb.Command_CreateTable{CreateTable: &pb.CreateTable{
+			Database: fc.db, Name: name, Columns: []*pb.Column{{Name: "id", Type: "BIGINT"}, {Name: "name", Type: "STRING", Nullable: true}},
+			Buckets: 1, Replication: 1, Properties: props,
+		}}}})
+		if err != nil || resp.GetResult().GetError() != "" {
+			t.Fatalf("storing a table as an older build would: %v %v", err, resp)
+		}
+		return fc.db + "." + name
 	}
-	table := fc.db + ".old"
 
-	code, out, errOut := runCLI(t, "", "table", "describe", table, "--server", fc.server)
+	// Kept typos and a min.insync.replicas above the replication factor:
+	// served (every replica in sync for acks=all), and describe warns.
+	served := storeUnchecked("typo", map[string]string{"min.insync.replicas": "5", "retention.ms": "1000"})
+	if err := fc.WaitServing(t.Context(), fc.db, "typo"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "", "table", "describe", served, "--server", fc.server)
+	if code != 0 || strings.Contains(out, "unusable") || !strings.Contains(out, "warning") || !strings.Contains(out, "table create refuses it now") {
+		t.Fatalf("describe of a served table with unchecked properties: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, `{"id":1,"name":"a"}`+"\n", "produce", served, "--server", fc.server); code != 0 {
+		t.Fatalf("acks=all produce to a table with min.insync.replicas=5 of 1: exit %d %s", code, errOut)
+	}
+
+	table := storeUnchecked("old", map[string]string{"min.insync.replicas": "abc"})
+
+	code, out, errOut = runCLI(t, "", "table", "describe", table, "--server", fc.server)
 	if code != 0 || !strings.Contains(out, `unusable: property min.insync.replicas="abc"`) {
 		t.Fatalf("describe: exit %d\n%s%s", code, out, errOut)
 	}

@@ -184,6 +184,9 @@ func printTable(env *cliEnv, t *client.TableInfo) error {
 	if t.Unusable != "" {
 		fmt.Fprintf(w, "status\tunusable: %s (nodes refuse its reads and writes; drop and recreate it)\n", t.Unusable)
 	}
+	if t.Invalid != "" {
+		fmt.Fprintf(w, "warning\t%s (kept by an older build; table create refuses it now)\n", t.Invalid)
+	}
 	keys := make([]string, 0, len(t.Properties))
 	for k := range t.Properties {
 		keys = append(keys, k)

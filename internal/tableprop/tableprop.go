@@ -167,10 +167,26 @@ func DefaultMinInsyncReplicas(replication int) int {
 	return 1
 }
 
-// Parse checks a table's properties and returns their values: an unknown
-// property, a value out of its range or a property of primary-key tables on
-// a log table is an *Error (matching ErrInvalid).
+// Parse checks a new table's properties and returns their values: an
+// unknown property, a value out of its range or a property of primary-key
+// tables on a log table is an *Error (matching ErrInvalid).
 func Parse(props map[string]string, t Table) (Values, error) {
+	return parse(props, t, true)
+}
+
+// ParseStored reads the properties of a stored table, which a build from
+// before this registry may have stored unchecked. It keeps such tables
+// working where their meaning is clear: unknown properties (typos kept by
+// older builds) and properties of primary-key tables on a log table are
+// ignored, and a min.insync.replicas above the replication factor counts as
+// the replication factor (every replica, the most it can ask for; before,
+// every acks=all write failed). A value it cannot read (min.insync.replicas=abc,
+// merge-engine=newest) is an *Error: the table is unusable.
+func ParseStored(props map[string]string, t Table) (Values, error) {
+	return parse(props, t, false)
+}
+
+func parse(props map[string]string, t Table, strict bool) (Values, error) {
 	v := Values{MinInsyncReplicas: DefaultMinInsyncReplicas(t.Replication)}
 	if t.PrimaryKey {
 		v.MergeEngine, v.ChangelogImage, v.DeleteBehavior = MergeLastRow, ImageFull, DeleteAllow
@@ -184,6 +200,8 @@ func Parse(props map[string]string, t Table) (Values, error) {
 		val := props[k]
 		p, ok := lookup(k)
 		switch {
+		case !ok && !strict, p.PrimaryKeyOnly && !t.PrimaryKey && !strict:
+			continue
 		case !ok:
 			return Values{}, &Error{Property: k, Problem: "unknown property"}
 		case p.PrimaryKeyOnly && !t.PrimaryKey:
@@ -198,11 +216,11 @@ func Parse(props map[string]string, t Table) (Values, error) {
 		switch k {
 		case MinInsyncReplicas:
 			n, err := strconv.Atoi(val)
-			if err != nil || n < 1 || n > t.Replication {
+			if err != nil || n < 1 || (strict && n > t.Replication) {
 				return Values{}, &Error{Property: k, Value: val,
 					Problem: fmt.Sprintf("want an integer from 1 to the replication factor %d", t.Replication)}
 			}
-			v.MinInsyncReplicas = n
+			v.MinInsyncReplicas = min(n, t.Replication) // stored: above replication means every replica
 		case MergeEngine:
 			v.MergeEngine = val
 		case ChangelogImage:

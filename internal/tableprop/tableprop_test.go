@@ -85,3 +85,37 @@ func TestRegistryIsSortedAndValidListsAll(t *testing.T) {
 		t.Fatal("Properties hands out the registry itself")
 	}
 }
+
+// TestParseStored: stored tables keep working where their properties'
+// meaning is clear, and only values no node can read are refused.
+func TestParseStored(t *testing.T) {
+	tests := []struct {
+		name    string
+		props   map[string]string
+		table   Table
+		want    Values
+		wantErr string
+	}{
+		{"unknown property ignored", map[string]string{"merge-engne": "first_row", "table.log.ttl": "7d"}, Table{Replication: 3, PrimaryKey: true},
+			Values{MinInsyncReplicas: 2, MergeEngine: "last_row", ChangelogImage: "full", DeleteBehavior: "allow"}, ""},
+		{"primary-key property on a log table ignored", map[string]string{"merge-engine": "first_row"}, Table{Replication: 1}, Values{MinInsyncReplicas: 1}, ""},
+		{"min.insync.replicas above replication is every replica", map[string]string{"min.insync.replicas": "5"}, Table{Replication: 2}, Values{MinInsyncReplicas: 2}, ""},
+		{"min.insync.replicas not a number", map[string]string{"min.insync.replicas": "abc"}, Table{Replication: 1}, Values{}, `min.insync.replicas="abc"`},
+		{"min.insync.replicas zero", map[string]string{"min.insync.replicas": "0"}, Table{Replication: 1}, Values{}, "min.insync.replicas"},
+		{"unknown merge engine", map[string]string{"merge-engine": "newest"}, Table{Replication: 1, PrimaryKey: true}, Values{}, "want one of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseStored(tt.props, tt.table)
+			if tt.wantErr != "" {
+				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseStored = %+v, %v; want an error with %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ParseStored = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -47,7 +47,7 @@ func newTableInfo(t *pb.TableRecord, kv KVTables) (*tableInfo, error) {
 	}
 	info := &tableInfo{id: t.Id, name: t.Database + "." + t.Name, schema: s, schemaID: cur.Id,
 		primaryKey: len(t.PrimaryKey) > 0, replication: int(t.Replication)}
-	props, err := tableprop.Parse(t.Properties, tableprop.Table{Replication: info.replication, PrimaryKey: info.primaryKey})
+	props, err := tableprop.ParseStored(t.Properties, tableprop.Table{Replication: info.replication, PrimaryKey: info.primaryKey})
 	if err != nil {
 		return nil, fmt.Errorf("%w: table %s: %w", ErrUnusableTable, info.name, err)
 	}

@@ -11,8 +11,8 @@ import (
 )
 
 // TestUnusableTableIsNotDropped: a table whose stored metadata this node
-// cannot use (here min.insync.replicas=abc, stored before create checked
-// properties) gets no replica, and requests for it are answered with the
+// cannot use (here a min.insync.replicas that is not a positive number,
+// stored before create checked properties) gets no replica, and requests for it are answered with the
 // reason, not as if the table had been dropped. Once usable metadata comes,
 // it is served.
 func TestUnusableTableIsNotDropped(t *testing.T) {
@@ -30,7 +30,7 @@ func TestUnusableTableIsNotDropped(t *testing.T) {
 		return err
 	}
 
-	for _, bad := range []string{"abc", "5", "0"} {
+	for _, bad := range []string{"abc", "-1", "0"} {
 		m.Apply(&pb.MetadataUpdate{Full: true, Tables: []*pb.TableRecord{rec(bad)}, Buckets: []*pb.BucketRecord{bucket}})
 		err := produce()
 		var te *transport.Error
@@ -44,9 +44,11 @@ func TestUnusableTableIsNotDropped(t *testing.T) {
 		}
 	}
 
-	m.Apply(&pb.MetadataUpdate{Full: true, Tables: []*pb.TableRecord{rec("1")}, Buckets: []*pb.BucketRecord{bucket}})
-	if m.replica(testBucket) == nil {
-		t.Fatal("no replica once the metadata is usable")
+	// Above the replication factor (kept by older builds) it means every
+	// replica: the table is served.
+	m.Apply(&pb.MetadataUpdate{Full: true, Tables: []*pb.TableRecord{rec("5")}, Buckets: []*pb.BucketRecord{bucket}})
+	if r := m.replica(testBucket); r == nil || r.table().minISR != 1 {
+		t.Fatal("min.insync.replicas=5 of replication 1: no replica, or not at 1")
 	}
 	if err := produce(); err != nil && strings.Contains(err.Error(), "unusable") {
 		t.Fatalf("produce once the metadata is usable: %v", err)
