@@ -18,6 +18,7 @@ type Option func(*options)
 
 type options struct {
 	ifNotExists, ifExists, cascade bool
+	unchanged                      *bool
 }
 
 // IfNotExists makes a create of an existing database or table a no-op.
@@ -25,6 +26,18 @@ func IfNotExists() Option { return func(o *options) { o.ifNotExists = true } }
 
 // IfExists makes a drop of a missing database or table a no-op.
 func IfExists() Option { return func(o *options) { o.ifExists = true } }
+
+// Unchanged sets *unchanged to whether the call changed nothing: a create
+// with IfNotExists of a database or table that already exists, or a drop
+// with IfExists of one that does not.
+func Unchanged(unchanged *bool) Option { return func(o *options) { o.unchanged = unchanged } }
+
+// report stores a command's unchanged flag where Unchanged asked for it.
+func (o options) report(resp *pb.CommandResponse) {
+	if o.unchanged != nil {
+		*o.unchanged = resp.GetResult().GetUnchanged()
+	}
+}
 
 // Cascade lets DropDatabase drop the database's tables too.
 func Cascade() Option { return func(o *options) { o.cascade = true } }
@@ -107,6 +120,15 @@ type TableInfo struct {
 	Buckets     int32             `json:"buckets"`
 	Replication int32             `json:"replication"`
 	Properties  map[string]string `json:"properties"`
+	// Unusable says why nodes of this build cannot use the table's stored
+	// metadata (a property or type an older build accepted); "" when they
+	// can. Requests for such a table are refused with the same reason.
+	Unusable string `json:"unusable,omitempty"`
+	// Invalid says what in the definition of a table nodes do serve table
+	// create would refuse today (stored by an older build that checked
+	// less: an unknown property is ignored, a min.insync.replicas above the
+	// replication factor counts as the replication factor); "" when none.
+	Invalid string `json:"invalid,omitempty"`
 	// Placement is filled by DescribeTable.
 	Placement []Bucket `json:"placement,omitempty"`
 }
@@ -130,7 +152,8 @@ func (a *Admin) CreateDatabase(ctx context.Context, name string, opts ...Option)
 	o := collect(opts)
 	req := &pb.CreateDatabaseRequest{RequestId: newRequestID(), Name: name, IfNotExists: o.ifNotExists}
 	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
-		_, err := m.CreateDatabase(ctx, req)
+		resp, err := m.CreateDatabase(ctx, req)
+		o.report(resp)
 		return err
 	})
 }
@@ -140,7 +163,8 @@ func (a *Admin) DropDatabase(ctx context.Context, name string, opts ...Option) e
 	o := collect(opts)
 	req := &pb.DropDatabaseRequest{RequestId: newRequestID(), Name: name, Cascade: o.cascade, IfExists: o.ifExists}
 	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
-		_, err := m.DropDatabase(ctx, req)
+		resp, err := m.DropDatabase(ctx, req)
+		o.report(resp)
 		return err
 	})
 }
@@ -180,6 +204,7 @@ func (a *Admin) CreateTable(ctx context.Context, spec TableSpec, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
+	o.report(resp)
 	return tableFromPB(resp.GetResult().GetTable(), nil), nil
 }
 
@@ -188,7 +213,8 @@ func (a *Admin) DropTable(ctx context.Context, database, name string, opts ...Op
 	o := collect(opts)
 	req := &pb.DropTableRequest{RequestId: newRequestID(), Database: database, Name: name, IfExists: o.ifExists}
 	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
-		_, err := m.DropTable(ctx, req)
+		resp, err := m.DropTable(ctx, req)
+		o.report(resp)
 		return err
 	})
 }
@@ -244,6 +270,7 @@ func tableFromPB(t *pb.TableRecord, buckets []*pb.BucketRecord) *TableInfo {
 	for _, b := range buckets {
 		out.Placement = append(out.Placement, bucketFromPB(b))
 	}
+	out.Unusable, out.Invalid = checkStored(t)
 	return out
 }
 

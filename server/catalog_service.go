@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/floedb/floe/raftmeta/metastate"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/gossip"
@@ -35,6 +36,7 @@ func (m *metaService) CreateTable(ctx context.Context, req *pb.CreateTableReques
 			Database: req.Database, Name: req.Name, Columns: columns, PrimaryKey: pk,
 			BucketKey: req.BucketKey, Buckets: req.Buckets, Replication: req.Replication,
 			Properties: req.Properties, IfNotExists: req.IfNotExists, LiveNodes: m.s.liveTabletNodes(),
+			Checks: metastate.CreateTableChecks,
 		}}})
 }
 

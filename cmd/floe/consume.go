@@ -124,6 +124,14 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 			buckets = append(buckets, b)
 		}
 	}
+	info := tbl.Info()
+	for _, c := range info.Columns {
+		if isConsumeField(c.Name) {
+			// Tables created before the _ prefix was reserved.
+			fmt.Fprintf(env.stderr, "warning: column %s of %s.%s has the name of a field consume adds; each line holds the key twice and JSON parsers keep consume's (the last)\n",
+				c.Name, info.Database, info.Name)
+		}
+	}
 	s, err := tbl.NewLogScanner(client.LogScannerOptions{})
 	if err != nil {
 		return err
@@ -193,6 +201,16 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 		}
 	}
 	return nil
+}
+
+// isConsumeField says whether name is one of the fields appendRecordJSON
+// adds to each row; column names starting with _ are reserved for them.
+func isConsumeField(name string) bool {
+	switch name {
+	case "_bucket", "_offset", "_timestamp", "_change":
+		return true
+	}
+	return false
 }
 
 // appendRecordJSON appends a record as one JSON line: the row's columns,

@@ -20,14 +20,18 @@ func runDB(ctx context.Context, env *cliEnv, args []string) error {
 				fs.BoolVar(&ifNotExists, "if-not-exists", false, "succeed if the database exists")
 			},
 			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
-				var opts []client.Option
+				var existed bool
+				opts := []client.Option{client.Unchanged(&existed)}
 				if ifNotExists {
 					opts = append(opts, client.IfNotExists())
 				}
 				if err := c.Admin().CreateDatabase(ctx, pos[0], opts...); err != nil {
 					return err
 				}
-				return printResult(env, cf, map[string]any{"created": pos[0]}, "created database %s\n", pos[0])
+				if existed {
+					return printResult(env, cf, map[string]any{"created": pos[0], "unchanged": true}, "database %s already exists\n", pos[0])
+				}
+				return printResult(env, cf, map[string]any{"created": pos[0], "unchanged": false}, "created database %s\n", pos[0])
 			}},
 		"drop": {name: "db drop", usage: "db drop NAME [--cascade] [--if-exists]", nargs: 1,
 			flags: func(fs *flag.FlagSet) {
@@ -35,7 +39,8 @@ func runDB(ctx context.Context, env *cliEnv, args []string) error {
 				fs.BoolVar(&ifExists, "if-exists", false, "succeed if the database does not exist")
 			},
 			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
-				var opts []client.Option
+				var missing bool
+				opts := []client.Option{client.Unchanged(&missing)}
 				if cascade {
 					opts = append(opts, client.Cascade())
 				}
@@ -45,7 +50,10 @@ func runDB(ctx context.Context, env *cliEnv, args []string) error {
 				if err := c.Admin().DropDatabase(ctx, pos[0], opts...); err != nil {
 					return err
 				}
-				return printResult(env, cf, map[string]any{"dropped": pos[0]}, "dropped database %s\n", pos[0])
+				if missing {
+					return printResult(env, cf, map[string]any{"dropped": pos[0], "unchanged": true}, "database %s does not exist\n", pos[0])
+				}
+				return printResult(env, cf, map[string]any{"dropped": pos[0], "unchanged": false}, "dropped database %s\n", pos[0])
 			}},
 		"list": {name: "db list", usage: "db list",
 			run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {

@@ -84,16 +84,25 @@ func tableCreateCmd(env *cliEnv) clientCmd {
 			if err != nil {
 				return err
 			}
-			var opts []client.Option
+			var existed bool
+			opts := []client.Option{client.Unchanged(&existed)}
 			if ifNotExists {
 				opts = append(opts, client.IfNotExists())
 			}
-			t, err := c.Admin().CreateTable(ctx, client.TableSpec{
+			spec := client.TableSpec{
 				Database: db, Name: name, Schema: schema, PrimaryKey: splitList(pk), BucketKey: splitList(bk),
 				Buckets: int32(buckets), Replication: int32(replication), Properties: props,
-			}, opts...)
+			}
+			t, err := c.Admin().CreateTable(ctx, spec, opts...)
 			if err != nil {
 				return err
+			}
+			if existed {
+				diffs := specDifferences(spec, t)
+				for _, d := range diffs {
+					fmt.Fprintf(env.stderr, "warning: table %s.%s already exists and differs from the request: %s\n", db, name, d)
+				}
+				return printResult(env, cf, t, "table %s.%s already exists\n", db, name)
 			}
 			return printResult(env, cf, t, "created table %s.%s (%d buckets, replication %d)\n", db, name, t.Buckets, t.Replication)
 		}}
@@ -110,14 +119,18 @@ func tableDropCmd(env *cliEnv) clientCmd {
 			if err != nil {
 				return err
 			}
-			var opts []client.Option
+			var missing bool
+			opts := []client.Option{client.Unchanged(&missing)}
 			if ifExists {
 				opts = append(opts, client.IfExists())
 			}
 			if err := c.Admin().DropTable(ctx, db, name, opts...); err != nil {
 				return err
 			}
-			return printResult(env, cf, map[string]any{"dropped": pos[0]}, "dropped table %s\n", pos[0])
+			if missing {
+				return printResult(env, cf, map[string]any{"dropped": pos[0], "unchanged": true}, "table %s does not exist\n", pos[0])
+			}
+			return printResult(env, cf, map[string]any{"dropped": pos[0], "unchanged": false}, "dropped table %s\n", pos[0])
 		}}
 }
 
@@ -168,6 +181,12 @@ func printTable(env *cliEnv, t *client.TableInfo) error {
 	fmt.Fprintf(w, "primary key\t%s\n", orNone(strings.Join(t.PrimaryKey, ", ")))
 	fmt.Fprintf(w, "bucket key\t%s\n", orNone(strings.Join(t.BucketKey, ", ")))
 	fmt.Fprintf(w, "buckets\t%d\nreplication\t%d\n", t.Buckets, t.Replication)
+	if t.Unusable != "" {
+		fmt.Fprintf(w, "status\tunusable: %s (nodes refuse its reads and writes; drop and recreate it)\n", t.Unusable)
+	}
+	if t.Invalid != "" {
+		fmt.Fprintf(w, "warning\t%s (kept by an older build; table create refuses it now)\n", t.Invalid)
+	}
 	keys := make([]string, 0, len(t.Properties))
 	for k := range t.Properties {
 		keys = append(keys, k)

@@ -275,7 +275,7 @@ func TestDeterministic(t *testing.T) {
 		h.ok(withID("d", createDB("sales")))
 		for i := range 5 {
 			h.ok(withID(fmt.Sprint("t", i), createTable(ordersTable("sales", fmt.Sprint("t", i), func(c *pb.CreateTable) {
-				c.Properties = map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}
+				c.Properties = map[string]string{"min.insync.replicas": "1", "merge-engine": "first_row", "changelog.image": "wal", "delete.behavior": "ignore"}
 				c.Buckets = int32(i + 1)
 			}))))
 		}

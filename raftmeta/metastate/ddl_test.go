@@ -2,6 +2,7 @@ package metastate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -89,19 +90,42 @@ func TestRefusedCommandsChangeNothing(t *testing.T) {
 		{"too many buckets", table(func(c *pb.CreateTable) { c.Buckets = MaxBuckets + 1 }), invalid, []string{"buckets", "4097"}},
 		{"negative replication", table(func(c *pb.CreateTable) { c.Replication = -1 }), invalid, []string{"replication", "-1"}},
 		{"replication above tablet nodes", table(func(c *pb.CreateTable) { c.Replication = 4 }), notEnough, []string{`"sales.events"`, "replication 4", "3 registered tablet nodes"}},
-		{"property empty key", table(func(c *pb.CreateTable) { c.Properties = map[string]string{"": "x"} }), invalid, []string{"empty key"}},
+		{"property empty key", table(func(c *pb.CreateTable) { c.Properties = map[string]string{"": "x"} }), invalid, []string{`""`, "unknown property"}},
+		{"checks v0: property empty key", table(func(c *pb.CreateTable) { c.Checks, c.Properties = 0, map[string]string{"": "x"} }), invalid, []string{"empty key"}},
+		{"checks v0: bad merge engine", table(func(c *pb.CreateTable) {
+			c.Checks, c.Properties = 0, map[string]string{"merge-engine": "newest"}
+		}), invalid, []string{"merge-engine", "newest"}},
 		{"property long key", table(func(c *pb.CreateTable) {
 			c.Properties = map[string]string{strings.Repeat("k", longKeyLen): "x"}
-		}), invalid, []string{"property key", "kkkk", fmt.Sprint(longKeyLen)}},
+		}), invalid, []string{"property", "kkkk", fmt.Sprint(MaxPropertyKeyBytes)}},
 		{"property long value", table(func(c *pb.CreateTable) {
 			c.Properties = map[string]string{"retention": strings.Repeat("v", longValLen)}
-		}), invalid, []string{`"retention"`, fmt.Sprint(longValLen)}},
+		}), invalid, []string{`"retention"`, fmt.Sprint(MaxPropertyValueBytes)}},
 		{"too many properties", table(func(c *pb.CreateTable) {
 			c.Properties = map[string]string{}
 			for i := range tooManyProp {
 				c.Properties[fmt.Sprintf("p%d", i)] = "x"
 			}
 		}), invalid, []string{fmt.Sprint(tooManyProp), "properties"}},
+		{"unknown property", table(func(c *pb.CreateTable) { c.Properties = map[string]string{"merge-engne": "first_row"} }), invalid,
+			[]string{`"sales.events"`, `"merge-engne": unknown property`, "valid properties: changelog.image (full|wal)", "min.insync.replicas (1 to the replication factor)"}},
+		{"min.insync.replicas not a number", table(func(c *pb.CreateTable) { c.Properties = map[string]string{"min.insync.replicas": "abc"} }), invalid,
+			[]string{`min.insync.replicas="abc"`, "from 1 to the replication factor 3", "valid properties"}},
+		{"min.insync.replicas above replication", table(func(c *pb.CreateTable) {
+			c.Replication = 1
+			c.Properties = map[string]string{"min.insync.replicas": "5"}
+		}), invalid, []string{`min.insync.replicas="5"`, "replication factor 1"}},
+		{"merge engine on a log table", table(func(c *pb.CreateTable) {
+			c.PrimaryKey = nil
+			c.Properties = map[string]string{"merge-engine": "first_row"}
+		}), invalid, []string{"merge-engine", "primary-key tables only"}},
+		{"bad merge engine", table(func(c *pb.CreateTable) { c.Properties = map[string]string{"merge-engine": "newest"} }), invalid,
+			[]string{`merge-engine="newest"`, "last_row, first_row, versioned"}},
+		{"version column not a column", table(func(c *pb.CreateTable) {
+			c.Properties = map[string]string{"merge-engine": "versioned", "merge-engine.version-column": "nope"}
+		}), invalid, []string{"version column", `"nope"`}},
+		{"reserved column name", table(func(c *pb.CreateTable) { c.Columns[3].Name = "_offset" }), invalid,
+			[]string{`"_offset"`, "reserved", "_bucket, _offset, _timestamp, _change"}},
 
 		{"drop table unknown database", dropTable("nope", "orders", false), unknownDB, []string{`"nope"`}},
 		{"drop table unknown table", dropTable("sales", "nope", false), unknownTb, []string{`"sales.nope"`}},
@@ -179,7 +203,10 @@ func TestCreateTableDefaults(t *testing.T) {
 			h.ok(registerNode(100, "", RoleMeta)) // not a tablet: never a replica
 			h.ok(createDB("sales"))
 			def := ordersTable("sales", "orders", tc.edit)
-			def.Properties = map[string]string{"table.log.ttl": "7d", "k": ""}
+			def.Properties = map[string]string{"min.insync.replicas": "1"}
+			if len(def.GetPrimaryKey()) > 0 {
+				def.Properties["delete.behavior"] = "IGNORE" // kept as given
+			}
 			res := h.ok(createTable(def))
 			tbl := res.GetTable()
 			if tbl.GetId() != 1 || tbl.GetDatabaseId() != 1 || tbl.GetDatabase() != "sales" || tbl.GetName() != "orders" {
@@ -195,8 +222,7 @@ func TestCreateTableDefaults(t *testing.T) {
 				!proto.Equal(&pb.SchemaVersion{Id: 1, Columns: def.GetColumns()}, tbl.GetSchemas()[0]) {
 				t.Errorf("schemas %v", tbl.GetSchemas())
 			}
-			if !slices.Equal(tbl.GetPrimaryKey(), def.GetPrimaryKey()) || tbl.GetProperties()["table.log.ttl"] != "7d" ||
-				len(tbl.GetProperties()) != 2 || tbl.GetCreatedAtMs() != h.nowMs {
+			if !slices.Equal(tbl.GetPrimaryKey(), def.GetPrimaryKey()) || !maps.Equal(tbl.GetProperties(), def.GetProperties()) || tbl.GetCreatedAtMs() != h.nowMs {
 				t.Errorf("table %v", tbl)
 			}
 			got, buckets, err := h.s.Table("sales", "orders")
@@ -468,4 +494,28 @@ func TestNodesAndCluster(t *testing.T) {
 	}
 	_, err = h.s.Node(7)
 	wantCode(t, err, pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE)
+}
+
+// TestCreateTableChecksV0: a create committed by a build before the
+// property registry (Checks 0) applies as it did then, so that replaying
+// an old log after an upgrade gives the same state: unknown properties and
+// column names starting with _ are stored.
+func TestCreateTableChecksV0(t *testing.T) {
+	for _, checks := range []uint32{0, CreateTableChecks} {
+		h := newHarness(t)
+		h.tabletNodes(3)
+		h.ok(createDB("sales"))
+		res := h.apply(createTable(ordersTable("sales", "old", func(c *pb.CreateTable) {
+			c.Checks = checks
+			c.Columns[3].Name = "_offset"
+			c.Properties = map[string]string{"table.log.ttl": "7d", "min.insync.replicas": "abc"}
+		})))
+		if checks == 0 {
+			if err := ResultError(res); err != nil {
+				t.Fatalf("checks 0: %v", err)
+			}
+		} else {
+			wantRefused(t, res, pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "reserved")
+		}
+	}
 }

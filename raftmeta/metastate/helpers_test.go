@@ -119,6 +119,7 @@ func ordersTable(db, name string, edit func(*pb.CreateTable)) *pb.CreateTable {
 			{Name: "note", Type: "STRING", Nullable: true},
 		},
 		PrimaryKey: []string{"id", "region"},
+		Checks:     CreateTableChecks,
 	}
 	if edit != nil {
 		edit(c)

@@ -51,10 +51,7 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := validateProperties(qualified, c.GetProperties()); err != nil {
-		return nil, err
-	}
-	if err := validateKVProperties(qualified, c); err != nil {
+	if err := validateProperties(qualified, c, replication); err != nil {
 		return nil, err
 	}
 	placement, err := a.place(nodes, int(buckets), int(replication))

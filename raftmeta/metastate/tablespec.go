@@ -1,8 +1,11 @@
 package metastate
 
 import (
+	"maps"
 	"slices"
+	"strings"
 
+	"github.com/floedb/floe/internal/tableprop"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -24,6 +27,12 @@ const (
 	defaultClusterBuckets = 3
 )
 
+// ReservedColumnPrefix starts no column name: `floe consume` adds fields so
+// named to each row (_bucket, _offset, _timestamp, _change), and a column of
+// the same name would be printed twice, its value lost to JSON parsers that
+// keep the last key.
+const ReservedColumnPrefix = "_"
+
 // validateSchema checks the columns, primary key and bucket key of a new
 // table and returns its bucket key (the primary key when a primary-key table
 // names none).
@@ -37,6 +46,11 @@ func validateSchema(table string, c *pb.CreateTable) ([]string, error) {
 		name := col.GetName()
 		if !validName(name) {
 			return nil, errorf(codeInvalidRequest, "table %q: invalid column name %.256q: %s", table, name, nameRule)
+		}
+		if c.GetChecks() >= 1 && strings.HasPrefix(name, ReservedColumnPrefix) {
+			return nil, errorf(codeInvalidRequest,
+				"table %q: column %q: names starting with %q are reserved for the fields consume adds (_bucket, _offset, _timestamp, _change)",
+				table, name, ReservedColumnPrefix)
 		}
 		if byName[name] != nil {
 			return nil, errorf(codeInvalidRequest, "table %q: duplicate column %q", table, name)
@@ -75,29 +89,37 @@ func validateSchema(table string, c *pb.CreateTable) ([]string, error) {
 	return slices.Clone(bk), nil
 }
 
-// validateProperties checks a new table's properties.
-func validateProperties(table string, props map[string]string) error {
+// CreateTableChecks is the version of the create-table checks this build
+// asks for in the commands it proposes (pb.CreateTable.Checks): 1 checks
+// every property by the registry the replicas read them with
+// (internal/tableprop) and reserves the _ prefix of column names. Commands
+// of version 0, committed by older builds, are applied by the checks of
+// then (tablechecks_v0.go).
+const CreateTableChecks = 1
+
+// validateProperties checks a new table's properties against the registry
+// (internal/tableprop) the replicas read them with: an unknown property or a
+// value a replica could not use is refused here, listing the valid ones.
+func validateProperties(table string, c *pb.CreateTable, replication int32) error {
+	if c.GetChecks() == 0 {
+		return validatePropertiesV0(table, c)
+	}
+	props := c.GetProperties()
 	if len(props) > MaxProperties {
 		return errorf(codeInvalidRequest, "table %q has %d properties; at most %d", table, len(props), MaxProperties)
 	}
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys) // the first bad key is the same on every replica
+	keys := slices.Sorted(maps.Keys(props)) // the first bad key is the same on every replica
 	for _, k := range keys {
-		switch {
-		case k == "":
-			return errorf(codeInvalidRequest, "table %q: property with an empty key", table)
-		case len(k) > MaxPropertyKeyBytes:
-			return errorf(codeInvalidRequest, "table %q: property key %.64q... is %d bytes; at most %d",
-				table, k, len(k), MaxPropertyKeyBytes)
-		case len(props[k]) > MaxPropertyValueBytes:
-			return errorf(codeInvalidRequest, "table %q: property %q value is %d bytes; at most %d",
-				table, k, len(props[k]), MaxPropertyValueBytes)
+		if len(k) > MaxPropertyKeyBytes || len(props[k]) > MaxPropertyValueBytes {
+			return errorf(codeInvalidRequest, "table %q: property %.64q is over %d bytes or its value over %d",
+				table, k, MaxPropertyKeyBytes, MaxPropertyValueBytes)
 		}
 	}
-	return nil
+	_, err := tableprop.Parse(props, tableprop.Table{Replication: int(replication), PrimaryKey: len(c.GetPrimaryKey()) > 0})
+	if err != nil {
+		return errorf(codeInvalidRequest, "table %q: %v; valid properties: %s", table, err, tableprop.Valid())
+	}
+	return validateVersionColumn(table, c)
 }
 
 // bucketsAndReplication resolves the bucket count and replication factor of

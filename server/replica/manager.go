@@ -21,9 +21,12 @@ type Manager struct {
 	cfg Config
 	log *slog.Logger
 
-	mu        sync.Mutex
-	replicas  map[BucketID]*Replica
-	tables    map[uint64]*tableInfo
+	mu       sync.Mutex
+	replicas map[BucketID]*Replica
+	tables   map[uint64]*tableInfo
+	// unusable holds, per table id, why this node cannot use the table's
+	// metadata (an ErrUnusableTable); such a table has no entry in tables.
+	unusable  map[uint64]error
 	nodes     map[uint32]*pb.NodeRecord
 	nodeEpoch uint64
 	fetchers  map[uint32]*fetcher // by leader node id
@@ -57,7 +60,8 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, replicas: map[BucketID]*Replica{}, tables: map[uint64]*tableInfo{},
-		nodes: map[uint32]*pb.NodeRecord{}, fetchers: map[uint32]*fetcher{}, changed: make(chan struct{}), stop: make(chan struct{})}
+		unusable: map[uint64]error{},
+		nodes:    map[uint32]*pb.NodeRecord{}, fetchers: map[uint32]*fetcher{}, changed: make(chan struct{}), stop: make(chan struct{})}
 	codec, err := record.NewCodec()
 	if err != nil {
 		return nil, err
@@ -134,8 +138,12 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 		info, err := newTableInfo(t, m.cfg.KV)
 		if err != nil {
 			m.log.Error("unusable table metadata", "table", t.Id, "err", err)
+			if m.tables[t.Id] == nil { // a table already served keeps its last usable metadata
+				m.unusable[t.Id] = err
+			}
 			continue
 		}
+		delete(m.unusable, t.Id)
 		m.tables[t.Id] = info
 		for id, r := range m.replicas {
 			if id.TableID == t.Id {
@@ -158,10 +166,16 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 				dropped[id] = true
 			}
 		}
+		for id := range m.unusable {
+			if !live[id] {
+				dropped[id] = true
+			}
+		}
 	}
 	for id := range dropped {
 		m.maxTableID = max(m.maxTableID, id)
 		delete(m.tables, id)
+		delete(m.unusable, id)
 		for bid, r := range m.replicas {
 			if bid.TableID == id {
 				drop = append(drop, r)
@@ -204,7 +218,11 @@ func (m *Manager) applyBucket(b *pb.BucketRecord, index uint64) {
 	m.mu.Lock()
 	r := m.replicas[id]
 	info := m.tables[b.TableId]
+	unusable := m.unusable[b.TableId] != nil
 	m.mu.Unlock()
+	if info == nil && unusable {
+		return // logged when its metadata came
+	}
 	if info == nil {
 		m.log.Error("bucket of an unknown table", "bucket", id.String())
 		return

@@ -55,12 +55,16 @@ func (m *Manager) writeTarget(tableID uint64, bucket, acks int32, batchBytes int
 // Table ids only grow: an unknown id at or below the largest this node has
 // seen belongs to a dropped table; a larger one to a table whose creation
 // has not reached this node yet (retriable, like a leader not yet known).
+// A table whose metadata this node cannot use says so, with the reason.
 func (m *Manager) missingReplica(id BucketID) error {
 	m.mu.Lock()
 	_, known := m.tables[id.TableID]
+	unusable := m.unusable[id.TableID]
 	maxID := m.maxTableID
 	m.mu.Unlock()
 	switch {
+	case unusable != nil:
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "node %d cannot serve table %d: %v", m.cfg.NodeID, id.TableID, unusable)
 	case !known && id.TableID <= maxID:
 		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE, "table %d does not exist (dropped)", id.TableID)
 	case !known:

@@ -1,9 +1,10 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
-	"strconv"
 
+	"github.com/floedb/floe/internal/tableprop"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -21,43 +22,43 @@ type tableInfo struct {
 }
 
 // MinInsyncReplicasProperty is the table property for min.insync.replicas.
-const MinInsyncReplicasProperty = "min.insync.replicas"
+const MinInsyncReplicasProperty = tableprop.MinInsyncReplicas
+
+// ErrUnusableTable marks table metadata this node cannot use: stored by a
+// build that checked less (a property out of range, a type this build does
+// not know). The table's buckets get no replica here, and requests for them
+// are answered with the reason, never as if the table had been dropped.
+var ErrUnusableTable = errors.New("replica: unusable table metadata")
 
 // newTableInfo reads a table's metadata; the KV side of a primary-key
 // table comes from kv.
 func newTableInfo(t *pb.TableRecord, kv KVTables) (*tableInfo, error) {
 	if len(t.Schemas) == 0 {
-		return nil, fmt.Errorf("replica: table %d has no schema", t.Id)
+		return nil, fmt.Errorf("%w: table %s.%s has no schema", ErrUnusableTable, t.Database, t.Name)
 	}
 	cur := t.Schemas[len(t.Schemas)-1]
 	s := record.Schema{PrimaryKey: t.PrimaryKey}
 	for _, c := range cur.Columns {
 		typ, err := record.ParseType(c.Type)
 		if err != nil {
-			return nil, fmt.Errorf("replica: table %d column %q: %w", t.Id, c.Name, err)
+			return nil, fmt.Errorf("%w: table %s.%s column %q: %w", ErrUnusableTable, t.Database, t.Name, c.Name, err)
 		}
 		s.Columns = append(s.Columns, record.Column{Name: c.Name, Type: typ, Nullable: c.Nullable})
 	}
 	info := &tableInfo{id: t.Id, name: t.Database + "." + t.Name, schema: s, schemaID: cur.Id,
 		primaryKey: len(t.PrimaryKey) > 0, replication: int(t.Replication)}
-	info.minISR = 1
-	if info.replication >= 3 {
-		info.minISR = 2
+	props, err := tableprop.ParseStored(t.Properties, tableprop.Table{Replication: info.replication, PrimaryKey: info.primaryKey})
+	if err != nil {
+		return nil, fmt.Errorf("%w: table %s: %w", ErrUnusableTable, info.name, err)
 	}
-	if v, ok := t.Properties[MinInsyncReplicasProperty]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("replica: table %s: %s=%q is not a positive integer", info.name, MinInsyncReplicasProperty, v)
-		}
-		info.minISR = n
-	}
+	info.minISR = props.MinInsyncReplicas
 	if info.primaryKey {
 		if kv == nil {
 			return nil, fmt.Errorf("replica: table %s has a primary key and this node has no KV tables", info.name)
 		}
 		kvt, err := kv.Table(t, info.name, info.schema)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrUnusableTable, err)
 		}
 		info.kv = kvt
 	}

@@ -216,6 +216,11 @@ func (c *JSONCodec) setTemporal(i int, col *Column, raw []byte) error {
 			if ltz {
 				return invalidTemporal(col, raw, "RFC 3339 YYYY-MM-DDTHH:MM:SS[.fffffffff]Z or ±HH:MM")
 			}
+			if _, _, zoned := parseTimestamp(text, true); zoned {
+				// The usual mistake: an instant given to a zoneless column.
+				return newColumnError(col.Name, "value "+valueText(raw)+" has a time zone, and "+t.String()+
+					" is a date-time without zone (want YYYY-MM-DDTHH:MM:SS[.fffffffff]); use TIMESTAMP_LTZ for instants", ErrInvalidValue)
+			}
 			return invalidTemporal(col, raw, "YYYY-MM-DDTHH:MM:SS[.fffffffff]")
 		}
 		if msg := checkTimestamp(millis, nanos, t.precision); msg != "" {

@@ -26,11 +26,15 @@ import (
 //	TINYINT, SMALLINT, INT / INTEGER, BIGINT
 //	FLOAT, DOUBLE
 //	DECIMAL / NUMERIC / DEC, DECIMAL(p), DECIMAL(p,s)   default DECIMAL(10,0)
-//	STRING / TEXT / VARCHAR / VARCHAR(n)                n is accepted and not enforced
-//	BYTES / BYTEA / VARBINARY / VARBINARY(n)            n is accepted and not enforced
+//	STRING / TEXT / VARCHAR
+//	BYTES / BYTEA / VARBINARY
 //	DATE, TIME
 //	TIMESTAMP, TIMESTAMP(p)                             default precision 6
 //	TIMESTAMP_LTZ, TIMESTAMP_LTZ(p)                     default precision 6
+//
+// Lengths are refused (VARCHAR(n), CHAR(n), VARBINARY(n), BINARY(n)):
+// Floe does not enforce them, and accepting one would silently widen the
+// column. An unknown type's error lists SupportedTypes.
 //
 // The result is validated as by Schema.Validate. Errors match
 // ErrInvalidSchema and name the column by position and name, as in
@@ -215,6 +219,12 @@ func (p *schemaParser) parseType(prefix string) (DataType, error) {
 	return t, nil
 }
 
+// SupportedTypes lists the type names ParseSchema and ParseType accept,
+// aliases in parentheses, for error messages and the docs.
+const SupportedTypes = "BOOLEAN (BOOL), TINYINT, SMALLINT, INT (INTEGER), BIGINT, FLOAT, DOUBLE, " +
+	"DECIMAL(p,s) (NUMERIC, DEC), STRING (TEXT, VARCHAR), BYTES (BYTEA, VARBINARY), DATE, TIME, " +
+	"TIMESTAMP(p), TIMESTAMP_LTZ(p)"
+
 // typeFromName builds the type for a type name and its parameters, or says
 // what is wrong with them.
 func typeFromName(name string, params []int) (DataType, string) {
@@ -238,18 +248,18 @@ func typeFromName(name string, params []int) (DataType, string) {
 		t = Double()
 	case "STRING", "TEXT":
 		t = String()
-	case "VARCHAR":
-		t, maxParams = String(), 1
-		if len(params) == 1 && params[0] < 1 {
-			return t, "VARCHAR length must be at least 1"
+	case "VARCHAR", "CHAR", "CHARACTER":
+		if upper != "VARCHAR" || len(params) > 0 {
+			return DataType{}, "type " + upper + "(n) is not supported: Floe does not enforce lengths; use STRING (or VARCHAR without a length)"
 		}
+		t = String()
 	case "BYTES", "BYTEA":
 		t = Bytes()
-	case "VARBINARY":
-		t, maxParams = Bytes(), 1
-		if len(params) == 1 && params[0] < 1 {
-			return t, "VARBINARY length must be at least 1"
+	case "VARBINARY", "BINARY":
+		if upper != "VARBINARY" || len(params) > 0 {
+			return DataType{}, "type " + upper + "(n) is not supported: Floe does not enforce lengths; use BYTES (or VARBINARY without a length)"
 		}
+		t = Bytes()
 	case "DATE":
 		t = Date()
 	case "TIME":
@@ -275,7 +285,7 @@ func typeFromName(name string, params []int) (DataType, string) {
 			t = TimestampLTZ(precision)
 		}
 	default:
-		return DataType{}, "unknown type " + strconv.Quote(name)
+		return DataType{}, "unknown type " + strconv.Quote(name) + "; supported types: " + SupportedTypes
 	}
 	if len(params) > maxParams {
 		if maxParams == 0 {

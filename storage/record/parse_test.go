@@ -23,7 +23,7 @@ func TestParseSchema(t *testing.T) {
 		},
 		{
 			name: "case-insensitive keywords and aliases",
-			src: "a bool null, b integer, c varchar(20) not null, d text, e bytea, f varbinary(3), " +
+			src: "a bool null, b integer, c varchar not null, d text, e bytea, f varbinary, " +
 				"g Numeric, h dec(5), i TIMESTAMP, j timestamp_ltz(3), k tinyint, l smallint, m float, n double, o date, p time, q varbinary, r VARCHAR",
 			want: Schema{Columns: []Column{
 				{Name: "a", Type: Boolean(), Nullable: true},
@@ -110,7 +110,7 @@ func TestParseSchemaErrors(t *testing.T) {
 	}{
 		{"", "record: schema: no columns"},
 		{"   ", "record: schema: no columns"},
-		{"id BIGINT, amount DECIMALS", `record: schema: column 2 "amount": unknown type "DECIMALS"`},
+		{"id BIGINT, amount DECIMALS", `record: schema: column 2 "amount": unknown type "DECIMALS"; supported types: ` + SupportedTypes},
 		{"id", `record: schema: column 1 "id": expected a type, found the end at offset 2`},
 		{"id BIGINT,", `record: schema: column 2: expected a column name, found the end at offset 10`},
 		{"id BIGINT,, x INT", `record: schema: column 2: expected a column name, found "," at offset 10`},
@@ -141,7 +141,11 @@ func TestParseSchemaErrors(t *testing.T) {
 		{"a DECIMAL(5 6)", `record: schema: column 1 "a": DECIMAL: expected "," or ")", found "6" at offset 12`},
 		{"a TIMESTAMP(10)", `record: schema: column 1 "a": TIMESTAMP precision 10 out of range [0, 9]`},
 		{"a TIMESTAMP WITH LOCAL TIME ZONE", `record: schema: column 1 "a": expected NOT NULL, NULL, PRIMARY KEY, "," or the end, found "WITH" at offset 12`},
-		{"a VARCHAR(0)", `record: schema: column 1 "a": VARCHAR length must be at least 1`},
+		{"a VARCHAR(20)", `record: schema: column 1 "a": type VARCHAR(n) is not supported: Floe does not enforce lengths; use STRING (or VARCHAR without a length)`},
+		{"a CHAR(3)", `record: schema: column 1 "a": type CHAR(n) is not supported: Floe does not enforce lengths; use STRING (or VARCHAR without a length)`},
+		{"a char", `record: schema: column 1 "a": type CHAR(n) is not supported: Floe does not enforce lengths; use STRING (or VARCHAR without a length)`},
+		{"a VARBINARY(16)", `record: schema: column 1 "a": type VARBINARY(n) is not supported: Floe does not enforce lengths; use BYTES (or VARBINARY without a length)`},
+		{"a BINARY(16)", `record: schema: column 1 "a": type BINARY(n) is not supported: Floe does not enforce lengths; use BYTES (or VARBINARY without a length)`},
 		{"a-b INT", `record: schema: column 1 "a": expected a type, found "-" at offset 1`},
 		{"é INT", `record: schema: column 1: expected a column name, found "é" at offset 0`},
 		{"a" + strings.Repeat("x", 200) + " INT", `record: schema: column 1 "a` + strings.Repeat("x", 200) + `": invalid name (want 1 to 200 characters of A-Z, a-z, 0-9, _)`},

@@ -1535,7 +1535,15 @@ type CreateTable struct {
 	// The tablet nodes the proposer sees alive. When set, replicas go only to
 	// registered tablet nodes in this list, and the replication factor is
 	// checked against them; empty: every registered tablet node.
-	LiveNodes     []uint32 `protobuf:"varint,10,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
+	LiveNodes []uint32 `protobuf:"varint,10,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
+	// The rules the table is checked by, set by the proposer
+	// (metastate.CreateTableChecks): 0, as committed by builds before the
+	// property registry, checks properties only for size and the primary-key
+	// ones and takes any valid column name; 1 checks every property by
+	// internal/tableprop and refuses column names starting with "_". A log
+	// replayed after an upgrade thus applies each entry as it was applied
+	// when it was committed.
+	Checks        uint32 `protobuf:"varint,11,opt,name=checks,proto3" json:"checks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1638,6 +1646,13 @@ func (x *CreateTable) GetLiveNodes() []uint32 {
 		return x.LiveNodes
 	}
 	return nil
+}
+
+func (x *CreateTable) GetChecks() uint32 {
+	if x != nil {
+		return x.Checks
+	}
+	return 0
 }
 
 type DropTable struct {
@@ -2117,7 +2132,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\fDropDatabase\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acascade\x18\x02 \x01(\bR\acascade\x12\x1b\n" +
-	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xac\x03\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xc4\x03\n" +
 	"\vCreateTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12)\n" +
@@ -2134,7 +2149,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\rif_not_exists\x18\t \x01(\bR\vifNotExists\x12\x1d\n" +
 	"\n" +
 	"live_nodes\x18\n" +
-	" \x03(\rR\tliveNodes\x1a=\n" +
+	" \x03(\rR\tliveNodes\x12\x16\n" +
+	"\x06checks\x18\v \x01(\rR\x06checks\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"X\n" +

@@ -2,20 +2,12 @@ package kvreplica
 
 import (
 	"fmt"
-	"strings"
 
+	"github.com/floedb/floe/internal/tableprop"
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
-)
-
-// Table properties of primary-key tables.
-const (
-	MergeEngineProperty    = "merge-engine"
-	VersionColumnProperty  = "merge-engine.version-column"
-	ChangelogImageProperty = "changelog.image"
-	DeleteBehaviorProperty = "delete.behavior"
 )
 
 // table is what the replicas of a primary-key table need to merge writes
@@ -38,35 +30,22 @@ func (t *Tables) Table(rec *pb.TableRecord, name string, schema record.Schema) (
 		return nil, err
 	}
 	kv := &table{tables: t, name: name, schema: schema, keys: keys, engine: kvstore.LastRow()}
-	props := rec.Properties
-	switch v := strings.ToLower(props[MergeEngineProperty]); v {
-	case "", "last_row":
-	case "first_row":
+	props, err := tableprop.ParseStored(rec.Properties, tableprop.Table{Replication: int(rec.Replication), PrimaryKey: true})
+	if err != nil {
+		return nil, fmt.Errorf("kvreplica: table %s: %w", name, err)
+	}
+	switch props.MergeEngine {
+	case tableprop.MergeFirstRow:
 		kv.engine = kvstore.FirstRow()
-	case "versioned":
-		col := props[VersionColumnProperty]
-		if col == "" {
-			return nil, fmt.Errorf("replica: table %s: %s=versioned needs %s", name, MergeEngineProperty, VersionColumnProperty)
-		}
-		kv.engine = kvstore.Versioned(col)
-	default:
-		return nil, fmt.Errorf("replica: table %s: unknown %s %q", name, MergeEngineProperty, v)
+	case tableprop.MergeVersioned:
+		kv.engine = kvstore.Versioned(props.VersionColumn)
 	}
-	switch v := strings.ToLower(props[ChangelogImageProperty]); v {
-	case "", "full":
-	case "wal":
-		kv.opts.NoUpdateBefore = true
-	default:
-		return nil, fmt.Errorf("replica: table %s: unknown %s %q", name, ChangelogImageProperty, v)
-	}
-	switch v := strings.ToLower(props[DeleteBehaviorProperty]); v {
-	case "", "allow":
-	case "ignore":
+	kv.opts.NoUpdateBefore = props.ChangelogImage == tableprop.ImageWAL
+	switch props.DeleteBehavior {
+	case tableprop.DeleteIgnore:
 		kv.opts.DeleteBehavior = kvstore.DeleteIgnore
-	case "disable":
+	case tableprop.DeleteDisable:
 		kv.opts.DeleteBehavior = kvstore.DeleteDisable
-	default:
-		return nil, fmt.Errorf("replica: table %s: unknown %s %q", name, DeleteBehaviorProperty, v)
 	}
 	return kv, nil
 }

@@ -1,0 +1,244 @@
+// Package tableprop is the one registry of table properties: each property's
+// name, values, default, the tables it applies to and what it does. The
+// metadata state machine checks a new table's properties with Parse (so a
+// table is refused at create, never stored with a property no node can
+// use), and the replicas read them with the same Parse, so the two can
+// never disagree on what a property means.
+//
+// Parse is pure and deterministic: the properties are checked in name
+// order, so every metadata replica refuses a bad table with the same error.
+// What Parse accepts is part of the metadata state machine's rules: a
+// change that accepts or refuses more (a new property, a wider range) must
+// come with a new metastate.CreateTableChecks version under which it
+// applies, so that a replayed log gives the state it gave.
+package tableprop
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Property names.
+const (
+	MinInsyncReplicas = "min.insync.replicas"
+	MergeEngine       = "merge-engine"
+	VersionColumn     = "merge-engine.version-column"
+	ChangelogImage    = "changelog.image"
+	DeleteBehavior    = "delete.behavior"
+)
+
+// Values of the enumerated properties.
+const (
+	MergeLastRow   = "last_row"
+	MergeFirstRow  = "first_row"
+	MergeVersioned = "versioned"
+
+	ImageFull = "full"
+	ImageWAL  = "wal"
+
+	DeleteAllow   = "allow"
+	DeleteIgnore  = "ignore"
+	DeleteDisable = "disable"
+)
+
+// ErrInvalid marks every refusal of Parse (an *Error).
+var ErrInvalid = errors.New("tableprop: invalid table property")
+
+// Error says which property is wrong and why.
+type Error struct {
+	// Property is the property's name as given.
+	Property string
+	// Value is the value given ("" for an unknown or missing property).
+	Value string
+	// Problem says what is wrong, with the accepted values or range.
+	Problem string
+}
+
+func (e *Error) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("property %.64q: %s", e.Property, e.Problem)
+	}
+	return fmt.Sprintf("property %s=%.64q: %s", e.Property, e.Value, e.Problem)
+}
+
+// Unwrap makes every *Error match ErrInvalid.
+func (e *Error) Unwrap() error { return ErrInvalid }
+
+// Property describes one table property.
+type Property struct {
+	// Name is the key given to `table create --property NAME=VALUE`.
+	Name string
+	// Values are the accepted values of an enumerated property (matched
+	// without regard to case), the default first; nil for other kinds.
+	Values []string
+	// Range describes the accepted values of a property that is not
+	// enumerated.
+	Range string
+	// Default is the value a table without the property has.
+	Default string
+	// PrimaryKeyOnly: the property applies to primary-key tables only.
+	PrimaryKeyOnly bool
+	// Description says what the property does.
+	Description string
+}
+
+// Accepts describes the accepted values, as error messages and the README
+// show them.
+func (p Property) Accepts() string {
+	if p.Values != nil {
+		return strings.Join(p.Values, "|")
+	}
+	return p.Range
+}
+
+// properties is the registry, sorted by name. It is never modified;
+// Properties hands out copies.
+var properties = []Property{
+	{Name: ChangelogImage, Values: []string{ImageFull, ImageWAL}, Default: ImageFull, PrimaryKeyOnly: true,
+		Description: "wal writes no -U before each +U"},
+	{Name: DeleteBehavior, Values: []string{DeleteAllow, DeleteIgnore, DeleteDisable}, Default: DeleteAllow, PrimaryKeyOnly: true,
+		Description: "ignore drops deletes; disable refuses them with an error"},
+	{Name: MergeEngine, Values: []string{MergeLastRow, MergeFirstRow, MergeVersioned}, Default: MergeLastRow, PrimaryKeyOnly: true,
+		Description: "first_row ignores later upserts of a key; versioned keeps the row with the larger version"},
+	{Name: VersionColumn, Range: "a TINYINT, SMALLINT, INT, BIGINT or TIMESTAMP column", PrimaryKeyOnly: true,
+		Description: "the version column of merge-engine=versioned (required by it, refused without it)"},
+	{Name: MinInsyncReplicas, Range: "1 to the replication factor", Default: "2 with replication 3 or more, else 1",
+		Description: "in-sync replicas an acks=all write needs"},
+}
+
+// Properties returns every table property, sorted by name.
+func Properties() []Property {
+	out := slices.Clone(properties)
+	for i := range out {
+		out[i].Values = slices.Clone(out[i].Values)
+	}
+	return out
+}
+
+// Valid lists the properties with their accepted values, for error
+// messages: "changelog.image (full|wal), ...".
+func Valid() string {
+	parts := make([]string, len(properties))
+	for i, p := range properties {
+		parts[i] = p.Name + " (" + p.Accepts() + ")"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func lookup(name string) (Property, bool) {
+	i := slices.IndexFunc(properties, func(p Property) bool { return p.Name == name })
+	if i < 0 {
+		return Property{}, false
+	}
+	return properties[i], true
+}
+
+// Table is what the meaning and range of the properties depend on.
+type Table struct {
+	// Replication is the table's replication factor (≥ 1).
+	Replication int
+	// PrimaryKey: the table is a primary-key table.
+	PrimaryKey bool
+}
+
+// Values are a table's properties, defaults filled in.
+type Values struct {
+	MinInsyncReplicas int
+	// MergeEngine, ChangelogImage and DeleteBehavior hold one of their
+	// lower-case values (primary-key tables only; "" on log tables).
+	MergeEngine    string
+	ChangelogImage string
+	DeleteBehavior string
+	// VersionColumn names the version column of the versioned engine.
+	VersionColumn string
+}
+
+// DefaultMinInsyncReplicas is min.insync.replicas of a table that does not
+// set it: 2 with 3 replicas or more, so that one lost node keeps acks=all
+// writes going while every acknowledged write survives the loss of one
+// more; 1 otherwise.
+func DefaultMinInsyncReplicas(replication int) int {
+	if replication >= 3 {
+		return 2
+	}
+	return 1
+}
+
+// Parse checks a new table's properties and returns their values: an
+// unknown property, a value out of its range or a property of primary-key
+// tables on a log table is an *Error (matching ErrInvalid).
+func Parse(props map[string]string, t Table) (Values, error) {
+	return parse(props, t, true)
+}
+
+// ParseStored reads the properties of a stored table, which a build from
+// before this registry may have stored unchecked. It keeps such tables
+// working where their meaning is clear: unknown properties (typos kept by
+// older builds) and properties of primary-key tables on a log table are
+// ignored, and a min.insync.replicas above the replication factor counts as
+// the replication factor (every replica, the most it can ask for; before,
+// every acks=all write failed). A value it cannot read (min.insync.replicas=abc,
+// merge-engine=newest) is an *Error: the table is unusable.
+func ParseStored(props map[string]string, t Table) (Values, error) {
+	return parse(props, t, false)
+}
+
+func parse(props map[string]string, t Table, strict bool) (Values, error) {
+	v := Values{MinInsyncReplicas: DefaultMinInsyncReplicas(t.Replication)}
+	if t.PrimaryKey {
+		v.MergeEngine, v.ChangelogImage, v.DeleteBehavior = MergeLastRow, ImageFull, DeleteAllow
+	}
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the first bad property is the same on every node
+	for _, k := range keys {
+		val := props[k]
+		p, ok := lookup(k)
+		switch {
+		case !ok && !strict, p.PrimaryKeyOnly && !t.PrimaryKey && !strict:
+			continue
+		case !ok:
+			return Values{}, &Error{Property: k, Problem: "unknown property"}
+		case p.PrimaryKeyOnly && !t.PrimaryKey:
+			return Values{}, &Error{Property: k, Value: val, Problem: "applies to primary-key tables only"}
+		case p.Values != nil:
+			lower := strings.ToLower(val)
+			if !slices.Contains(p.Values, lower) {
+				return Values{}, &Error{Property: k, Value: val, Problem: "want one of " + strings.Join(p.Values, ", ")}
+			}
+			val = lower
+		}
+		switch k {
+		case MinInsyncReplicas:
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 || (strict && n > t.Replication) {
+				return Values{}, &Error{Property: k, Value: val,
+					Problem: fmt.Sprintf("want an integer from 1 to the replication factor %d", t.Replication)}
+			}
+			v.MinInsyncReplicas = min(n, t.Replication) // stored: above replication means every replica
+		case MergeEngine:
+			v.MergeEngine = val
+		case ChangelogImage:
+			v.ChangelogImage = val
+		case DeleteBehavior:
+			v.DeleteBehavior = val
+		case VersionColumn:
+			if val == "" {
+				return Values{}, &Error{Property: k, Value: val, Problem: "want a column name"}
+			}
+			v.VersionColumn = val
+		}
+	}
+	switch {
+	case v.MergeEngine == MergeVersioned && v.VersionColumn == "":
+		return Values{}, &Error{Property: VersionColumn, Problem: "required by merge-engine=versioned"}
+	case v.VersionColumn != "" && v.MergeEngine != MergeVersioned:
+		return Values{}, &Error{Property: VersionColumn, Value: v.VersionColumn, Problem: "only for merge-engine=versioned"}
+	}
+	return v, nil
+}
