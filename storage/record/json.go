@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // JSONCodec converts between rows of one schema and JSON objects, one object
@@ -119,7 +121,7 @@ func (c *JSONCodec) setFields(object []byte) error {
 	dec := json.NewDecoder(&c.reader)
 	tok, err := dec.Token()
 	if err != nil {
-		return jsonSyntaxError(err)
+		return jsonSyntaxError(err, object)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return &detailError{msg: "record: invalid JSON row: not a JSON object", kinds: []error{ErrInvalidJSON}}
@@ -127,7 +129,7 @@ func (c *JSONCodec) setFields(object []byte) error {
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return jsonSyntaxError(err)
+			return jsonSyntaxError(err, object)
 		}
 		key, ok := tok.(string)
 		if !ok { // the decoder only returns strings for keys; be defensive
@@ -142,27 +144,41 @@ func (c *JSONCodec) setFields(object []byte) error {
 		}
 		c.seen[i] = true
 		if err := dec.Decode(&c.raw); err != nil {
-			return jsonSyntaxError(err)
+			return jsonSyntaxError(err, object)
 		}
 		if err := c.setField(i, trimJSONSpace(c.raw)); err != nil {
 			return err
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
-		return jsonSyntaxError(err)
+		return jsonSyntaxError(err, object)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		if err != nil {
-			return jsonSyntaxError(err)
-		}
-		return &detailError{msg: "record: invalid JSON row: data after the object", kinds: []error{ErrInvalidJSON}}
+		return jsonSyntaxError(err, object)
 	}
 	return nil
 }
 
-func jsonSyntaxError(err error) error {
+// jsonSyntaxError describes malformed JSON with the column (1-based byte
+// position in the object's text) where it goes wrong. The streaming
+// decoder's offsets are relative to the token it was reading, so the text
+// is scanned again whole, which only a malformed row pays for.
+func jsonSyntaxError(err error, object []byte) error {
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
+	}
+	var raw json.RawMessage
+	var se *json.SyntaxError
+	if errors.As(json.Unmarshal(object, &raw), &se) {
+		col, what := max(se.Offset, 1), se.Error()
+		switch {
+		case strings.HasSuffix(what, "after top-level value"):
+			what = "data after the object"
+		case what == "unexpected end of JSON input":
+			col, what = int64(len(bytes.TrimRight(object, " \t\r\n")))+1, "the object is cut short"
+		}
+		return &detailError{msg: fmt.Sprintf("record: invalid JSON row at column %d: %s", col, what),
+			kinds: []error{ErrInvalidJSON, se}}
 	}
 	return &detailError{msg: "record: invalid JSON row: " + err.Error(), kinds: []error{ErrInvalidJSON, err}}
 }

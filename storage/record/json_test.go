@@ -175,7 +175,9 @@ func TestJSONErrors(t *testing.T) {
 		{Int(), false, `{"v":1`, ErrInvalidJSON, ""},
 		{Int(), false, `{"v":1,}`, ErrInvalidJSON, ""},
 		{Int(), false, `{"v":01}`, ErrInvalidJSON, ""},
-		{Int(), false, `{"v":1} {}`, ErrInvalidJSON, "record: invalid JSON row: data after the object"},
+		{Int(), false, `{"v":1} {}`, ErrInvalidJSON, "record: invalid JSON row at column 9: data after the object"},
+		{Int(), false, `{"v":1,}`, ErrInvalidJSON, "record: invalid JSON row at column 8: invalid character '}' looking for beginning of object key string"},
+		{Int(), false, `{"v":`, ErrInvalidJSON, "record: invalid JSON row at column 6: the object is cut short"},
 		{Int(), false, `{"v":1} x`, ErrInvalidJSON, ""},
 		// Columns.
 		{Int(), false, `{"v":1,"w":2}`, ErrUnknownColumn, `record: column "w": not in the schema`},
