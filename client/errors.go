@@ -21,6 +21,9 @@ var (
 	// (offline, or a leader whose address is unknown). Writers and scanners
 	// retry it after refreshing the metadata.
 	ErrNoLeader = errors.New("client: bucket has no known leader")
+	// ErrRowTooLarge refuses, before sending it, a row too large for any
+	// batch the cluster takes.
+	ErrRowTooLarge = errors.New("row too large")
 	// ErrTableChanged is returned by Refresh when the table was dropped and
 	// created again under the same name: the handle no longer describes it.
 	ErrTableChanged = errors.New("client: table was dropped and recreated")

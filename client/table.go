@@ -31,6 +31,9 @@ type Table struct {
 	schemaID  int16
 	bucketKey *record.KeyEncoder // nil without a bucket key
 	keys      *tableKeys         // nil for log tables
+	// maxBatchBytes is the largest batch the cluster takes, as the node
+	// that answered the metadata said; 0 when it did not.
+	maxBatchBytes int
 
 	refreshMu sync.Mutex // one Refresh at a time
 
@@ -55,7 +58,7 @@ func (c *Client) Table(ctx context.Context, database, name string) (*Table, erro
 	if err != nil {
 		return nil, err
 	}
-	t := &Table{c: c, info: *tableFromPB(resp.Table, nil)}
+	t := &Table{c: c, info: *tableFromPB(resp.Table, nil), maxBatchBytes: int(resp.MaxBatchBytes)}
 	t.schema, t.schemaID, err = schemaOf(resp.Table)
 	if err != nil {
 		return nil, fmt.Errorf("client: table %s.%s: %w", database, name, err)

@@ -112,8 +112,12 @@ func startWriter(t *Table, kind writerKind, opts AppendWriterOptions) (*writer, 
 // the buffer is full, and returns the batch it went into and its index.
 func (w *writer) add(ctx context.Context, bucket int32, change record.ChangeType, row []byte) (*pendingBatch, int, error) {
 	recordBytes := record.RecordSize(len(row))
+	if limit := w.t.maxBatchBytes; limit > 0 && record.HeaderSize+recordBytes > limit {
+		return nil, 0, fmt.Errorf("%w: a row of %d bytes does not fit in the largest batch the cluster takes, %d bytes "+
+			"(floe serve --max-batch-bytes)", ErrRowTooLarge, len(row), limit)
+	}
 	if record.HeaderSize+recordBytes > record.MaxBatchSize {
-		return nil, 0, fmt.Errorf("client: %s: row of %d bytes exceeds the %d-byte batch limit", w.kind.name,
+		return nil, 0, fmt.Errorf("%w: a row of %d bytes exceeds the %d-byte batch limit", ErrRowTooLarge,
 			len(row), record.MaxBatchSize)
 	}
 	if err := w.budget.take(ctx, int64(recordBytes), w.closing, ErrWriterClosed); err != nil {

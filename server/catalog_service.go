@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 
@@ -116,7 +117,8 @@ func (m *metaService) GetTable(ctx context.Context, req *pb.GetTableRequest) (*p
 		if err != nil {
 			return err
 		}
-		resp = &pb.GetTableResponse{Table: table, Buckets: buckets, AppliedIndex: applied}
+		resp = &pb.GetTableResponse{Table: table, Buckets: buckets, AppliedIndex: applied,
+			MaxBatchBytes: int32(min(m.s.maxBatchBytes(), math.MaxInt32))}
 		holders := map[uint32]bool{}
 		for _, b := range buckets {
 			for _, r := range b.Replicas {

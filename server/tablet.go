@@ -117,6 +117,14 @@ func (s *Server) startTablet(ctx context.Context) error {
 	return nil
 }
 
+// maxBatchBytes is the largest batch the node's replicas take.
+func (s *Server) maxBatchBytes() int {
+	if s.cfg.MaxBatchBytes > 0 {
+		return s.cfg.MaxBatchBytes
+	}
+	return replica.DefaultMaxBatchBytes
+}
+
 // newFollower makes the tablet role's metadata follower: it watches the meta
 // nodes once this run's registration is committed and hands the replica
 // manager what it may act on.

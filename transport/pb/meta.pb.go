@@ -1309,7 +1309,11 @@ type GetTableResponse struct {
 	Buckets      []*BucketRecord        `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
 	AppliedIndex uint64                 `protobuf:"varint,3,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
 	// The nodes holding the table's replicas, for their addresses.
-	Nodes         []*NodeRecord `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Nodes []*NodeRecord `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// The largest record batch a produce may carry, as the answering node
+	// is configured (floe serve --max-batch-bytes); 0 from a node that does
+	// not say. Writers refuse a row too large for it before sending it.
+	MaxBatchBytes int32 `protobuf:"varint,5,opt,name=max_batch_bytes,json=maxBatchBytes,proto3" json:"max_batch_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1370,6 +1374,13 @@ func (x *GetTableResponse) GetNodes() []*NodeRecord {
 		return x.Nodes
 	}
 	return nil
+}
+
+func (x *GetTableResponse) GetMaxBatchBytes() int32 {
+	if x != nil {
+		return x.MaxBatchBytes
+	}
+	return 0
 }
 
 type ClusterStatusRequest struct {
@@ -2226,12 +2237,13 @@ const file_meta_proto_rawDesc = "" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"A\n" +
 	"\x0fGetTableRequest\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\xbf\x01\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xe7\x01\n" +
 	"\x10GetTableResponse\x12*\n" +
 	"\x05table\x18\x01 \x01(\v2\x14.floe.v1.TableRecordR\x05table\x12/\n" +
 	"\abuckets\x18\x02 \x03(\v2\x15.floe.v1.BucketRecordR\abuckets\x12#\n" +
 	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\x12)\n" +
-	"\x05nodes\x18\x04 \x03(\v2\x13.floe.v1.NodeRecordR\x05nodes\"\x16\n" +
+	"\x05nodes\x18\x04 \x03(\v2\x13.floe.v1.NodeRecordR\x05nodes\x12&\n" +
+	"\x0fmax_batch_bytes\x18\x05 \x01(\x05R\rmaxBatchBytes\"\x16\n" +
 	"\x14ClusterStatusRequest\"\x86\x02\n" +
 	"\x15ClusterStatusResponse\x12\x1d\n" +
 	"\n" +
