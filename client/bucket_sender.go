@@ -144,7 +144,8 @@ func (s *bucketSender) send(ctx context.Context, b *pendingBatch) {
 	resp, sent, err := s.deliver(dctx, b)
 	if err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("%w: batch of %s for bucket %d not acknowledged: %v", ErrWriterClosed, rowCount(b.count), s.bucket, err)
+			err = fmt.Errorf("%w: batch of %s for %s bucket %d not acknowledged: %v", ErrWriterClosed, rowCount(b.count),
+				s.w.t.qualifiedName(), s.bucket, err)
 		}
 		if sent {
 			// The sequence is spent and the batch's fate unknown: the
@@ -213,7 +214,7 @@ func (s *bucketSender) deliver(ctx context.Context, b *pendingBatch) (resp *pb.P
 		// the idempotent retry settles.
 		timedOut := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
 		if !retriable(err) && !timedOut {
-			return nil, true, fmt.Errorf("client: %s: bucket %d: %w", s.w.kind.name, s.bucket, err)
+			return nil, true, fmt.Errorf("client: %s: %s bucket %d: %w", s.w.kind.name, s.w.t.qualifiedName(), s.bucket, err)
 		}
 		if ctx.Err() != nil {
 			return nil, true, s.timeoutError(ctx, b, attempt, err)
@@ -246,7 +247,7 @@ func (s *bucketSender) sendOnce(ctx context.Context, call batchCall) (*pb.Produc
 // timeoutError describes a batch given up on when ctx ended.
 func (s *bucketSender) timeoutError(ctx context.Context, b *pendingBatch, attempts int, last error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w: bucket %d, batch of %s, %d attempts in %v: %w", ErrDeliveryTimeout, s.bucket,
+		return fmt.Errorf("%w: %s bucket %d, batch of %s, %d attempts in %v: %w", ErrDeliveryTimeout, s.w.t.qualifiedName(), s.bucket,
 			rowCount(b.count), attempts, time.Since(b.created).Round(time.Millisecond), last)
 	}
 	return last

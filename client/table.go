@@ -224,6 +224,9 @@ func (t *Table) tablet(addr string) pb.DRPCTabletClient {
 	return pb.NewDRPCTabletClient(t.c.pool.Conn(addr))
 }
 
+// qualifiedName is the table's DB.TABLE name, for messages.
+func (t *Table) qualifiedName() string { return t.info.Database + "." + t.info.Name }
+
 // Info describes the table, with the bucket placement of the last refresh.
 func (t *Table) Info() TableInfo {
 	info := t.info
