@@ -24,6 +24,7 @@ type consumeOptions struct {
 	limit   int64 // 0: no limit
 	follow  bool
 	buckets []int32 // nil: all
+	noMeta  bool    // the row's columns only, as produce takes them
 }
 
 // consumeCmd prints a log table's rows, or a primary-key table's
@@ -32,12 +33,13 @@ func consumeCmd(env *cliEnv) clientCmd {
 	var from, buckets string
 	var o consumeOptions
 	return clientCmd{name: "consume", nargs: 1, streaming: true,
-		usage: "consume DB.TABLE [--from earliest|latest|offset=N|timestamp=RFC3339] [--limit N] [--follow] [--buckets 0,2]",
+		usage: "consume DB.TABLE [--from earliest|latest|offset=N|timestamp=T] [--limit N] [--follow] [--buckets 0,2] [--no-meta]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&from, "from", "earliest", "where to start: earliest, latest, offset=N or timestamp=T (RFC 3339, a date, or epoch milliseconds)")
 			fs.Int64Var(&o.limit, "limit", 0, "stop after this many rows (0: no limit)")
 			fs.BoolVar(&o.follow, "follow", false, "keep reading new rows; without it, stop at the high watermark seen at start")
 			fs.StringVar(&buckets, "buckets", "", "comma-separated buckets to read (default: all)")
+			fs.BoolVar(&o.noMeta, "no-meta", false, "print the row's columns only (no _bucket, _offset, _timestamp, _change): lines that floe produce takes back")
 		},
 		check: func(pos []string) error {
 			if _, _, err := tableName(pos[0]); err != nil {
@@ -178,7 +180,13 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 			if !ok || (!o.follow && r.Offset >= end) {
 				continue
 			}
-			if line, err = appendRecordJSON(line[:0], codec, r, changelog); err != nil {
+			if o.noMeta {
+				line, err = codec.AppendJSON(line[:0], r.Row)
+				line = append(line, '\n')
+			} else {
+				line, err = appendRecordJSON(line[:0], codec, r, changelog)
+			}
+			if err != nil {
 				return fmt.Errorf("bucket %d offset %d: %w", r.Bucket, r.Offset, err)
 			}
 			if _, err := out.Write(line); err != nil {
