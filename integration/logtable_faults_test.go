@@ -204,6 +204,11 @@ func TestDamagedLeaderLogRepairs(t *testing.T) {
 	waitISRFull(t, ctx, cl, "damage", "events")
 	appendAcked(t, ctx, tbl, 0, 3000)
 	_, addr := bucketLeader(t, ctx, c, "damage", "events", 0)
+	desc, err := cl.Admin().DescribeTable(ctx, "damage", "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	epochBefore := desc.Placement[0].BucketEpoch
 	var leader *Node
 	for _, nd := range c.Nodes {
 		if nd.Addr == addr {
@@ -240,6 +245,15 @@ func TestDamagedLeaderLogRepairs(t *testing.T) {
 	if _, now := bucketLeader(t, ctx, c, "damage", "events", 0); now == addr {
 		t.Fatalf("node %d still leads with a damaged log", leader.ID)
 	}
-	waitISRFull(t, ctx, cl, "damage", "events")
+	// The damaged replica left the ISR (one bucket epoch) and, its log cut
+	// back and fetched again, rejoined it (another).
+	waitFor(t, 60*time.Second, "the damaged replica to leave the ISR and rejoin it", func() bool {
+		d, err := cl.Admin().DescribeTable(ctx, "damage", "events")
+		if err != nil {
+			return false
+		}
+		b := d.Placement[0]
+		return b.BucketEpoch >= epochBefore+2 && len(b.ISR) == 3
+	})
 	compareReplicas(t, c, tbl, 1)
 }

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +104,31 @@ func TestDamagedLeaderLeavesAndRefetches(t *testing.T) {
 	case rep := <-meta.reports:
 		t.Fatalf("reported twice: %v", rep)
 	default:
+	}
+}
+
+// TestDamagedReplicaDoesNotFetch: until its damage is cut away, a replica
+// asks its leader for nothing: its log end would claim the damaged range,
+// and the leader could count it caught up and take it back into the ISR
+// before the cut, an in-sync replica without the data.
+func TestDamagedReplicaDoesNotFetch(t *testing.T) {
+	leader := &refusingLeader{}
+	m := newTestManager(t, t.TempDir(), func(c *Config) { c.Dialer = fixedDialer{leader} })
+	r := openTestReplica(t, m)
+	m.mu.Lock()
+	m.replicas[testBucket] = r
+	m.nodes[2] = &pb.NodeRecord{Id: 2, RpcAddress: "127.0.0.1:1"}
+	m.mu.Unlock()
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 2, LeaderEpoch: 1,
+		BucketEpoch: 1, Replicas: []uint32{1, 2}, Isr: []uint32{2}}, 0)
+	r.mu.Lock()
+	r.damagedAt = 0
+	r.mu.Unlock()
+	f := &fetcher{m: m, leader: 2, ctx: t.Context()}
+	if err := f.fetchOnce([]*Replica{r}); !errors.Is(err, errNothingToFetch) {
+		t.Fatalf("fetchOnce with only a damaged replica = %v, want errNothingToFetch", err)
+	}
+	if leader.fetches != 0 {
+		t.Fatalf("%d fetches sent for a damaged replica", leader.fetches)
 	}
 }

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -66,6 +67,10 @@ func (f *fetcher) run() {
 	}
 }
 
+// errNothingToFetch: every replica following the leader waits for its
+// damaged log to be cut back; the fetcher backs off meanwhile.
+var errNothingToFetch = errors.New("replica: every replica to fetch for waits for its damage to be cut away")
+
 // fetchOnce sends one Fetch for the given replicas and applies the answer.
 func (f *fetcher) fetchOnce(reps []*Replica) error {
 	addr := f.m.nodeAddress(f.leader)
@@ -77,12 +82,20 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	byID := map[BucketID]*Replica{}
 	epochs := map[BucketID]int32{}
 	for _, r := range reps {
+		if r.isDamaged() {
+			// Its log end would vouch for the damaged range: it fetches
+			// again once the damage is cut away (damage.go).
+			continue
+		}
 		_, _, epoch, _ := r.state()
 		last := lastBatchEpoch(r.log.Epochs(), r.log.EndOffset())
 		req.Buckets = append(req.Buckets, &pb.FetchBucket{TableId: r.id.TableID, Bucket: r.id.Bucket,
 			Offset: r.log.EndOffset(), LeaderEpoch: epoch, LastFetchedEpoch: last, MaxBytes: DefaultFollowerFetchBytes})
 		byID[r.id] = r
 		epochs[r.id] = epoch
+	}
+	if len(req.Buckets) == 0 {
+		return errNothingToFetch
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, DefaultFollowerMaxWait+5*time.Second)
 	defer cancel()

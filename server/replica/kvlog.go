@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"github.com/floedb/floe/server/replication"
 	"time"
 
 	"github.com/floedb/floe/storage/logstore"
@@ -36,13 +37,18 @@ func (r *Replica) StartOffset() int64 { return r.log.StartOffset() }
 func (r *Replica) EndOffset() int64   { return r.log.EndOffset() }
 
 // ReadBelow reads durable batches of the log from offset from, below
-// offset below, up to about maxBytes. Damage it meets starts the repair
-// (damage.go), as a consumer's read does.
+// offset below, up to about maxBytes. Damage a leader meets starts the
+// repair (damage.go), as a consumer's read does. A follower's does not: its
+// fetches in flight still claim the damaged range, and one answered after
+// the report could bring it back into the ISR before it cut the damage
+// away; it is repaired when it leads and reads the range.
 func (r *Replica) ReadBelow(from, below int64, maxBytes int) (*logstore.Records, error) {
 	recs, err := r.log.ReadBelow(from, below, maxBytes)
 	var ce *logstore.CorruptError
 	if errors.As(err, &ce) && len(r.replicas()) > 1 {
-		r.noteDamage(ce)
+		if role, _, _, _ := r.state(); role == replication.RoleLeader {
+			r.noteDamage(ce)
+		}
 	}
 	return recs, err
 }
