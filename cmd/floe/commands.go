@@ -79,6 +79,16 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		groupCmd("schema", "parse and check a table schema", schemaSpecs(env)),
 		leafCmd(versionSpec(env), ""),
 	)
+	// cobra's completion command, made now (ExecuteC would, later) so that
+	// an unknown shell is a usage mistake like an unknown subcommand.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Short = "print a shell completion script: floe completion bash|zsh|fish|powershell"
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = refuseSubcommand(c.Name(), subcommandNames(c))
+		}
+	}
 	return root
 }
 
@@ -86,10 +96,6 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 // lists them; `floe db` alone or with an unknown subcommand is a usage
 // mistake.
 func groupCmd(name, summary string, specs []cmdSpec) *cobra.Command {
-	var names []string
-	for _, s := range specs {
-		names = append(names, strings.Fields(strings.TrimPrefix(s.usage, name+" "))[0])
-	}
 	g := &cobra.Command{
 		Use:                   name + " COMMAND",
 		Short:                 summary,
@@ -97,17 +103,34 @@ func groupCmd(name, summary string, specs []cmdSpec) *cobra.Command {
 		DisableFlagsInUseLine: true,
 		// `floe db nope --server A` is about nope, not about the flag.
 		FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return fmt.Errorf("%w: floe %s %s", errUsage, name, strings.Join(names, "|"))
-			}
-			return fmt.Errorf("%w: unknown subcommand %q (want %s)", errUsage, args[0], orList(names))
-		},
 	}
 	for _, s := range specs {
 		g.AddCommand(leafCmd(s, name))
 	}
+	g.RunE = refuseSubcommand(name, subcommandNames(g))
 	return g
+}
+
+// refuseSubcommand is the body of a group: reached only without a known
+// subcommand, a usage mistake.
+func refuseSubcommand(group string, names []string) func(*cobra.Command, []string) error {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return fmt.Errorf("%w: floe %s %s", errUsage, group, strings.Join(names, "|"))
+		}
+		return fmt.Errorf("%w: unknown subcommand %q (want %s)", errUsage, args[0], orList(names))
+	}
+}
+
+// subcommandNames are the names of c's visible subcommands, sorted.
+func subcommandNames(c *cobra.Command) []string {
+	var names []string
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return names
 }
 
 // leafCmd turns a cmdSpec into a cobra command under group ("" for a
