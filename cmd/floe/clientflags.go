@@ -61,15 +61,17 @@ func clientFlagUsages() string {
 }
 
 // applyClientEnv sets each client flag not given on the command line from
-// its environment variable, when that is set: the command line wins.
+// its environment variable, when that is set and not empty (FLOE_SERVER=
+// meant the default before there were other variables): the command line
+// wins.
 func applyClientEnv(fs *pflag.FlagSet) error {
 	for _, name := range clientFlagNames() {
 		f := fs.Lookup(name)
 		if f == nil || f.Changed {
 			continue
 		}
-		v, ok := os.LookupEnv(envName(name))
-		if !ok {
+		v := os.Getenv(envName(name))
+		if v == "" {
 			continue
 		}
 		if err := f.Value.Set(v); err != nil {

@@ -181,6 +181,12 @@ func TestClientFlagsAnywhere(t *testing.T) {
 	}
 	t.Setenv("FLOE_SERVER", "127.0.0.1:1")
 	isJSON([]string{"db", "list", "--server", addr})
+	// An empty variable is no variable.
+	t.Setenv("FLOE_SERVER", "")
+	t.Setenv("FLOE_OUTPUT", "")
+	if code, out, errOut := runCLI(t, "", "db", "list", "--server", addr); code != 0 || !strings.HasPrefix(out, "NAME") {
+		t.Errorf("FLOE_OUTPUT empty: exit %d, %q %q", code, out, errOut)
+	}
 }
 
 // TestOneDashLongFlags: long flags written with one dash, as Go's flag
