@@ -20,21 +20,9 @@ const benchSchema = "id BIGINT NOT NULL, payload BYTES"
 // the scanner) after --duration.
 const benchDrainTimeout = 30 * time.Second
 
-func runBench(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: floe bench produce|e2e|upsert|lookup", errUsage)
-	}
-	switch args[0] {
-	case "produce":
-		return benchProduceCmd(env).exec(ctx, env, args[1:])
-	case "e2e":
-		return benchE2ECmd(env).exec(ctx, env, args[1:])
-	case "upsert":
-		return benchUpsertCmd(env).exec(ctx, env, args[1:])
-	case "lookup":
-		return benchLookupCmd(env).exec(ctx, env, args[1:])
-	}
-	return fmt.Errorf("%w: unknown benchmark %q (want produce, e2e, upsert or lookup)", errUsage, args[0])
+// benchCmds are the benchmarks of floe bench.
+func benchCmds(env *cliEnv) []clientCmd {
+	return []clientCmd{benchProduceCmd(env), benchE2ECmd(env), benchUpsertCmd(env), benchLookupCmd(env)}
 }
 
 // benchFlags are the flags both benchmarks take.

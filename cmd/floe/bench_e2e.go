@@ -21,7 +21,7 @@ const e2ePaceInterval = time.Millisecond
 func benchE2ECmd(env *cliEnv) clientCmd {
 	var f benchFlags
 	var rate float64
-	return clientCmd{name: "bench e2e", streaming: true,
+	return clientCmd{summary: "latency from produce to consume", streaming: true,
 		usage: "bench e2e [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--record-bytes 1024] [--acks all] [--rate 10000]",
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs)

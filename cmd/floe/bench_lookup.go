@@ -15,7 +15,7 @@ import (
 func benchLookupCmd(env *cliEnv) clientCmd {
 	var f kvBenchFlags
 	var load, linearizable bool
-	return clientCmd{name: "bench lookup", streaming: true,
+	return clientCmd{summary: "lookup throughput and latency of a primary-key table", streaming: true,
 		usage: "bench lookup [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--keys 1000000] [--batch 1] [--load] [--linearizable]",
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs)

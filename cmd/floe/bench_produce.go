@@ -18,7 +18,7 @@ func benchProduceCmd(env *cliEnv) clientCmd {
 	var f benchFlags
 	var batch int
 	var batching bool
-	return clientCmd{name: "bench produce", streaming: true,
+	return clientCmd{summary: "write throughput and latency of a log table", streaming: true,
 		usage: "bench produce [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--record-bytes 1024] [--acks all] [--batch 1] [--batching]",
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs)

@@ -12,7 +12,7 @@ import (
 
 func benchUpsertCmd(env *cliEnv) clientCmd {
 	var f kvBenchFlags
-	return clientCmd{name: "bench upsert", streaming: true,
+	return clientCmd{summary: "upsert throughput and latency of a primary-key table", streaming: true,
 		usage: "bench upsert [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--keys 1000000] [--record-bytes 1024] [--acks all] [--batch 1] [--shared-writer]",
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs)

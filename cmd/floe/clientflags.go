@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/client"
+	"github.com/spf13/pflag"
 )
 
 const defaultServer = "127.0.0.1:7700"
@@ -25,14 +26,59 @@ type clientFlags struct {
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	f := &clientFlags{}
-	def := os.Getenv("FLOE_SERVER")
-	if def == "" {
-		def = defaultServer
-	}
-	fs.StringVar(&f.servers, "server", def, "comma-separated server addresses, tried in turn (env FLOE_SERVER)")
-	fs.StringVar(&f.output, "output", "text", "output format: text or json")
-	fs.DurationVar(&f.timeout, "timeout", 15*time.Second, "give up after this long (retries included)")
+	fs.StringVar(&f.servers, "server", defaultServer, withEnv("server", "comma-separated server addresses, tried in turn"))
+	fs.StringVar(&f.output, "output", "text", withEnv("output", "output format: text or json"))
+	fs.DurationVar(&f.timeout, "timeout", 15*time.Second, withEnv("timeout", "give up after this long (retries included)"))
 	return f
+}
+
+// envName is the environment variable of client flag --name:
+// --server-list reads FLOE_SERVER_LIST.
+func envName(flagName string) string {
+	return "FLOE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func withEnv(flagName, usage string) string {
+	return fmt.Sprintf("%s (env %s)", usage, envName(flagName))
+}
+
+// clientFlagNames are the flags addClientFlags defines.
+func clientFlagNames() []string {
+	fs := flag.NewFlagSet("client", flag.ContinueOnError)
+	addClientFlags(fs)
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return names
+}
+
+// clientFlagUsages is the help text of the client flags.
+func clientFlagUsages() string {
+	gofs := flag.NewFlagSet("client", flag.ContinueOnError)
+	addClientFlags(gofs)
+	fs := pflag.NewFlagSet("client", pflag.ContinueOnError)
+	addGoFlags(fs, gofs)
+	return fs.FlagUsages()
+}
+
+// applyClientEnv sets each client flag not given on the command line from
+// its environment variable, when that is set and not empty (FLOE_SERVER=
+// meant the default before there were other variables): the command line
+// wins.
+func applyClientEnv(fs *pflag.FlagSet) error {
+	for _, name := range clientFlagNames() {
+		f := fs.Lookup(name)
+		if f == nil || f.Changed {
+			continue
+		}
+		v := os.Getenv(envName(name))
+		if v == "" {
+			continue
+		}
+		if err := f.Value.Set(v); err != nil {
+			return fmt.Errorf("%w: %s=%q is not a valid --%s: %v", errUsage, envName(name), v, name, err)
+		}
+	}
+	return nil
 }
 
 func (f *clientFlags) validate() error {
@@ -102,8 +148,8 @@ func printJSON(env *cliEnv, v any) error {
 // clientCmd is a client command: flags, positional arguments, and a body
 // that runs with a connected client.
 type clientCmd struct {
-	name  string // "db create"
-	usage string // after "floe "
+	usage   string // after "floe ": "db create NAME [--if-not-exists]"
+	summary string
 	// nargs is the number of positional arguments; with maxArgs > nargs,
 	// between nargs and maxArgs.
 	nargs, maxArgs int
@@ -123,24 +169,38 @@ type clientCmd struct {
 	run       func(ctx context.Context, c *client.Client, cf *clientFlags, args []string) error
 }
 
-// exec parses args, connects with the common client flags and runs the body.
-func (cc clientCmd) exec(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlags(env, cc.name, cc.usage)
-	cf := addClientFlags(fs)
-	if cc.flags != nil {
-		cc.flags(fs)
+// spec is the command with the client flags added to its own.
+func (cc clientCmd) spec(env *cliEnv) cmdSpec {
+	return cmdSpec{usage: cc.usage, summary: cc.summary, client: true,
+		define: func(fs *flag.FlagSet) runFunc {
+			cf := addClientFlags(fs)
+			if cc.flags != nil {
+				cc.flags(fs)
+			}
+			return func(ctx context.Context, pos []string) error { return cc.exec(ctx, env, cf, pos) }
+		}}
+}
+
+// clientSpecs are the specs of cmds.
+func clientSpecs(env *cliEnv, cmds []clientCmd) []cmdSpec {
+	specs := make([]cmdSpec, len(cmds))
+	for i, cc := range cmds {
+		specs[i] = cc.spec(env)
 	}
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+	return specs
+}
+
+// exec checks the parsed arguments, connects with the client flags and
+// runs the body.
+func (cc clientCmd) exec(ctx context.Context, env *cliEnv, cf *clientFlags, pos []string) error {
+	var err error
 	if cc.prepare != nil {
 		if pos, err = cc.prepare(cf, pos); err != nil {
 			return err
 		}
 	}
 	if len(pos) < cc.nargs || len(pos) > max(cc.nargs, cc.maxArgs) {
-		return fmt.Errorf("%w: usage: floe %s", errUsage, cc.usage)
+		return fmt.Errorf("%w: wrong number of arguments (%d)", errUsage, len(pos))
 	}
 	if err := cf.validate(); err != nil {
 		return err

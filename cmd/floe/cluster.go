@@ -11,14 +11,12 @@ import (
 	"github.com/floedb/floe/client"
 )
 
-func runCluster(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: floe cluster status|add-voter|remove-voter|transfer-leadership", errUsage)
-	}
+// clusterCmds are the subcommands of floe cluster.
+func clusterCmds(env *cliEnv) []clientCmd {
 	var force bool
-	cmds := map[string]clientCmd{
-		"status": clusterStatusCmd(env),
-		"add-voter": {name: "cluster add-voter", usage: "cluster add-voter ID ADDRESS", nargs: 2,
+	return []clientCmd{
+		clusterStatusCmd(env),
+		{usage: "cluster add-voter ID ADDRESS", summary: "add a meta node to the metadata voters", nargs: 2,
 			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 				id, err := nodeID(pos[0])
 				if err != nil {
@@ -28,7 +26,7 @@ func runCluster(ctx context.Context, env *cliEnv, args []string) error {
 					"adding it as a non-voter and promoting it once it has caught up...\n", pos[1], id)
 				return adminDone(env, cf, "add-voter", c.Admin().AddVoter(ctx, id, pos[1]))
 			}},
-		"remove-voter": {name: "cluster remove-voter", usage: "cluster remove-voter ID [--force]", nargs: 1,
+		{usage: "cluster remove-voter ID [--force]", summary: "remove a metadata voter", nargs: 1,
 			flags: func(fs *flag.FlagSet) {
 				fs.BoolVar(&force, "force", false, "remove it even if the voters left that answer are fewer than their quorum "+
 					"(the metadata then stops until enough of them are back); the last voter is never removed")
@@ -40,7 +38,7 @@ func runCluster(ctx context.Context, env *cliEnv, args []string) error {
 				}
 				return adminDone(env, cf, "remove-voter", c.Admin().RemoveVoter(ctx, id, force))
 			}},
-		"transfer-leadership": {name: "cluster transfer-leadership", usage: "cluster transfer-leadership [ID]", maxArgs: 1,
+		{usage: "cluster transfer-leadership [ID]", summary: "move the metadata leadership (to voter ID)", maxArgs: 1,
 			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 				var id uint32
 				if len(pos) == 1 {
@@ -52,18 +50,13 @@ func runCluster(ctx context.Context, env *cliEnv, args []string) error {
 				return adminDone(env, cf, "transfer-leadership", c.Admin().TransferLeadership(ctx, id))
 			}},
 	}
-	cc, ok := cmds[args[0]]
-	if !ok {
-		return fmt.Errorf("%w: unknown subcommand %q", errUsage, args[0])
-	}
-	return cc.exec(ctx, env, args[1:])
 }
 
 // clusterStatusCmd prints the cluster status with a ready line; with
 // --wait it first waits until the cluster is ready.
 func clusterStatusCmd(env *cliEnv) clientCmd {
 	var wait waitFlag
-	return clientCmd{name: "cluster status", usage: "cluster status [--wait [DURATION]]",
+	return clientCmd{summary: "the cluster's readiness, voters and nodes; --wait waits until it is ready", usage: "cluster status [--wait [DURATION]]",
 		flags: func(fs *flag.FlagSet) {
 			fs.Var(&wait, "wait", fmt.Sprintf("wait until the cluster is ready (default %v), or fail with the reason", defaultReadyWait))
 		},

@@ -14,10 +14,6 @@ import (
 	"github.com/floedb/floe/storage/record"
 )
 
-func runConsume(ctx context.Context, env *cliEnv, args []string) error {
-	return consumeCmd(env).exec(ctx, env, args)
-}
-
 // consumeOptions are the flags of floe consume.
 type consumeOptions struct {
 	from    client.StartPosition
@@ -32,7 +28,7 @@ type consumeOptions struct {
 func consumeCmd(env *cliEnv) clientCmd {
 	var from, buckets string
 	var o consumeOptions
-	return clientCmd{name: "consume", nargs: 1, streaming: true,
+	return clientCmd{summary: "print a table's rows (a primary-key table's changelog) as JSON lines", nargs: 1, streaming: true,
 		usage: "consume DB.TABLE [--from earliest|latest|offset=N|timestamp=T] [--limit N] [--follow] [--buckets 0,2] [--no-meta]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&from, "from", "earliest", "where to start: earliest, latest, offset=N or timestamp=T (RFC 3339, a date, or epoch milliseconds)")

@@ -9,13 +9,11 @@ import (
 	"github.com/floedb/floe/client"
 )
 
-func runDB(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: floe db create|list|drop", errUsage)
-	}
+// dbCmds are the subcommands of floe db.
+func dbCmds(env *cliEnv) []clientCmd {
 	var ifNotExists, ifExists, cascade bool
-	cmds := map[string]clientCmd{
-		"create": {name: "db create", usage: "db create NAME [--if-not-exists]", nargs: 1,
+	return []clientCmd{
+		{usage: "db create NAME [--if-not-exists]", summary: "create a database", nargs: 1,
 			flags: func(fs *flag.FlagSet) {
 				fs.BoolVar(&ifNotExists, "if-not-exists", false, "succeed if the database exists")
 			},
@@ -33,7 +31,7 @@ func runDB(ctx context.Context, env *cliEnv, args []string) error {
 				}
 				return printResult(env, cf, map[string]any{"created": pos[0], "unchanged": false}, "created database %s\n", pos[0])
 			}},
-		"drop": {name: "db drop", usage: "db drop NAME [--cascade] [--if-exists]", nargs: 1,
+		{usage: "db drop NAME [--cascade] [--if-exists]", summary: "drop a database", nargs: 1,
 			flags: func(fs *flag.FlagSet) {
 				fs.BoolVar(&cascade, "cascade", false, "drop the database's tables too")
 				fs.BoolVar(&ifExists, "if-exists", false, "succeed if the database does not exist")
@@ -55,7 +53,7 @@ func runDB(ctx context.Context, env *cliEnv, args []string) error {
 				}
 				return printResult(env, cf, map[string]any{"dropped": pos[0], "unchanged": false}, "dropped database %s\n", pos[0])
 			}},
-		"list": {name: "db list", usage: "db list",
+		{usage: "db list", summary: "list the databases",
 			run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
 				dbs, err := c.Admin().ListDatabases(ctx)
 				if err != nil {
@@ -72,11 +70,6 @@ func runDB(ctx context.Context, env *cliEnv, args []string) error {
 				return w.Flush()
 			}},
 	}
-	cc, ok := cmds[args[0]]
-	if !ok {
-		return fmt.Errorf("%w: unknown subcommand %q (want create, list or drop)", errUsage, args[0])
-	}
-	return cc.exec(ctx, env, args[1:])
 }
 
 // printResult prints a JSON document or a line of text.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,71 +16,73 @@ import (
 // devNodeID is the id of the one node `floe dev` runs.
 const devNodeID = 1
 
-// runDev runs a one-node cluster with both roles: the quickest way to try
-// Floe. Data goes to --data-dir, or to a temporary folder removed on exit.
-func runDev(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlags(env, "dev", "dev [--data-dir DIR] [--listen ADDR] [--gossip ADDR] [--recover]")
-	dataDir := fs.String("data-dir", "", "keep data here (default: a temporary folder, removed on exit)")
-	listen := fs.String("listen", "127.0.0.1:7700", "RPC address")
-	gossipAddr := fs.String("gossip", "", "gossip address (default: the --listen port + 1 when free, else any free port)")
-	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
-	recoverAlone := fs.Bool("recover", false, "with --data-dir: make this node the only metadata voter again before starting "+
-		"(after an add-voter left the metadata without a quorum); safe while no other node ever ran with this cluster's data")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
-	}
-	dir, kept := *dataDir, "kept after exit"
-	if *recoverAlone {
-		if dir == "" {
-			return fmt.Errorf("%w: --recover needs the --data-dir of the cluster to recover", errUsage)
-		}
-		before, err := server.RecoverMeta(dir, devNodeID, []raftmeta.Server{{ID: devNodeID, Address: *listen, Voter: true}})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "recovered: the metadata voters were %s; node %d is now the only one\n", describeVoters(before), devNodeID)
-	}
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "floe-dev-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		kept = "temporary, deleted on exit; --data-dir DIR keeps data"
-	}
-	gossip := *gossipAddr
-	if gossip == "" {
-		gossip = devGossipAddr(*listen)
-	}
-	start := time.Now()
-	srv, err := server.New(server.Config{
-		NodeID: devNodeID, Roles: []string{server.RoleMeta, server.RoleTablet}, DataDir: dir, Listen: *listen,
-		Gossip: gossip, BootstrapExpect: 1,
-		Logger: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level})),
-	})
-	if err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	// Ready means registered with the tablet following the metadata from
-	// its registration on: a table created from now on is placed on it.
-	select {
-	case <-srv.Ready():
-		fmt.Fprintf(env.stdout, "Floe dev cluster ready in %v: node 1 registered, its tablet follows the metadata\n"+
-			"  address:  %s\n  data:     %s (%s)\n  try:      floe cluster status --server %s\nCtrl-C stops it.\n",
-			time.Since(start).Round(time.Millisecond), srv.Addr(), dir, kept, srv.Addr())
-	case err := <-done:
-		return err
-	}
-	return <-done
+// devSpec is `floe dev`: a one-node cluster with both roles, the quickest
+// way to try Floe. Data goes to --data-dir, or to a temporary folder removed on exit.
+func devSpec(env *cliEnv) cmdSpec {
+	return cmdSpec{usage: "dev [--data-dir DIR] [--listen ADDR] [--gossip ADDR] [--recover]",
+		summary: "run a one-node cluster for trying Floe out",
+		define: func(fs *flag.FlagSet) runFunc {
+			dataDir := fs.String("data-dir", "", "keep data here (default: a temporary folder, removed on exit)")
+			listen := fs.String("listen", "127.0.0.1:7700", "RPC address")
+			gossipAddr := fs.String("gossip", "", "gossip address (default: the --listen port + 1 when free, else any free port)")
+			logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+			recoverAlone := fs.Bool("recover", false, "with --data-dir: make this node the only metadata voter again before starting "+
+				"(after an add-voter left the metadata without a quorum); safe while no other node ever ran with this cluster's data")
+			return func(ctx context.Context, pos []string) error {
+				var err error
+				if len(pos) != 0 {
+					return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
+				}
+				var level slog.Level
+				if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+					return fmt.Errorf("%w: --log-level: %v", errUsage, err)
+				}
+				dir, kept := *dataDir, "kept after exit"
+				if *recoverAlone {
+					if dir == "" {
+						return fmt.Errorf("%w: --recover needs the --data-dir of the cluster to recover", errUsage)
+					}
+					before, err := server.RecoverMeta(dir, devNodeID, []raftmeta.Server{{ID: devNodeID, Address: *listen, Voter: true}})
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(env.stdout, "recovered: the metadata voters were %s; node %d is now the only one\n", describeVoters(before), devNodeID)
+				}
+				if dir == "" {
+					if dir, err = os.MkdirTemp("", "floe-dev-"); err != nil {
+						return err
+					}
+					defer os.RemoveAll(dir)
+					kept = "temporary, deleted on exit; --data-dir DIR keeps data"
+				}
+				gossip := *gossipAddr
+				if gossip == "" {
+					gossip = devGossipAddr(*listen)
+				}
+				start := time.Now()
+				srv, err := server.New(server.Config{
+					NodeID: devNodeID, Roles: []string{server.RoleMeta, server.RoleTablet}, DataDir: dir, Listen: *listen,
+					Gossip: gossip, BootstrapExpect: 1,
+					Logger: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level})),
+				})
+				if err != nil {
+					return err
+				}
+				done := make(chan error, 1)
+				go func() { done <- srv.Run(ctx) }()
+				// Ready means registered with the tablet following the metadata from
+				// its registration on: a table created from now on is placed on it.
+				select {
+				case <-srv.Ready():
+					fmt.Fprintf(env.stdout, "Floe dev cluster ready in %v: node 1 registered, its tablet follows the metadata\n"+
+						"  address:  %s\n  data:     %s (%s)\n  try:      floe cluster status --server %s\nCtrl-C stops it.\n",
+						time.Since(start).Round(time.Millisecond), srv.Addr(), dir, kept, srv.Addr())
+				case err := <-done:
+					return err
+				}
+				return <-done
+			}
+		}}
 }
 
 // devGossipAddr is the gossip address of a dev node listening on listen:

@@ -11,4 +11,12 @@
 // throughput and latency and prints its result as JSON on the last line.
 // Every command writes errors to stderr and exits non-zero: 1 for a
 // failure, 2 for a usage mistake.
+//
+// The commands are a spf13/cobra tree (commands.go) built per call of run,
+// so tests run the real command lines in-process. Each command defines its
+// flags once, on a standard flag.FlagSet, and cobra reads them through
+// pflag: parsing, help text (`floe db -h`) and shell completion (`floe
+// completion bash|zsh|fish`) come from that one definition. The client
+// flags (--server, --output, --timeout) fall back to FLOE_SERVER,
+// FLOE_OUTPUT and FLOE_TIMEOUT.
 package main

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,20 +15,11 @@ import (
 	"github.com/floedb/floe/storage/record"
 )
 
-// runLog inspects a log folder read-only: it never recovers, truncates or
-// preallocates, so it is safe on the folder of a running node.
-func runLog(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: floe log dump|verify DIR", errUsage)
-	}
-	switch args[0] {
-	case "dump":
-		return runLogDump(ctx, env, args[1:])
-	case "verify":
-		return runLogVerify(ctx, env, args[1:])
-	default:
-		return fmt.Errorf("%w: unknown subcommand %q (want dump or verify)", errUsage, args[0])
-	}
+// logSpecs are the subcommands of floe log. They read a log folder
+// read-only: they never recover, truncate or preallocate, so they are safe
+// on the folder of a running node.
+func logSpecs(env *cliEnv) []cmdSpec {
+	return []cmdSpec{logDumpSpec(env), logVerifySpec(env)}
 }
 
 // batchLine is one batch in `floe log dump` output.
@@ -47,35 +39,36 @@ type batchLine struct {
 	CRCValid   bool   `json:"crc_valid"`
 }
 
-func runLogDump(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlags(env, "log dump", "log dump DIR [--from OFFSET] [--limit N]")
-	from := fs.Int64("from", 0, "first offset to print")
-	limit := fs.Int("limit", 0, "stop after this many batches (0: all)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one log folder", errUsage)
-	}
-	out := json.NewEncoder(env.stdout)
-	printed := 0
-	return walkLog(ctx, pos[0], func(seg int64, at int64, b record.Batch, crcOK bool) error {
-		if b.LastOffset() < *from {
-			return nil
-		}
-		if *limit > 0 && printed >= *limit {
-			return errStopWalk
-		}
-		printed++
-		return out.Encode(batchLine{
-			Segment: seg, Position: at, BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset(),
-			Records: b.RecordCount(), Bytes: len(b), Epoch: b.LeaderEpoch(),
-			Timestamp: time.UnixMilli(b.CommitTimestamp()).UTC().Format(time.RFC3339Nano),
-			SchemaID:  b.SchemaID(), WriterID: b.WriterID(), Sequence: b.BatchSequence(),
-			Compressed: b.Compression().String(), CRCValid: crcOK,
-		})
-	}, nil)
+func logDumpSpec(env *cliEnv) cmdSpec {
+	return cmdSpec{usage: "log dump DIR [--from OFFSET] [--limit N]",
+		summary: "print a log folder's batches as JSON lines",
+		define: func(fs *flag.FlagSet) runFunc {
+			from := fs.Int64("from", 0, "first offset to print")
+			limit := fs.Int("limit", 0, "stop after this many batches (0: all)")
+			return func(ctx context.Context, pos []string) error {
+				if len(pos) != 1 {
+					return fmt.Errorf("%w: want one log folder", errUsage)
+				}
+				out := json.NewEncoder(env.stdout)
+				printed := 0
+				return walkLog(ctx, pos[0], func(seg int64, at int64, b record.Batch, crcOK bool) error {
+					if b.LastOffset() < *from {
+						return nil
+					}
+					if *limit > 0 && printed >= *limit {
+						return errStopWalk
+					}
+					printed++
+					return out.Encode(batchLine{
+						Segment: seg, Position: at, BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset(),
+						Records: b.RecordCount(), Bytes: len(b), Epoch: b.LeaderEpoch(),
+						Timestamp: time.UnixMilli(b.CommitTimestamp()).UTC().Format(time.RFC3339Nano),
+						SchemaID:  b.SchemaID(), WriterID: b.WriterID(), Sequence: b.BatchSequence(),
+						Compressed: b.Compression().String(), CRCValid: crcOK,
+					})
+				}, nil)
+			}
+		}}
 }
 
 // segmentSummary is one segment in `floe log verify` output.
@@ -87,71 +80,73 @@ type segmentSummary struct {
 	Problem    string `json:"problem,omitempty"`
 }
 
-func runLogVerify(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlags(env, "log verify", "log verify DIR [--output text|json]")
-	output := fs.String("output", "text", "text or json")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one log folder", errUsage)
-	}
-	var sums []segmentSummary
-	var cur *segmentSummary
-	problems := 0
-	next := int64(-1)
-	err = walkLog(ctx, pos[0], func(seg int64, at int64, b record.Batch, crcOK bool) error {
-		if cur == nil || cur.BaseOffset != seg {
-			sums = append(sums, segmentSummary{BaseOffset: seg, NextOffset: seg})
-			cur = &sums[len(sums)-1]
-		}
-		switch {
-		case !crcOK:
-			cur.Problem = fmt.Sprintf("bad CRC in batch at offset %d (byte %d)", b.BaseOffset(), at)
-		case next >= 0 && b.BaseOffset() != next:
-			cur.Problem = fmt.Sprintf("batch at byte %d has offset %d, expected %d", at, b.BaseOffset(), next)
-		}
-		if cur.Problem != "" {
-			problems++
-			return errStopSegment
-		}
-		cur.Batches++
-		cur.Bytes += int64(len(b))
-		cur.NextOffset = b.NextOffset()
-		next = b.NextOffset()
-		return nil
-	}, func(seg int64, problem string) {
-		if cur == nil || cur.BaseOffset != seg {
-			sums = append(sums, segmentSummary{BaseOffset: seg, NextOffset: seg})
-			cur = &sums[len(sums)-1]
-		}
-		if cur.Problem == "" {
-			cur.Problem = problem
-			problems++
-		}
-	})
-	if err != nil {
-		return err
-	}
-	if *output == "json" {
-		if err := json.NewEncoder(env.stdout).Encode(map[string]any{"segments": sums, "problems": problems}); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(env.stdout, "%-22s %-22s %10s %14s  %s\n", "BASE OFFSET", "NEXT OFFSET", "BATCHES", "BYTES", "STATUS")
-		for _, s := range sums {
-			status := "ok"
-			if s.Problem != "" {
-				status = s.Problem
+func logVerifySpec(env *cliEnv) cmdSpec {
+	return cmdSpec{usage: "log verify DIR [--output text|json]",
+		summary: "check every batch of a log folder (CRC, offsets)",
+		define: func(fs *flag.FlagSet) runFunc {
+			output := fs.String("output", "text", "text or json")
+			return func(ctx context.Context, pos []string) error {
+				var err error
+				if len(pos) != 1 {
+					return fmt.Errorf("%w: want one log folder", errUsage)
+				}
+				var sums []segmentSummary
+				var cur *segmentSummary
+				problems := 0
+				next := int64(-1)
+				err = walkLog(ctx, pos[0], func(seg int64, at int64, b record.Batch, crcOK bool) error {
+					if cur == nil || cur.BaseOffset != seg {
+						sums = append(sums, segmentSummary{BaseOffset: seg, NextOffset: seg})
+						cur = &sums[len(sums)-1]
+					}
+					switch {
+					case !crcOK:
+						cur.Problem = fmt.Sprintf("bad CRC in batch at offset %d (byte %d)", b.BaseOffset(), at)
+					case next >= 0 && b.BaseOffset() != next:
+						cur.Problem = fmt.Sprintf("batch at byte %d has offset %d, expected %d", at, b.BaseOffset(), next)
+					}
+					if cur.Problem != "" {
+						problems++
+						return errStopSegment
+					}
+					cur.Batches++
+					cur.Bytes += int64(len(b))
+					cur.NextOffset = b.NextOffset()
+					next = b.NextOffset()
+					return nil
+				}, func(seg int64, problem string) {
+					if cur == nil || cur.BaseOffset != seg {
+						sums = append(sums, segmentSummary{BaseOffset: seg, NextOffset: seg})
+						cur = &sums[len(sums)-1]
+					}
+					if cur.Problem == "" {
+						cur.Problem = problem
+						problems++
+					}
+				})
+				if err != nil {
+					return err
+				}
+				if *output == "json" {
+					if err := json.NewEncoder(env.stdout).Encode(map[string]any{"segments": sums, "problems": problems}); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintf(env.stdout, "%-22s %-22s %10s %14s  %s\n", "BASE OFFSET", "NEXT OFFSET", "BATCHES", "BYTES", "STATUS")
+					for _, s := range sums {
+						status := "ok"
+						if s.Problem != "" {
+							status = s.Problem
+						}
+						fmt.Fprintf(env.stdout, "%-22d %-22d %10d %14d  %s\n", s.BaseOffset, s.NextOffset, s.Batches, s.Bytes, status)
+					}
+				}
+				if problems > 0 {
+					return fmt.Errorf("%d segment(s) with problems", problems)
+				}
+				return nil
 			}
-			fmt.Fprintf(env.stdout, "%-22d %-22d %10d %14d  %s\n", s.BaseOffset, s.NextOffset, s.Batches, s.Bytes, status)
-		}
-	}
-	if problems > 0 {
-		return fmt.Errorf("%d segment(s) with problems", problems)
-	}
-	return nil
+		}}
 }
 
 var (

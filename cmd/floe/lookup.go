@@ -20,10 +20,6 @@ const lookupBatchKeys = 256
 // errNotFound fails a lookup that found no row for some key.
 var errNotFound = errors.New("not found")
 
-func runLookup(ctx context.Context, env *cliEnv, args []string) error {
-	return lookupCmd(env).exec(ctx, env, args)
-}
-
 // lookupOptions are the flags of floe lookup.
 type lookupOptions struct {
 	key, prefix  string
@@ -35,7 +31,7 @@ type lookupOptions struct {
 // objects read from stdin.
 func lookupCmd(env *cliEnv) clientCmd {
 	var o lookupOptions
-	return clientCmd{name: "lookup", nargs: 1, streaming: true,
+	return clientCmd{summary: "read rows of a primary-key table by key or bucket-key prefix", nargs: 1, streaming: true,
 		usage: "lookup DB.TABLE [--key '{\"id\":1}' | --prefix '{\"a\":1}'] [--linearizable]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.key, "key", "", "the primary key as a JSON object; without --key or --prefix, one key object per stdin line")

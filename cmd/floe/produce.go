@@ -13,16 +13,12 @@ import (
 	"github.com/floedb/floe/client"
 )
 
-func runProduce(ctx context.Context, env *cliEnv, args []string) error {
-	return produceCmd(env).exec(ctx, env, args)
-}
-
 // produceCmd appends JSON lines, one object per row, to a log table, or
 // upserts (or deletes) them in a primary-key table.
 func produceCmd(env *cliEnv) clientCmd {
 	var file, acks, columns string
 	var del bool
-	return clientCmd{name: "produce", nargs: 1, streaming: true,
+	return clientCmd{summary: "append JSON lines to a log table, or upsert or delete them in a primary-key table", nargs: 1, streaming: true,
 		usage: "produce DB.TABLE [--file F] [--acks all|1|0] [--delete] [--columns a,b]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&file, "file", "", "read JSON lines from this file instead of stdin")

@@ -66,6 +66,9 @@ func (w *waitFlag) String() string {
 
 func (w *waitFlag) IsBoolFlag() bool { return true }
 
+// Type names the value in help text.
+func (w *waitFlag) Type() string { return "duration" }
+
 func (w *waitFlag) Set(s string) error {
 	switch s {
 	case "true":

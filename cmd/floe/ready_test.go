@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
+	"io"
 	"regexp"
 	"strings"
 	"sync"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/floedb/floe/client"
 	"github.com/floedb/floe/server"
+	"github.com/spf13/pflag"
 )
 
 func TestClusterReadiness(t *testing.T) {
@@ -49,8 +52,11 @@ func TestWaitFlag(t *testing.T) {
 		{[]string{"--wait=-1s"}, true, ""},
 	} {
 		var w waitFlag
-		fs := newFlags(&cliEnv{stderr: &bytes.Buffer{}}, "t", "t")
-		fs.Var(&w, "wait", "")
+		gofs := flag.NewFlagSet("t", flag.ContinueOnError)
+		gofs.Var(&w, "wait", "")
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		addGoFlags(fs, gofs)
 		err := fs.Parse(tc.args)
 		if (err != nil) != tc.wantErr || (!tc.wantErr && (!w.set || w.String() != tc.want)) {
 			t.Errorf("%v: err %v, wait %q, want %q", tc.args, err, w.String(), tc.want)

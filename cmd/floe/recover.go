@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,37 +11,38 @@ import (
 	"github.com/floedb/floe/server"
 )
 
-// runRecover rewrites a stopped meta node's Raft configuration to the
+// recoverSpec is `floe recover`: it rewrites a stopped meta node's Raft configuration to the
 // given voters: the way back for a cluster whose metadata lost its quorum
 // for good. README's "Recovering a cluster that lost its metadata quorum"
 // says when it is safe.
-func runRecover(_ context.Context, env *cliEnv, args []string) error {
-	fs := newFlags(env, "recover", "recover --data-dir DIR --id ID --voters ID=ADDRESS[,ID=ADDRESS...]")
-	dataDir := fs.String("data-dir", "", "data folder of the stopped node")
-	id := fs.Uint("id", 0, "the node's id")
-	list := fs.String("voters", "", "the surviving voters, this node included, as ID=ADDRESS (their RPC address), comma-separated")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
-	}
-	if *dataDir == "" || *id == 0 || *id > 1<<32-1 || *list == "" {
-		return fmt.Errorf("%w: give --data-dir, --id and --voters", errUsage)
-	}
-	voters, err := parseVoters(*list)
-	if err != nil {
-		return fmt.Errorf("%w: --voters: %v", errUsage, err)
-	}
-	before, err := server.RecoverMeta(*dataDir, uint32(*id), voters)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(env.stdout, "recovered node %d: the metadata voters were %s; they are now %s.\n"+
-		"Start the node as before; the nodes left out must never run again with their old data folder.\n",
-		*id, describeVoters(before), describeVoters(voters))
-	return nil
+func recoverSpec(env *cliEnv) cmdSpec {
+	return cmdSpec{usage: "recover --data-dir DIR --id ID --voters ID=ADDRESS[,ID=ADDRESS...]",
+		summary: "make the surviving voters the whole metadata group of a stopped node (after a lost quorum)",
+		define: func(fs *flag.FlagSet) runFunc {
+			dataDir := fs.String("data-dir", "", "data folder of the stopped node")
+			id := fs.Uint("id", 0, "the node's id")
+			list := fs.String("voters", "", "the surviving voters, this node included, as ID=ADDRESS (their RPC address), comma-separated")
+			return func(_ context.Context, pos []string) error {
+				if len(pos) != 0 {
+					return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
+				}
+				if *dataDir == "" || *id == 0 || *id > 1<<32-1 || *list == "" {
+					return fmt.Errorf("%w: give --data-dir, --id and --voters", errUsage)
+				}
+				voters, err := parseVoters(*list)
+				if err != nil {
+					return fmt.Errorf("%w: --voters: %v", errUsage, err)
+				}
+				before, err := server.RecoverMeta(*dataDir, uint32(*id), voters)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.stdout, "recovered node %d: the metadata voters were %s; they are now %s.\n"+
+					"Start the node as before; the nodes left out must never run again with their old data folder.\n",
+					*id, describeVoters(before), describeVoters(voters))
+				return nil
+			}
+		}}
 }
 
 // parseVoters reads "ID=ADDRESS,ID=ADDRESS".

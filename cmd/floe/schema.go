@@ -4,63 +4,74 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"strings"
 
 	"github.com/floedb/floe/storage/record"
 )
 
-func runSchema(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: floe schema check|rows 'SCHEMA'", errUsage)
-	}
-	switch args[0] {
-	case "check":
-		return runSchemaCheck(env, args[1:])
-	case "rows":
-		return runSchemaRows(ctx, env, args[1:])
-	default:
-		return fmt.Errorf("%w: unknown subcommand %q (want check or rows)", errUsage, args[0])
+// schemaSpecs are the subcommands of floe schema.
+func schemaSpecs(env *cliEnv) []cmdSpec {
+	return []cmdSpec{
+		{usage: "schema check 'SCHEMA' [--primary-key a,b] [--output text|json]",
+			summary: "parse and validate a schema and print its canonical form",
+			define: func(fs *flag.FlagSet) runFunc {
+				sf := addSchemaFlags(fs)
+				return func(_ context.Context, pos []string) error { return runSchemaCheck(env, sf, pos) }
+			}},
+		{usage: "schema rows 'SCHEMA' < rows.jsonl",
+			summary: "convert JSON lines from stdin to rows and back, stopping at the first bad line",
+			define: func(fs *flag.FlagSet) runFunc {
+				sf := addSchemaFlags(fs)
+				return func(ctx context.Context, pos []string) error { return runSchemaRows(ctx, env, sf, pos) }
+			}},
 	}
 }
 
-// parseSchemaArgs reads a schema and an optional --primary-key list.
-func parseSchemaArgs(env *cliEnv, name, usageLine string, args []string) (record.Schema, *string, error) {
-	fs := newFlags(env, name, usageLine)
-	pk := fs.String("primary-key", "", "comma-separated primary-key columns")
-	output := fs.String("output", "text", "text or json")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return record.Schema{}, nil, err
-	}
+// schemaFlags are the flags of the schema commands.
+type schemaFlags struct {
+	primaryKey, output string
+}
+
+func addSchemaFlags(fs *flag.FlagSet) *schemaFlags {
+	f := &schemaFlags{}
+	fs.StringVar(&f.primaryKey, "primary-key", "", "comma-separated primary-key columns")
+	fs.StringVar(&f.output, "output", "text", "text or json")
+	return f
+}
+
+// parseSchemaArg reads the schema argument and the --primary-key list.
+func parseSchemaArg(f *schemaFlags, pos []string) (record.Schema, error) {
+	pk := &f.primaryKey
 	if len(pos) != 1 {
-		return record.Schema{}, nil, fmt.Errorf("%w: want one schema argument, like 'id BIGINT NOT NULL, name STRING'", errUsage)
+		return record.Schema{}, fmt.Errorf("%w: want one schema argument, like 'id BIGINT NOT NULL, name STRING'", errUsage)
 	}
 	s, err := record.ParseSchema(pos[0])
 	if err != nil {
-		return record.Schema{}, nil, err
+		return record.Schema{}, err
 	}
 	if *pk != "" {
 		if len(s.PrimaryKey) > 0 {
-			return record.Schema{}, nil, fmt.Errorf("%w: the schema already declares a primary key", errUsage)
+			return record.Schema{}, fmt.Errorf("%w: the schema already declares a primary key", errUsage)
 		}
 		for _, c := range strings.Split(*pk, ",") {
 			s.PrimaryKey = append(s.PrimaryKey, strings.TrimSpace(c))
 		}
 		if err := s.Validate(); err != nil {
-			return record.Schema{}, nil, err
+			return record.Schema{}, err
 		}
 	}
-	return s, output, nil
+	return s, nil
 }
 
 // runSchemaCheck parses and validates a schema and prints its canonical form.
-func runSchemaCheck(env *cliEnv, args []string) error {
-	s, output, err := parseSchemaArgs(env, "schema check", "schema check 'SCHEMA' [--primary-key a,b] [--output text|json]", args)
+func runSchemaCheck(env *cliEnv, f *schemaFlags, pos []string) error {
+	s, err := parseSchemaArg(f, pos)
 	if err != nil {
 		return err
 	}
-	if *output == "json" {
+	if f.output == "json" {
 		return json.NewEncoder(env.stdout).Encode(s)
 	}
 	fmt.Fprintln(env.stdout, s.String())
@@ -69,8 +80,8 @@ func runSchemaCheck(env *cliEnv, args []string) error {
 
 // runSchemaRows converts JSON lines from stdin to rows and back, printing
 // each normalized row, and stops at the first bad line with its number.
-func runSchemaRows(ctx context.Context, env *cliEnv, args []string) error {
-	s, _, err := parseSchemaArgs(env, "schema rows", "schema rows 'SCHEMA' < rows.jsonl", args)
+func runSchemaRows(ctx context.Context, env *cliEnv, f *schemaFlags, pos []string) error {
+	s, err := parseSchemaArg(f, pos)
 	if err != nil {
 		return err
 	}

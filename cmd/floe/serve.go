@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,71 +14,74 @@ import (
 	"github.com/floedb/floe/storage/logstore"
 )
 
-func runServe(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlags(env, "serve", "serve --id ID --roles meta[,tablet] --data-dir DIR --listen ADDR [--advertise ADDR] --gossip ADDR [--join ADDR,...] [--bootstrap-expect N] [--http ADDR]")
-	id := fs.Uint("id", 0, "node id, a positive integer unique in the cluster")
-	roles := fs.String("roles", "meta,tablet", "comma-separated roles: meta, tablet")
-	dataDir := fs.String("data-dir", "", "folder for everything this node stores")
-	listen := fs.String("listen", "127.0.0.1:7700", "RPC address (DRPC and Raft share it)")
-	advertise := fs.String("advertise", "", "RPC address peers and clients use (default: --listen)")
-	gossip := fs.String("gossip", "", "gossip address (default: the listen host, port + 1)")
-	join := fs.String("join", "", "comma-separated RPC addresses of nodes to form or join a cluster with")
-	bootstrapExpect := fs.Int("bootstrap-expect", 0, "form a new cluster once this many meta nodes know each other")
-	rack := fs.String("rack", "", "rack or zone, to place replicas apart")
-	httpAddr := fs.String("http", "", "address for /healthz and /readyz")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	gossipProfile := fs.String("gossip-profile", "local", "failure detection: local (about 1 s) or lan (memberlist's LAN defaults, several seconds)")
-	grace := fs.Duration("liveness-grace", time.Second, "how long a tablet node stays dead before its leaderships move")
-	maxBatch := fs.Int("max-batch-bytes", 8<<20, "largest record batch a produce may carry")
-	logSync := fs.String("log-sync", "always", "fsync policy of bucket logs: always, interval or never")
-	snapshotThreshold := fs.Uint64("raft-snapshot-threshold", 0, "Raft log entries between snapshots (0: default 8192)")
-	snapshotInterval := fs.Duration("raft-snapshot-interval", 0, "how often Raft checks whether to snapshot (0: default 2m)")
-	kvMemtable := fs.Int64("kv-memtable-bytes", 0, "Badger memtable size of each primary-key bucket replica (0: 8 MiB); also bounds one apply transaction")
-	kvBlockCache := fs.Int64("kv-block-cache-bytes", 0, "Badger block cache of each primary-key bucket replica (0: none; tables are read through the page cache)")
-	kvIndexCache := fs.Int64("kv-index-cache-bytes", 0, "memory bound of the table indexes and bloom filters of each primary-key bucket replica (0: unbounded, all in memory)")
-	kvRowCache := fs.Int64("kv-row-cache-bytes", 0, "memory for recently read rows of primary-key tables, shared by the node's buckets; filled by lookups, outside the Go heap (0: a quarter of the machine's or cgroup's memory, -1: none)")
-	kvBuffer := fs.Int64("kv-buffer-bytes", 0, "uncommitted upserts a primary-key bucket leader holds before it refuses more until followers catch up (0: 64 MiB)")
-	trailingLogs := fs.Uint64("raft-trailing-logs", 0, "Raft log entries a snapshot leaves behind for lagging followers (0: default 10240)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
-	}
-	if *id == 0 || *id > 1<<32-1 {
-		return fmt.Errorf("%w: --id must be a positive 32-bit integer", errUsage)
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
-	}
-	g := *gossip
-	if g == "" {
-		g, err = nextPort(*listen)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
-		}
-	}
-	sync, err := logstore.ParseSyncPolicy(*logSync)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
-	srv, err := server.New(server.Config{
-		NodeID: uint32(*id), Roles: splitList(*roles), DataDir: *dataDir, Listen: *listen,
-		Advertise: *advertise, Gossip: g, Join: splitList(*join), BootstrapExpect: *bootstrapExpect,
-		Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, RaftTrailingLogs: *trailingLogs, MaxBatchBytes: *maxBatch, LogSync: sync,
-		GossipProfile: *gossipProfile, LivenessGrace: *grace,
-		KV:                   kvstore.Config{MemTableBytes: *kvMemtable, BlockCacheBytes: *kvBlockCache, IndexCacheBytes: *kvIndexCache},
-		KVBufferBytes:        *kvBuffer,
-		KVRowCacheBytes:      *kvRowCache,
-		RaftSnapshotInterval: *snapshotInterval, Logger: logger,
-	})
-	if err != nil {
-		return err
-	}
-	return srv.Run(ctx)
+// serveSpec is `floe serve`: one node of a cluster, with the roles asked for.
+func serveSpec(env *cliEnv) cmdSpec {
+	return cmdSpec{usage: "serve --id ID --roles meta[,tablet] --data-dir DIR --listen ADDR [--advertise ADDR] --gossip ADDR [--join ADDR,...] [--bootstrap-expect N] [--http ADDR]",
+		summary: "run a node: metadata voter (meta), tablet node, or both",
+		define: func(fs *flag.FlagSet) runFunc {
+			id := fs.Uint("id", 0, "node id, a positive integer unique in the cluster")
+			roles := fs.String("roles", "meta,tablet", "comma-separated roles: meta, tablet")
+			dataDir := fs.String("data-dir", "", "folder for everything this node stores")
+			listen := fs.String("listen", "127.0.0.1:7700", "RPC address (DRPC and Raft share it)")
+			advertise := fs.String("advertise", "", "RPC address peers and clients use (default: --listen)")
+			gossip := fs.String("gossip", "", "gossip address (default: the listen host, port + 1)")
+			join := fs.String("join", "", "comma-separated RPC addresses of nodes to form or join a cluster with")
+			bootstrapExpect := fs.Int("bootstrap-expect", 0, "form a new cluster once this many meta nodes know each other")
+			rack := fs.String("rack", "", "rack or zone, to place replicas apart")
+			httpAddr := fs.String("http", "", "address for /healthz and /readyz")
+			logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+			gossipProfile := fs.String("gossip-profile", "local", "failure detection: local (about 1 s) or lan (memberlist's LAN defaults, several seconds)")
+			grace := fs.Duration("liveness-grace", time.Second, "how long a tablet node stays dead before its leaderships move")
+			maxBatch := fs.Int("max-batch-bytes", 8<<20, "largest record batch a produce may carry")
+			logSync := fs.String("log-sync", "always", "fsync policy of bucket logs: always, interval or never")
+			snapshotThreshold := fs.Uint64("raft-snapshot-threshold", 0, "Raft log entries between snapshots (0: default 8192)")
+			snapshotInterval := fs.Duration("raft-snapshot-interval", 0, "how often Raft checks whether to snapshot (0: default 2m)")
+			kvMemtable := fs.Int64("kv-memtable-bytes", 0, "Badger memtable size of each primary-key bucket replica (0: 8 MiB); also bounds one apply transaction")
+			kvBlockCache := fs.Int64("kv-block-cache-bytes", 0, "Badger block cache of each primary-key bucket replica (0: none; tables are read through the page cache)")
+			kvIndexCache := fs.Int64("kv-index-cache-bytes", 0, "memory bound of the table indexes and bloom filters of each primary-key bucket replica (0: unbounded, all in memory)")
+			kvRowCache := fs.Int64("kv-row-cache-bytes", 0, "memory for recently read rows of primary-key tables, shared by the node's buckets; filled by lookups, outside the Go heap (0: a quarter of the machine's or cgroup's memory, -1: none)")
+			kvBuffer := fs.Int64("kv-buffer-bytes", 0, "uncommitted upserts a primary-key bucket leader holds before it refuses more until followers catch up (0: 64 MiB)")
+			trailingLogs := fs.Uint64("raft-trailing-logs", 0, "Raft log entries a snapshot leaves behind for lagging followers (0: default 10240)")
+			return func(ctx context.Context, pos []string) error {
+				var err error
+				if len(pos) != 0 {
+					return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
+				}
+				if *id == 0 || *id > 1<<32-1 {
+					return fmt.Errorf("%w: --id must be a positive 32-bit integer", errUsage)
+				}
+				var level slog.Level
+				if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+					return fmt.Errorf("%w: --log-level: %v", errUsage, err)
+				}
+				g := *gossip
+				if g == "" {
+					g, err = nextPort(*listen)
+					if err != nil {
+						return fmt.Errorf("%w: %v", errUsage, err)
+					}
+				}
+				sync, err := logstore.ParseSyncPolicy(*logSync)
+				if err != nil {
+					return fmt.Errorf("%w: %v", errUsage, err)
+				}
+				logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+				srv, err := server.New(server.Config{
+					NodeID: uint32(*id), Roles: splitList(*roles), DataDir: *dataDir, Listen: *listen,
+					Advertise: *advertise, Gossip: g, Join: splitList(*join), BootstrapExpect: *bootstrapExpect,
+					Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, RaftTrailingLogs: *trailingLogs, MaxBatchBytes: *maxBatch, LogSync: sync,
+					GossipProfile: *gossipProfile, LivenessGrace: *grace,
+					KV:                   kvstore.Config{MemTableBytes: *kvMemtable, BlockCacheBytes: *kvBlockCache, IndexCacheBytes: *kvIndexCache},
+					KVBufferBytes:        *kvBuffer,
+					KVRowCacheBytes:      *kvRowCache,
+					RaftSnapshotInterval: *snapshotInterval, Logger: logger,
+				})
+				if err != nil {
+					return err
+				}
+				return srv.Run(ctx)
+			}
+		}}
 }
 
 // nextPort returns addr with its port plus one.

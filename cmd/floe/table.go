@@ -11,22 +11,9 @@ import (
 	"github.com/floedb/floe/client"
 )
 
-func runTable(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: floe table create|list|describe|drop|elect", errUsage)
-	}
-	cmds := map[string]clientCmd{
-		"create":   tableCreateCmd(env),
-		"drop":     tableDropCmd(env),
-		"list":     tableListCmd(env),
-		"describe": tableDescribeCmd(env),
-		"elect":    tableElectCmd(env),
-	}
-	cc, ok := cmds[args[0]]
-	if !ok {
-		return fmt.Errorf("%w: unknown subcommand %q (want create, list, describe, drop or elect)", errUsage, args[0])
-	}
-	return cc.exec(ctx, env, args[1:])
+// tableCmds are the subcommands of floe table.
+func tableCmds(env *cliEnv) []clientCmd {
+	return []clientCmd{tableCreateCmd(env), tableListCmd(env), tableDescribeCmd(env), tableDropCmd(env), tableElectCmd(env)}
 }
 
 // splitList splits a comma-separated list, dropping empty items.
@@ -43,7 +30,15 @@ func splitList(s string) []string {
 // propertyFlag collects repeated --property k=v.
 type propertyFlag map[string]string
 
-func (p propertyFlag) String() string { return fmt.Sprint(map[string]string(p)) }
+func (p propertyFlag) String() string {
+	if len(p) == 0 {
+		return ""
+	}
+	return fmt.Sprint(map[string]string(p))
+}
+
+// Type names the value in help text.
+func (p propertyFlag) Type() string { return "key=value" }
 
 func (p propertyFlag) Set(v string) error {
 	k, val, ok := strings.Cut(v, "=")
@@ -68,7 +63,7 @@ func tableCreateCmd(env *cliEnv) clientCmd {
 	var buckets, replication int
 	var ifNotExists bool
 	props := propertyFlag{}
-	return clientCmd{name: "table create", nargs: 1,
+	return clientCmd{summary: "create a log or primary-key table", nargs: 1,
 		usage: "table create DB.TABLE --schema '...' [--primary-key a,b] [--bucket-key a] [--buckets N] [--replication N] [--property k=v]... [--if-not-exists]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&schema, "schema", "", "columns: 'id BIGINT NOT NULL, name STRING, amount DECIMAL(10,2)'")
@@ -110,7 +105,7 @@ func tableCreateCmd(env *cliEnv) clientCmd {
 
 func tableDropCmd(env *cliEnv) clientCmd {
 	var ifExists bool
-	return clientCmd{name: "table drop", usage: "table drop DB.TABLE [--if-exists]", nargs: 1,
+	return clientCmd{summary: "drop a table", usage: "table drop DB.TABLE [--if-exists]", nargs: 1,
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&ifExists, "if-exists", false, "succeed if the table does not exist")
 		},
@@ -135,7 +130,7 @@ func tableDropCmd(env *cliEnv) clientCmd {
 }
 
 func tableListCmd(env *cliEnv) clientCmd {
-	return clientCmd{name: "table list", usage: "table list DB", nargs: 1,
+	return clientCmd{summary: "list a database's tables", usage: "table list DB", nargs: 1,
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 			tables, err := c.Admin().ListTables(ctx, pos[0])
 			if err != nil {
@@ -158,7 +153,7 @@ func tableListCmd(env *cliEnv) clientCmd {
 }
 
 func tableDescribeCmd(env *cliEnv) clientCmd {
-	return clientCmd{name: "table describe", usage: "table describe DB.TABLE", nargs: 1,
+	return clientCmd{summary: "show a table's columns, properties and bucket placement", usage: "table describe DB.TABLE", nargs: 1,
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 			db, name, err := tableName(pos[0])
 			if err != nil {

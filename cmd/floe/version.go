@@ -2,11 +2,23 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"runtime/debug"
 )
 
-func runVersion(_ context.Context, env *cliEnv, _ []string) error {
+func versionSpec(env *cliEnv) cmdSpec {
+	return cmdSpec{usage: "version", summary: "print the version (as floe --version does)",
+		define: func(*flag.FlagSet) runFunc {
+			return func(context.Context, []string) error {
+				_, err := fmt.Fprintln(env.stdout, versionString())
+				return err
+			}
+		}}
+}
+
+// versionString is "floe VERSION REVISION", from the build information.
+func versionString() string {
 	version, revision := "(devel)", ""
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if info.Main.Version != "" {
@@ -18,6 +30,5 @@ func runVersion(_ context.Context, env *cliEnv, _ []string) error {
 			}
 		}
 	}
-	fmt.Fprintf(env.stdout, "floe %s %s\n", version, revision)
-	return nil
+	return fmt.Sprintf("floe %s %s", version, revision)
 }

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// cmdSpec is one runnable command. Its flags are defined once, on a
+// standard flag.FlagSet; cobra parses them through pflag, and they give
+// the help text and shell completion too.
+type cmdSpec struct {
+	usage   string // after "floe ": "log dump DIR [--from OFFSET] [--limit N]"
+	summary string
+	// client commands take the client flags, each with its FLOE_*
+	// environment variable.
+	client bool
+	// define registers the command's flags and returns its body, which
+	// runs with the positional arguments once the flags are parsed.
+	define func(fs *flag.FlagSet) runFunc
+}
+
+type runFunc func(ctx context.Context, pos []string) error
+
+// rootHelp heads `floe -h`; the client flags are appended from their
+// definition.
+const rootHelp = `Floe: a streaming storage cluster.
+
+Client commands (db, table, cluster, produce, consume, lookup, bench) take
+these flags, before or after the command name (floe -s A db list, floe db
+list -s A); a flag not given reads its FLOE_* environment variable:
+
+%s
+Long flags also work with one dash (-server A), as with Go's flag package.
+Exit status: 0 done, 1 failed, 2 a usage mistake.`
+
+func newRootCmd(env *cliEnv) *cobra.Command {
+	root := &cobra.Command{
+		Use:                   "floe COMMAND",
+		Short:                 "Floe: a streaming storage cluster",
+		Long:                  fmt.Sprintf(rootHelp, clientFlagUsages()),
+		Version:               versionString(),
+		Args:                  cobra.ArbitraryArgs,
+		SilenceErrors:         true,
+		SilenceUsage:          true,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+		},
+	}
+	root.SetOut(env.stdout)
+	root.SetErr(env.stderr)
+	root.SetIn(env.stdin)
+	root.SetVersionTemplate("{{.Version}}\n")
+	// Inherited by every command: a flag cobra cannot parse is a usage
+	// mistake, exit 2.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	})
+	root.AddCommand(
+		leafCmd(devSpec(env), ""),
+		leafCmd(serveSpec(env), ""),
+		groupCmd("db", "create, list and drop databases", clientSpecs(env, dbCmds(env))),
+		groupCmd("table", "create, list, describe, drop tables and elect their leaders", clientSpecs(env, tableCmds(env))),
+		groupCmd("cluster", "cluster status and metadata group membership", clientSpecs(env, clusterCmds(env))),
+		leafCmd(recoverSpec(env), ""),
+		leafCmd(produceCmd(env).spec(env), ""),
+		leafCmd(consumeCmd(env).spec(env), ""),
+		leafCmd(lookupCmd(env).spec(env), ""),
+		groupCmd("bench", "measure throughput and latency (produce, e2e, upsert, lookup)", clientSpecs(env, benchCmds(env))),
+		groupCmd("log", "inspect and verify log folders on disk (dump, verify)", logSpecs(env)),
+		groupCmd("schema", "parse and check a table schema", schemaSpecs(env)),
+		leafCmd(versionSpec(env), ""),
+	)
+	// cobra's completion command, made now (ExecuteC would, later) so that
+	// an unknown shell is a usage mistake like an unknown subcommand.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Short = "print a shell completion script: floe completion bash|zsh|fish|powershell"
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = refuseSubcommand(c.Name(), subcommandNames(c))
+		}
+	}
+	return root
+}
+
+// groupCmd is a command whose subcommands do the work: `floe db -h`
+// lists them; `floe db` alone or with an unknown subcommand is a usage
+// mistake.
+func groupCmd(name, summary string, specs []cmdSpec) *cobra.Command {
+	g := &cobra.Command{
+		Use:                   name + " COMMAND",
+		Short:                 summary,
+		Args:                  cobra.ArbitraryArgs,
+		DisableFlagsInUseLine: true,
+		// `floe db nope --server A` is about nope, not about the flag.
+		FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true},
+	}
+	for _, s := range specs {
+		g.AddCommand(leafCmd(s, name))
+	}
+	g.RunE = refuseSubcommand(name, subcommandNames(g))
+	return g
+}
+
+// refuseSubcommand is the body of a group: reached only without a known
+// subcommand, a usage mistake.
+func refuseSubcommand(group string, names []string) func(*cobra.Command, []string) error {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return fmt.Errorf("%w: floe %s %s", errUsage, group, strings.Join(names, "|"))
+		}
+		return fmt.Errorf("%w: unknown subcommand %q (want %s)", errUsage, args[0], orList(names))
+	}
+}
+
+// subcommandNames are the names of c's visible subcommands, sorted.
+func subcommandNames(c *cobra.Command) []string {
+	var names []string
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return names
+}
+
+// leafCmd turns a cmdSpec into a cobra command under group ("" for a
+// top-level command).
+func leafCmd(s cmdSpec, group string) *cobra.Command {
+	use := s.usage
+	if group != "" {
+		use = strings.TrimPrefix(use, group+" ")
+	}
+	gofs := flag.NewFlagSet(s.usage, flag.ContinueOnError)
+	body := s.define(gofs)
+	cmd := &cobra.Command{
+		Use:                   use,
+		Short:                 s.summary,
+		Args:                  cobra.ArbitraryArgs, // each body counts its own
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			if s.client {
+				if err := applyClientEnv(cmd.Flags()); err != nil {
+					return err
+				}
+			}
+			return body(cmd.Context(), pos)
+		},
+	}
+	addGoFlags(cmd.Flags(), gofs)
+	return cmd
+}
+
+// addGoFlags adds the flags of gofs to fs, with their short forms.
+func addGoFlags(fs *pflag.FlagSet, gofs *flag.FlagSet) {
+	gofs.VisitAll(func(f *flag.Flag) {
+		pf := pflag.PFlagFromGoFlag(f)
+		pf.Shorthand = shorthand(f.Name)
+		fs.AddFlag(pf)
+	})
+}
+
+// shorthand is the one-letter form of a long flag, or "".
+func shorthand(name string) string {
+	switch name {
+	case "output":
+		return "o"
+	case "server":
+		return "s"
+	}
+	return ""
+}
+
+// longFlagsWithOneDash rewrites -name and -name=value to --name for the
+// long flags of the tree: Go's flag package took one dash, so command
+// lines written for it keep working. Arguments after "--" are left alone,
+// and so is an argument that only looks like a long flag (a value of
+// "-from" would be rewritten too: give it as --flag=-from).
+func longFlagsWithOneDash(root *cobra.Command, args []string) []string {
+	names := map[string]bool{"help": true, "version": true}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
+		c.PersistentFlags().VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+			if name, _, _ := strings.Cut(a[1:], "="); names[name] {
+				a = "-" + a
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
