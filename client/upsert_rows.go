@@ -87,7 +87,7 @@ func (u *upsertRows) checkOutside(row []byte) error {
 	v := record.NewRowView(u.upsert, row)
 	for _, i := range u.outside {
 		if !v.IsNull(i) {
-			return fmt.Errorf("%w: %q is not in PartialColumns", ErrNotTargetColumn, u.full.Columns[i].Name)
+			return fmt.Errorf("%w: column %q is set but is not one of the columns the update writes", ErrNotTargetColumn, u.full.Columns[i].Name)
 		}
 	}
 	return nil

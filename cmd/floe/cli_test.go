@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -192,5 +193,23 @@ func TestVersionFlag(t *testing.T) {
 	code, out, _ := runCLI(t, "", "--version")
 	if code != 0 || !strings.HasPrefix(out, "floe ") {
 		t.Fatalf("floe --version: %d %q", code, out)
+	}
+}
+
+// TestCLIMessages: errors reach the terminal without the libraries' Go
+// package prefixes and without a phrase the wrapping said twice.
+func TestCLIMessages(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"client: no server answered at [a]: unavailable: dial tcp a: connect: connection refused",
+			"no server answered at [a]: unavailable: dial tcp a: connect: connection refused"},
+		{"rows not all written: client: close append writer: context deadline exceeded\nclient: writer closed: batch",
+			"rows not all written: close append writer: context deadline exceeded\nwriter closed: batch"},
+		{"corrupt data: corrupt data: logstore: corrupt log at offset 0", "corrupt data: corrupt log at offset 0"},
+		{"line 3: record: invalid JSON row at column 9: data after the object", "line 3: invalid JSON row at column 9: data after the object"},
+		{"server: recover: no data folder at /x", "recover: no data folder at /x"},
+	} {
+		if got := cliMessage(errors.New(tc.in)); got != tc.want {
+			t.Errorf("cliMessage(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -41,7 +41,7 @@ func TestProduceUpsertAndLookup(t *testing.T) {
 	}{
 		{"upsert", "{\"id\":1,\"name\":\"a\",\"score\":1}\n{\"id\":2,\"name\":\"b\"}\n", []string{"produce", "db.kv"}, 0, "", "upserted 2 rows"},
 		{"partial", "{\"id\":1,\"score\":9}\n", []string{"produce", "db.kv", "--columns", "score"}, 0, "", "upserted 1 row,"},
-		{"partial outside", "{\"id\":1,\"name\":\"x\"}\n", []string{"produce", "db.kv", "--columns", "score"}, 1, "", "line 1: client: column outside the partial update"},
+		{"partial outside", "{\"id\":1,\"name\":\"x\"}\n", []string{"produce", "db.kv", "--columns", "score"}, 1, "", "line 1: column outside the partial update"},
 		{"delete", "{\"id\":2}\n", []string{"produce", "db.kv", "--delete"}, 0, "", "deleted 1 row,"},
 		{"lookup", "", []string{"lookup", "db.kv", "--key", `{"id":1}`}, 0, "{\"id\":1,\"name\":\"a\",\"score\":9}\n", ""},
 		{"lookup linearizable", "", []string{"lookup", "db.kv", "--key", `{"id":1}`, "--linearizable"}, 0, "{\"id\":1,\"name\":\"a\",\"score\":9}\n", ""},

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
+	"strings"
 	"syscall"
 )
 
@@ -36,10 +38,46 @@ func run(ctx context.Context, env *cliEnv, args []string) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(env.stderr, "%s: %v\n", cmd.CommandPath(), err)
+	fmt.Fprintf(env.stderr, "%s: %s\n", cmd.CommandPath(), cliMessage(err))
 	if errors.Is(err, errUsage) {
 		fmt.Fprintf(env.stderr, "Usage: %s (`%s -h` for help)\n", cmd.UseLine(), cmd.CommandPath())
 		return 2
 	}
 	return 1
+}
+
+// goPrefix matches the Go package names the libraries put before their
+// messages ("client: ", "record: "): words for a program's log, not for
+// someone at a terminal.
+var goPrefix = regexp.MustCompile(`(^|: |\n)(client|record|metastate|replica|replication|kvreplica|server|transport|raftmeta|logstore|kvstore|kverr|tableprop): `)
+
+// cliMessage is err as the CLI prints it: without Go package prefixes and
+// without a phrase repeated by the wrapping.
+func cliMessage(err error) string {
+	msg := err.Error()
+	for {
+		next := goPrefix.ReplaceAllString(msg, "$1")
+		if next == msg {
+			break
+		}
+		msg = next
+	}
+	return dedupe(msg)
+}
+
+// dedupe drops a ": "-separated phrase that repeats the one before it.
+func dedupe(msg string) string {
+	lines := strings.Split(msg, "\n")
+	for i, line := range lines {
+		parts := strings.Split(line, ": ")
+		out := parts[:0]
+		for _, p := range parts {
+			if len(out) > 0 && out[len(out)-1] == p {
+				continue
+			}
+			out = append(out, p)
+		}
+		lines[i] = strings.Join(out, ": ")
+	}
+	return strings.Join(lines, "\n")
 }

@@ -175,7 +175,7 @@ func TestProduceAndConsume(t *testing.T) {
 	server := fc.server
 	in := jsonRows(0, 30) + "{\"id\":\"thirty\"}\n" + jsonRows(31, 40)
 	code, _, errOut := runCLI(t, in, "produce", table, "--server", server)
-	if code != 1 || !strings.Contains(errOut, `line 31: record: column "id"`) || !strings.Contains(errOut, "produced 30 rows") {
+	if code != 1 || !strings.Contains(errOut, `line 31: column "id"`) || !strings.Contains(errOut, "produced 30 rows") {
 		t.Fatalf("produce with a bad line 31: exit %d, stderr %q", code, errOut)
 	}
 	var stored int
