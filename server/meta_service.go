@@ -185,11 +185,16 @@ func (m *metaService) RemoveVoter(ctx context.Context, req *pb.RemoveVoterReques
 func (m *metaService) TransferLeadership(ctx context.Context, req *pb.TransferLeadershipRequest) (*pb.AdminResponse, error) {
 	return m.admin(ctx, func(ctx context.Context, n *raftmeta.Node) error {
 		addr := ""
+		servers, err := n.Servers(ctx)
+		if err != nil {
+			return err
+		}
+		self, _ := n.Leader()
+		if !slices.ContainsFunc(servers, func(v raftmeta.Server) bool { return v.Voter && v.ID != self }) {
+			return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+				"node %d is the only voter: there is no other to hand leadership to", self)
+		}
 		if req.NodeId != 0 {
-			servers, err := n.Servers(ctx)
-			if err != nil {
-				return err
-			}
 			i := slices.IndexFunc(servers, func(v raftmeta.Server) bool { return v.ID == req.NodeId && v.Voter })
 			if i < 0 {
 				return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE, "node %d is not a voter", req.NodeId)

@@ -121,3 +121,20 @@ func TestDevGossipPortTaken(t *testing.T) {
 		t.Fatalf("dev listens on %s, want %s", d.addr, listen)
 	}
 }
+
+// TestTransferLeadershipAlone: on a one-voter cluster there is nobody to
+// hand leadership to, and the command says so.
+func TestTransferLeadershipAlone(t *testing.T) {
+	d := runDevArgs(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	code, _, errOut := runCLI(t, "", "cluster", "transfer-leadership", "--server", d.addr)
+	if code != 1 || !strings.Contains(errOut, "node 1 is the only voter: there is no other to hand leadership to") {
+		t.Fatalf("transfer-leadership alone: exit %d, %q", code, errOut)
+	}
+}
+
+func TestVersionJSON(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "version", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"version": "floe `) {
+		t.Fatalf("version -o json: %d %q %s", code, out, errOut)
+	}
+}

@@ -9,10 +9,17 @@ import (
 
 func versionSpec(env *cliEnv) cmdSpec {
 	return cmdSpec{usage: "version", summary: "print the version (as floe --version does)",
-		define: func(*flag.FlagSet) runFunc {
+		define: func(fs *flag.FlagSet) runFunc {
+			output := fs.String("output", "text", "output format: text or json")
 			return func(context.Context, []string) error {
-				_, err := fmt.Fprintln(env.stdout, versionString())
-				return err
+				switch *output {
+				case "text":
+					_, err := fmt.Fprintln(env.stdout, versionString())
+					return err
+				case "json":
+					return printJSON(env, map[string]string{"version": versionString()})
+				}
+				return fmt.Errorf("%w: --output must be text or json", errUsage)
 			}
 		}}
 }
