@@ -41,7 +41,7 @@ func benchLookupCmd(env *cliEnv) clientCmd {
 				if err := loadKeys(ctx, tbl, &f); err != nil {
 					return fmt.Errorf("load: %w", err)
 				}
-				fmt.Fprintf(env.stderr, "loaded %d keys in %v\n", f.keys, time.Since(start).Round(time.Millisecond))
+				fmt.Fprintf(env.stderr, "loaded %s in %v\n", plural(int64(f.keys), "key"), time.Since(start).Round(time.Millisecond))
 			}
 			res, err := benchLookup(ctx, tbl, &f, linearizable)
 			if err != nil {

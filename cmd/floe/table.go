@@ -99,7 +99,7 @@ func tableCreateCmd(env *cliEnv) clientCmd {
 				}
 				return printResult(env, cf, t, "table %s.%s already exists\n", db, name)
 			}
-			return printResult(env, cf, t, "created table %s.%s (%d buckets, replication %d)\n", db, name, t.Buckets, t.Replication)
+			return printResult(env, cf, t, "created table %s.%s (%s, replication %d)\n", db, name, plural(int64(t.Buckets), "bucket"), t.Replication)
 		}}
 }
 

@@ -40,7 +40,7 @@ func specDifferences(spec client.TableSpec, t *client.TableInfo) []string {
 		out = append(out, fmt.Sprintf("bucket key (%s), requested (%s)", strings.Join(t.BucketKey, ", "), strings.Join(spec.BucketKey, ", ")))
 	}
 	if spec.Buckets > 0 && spec.Buckets != t.Buckets {
-		out = append(out, fmt.Sprintf("%d buckets, requested %d", t.Buckets, spec.Buckets))
+		out = append(out, fmt.Sprintf("%s, requested %d", plural(int64(t.Buckets), "bucket"), spec.Buckets))
 	}
 	if spec.Replication > 0 && spec.Replication != t.Replication {
 		out = append(out, fmt.Sprintf("replication %d, requested %d", t.Replication, spec.Replication))
