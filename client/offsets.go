@@ -92,7 +92,7 @@ func (t *Table) listOffset(ctx context.Context, addr string, bucket int32, at St
 	}
 	resp, err := t.tablet(addr).ListOffsets(ctx, req)
 	if err != nil {
-		return 0, fmt.Errorf("client: list offsets of bucket %d (%v) at %s: %w", bucket, at, addr, err)
+		return 0, fmt.Errorf("client: list offsets of %s bucket %d (%v) at %s: %w", t.qualifiedName(), bucket, at, addr, err)
 	}
 	return resp.Offset, nil
 }

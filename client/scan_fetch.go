@@ -118,7 +118,7 @@ func (s *LogScanner) collect(out []ScanRecord) ([]ScanRecord, error) {
 				if retriable(call.err) || errors.Is(call.err, context.DeadlineExceeded) {
 					s.retryLater(sub, call.version, call.err)
 				} else {
-					keep(fmt.Errorf("client: fetch bucket %d from %s: %w", bucket, call.addr, call.err))
+					keep(fmt.Errorf("client: fetch %s bucket %d from %s: %w", s.t.qualifiedName(), bucket, call.addr, call.err))
 				}
 			}
 			continue
@@ -136,7 +136,7 @@ func (s *LogScanner) collect(out []ScanRecord) ([]ScanRecord, error) {
 				if err.Retriable() {
 					s.retryLater(sub, call.version, err)
 				} else {
-					keep(fmt.Errorf("client: fetch bucket %d at offset %d from %s: %w", fb.Bucket, sub.position, call.addr, err))
+					keep(fmt.Errorf("client: fetch %s bucket %d at offset %d from %s: %w", s.t.qualifiedName(), fb.Bucket, sub.position, call.addr, err))
 				}
 				continue
 			}
@@ -145,7 +145,7 @@ func (s *LogScanner) collect(out []ScanRecord) ([]ScanRecord, error) {
 			var err error
 			out, err = s.decode(out, fb.Bucket, sub, fb.Records, fb.HighWatermark)
 			if err != nil {
-				keep(fmt.Errorf("client: fetch bucket %d from %s: %w", fb.Bucket, call.addr, err))
+				keep(fmt.Errorf("client: fetch %s bucket %d from %s: %w", s.t.qualifiedName(), fb.Bucket, call.addr, err))
 			}
 		}
 	}
