@@ -213,3 +213,12 @@ func TestCLIMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorNamesTheCommandOnce: the command's name opens the message once.
+func TestErrorNamesTheCommandOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "missing")
+	code, _, errOut := runCLI(t, "", "recover", "--data-dir", dir, "--id", "1", "--voters", "1=127.0.0.1:7700")
+	if code != 1 || errOut != "floe recover: no data folder at "+dir+"\n" {
+		t.Fatalf("recover of a missing folder: exit %d, %q", code, errOut)
+	}
+}

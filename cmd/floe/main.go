@@ -38,7 +38,10 @@ func run(ctx context.Context, env *cliEnv, args []string) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(env.stderr, "%s: %s\n", cmd.CommandPath(), cliMessage(err))
+	msg := cliMessage(err)
+	// "floe recover: recover: ..." says the command twice.
+	msg = strings.TrimPrefix(msg, cmd.Name()+": ")
+	fmt.Fprintf(env.stderr, "%s: %s\n", cmd.CommandPath(), msg)
 	if errors.Is(err, errUsage) {
 		fmt.Fprintf(env.stderr, "Usage: %s (`%s -h` for help)\n", cmd.UseLine(), cmd.CommandPath())
 		return 2

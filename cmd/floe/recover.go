@@ -22,7 +22,11 @@ func recoverSpec(env *cliEnv) cmdSpec {
 			dataDir := fs.String("data-dir", "", "data folder of the stopped node")
 			id := fs.Uint("id", 0, "the node's id")
 			list := fs.String("voters", "", "the surviving voters, this node included, as ID=ADDRESS (their RPC address), comma-separated")
+			output := fs.String("output", "text", "output format: text or json")
 			return func(_ context.Context, pos []string) error {
+				if *output != "text" && *output != "json" {
+					return fmt.Errorf("%w: --output must be text or json", errUsage)
+				}
 				if len(pos) != 0 {
 					return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
 				}
@@ -36,6 +40,21 @@ func recoverSpec(env *cliEnv) cmdSpec {
 				before, err := server.RecoverMeta(*dataDir, uint32(*id), voters)
 				if err != nil {
 					return err
+				}
+				if *output == "json" {
+					type voter struct {
+						ID      uint32 `json:"id"`
+						Address string `json:"address"`
+						Voter   bool   `json:"voter"`
+					}
+					list := func(servers []raftmeta.Server) []voter {
+						out := []voter{}
+						for _, v := range servers {
+							out = append(out, voter{v.ID, v.Address, v.Voter})
+						}
+						return out
+					}
+					return printJSON(env, map[string]any{"node": *id, "before": list(before), "after": list(voters)})
 				}
 				fmt.Fprintf(env.stdout, "recovered node %d: the metadata voters were %s; they are now %s.\n"+
 					"Start the node as before; the nodes left out must never run again with their old data folder.\n",
