@@ -19,12 +19,13 @@ const devNodeID = 1
 // devSpec is `floe dev`: a one-node cluster with both roles, the quickest
 // way to try Floe. Data goes to --data-dir, or to a temporary folder removed on exit.
 func devSpec(env *cliEnv) cmdSpec {
-	return cmdSpec{usage: "dev [--data-dir DIR] [--listen ADDR] [--gossip ADDR] [--recover]",
+	return cmdSpec{usage: "dev [--data-dir DIR] [--listen ADDR] [--gossip ADDR] [--http ADDR] [--recover]",
 		summary: "run a one-node cluster for trying Floe out",
 		define: func(fs *flag.FlagSet) runFunc {
 			dataDir := fs.String("data-dir", "", "keep data here (default: a temporary folder, removed on exit)")
 			listen := fs.String("listen", "127.0.0.1:7700", "RPC address")
 			gossipAddr := fs.String("gossip", "", "gossip address (default: the --listen port + 1 when free, else any free port)")
+			httpAddr := fs.String("http", "", "address for /healthz, /readyz and /debug/pprof/ (default: none)")
 			logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
 			recoverAlone := fs.Bool("recover", false, "with --data-dir: make this node the only metadata voter again before starting "+
 				"(after an add-voter left the metadata without a quorum); safe while no other node ever ran with this cluster's data")
@@ -62,7 +63,7 @@ func devSpec(env *cliEnv) cmdSpec {
 				start := time.Now()
 				srv, err := server.New(server.Config{
 					NodeID: devNodeID, Roles: []string{server.RoleMeta, server.RoleTablet}, DataDir: dir, Listen: *listen,
-					Gossip: gossip, BootstrapExpect: 1,
+					Gossip: gossip, HTTP: *httpAddr, BootstrapExpect: 1,
 					Logger: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level})),
 				})
 				if err != nil {
