@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -63,31 +64,94 @@ func (s *Server) controllerLoop(ctx context.Context) {
 type metadataState interface {
 	AppliedIndex() uint64
 	Image() (*pb.MetadataUpdate, error)
+	Changes(after uint64) ([]*pb.MetadataUpdate, bool)
 }
 
-// metadataView keeps the controller's copy of the metadata image, read
-// again only when the state machine applied something since: while nothing
-// changes, a tick costs no image (a catalog of many buckets made every
-// 100 ms read of it the controller's main cost).
+// metadataView keeps the controller's copy of the nodes and buckets up to
+// date from the changes the state machine applied since the last tick,
+// reading a full image only at first or when the change feed no longer
+// reaches back that far. While nothing changes a tick reads nothing, and a
+// change costs what it changed, not the whole catalog.
 type metadataView struct {
-	index uint64
-	img   *pb.MetadataUpdate
+	index   uint64 // applied through
+	img     *pb.MetadataUpdate
+	nodes   map[uint32]*pb.NodeRecord
+	buckets map[bucketRef]*pb.BucketRecord
 }
 
-// current returns the image as of st's applied index. The image may be
-// newer than the index read before it, never older: a change applied in
-// between is read again on the next tick.
+// bucketRef names a bucket.
+type bucketRef struct {
+	table  uint64
+	bucket int32
+}
+
+// current returns the nodes and buckets (as an image) as of at least st's
+// applied index when called.
 func (v *metadataView) current(st metadataState) (*pb.MetadataUpdate, error) {
 	applied := st.AppliedIndex()
 	if v.img != nil && applied == v.index {
 		return v.img, nil
 	}
+	if v.img != nil {
+		if updates, ok := st.Changes(v.index); ok {
+			for _, u := range updates {
+				v.apply(u)
+			}
+			v.index = applied
+			if n := len(updates); n > 0 {
+				v.index = max(applied, updates[n-1].GetIndex())
+			}
+			v.rebuild()
+			return v.img, nil
+		}
+	}
 	img, err := st.Image()
 	if err != nil {
 		return nil, err
 	}
-	v.index, v.img = applied, img
-	return img, nil
+	v.nodes, v.buckets = map[uint32]*pb.NodeRecord{}, map[bucketRef]*pb.BucketRecord{}
+	v.apply(img)
+	v.index = img.GetIndex()
+	v.rebuild()
+	return v.img, nil
+}
+
+// apply folds one update into the copy.
+func (v *metadataView) apply(u *pb.MetadataUpdate) {
+	if u.GetFull() {
+		clear(v.nodes)
+		clear(v.buckets)
+	}
+	for _, n := range u.GetNodes() {
+		v.nodes[n.GetId()] = n
+	}
+	for _, id := range u.GetDroppedNodes() {
+		delete(v.nodes, id)
+	}
+	for _, t := range u.GetDroppedTables() {
+		for ref := range v.buckets {
+			if ref.table == t {
+				delete(v.buckets, ref)
+			}
+		}
+	}
+	for _, b := range u.GetBuckets() {
+		v.buckets[bucketRef{b.GetTableId(), b.GetBucket()}] = b
+	}
+}
+
+// rebuild makes the image the controller reads from the maps.
+func (v *metadataView) rebuild() {
+	img := &pb.MetadataUpdate{Index: v.index, Full: true,
+		Nodes: make([]*pb.NodeRecord, 0, len(v.nodes)), Buckets: make([]*pb.BucketRecord, 0, len(v.buckets))}
+	for _, n := range v.nodes {
+		img.Nodes = append(img.Nodes, n)
+	}
+	slices.SortFunc(img.Nodes, func(a, b *pb.NodeRecord) int { return cmp.Compare(a.GetId(), b.GetId()) })
+	for _, b := range v.buckets { // in no order: the controller's rules need none
+		img.Buckets = append(img.Buckets, b)
+	}
+	v.img = img
 }
 
 // goneNodes lists registered tablet nodes that left, or that gossip has not
