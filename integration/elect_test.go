@@ -20,21 +20,7 @@ func TestTableElect(t *testing.T) {
 	mustCLI("db", "create", "db")
 	mustCLI("table", "create", "db.t", "--schema", "id BIGINT NOT NULL", "--buckets", "1", "--replication", "3")
 
-	type bucket struct {
-		Replicas         []uint32 `json:"replicas"`
-		Leader           uint32   `json:"leader"`
-		LeaderEpoch      int32    `json:"leader_epoch"`
-		ISR              []uint32 `json:"isr"`
-		Status           string   `json:"status"`
-		UncleanElections int32    `json:"unclean_elections"`
-	}
-	describe := func() bucket {
-		var desc struct {
-			Placement []bucket `json:"placement"`
-		}
-		c.CLIJSON(&desc, "table", "describe", "db.t")
-		return desc.Placement[0]
-	}
+	describe := func() placedBucket { return describeBucket(c, "db.t") }
 	b := describe()
 	if b.Status != "online" || b.Leader != b.Replicas[0] || len(b.ISR) != 3 {
 		t.Fatalf("new bucket: %+v", b)
@@ -91,21 +77,8 @@ func TestWipedOnlyReplicaStaysOffline(t *testing.T) {
 	c := StartCluster(t, 3, ClusterOptions{})
 	c.MustCLI("db", "create", "db")
 	c.MustCLI("table", "create", "db.w", "--schema", "id BIGINT NOT NULL", "--buckets", "1", "--replication", "1")
-	type bucket struct {
-		Replicas         []uint32 `json:"replicas"`
-		Leader           uint32   `json:"leader"`
-		ISR              []uint32 `json:"isr"`
-		Status           string   `json:"status"`
-		UncleanElections int32    `json:"unclean_elections"`
-	}
-	describe := func() bucket {
-		var desc struct {
-			Placement []bucket `json:"placement"`
-		}
-		c.CLIJSON(&desc, "table", "describe", "db.w")
-		return desc.Placement[0]
-	}
-	var b bucket
+	describe := func() placedBucket { return describeBucket(c, "db.w") }
+	var b placedBucket
 	waitFor(t, 30*time.Second, "the bucket to be served", func() bool {
 		b = describe()
 		_, _, code := c.CLIInput(`{"id":1}`+"\n"+`{"id":2}`+"\n", "produce", "db.w")
@@ -174,4 +147,24 @@ func registeredNode(c *Cluster, id uint32) (statusNode, bool) {
 		}
 	}
 	return statusNode{}, false
+}
+
+// placedBucket is a table's bucket 0 as `floe table describe` shows it.
+type placedBucket struct {
+	Replicas         []uint32 `json:"replicas"`
+	Leader           uint32   `json:"leader"`
+	LeaderEpoch      int32    `json:"leader_epoch"`
+	ISR              []uint32 `json:"isr"`
+	Status           string   `json:"status"`
+	UncleanElections int32    `json:"unclean_elections"`
+}
+
+// describeBucket returns bucket 0 of table (DB.TABLE) as `floe table
+// describe` shows it.
+func describeBucket(c *Cluster, table string) placedBucket {
+	var desc struct {
+		Placement []placedBucket `json:"placement"`
+	}
+	c.CLIJSON(&desc, "table", "describe", table)
+	return desc.Placement[0]
 }

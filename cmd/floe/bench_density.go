@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -287,13 +286,5 @@ func printDensityResult(env *cliEnv, f *densityFlags, res densityResult) error {
 	fmt.Fprintf(w, "fds\t%d\n", res.FDs)
 	fmt.Fprintf(w, "goroutines\t%d\n", res.Goroutines)
 	fmt.Fprintf(w, "restart\t%.2f s\tuntil every bucket serves (stop took %.2f s)\n", res.RestartS, res.StopS)
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(env.stdout, string(b))
-	return err
+	return flushWithJSON(env, w, res)
 }

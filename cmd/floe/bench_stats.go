@@ -122,6 +122,12 @@ func printBenchResult(env *cliEnv, title string, res benchResult) error {
 	fmt.Fprintf(w, "throughput\t%.0f records/s\t%.2f MB/s\n", res.OpsPerS, res.MBPerS)
 	fmt.Fprintf(w, "latency (ms)\tp50 %.3f\tp99 %.3f\tp99.9 %.3f\tmax %.3f\tmean %.3f\n",
 		res.P50Ms, res.P99Ms, res.P999Ms, res.MaxMs, res.MeanMs)
+	return flushWithJSON(env, w, res)
+}
+
+// flushWithJSON ends a benchmark's text report: the table written to w,
+// then the result as one JSON line, for scripts that read either.
+func flushWithJSON(env *cliEnv, w *tabwriter.Writer, res any) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}

@@ -70,15 +70,8 @@ func (r *Replica) noteDamage(ce *logstore.CorruptError) {
 // attempt under the same request id, so it applies once), the manager
 // closes, or the answer is a refusal a retry cannot change.
 func (r *Replica) reportDamage(report *pb.ReportDamagedReplica, requestID []byte) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := r.mgr.untilStopped(context.Background())
 	defer cancel()
-	go func() {
-		select {
-		case <-r.mgr.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	pace := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: true}
 	for {
 		actx, acancel := context.WithTimeout(ctx, damageReportTimeout)
@@ -105,10 +98,11 @@ func (r *Replica) reportDamage(report *pb.ReportDamagedReplica, requestID []byte
 	}
 }
 
-// repairDamageLocked cuts the log back to the damaged offset once the
-// replica is out of the ISR and follows (or the bucket is offline), with
-// produceMu held. It reports whether the log was cut.
-func (r *Replica) repairDamageLocked() bool {
+// repairDamage cuts the log back to the damaged offset once the replica
+// is out of the ISR and follows (or the bucket is offline).
+func (r *Replica) repairDamage() {
+	r.produceMu.Lock()
+	defer r.produceMu.Unlock()
 	r.mu.Lock()
 	at := r.damagedAt
 	role, _, _, _ := r.stateLocked()
@@ -116,36 +110,18 @@ func (r *Replica) repairDamageLocked() bool {
 	closed := r.closed || r.failed != nil
 	r.mu.Unlock()
 	if at < 0 || inISR || role == replication.RoleLeader || closed {
-		return false
+		return
 	}
 	r.mgr.log.Info("cutting a damaged log back to fetch it again", "bucket", r.id.String(), "to_offset", at,
 		"end_offset", r.log.EndOffset())
-	to := max(at, r.log.StartOffset())
-	if err := r.truncate(to); err != nil {
-		r.mgr.log.Error("truncate damaged log", "bucket", r.id.String(), "err", err)
-		r.maybeFail(err)
-		return false
-	}
-	if err := r.rebuildWriters(); err != nil {
-		r.mgr.log.Error("rebuild writer state", "bucket", r.id.String(), "err", err)
-	}
-	if r.kv != nil {
-		r.kv.DropAbove(r.log.EndOffset())
+	if !r.cutLog(max(at, r.log.StartOffset())) {
+		return
 	}
 	r.mu.Lock()
-	r.core.Truncated(r.log.EndOffset())
 	if r.damagedAt == at {
 		r.damagedAt = -1
 	}
 	r.mu.Unlock()
-	return true
-}
-
-// repairDamage runs repairDamageLocked with produceMu taken.
-func (r *Replica) repairDamage() {
-	r.produceMu.Lock()
-	defer r.produceMu.Unlock()
-	r.repairDamageLocked()
 }
 
 // isDamaged reports whether damage was found and not cut away yet.

@@ -179,16 +179,22 @@ func (r *Replica) truncate(offset int64) error {
 }
 
 // truncateDiverged truncates the log where the leader says it diverged
-// (KIP-320), with produceMu held, and drops what was built from the
-// truncated tail: writer state, the KV side's state above it.
+// (KIP-320), with produceMu held.
 func (r *Replica) truncateDiverged(leader uint32, fb *pb.FetchedBucket) {
 	to := replication.TruncationPoint(fb.DivergingEpoch, fb.DivergingEndOffset, r.log.EndOffsetForEpoch)
 	r.mgr.log.Info("truncating diverged log", "bucket", r.id.String(), "leader", leader, "to_offset", to,
 		"end_offset", r.log.EndOffset(), "diverging_epoch", fb.DivergingEpoch)
+	r.cutLog(to)
+}
+
+// cutLog truncates the log back to offset, with produceMu held, and drops
+// what was built from the truncated tail: writer state, the KV side's state
+// above it, the core's durable end. It reports whether the log was cut.
+func (r *Replica) cutLog(to int64) bool {
 	if err := r.truncate(to); err != nil {
-		r.mgr.log.Error("truncate", "bucket", r.id.String(), "err", err)
+		r.mgr.log.Error("truncate", "bucket", r.id.String(), "to_offset", to, "err", err)
 		r.maybeFail(err)
-		return
+		return false
 	}
 	if err := r.rebuildWriters(); err != nil {
 		r.mgr.log.Error("rebuild writer state", "bucket", r.id.String(), "err", err)
@@ -199,4 +205,5 @@ func (r *Replica) truncateDiverged(leader uint32, fb *pb.FetchedBucket) {
 	r.mu.Lock()
 	r.core.Truncated(r.log.EndOffset())
 	r.mu.Unlock()
+	return true
 }

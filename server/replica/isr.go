@@ -40,15 +40,10 @@ func (r *Replica) sendProposalLocked(p *replication.Proposal) {
 	requestID := []byte(fmt.Sprintf("%s/%d/%s", r.id, r.mgr.cfg.NodeID, p.Key()))
 	id := p.ID
 	r.mgr.goBackground(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), isrProposalTimeout)
+		ctx, cancel := r.mgr.untilStopped(context.Background())
 		defer cancel()
-		go func() {
-			select {
-			case <-r.mgr.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		ctx, cancelAttempt := context.WithTimeout(ctx, isrProposalTimeout)
+		defer cancelAttempt()
 		b, err := r.mgr.cfg.Meta.AdjustIsr(ctx, change, requestID)
 		outcome, committed := proposalOutcome(b, err)
 		r.mu.Lock()

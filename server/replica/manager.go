@@ -334,6 +334,20 @@ func (m *Manager) Close() error {
 	return err
 }
 
+// untilStopped derives from parent a context that also ends when the
+// manager closes, for background calls that must not outlive it.
+func (m *Manager) untilStopped(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		select {
+		case <-m.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // goBackground runs f on a goroutine Close waits for; after Close it does
 // not run f. f must return soon after m.stop closes.
 func (m *Manager) goBackground(f func()) {
