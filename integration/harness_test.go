@@ -299,6 +299,16 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
+// NodeAt returns the node whose RPC address is addr, nil if none.
+func (c *Cluster) NodeAt(addr string) *Node {
+	for _, nd := range c.Nodes {
+		if nd.Addr == addr {
+			return nd
+		}
+	}
+	return nil
+}
+
 // Client connects the SDK to every node.
 func (c *Cluster) Client(ctx context.Context) *client.Client {
 	c.t.Helper()

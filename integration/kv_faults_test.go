@@ -200,13 +200,11 @@ func TestKVLinearizable(t *testing.T) {
 	}
 	leaderNode := func() *Node {
 		_, addr := bucketLeader(t, ctx, c, "lin", "kv", 0)
-		for _, nd := range c.Nodes {
-			if nd.Addr == addr {
-				return nd
-			}
+		nd := c.NodeAt(addr)
+		if nd == nil {
+			t.Fatalf("no node at %s", addr)
 		}
-		t.Fatalf("no node at %s", addr)
-		return nil
+		return nd
 	}
 	progress("operations before any fault")
 	for round := range 4 {

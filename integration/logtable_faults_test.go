@@ -159,12 +159,7 @@ func TestWipedLeaderRestartedWithinGrace(t *testing.T) {
 	waitISRFull(t, ctx, cl, "wipe", "events")
 	appendAcked(t, ctx, tbl, 0, 5000)
 	_, addr := bucketLeader(t, ctx, c, "wipe", "events", 0)
-	var leader *Node
-	for _, nd := range c.Nodes {
-		if nd.Addr == addr {
-			leader = nd
-		}
-	}
+	leader := c.NodeAt(addr)
 	c.Kill(leader)
 	c.Wipe(leader)
 	c.Restart(leader)
@@ -209,12 +204,7 @@ func TestDamagedLeaderLogRepairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	epochBefore := desc.Placement[0].BucketEpoch
-	var leader *Node
-	for _, nd := range c.Nodes {
-		if nd.Addr == addr {
-			leader = nd
-		}
-	}
+	leader := c.NodeAt(addr)
 	segs, err := filepath.Glob(filepath.Join(leader.DataDir, "tablet", fmt.Sprintf("t%d-b0", tbl.Info().ID), "*.log"))
 	if err != nil || len(segs) == 0 {
 		t.Fatalf("no segment of the leader's replica: %v", err)

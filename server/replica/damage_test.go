@@ -113,14 +113,7 @@ func TestDamagedLeaderLeavesAndRefetches(t *testing.T) {
 // before the cut, an in-sync replica without the data.
 func TestDamagedReplicaDoesNotFetch(t *testing.T) {
 	leader := &refusingLeader{}
-	m := newTestManager(t, t.TempDir(), func(c *Config) { c.Dialer = fixedDialer{leader} })
-	r := openTestReplica(t, m)
-	m.mu.Lock()
-	m.replicas[testBucket] = r
-	m.nodes[2] = &pb.NodeRecord{Id: 2, RpcAddress: "127.0.0.1:1"}
-	m.mu.Unlock()
-	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 2, LeaderEpoch: 1,
-		BucketEpoch: 1, Replicas: []uint32{1, 2}, Isr: []uint32{2}}, 0)
+	m, r := followerOfNode2(t, leader, []uint32{2})
 	r.mu.Lock()
 	r.damagedAt = 0
 	r.mu.Unlock()

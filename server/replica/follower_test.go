@@ -33,12 +33,10 @@ type fixedDialer struct{ c pb.DRPCTabletClient }
 
 func (d fixedDialer) Tablet(string) pb.DRPCTabletClient { return d.c }
 
-// TestFetchRefusedEverywhereBacksOff: a leader node that refuses every
-// bucket of a fetch (it lost leadership and this node has not heard) is a
-// failed fetch, so the fetcher backs off; before, it counted as an answer
-// and the fetcher asked again at once, thousands of times a second.
-func TestFetchRefusedEverywhereBacksOff(t *testing.T) {
-	leader := &refusingLeader{}
+// followerOfNode2 makes node 1's replica of the test bucket a follower of
+// node 2, reached through leader, with the given ISR.
+func followerOfNode2(t *testing.T, leader pb.DRPCTabletClient, isr []uint32) (*Manager, *Replica) {
+	t.Helper()
 	m := newTestManager(t, t.TempDir(), func(c *Config) { c.Dialer = fixedDialer{leader} })
 	r := openTestReplica(t, m)
 	m.mu.Lock()
@@ -46,7 +44,17 @@ func TestFetchRefusedEverywhereBacksOff(t *testing.T) {
 	m.nodes[2] = &pb.NodeRecord{Id: 2, RpcAddress: "127.0.0.1:1"}
 	m.mu.Unlock()
 	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 2, LeaderEpoch: 1,
-		BucketEpoch: 1, Replicas: []uint32{1, 2}, Isr: []uint32{1, 2}}, 0)
+		BucketEpoch: 1, Replicas: []uint32{1, 2}, Isr: isr}, 0)
+	return m, r
+}
+
+// TestFetchRefusedEverywhereBacksOff: a leader node that refuses every
+// bucket of a fetch (it lost leadership and this node has not heard) is a
+// failed fetch, so the fetcher backs off; before, it counted as an answer
+// and the fetcher asked again at once, thousands of times a second.
+func TestFetchRefusedEverywhereBacksOff(t *testing.T) {
+	leader := &refusingLeader{}
+	m, r := followerOfNode2(t, leader, []uint32{1, 2})
 	f := &fetcher{m: m, leader: 2, ctx: t.Context()}
 	err := f.fetchOnce([]*Replica{r})
 	if err == nil || !strings.Contains(err.Error(), "refused every bucket") {
