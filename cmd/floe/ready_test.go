@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/floedb/floe/client"
 	"github.com/floedb/floe/server"
@@ -90,9 +91,11 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// waitFor waits until the output matches re and returns the match.
+// waitFor waits until the output matches re, for at most a minute, and
+// returns the match.
 func (b *syncBuffer) waitFor(t *testing.T, re *regexp.Regexp, exited <-chan int) []string {
 	t.Helper()
+	giveUp := time.After(time.Minute)
 	for {
 		if m := re.FindStringSubmatch(b.String()); m != nil {
 			return m
@@ -101,7 +104,7 @@ func (b *syncBuffer) waitFor(t *testing.T, re *regexp.Regexp, exited <-chan int)
 		case <-b.changed:
 		case code := <-exited:
 			t.Fatalf("exited with %d before printing %v:\n%s", code, re, b.String())
-		case <-t.Context().Done():
+		case <-giveUp:
 			t.Fatalf("gave up waiting for %v:\n%s", re, b.String())
 		}
 	}
