@@ -342,9 +342,10 @@ func TestKVRestartAll(t *testing.T) {
 	}
 }
 
-// TestKVRebuildsMissingStore deletes a follower's KV store while the node
-// is down: on restart the replica rebuilds it from its log, and once it
-// leads the bucket it serves every key.
+// TestKVRebuildsMissingStore deletes a follower's KV database (the stores
+// of all its primary-key replicas) while the node is down: on restart the
+// replica rebuilds its store from its log, and once it leads the bucket it
+// serves every key.
 func TestKVRebuildsMissingStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster")
@@ -387,9 +388,9 @@ func TestKVRebuildsMissingStore(t *testing.T) {
 		}
 	}
 	c.Stop(target)
-	kvDir := filepath.Join(target.DataDir, "tablet", fmt.Sprintf("t%d-b0", tbl.ID()), "kv")
+	kvDir := filepath.Join(target.DataDir, "tablet", "kv")
 	if _, err := os.Stat(kvDir); err != nil {
-		t.Fatalf("the follower has no KV store at %s: %v", kvDir, err)
+		t.Fatalf("the follower has no KV database at %s: %v", kvDir, err)
 	}
 	if err := os.RemoveAll(kvDir); err != nil {
 		t.Fatal(err)
@@ -409,18 +410,7 @@ func TestKVRebuildsMissingStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	var batch [][]byte
-	for a := range keys {
-		enc, _ := record.NewRowEncoder(tbl.PrimaryKeySchema())
-		enc.SetInt64(0, int64(a))
-		enc.SetString(1, "k")
-		key, err := enc.Finish(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		batch = append(batch, key)
-	}
-	rows, err := l.LookupBatch(ctx, batch)
+	rows, err := l.LookupBatch(ctx, kvClientKeys(t, tbl, keys))
 	if err != nil {
 		t.Fatal(err)
 	}

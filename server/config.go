@@ -61,9 +61,9 @@ type Config struct {
 	SegmentMaxBytes int64
 	// MaxBatchBytes refuses larger produced batches. Default 8 MiB.
 	MaxBatchBytes int
-	// KV sizes the Badger store of every primary-key bucket replica on
-	// the node (Dir and Logger are set per replica); zero fields take
-	// kvstore's defaults, chosen for many buckets per node.
+	// KV sizes the node's Badger database, which the stores of all its
+	// primary-key bucket replicas share (Dir and Logger are set by the
+	// node: DataDir/tablet/kv); zero fields take kvstore's defaults.
 	KV kvstore.Config
 	// KVRowCacheBytes bounds the node's cache of recently read rows of
 	// primary-key tables, shared by its stores; 0: a quarter of the
@@ -118,7 +118,7 @@ func (c *Config) Validate() error {
 		return errors.New("server: --kv-buffer-bytes must not be negative")
 	}
 	kv := c.KV
-	kv.Dir = c.DataDir // set per replica; here only to check the sizes
+	kv.Dir = c.DataDir // set by the node; here only to check the sizes
 	if err := kv.Validate(); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}

@@ -92,7 +92,7 @@ func (s *Server) metaAddresses() []string {
 // startTablet opens the replica manager and serves the Tablet service; the
 // watch loop feeds it the metadata.
 func (s *Server) startTablet(ctx context.Context) error {
-	kv, err := kvreplica.New(kvreplica.Config{Store: s.kvConfig(), BufferBytes: s.cfg.KVBufferBytes, Logger: s.log})
+	kv, err := kvreplica.New(kvreplica.Config{DB: s.kvConfig(), BufferBytes: s.cfg.KVBufferBytes, Logger: s.log})
 	if err != nil {
 		return err
 	}
@@ -152,10 +152,11 @@ func (s *Server) registration(ctx context.Context) (uint64, error) {
 	}
 }
 
-// kvConfig is the template of the node's KV stores, with the node's row
-// cache.
+// kvConfig configures the node's KV database, which the stores of all its
+// primary-key bucket replicas share, with the node's row cache.
 func (s *Server) kvConfig() kvstore.Config {
 	kv := s.cfg.KV
+	kv.Dir = filepath.Join(s.cfg.DataDir, "tablet", "kv")
 	size := s.cfg.KVRowCacheBytes
 	if size == 0 {
 		size = DefaultKVRowCacheBytes()

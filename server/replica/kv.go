@@ -44,8 +44,9 @@ type KV interface {
 	DropAbove(end int64)
 	// SetLeading says the replica started or stopped leading.
 	SetLeading(leading bool)
-	// Close stops the KV side and closes its store.
-	Close() error
+	// Close stops the KV side and closes its store; with remove (the
+	// replica is deleted) the store's rows go too.
+	Close(remove bool) error
 }
 
 // PutKv merges a batch of upserts and deletes into a primary-key bucket on

@@ -168,7 +168,7 @@ func (r *Replica) close(remove bool) error {
 	r.mgr.notify()
 	var err error
 	if r.kv != nil {
-		err = r.kv.Close()
+		err = r.kv.Close(remove)
 	}
 	r.produceMu.Lock()
 	err = errors.Join(err, r.log.Close())

@@ -61,13 +61,13 @@ func (s *Store) Apply(entries []Change, nextOffset int64) error {
 			return fmt.Errorf("%w: entry %d: %s", ErrInvalidChange, i, err)
 		}
 	}
-	txn := s.db.NewTransaction(true)
+	txn := s.db.bdb.NewTransaction(true)
 	defer txn.Discard()
 	// The transaction keeps the store keys until it commits: lay them out
 	// in one buffer rather than allocate each.
 	n := 0
 	for _, c := range entries {
-		n += 1 + len(c.Key)
+		n += len(s.rowKeyPrefix) + len(c.Key)
 	}
 	keys := make([]byte, 0, n)
 	for _, c := range entries {
@@ -75,7 +75,7 @@ func (s *Store) Apply(entries []Change, nextOffset int64) error {
 			continue
 		}
 		start := len(keys)
-		keys = appendRowKey(keys, c.Key)
+		keys = s.appendRowKey(keys, c.Key)
 		key := keys[start:len(keys):len(keys)]
 		var err error
 		if c.Kind == record.Delete {
@@ -89,7 +89,7 @@ func (s *Store) Apply(entries []Change, nextOffset int64) error {
 	}
 	var off [8]byte
 	binary.BigEndian.PutUint64(off[:], uint64(nextOffset))
-	if err := txn.Set(appliedOffsetKey, off[:]); err != nil {
+	if err := txn.Set(s.appliedKey, off[:]); err != nil {
 		return wrapWriteErr(err)
 	}
 	if err := txn.Commit(); err != nil {

@@ -27,11 +27,7 @@ func loadBenchStore(b *testing.B) *Store {
 func loadBenchStoreCfg(b *testing.B, cfg Config, keys int) (*Store, []byte) {
 	b.Helper()
 	cfg.Dir = b.TempDir()
-	s, err := Open(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
+	s := openTestStore(b, cfg)
 	pool := make([]byte, 1<<20+1024)
 	rand.Read(pool)
 	var entries []Change
@@ -153,7 +149,7 @@ func BenchmarkUpdateWithGC(b *testing.B) {
 		}
 		if batches++; batches%60 == 0 {
 			gcStart := time.Now()
-			n, err := s.CollectGarbage(1)
+			n, err := s.db.CollectGarbage(1)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -5,21 +5,20 @@ import (
 	"log/slog"
 )
 
-// Defaults of Config, sized for many bucket replicas per node: each
-// replica owns one Badger database, so memory per database stays small.
+// Defaults of Config, for the one database of a node.
 const (
-	DefaultMemTableBytes   int64 = 8 << 20
+	DefaultMemTableBytes   int64 = 64 << 20
 	DefaultBlockCacheBytes int64 = 0
 	DefaultIndexCacheBytes int64 = 0
 	DefaultNumMemtables          = 2
 )
 
-// Config configures one Store. The zero value of every field but Dir means
-// its default.
+// Config configures a node's DB. The zero value of every field but Dir
+// means its default.
 type Config struct {
 	// Dir is the folder of the Badger database; required.
 	Dir string
-	// MemTableBytes is the size of one Badger memtable; default 8 MiB. It
+	// MemTableBytes is the size of one Badger memtable; default 64 MiB. It
 	// also bounds one Apply batch: Badger refuses a transaction larger than
 	// about 15% of it (see ErrBatchTooLarge).
 	MemTableBytes int64
@@ -35,7 +34,10 @@ type Config struct {
 	// included, before it stalls writes; default 2.
 	NumMemtables int
 	// SyncWrites makes every Apply fsync the Badger value log before it
-	// returns. The log is the durable copy, so it is off by default.
+	// returns. The bucket logs are the durable copy, so it is off by
+	// default: a crash loses a tail of the database's writes, and each
+	// store's applied offset, written with its rows, says where replay
+	// from its log resumes.
 	SyncWrites bool
 	// RowCache, shared by the node's stores, keeps recently read rows in
 	// memory; nil: none.

@@ -1,21 +1,41 @@
-// Package kvstore is the key-value state of one primary-key bucket replica:
-// a Badger database holding the latest row of every key, the log offset it
-// covers, and the merge engines that turn upserts and deletes into
-// changelog records.
+// Package kvstore is the key-value state of a node's primary-key bucket
+// replicas: one Badger database per node ([DB]) holding, for each replica,
+// the latest row of every key and the log offset it covers ([Store]), and
+// the merge engines that turn upserts and deletes into changelog records.
+//
+// # One database per node
+//
+// Every replica's store lives in the node's one Badger database, so a node
+// runs one set of memtables, compactors, value log and files whatever its
+// number of buckets: an idle bucket costs its keys on disk and nothing
+// else, and opening the database replays Badger's own write-ahead tail
+// once, not once per bucket. Each store's keys carry its [StoreID]; a
+// dropped or moved replica's keys go with one DropPrefix ([DB.Drop]) that
+// leaves the others alone, and [Store.Export] reads one store's rows alone
+// (what a KV snapshot copies).
 //
 // # Key layout
 //
-// Every Badger key starts with a one-byte namespace:
+// Every Badger key starts with the store's prefix: the byte 'b', then the
+// table id and the bucket as unsigned varints (a prefix-free code, so no
+// store's prefix starts another's). After it, one byte says what the key
+// holds:
 //
-//	'r' | primary key bytes   the current row of that key (record row format)
-//	'm' | name                metadata; today only "applied_offset", an
-//	                          8-byte big-endian int64
+//	prefix | 'r' | primary key bytes   the current row of that key (record row format)
+//	prefix | 'm' | name                metadata; today only "applied_offset", an
+//	                                   8-byte big-endian int64
 //
 // The applied offset is the log offset just after the last changelog record
 // written to the store. It is written in the same Badger transaction as the
 // rows of that record batch (see [Store.Apply]), so after a crash the rows
 // and the offset always agree, and replay from the log resumes at
-// [Store.AppliedOffset], skipping every record below it.
+// [Store.AppliedOffset], skipping every record below it. Writes are not
+// fsynced (the bucket logs are the durable copy): a crash loses a tail of
+// the database's transactions, never part of one.
+//
+// Earlier builds kept one Badger database per replica in the replica's
+// folder, its keys without the store prefix; [Store.ImportLegacy] moves
+// such a store into the node's database.
 //
 // # Merge engines
 //

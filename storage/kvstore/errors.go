@@ -11,6 +11,7 @@ var (
 	ErrInvalidChange  = kverr.ErrInvalidChange
 	ErrBatchTooLarge  = kverr.ErrBatchTooLarge
 	ErrCorrupt        = kverr.ErrCorrupt
+	ErrStoreOpen      = kverr.ErrStoreOpen
 	ErrInvalidUpdate  = kverr.ErrInvalidUpdate
 	ErrDeleteDisabled = kverr.ErrDeleteDisabled
 )

@@ -84,10 +84,29 @@ func fullRow(t fataler, id, ver int64, name, note string) []byte {
 
 func newTestStore(t *testing.T, dir string) *Store {
 	t.Helper()
-	s, err := Open(Config{Dir: dir})
+	return openTestStore(t, Config{Dir: dir})
+}
+
+// testStoreID is the store the single-store tests use.
+var testStoreID = StoreID{Table: 1}
+
+// openTestDB opens a DB with cfg, closed when the test ends.
+func openTestDB(t testing.TB, cfg Config) *DB {
+	t.Helper()
+	db, err := OpenDB(cfg)
+	if err != nil {
+		t.Fatalf("OpenDB: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// openTestStore opens a DB with cfg and its store testStoreID.
+func openTestStore(t testing.TB, cfg Config) *Store {
+	t.Helper()
+	s, err := openTestDB(t, cfg).Open(testStoreID)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	t.Cleanup(func() { s.Close() })
 	return s
 }

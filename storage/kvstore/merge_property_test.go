@@ -93,11 +93,15 @@ func TestChangelogReplayEqualsState(t *testing.T) {
 		}
 
 		run++
-		s, err := Open(Config{Dir: filepath.Join(baseDir, fmt.Sprint(run))})
+		db, err := OpenDB(Config{Dir: filepath.Join(baseDir, fmt.Sprint(run))})
+		if err != nil {
+			rt.Fatalf("OpenDB: %v", err)
+		}
+		defer db.Close()
+		s, err := db.Open(testStoreID)
 		if err != nil {
 			rt.Fatalf("Open: %v", err)
 		}
-		defer s.Close()
 		// Apply in a few batches, offsets one per record.
 		var next int64
 		for batch := range slices.Chunk(changelog, 7) {

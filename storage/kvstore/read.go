@@ -72,7 +72,7 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []ui
 					continue
 				}
 			}
-			bk = appendRowKey(bk[:0], key)
+			bk = s.appendRowKey(bk[:0], key)
 			item, err := txn.Get(bk)
 			if errors.Is(err, badger.ErrKeyNotFound) {
 				continue
@@ -117,26 +117,44 @@ func (s *Store) fill(ck, row []byte, commits uint64) {
 // valid during the call: fn must copy what it keeps. An error from fn stops
 // the scan and is returned as is.
 func (s *Store) PrefixScan(prefix []byte, fn func(key, row []byte) error) error {
-	return s.view(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = appendRowKey(nil, prefix)
-		opts.PrefetchValues = false
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			key := item.Key()[1:]
-			var fnErr error
-			if err := item.Value(func(row []byte) error {
-				fnErr = fn(key, row)
-				return nil
-			}); err != nil {
-				return fmt.Errorf("kvstore: scan: %w", err)
-			}
-			if fnErr != nil {
-				return fnErr
-			}
+	return s.view(func(txn *badger.Txn) error { return s.scan(txn, prefix, fn) })
+}
+
+// Export calls fn for every row of the store, in key order, from one
+// consistent view, and returns the applied offset of that view: the rows
+// are the bucket's state just below it, and replaying the log from there
+// gives the rest. It reads this store's keys alone, whatever else the DB
+// holds (what a KV snapshot copies). key and row are only valid during
+// the call.
+func (s *Store) Export(fn func(key, row []byte) error) (appliedOffset int64, err error) {
+	err = s.view(func(txn *badger.Txn) error {
+		if appliedOffset, err = readAppliedOffset(txn, s.appliedKey); err != nil {
+			return err
 		}
-		return nil
+		return s.scan(txn, nil, fn)
 	})
+	return appliedOffset, err
+}
+
+func (s *Store) scan(txn *badger.Txn, prefix []byte, fn func(key, row []byte) error) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = s.appendRowKey(nil, prefix)
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		key := item.Key()[len(s.rowKeyPrefix):]
+		var fnErr error
+		if err := item.Value(func(row []byte) error {
+			fnErr = fn(key, row)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("kvstore: scan: %w", err)
+		}
+		if fnErr != nil {
+			return fnErr
+		}
+	}
+	return nil
 }

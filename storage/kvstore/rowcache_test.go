@@ -12,12 +12,7 @@ import (
 
 func openCached(t *testing.T, c *RowCache) *Store {
 	t.Helper()
-	s, err := Open(Config{Dir: t.TempDir(), RowCache: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return openTestStore(t, Config{Dir: t.TempDir(), RowCache: c})
 }
 
 func TestRowCacheFollowsApply(t *testing.T) {

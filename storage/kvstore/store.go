@@ -4,53 +4,37 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
 )
 
-// Namespaces: the first byte of every Badger key.
+// Key namespaces. Every Badger key of a DB starts with bucketNamespace and
+// its store's prefix (see StoreID.prefix); within a store, one byte says
+// what the key holds.
 const (
+	bucketNamespace byte = 'b'
+
 	rowPrefix  byte = 'r'
 	metaPrefix byte = 'm'
 )
 
-// appliedOffsetKey holds the applied offset, an 8-byte big-endian int64.
-var appliedOffsetKey = []byte{metaPrefix, 'a', 'p', 'p', 'l', 'i', 'e', 'd', '_', 'o', 'f', 'f', 's', 'e', 't'}
+// appliedOffsetName follows a store's prefix and metaPrefix in the key of
+// its applied offset, an 8-byte big-endian int64.
+const appliedOffsetName = "applied_offset"
 
-// Badger settings that do not come from Config, chosen for many small
-// databases per node holding rows of about a kilobyte.
-const (
-	// valueThresholdBytes keeps rows up to 256 bytes in the LSM tree and
-	// puts larger ones in the value log (WiscKey): compactions then move
-	// keys and pointers, not kilobyte rows, which nearly doubles upsert
-	// throughput on a CPU-bound node; a point read of a large row costs one
-	// more read, from the mapped value log. Overwritten rows leave garbage
-	// there, which CollectGarbage reclaims.
-	valueThresholdBytes = 256
-	// valueLogFileBytes bounds each value-log file (Badger's default is
-	// 1 GiB, too much per bucket).
-	valueLogFileBytes = 64 << 20
-	// numCompactors is the fewest Badger accepts when compaction is on.
-	numCompactors = 2
-	// baseTableBytes is the size of level-1 tables.
-	baseTableBytes = 2 << 20
-	// baseLevelBytes is how large the level L0 compacts into may grow
-	// before Badger puts a level above it (Badger's default is 10 MiB).
-	// Keys and value pointers take about 35 bytes a row, so a bucket's
-	// store keeps just L0 and one sorted level until it holds a million
-	// or two rows: a point read, and each row the value-log collector
-	// checks, then searches fewer tables (BenchmarkUpdateWithGC: a 64 MiB
-	// file collected in 700 ms instead of 830, 7% more rows/s).
-	baseLevelBytes = 64 << 20
-)
-
-// Store is the Badger key-value state of one primary-key bucket replica.
-// Its methods are safe for concurrent use; Apply calls are serialized.
+// Store is the key-value state of one primary-key bucket replica: its rows
+// and applied offset in the node's DB, under its own key prefix. Its
+// methods are safe for concurrent use; Apply calls are serialized.
 type Store struct {
-	db *badger.DB
+	db *DB
+	id StoreID
+	// rowKeyPrefix starts the key of every row; appliedKey is the key of
+	// the applied offset.
+	rowKeyPrefix []byte
+	appliedKey   []byte
 
 	// cache (nil: none) holds rows under cacheID; commits counts the
 	// Apply calls that changed rows, so a read can tell whether one
@@ -66,53 +50,25 @@ type Store struct {
 	// cached ones (see CacheWrites).
 	cacheWrites atomic.Bool
 
-	gcMu          sync.Mutex   // held by CollectGarbage, and by Close to wait for it
 	applyMu       sync.Mutex   // serializes Apply
 	mu            sync.RWMutex // guards closed: reads and Apply hold it shared, Close exclusively
 	closed        bool
 	appliedOffset atomic.Int64
 }
 
-// Open opens or creates the store in cfg.Dir.
-func Open(cfg Config) (*Store, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	cfg = cfg.withDefaults()
-	opts := badger.DefaultOptions(cfg.Dir).
-		WithLogger(badgerLogger{log: cfg.Logger}).
-		WithSyncWrites(cfg.SyncWrites).
-		WithMemTableSize(cfg.MemTableBytes).
-		WithNumMemtables(cfg.NumMemtables).
-		WithBlockCacheSize(cfg.BlockCacheBytes).
-		WithCompression(options.None). // CPU is scarcer than disk; the log holds the compact copy
-		WithIndexCacheSize(cfg.IndexCacheBytes).
-		WithNumCompactors(numCompactors).
-		WithValueThreshold(valueThresholdBytes).
-		WithValueLogFileSize(valueLogFileBytes).
-		WithBaseTableSize(baseTableBytes).
-		WithBaseLevelSize(baseLevelBytes).
-		WithNumVersionsToKeep(1).
-		WithDetectConflicts(false). // one writer: Apply
-		WithMetricsEnabled(false)   // Badger's metrics are process-global expvars
-	db, err := badger.Open(opts)
-	if err != nil {
-		return nil, fmt.Errorf("kvstore: open %s: %w", cfg.Dir, err)
-	}
-	s := &Store{db: db, cache: cfg.RowCache}
+func newStore(db *DB, id StoreID) *Store {
+	p := id.prefix()
+	s := &Store{db: db, id: id, cache: db.cache,
+		rowKeyPrefix: append(slices.Clip(p), rowPrefix),
+		appliedKey:   append(append(slices.Clip(p), metaPrefix), appliedOffsetName...)}
 	if s.cache != nil {
 		s.cacheID = s.cache.storeID()
 	}
-	if err := db.View(func(txn *badger.Txn) error {
-		off, err := readAppliedOffset(txn)
-		s.appliedOffset.Store(off)
-		return err
-	}); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return s, nil
+	return s
 }
+
+// ID is the store's bucket in its DB.
+func (s *Store) ID() StoreID { return s.id }
 
 // CacheWrites sets whether Apply caches every row it writes (on) or only
 // refreshes rows a read cached (off, the default). A bucket's leader turns
@@ -130,20 +86,17 @@ func (s *Store) CacheWrites(on bool) {
 // CachingWrites reports whether CacheWrites is on.
 func (s *Store) CachingWrites() bool { return s.cacheWrites.Load() }
 
-// Close closes the database. Calls after Close return ErrClosed; Close
-// itself may be called again and then returns nil.
+// Close closes the store, waiting for the reads and the Apply that run;
+// its rows stay in the DB (DB.Drop deletes them). Calls after Close return
+// ErrClosed; Close itself may be called again and then returns nil.
 func (s *Store) Close() error {
-	s.gcMu.Lock()
-	defer s.gcMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
 	s.closed = true
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("kvstore: close: %w", err)
-	}
+	s.db.forget(s)
 	return nil
 }
 
@@ -158,8 +111,8 @@ func (s *Store) AppliedOffset() (int64, error) {
 	return s.appliedOffset.Load(), nil
 }
 
-func readAppliedOffset(txn *badger.Txn) (int64, error) {
-	item, err := txn.Get(appliedOffsetKey)
+func readAppliedOffset(txn *badger.Txn, key []byte) (int64, error) {
+	item, err := txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return 0, nil
 	}
@@ -181,7 +134,9 @@ func readAppliedOffset(txn *badger.Txn) (int64, error) {
 }
 
 // appendRowKey appends the Badger key of the row of key to dst.
-func appendRowKey(dst, key []byte) []byte { return append(append(dst, rowPrefix), key...) }
+func (s *Store) appendRowKey(dst, key []byte) []byte {
+	return append(append(dst, s.rowKeyPrefix...), key...)
+}
 
 // view runs fn in a read transaction of the open store.
 func (s *Store) view(fn func(txn *badger.Txn) error) error {
@@ -190,5 +145,5 @@ func (s *Store) view(fn func(txn *badger.Txn) error) error {
 	if s.closed {
 		return ErrClosed
 	}
-	return s.db.View(fn)
+	return s.db.bdb.View(fn)
 }

@@ -134,7 +134,11 @@ func TestApplyRoundTrip(t *testing.T) {
 
 func TestAppliedOffsetPersists(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Config{Dir: dir})
+	db, err := OpenDB(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := db.Open(testStoreID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +160,9 @@ func TestAppliedOffsetPersists(t *testing.T) {
 	}
 	if _, _, err := s.Get([]byte("k")); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Get after Close = %v, want ErrClosed", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 
 	s = newTestStore(t, dir)
@@ -204,8 +211,8 @@ func TestApplyRefusesOldOffset(t *testing.T) {
 }
 
 func TestApplyTooLargeIsAtomic(t *testing.T) {
-	s := newTestStore(t, t.TempDir())
-	// Default 8 MiB memtable: a transaction may hold about 1.2 MB.
+	// An 8 MiB memtable: a transaction may hold about 1.2 MB.
+	s := openTestStore(t, Config{Dir: t.TempDir(), MemTableBytes: 8 << 20})
 	big := bytes.Repeat([]byte("x"), 200) // below the value threshold: counted in full
 	var entries []Change
 	for i := range 10240 {
@@ -234,14 +241,14 @@ func TestCollectGarbage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.CollectGarbage(2); err != nil {
+	if _, err := s.db.CollectGarbage(2); err != nil {
 		t.Fatalf("CollectGarbage = %v", err)
 	}
 	if got, ok, err := s.Get([]byte("k007")); err != nil || !ok || !bytes.Equal(got, row) {
 		t.Fatalf("after GC: %v %v", ok, err)
 	}
-	s.Close()
-	if _, err := s.CollectGarbage(1); !errors.Is(err, ErrClosed) {
+	s.db.Close()
+	if _, err := s.db.CollectGarbage(1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("CollectGarbage after Close = %v, want ErrClosed", err)
 	}
 }

@@ -24,28 +24,36 @@ func (kv *kvReplica) applied() (int64, error) {
 	return kv.store.Load().AppliedOffset()
 }
 
-// catchUp applies the log to the store up to the high watermark.
-func (kv *kvReplica) catchUp() {
+// applyReadsPerRound bounds the log reads of one catch-up round, so a
+// replica far behind takes turns with the others on the applier's workers.
+const applyReadsPerRound = 4
+
+// catchUp applies the log to the store towards the high watermark, and
+// reports whether a round found more to apply than it may read.
+func (kv *kvReplica) catchUp() (more bool) {
 	kv.applyMu.Lock()
 	defer kv.applyMu.Unlock()
-	for {
+	for reads := 0; ; reads++ {
 		select {
 		case <-kv.stop:
-			return
+			return false
 		default:
 		}
 		hw := kv.r.HighWatermark()
 		st := kv.store.Load()
 		applied, err := st.AppliedOffset()
 		if err != nil || applied >= hw {
-			return
+			return false
+		}
+		if reads == applyReadsPerRound {
+			return true
 		}
 		if start := kv.r.StartOffset(); applied < start {
 			err := fmt.Errorf("replica: bucket %s: the KV store needs the log from offset %d, which starts at %d", kv.id, applied, start)
 			if kv.stuck.Swap(&err) == nil {
 				kv.log.Error("KV store cannot catch up", "bucket", kv.id, "applied_offset", applied, "log_start_offset", start)
 			}
-			return
+			return false
 		}
 		kv.stuck.Store(nil)
 		recs, err := kv.r.ReadBelow(applied, hw, applyReadBytes)
@@ -53,11 +61,11 @@ func (kv *kvReplica) catchUp() {
 			if !errors.Is(err, logstore.ErrClosed) {
 				kv.log.Warn("KV apply: read log", "bucket", kv.id, "offset", applied, "err", err)
 			}
-			return
+			return false
 		}
 		if len(recs.Data) == 0 {
 			recs.Release()
-			return
+			return false
 		}
 		err = kv.applyRecords(st, recs, applied)
 		recs.Release()
@@ -65,7 +73,7 @@ func (kv *kvReplica) catchUp() {
 			if !errors.Is(err, kvstore.ErrClosed) {
 				kv.log.Error("KV apply", "bucket", kv.id, "offset", applied, "err", err)
 			}
-			return
+			return false
 		}
 		if now, err := st.AppliedOffset(); err == nil {
 			kv.bufMu.Lock()

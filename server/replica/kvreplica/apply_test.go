@@ -13,11 +13,15 @@ import (
 // TestApplyChunkedSplitsWhatBadgerRefuses applies more small rows than
 // one transaction of a store with the smallest memtable can take.
 func TestApplyChunkedSplitsWhatBadgerRefuses(t *testing.T) {
-	st, err := kvstore.Open(kvstore.Config{Dir: t.TempDir(), MemTableBytes: 1 << 20})
+	db, err := kvstore.OpenDB(kvstore.Config{Dir: t.TempDir(), MemTableBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer db.Close()
+	st, err := db.Open(kvstore.StoreID{Table: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	row := bytes.Repeat([]byte("r"), 200) // kept in the LSM: counted in full
 	var changes []kvstore.Change
 	for i := range 5000 {

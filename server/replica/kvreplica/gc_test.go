@@ -24,13 +24,11 @@ func (f *fakeGC) CollectGarbage(maxFiles int) (int, error) {
 	return n, nil
 }
 
-// TestKVGarbageRoundsPace checks the collector's rounds: one file per store
-// per round, a rest after each rewrite, rounds repeated until no store has
-// garbage, and a refused rest stops at once.
+// TestKVGarbageRoundsPace checks a collector round: one file at a time
+// with a rest after each, until none is left or the round's bound is
+// reached; an error or a refused rest ends it at once.
 func TestKVGarbageRoundsPace(t *testing.T) {
 	tables := &Tables{log: slog.New(slog.DiscardHandler)}
-	a, b, broken := &fakeGC{files: 3}, &fakeGC{files: 1}, &fakeGC{err: errors.New("disk on fire")}
-	stores := map[string]gcTarget{"a": a, "b": b, "broken": broken}
 	rests := 0
 	rest := func(d time.Duration) bool {
 		if d < 0 {
@@ -39,28 +37,24 @@ func TestKVGarbageRoundsPace(t *testing.T) {
 		rests++
 		return true
 	}
-	rounds := 0
-	for tables.collectGarbageRound(stores, rest) {
-		rounds++
-		if rounds > 10 {
-			t.Fatal("rounds never end")
-		}
-	}
-	if a.files != 0 || b.files != 0 {
-		t.Fatalf("files left: a %d, b %d", a.files, b.files)
-	}
-	if rounds != 3 || rests != 4 {
-		t.Fatalf("%d rounds with rewrites and %d rests, want 3 and 4 (one file per store per round)", rounds, rests)
-	}
-	if broken.calls != 4 {
-		t.Fatalf("a failing store was tried %d times, want every round (4)", broken.calls)
+	db := &fakeGC{files: 3}
+	if n := tables.collectGarbageRound(db, rest); n != 3 || db.files != 0 || rests != 3 || db.calls != 4 {
+		t.Fatalf("round rewrote %d files in %d calls with %d rests, %d left; want 3 in 4 calls (one file each, then none), 3 rests, 0 left",
+			n, db.calls, rests, db.files)
 	}
 
-	a.files, b.files = 5, 5
-	if tables.collectGarbageRound(stores, func(time.Duration) bool { return false }) {
-		t.Fatal("a round whose rest was refused (closing) asks for another")
+	db = &fakeGC{files: gcMaxFilesPerRound + 5}
+	if n := tables.collectGarbageRound(db, rest); n != gcMaxFilesPerRound || db.files != 5 {
+		t.Fatalf("a backlog round rewrote %d files, %d left; want the bound %d, 5 left", n, db.files, gcMaxFilesPerRound)
 	}
-	if a.files+b.files != 9 {
-		t.Fatalf("a refused rest let the round go on: %d files left of 10", a.files+b.files)
+
+	broken := &fakeGC{err: errors.New("disk on fire")}
+	if n := tables.collectGarbageRound(broken, rest); n != 0 || broken.calls != 1 {
+		t.Fatalf("a failing database: %d files, %d calls; want 0 and 1", n, broken.calls)
+	}
+
+	db = &fakeGC{files: 5}
+	if n := tables.collectGarbageRound(db, func(time.Duration) bool { return false }); n != 1 || db.files != 4 {
+		t.Fatalf("a refused rest let the round go on: %d files rewritten, %d left; want 1 and 4", n, db.files)
 	}
 }

@@ -1,6 +1,8 @@
 package kvreplica
 
 import (
+	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,17 +15,16 @@ import (
 )
 
 // kvReplica is the KV side of a primary-key bucket replica (a replica.KV):
-// its Badger store, the applier that keeps the store at the replica's high
-// watermark, the leader's pre-write buffer, and the barriers of
+// its store in the node's database, kept at the replica's high watermark by
+// the node's applier, the leader's pre-write buffer, and the barriers of
 // linearizable lookups.
 type kvReplica struct {
-	r      Log
-	id     string // the bucket, for logs
-	dir    string
-	cfg    kvstore.Config
-	t      *table
-	tables *Tables
-	log    *slog.Logger
+	r       Log
+	id      string // the bucket, for logs
+	storeID kvstore.StoreID
+	t       *table
+	tables  *Tables
+	log     *slog.Logger
 
 	store atomic.Pointer[kvstore.Store]
 	// applyMu serializes catch-up rounds and store resets.
@@ -31,6 +32,8 @@ type kvReplica struct {
 	// stuck is set while the store cannot catch up (the log no longer
 	// holds the records it needs); lookups then fail.
 	stuck atomic.Pointer[error]
+	// queued is set while the replica waits in the applier's queue.
+	queued atomic.Bool
 
 	// bufMu guards buf, bufEpoch and bld. The write path holds the log
 	// replica's write lock first.
@@ -42,49 +45,63 @@ type kvReplica struct {
 
 	barriers barrierQueue
 
-	kick chan struct{} // capacity 1: the high watermark moved
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
 var _ replica.KV = (*kvReplica)(nil)
 
-// openKV opens the replica's store and starts its applier.
+// openKV opens the replica's store in the node's database and queues it
+// for a catch-up round.
 func openKV(r Log, t *table) (*kvReplica, error) {
 	tables := t.tables
-	kv := &kvReplica{r: r, id: r.ID().String(), dir: filepath.Join(r.Dir(), "kv"), t: t, tables: tables, log: tables.log,
-		buf: kvstore.NewBuffer(), bufEpoch: -1, kick: make(chan struct{}, 1), stop: make(chan struct{})}
-	kv.cfg = tables.cfg.Store
-	kv.cfg.Dir = kv.dir
-	kv.cfg.Logger = kv.log.With("bucket", kv.id, "component", "badger")
-	st, err := kvstore.Open(kv.cfg)
+	id := r.ID()
+	kv := &kvReplica{r: r, id: id.String(), storeID: kvstore.StoreID{Table: id.TableID, Bucket: uint32(id.Bucket)},
+		t: t, tables: tables, log: tables.log, buf: kvstore.NewBuffer(), bufEpoch: -1, stop: make(chan struct{})}
+	st, err := tables.openStore(kv.storeID)
 	if err != nil {
 		return nil, err
 	}
 	kv.store.Store(st)
-	if applied, err := st.AppliedOffset(); err == nil && applied > r.EndOffset() {
+	if err := kv.importLegacy(filepath.Join(r.Dir(), legacyStoreDir)); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if applied, err := kv.store.Load().AppliedOffset(); err == nil && applied > r.EndOffset() {
 		kv.log.Warn("KV store is ahead of the log: rebuilding it from the log", "bucket", kv.id,
 			"applied_offset", applied, "end_offset", r.EndOffset())
 		if err := kv.resetLocked(); err != nil {
+			kv.store.Load().Close()
 			return nil, err
 		}
 	}
 	kv.barriers.kv = kv
 	tables.opened(kv)
-	kv.wg.Go(kv.run)
 	kv.wake()
 	return kv, nil
 }
 
-// Close stops the applier and the barriers and closes the store.
-func (kv *kvReplica) Close() error {
+// openStore opens a store once no drop of it is pending.
+func (t *Tables) openStore(id kvstore.StoreID) (*kvstore.Store, error) {
+	t.dropper.wait(id)
+	return t.db.Open(id)
+}
+
+// Close stops the barriers and waits for a running catch-up round, then
+// closes the store; with remove, the store's rows are deleted (in the
+// background, with other removed replicas').
+func (kv *kvReplica) Close(remove bool) error {
 	kv.tables.closed(kv)
 	close(kv.stop)
 	kv.barriers.close()
 	kv.wg.Wait()
 	kv.applyMu.Lock()
 	defer kv.applyMu.Unlock()
-	return kv.store.Load().Close()
+	err := kv.store.Load().Close()
+	if remove {
+		kv.tables.dropper.drop(kv.storeID)
+	}
+	return err
 }
 
 // HWMoved wakes the applier: the high watermark moved.
@@ -97,24 +114,8 @@ func (kv *kvReplica) SetLeading(leading bool) {
 	kv.store.Load().CacheWrites(leading)
 }
 
-// wake tells the applier the high watermark may have moved.
-func (kv *kvReplica) wake() {
-	select {
-	case kv.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (kv *kvReplica) run() {
-	for {
-		select {
-		case <-kv.stop:
-			return
-		case <-kv.kick:
-		}
-		kv.catchUp()
-	}
-}
+// wake queues a catch-up round: the high watermark may have moved.
+func (kv *kvReplica) wake() { kv.tables.applier.wake(kv) }
 
 // DropAbove drops what a log truncation to end removed: the pre-write
 // buffer, and the whole store if it applied past end (which only an
@@ -140,21 +141,52 @@ func (kv *kvReplica) DropAbove(end int64) {
 	}
 }
 
-// resetLocked replaces the store with an empty one; the applier refills it.
+// resetLocked replaces the store with an empty one (its rows dropped now,
+// not in the background); the applier refills it.
 func (kv *kvReplica) resetLocked() error {
 	old := kv.store.Load()
 	if err := old.Close(); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(kv.dir); err != nil {
+	if err := kv.tables.db.Drop(kv.storeID); err != nil {
 		return err
 	}
-	st, err := kvstore.Open(kv.cfg)
+	st, err := kv.tables.db.Open(kv.storeID)
 	if err != nil {
 		return err
 	}
 	st.CacheWrites(old.CachingWrites()) // a leader's store caches what it writes
 	kv.store.Store(st)
 	kv.wake()
+	return nil
+}
+
+// legacyStoreDir is where earlier builds kept a replica's own Badger
+// database, in the replica's folder.
+const legacyStoreDir = "kv"
+
+// importLegacy moves a store that an earlier build kept in dir into the
+// node's database, once: the folder goes when the import is complete.
+func (kv *kvReplica) importLegacy(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	kv.log.Info("moving the KV store of an earlier build into the node's database", "bucket", kv.id, "dir", dir)
+	// Whatever an interrupted import left goes first.
+	kv.store.Load().Close()
+	if err := kv.tables.db.Drop(kv.storeID); err != nil {
+		return err
+	}
+	st, err := kv.tables.db.Open(kv.storeID)
+	if err != nil {
+		return err
+	}
+	kv.store.Store(st)
+	rows, err := st.ImportLegacy(dir)
+	if err != nil {
+		return err
+	}
+	applied, _ := st.AppliedOffset()
+	kv.log.Info("moved the KV store of an earlier build", "bucket", kv.id, "rows", rows, "applied_offset", applied)
 	return nil
 }

@@ -3,6 +3,7 @@ package kvreplica
 import (
 	"errors"
 	"log/slog"
+	"runtime"
 	"sync"
 
 	"github.com/floedb/floe/storage/kvstore"
@@ -13,9 +14,10 @@ const DefaultBufferBytes = 64 << 20
 
 // Config configures the KV side of a node's primary-key tables.
 type Config struct {
-	// Store is the template for the Badger store of every primary-key
-	// bucket replica (Dir and Logger are set per replica).
-	Store kvstore.Config
+	// DB configures the node's one Badger database, which the stores of
+	// all its primary-key bucket replicas share; DB.Dir is required (the
+	// Logger is set here).
+	DB kvstore.Config
 	// BufferBytes bounds the pre-write buffer of a primary-key bucket
 	// leader: the rows of writes appended but not yet committed. Past it,
 	// upserts are refused with a retriable UNAVAILABLE until followers
@@ -29,7 +31,7 @@ func (c *Config) Validate() error {
 	if c.BufferBytes < 0 {
 		return errors.New("kvreplica: config: negative BufferBytes")
 	}
-	return nil
+	return c.DB.Validate()
 }
 
 func (c Config) withDefaults() Config {
@@ -43,32 +45,56 @@ func (c Config) withDefaults() Config {
 }
 
 // Tables is the KV side of a node's primary-key tables (a
-// replica.KVTables): it makes their tables, knows their open replicas and
-// runs the node's value-log collector over them.
+// replica.KVTables): the node's database, which every open replica's store
+// lives in, the applier workers that keep those stores at their high
+// watermarks, the dropper that deletes the stores of dropped replicas, and
+// the value-log collector.
 type Tables struct {
 	cfg Config
 	log *slog.Logger
+	db  *kvstore.DB
 
 	mu   sync.Mutex
 	open map[*kvReplica]struct{}
+
+	applier applier
+	dropper dropper
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
-// New starts the KV side of a node, with no replicas open.
+// New opens the node's database and starts the KV side, with no replicas
+// open.
 func New(cfg Config) (*Tables, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	t := &Tables{cfg: cfg, log: cfg.Logger, open: map[*kvReplica]struct{}{}, stop: make(chan struct{})}
+	dbCfg := cfg.DB
+	dbCfg.Logger = cfg.Logger.With("component", "badger")
+	db, err := kvstore.OpenDB(dbCfg)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tables{cfg: cfg, log: cfg.Logger, db: db, open: map[*kvReplica]struct{}{}, stop: make(chan struct{})}
+	t.applier.init(applyWorkers())
+	t.dropper.init(db, t.log)
+	for range t.applier.workers {
+		t.wg.Go(t.applier.run)
+	}
+	t.wg.Go(t.dropper.run)
 	t.wg.Go(t.collectGarbage)
 	return t, nil
 }
 
-// Close stops the value-log collector. The replicas are closed by their
-// log replicas.
+// applyWorkers is how many replicas' stores catch up at once: enough to
+// keep the cores busy while some wait on Badger's writes.
+func applyWorkers() int { return max(2, 2*runtime.GOMAXPROCS(0)) }
+
+// Close stops the applier, finishes the pending drops, stops the
+// collector and closes the database. The replicas are closed by their log
+// replicas first.
 func (t *Tables) Close() {
 	t.mu.Lock()
 	select {
@@ -79,7 +105,12 @@ func (t *Tables) Close() {
 	}
 	close(t.stop)
 	t.mu.Unlock()
+	t.applier.close()
+	t.dropper.close()
 	t.wg.Wait()
+	if err := t.db.Close(); err != nil {
+		t.log.Error("close KV database", "err", err)
+	}
 }
 
 func (t *Tables) opened(kv *kvReplica) {

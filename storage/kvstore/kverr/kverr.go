@@ -21,6 +21,9 @@ var (
 	ErrBatchTooLarge = errors.New("kvstore: apply batch too large")
 	// ErrCorrupt marks stored bytes that cannot be decoded.
 	ErrCorrupt = errors.New("kvstore: corrupt data")
+	// ErrStoreOpen is returned when a bucket's store is opened twice, or
+	// dropped while open.
+	ErrStoreOpen = errors.New("kvstore: store is open")
 
 	// ErrInvalidUpdate marks an Update that Merge cannot apply: a row that
 	// does not validate, a null key or version column, a bad column index.

@@ -1,0 +1,222 @@
+package kvstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/floedb/floe/storage/record"
+)
+
+// storeRows reads every row of s and its applied offset.
+func storeRows(t fataler, s *Store) (map[string]string, int64) {
+	t.Helper()
+	rows := map[string]string{}
+	off, err := s.Export(func(key, row []byte) error {
+		rows[string(key)] = string(row)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Export %s: %v", s.ID(), err)
+	}
+	return rows, off
+}
+
+// TestDBStoresAreIsolated writes the same keys to stores whose prefixes
+// sit on varint boundaries, drops some, reopens the database, and checks
+// that every store holds exactly its own rows and offset throughout.
+func TestDBStoresAreIsolated(t *testing.T) {
+	ids := []StoreID{{1, 0}, {1, 1}, {1, 127}, {1, 128}, {127, 1}, {128, 1}, {1 << 40, 1<<32 - 1}, {0, 0}}
+	baseDir := t.TempDir()
+	run := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		run++
+		dir := filepath.Join(baseDir, fmt.Sprint(run))
+		db, err := OpenDB(Config{Dir: dir})
+		if err != nil {
+			rt.Fatalf("OpenDB: %v", err)
+		}
+		defer func() { db.Close() }()
+		want := map[StoreID]map[string]string{}
+		offsets := map[StoreID]int64{}
+		open := map[StoreID]*Store{}
+		for _, id := range ids {
+			s, err := db.Open(id)
+			if err != nil {
+				rt.Fatalf("Open %s: %v", id, err)
+			}
+			open[id], want[id] = s, map[string]string{}
+		}
+		keys := []string{"a", "b", "ab", "\x00", "\xff\xff"}
+		steps := rapid.IntRange(1, 40).Draw(rt, "steps")
+		for range steps {
+			id := rapid.SampledFrom(ids).Draw(rt, "store")
+			switch op := rapid.IntRange(0, 9).Draw(rt, "op"); {
+			case op < 7: // apply a batch
+				var changes []Change
+				for range rapid.IntRange(0, 4).Draw(rt, "changes") {
+					k := rapid.SampledFrom(keys).Draw(rt, "key")
+					if rapid.Bool().Draw(rt, "delete") {
+						changes = append(changes, Change{Key: []byte(k), Kind: record.Delete})
+						delete(want[id], k)
+						continue
+					}
+					v := fmt.Sprintf("%s@%s#%d", k, id, offsets[id])
+					changes = append(changes, Change{Key: []byte(k), Row: []byte(v), Kind: record.Insert})
+					want[id][k] = v
+				}
+				offsets[id] += int64(len(changes)) + 1
+				if err := open[id].Apply(changes, offsets[id]); err != nil {
+					rt.Fatalf("Apply %s: %v", id, err)
+				}
+			case op < 9: // drop the store, then open it again: empty
+				if err := db.Drop(id); !errors.Is(err, ErrStoreOpen) {
+					rt.Fatalf("Drop of open store %s = %v, want ErrStoreOpen", id, err)
+				}
+				open[id].Close()
+				if err := db.Drop(id); err != nil {
+					rt.Fatalf("Drop %s: %v", id, err)
+				}
+				if open[id], err = db.Open(id); err != nil {
+					rt.Fatalf("Open %s after Drop: %v", id, err)
+				}
+				want[id], offsets[id] = map[string]string{}, 0
+			default: // reopen the whole database
+				if err := db.Close(); err != nil {
+					rt.Fatalf("Close: %v", err)
+				}
+				if db, err = OpenDB(Config{Dir: dir}); err != nil {
+					rt.Fatalf("OpenDB again: %v", err)
+				}
+				for _, id := range ids {
+					if open[id], err = db.Open(id); err != nil {
+						rt.Fatalf("Open %s after reopen: %v", id, err)
+					}
+				}
+			}
+			for _, id := range ids {
+				rows, off := storeRows(rt, open[id])
+				if !maps.Equal(rows, want[id]) || off != offsets[id] {
+					rt.Fatalf("store %s holds %v at offset %d, want %v at %d", id, rows, off, want[id], offsets[id])
+				}
+				if got, _ := open[id].AppliedOffset(); got != offsets[id] {
+					rt.Fatalf("store %s AppliedOffset %d, want %d", id, got, offsets[id])
+				}
+			}
+		}
+		var withData []StoreID
+		for _, id := range ids {
+			if offsets[id] > 0 {
+				withData = append(withData, id)
+			}
+		}
+		listed, err := db.StoreIDs()
+		if err != nil {
+			rt.Fatalf("StoreIDs: %v", err)
+		}
+		slices.SortFunc(listed, compareIDs)
+		slices.SortFunc(withData, compareIDs)
+		if !slices.Equal(listed, withData) {
+			rt.Fatalf("StoreIDs = %v, want the stores with data %v", listed, withData)
+		}
+	})
+}
+
+func compareIDs(a, b StoreID) int {
+	if a.Table != b.Table {
+		return cmpUint(a.Table, b.Table)
+	}
+	return cmpUint(uint64(a.Bucket), uint64(b.Bucket))
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func TestDBOpenTwiceAndClose(t *testing.T) {
+	db := openTestDB(t, Config{Dir: t.TempDir()})
+	s, err := db.Open(StoreID{Table: 3, Bucket: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Open(StoreID{Table: 3, Bucket: 1}); !errors.Is(err, ErrStoreOpen) {
+		t.Fatalf("second Open = %v, want ErrStoreOpen", err)
+	}
+	if err := s.Apply([]Change{{Key: []byte("k"), Row: []byte("v"), Kind: record.Insert}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Closing the DB closes the stores still open.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Get([]byte("k")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get after the DB closed = %v, want ErrClosed", err)
+	}
+	if _, err := db.Open(StoreID{Table: 4}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Open after Close = %v, want ErrClosed", err)
+	}
+	if err := db.Drop(StoreID{Table: 4}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Drop after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestDBDropManyLeavesTheRest drops many stores in one call and checks
+// the rows of the others, and a prefix scan of one, are untouched.
+func TestDBDropManyLeavesTheRest(t *testing.T) {
+	db := openTestDB(t, Config{Dir: t.TempDir()})
+	var drop []StoreID
+	for b := range uint32(300) {
+		id := StoreID{Table: 9, Bucket: b}
+		s, err := db.Open(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Apply([]Change{{Key: []byte("pk1"), Row: []byte(id.String()), Kind: record.Insert},
+			{Key: []byte("pk2"), Row: []byte(id.String()), Kind: record.Insert}}, 5); err != nil {
+			t.Fatal(err)
+		}
+		if b%3 != 0 {
+			s.Close()
+			drop = append(drop, id)
+		}
+	}
+	if err := db.Drop(drop...); err != nil {
+		t.Fatal(err)
+	}
+	for b := range uint32(300) {
+		id := StoreID{Table: 9, Bucket: b}
+		if b%3 != 0 {
+			s, err := db.Open(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rows, off := storeRows(t, s); len(rows) != 0 || off != 0 {
+				t.Fatalf("dropped store %s holds %v at offset %d", id, rows, off)
+			}
+			continue
+		}
+		s := db.open[id]
+		var got [][]byte
+		if err := s.PrefixScan([]byte("pk"), func(key, row []byte) error {
+			got = append(got, slices.Clone(row))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || !bytes.Equal(got[0], []byte(id.String())) {
+			t.Fatalf("kept store %s scans %q", id, got)
+		}
+	}
+}
