@@ -36,6 +36,9 @@ type Replica struct {
 	// and the follower path's truncations and appends.
 	produceMu sync.Mutex
 	writers   *writerTable
+	// writersSavedAt is the log offset of the writer-state snapshot on
+	// disk, -1 when unknown or none; guarded by produceMu.
+	writersSavedAt int64
 
 	mu        sync.Mutex
 	core      *replication.Bucket
@@ -70,7 +73,7 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	if e, ok := l.LatestEpoch(); ok {
 		latest = e
 	}
-	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable(), damagedAt: -1}
+	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable(), writersSavedAt: -1, damagedAt: -1}
 	r.info.Store(info)
 	r.core = replication.New(replication.Config{Self: m.cfg.NodeID, NodeEpoch: int64(m.NodeEpoch()),
 		ReplicaLagMax: m.cfg.ReplicaLagMax, MinISR: info.minISR},

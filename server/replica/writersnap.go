@@ -48,8 +48,12 @@ var noBatch = snapAnchor{epoch: -1}
 var errBadWriterSnap = errors.New("replica: damaged writer-state snapshot")
 
 // saveWritersLocked writes the snapshot at the log's end, after syncing
-// the log; callers hold produceMu.
+// the log, unless the snapshot on disk is already at that end (an idle
+// bucket writes nothing); callers hold produceMu.
 func (r *Replica) saveWritersLocked() error {
+	if r.writersSavedAt >= 0 && r.writersSavedAt == r.log.WrittenEnd() {
+		return nil // the writer table changes only with the log
+	}
 	if err := r.log.Sync(); err != nil {
 		return err
 	}
@@ -61,7 +65,11 @@ func (r *Replica) saveWritersLocked() error {
 	if err != nil {
 		return err
 	}
-	return writeWriterSnap(r.dir, encodeWriters(r.writers, end, a))
+	if err := writeWriterSnap(r.dir, encodeWriters(r.writers, end, a)); err != nil {
+		return err
+	}
+	r.writersSavedAt = end
+	return nil
 }
 
 // anchorAt names the batch of the log that ends at offset.
@@ -87,6 +95,7 @@ func (r *Replica) anchorAt(offset int64) (snapAnchor, error) {
 
 // dropWriterSnapshot removes the snapshot before the log is truncated.
 func (r *Replica) dropWriterSnapshot() error {
+	r.writersSavedAt = -1
 	if err := os.Remove(filepath.Join(r.dir, writerSnapFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

@@ -1,6 +1,9 @@
 package replica
 
 import (
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -98,5 +101,37 @@ func TestWriterSnapshotUsedWhenItMatches(t *testing.T) {
 	_, offset, anchor, err := loadWriters(r2.dir)
 	if err != nil || offset != 2 || anchor.epoch != 1 {
 		t.Fatalf("snapshot: offset %d anchor %+v err %v", offset, anchor, err)
+	}
+}
+
+// TestWriterSnapshotSkippedWhileIdle: a replica whose log did not move
+// since its last snapshot writes none (housekeeping would otherwise
+// fsync a file per idle bucket every round); one that moved writes again.
+func TestWriterSnapshotSkippedWhileIdle(t *testing.T) {
+	m := newTestManager(t, t.TempDir())
+	r := openTestReplica(t, m)
+	lead(r, 1)
+	produceLeader(t, r, writerBatchN(t, 100, 0, 2, "a"))
+	inode := func() uint64 {
+		t.Helper()
+		fi, err := os.Stat(filepath.Join(r.dir, writerSnapFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	r.saveWriters()
+	first := inode()
+	r.saveWriters()
+	if inode() != first {
+		t.Fatal("an idle replica wrote its writer-state snapshot again")
+	}
+	produceLeader(t, r, writerBatchN(t, 100, 1, 2, "b"))
+	r.saveWriters()
+	if inode() == first {
+		t.Fatal("a replica whose log moved kept its old writer-state snapshot")
+	}
+	if _, offset, _, err := loadWriters(r.dir); err != nil || offset != 4 {
+		t.Fatalf("snapshot after the second batch: offset %d, %v; want 4", offset, err)
 	}
 }
