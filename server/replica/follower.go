@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
@@ -104,11 +105,25 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 		return err
 	}
 	refused := 0
+	var appended []*fetchedAppend
 	for _, fb := range resp.Buckets {
 		id := BucketID{TableID: fb.TableId, Bucket: fb.Bucket}
-		if r := byID[id]; r != nil && !r.applyFetched(f.leader, epochs[id], fb) {
+		r := byID[id]
+		if r == nil {
+			continue
+		}
+		delete(byID, id) // a bucket answered twice is applied once: its produce lock is held until finish
+		a, ok := r.appendFetched(f.leader, epochs[id], fb)
+		if !ok {
 			refused++
 		}
+		if a != nil {
+			appended = append(appended, a)
+		}
+	}
+	syncFetched(appended)
+	for _, a := range appended {
+		a.finish()
 	}
 	if refused > 0 && refused == len(resp.Buckets) {
 		// The leader node refuses every bucket (it no longer leads them
@@ -132,40 +147,100 @@ func lastBatchEpoch(epochs []logstore.EpochEntry, end int64) int32 {
 	return -1
 }
 
-// applyFetched applies one bucket of a follower fetch: truncation on
-// divergence, or the batches, then the follower's high watermark, which the
-// core moves to min(leader's, own durable end). It reports false when the
-// leader refused the bucket.
-func (r *Replica) applyFetched(leader uint32, epoch int32, fb *pb.FetchedBucket) bool {
+// followerSyncConcurrency bounds the fsyncs one follower fetch runs at
+// once: enough for the disk to take them together (the file system's
+// journal commits them as a group), few enough not to queue behind each
+// other in the device.
+const followerSyncConcurrency = 16
+
+// fetchedAppend is one bucket of a follower fetch whose batches are
+// written and not yet durable. Its replica's produce lock is held from
+// appendFetched to finish, so no role change or truncation slips between
+// the write and the durable end the core learns.
+type fetchedAppend struct {
+	r      *Replica
+	leader uint32
+	epoch  int32
+	hw     int64
+	wait   func() error // waits for the batches to be durable
+	err    error        // what wait returned
+}
+
+// appendFetched applies one bucket of a follower fetch up to the durable
+// wait: truncation on divergence, or writing the batches. It reports
+// false when the leader refused the bucket. It returns the written bucket
+// (produce lock held) for syncFetched and finish, or nil when done with
+// it already.
+func (r *Replica) appendFetched(leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, bool) {
 	r.produceMu.Lock()
-	defer r.produceMu.Unlock()
 	role, curLeader, curEpoch, _ := r.state()
 	if role != replication.RoleFollower || curLeader != leader || curEpoch != epoch {
-		return true // the role changed while the fetch was out
+		r.produceMu.Unlock()
+		return nil, true // the role changed while the fetch was out
 	}
 	if fb.Error != "" {
+		r.produceMu.Unlock()
 		r.mgr.log.Debug("follower fetch refused", "bucket", r.id.String(), "leader", leader, "err", fb.Error)
-		return false
+		return nil, false
 	}
 	if fb.Diverging {
 		r.truncateDiverged(leader, fb)
-		return true
+		r.produceMu.Unlock()
+		return nil, true
 	}
+	a := &fetchedAppend{r: r, leader: leader, epoch: epoch, hw: fb.HighWatermark, wait: func() error { return nil }}
 	if len(fb.Records) > 0 {
-		if _, err := r.log.AppendReplicated(fb.Records); err != nil {
+		_, wait, err := r.log.AppendReplicatedPending(fb.Records)
+		if err != nil {
+			r.produceMu.Unlock()
 			r.mgr.log.Error("append replicated batches", "bucket", r.id.String(), "err", err)
 			r.maybeFail(err)
-			return true
+			return nil, true
 		}
+		a.wait = wait
 		it := record.NewBatchIterator(fb.Records, false)
 		for it.Next() {
 			r.writers.record(it.Batch())
 		}
 	}
+	return a, true
+}
+
+// syncFetched waits until the written buckets of a fetch are durable,
+// running up to followerSyncConcurrency of their fsyncs at once: one
+// after another, a fetch of many buckets would cost the sum of their
+// fsyncs instead of about the longest.
+func syncFetched(appended []*fetchedAppend) {
+	if len(appended) == 1 {
+		appended[0].err = appended[0].wait()
+		return
+	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, followerSyncConcurrency)
+	for _, a := range appended {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			a.err = a.wait()
+		})
+	}
+	wg.Wait()
+}
+
+// finish gives the core the follower's new durable end and the leader's
+// high watermark (the core moves its own to the minimum of the two), and
+// releases the produce lock appendFetched took.
+func (a *fetchedAppend) finish() {
+	r := a.r
+	defer r.produceMu.Unlock()
+	if a.err != nil {
+		r.mgr.log.Error("append replicated batches", "bucket", r.id.String(), "err", a.err)
+		r.maybeFail(a.err)
+		return
+	}
 	r.mu.Lock()
-	r.performLocked(r.core.Fetched(leader, epoch, fb.HighWatermark, r.log.EndOffset()))
+	r.performLocked(r.core.Fetched(a.leader, a.epoch, a.hw, r.log.EndOffset()))
 	r.mu.Unlock()
-	return true
 }
 
 // truncate cuts the log back to offset, with produceMu held, dropping the

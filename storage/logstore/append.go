@@ -75,6 +75,35 @@ func (l *Log) AppendPending(b record.Batch, epoch int32) (AppendInfo, func() err
 // first starting at the log end and each following the previous. Under
 // SyncAlways it returns once they are fsynced.
 func (l *Log) AppendReplicated(data []byte) (AppendInfo, error) {
+	info, wait, err := l.AppendReplicatedPending(data)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	if err := wait(); err != nil {
+		return AppendInfo{}, err
+	}
+	return info, nil
+}
+
+// AppendReplicatedPending is AppendReplicated returning once the batches
+// are written, with the function that waits until they are durable (under
+// SyncAlways; at once otherwise). A follower that writes the batches of
+// many buckets first and then waits for all of them at once has their
+// fsyncs run side by side instead of one after another.
+func (l *Log) AppendReplicatedPending(data []byte) (AppendInfo, func() error, error) {
+	info, gen, err := l.writeReplicated(data)
+	if err != nil {
+		return AppendInfo{}, nil, err
+	}
+	if l.cfg.Sync != SyncAlways {
+		return info, func() error { return nil }, nil
+	}
+	return info, func() error { return l.waitDurable(info.LastOffset+1, gen) }, nil
+}
+
+// writeReplicated checks and writes replicated batches and returns the
+// truncation generation they were written in.
+func (l *Log) writeReplicated(data []byte) (AppendInfo, int64, error) {
 	var info AppendInfo
 	it := record.NewBatchIterator(data, true)
 	count := 0
@@ -83,13 +112,13 @@ func (l *Log) AppendReplicated(data []byte) (AppendInfo, error) {
 	for it.Next() {
 		b := it.Batch()
 		if len(b) > l.cfg.MaxBatchBytes {
-			return info, fmt.Errorf("%w: %d bytes at offset %d, limit %d", ErrBatchTooLarge, len(b), b.BaseOffset(), l.cfg.MaxBatchBytes)
+			return info, 0, fmt.Errorf("%w: %d bytes at offset %d, limit %d", ErrBatchTooLarge, len(b), b.BaseOffset(), l.cfg.MaxBatchBytes)
 		}
 		if prevNext >= 0 && b.BaseOffset() != prevNext {
-			return info, fmt.Errorf("%w: batch at %d follows one ending at %d", ErrNonContiguous, b.BaseOffset(), prevNext)
+			return info, 0, fmt.Errorf("%w: batch at %d follows one ending at %d", ErrNonContiguous, b.BaseOffset(), prevNext)
 		}
 		if b.LeaderEpoch() < prevEpoch {
-			return info, fmt.Errorf("%w: batch at %d has epoch %d after epoch %d", ErrInvalidBatch, b.BaseOffset(), b.LeaderEpoch(), prevEpoch)
+			return info, 0, fmt.Errorf("%w: batch at %d has epoch %d after epoch %d", ErrInvalidBatch, b.BaseOffset(), b.LeaderEpoch(), prevEpoch)
 		}
 		if count == 0 {
 			info.BaseOffset = b.BaseOffset()
@@ -99,41 +128,35 @@ func (l *Log) AppendReplicated(data []byte) (AppendInfo, error) {
 		count++
 	}
 	if err := it.Err(); err != nil {
-		return AppendInfo{}, fmt.Errorf("%w: %v", ErrInvalidBatch, err)
+		return AppendInfo{}, 0, fmt.Errorf("%w: %v", ErrInvalidBatch, err)
 	}
 	if count == 0 {
-		return AppendInfo{}, fmt.Errorf("%w: no batches", ErrInvalidBatch)
+		return AppendInfo{}, 0, fmt.Errorf("%w: no batches", ErrInvalidBatch)
 	}
 
 	l.mu.Lock()
 	if err := l.writableLocked(); err != nil {
 		l.mu.Unlock()
-		return AppendInfo{}, err
+		return AppendInfo{}, 0, err
 	}
 	if info.BaseOffset != l.writtenEnd {
 		l.mu.Unlock()
-		return AppendInfo{}, fmt.Errorf("%w: first batch at %d, log ends at %d", ErrNonContiguous, info.BaseOffset, l.writtenEnd)
+		return AppendInfo{}, 0, fmt.Errorf("%w: first batch at %d, log ends at %d", ErrNonContiguous, info.BaseOffset, l.writtenEnd)
 	}
 	if last, ok := l.epochs.latest(); ok && record.Batch(data).LeaderEpoch() < last.Epoch {
 		l.mu.Unlock()
-		return AppendInfo{}, fmt.Errorf("%w: replicated batch of epoch %d, the log is at %d", ErrStaleEpoch,
+		return AppendInfo{}, 0, fmt.Errorf("%w: replicated batch of epoch %d, the log is at %d", ErrStaleEpoch,
 			record.Batch(data).LeaderEpoch(), last.Epoch)
 	}
 	// Epochs were checked to rise from at least the latest one, so assigning
 	// them inside the write loop cannot be refused.
 	if err := l.writeBatchesLocked(data, count); err != nil {
 		l.mu.Unlock()
-		return AppendInfo{}, err
+		return AppendInfo{}, 0, err
 	}
 	gen := l.truncGen.Load()
 	l.mu.Unlock()
-
-	if l.cfg.Sync == SyncAlways {
-		if err := l.waitDurable(info.LastOffset+1, gen); err != nil {
-			return AppendInfo{}, err
-		}
-	}
-	return info, nil
+	return info, gen, nil
 }
 
 func (l *Log) writableLocked() error {
