@@ -19,14 +19,14 @@ const startMs = int64(1_700_000_000_000)
 
 // harness applies commands to a State at increasing indexes and times.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	s     *State
 	path  string
 	index uint64
 	nowMs int64
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path, nil)
