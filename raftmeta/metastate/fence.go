@@ -98,6 +98,20 @@ func fenceBucket(b *pb.BucketRecord, gone func(id uint32) bool) bool {
 	return true
 }
 
+// FenceChanges reports whether FenceNodes with the gone nodes would change
+// b: fenceBucket's rule, without the change. The controller asks it before
+// proposing a FenceNodes.
+func FenceChanges(b *pb.BucketRecord, gone func(id uint32) bool) bool {
+	leader := b.GetLeader()
+	switch {
+	case leader == 0:
+		return electable(b, gone) != 0
+	case gone(leader):
+		return true
+	}
+	return slices.ContainsFunc(b.GetIsr(), func(id uint32) bool { return id != leader && gone(id) })
+}
+
 // dropLostReplica takes a node whose data is lost (it registered again with
 // a new incarnation: a wiped folder) out of one bucket, in place, and
 // reports whether the bucket changed. The node leaves the ISR even as its
