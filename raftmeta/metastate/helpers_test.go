@@ -55,6 +55,9 @@ func (h *harness) applyAt(index uint64, nowMs int64, cmd *pb.Command) *pb.Comman
 	if res == nil {
 		h.t.Fatalf("Apply(%d) returned nil", index)
 	}
+	if _, bench := h.t.(*testing.B); !bench {
+		checkIndex(h.t, h.s)
+	}
 	return res
 }
 
@@ -343,7 +346,8 @@ func bucketFixture(t *testing.T, nodes int, replicas ...uint32) *harness {
 }
 
 // setBucket overwrites a bucket record behind the state machine's back, to
-// set up a test.
+// set up a test. The bucket index is built again from the file when next
+// needed.
 func setBucket(t *testing.T, s *State, b *pb.BucketRecord) {
 	t.Helper()
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -352,6 +356,9 @@ func setBucket(t *testing.T, s *State, b *pb.BucketRecord) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.applyMu.Lock()
+	s.index = nil
+	s.applyMu.Unlock()
 }
 
 // electLeaders is an ElectLeaders of db.t; bucket < 0 means every bucket.
