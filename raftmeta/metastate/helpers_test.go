@@ -369,3 +369,12 @@ func electLeaders(bucket int32, unclean bool, live ...uint32) *pb.Command {
 	}
 	return &pb.Command{Op: &pb.Command_ElectLeaders{ElectLeaders: c}}
 }
+
+// snapshotOf is a snapshot of s, to restore.
+func snapshotOf(t interface{ Fatal(...any) }, s *State) *bytes.Reader {
+	var buf bytes.Buffer
+	if err := s.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.NewReader(buf.Bytes())
+}

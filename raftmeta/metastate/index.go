@@ -194,15 +194,9 @@ func (a *applier) changeBucketsOf(refs []bucketRef, change func(b *pb.BucketReco
 	var changed []*pb.BucketRecord
 	buckets := a.tx.Bucket(bucketBuckets)
 	for _, ref := range refs {
-		b := &pb.BucketRecord{}
-		ok, err := getRecord(buckets, bucketKey(ref.table, ref.bucket), b)
+		b, err := getIndexed(buckets, ref)
 		if err != nil {
 			return 0, err
-		}
-		if !ok {
-			// The index no longer follows the file: stop rather than let
-			// this replica's commands differ from the others'.
-			return 0, fmt.Errorf("%w: the bucket index lists table %d bucket %d, which does not exist", ErrCorrupt, ref.table, ref.bucket)
 		}
 		if change(b) {
 			changed = append(changed, b)
@@ -214,4 +208,19 @@ func (a *applier) changeBucketsOf(refs []bucketRef, change func(b *pb.BucketReco
 		}
 	}
 	return len(changed), nil
+}
+
+// getIndexed reads a bucket the index names. One that does not exist means
+// the index no longer follows the file: ErrCorrupt, so the replica stops
+// rather than let its commands differ from the others'.
+func getIndexed(buckets *bolt.Bucket, ref bucketRef) (*pb.BucketRecord, error) {
+	b := &pb.BucketRecord{}
+	ok, err := getRecord(buckets, bucketKey(ref.table, ref.bucket), b)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: the bucket index lists table %d bucket %d, which does not exist", ErrCorrupt, ref.table, ref.bucket)
+	}
+	return b, nil
 }

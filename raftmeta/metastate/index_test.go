@@ -1,13 +1,13 @@
 package metastate
 
 import (
-	"bytes"
 	"fmt"
 	"reflect"
 	"slices"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
 	"pgregory.net/rapid"
 
 	"github.com/floedb/floe/transport/pb"
@@ -132,8 +132,25 @@ func TestBucketIndexFollowsCommands(t *testing.T) {
 				h.restoreOwnSnapshot(rt)
 			}
 			checkIndex(rt, h.s)
+			checkImageFor(rt, h.s, node.Draw(rt, "watcher"))
 		}
 	})
+}
+
+// checkImageFor fails unless ImageFor(node) is the full image with only the
+// node's buckets.
+func checkImageFor(t *rapid.T, s *State, node uint32) {
+	full, err := s.Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ImageFor(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := imageForNode(full, node); !proto.Equal(got, want) {
+		t.Fatalf("ImageFor(%d) = %v, want %v", node, got, want)
+	}
 }
 
 // withTable points an ElectLeaders at table db.name.
@@ -154,11 +171,7 @@ func someBucket(t *rapid.T, h *harness) *pb.BucketRecord {
 // restoreOwnSnapshot restores the state from a snapshot of itself, which
 // drops the bucket index until a command needs it again.
 func (h *harness) restoreOwnSnapshot(t *rapid.T) {
-	var snap bytes.Buffer
-	if err := h.s.WriteSnapshot(&snap); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.s.Restore(&snap); err != nil {
+	if err := h.s.Restore(snapshotOf(t, h.s)); err != nil {
 		t.Fatal(err)
 	}
 }
