@@ -83,6 +83,10 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 	if err := a.putTable(rec); err != nil {
 		return nil, err
 	}
+	// A new table's buckets go after every stored one (table ids only
+	// grow): filled to bbolt's default half, the pages of appended keys stay
+	// half empty for good, and the file and every snapshot twice the size.
+	a.tx.Bucket(bucketBuckets).FillPercent = appendFillPercent
 	for b, replicas := range placement {
 		br := &pb.BucketRecord{
 			TableId:  id,
