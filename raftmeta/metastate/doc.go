@@ -106,7 +106,12 @@
 // records it wrote and the tables it dropped. The updates live in memory
 // only (MaxFeedUpdates, MaxFeedBytes), from the applied index at Open or
 // Restore: a watcher further behind starts again from an Image.
-// WaitApplied blocks until the applied index passes a given one.
+// ImageFor and ChangesFor are the same for one tablet node: of the buckets,
+// only those with the node among their replicas (read by the bucket index),
+// and ChangesFor a bounded number of bytes at a time. A bucket's replicas
+// never change once placed; a command that moves replicas must also reach
+// the nodes it takes a bucket from. WaitApplied blocks until the applied
+// index passes a given one.
 //
 // # Snapshots
 //
