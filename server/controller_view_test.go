@@ -2,12 +2,14 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/floedb/floe/raftmeta/metastate"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -99,6 +101,17 @@ func sameImage(a, b *pb.MetadataUpdate) bool {
 	return slices.Equal(key(a), key(b))
 }
 
+// viewImage is the controller's copy as an image.
+func viewImage(v *metadataView) *pb.MetadataUpdate {
+	img := &pb.MetadataUpdate{Index: v.index, Full: true, Nodes: v.nodeList()}
+	for _, table := range v.buckets {
+		for _, b := range table {
+			img.Buckets = append(img.Buckets, b)
+		}
+	}
+	return img
+}
+
 // TestControllerViewFollowsChanges: the controller's copy, kept from the
 // change feed, always equals a full image; it reads an image only at first
 // and when the feed no longer reaches back to its index, and none while
@@ -131,10 +144,10 @@ func TestControllerViewFollowsChanges(t *testing.T) {
 				if rng.IntN(3) != 0 {
 					continue // ticks see several changes at once now and then
 				}
-				got, err := v.current(f)
-				if err != nil {
+				if err := v.catchUp(f); err != nil {
 					t.Fatal(err)
 				}
+				got := viewImage(&v)
 				before := f.images
 				want, _ := f.Image()
 				f.images = before
@@ -150,11 +163,57 @@ func TestControllerViewFollowsChanges(t *testing.T) {
 			}
 			images := f.images
 			for range 100 {
-				v.current(f)
+				v.catchUp(f)
 			}
 			if f.images != images {
 				t.Fatalf("%d images read over 100 ticks with nothing applied", f.images-images)
 			}
 		})
+	}
+}
+
+// TestControllerFencingCheck: whether the controller proposes a FenceNodes
+// is the state machine's rule over every bucket, also when the check looks
+// only at the buckets written since the last one found nothing.
+func TestControllerFencingCheck(t *testing.T) {
+	f := newFakeFeed()
+	rng := rand.New(rand.NewPCG(2, 3))
+	var v metadataView
+	goneLists := [][]uint32{nil, {1}, {2}, {1, 3}}
+	gone := goneLists[0]
+	for step := range 3000 {
+		switch rng.IntN(8) {
+		case 0, 1, 2:
+			// A bucket of replicas 1..3 in some order, led by an ISR member
+			// or offline.
+			replicas := []uint32{1, 2, 3}
+			rng.Shuffle(len(replicas), func(i, j int) { replicas[i], replicas[j] = replicas[j], replicas[i] })
+			var isr []uint32
+			for _, r := range replicas {
+				if rng.IntN(3) != 0 {
+					isr = append(isr, r)
+				}
+			}
+			var leader uint32
+			if len(isr) > 0 && rng.IntN(4) != 0 {
+				leader = isr[rng.IntN(len(isr))]
+			}
+			f.commit(&pb.MetadataUpdate{Buckets: []*pb.BucketRecord{{TableId: uint64(rng.IntN(3) + 1), Bucket: int32(rng.IntN(20)),
+				Replicas: replicas, Leader: leader, Isr: isr, BucketEpoch: int32(step)}}})
+		case 3:
+			f.commit(&pb.MetadataUpdate{DroppedTables: []uint64{uint64(rng.IntN(3) + 1)}})
+		case 4:
+			gone = goneLists[rng.IntN(len(goneLists))]
+		}
+		if err := v.catchUp(f); err != nil {
+			t.Fatal(err)
+		}
+		isGone := func(id uint32) bool { return slices.Contains(gone, id) }
+		want := slices.ContainsFunc(slices.Collect(maps.Values(f.buckets)), func(b *pb.BucketRecord) bool {
+			return metastate.FenceChanges(b, isGone)
+		})
+		if got := v.needsFencing(gone); got != want {
+			t.Fatalf("step %d: needsFencing(%v) = %v, want %v", step, gone, got, want)
+		}
 	}
 }

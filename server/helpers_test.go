@@ -13,7 +13,7 @@ import (
 // never sees them. The test's cleanup stops the node and waits for Run, so
 // no Raft or bbolt goroutine still writes in the data folder when the test's
 // temporary folder is removed or the next test starts.
-func startMetaNode(t *testing.T, ctx context.Context) (*Server, <-chan error) {
+func startMetaNode(t testing.TB, ctx context.Context) (*Server, <-chan error) {
 	t.Helper()
 	s, err := New(Config{NodeID: 1, Roles: []string{RoleMeta}, DataDir: filepath.Join(t.TempDir(), "node"),
 		Listen: "127.0.0.1:0", Gossip: "127.0.0.1:0", BootstrapExpect: 1, LivenessGrace: time.Hour})

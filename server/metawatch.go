@@ -222,6 +222,7 @@ func (f *metaFollower) follow(ctx context.Context, addr string) (int, error) {
 	}
 	defer stream.Close()
 	n := 0
+	var parts imageAssembly // an image's parts end with the stream
 	for {
 		u, err := stream.Recv()
 		if err != nil {
@@ -233,6 +234,12 @@ func (f *metaFollower) follow(ctx context.Context, addr string) (int, error) {
 		timer.Reset(f.cfg.idle)
 		if u.GetKeepalive() {
 			continue
+		}
+		if u, err = parts.add(u); err != nil {
+			return n, err
+		}
+		if u == nil {
+			continue // more parts of an image to come
 		}
 		f.mu.Lock()
 		v := f.gate.verdict(u)
@@ -257,6 +264,39 @@ func (f *metaFollower) follow(ctx context.Context, addr string) (int, error) {
 		}
 		n++
 	}
+}
+
+// imageAssembly joins the parts of an image (pb.MetadataUpdate.more), so
+// the replicas act on the whole image or, if the stream ends first, on none
+// of it.
+type imageAssembly struct {
+	img *pb.MetadataUpdate // the parts so far; nil: not in an image
+}
+
+// add takes the stream's next message and returns what to act on: the
+// message itself outside an image, the whole image with its last part, nil
+// while parts are to come. A message that does not continue the image is
+// an error: the stream is broken.
+func (a *imageAssembly) add(u *pb.MetadataUpdate) (*pb.MetadataUpdate, error) {
+	switch {
+	case a.img == nil && !(u.GetFull() && u.GetMore()):
+		return u, nil
+	case a.img == nil:
+		a.img = u
+		return nil, nil
+	case !u.GetFull() || u.GetIndex() != a.img.GetIndex():
+		return nil, fmt.Errorf("metadata stream: a message at index %d (full %v) among the parts of the image at index %d",
+			u.GetIndex(), u.GetFull(), a.img.GetIndex())
+	}
+	a.img.Nodes = append(a.img.Nodes, u.GetNodes()...)
+	a.img.Tables = append(a.img.Tables, u.GetTables()...)
+	a.img.Buckets = append(a.img.Buckets, u.GetBuckets()...)
+	if u.GetMore() {
+		return nil, nil
+	}
+	img := a.img
+	img.More, a.img = false, nil
+	return img, nil
 }
 
 // isClosed reports whether ch is closed.

@@ -330,3 +330,55 @@ func TestWatchIgnoresKeepalives(t *testing.T) {
 		t.Fatalf("applied %v, want it to start with %v", f.applied, want)
 	}
 }
+
+// TestWatchActsOnWholeImages: the replicas get an image sent in parts only
+// once its last part came, as one image; a stream that ends in the middle
+// of one gives them none of it, and the next stream starts again from the
+// index applied before.
+func TestWatchActsOnWholeImages(t *testing.T) {
+	part := func(index uint64, bucket int32, more bool) *pb.MetadataUpdate {
+		return &pb.MetadataUpdate{Index: index, Full: true, More: more, Buckets: []*pb.BucketRecord{{TableId: 1, Bucket: bucket}}}
+	}
+	var mu sync.Mutex
+	var froms []uint64
+	serve := func(addr string, from uint64) []*pb.MetadataUpdate {
+		mu.Lock()
+		defer mu.Unlock()
+		froms = append(froms, from)
+		switch len(froms) {
+		case 1:
+			return []*pb.MetadataUpdate{part(5, 0, true), part(5, 1, true), part(5, 2, false), change(6)}
+		case 2:
+			return []*pb.MetadataUpdate{part(8, 0, true), part(8, 1, true)} // ends mid-image
+		}
+		return []*pb.MetadataUpdate{change(from + 1)}
+	}
+	var images []*pb.MetadataUpdate
+	f := newRecordingFollower(serve, func(context.Context) (uint64, error) { return 1, nil })
+	apply := f.cfg.apply
+	f.cfg.apply = func(u *pb.MetadataUpdate) {
+		if u.GetFull() {
+			mu.Lock()
+			images = append(images, u)
+			mu.Unlock()
+		}
+		apply(u)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); f.run(ctx) }()
+	f.waitFor(t, "the change after the broken image", func() bool { return slices.Contains(f.applied, 7) })
+	cancel()
+	<-done
+	if want := []uint64{5, 6, 7}; !slices.Equal(f.applied[:3], want) {
+		t.Fatalf("applied %v, want it to start with %v", f.applied, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(images) != 1 || len(images[0].GetBuckets()) != 3 || images[0].GetMore() {
+		t.Fatalf("images applied: %v, want the one at index 5 with its 3 buckets", images)
+	}
+	if froms[2] != 6 {
+		t.Fatalf("watches opened from %v: after the broken image, want 6 again", froms)
+	}
+}

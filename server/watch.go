@@ -5,6 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -16,10 +19,23 @@ const (
 	watchIdle      = 4 * watchKeepalive
 )
 
+// Bounds of what one metadata stream holds at a time: the changes it takes
+// from the feed at once, and the part of an image one message carries (an
+// image over it goes in parts). Either is at least one update or bucket.
+const (
+	watchBatchBytes     = 256 << 10
+	watchImagePartBytes = 1 << 20
+)
+
 // watchMetadata serves the metadata stream from this node's state: a full
 // image when the watcher starts from 0 or from further back than the state
 // machine keeps changes, then each committed change in order, as it is
 // applied here (a follower's stream lags its applied index, never skips).
+// A watcher that names its node gets only the buckets the node holds a
+// replica of; an image goes in parts of watchImagePartBytes, and the
+// changes are taken watchBatchBytes at a time, so a watcher that falls
+// behind holds no more than that (and one that falls behind the feed gets
+// an image again).
 //
 // An idle stream carries a keepalive every watchKeepalive while this node
 // is in contact with the Raft leader. A node that lost contact (paused,
@@ -37,14 +53,16 @@ func (s *Server) watchMetadata(req *pb.WatchMetadataRequest, stream pb.DRPCMeta_
 	sent := req.FromIndex
 	for {
 		applied := state.AppliedIndex()
-		updates, ok := state.Changes(sent)
+		updates, ok := state.ChangesFor(sent, req.NodeId, watchBatchBytes)
 		if !ok || sent == 0 {
-			img, err := state.Image()
+			img, err := state.ImageFor(req.NodeId)
 			if err != nil {
 				return err
 			}
-			if err := stream.Send(img); err != nil {
-				return err
+			for _, part := range imageParts(img, watchImagePartBytes) {
+				if err := stream.Send(part); err != nil {
+					return err
+				}
 			}
 			sent = img.Index
 			continue
@@ -76,4 +94,54 @@ func (s *Server) watchMetadata(req *pb.WatchMetadataRequest, stream pb.DRPCMeta_
 			return err
 		}
 	}
+}
+
+// imageParts splits an image into messages of about maxBytes of records
+// each (at least one record): every part has the image's index and full
+// set, all but the last have more set, and the records come in the image's
+// order, nodes, then tables, then buckets. An image within maxBytes is one
+// message, itself.
+func imageParts(img *pb.MetadataUpdate, maxBytes int) []*pb.MetadataUpdate {
+	if proto.Size(img) <= maxBytes {
+		return []*pb.MetadataUpdate{img}
+	}
+	p := imageSplitter{index: img.Index, maxBytes: maxBytes}
+	for _, n := range img.Nodes {
+		part := p.add(n)
+		part.Nodes = append(part.Nodes, n)
+	}
+	for _, t := range img.Tables {
+		part := p.add(t)
+		part.Tables = append(part.Tables, t)
+	}
+	for _, b := range img.Buckets {
+		part := p.add(b)
+		part.Buckets = append(part.Buckets, b)
+	}
+	for _, part := range p.parts[:len(p.parts)-1] {
+		part.More = true
+	}
+	return p.parts
+}
+
+// imageSplitter collects the parts of imageParts.
+type imageSplitter struct {
+	index    uint64
+	maxBytes int
+	parts    []*pb.MetadataUpdate
+	part     *pb.MetadataUpdate // the last of parts
+	size     int                // of the records in part
+}
+
+// add makes room for record m and returns the part to put it in: the
+// current one, or a new one if m would take the current one past maxBytes.
+func (p *imageSplitter) add(m proto.Message) *pb.MetadataUpdate {
+	n := 1 + protowire.SizeBytes(proto.Size(m)) // tag, length and record in the part
+	if p.part == nil || (p.size > 0 && p.size+n > p.maxBytes) {
+		p.part = &pb.MetadataUpdate{Index: p.index, Full: true}
+		p.parts = append(p.parts, p.part)
+		p.size = 0
+	}
+	p.size += n
+	return p.part
 }

@@ -103,9 +103,10 @@ func (s *State) applyCommand(index uint64, appendedAtMs int64, cmd *pb.Command, 
 		}
 	}
 	var update *pb.MetadataUpdate
+	var edits []bucketEdit
 	if res == nil {
 		var refusal *Error
-		a := &applier{tx: tx, index: index, appendedAtMs: appendedAtMs}
+		a := &applier{state: s, tx: tx, index: index, appendedAtMs: appendedAtMs}
 		res, refusal, err = s.run(a, cmd)
 		if err != nil {
 			return nil, err
@@ -121,7 +122,7 @@ func (s *State) applyCommand(index uint64, appendedAtMs int64, cmd *pb.Command, 
 			}
 			res = failedResult(index, refusal.Code, refusal.Msg)
 		} else {
-			update = a.changes.update(index)
+			update, edits = a.changes.update(index), a.edits
 		}
 		res.Index = index
 	}
@@ -143,6 +144,9 @@ func (s *State) applyCommand(index uint64, appendedAtMs int64, cmd *pb.Command, 
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("metastate: commit index %d: %w", index, err)
+	}
+	if s.index != nil {
+		s.index.apply(edits)
 	}
 	s.feed.append(index, update)
 	return res, nil
@@ -204,10 +208,13 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 // applier carries one command's transaction and Raft entry, and collects
 // what the command changes for the metadata feed.
 type applier struct {
+	state        *State
 	tx           *bolt.Tx
 	index        uint64
 	appendedAtMs int64
 	changes      changeSet
+	// edits lists the command's bucket writes for the bucket index.
+	edits []bucketEdit
 }
 
 // failedResult is the result of a refused command.

@@ -56,12 +56,21 @@ func (a *applier) putTable(t *pb.TableRecord) error {
 	return nil
 }
 
-// putBucket stores a bucket record and lists it as changed.
+// putBucket stores a bucket record and lists it as changed, and as an edit
+// of the bucket index.
 func (a *applier) putBucket(b *pb.BucketRecord) error {
 	key := bucketKey(b.GetTableId(), b.GetBucket())
-	if err := putRecord(a.tx.Bucket(bucketBuckets), key, b); err != nil {
+	buckets := a.tx.Bucket(bucketBuckets)
+	edit := bucketEdit{old: &pb.BucketRecord{}, new: proto.CloneOf(b)}
+	if ok, err := getRecord(buckets, key, edit.old); err != nil {
+		return err
+	} else if !ok {
+		edit.old = nil
+	}
+	if err := putRecord(buckets, key, b); err != nil {
 		return err
 	}
+	a.edits = append(a.edits, edit)
 	k := string(key)
 	if i, ok := a.changes.bucketAt[k]; ok {
 		a.changes.buckets[i] = b
@@ -78,8 +87,12 @@ func (a *applier) putBucket(b *pb.BucketRecord) error {
 // dropTableRecord deletes a table and its buckets and lists the table as
 // dropped.
 func (a *applier) dropTableRecord(t *pb.TableRecord) error {
-	if err := deleteTable(a.tx, t); err != nil {
+	deleted, err := deleteTable(a.tx, t)
+	if err != nil {
 		return err
+	}
+	for _, b := range deleted {
+		a.edits = append(a.edits, bucketEdit{old: b})
 	}
 	a.changes.droppedTables = append(a.changes.droppedTables, t.GetId())
 	return nil

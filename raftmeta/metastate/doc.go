@@ -83,6 +83,21 @@
 //     member leads; unclean, with no live ISR member, the first live
 //     replica leads as the ISR's only member and unclean_elections counts it.
 //
+// # Bucket index
+//
+// No command reads the whole catalog. What CreateTable, RegisterNode and
+// FenceNodes would scan every bucket for, an index in memory answers: each
+// node's replicas (by table, bucket numbers), each node's load (Place's
+// input) and the offline buckets. It is derived from the bucket records,
+// never stored (the file and its snapshots are as without it), built from
+// the file by the first command that needs it after Open or Restore, and
+// changed by each command's bucket writes once they commit. A command reads
+// it before writing any bucket, so it sees the state before the command.
+// RegisterNode visits the node's buckets; FenceNodes those of the gone
+// nodes and the offline ones: a bucket of no gone node with a leader cannot
+// change. An index that names a bucket the file lacks is ErrCorrupt: the
+// replica stops rather than differ from the others.
+//
 // # Metadata feed
 //
 // Tablet nodes follow the metadata with WatchMetadata: Image is everything
@@ -91,7 +106,12 @@
 // records it wrote and the tables it dropped. The updates live in memory
 // only (MaxFeedUpdates, MaxFeedBytes), from the applied index at Open or
 // Restore: a watcher further behind starts again from an Image.
-// WaitApplied blocks until the applied index passes a given one.
+// ImageFor and ChangesFor are the same for one tablet node: of the buckets,
+// only those with the node among their replicas (read by the bucket index),
+// and ChangesFor a bounded number of bytes at a time. A bucket's replicas
+// never change once placed; a command that moves replicas must also reach
+// the nodes it takes a bucket from. WaitApplied blocks until the applied
+// index passes a given one.
 //
 // # Snapshots
 //

@@ -2,6 +2,7 @@ package metastate
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 
@@ -18,8 +19,9 @@ const (
 	// changed nodes, tables or buckets.
 	MaxFeedUpdates = 4096
 	// MaxFeedBytes bounds the encoded size of the updates kept. The newest
-	// update is kept whatever its size.
-	MaxFeedBytes = 64 << 20
+	// update is kept whatever its size. An image of 100,000 buckets is about
+	// 2 MiB: a watcher further behind than this much is better served by one.
+	MaxFeedBytes = 8 << 20
 )
 
 // feed is the in-memory tail of the metadata stream: the updates of the
@@ -118,6 +120,16 @@ func (f *feed) wakeLocked() {
 // index the feed has not reached yet gets no updates, and WaitApplied(index)
 // returns only once the feed has it.
 func (s *State) Changes(after uint64) (updates []*pb.MetadataUpdate, ok bool) {
+	return s.ChangesFor(after, 0, 0)
+}
+
+// ChangesFor is Changes for one watcher: for node (0: every node) only the
+// buckets that have it among their replicas (every node, table and dropped
+// id stays), and at most maxBytes of encoded updates (at least one; 0: no
+// bound), so a watcher far behind takes the feed a part at a time. An update
+// left with nothing for the node is left out, but for the last one looked
+// at, which comes empty: the watcher still learns how far it is.
+func (s *State) ChangesFor(after uint64, node uint32, maxBytes int) (updates []*pb.MetadataUpdate, ok bool) {
 	f := s.feed
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -130,11 +142,44 @@ func (s *State) Changes(after uint64) (updates []*pb.MetadataUpdate, ok bool) {
 		return nil, false
 	}
 	i := sort.Search(len(f.updates), func(i int) bool { return f.updates[i].GetIndex() > after })
-	out := make([]*pb.MetadataUpdate, len(f.updates)-i)
+	var out []*pb.MetadataUpdate
+	size := 0
 	for j, u := range f.updates[i:] {
-		out[j] = proto.CloneOf(u)
+		c := updateFor(u, node)
+		last := i+j == len(f.updates)-1
+		if isEmptyUpdate(c) && !last {
+			continue
+		}
+		out = append(out, c)
+		size += proto.Size(c)
+		if maxBytes > 0 && size >= maxBytes {
+			break
+		}
 	}
 	return out, true
+}
+
+// updateFor copies the part of u that node follows (0: all of it).
+func updateFor(u *pb.MetadataUpdate, node uint32) *pb.MetadataUpdate {
+	if node == 0 {
+		return proto.CloneOf(u)
+	}
+	c := &pb.MetadataUpdate{Index: u.GetIndex(), Full: u.GetFull(), Nodes: u.GetNodes(), Tables: u.GetTables(),
+		DroppedTables: u.GetDroppedTables(), DroppedNodes: u.GetDroppedNodes()}
+	for _, b := range u.GetBuckets() {
+		if replicaOf(b, node) {
+			c.Buckets = append(c.Buckets, b)
+		}
+	}
+	return proto.CloneOf(c)
+}
+
+// replicaOf reports whether node is among b's replicas.
+func replicaOf(b *pb.BucketRecord, node uint32) bool { return slices.Contains(b.GetReplicas(), node) }
+
+// isEmptyUpdate reports whether u carries no record and no drop.
+func isEmptyUpdate(u *pb.MetadataUpdate) bool {
+	return len(u.GetNodes())+len(u.GetTables())+len(u.GetBuckets())+len(u.GetDroppedTables())+len(u.GetDroppedNodes()) == 0
 }
 
 // WaitApplied blocks until the applied index is above after and returns

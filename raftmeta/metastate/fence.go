@@ -3,8 +3,6 @@ package metastate
 import (
 	"slices"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -22,39 +20,19 @@ func (a *applier) fenceNodes(c *pb.FenceNodes) (*pb.CommandResult, error) {
 	for _, id := range c.GetGone() {
 		gone[id] = true
 	}
-	changed, err := a.changeBuckets(func(b *pb.BucketRecord) bool {
+	x, err := a.bucketIndex()
+	if err != nil {
+		return nil, err
+	}
+	// Only a bucket that has a gone node among its replicas, or is offline,
+	// can change.
+	changed, err := a.changeBucketsOf(x.bucketsOf(c.GetGone(), true), func(b *pb.BucketRecord) bool {
 		return fenceBucket(b, func(id uint32) bool { return gone[id] })
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &pb.CommandResult{Unchanged: changed == 0}, nil
-}
-
-// changeBuckets runs change on every bucket of every table, in key order,
-// stores the buckets it reports changed and returns how many did.
-func (a *applier) changeBuckets(change func(b *pb.BucketRecord) bool) (int, error) {
-	var changed []*pb.BucketRecord
-	err := a.tx.Bucket(bucketBuckets).ForEach(func(k, v []byte) error {
-		b := &pb.BucketRecord{}
-		if err := proto.Unmarshal(v, b); err != nil {
-			return corruptRecord(k, err)
-		}
-		if change(b) {
-			changed = append(changed, b)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	// bbolt forbids writes while ForEach iterates the same bucket.
-	for _, b := range changed {
-		if err := a.putBucket(b); err != nil {
-			return 0, err
-		}
-	}
-	return len(changed), nil
 }
 
 // fenceBucket takes the nodes gone reports (dead or left, their data kept)
@@ -96,6 +74,20 @@ func fenceBucket(b *pb.BucketRecord, gone func(id uint32) bool) bool {
 	b.Isr = isr
 	b.BucketEpoch++
 	return true
+}
+
+// FenceChanges reports whether FenceNodes with the gone nodes would change
+// b: fenceBucket's rule, without the change. The controller asks it before
+// proposing a FenceNodes.
+func FenceChanges(b *pb.BucketRecord, gone func(id uint32) bool) bool {
+	leader := b.GetLeader()
+	switch {
+	case leader == 0:
+		return electable(b, gone) != 0
+	case gone(leader):
+		return true
+	}
+	return slices.ContainsFunc(b.GetIsr(), func(id uint32) bool { return id != leader && gone(id) })
 }
 
 // dropLostReplica takes a node whose data is lost (it registered again with

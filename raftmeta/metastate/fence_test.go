@@ -276,6 +276,9 @@ func TestFenceBucketProperties(t *testing.T) {
 		b := proto.CloneOf(old)
 		changed := fenceBucket(b, gone)
 		checkFenced(t, old, b, changed, gone)
+		if FenceChanges(old, gone) != changed {
+			t.Fatalf("FenceChanges %v, fenceBucket changed %v: %v -> %v", !changed, changed, old, b)
+		}
 		again := proto.CloneOf(b)
 		if fenceBucket(again, gone) || !proto.Equal(again, b) {
 			t.Fatalf("not idempotent: %v -> %v", b, again)

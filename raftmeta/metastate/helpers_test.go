@@ -19,14 +19,14 @@ const startMs = int64(1_700_000_000_000)
 
 // harness applies commands to a State at increasing indexes and times.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	s     *State
 	path  string
 	index uint64
 	nowMs int64
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path, nil)
@@ -54,6 +54,9 @@ func (h *harness) applyAt(index uint64, nowMs int64, cmd *pb.Command) *pb.Comman
 	res := h.s.Apply(index, nowMs, data)
 	if res == nil {
 		h.t.Fatalf("Apply(%d) returned nil", index)
+	}
+	if _, bench := h.t.(*testing.B); !bench {
+		checkIndex(h.t, h.s)
 	}
 	return res
 }
@@ -343,7 +346,8 @@ func bucketFixture(t *testing.T, nodes int, replicas ...uint32) *harness {
 }
 
 // setBucket overwrites a bucket record behind the state machine's back, to
-// set up a test.
+// set up a test. The bucket index is built again from the file when next
+// needed.
 func setBucket(t *testing.T, s *State, b *pb.BucketRecord) {
 	t.Helper()
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -352,6 +356,9 @@ func setBucket(t *testing.T, s *State, b *pb.BucketRecord) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.applyMu.Lock()
+	s.index = nil
+	s.applyMu.Unlock()
 }
 
 // electLeaders is an ElectLeaders of db.t; bucket < 0 means every bucket.
@@ -361,4 +368,13 @@ func electLeaders(bucket int32, unclean bool, live ...uint32) *pb.Command {
 		c.Bucket = &bucket
 	}
 	return &pb.Command{Op: &pb.Command_ElectLeaders{ElectLeaders: c}}
+}
+
+// snapshotOf is a snapshot of s, to restore.
+func snapshotOf(t interface{ Fatal(...any) }, s *State) *bytes.Reader {
+	var buf bytes.Buffer
+	if err := s.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.NewReader(buf.Bytes())
 }

@@ -37,6 +37,10 @@ var (
 	keyRequestCount   = []byte("request_count")
 )
 
+// appendFillPercent is how full bbolt fills the pages of keys appended in
+// order; a little room is left for records that grow in place (epochs).
+const appendFillPercent = 0.9
+
 // marshal encodes records deterministically (map fields sorted), so every
 // replica writes the same bytes for the same command.
 var marshal = proto.MarshalOptions{Deterministic: true}

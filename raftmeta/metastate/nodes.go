@@ -52,7 +52,12 @@ func (a *applier) registerNode(c *pb.RegisterNode) (*pb.CommandResult, error) {
 	if known && old.GetIncarnation() != rec.GetIncarnation() {
 		change = func(b *pb.BucketRecord) bool { return dropLostReplica(b, id) }
 	}
-	if _, err := a.changeBuckets(change); err != nil {
+	x, err := a.bucketIndex()
+	if err != nil {
+		return nil, err
+	}
+	// Both changes concern buckets of which the node is a replica.
+	if _, err := a.changeBucketsOf(x.bucketsOf([]uint32{id}, false), change); err != nil {
 		return nil, err
 	}
 	return &pb.CommandResult{Value: &pb.CommandResult_Node{Node: rec}}, nil

@@ -68,7 +68,7 @@ func (s *State) Restore(r io.Reader) error {
 	if renameErr != nil {
 		return fmt.Errorf("metastate: restore: %w", renameErr)
 	}
-	s.broken = nil
+	s.broken, s.index = nil, nil
 	applied, err := readAppliedIndex(db)
 	if err != nil {
 		// Apply meets the same damage and stops; the feed follows the file

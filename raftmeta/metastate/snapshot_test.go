@@ -365,3 +365,22 @@ func TestSnapshotWhileApplying(t *testing.T) {
 	}
 	t.Logf("%d snapshots checked", len(snaps))
 }
+
+// TestNewTablesFillPages: the bucket records of new tables, appended in key
+// order, fill their pages (bbolt's default leaves them half empty, and the
+// file and every snapshot twice the size).
+func TestNewTablesFillPages(t *testing.T) {
+	h := newHarness(t)
+	h.tabletNodes(3)
+	h.ok(createDB("db"))
+	for i := range 5 {
+		h.ok(createTable(ordersTable("db", fmt.Sprint("t", i), func(c *pb.CreateTable) { c.Buckets, c.Replication = 1000, 3 })))
+	}
+	var st bolt.BucketStats
+	if err := h.s.view(func(tx *bolt.Tx) error { st = tx.Bucket(bucketBuckets).Stats(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fill := float64(st.LeafInuse) / float64(st.LeafAlloc); fill < 0.8 {
+		t.Fatalf("bucket record pages %.0f%% full (%d of %d bytes), want 80%% or more", 100*fill, st.LeafInuse, st.LeafAlloc)
+	}
+}

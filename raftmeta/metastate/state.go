@@ -59,6 +59,11 @@ type State struct {
 	// WaitApplied.
 	feed *feed
 
+	// index derives from the bucket records what commands would otherwise
+	// read the whole catalog for; nil until a command needs it after Open or
+	// Restore. Guarded by applyMu.
+	index *bucketIndex
+
 	// maxRequests is MaxRequests; tests lower it.
 	maxRequests uint64
 }

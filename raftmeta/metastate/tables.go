@@ -83,6 +83,10 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 	if err := a.putTable(rec); err != nil {
 		return nil, err
 	}
+	// A new table's buckets go after every stored one (table ids only
+	// grow): filled to bbolt's default half, the pages of appended keys stay
+	// half empty for good, and the file and every snapshot twice the size.
+	a.tx.Bucket(bucketBuckets).FillPercent = appendFillPercent
 	for b, replicas := range placement {
 		br := &pb.BucketRecord{
 			TableId:  id,
@@ -101,22 +105,7 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 // place runs Place with the tablet nodes and the load of every existing
 // bucket.
 func (a *applier) place(nodes []*pb.NodeRecord, buckets, replication int) ([][]uint32, error) {
-	load := make(map[uint32]NodeLoad, len(nodes))
-	err := a.tx.Bucket(bucketBuckets).ForEach(func(k, v []byte) error {
-		br := &pb.BucketRecord{}
-		if err := proto.Unmarshal(v, br); err != nil {
-			return corruptRecord(k, err)
-		}
-		for i, r := range br.GetReplicas() {
-			l := load[r]
-			l.Replicas++
-			if i == 0 {
-				l.Leaders++
-			}
-			load[r] = l
-		}
-		return nil
-	})
+	x, err := a.bucketIndex()
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +113,7 @@ func (a *applier) place(nodes []*pb.NodeRecord, buckets, replication int) ([][]u
 	for i, n := range nodes {
 		pnodes[i] = PlacementNode{ID: n.GetId(), Rack: n.GetRack()}
 	}
-	return Place(pnodes, load, buckets, replication)
+	return Place(pnodes, x.load, buckets, replication)
 }
 
 // dropTable removes a table and its buckets.
@@ -155,21 +144,20 @@ func (a *applier) dropTable(c *pb.DropTable) (*pb.CommandResult, error) {
 	return &pb.CommandResult{Value: &pb.CommandResult_Table{Table: t}}, nil
 }
 
-// deleteTable removes a table record and its buckets.
-func deleteTable(tx *bolt.Tx, t *pb.TableRecord) error {
-	buckets := tx.Bucket(bucketBuckets)
-	prefix := bucketPrefix(t.GetId())
-	var keys [][]byte
-	c := buckets.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		keys = append(keys, bytes.Clone(k))
+// deleteTable removes a table record and its buckets, and returns the
+// buckets it removed.
+func deleteTable(tx *bolt.Tx, t *pb.TableRecord) ([]*pb.BucketRecord, error) {
+	deleted, err := listBuckets(tx, t.GetId())
+	if err != nil {
+		return nil, err
 	}
-	for _, k := range keys {
-		if err := buckets.Delete(k); err != nil {
-			return err
+	buckets := tx.Bucket(bucketBuckets)
+	for _, b := range deleted {
+		if err := buckets.Delete(bucketKey(t.GetId(), b.GetBucket())); err != nil {
+			return nil, err
 		}
 	}
-	return tx.Bucket(bucketTables).Delete(tableKey(t.GetDatabaseId(), t.GetName()))
+	return deleted, tx.Bucket(bucketTables).Delete(tableKey(t.GetDatabaseId(), t.GetName()))
 }
 
 // getTable returns a table by database id and name, or nil.

@@ -124,6 +124,7 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 	if u.Full {
 		m.nodes = map[uint32]*pb.NodeRecord{}
 	}
+	oldEpoch := m.nodeEpoch
 	for _, n := range u.Nodes {
 		m.nodes[n.Id] = n
 		if n.Id == m.cfg.NodeID {
@@ -133,6 +134,10 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 	for _, id := range u.DroppedNodes {
 		delete(m.nodes, id)
 	}
+	// Replicas exist only of tables known before: one pass over the
+	// replicas serves every such table of the update, so an image costs
+	// what the node holds, not tables times replicas.
+	known := map[uint64]*tableInfo{}
 	for _, t := range u.Tables {
 		m.maxTableID = max(m.maxTableID, t.Id)
 		info, err := newTableInfo(t, m.cfg.KV)
@@ -144,9 +149,14 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 			continue
 		}
 		delete(m.unusable, t.Id)
+		if m.tables[t.Id] != nil {
+			known[t.Id] = info
+		}
 		m.tables[t.Id] = info
+	}
+	if len(known) > 0 {
 		for id, r := range m.replicas {
-			if id.TableID == t.Id {
+			if info := known[id.TableID]; info != nil {
 				r.setTable(info)
 			}
 		}
@@ -176,8 +186,10 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 		m.maxTableID = max(m.maxTableID, id)
 		delete(m.tables, id)
 		delete(m.unusable, id)
+	}
+	if len(dropped) > 0 {
 		for bid, r := range m.replicas {
-			if bid.TableID == id {
+			if dropped[bid.TableID] {
 				drop = append(drop, r)
 				delete(m.replicas, bid)
 			}
@@ -191,11 +203,16 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 			m.log.Error("delete replica", "bucket", r.id.String(), "err", err)
 		}
 	}
+	// A replica opened later takes the node epoch then: only a new epoch
+	// has to reach the open ones.
 	m.mu.Lock()
 	nodeEpoch := m.nodeEpoch
-	reps := make([]*Replica, 0, len(m.replicas))
-	for _, r := range m.replicas {
-		reps = append(reps, r)
+	var reps []*Replica
+	if nodeEpoch != oldEpoch {
+		reps = make([]*Replica, 0, len(m.replicas))
+		for _, r := range m.replicas {
+			reps = append(reps, r)
+		}
 	}
 	m.mu.Unlock()
 	for _, r := range reps {

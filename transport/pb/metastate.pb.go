@@ -1899,7 +1899,9 @@ func (*CommandResult_Election) isCommandResult_Value() {}
 
 // MetadataUpdate is one message of the metadata stream a tablet node
 // follows: a full image (full = true: everything there is at index) or the
-// records one committed command changed, or a keepalive.
+// records one committed command changed, or a keepalive. A stream watched
+// for a node id carries, of the buckets, only those with the node among
+// their replicas; nodes and tables all.
 type MetadataUpdate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
@@ -1913,7 +1915,12 @@ type MetadataUpdate struct {
 	// up, in contact with the Raft leader, and has applied nothing after
 	// index. A watcher that hears neither a change nor a keepalive for a few
 	// intervals moves to another meta node.
-	Keepalive     bool `protobuf:"varint,8,opt,name=keepalive,proto3" json:"keepalive,omitempty"`
+	Keepalive bool `protobuf:"varint,8,opt,name=keepalive,proto3" json:"keepalive,omitempty"`
+	// An image too large for one message is sent in parts: messages with
+	// full set and the same index, the first with every node and table, all
+	// but the last with more set. A watcher acts on the image once it has the
+	// last part, and on none of it if the stream ends before.
+	More          bool `protobuf:"varint,9,opt,name=more,proto3" json:"more,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2000,6 +2007,13 @@ func (x *MetadataUpdate) GetDroppedNodes() []uint32 {
 func (x *MetadataUpdate) GetKeepalive() bool {
 	if x != nil {
 		return x.Keepalive
+	}
+	return false
+}
+
+func (x *MetadataUpdate) GetMore() bool {
+	if x != nil {
+		return x.More
 	}
 	return false
 }
@@ -2170,7 +2184,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\twriter_id\x18\x0e \x01(\x04H\x00R\bwriterId\x125\n" +
 	"\belection\x18\x0f \x01(\v2\x17.floe.v1.ElectionResultH\x00R\belection\x12\x1c\n" +
 	"\tunchanged\x18\x14 \x01(\bR\tunchangedB\a\n" +
-	"\x05value\"\xae\x02\n" +
+	"\x05value\"\xc2\x02\n" +
 	"\x0eMetadataUpdate\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04full\x18\x02 \x01(\bR\x04full\x12)\n" +
@@ -2179,7 +2193,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\abuckets\x18\x05 \x03(\v2\x15.floe.v1.BucketRecordR\abuckets\x12%\n" +
 	"\x0edropped_tables\x18\x06 \x03(\x04R\rdroppedTables\x12#\n" +
 	"\rdropped_nodes\x18\a \x03(\rR\fdroppedNodes\x12\x1c\n" +
-	"\tkeepalive\x18\b \x01(\bR\tkeepaliveB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\tkeepalive\x18\b \x01(\bR\tkeepalive\x12\x12\n" +
+	"\x04more\x18\t \x01(\bR\x04moreB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_metastate_proto_rawDescOnce sync.Once
