@@ -19,7 +19,7 @@ func (l *Log) EnforceRetention() (int, error) {
 	n := 0
 	for _, s := range segs[:len(segs)-1] {
 		bySize := l.cfg.RetentionBytes > 0 && total-s.size >= l.cfg.RetentionBytes
-		byAge := l.cfg.RetentionAge > 0 && s.size > 0 && s.index.maxTimestamp < nowMs-l.cfg.RetentionAge.Milliseconds()
+		byAge := l.cfg.RetentionAge > 0 && s.size > 0 && s.index.maxTime() < nowMs-l.cfg.RetentionAge.Milliseconds()
 		if !bySize && !byAge {
 			break
 		}
