@@ -20,6 +20,16 @@ func manualScheduler(t *testing.T, clock *fakeClock) *Scheduler {
 	return s
 }
 
+// manualLog opens a log (cfg without Dir) on a manual scheduler of its
+// own, on a fake clock.
+func manualLog(t *testing.T, cfg Config) (*Log, *Scheduler, *fakeClock) {
+	t.Helper()
+	clock := newFakeClock()
+	s := manualScheduler(t, clock)
+	cfg.Dir, cfg.Now, cfg.Scheduler = t.TempDir(), clock.Now, s
+	return openLog(t, cfg), s, clock
+}
+
 // pending lists the deadlines of the jobs scheduled, earliest first.
 func (s *Scheduler) pending() []time.Time {
 	s.mu.Lock()
@@ -172,10 +182,7 @@ func TestSchedulerWorkersAndStop(t *testing.T) {
 func TestIdleLogCostsNothing(t *testing.T) {
 	for _, p := range policies {
 		t.Run(p.String(), func(t *testing.T) {
-			clock := newFakeClock()
-			s := manualScheduler(t, clock)
-			l := openLog(t, Config{Dir: t.TempDir(), Sync: p, Now: clock.Now, Scheduler: s,
-				SyncInterval: 100 * time.Millisecond, RecoveryPointInterval: time.Second})
+			l, s, clock := manualLog(t, Config{Sync: p, SyncInterval: 100 * time.Millisecond, RecoveryPointInterval: time.Second})
 			if got := l.tasksPending(); len(got) != 0 || len(s.pending()) != 0 {
 				t.Fatalf("a fresh log has work pending: %v", got)
 			}
@@ -205,9 +212,7 @@ func TestIdleLogCostsNothing(t *testing.T) {
 // TestCheckpointWaitsForItsInterval: the recovery point is written
 // RecoveryPointInterval after the durable position moved, not before.
 func TestCheckpointWaitsForItsInterval(t *testing.T) {
-	clock := newFakeClock()
-	s := manualScheduler(t, clock)
-	l := openLog(t, Config{Dir: t.TempDir(), Now: clock.Now, Scheduler: s, RecoveryPointInterval: time.Second})
+	l, s, clock := manualLog(t, Config{RecoveryPointInterval: time.Second})
 	mustAppend(t, l, makeBatch(t, "a", 3, 40), 0)
 	clock.Advance(999 * time.Millisecond)
 	mustAppend(t, l, makeBatch(t, "b", 3, 40), 0)
@@ -223,9 +228,7 @@ func TestCheckpointWaitsForItsInterval(t *testing.T) {
 }
 
 func TestRollByAgeInBackground(t *testing.T) {
-	clock := newFakeClock()
-	s := manualScheduler(t, clock)
-	l := openLog(t, Config{Dir: t.TempDir(), Now: clock.Now, Scheduler: s, SegmentMaxAge: time.Hour})
+	l, s, clock := manualLog(t, Config{SegmentMaxAge: time.Hour})
 	mustAppend(t, l, makeBatch(t, "a", 1, 10), 0)
 	clock.Advance(59 * time.Minute)
 	s.runDue()
@@ -254,11 +257,9 @@ func TestRetentionInBackground(t *testing.T) {
 		{"size", Config{RetentionBytes: 100 << 10}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := newFakeClock()
-			s := manualScheduler(t, clock)
 			cfg := tc.cfg
-			cfg.Dir, cfg.Now, cfg.Scheduler, cfg.SegmentMaxBytes = t.TempDir(), clock.Now, s, 64<<10
-			l := openLog(t, cfg)
+			cfg.SegmentMaxBytes = 64 << 10
+			l, s, clock := manualLog(t, cfg)
 			for i := range 300 {
 				mustAppend(t, l, makeBatch(t, fmt.Sprint(i), 1, 1000), 0)
 			}
