@@ -138,7 +138,15 @@ func (l *Log) recoverSealed(s *segment, nextBase int64) error {
 	if err := s.loadIndexes(); err != nil {
 		l.logger.Info("rebuilding segment index", "base_offset", s.base, "reason", err)
 		if err := l.rebuildIndex(s); err != nil {
-			return err
+			var ce *CorruptError
+			if !errors.As(err, &ce) {
+				return err
+			}
+			// The index covers the batches before the damage, and reads
+			// report the damage where it starts, as for any sealed segment.
+			// The index is not saved: the next Open rebuilds it again.
+			l.logger.Warn("sealed segment damaged", "base_offset", s.base, "err", err)
+			return nil
 		}
 		if err := s.writeIndexes(); err != nil {
 			return err
@@ -148,7 +156,8 @@ func (l *Log) recoverSealed(s *segment, nextBase int64) error {
 }
 
 // rebuildIndex walks every batch header of s, trusting the data (sealed
-// segments were fsynced whole before they were sealed).
+// segments were fsynced whole before they were sealed) up to the first
+// damaged header, which it returns as a *CorruptError.
 func (l *Log) rebuildIndex(s *segment) error {
 	m, err := s.acquire()
 	if err != nil {
@@ -157,9 +166,9 @@ func (l *Log) rebuildIndex(s *segment) error {
 	defer m.release()
 	s.index.reset()
 	for pos, next := int64(0), s.base; pos < s.size; {
-		b, err := s.batchAt(m.data, pos, s.size, next)
+		b, err := s.readBatchAt(m, pos, s.size, next)
 		if err != nil {
-			return fmt.Errorf("sealed segment: %w", err)
+			return err
 		}
 		s.index.observe(s.base, b, pos)
 		pos += int64(len(b))
