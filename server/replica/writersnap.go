@@ -48,7 +48,9 @@ var noBatch = snapAnchor{epoch: -1}
 var errBadWriterSnap = errors.New("replica: damaged writer-state snapshot")
 
 // saveWritersLocked writes the snapshot at the log's end, after syncing
-// the log; callers hold produceMu.
+// the log, unless the snapshot on disk was taken there (the writer table
+// changes only with the log, and a truncation drops the snapshot first);
+// callers hold produceMu.
 func (r *Replica) saveWritersLocked() error {
 	if err := r.log.Sync(); err != nil {
 		return err
@@ -57,11 +59,18 @@ func (r *Replica) saveWritersLocked() error {
 	if written := r.log.WrittenEnd(); written != end {
 		return fmt.Errorf("replica: log written to %d but durable to %d after a sync", written, end)
 	}
+	if end == r.writersSaved {
+		return nil
+	}
 	a, err := r.anchorAt(end)
 	if err != nil {
 		return err
 	}
-	return writeWriterSnap(r.dir, encodeWriters(r.writers, end, a))
+	if err := writeWriterSnap(r.dir, encodeWriters(r.writers, end, a)); err != nil {
+		return err
+	}
+	r.writersSaved = end
+	return nil
 }
 
 // anchorAt names the batch of the log that ends at offset.
@@ -87,6 +96,7 @@ func (r *Replica) anchorAt(offset int64) (snapAnchor, error) {
 
 // dropWriterSnapshot removes the snapshot before the log is truncated.
 func (r *Replica) dropWriterSnapshot() error {
+	r.writersSaved = -1
 	if err := os.Remove(filepath.Join(r.dir, writerSnapFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
