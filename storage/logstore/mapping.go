@@ -14,9 +14,10 @@ import (
 var errSegmentGone = errors.New("logstore: segment gone")
 
 // mapping is one opening of a segment file: the descriptor and a read-only
-// mapping of it. A sealed segment's is read-only and covers the file; the
-// active segment's is writable and covers the size the segment may grow to
-// (pages past the file's end are never touched). It is reference-counted:
+// mapping of it. A sealed segment's descriptor is read-only and its mapping
+// covers the file; the active segment's descriptor is writable and its
+// mapping covers the size the segment may grow to (pages past the file's
+// end are never touched). It is reference-counted:
 // the segment holds one reference while it is the segment's current
 // mapping, and every user (a reader's Records, a write, an fsync) one more,
 // so a mapping is unmapped only once nobody uses it, whoever closed it.
