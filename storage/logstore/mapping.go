@@ -64,10 +64,17 @@ func (m *mapping) release() {
 // was removed or its log closed.
 func (s *segment) acquire() (*mapping, error) {
 	if m := s.cur.Load(); m != nil && m.refs.take() {
-		s.used.Store(true)
+		s.touch()
 		return m, nil
 	}
 	return s.acquireSlow(false)
+}
+
+// touch sets the CLOCK bit, writing the shared word only when it changes.
+func (s *segment) touch() {
+	if !s.used.Load() {
+		s.used.Store(true)
+	}
 }
 
 // acquireForWrite is acquire for the appender, who is about to write: the
@@ -106,7 +113,7 @@ func (s *segment) acquireSlow(write bool) (*mapping, error) {
 		opened = true
 	}
 	s.openMu.Unlock()
-	s.used.Store(true)
+	s.touch()
 	if opened {
 		s.cache.add(s)
 	}

@@ -241,6 +241,9 @@ func (s *Scheduler) runReady(worker bool) {
 	for len(s.ready) > 0 && !s.closed {
 		j := s.ready[0]
 		s.ready = s.ready[1:]
+		if !j.queued || j.running || j.index >= 0 {
+			panic(fmt.Sprintf("logstore: ready job in state queued=%v running=%v index=%d", j.queued, j.running, j.index))
+		}
 		j.queued, j.running = false, true
 		s.mu.Unlock()
 		j.run(s.now())
