@@ -16,7 +16,8 @@ type Log struct {
 	logger *slog.Logger
 
 	// mu serializes everything that writes: appends, roll, truncation,
-	// retention. Lock order: mu → cpMu → fsyncMu → syncMu.
+	// retention. Lock order: mu → cpMu → fsyncMu → syncMu; mu → tasksMu →
+	// the scheduler's lock; the segment cache's lock → a segment's openMu.
 	mu            sync.Mutex
 	active        *segment
 	writtenEnd    int64 // offset after the last written batch
