@@ -45,6 +45,9 @@ type Config struct {
 	// Dir holds one folder per bucket replica.
 	Dir string
 	// Log is the template for every replica's log (Dir is set per replica).
+	// All of them share Log.Scheduler (background work, the bound on open
+	// segment files); nil: the Manager makes one for the node and closes it
+	// after the replicas.
 	Log logstore.Config
 	// KV makes the KV side of primary-key tables (package kvreplica);
 	// nil: primary-key tables are not served.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/server/replication"
+	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -34,6 +35,9 @@ type Manager struct {
 	maxTableID uint64
 	closed     bool
 	zstd       *record.Codec
+	// logSched is the scheduler the Manager made for its replicas' logs
+	// (cfg.Log.Scheduler), nil when the caller gave one.
+	logSched *logstore.Scheduler
 
 	// chMu guards changed alone, so replicas can notify while holding their
 	// own lock (lock order elsewhere: m.mu before r.mu).
@@ -67,6 +71,13 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m.zstd = codec
+	if cfg.Log.Scheduler == nil {
+		if m.logSched, err = logstore.NewScheduler(logstore.SchedulerConfig{}); err != nil {
+			codec.Close()
+			return nil, err
+		}
+		m.cfg.Log.Scheduler = m.logSched
+	}
 	m.wg.Add(1)
 	go m.housekeeping()
 	return m, nil
@@ -345,6 +356,9 @@ func (m *Manager) Close() error {
 	var err error
 	for _, r := range reps {
 		err = errors.Join(err, r.close(false))
+	}
+	if m.logSched != nil {
+		err = errors.Join(err, m.logSched.Close())
 	}
 	m.zstd.Close()
 	m.notify()

@@ -36,9 +36,10 @@ type Replica struct {
 	// and the follower path's truncations and appends.
 	produceMu sync.Mutex
 	writers   *writerTable
-	// writersSavedAt is the log offset of the writer-state snapshot on
-	// disk, -1 when unknown or none; guarded by produceMu.
-	writersSavedAt int64
+	// writersSaved is the log end the writer-state snapshot on disk was
+	// taken at, -1 when there is none: an idle replica's snapshot is not
+	// written again (writersnap.go).
+	writersSaved int64
 
 	mu        sync.Mutex
 	core      *replication.Bucket
@@ -73,7 +74,7 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	if e, ok := l.LatestEpoch(); ok {
 		latest = e
 	}
-	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable(), writersSavedAt: -1, damagedAt: -1}
+	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable(), writersSaved: -1, damagedAt: -1}
 	r.info.Store(info)
 	r.core = replication.New(replication.Config{Self: m.cfg.NodeID, NodeEpoch: int64(m.NodeEpoch()),
 		ReplicaLagMax: m.cfg.ReplicaLagMax, MinISR: info.minISR},
@@ -99,6 +100,9 @@ func (r *Replica) openWriters() error {
 	if err == nil && offset >= r.log.StartOffset() && offset <= r.log.EndOffset() {
 		if a, err := r.anchorAt(offset); err == nil && a == anchor {
 			r.writers = t
+			if offset == r.log.EndOffset() {
+				r.writersSaved = offset
+			}
 			return r.replayWriters(offset)
 		}
 		r.mgr.log.Info("writer-state snapshot does not match the log (truncated since): rebuilding it from the log",

@@ -48,18 +48,19 @@ var noBatch = snapAnchor{epoch: -1}
 var errBadWriterSnap = errors.New("replica: damaged writer-state snapshot")
 
 // saveWritersLocked writes the snapshot at the log's end, after syncing
-// the log, unless the snapshot on disk is already at that end (an idle
-// bucket writes nothing); callers hold produceMu.
+// the log, unless the snapshot on disk was taken there (the writer table
+// changes only with the log, and a truncation drops the snapshot first);
+// callers hold produceMu.
 func (r *Replica) saveWritersLocked() error {
-	if r.writersSavedAt >= 0 && r.writersSavedAt == r.log.WrittenEnd() {
-		return nil // the writer table changes only with the log
-	}
 	if err := r.log.Sync(); err != nil {
 		return err
 	}
 	end := r.log.EndOffset()
 	if written := r.log.WrittenEnd(); written != end {
 		return fmt.Errorf("replica: log written to %d but durable to %d after a sync", written, end)
+	}
+	if end == r.writersSaved {
+		return nil
 	}
 	a, err := r.anchorAt(end)
 	if err != nil {
@@ -68,7 +69,7 @@ func (r *Replica) saveWritersLocked() error {
 	if err := writeWriterSnap(r.dir, encodeWriters(r.writers, end, a)); err != nil {
 		return err
 	}
-	r.writersSavedAt = end
+	r.writersSaved = end
 	return nil
 }
 
@@ -95,7 +96,7 @@ func (r *Replica) anchorAt(offset int64) (snapAnchor, error) {
 
 // dropWriterSnapshot removes the snapshot before the log is truncated.
 func (r *Replica) dropWriterSnapshot() error {
-	r.writersSavedAt = -1
+	r.writersSaved = -1
 	if err := os.Remove(filepath.Join(r.dir, writerSnapFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

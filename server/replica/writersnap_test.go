@@ -3,7 +3,6 @@ package replica
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 )
 
@@ -83,14 +82,22 @@ func TestWriterSnapshotAnchoredToItsBatch(t *testing.T) {
 	retryIsNew(t, r2, 100, 1)
 }
 
-// TestWriterSnapshotUsedWhenItMatches: the snapshot of an untouched log is
-// used and replayed forward; retries after it are still recognized.
-func TestWriterSnapshotUsedWhenItMatches(t *testing.T) {
+// snapshotAfterOne writes writer 100's batch 0 (offsets 0-1) on a leader
+// and snapshots the writer state at 2.
+func snapshotAfterOne(t *testing.T) (*Manager, *Replica) {
+	t.Helper()
 	m := newTestManager(t, t.TempDir())
 	r := openTestReplica(t, m)
 	lead(r, 1)
 	produceLeader(t, r, writerBatchN(t, 100, 0, 2, "a"))
 	r.saveWriters()
+	return m, r
+}
+
+// TestWriterSnapshotUsedWhenItMatches: the snapshot of an untouched log is
+// used and replayed forward; retries after it are still recognized.
+func TestWriterSnapshotUsedWhenItMatches(t *testing.T) {
+	m, r := snapshotAfterOne(t)
 	produceLeader(t, r, writerBatchN(t, 100, 1, 2, "b"))
 	r2 := crashAndReopen(t, m, r)
 	for seq, base := range []int64{0, 2} {
@@ -104,34 +111,39 @@ func TestWriterSnapshotUsedWhenItMatches(t *testing.T) {
 	}
 }
 
-// TestWriterSnapshotSkippedWhileIdle: a replica whose log did not move
-// since its last snapshot writes none (housekeeping would otherwise
-// fsync a file per idle bucket every round); one that moved writes again.
-func TestWriterSnapshotSkippedWhileIdle(t *testing.T) {
-	m := newTestManager(t, t.TempDir())
-	r := openTestReplica(t, m)
-	lead(r, 1)
-	produceLeader(t, r, writerBatchN(t, 100, 0, 2, "a"))
-	inode := func() uint64 {
-		t.Helper()
-		fi, err := os.Stat(filepath.Join(r.dir, writerSnapFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi.Sys().(*syscall.Stat_t).Ino
+// TestIdleWriterSnapshotNotRewritten: the periodic snapshot of a replica
+// whose log has not moved since the last one writes nothing (10,000 idle
+// replicas would otherwise rewrite 10,000 files every round); after a
+// write, or a truncation (which drops it), it is taken again.
+func TestIdleWriterSnapshotNotRewritten(t *testing.T) {
+	_, r := snapshotAfterOne(t)
+	snap := filepath.Join(r.dir, writerSnapFile)
+	exists := func() bool { _, err := os.Stat(snap); return err == nil }
+	if !exists() {
+		t.Fatal("no snapshot taken")
 	}
+	os.Remove(snap) // so a rewrite would show
 	r.saveWriters()
-	first := inode()
-	r.saveWriters()
-	if inode() != first {
-		t.Fatal("an idle replica wrote its writer-state snapshot again")
+	if exists() {
+		t.Fatal("the snapshot of an idle replica was written again")
 	}
 	produceLeader(t, r, writerBatchN(t, 100, 1, 2, "b"))
 	r.saveWriters()
-	if inode() == first {
-		t.Fatal("a replica whose log moved kept its old writer-state snapshot")
+	if !exists() {
+		t.Fatal("no snapshot after a write")
 	}
+	r.produceMu.Lock()
+	err := r.truncate(2)
+	if err == nil {
+		err = r.rebuildWriters()
+	}
+	r.produceMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceLeader(t, r, writerBatchN(t, 200, 0, 2, "c")) // ends at 4 again
+	r.saveWriters()
 	if _, offset, _, err := loadWriters(r.dir); err != nil || offset != 4 {
-		t.Fatalf("snapshot after the second batch: offset %d, %v; want 4", offset, err)
+		t.Fatalf("snapshot after truncation and a write: offset %d: %v", offset, err)
 	}
 }

@@ -175,7 +175,12 @@ func (l *Log) writeBatchesLocked(data []byte, count int) error {
 		if runEnd == runStart {
 			return nil
 		}
-		if err := l.active.write(data[runStart:runEnd]); err != nil {
+		m, err := l.active.acquireForWrite()
+		if err != nil {
+			return err
+		}
+		defer m.release()
+		if err := l.active.write(m, data[runStart:runEnd]); err != nil {
 			return err
 		}
 		runStart = runEnd
@@ -199,6 +204,9 @@ func (l *Log) writeBatchesLocked(data []byte, count int) error {
 		}
 		if seg.size+int64(runEnd-runStart) == 0 {
 			seg.firstAppend = nowMillis(l.cfg.Now)
+			if l.cfg.SegmentMaxAge > 0 {
+				l.armWithin(taskRoll, l.cfg.SegmentMaxAge)
+			}
 		}
 		seg.index.observe(seg.base, b, seg.size+int64(runEnd-runStart))
 		seg.nextOffset = b.NextOffset()
@@ -216,6 +224,12 @@ func (l *Log) writeBatchesLocked(data []byte, count int) error {
 	if l.cfg.Sync != SyncAlways {
 		seg.readable.Store(seg.size)
 		l.readableEnd.Store(l.writtenEnd)
+	}
+	if l.cfg.Sync == SyncInterval {
+		l.armWithin(taskSync, l.cfg.SyncInterval)
+	}
+	if l.cfg.RetentionBytes > 0 && len(*l.segs.Load()) > 1 {
+		l.armWithin(taskRetentionSize, l.cfg.RetentionCheckInterval)
 	}
 	return nil
 }
@@ -245,19 +259,21 @@ func (l *Log) shouldRoll(runBytes, batchBytes int64) bool {
 // indexed before the new file exists.
 func (l *Log) rollLocked() error {
 	old := l.active
-	if err := l.syncSegment(old, false); err != nil {
+	if err := l.syncSegmentLocked(old, false); err != nil {
 		return err
 	}
 	if err := old.trim(); err != nil {
 		return l.fail(err)
 	}
-	if err := l.syncSegment(old, true); err != nil {
+	if err := l.syncSegmentLocked(old, true); err != nil {
 		return err
 	}
 	if err := old.writeIndexes(); err != nil {
 		return err
 	}
-	old.sealed = true
+	// Its full-size writable mapping goes (its readers keep it until they
+	// release); the next read maps the sealed file as it is.
+	old.setSealed(true, 0)
 	old.readable.Store(old.size)
 	old.written.Store(old.size)
 	l.readableEnd.Store(l.writtenEnd)
@@ -267,25 +283,16 @@ func (l *Log) rollLocked() error {
 		return err
 	}
 
-	next, err := openSegment(l.cfg.Dir, l.writtenEnd, true, l.cfg.SegmentMaxBytes, l.cfg.PreallocateBytes, l.cfg.IndexIntervalBytes)
+	next, err := createSegment(l, l.writtenEnd)
 	if err != nil {
 		return err
 	}
 	if err := syncDir(l.cfg.Dir); err != nil {
-		next.release()
 		return err
 	}
-	// Shrink the sealed segment's mapping to its data; readers of the old
-	// mapping keep it until they release.
-	segs := append([]*segment(nil), *l.segs.Load()...)
-	if sealed, err := old.reopen(0); err == nil {
-		segs[len(segs)-1] = sealed
-		defer old.release()
-	} else {
-		l.logger.Warn("keeping the sealed segment's full mapping", "segment", old.base, "err", err)
-	}
-	l.publishSegments(append(segs, next))
+	l.publishSegments(append(append([]*segment(nil), *l.segs.Load()...), next))
 	l.active = next
+	l.armRetentionAgeLocked()
 	l.logger.Debug("rolled segment", "sealed_base_offset", old.base, "bytes", old.size, "base_offset", next.base)
 	return nil
 }

@@ -69,10 +69,12 @@ type Config struct {
 	// pass it. Default 1 GiB, at most 2 GiB - 1.
 	SegmentMaxBytes int64
 	// SegmentMaxAge rolls the active segment once its first batch is this
-	// old. Zero: no age-based roll.
+	// old, at the next append or in the background, whichever comes first.
+	// Zero: no age-based roll.
 	SegmentMaxAge time.Duration
-	// PreallocateBytes is the chunk by which segment files grow ahead of the
-	// write position. Default 32 MiB.
+	// PreallocateBytes is the largest chunk by which segment files grow
+	// ahead of the write position: the first chunk is 64 KiB and each next
+	// one as large as the file, up to this. Default 32 MiB.
 	PreallocateBytes int64
 	// IndexIntervalBytes is the spacing of sparse index entries. Default 4 KiB.
 	IndexIntervalBytes int
@@ -80,10 +82,11 @@ type Config struct {
 	MaxBatchBytes int
 	// Sync is the fsync policy. Default SyncAlways.
 	Sync SyncPolicy
-	// SyncInterval is the fsync period under SyncInterval. Default 1 s.
+	// SyncInterval is, under SyncInterval, how long after a write the
+	// fsync covering it comes. Default 1 s.
 	SyncInterval time.Duration
-	// RecoveryPointInterval is how often the recovery point is checkpointed.
-	// Default 1 s.
+	// RecoveryPointInterval is how long after the durable position moves
+	// the recovery point is checkpointed. Default 1 s.
 	RecoveryPointInterval time.Duration
 	// RetentionBytes deletes the oldest sealed segments while the log is
 	// larger than this. Zero or negative: no size limit.
@@ -91,8 +94,10 @@ type Config struct {
 	// RetentionAge deletes sealed segments whose newest batch is older than
 	// this. Zero: no age limit.
 	RetentionAge time.Duration
-	// RetentionCheckInterval is how often retention runs in the background.
-	// Default 30 s; EnforceRetention runs it at once.
+	// RetentionCheckInterval is the longest retention waits, once a write
+	// may have taken the log over RetentionBytes or a sealed segment passed
+	// RetentionAge, before it runs in the background. Default 30 s;
+	// EnforceRetention runs it at once.
 	RetentionCheckInterval time.Duration
 	// SkipReadVerify stops the log from checking every batch's CRC before
 	// handing it to a reader. By default reads verify, so a bit flip on disk
@@ -104,6 +109,10 @@ type Config struct {
 	// Now is the clock used for commit timestamps and age checks; nil is
 	// time.Now.
 	Now func() time.Time
+	// Scheduler runs the log's background work and bounds its open
+	// segment files, shared by the logs of a node; nil: the log makes one
+	// of its own (fine for a tool or a test, not for thousands of logs).
+	Scheduler *Scheduler
 
 	// FsyncFault, when set, runs before every segment fsync and a non-nil
 	// result stands for the fsync failing (the fsync is then not made):

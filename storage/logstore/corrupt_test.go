@@ -58,31 +58,40 @@ func TestCorruptReadThenTruncate(t *testing.T) {
 					}
 				}
 
-				if err := l.Truncate(damaged); err != nil {
-					t.Fatalf("truncate to the damaged offset %d: %v", damaged, err)
-				}
-				if l.EndOffset() != damaged {
-					t.Fatalf("end after truncation %d, want %d", l.EndOffset(), damaged)
-				}
-				kept, err := readAll(t, l, 0)
-				if err != nil || len(kept) != int(damaged/perBatch) {
-					t.Fatalf("after truncation: %d batches, %v", len(kept), err)
-				}
-				var suffix []byte
-				for _, b := range peer[damaged/perBatch:] {
-					suffix = append(suffix, b...)
-				}
-				if _, err := l.AppendReplicated(suffix); err != nil {
-					t.Fatalf("re-fetched suffix: %v", err)
-				}
-				checkBatchesEqual(t, l, peer)
-				if err := l.Close(); err != nil {
-					t.Fatal(err)
-				}
-				checkBatchesEqual(t, openLog(t, cfg), peer)
+				repairFromPeer(t, l, cfg, peer, damaged, perBatch)
 			})
 		}
 	}
+}
+
+// repairFromPeer truncates l to its damaged offset, as a replica does,
+// appends the batches a peer holds from there (peer holds every batch, of
+// perBatch records each), and checks l then holds all of them, also after
+// a reopen.
+func repairFromPeer(t *testing.T, l *Log, cfg Config, peer []record.Batch, damaged, perBatch int64) {
+	t.Helper()
+	if err := l.Truncate(damaged); err != nil {
+		t.Fatalf("truncate to the damaged offset %d: %v", damaged, err)
+	}
+	if l.EndOffset() != damaged {
+		t.Fatalf("end after truncation %d, want %d", l.EndOffset(), damaged)
+	}
+	kept, err := readAll(t, l, 0)
+	if err != nil || len(kept) != int(damaged/perBatch) {
+		t.Fatalf("after truncation: %d batches, %v", len(kept), err)
+	}
+	var suffix []byte
+	for _, b := range peer[damaged/perBatch:] {
+		suffix = append(suffix, b...)
+	}
+	if _, err := l.AppendReplicated(suffix); err != nil {
+		t.Fatalf("re-fetched suffix: %v", err)
+	}
+	checkBatchesEqual(t, l, peer)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkBatchesEqual(t, openLog(t, cfg), peer)
 }
 
 func checkBatchesEqual(t *testing.T, l *Log, want []record.Batch) {

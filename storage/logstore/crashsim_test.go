@@ -6,7 +6,6 @@ func (l *Log) crash() {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
-	close(l.stop)
-	l.wg.Wait()
+	l.job.stop()
 	l.releaseAll()
 }

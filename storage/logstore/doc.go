@@ -18,12 +18,20 @@
 //
 // # Segments
 //
-// A segment file is preallocated in chunks (fallocate) up to the segment size
-// and mapped read-only in full (mmap, MAP_SHARED). Appends go through the file
-// (pwrite); reads are slices of the mapping, handed out without copying.
-// Every segment is reference-counted: a reader's [Records] holds its segment
-// until Release, so retention or truncation can unlink a file while a reader
-// still sends bytes from it, and the mapping goes when the last reader does.
+// A segment file grows ahead of the write position in chunks (fallocate):
+// 64 KiB first, then as large as the file already is, up to
+// PreallocateBytes, so an idle log reserves little disk. Appends go through
+// the file (pwrite); reads are slices of a read-only mapping (mmap,
+// MAP_SHARED), handed out without copying. The active segment is mapped to
+// the size it may grow to, a sealed one to its file.
+//
+// Files are opened on first use and closed again: the logs of a node share
+// a [Scheduler], which bounds how many segments hold a descriptor and a
+// mapping (MaxOpenSegments, least recently used closed first, by a CLOCK
+// sweep). A segment with writes not yet fsynced is never closed, so every
+// fsync goes through the descriptor that wrote. Every mapping is
+// reference-counted: a reader's [Records] holds it until Release, so
+// closing, retention or truncation never unmaps bytes a reader still sends.
 //
 // The bytes of a segment file past the log's write position are always zero
 // (fresh preallocation, or zeroed by truncation): a recovery scan therefore
@@ -39,19 +47,37 @@
 //
 // With [SyncAlways] an append returns only after an fdatasync covering it:
 // appenders that arrive while one fsync runs are covered together by the next
-// (group commit). Readers see only durable batches. [SyncInterval] fsyncs on a
-// timer and [SyncNever] leaves it to the kernel (and to segment roll and
-// Close); with both, readers see batches as soon as they are written.
+// (group commit). Readers see only durable batches. [SyncInterval] fsyncs
+// SyncInterval after a write and [SyncNever] leaves it to the kernel (and to
+// segment roll and Close); with both, readers see batches as soon as they
+// are written.
+//
+// # Background work
+//
+// A log has no goroutine or timer of its own. Its periodic work (the
+// interval fsync, the recovery-point checkpoint, retention, roll by age)
+// runs on the [Scheduler] in Config (one per node; a log without one makes
+// its own), and is armed by the change that needs it: a write arms the
+// interval fsync and a size-retention check, a moved durable position arms
+// a checkpoint, a segment's first batch its roll by age, a new oldest
+// sealed segment its expiry. A log with nothing pending costs nothing. The
+// scheduler keeps the deadlines in a heap under one timer and runs due work
+// on a few workers; Close deregisters the log and waits for its running
+// task.
 //
 // # Recovery
 //
-// The recovery point (written on roll, on Close and periodically) says up to
-// where the log was durable. Opening walks batch headers of the last segment
-// up to it (cheap: one header per batch, no checksums) and verifies CRCs only
-// past it, stopping at the first batch whose length or CRC is invalid; the
-// torn tail is cut off. A bad batch below the recovery point, or in a sealed
-// segment when it is read, is reported as corruption and never truncated
-// away by the log itself: a [*CorruptError] (matching [ErrCorrupt]) names the
+// The recovery point (written on roll, on Close and after the durable
+// position moves) says up to where the log was durable. Opening walks batch
+// headers of the last segment up to it (cheap: one header per batch, no
+// checksums) and verifies CRCs only past it, stopping at the first batch
+// whose length or CRC is invalid; the torn tail is cut off. Sealed segments
+// are not opened: their size and index files describe them (an index is
+// rebuilt from its segment when missing or damaged). A bad batch below the
+// recovery point, or in a sealed segment when it is first read (a header,
+// checksum or base offset that does not hold, or batches that do not end
+// where the next segment begins), is reported as corruption and never
+// truncated away by the log itself: a [*CorruptError] (matching [ErrCorrupt]) names the
 // first damaged offset, and [Log.Truncate] to it works on the damaged log, so
 // a replica can drop the damaged suffix and fetch it again from a peer.
 // Reads check each batch's length, checksum and base offset (which the

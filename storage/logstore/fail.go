@@ -47,6 +47,16 @@ func (l *Log) syncSegment(seg *segment, full bool) error {
 	return nil
 }
 
+// syncSegmentLocked is syncSegment for a caller holding mu: no write can
+// come between the fsync and the segment being marked clean.
+func (l *Log) syncSegmentLocked(seg *segment, full bool) error {
+	if err := l.syncSegment(seg, full); err != nil {
+		return err
+	}
+	seg.markClean()
+	return nil
+}
+
 // fail makes the log refuse writes after an I/O error it cannot undo, wakes
 // every waiter with the error, and leaves a sync-failed marker holding the
 // last durable position so that reopening recovers to it instead of trusting

@@ -145,3 +145,17 @@ func wantErr(t testing.TB, err, target error) {
 		t.Fatalf("want %v, got %v", target, err)
 	}
 }
+
+// waitFor waits until cond holds, failing the test after a minute.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}

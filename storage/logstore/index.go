@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/floedb/floe/storage/record"
 )
@@ -35,12 +36,19 @@ type segmentIndex struct {
 
 	// Writer-only bookkeeping (under the log's append lock).
 	bytesSinceEntry int
-	maxTimestamp    int64 // over all batches of the segment; math.MinInt64 when empty
+	// maxTimestamp is over all batches of the segment, math.MinInt64 when
+	// empty. The writer sets it; readers may skip a sealed segment by it.
+	maxTimestamp atomic.Int64
 }
 
 func newSegmentIndex(interval int) *segmentIndex {
-	return &segmentIndex{interval: interval, maxTimestamp: math.MinInt64}
+	ix := &segmentIndex{interval: interval}
+	ix.maxTimestamp.Store(math.MinInt64)
+	return ix
 }
+
+// maxTime is the newest commit timestamp in the segment, ms.
+func (ix *segmentIndex) maxTime() int64 { return ix.maxTimestamp.Load() }
 
 // observe records a batch appended at pos.
 func (ix *segmentIndex) observe(base int64, b record.Batch, pos int64) {
@@ -48,14 +56,14 @@ func (ix *segmentIndex) observe(base int64, b record.Batch, pos int64) {
 		rel := uint32(b.BaseOffset() - base)
 		ix.mu.Lock()
 		ix.offsets = append(ix.offsets, offsetEntry{relOffset: rel, pos: uint32(pos)})
-		if n := len(ix.times); ix.maxTimestamp != math.MinInt64 && (n == 0 || ix.times[n-1].maxTimestamp < ix.maxTimestamp) {
-			ix.times = append(ix.times, timeEntry{maxTimestamp: ix.maxTimestamp, relOffset: rel})
+		if maxTS, n := ix.maxTime(), len(ix.times); maxTS != math.MinInt64 && (n == 0 || ix.times[n-1].maxTimestamp < maxTS) {
+			ix.times = append(ix.times, timeEntry{maxTimestamp: maxTS, relOffset: rel})
 		}
 		ix.mu.Unlock()
 		ix.bytesSinceEntry = 0
 	}
 	ix.bytesSinceEntry += len(b)
-	ix.maxTimestamp = max(ix.maxTimestamp, b.CommitTimestamp())
+	ix.maxTimestamp.Store(max(ix.maxTime(), b.CommitTimestamp()))
 }
 
 // floor returns the position and relative offset of the last indexed batch
@@ -104,7 +112,7 @@ func (ix *segmentIndex) reset() {
 	ix.offsets, ix.times = ix.offsets[:0], ix.times[:0]
 	ix.mu.Unlock()
 	ix.bytesSinceEntry = 0
-	ix.maxTimestamp = math.MinInt64
+	ix.maxTimestamp.Store(math.MinInt64)
 }
 
 // Index file payloads (inside a checkpoint envelope with a CRC):
@@ -127,7 +135,7 @@ func (ix *segmentIndex) marshalTimes() []byte {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	buf := make([]byte, 0, 12+12*len(ix.times))
-	buf = binary.BigEndian.AppendUint64(buf, uint64(ix.maxTimestamp))
+	buf = binary.BigEndian.AppendUint64(buf, uint64(ix.maxTime()))
 	buf = binary.BigEndian.AppendUint32(buf, uint32(ix.bytesSinceEntry))
 	for _, e := range ix.times {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(e.maxTimestamp))
@@ -163,6 +171,7 @@ func (ix *segmentIndex) load(offsets, times []byte, size int64) error {
 	ix.mu.Lock()
 	ix.offsets, ix.times = offs, ts
 	ix.mu.Unlock()
-	ix.maxTimestamp, ix.bytesSinceEntry = maxTS, since
+	ix.maxTimestamp.Store(maxTS)
+	ix.bytesSinceEntry = since
 	return nil
 }

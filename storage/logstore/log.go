@@ -16,7 +16,8 @@ type Log struct {
 	logger *slog.Logger
 
 	// mu serializes everything that writes: appends, roll, truncation,
-	// retention. Lock order: mu → cpMu → fsyncMu → syncMu.
+	// retention. Lock order: mu → cpMu → fsyncMu → syncMu; mu → tasksMu →
+	// the scheduler's lock; the segment cache's lock → a segment's openMu.
 	mu            sync.Mutex
 	active        *segment
 	writtenEnd    int64 // offset after the last written batch
@@ -51,12 +52,17 @@ type Log struct {
 
 	// cpMu orders recovery-point writes so a stale one never overwrites a
 	// lower one written by a truncation.
-	cpMu          sync.Mutex
-	checkpointed  logPosition
-	lastRetention time.Time
+	cpMu         sync.Mutex
+	checkpointed logPosition
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	// sched runs the background work (background.go); ownSched says it is
+	// the log's own, closed with it. tasksMu guards taskDue, the deadline
+	// of each kind of background work (zero: none pending).
+	sched    *Scheduler
+	ownSched bool
+	job      *job
+	tasksMu  sync.Mutex
+	taskDue  [numTasks]time.Time
 }
 
 // logPosition locates an offset on disk: the segment holding it and the byte
@@ -95,16 +101,26 @@ func Open(cfg Config) (*Log, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("logstore: %w", err)
 	}
-	l := &Log{cfg: cfg, logger: cfg.Logger.With("log_dir", cfg.Dir), stop: make(chan struct{})}
+	l := &Log{cfg: cfg, logger: cfg.Logger.With("log_dir", cfg.Dir), sched: cfg.Scheduler}
+	if l.sched == nil {
+		// A log on its own (a tool, a test) gets a scheduler of its own;
+		// it holds no goroutine while the log is idle.
+		var err error
+		if l.sched, err = NewScheduler(SchedulerConfig{Workers: 1, Now: cfg.Now}); err != nil {
+			return nil, err
+		}
+		l.ownSched = true
+	}
 	l.syncCond = sync.NewCond(&l.syncMu)
 	if err := l.recover(); err != nil {
 		l.releaseAll()
 		return nil, err
 	}
 	l.opened = true
-	l.lastRetention = cfg.Now()
-	l.wg.Add(1)
-	go l.background()
+	l.job = l.sched.register(l.runTasks)
+	l.mu.Lock()
+	l.armOnOpenLocked()
+	l.mu.Unlock()
 	return l, nil
 }
 
@@ -122,8 +138,7 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
-	close(l.stop)
-	l.wg.Wait()
+	l.job.stop() // waits for a task in progress; none starts after
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -141,12 +156,17 @@ func (l *Log) Close() error {
 	return err
 }
 
+// releaseAll closes every segment (readers keep the mappings they hold)
+// and the log's own scheduler.
 func (l *Log) releaseAll() {
 	if p := l.segs.Load(); p != nil {
-		for _, s := range *p {
-			s.release()
-		}
 		l.segs.Store(&[]*segment{})
+		for _, s := range *p {
+			s.close()
+		}
+	}
+	if l.ownSched {
+		l.sched.Close()
 	}
 }
 
@@ -183,7 +203,7 @@ func (l *Log) Segments() []SegmentInfo {
 	out := make([]SegmentInfo, len(segs))
 	for i, s := range segs {
 		out[i] = SegmentInfo{BaseOffset: s.base, NextOffset: s.nextOffset, Bytes: s.size,
-			Sealed: s.sealed, MaxTimestamp: s.index.maxTimestamp}
+			Sealed: s.sealed, MaxTimestamp: s.index.maxTime()}
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -21,15 +22,15 @@ type Records struct {
 	// NextOffset is the offset after the last batch: where to read next.
 	NextOffset int64
 
-	seg      *segment
+	m        *mapping
 	released atomic.Bool
 }
 
 // Release gives the view back. Data must not be used afterwards. Calling it
 // more than once is harmless.
 func (r *Records) Release() {
-	if r.seg != nil && r.released.CompareAndSwap(false, true) {
-		r.seg.release()
+	if r.m != nil && r.released.CompareAndSwap(false, true) {
+		r.m.release()
 	}
 }
 
@@ -76,17 +77,28 @@ func (l *Log) readBelow(from, limit int64, maxBytes int, unflushed bool) (*Recor
 		if from >= limit {
 			return &Records{FirstOffset: from, NextOffset: from}, nil
 		}
-		seg, _ := segmentFor(*l.segs.Load(), from)
-		if seg == nil || !seg.acquire() {
+		segs := *l.segs.Load()
+		if len(segs) == 0 {
+			return nil, ErrClosed
+		}
+		seg, _ := segmentFor(segs, from)
+		if seg == nil {
 			continue // removed under us: load the list again
+		}
+		m, err := seg.acquire()
+		if errors.Is(err, errSegmentGone) {
+			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		bound := seg.readable.Load()
 		if unflushed {
 			bound = seg.written.Load()
 		}
-		recs, err := l.readSegment(seg, from, limit, maxBytes, bound)
+		recs, err := l.readSegment(seg, m, from, limit, maxBytes, bound)
 		if err != nil || len(recs.Data) == 0 {
-			seg.release()
+			m.release()
 			if l.truncGen.Load() != gen {
 				continue // truncated under us: what we saw may be gone
 			}
@@ -98,19 +110,22 @@ func (l *Log) readBelow(from, limit int64, maxBytes int, unflushed bool) (*Recor
 	}
 }
 
-// readSegment collects batches from the first readable bytes of seg; the
-// caller holds a reference. Damage is reported as a *CorruptError when it
-// is where the read starts; after a good prefix, the prefix is served and
-// the next read, starting at the damage, reports it.
-func (l *Log) readSegment(seg *segment, from, limit int64, maxBytes int, readable int64) (*Records, error) {
+// readSegment collects batches from the first readable bytes of seg
+// through m; the caller holds m. Damage is reported as a *CorruptError
+// when it is where the read starts; after a good prefix, the prefix is
+// served and the next read, starting at the damage, reports it.
+func (l *Log) readSegment(seg *segment, m *mapping, from, limit int64, maxBytes int, readable int64) (*Records, error) {
 	pos, rel := seg.index.floor(uint32(from - seg.base))
 	next := seg.base + int64(rel)
 	// Find the batch holding from.
 	for {
 		if pos >= readable {
+			if m.sealed && next < m.nextOffset {
+				return nil, sealedEndError(seg, pos, next, m.nextOffset)
+			}
 			return &Records{FirstOffset: from, NextOffset: from}, nil
 		}
-		b, err := seg.batchAt(pos, readable, next)
+		b, err := seg.readBatchAt(m, pos, readable, next)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +137,7 @@ func (l *Log) readSegment(seg *segment, from, limit int64, maxBytes int, readabl
 	}
 	start, first := pos, next
 	for pos < readable {
-		b, err := seg.batchAt(pos, readable, next)
+		b, err := seg.readBatchAt(m, pos, readable, next)
 		if err == nil && (b.NextOffset() > limit || (pos > start && pos-start+int64(len(b)) > int64(maxBytes))) {
 			break
 		}
@@ -141,7 +156,27 @@ func (l *Log) readSegment(seg *segment, from, limit int64, maxBytes int, readabl
 	if pos == start {
 		return &Records{FirstOffset: from, NextOffset: from}, nil
 	}
-	return &Records{Data: seg.data[start:pos:pos], FirstOffset: first, NextOffset: next, seg: seg}, nil
+	return &Records{Data: m.data[start:pos:pos], FirstOffset: first, NextOffset: next, m: m}, nil
+}
+
+// readBatchAt is batchAt for a reader, which in a sealed segment also
+// checks that the batch ends by the next segment's base offset. Open trusts
+// a sealed segment without reading it, so its first read is where a
+// segment whose end does not meet the next one is found.
+func (s *segment) readBatchAt(m *mapping, pos, end, offset int64) (record.Batch, error) {
+	b, err := s.batchAt(m.data, pos, end, offset)
+	if err == nil && m.sealed && b.NextOffset() > m.nextOffset {
+		err = &CorruptError{Offset: offset, SegmentBase: s.base, Position: pos,
+			Err: fmt.Errorf("batch ends at offset %d, past the next segment's base %d", b.NextOffset(), m.nextOffset)}
+	}
+	return b, err
+}
+
+// sealedEndError reports a sealed segment whose batches end at offset next,
+// byte pos, short of the next segment's base.
+func sealedEndError(seg *segment, pos, next, nextBase int64) error {
+	return &CorruptError{Offset: next, SegmentBase: seg.base, Position: pos,
+		Err: fmt.Errorf("sealed segment ends at offset %d but the next segment starts at %d", next, nextBase)}
 }
 
 // OffsetForTimestamp returns the base offset of the first batch whose commit
@@ -158,12 +193,20 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, ok bool, err error) {
 }
 
 func (l *Log) offsetForTimestamp(ts int64) (int64, bool, error) {
-	for _, seg := range *l.segs.Load() {
-		if !seg.acquire() {
+	segs := *l.segs.Load()
+	for i, seg := range segs {
+		if i < len(segs)-1 && seg.index.maxTime() < ts {
+			continue // sealed and wholly older: no need to open it
+		}
+		m, err := seg.acquire()
+		if errors.Is(err, errSegmentGone) {
 			continue
 		}
-		off, found, err := scanForTimestamp(seg, ts)
-		seg.release()
+		if err != nil {
+			return 0, false, err
+		}
+		off, found, err := scanForTimestamp(seg, m, ts)
+		m.release()
 		if err != nil || found {
 			return off, found, err
 		}
@@ -171,11 +214,11 @@ func (l *Log) offsetForTimestamp(ts int64) (int64, bool, error) {
 	return 0, false, nil
 }
 
-func scanForTimestamp(seg *segment, ts int64) (int64, bool, error) {
+func scanForTimestamp(seg *segment, m *mapping, ts int64) (int64, bool, error) {
 	readable := seg.readable.Load()
 	pos, rel := seg.index.timeFloor(ts)
 	for next := seg.base + int64(rel); pos < readable; {
-		b, err := seg.batchAt(pos, readable, next)
+		b, err := seg.batchAt(m.data, pos, readable, next)
 		if err != nil {
 			return 0, false, err
 		}

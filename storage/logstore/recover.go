@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -13,10 +14,12 @@ import (
 
 const recoveryPointFile = "recovery-point"
 
-// recover opens every segment, rebuilds what is missing and cuts the torn
-// tail of the last segment.
+// recover reads the log's state, rebuilds what is missing and cuts the torn
+// tail of the last segment. It opens only the last segment's file: sealed
+// segments are described by their size and index files, and opened by their
+// first read.
 func (l *Log) recover() error {
-	bases, err := l.scanDir()
+	files, err := l.scanDir()
 	if err != nil {
 		return err
 	}
@@ -28,13 +31,12 @@ func (l *Log) recover() error {
 	if rpErr != nil && !errors.Is(rpErr, os.ErrNotExist) {
 		l.logger.Warn("recovery point unreadable, scanning the whole last segment", "err", rpErr)
 	}
-	if len(bases) == 0 {
-		s, err := openSegment(l.cfg.Dir, 0, true, l.cfg.SegmentMaxBytes, l.cfg.PreallocateBytes, l.cfg.IndexIntervalBytes)
+	if len(files) == 0 {
+		s, err := createSegment(l, 0)
 		if err != nil {
 			return err
 		}
 		if err := syncDir(l.cfg.Dir); err != nil {
-			s.release()
 			return err
 		}
 		l.publishSegments([]*segment{s})
@@ -45,25 +47,14 @@ func (l *Log) recover() error {
 		return l.recoverSyncFailed(rp, rpErr)
 	}
 
-	segs := make([]*segment, 0, len(bases))
-	for i, base := range bases {
-		// Sealed segments are mapped to their size, the active one to the
-		// segment size it may grow to.
-		mapLen := l.cfg.SegmentMaxBytes
-		if i < len(bases)-1 {
-			mapLen = 0
-		}
-		s, err := openSegment(l.cfg.Dir, base, false, mapLen, l.cfg.PreallocateBytes, l.cfg.IndexIntervalBytes)
-		if err != nil {
-			for _, o := range segs {
-				o.release()
-			}
-			return err
-		}
+	segs := make([]*segment, 0, len(files))
+	for i, f := range files {
+		s := newSegment(l, f.base)
+		s.allocated = f.bytes
 		segs = append(segs, s)
-		l.publishSegments(segs) // so a failure releases what is open
-		if i < len(bases)-1 {
-			err = l.recoverSealed(s, bases[i+1])
+		l.publishSegments(segs) // so a failure closes what is open
+		if i < len(files)-1 {
+			err = l.recoverSealed(s, files[i+1].base)
 		} else {
 			err = l.recoverActive(s, rp)
 		}
@@ -74,7 +65,7 @@ func (l *Log) recover() error {
 	l.active = segs[len(segs)-1]
 	l.writtenEnd = l.active.nextOffset
 	for _, s := range segs {
-		l.lastTimestamp = max(l.lastTimestamp, s.index.maxTimestamp)
+		l.lastTimestamp = max(l.lastTimestamp, s.index.maxTime())
 	}
 	l.readableEnd.Store(l.writtenEnd)
 	l.writtenPub.Store(l.writtenEnd)
@@ -93,20 +84,32 @@ func (l *Log) recover() error {
 	return l.writeRecoveryPoint()
 }
 
-// scanDir returns the segment base offsets, oldest first, and removes
-// leftovers: temporary files, segments marked deleted, orphaned indexes.
-func (l *Log) scanDir() ([]int64, error) {
+// segmentFileInfo is a segment file found at Open.
+type segmentFileInfo struct {
+	base  int64
+	bytes int64
+}
+
+// scanDir returns the segment files, oldest first, and removes leftovers:
+// temporary files, segments marked deleted, orphaned indexes.
+func (l *Log) scanDir() ([]segmentFileInfo, error) {
 	entries, err := os.ReadDir(l.cfg.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("logstore: %w", err)
 	}
-	var bases []int64
+	var files []segmentFileInfo
 	logs := map[string]bool{}
 	for _, e := range entries {
-		if base, ok := parseSegmentName(e.Name()); ok {
-			bases = append(bases, base)
-			logs[segmentName(base)] = true
+		base, ok := parseSegmentName(e.Name())
+		if !ok {
+			continue
 		}
+		info, err := e.Info()
+		if err != nil {
+			return nil, fmt.Errorf("logstore: %w", err)
+		}
+		files = append(files, segmentFileInfo{base: base, bytes: info.Size()})
+		logs[segmentName(base)] = true
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -118,50 +121,52 @@ func (l *Log) scanDir() ([]int64, error) {
 			}
 		}
 	}
-	slices.Sort(bases)
-	return bases, nil
+	slices.SortFunc(files, func(a, b segmentFileInfo) int { return cmp.Compare(a.base, b.base) })
+	return files, nil
 }
 
-// recoverSealed checks a sealed segment: indexes load (or are rebuilt), and
-// the last batch ends exactly at the file's end where the next segment begins.
+// recoverSealed describes a sealed segment from its size and index files,
+// without opening it: its batches are checked when it is first read (see
+// readBatchAt). Missing or damaged indexes are rebuilt from the segment,
+// the one case that reads it here.
 func (l *Log) recoverSealed(s *segment, nextBase int64) error {
-	s.size, s.sealed = s.allocated, true
+	s.size = s.allocated
+	s.nextOffset = nextBase
+	s.setSealed(true, 0)
 	s.readable.Store(s.size)
 	s.written.Store(s.size)
 	if err := s.loadIndexes(); err != nil {
 		l.logger.Info("rebuilding segment index", "base_offset", s.base, "reason", err)
 		if err := l.rebuildIndex(s); err != nil {
-			return err
+			var ce *CorruptError
+			if !errors.As(err, &ce) {
+				return err
+			}
+			// The index covers the batches before the damage, and reads
+			// report the damage where it starts, as for any sealed segment.
+			// The index is not saved: the next Open rebuilds it again.
+			l.logger.Warn("sealed segment damaged", "base_offset", s.base, "err", err)
+			return nil
 		}
 		if err := s.writeIndexes(); err != nil {
 			return err
 		}
 	}
-	// Walk the headers after the last index entry to find the segment's end.
-	pos, rel := s.index.floor(^uint32(0))
-	next := s.base + int64(rel)
-	for pos < s.size {
-		b, err := s.batchAt(pos, s.size, next)
-		if err != nil {
-			return fmt.Errorf("sealed segment: %w", err)
-		}
-		next = b.NextOffset()
-		pos += int64(len(b))
-	}
-	if s.size > 0 && next != nextBase {
-		return fmt.Errorf("%w: sealed segment %d ends at offset %d but the next segment starts at %d",
-			ErrCorrupt, s.base, next, nextBase)
-	}
-	s.nextOffset = nextBase
 	return nil
 }
 
 // rebuildIndex walks every batch header of s, trusting the data (sealed
-// segments were fsynced whole before they were sealed).
+// segments were fsynced whole before they were sealed) up to the first
+// damaged header, which it returns as a *CorruptError.
 func (l *Log) rebuildIndex(s *segment) error {
+	m, err := s.acquire()
+	if err != nil {
+		return err
+	}
+	defer m.release()
 	s.index.reset()
 	for pos, next := int64(0), s.base; pos < s.size; {
-		b, err := s.batchAt(pos, s.size, next)
+		b, err := s.readBatchAt(m, pos, s.size, next)
 		if err != nil {
 			return err
 		}
@@ -176,6 +181,12 @@ func (l *Log) rebuildIndex(s *segment) error {
 // recovery point, CRC scan after it, torn tail cut off.
 func (l *Log) recoverActive(s *segment, rp logPosition) error {
 	s.removeIndexes() // rebuilt here and rewritten when sealed
+	s.setSealed(false, max(l.cfg.SegmentMaxBytes, s.allocated))
+	m, err := s.acquire()
+	if err != nil {
+		return err
+	}
+	defer m.release()
 	limit := s.allocated
 	trusted := int64(0)
 	if rp.segmentBase == s.base && rp.pos <= limit {
@@ -183,7 +194,7 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 	}
 	pos, next := int64(0), s.base
 	for pos < trusted {
-		b, err := s.batchAt(pos, limit, next)
+		b, err := s.batchAt(m.data, pos, limit, next)
 		if err == nil && pos+int64(len(b)) > trusted {
 			err = &CorruptError{Offset: next, SegmentBase: s.base, Position: pos,
 				Err: fmt.Errorf("batch of %d bytes crosses the recovery point %d", len(b), trusted)}
@@ -197,7 +208,7 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 	}
 	scanned := 0
 	for pos < limit {
-		b, err := record.Check(s.data[pos:limit])
+		b, err := record.Check(m.data[pos:limit])
 		if err != nil || b.BaseOffset() != next {
 			break
 		}
@@ -216,7 +227,7 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 		s.firstAppend = nowMillis(l.cfg.Now)
 	}
 	if pos < limit {
-		if tail := s.data[pos:min(limit, pos+record.HeaderSize)]; slices.ContainsFunc(tail, func(c byte) bool { return c != 0 }) {
+		if tail := m.data[pos:min(limit, pos+record.HeaderSize)]; slices.ContainsFunc(tail, func(c byte) bool { return c != 0 }) {
 			l.logger.Warn("truncated torn log tail", "segment", s.base, "position", pos, "end_offset", next,
 				"discarded_bytes_max", limit-pos)
 		}
@@ -224,7 +235,7 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 		if err := s.trim(); err != nil {
 			return err
 		}
-		if err := l.syncSegment(s, true); err != nil {
+		if err := l.syncSegmentLocked(s, true); err != nil {
 			return err
 		}
 	}

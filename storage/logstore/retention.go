@@ -3,7 +3,9 @@ package logstore
 // EnforceRetention deletes the oldest sealed segments while the log is over
 // RetentionBytes (keeping at least that much) or their newest batch is older
 // than RetentionAge. The active segment is never deleted. It returns how many
-// segments went; the background loop calls it every RetentionCheckInterval.
+// segments went. The scheduler calls it after writes (RetentionBytes) and
+// when the oldest sealed segment expires (RetentionAge), at most
+// RetentionCheckInterval late.
 func (l *Log) EnforceRetention() (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -19,7 +21,7 @@ func (l *Log) EnforceRetention() (int, error) {
 	n := 0
 	for _, s := range segs[:len(segs)-1] {
 		bySize := l.cfg.RetentionBytes > 0 && total-s.size >= l.cfg.RetentionBytes
-		byAge := l.cfg.RetentionAge > 0 && s.size > 0 && s.index.maxTimestamp < nowMs-l.cfg.RetentionAge.Milliseconds()
+		byAge := l.cfg.RetentionAge > 0 && s.size > 0 && s.index.maxTime() < nowMs-l.cfg.RetentionAge.Milliseconds()
 		if !bySize && !byAge {
 			break
 		}
@@ -27,6 +29,7 @@ func (l *Log) EnforceRetention() (int, error) {
 		n++
 	}
 	if n == 0 {
+		l.armRetentionAgeLocked()
 		return 0, nil
 	}
 	kept := append([]*segment(nil), segs[n:]...)
@@ -40,5 +43,6 @@ func (l *Log) EnforceRetention() (int, error) {
 			return 0, err
 		}
 	}
+	l.armRetentionAgeLocked()
 	return n, nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/floedb/floe/storage/record"
@@ -38,20 +39,20 @@ func parseSegmentName(name string) (int64, bool) {
 
 // segment is one file of the log. The appender (holding the log's append
 // lock) owns size, allocated, nextOffset and firstAppend; readers use
-// readable and the mapping.
+// readable and a mapping (see acquire), which opens the file when it is
+// not open: the segments of a node keep their files open only as long as
+// the node's segmentCache lets them.
 type segment struct {
 	base  int64
 	dir   string
-	file  *os.File
-	data  []byte // read-only mapping of the whole potential segment
 	index *segmentIndex
+	cache *segmentCache
 
 	size        int64 // bytes written
 	allocated   int64 // file size, preallocated ahead of size
 	nextOffset  int64 // offset after the last batch written
 	firstAppend int64 // commit timestamp of the first batch, ms; 0 when empty
-	sealed      bool
-	preallocate int64
+	preallocate int64 // the largest chunk the file grows by
 
 	// readable is how many bytes readers may see: everything written, or
 	// everything fsynced under SyncAlways.
@@ -59,57 +60,46 @@ type segment struct {
 	// written is how many bytes are wholly written, fsynced or not: what
 	// a leader may already send its followers (see Log.ReadUnflushed).
 	written atomic.Int64
-	// refs counts the log's reference plus one per outstanding reader; the
-	// mapping and file close when it drops to zero.
-	refs atomic.Int32
+
+	// cur is the open mapping, nil while the file is closed. openMu
+	// serializes opening and detaching it, and guards the fields below it;
+	// the appender writes sealed under both its lock and openMu.
+	cur            atomic.Pointer[mapping]
+	openMu         sync.Mutex
+	sealed         bool
+	sealedBytes    int64 // what a sealed mapping covers: the file
+	activeMapBytes int64 // what an active mapping covers: the size it may grow to
+	dirty          bool  // written since the last fsync that covered it
+	closed         bool  // removed, or its log closed
+
+	// used is the CLOCK bit of the segment cache; slot is its place in
+	// the cache's ring (-1: not there), under the cache's lock.
+	used atomic.Bool
+	slot int
 }
 
 func (s *segment) path(suffix string) string {
 	return filepath.Join(s.dir, segmentName(s.base)+suffix)
 }
 
-// openSegment opens (or creates) the segment file for base and maps mapLen
-// bytes of it.
-func openSegment(dir string, base int64, create bool, mapLen, preallocate int64, indexInterval int) (*segment, error) {
-	s := &segment{base: base, dir: dir, nextOffset: base, preallocate: preallocate, index: newSegmentIndex(indexInterval)}
-	flags := os.O_RDWR
-	if create {
-		flags |= os.O_CREATE | os.O_EXCL
-	}
-	f, err := os.OpenFile(s.path(logSuffix), flags, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("logstore: open segment: %w", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("logstore: stat segment: %w", err)
-	}
-	s.file = f
-	s.allocated = st.Size()
-	mapLen = roundUpPage(max(mapLen, s.allocated, 1))
-	s.data, err = unix.Mmap(int(f.Fd()), 0, int(mapLen), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("logstore: mmap %s: %w", s.path(logSuffix), err)
-	}
-	s.refs.Store(1)
-	return s, nil
+// newSegment describes the segment file for base without opening it.
+func newSegment(l *Log, base int64) *segment {
+	return &segment{base: base, dir: l.cfg.Dir, nextOffset: base, preallocate: l.cfg.PreallocateBytes,
+		index: newSegmentIndex(l.cfg.IndexIntervalBytes), cache: l.sched.segments, slot: -1,
+		activeMapBytes: l.cfg.SegmentMaxBytes}
 }
 
-// reopen returns a new segment object for s's file, mapped to mapLen bytes
-// (at least the file), carrying s's state over. s keeps serving the readers
-// that hold it; the caller releases the log's reference to it.
-func (s *segment) reopen(mapLen int64) (*segment, error) {
-	n, err := openSegment(s.dir, s.base, false, mapLen, s.preallocate, s.index.interval)
+// createSegment creates the (empty, active) segment file for base.
+func createSegment(l *Log, base int64) (*segment, error) {
+	s := newSegment(l, base)
+	f, err := os.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("logstore: create segment: %w", err)
 	}
-	n.index = s.index
-	n.size, n.nextOffset, n.firstAppend, n.sealed = s.size, s.nextOffset, s.firstAppend, s.sealed
-	n.readable.Store(s.readable.Load())
-	n.written.Store(s.written.Load())
-	return n, nil
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("logstore: create segment: %w", err)
+	}
+	return s, nil
 }
 
 func roundUpPage(n int64) int64 {
@@ -117,41 +107,29 @@ func roundUpPage(n int64) int64 {
 	return (n + page - 1) / page * page
 }
 
-// acquire takes a reader reference; false when the segment is already gone.
-func (s *segment) acquire() bool {
-	for {
-		r := s.refs.Load()
-		if r <= 0 {
-			return false
-		}
-		if s.refs.CompareAndSwap(r, r+1) {
-			return true
-		}
-	}
-}
+// minPreallocateBytes is the first chunk a segment file grows by. Each
+// later chunk is as large as the file already is, up to PreallocateBytes:
+// a log that holds little reserves little disk (a node holds thousands of
+// mostly idle logs), while a busy one soon grows in full chunks and rarely
+// makes an fdatasync carry a file-size change.
+const minPreallocateBytes = 64 << 10
 
-// release drops a reference, unmapping and closing on the last one.
-func (s *segment) release() {
-	if s.refs.Add(-1) == 0 {
-		_ = unix.Munmap(s.data)
-		_ = s.file.Close()
-	}
-}
-
-// write appends b at the write position, growing the preallocation first.
-func (s *segment) write(b []byte) error {
+// write appends b at the write position through m (acquireForWrite),
+// growing the preallocation first.
+func (s *segment) write(m *mapping, b []byte) error {
 	end := s.size + int64(len(b))
-	if end > int64(len(s.data)) {
-		return fmt.Errorf("logstore: segment %d: write past its mapping (%d > %d)", s.base, end, len(s.data))
+	if end > int64(len(m.data)) {
+		return fmt.Errorf("logstore: segment %d: write past its mapping (%d > %d)", s.base, end, len(m.data))
 	}
 	if end > s.allocated {
-		grow := min(max(end, s.allocated+s.preallocate), int64(len(s.data)))
-		if err := allocate(s.file, s.allocated, grow); err != nil {
+		chunk := min(s.preallocate, max(minPreallocateBytes, s.allocated))
+		grow := min(max(end, s.allocated+chunk), int64(len(m.data)))
+		if err := allocate(m.file, s.allocated, grow); err != nil {
 			return err
 		}
 		s.allocated = grow
 	}
-	if _, err := s.file.WriteAt(b, s.size); err != nil {
+	if _, err := m.file.WriteAt(b, s.size); err != nil {
 		return fmt.Errorf("logstore: write segment %d: %w", s.base, err)
 	}
 	s.size = end
@@ -174,8 +152,8 @@ func allocate(f *os.File, oldSize, newSize int64) error {
 // batchAt checks the header of the batch at byte pos, which must end by
 // byte end and start at offset: a *CorruptError names offset otherwise. The
 // base offset is outside the batch checksum, so it is checked here.
-func (s *segment) batchAt(pos, end, offset int64) (record.Batch, error) {
-	b, err := record.CheckHeader(s.data[pos:end])
+func (s *segment) batchAt(data []byte, pos, end, offset int64) (record.Batch, error) {
+	b, err := record.CheckHeader(data[pos:end])
 	if err == nil && b.BaseOffset() != offset {
 		err = fmt.Errorf("base offset %d where offset %d belongs", b.BaseOffset(), offset)
 	}
@@ -197,16 +175,31 @@ func (s *segment) checkBatch(b record.Batch, pos int64) error {
 // the file's length must be durable too. The log calls it through
 // Log.syncSegment, which owns what a failure means.
 func (s *segment) fsync(full bool) error {
-	if full {
-		return s.file.Sync()
+	m, err := s.acquire()
+	if errors.Is(err, errSegmentGone) {
+		// Truncation removed it, or Close fsynced it before closing it:
+		// nothing of it is left to make durable.
+		return nil
 	}
-	return unix.Fdatasync(int(s.file.Fd()))
+	if err != nil {
+		return err
+	}
+	defer m.release()
+	if full {
+		return m.file.Sync()
+	}
+	return unix.Fdatasync(int(m.file.Fd()))
 }
 
 // trim cuts the file to its data; the caller fsyncs (full) to make the
 // length durable.
 func (s *segment) trim() error {
-	if err := s.file.Truncate(s.size); err != nil {
+	m, err := s.acquireForWrite()
+	if err != nil {
+		return err
+	}
+	defer m.release()
+	if err := m.file.Truncate(s.size); err != nil {
 		return fmt.Errorf("logstore: trim segment %d: %w", s.base, err)
 	}
 	s.allocated = s.size
@@ -216,10 +209,15 @@ func (s *segment) trim() error {
 // zeroFrom overwrites [pos, size) with zeros, keeping the file length (a
 // reader may still hold a view of those bytes); the caller fsyncs.
 func (s *segment) zeroFrom(pos int64) error {
+	m, err := s.acquireForWrite()
+	if err != nil {
+		return err
+	}
+	defer m.release()
 	zeros := make([]byte, min(s.size-pos, 1<<20))
 	for p := pos; p < s.size; p += int64(len(zeros)) {
 		n := min(int64(len(zeros)), s.size-p)
-		if _, err := s.file.WriteAt(zeros[:n], p); err != nil {
+		if _, err := m.file.WriteAt(zeros[:n], p); err != nil {
 			return fmt.Errorf("logstore: zero segment %d tail: %w", s.base, err)
 		}
 	}
@@ -256,12 +254,12 @@ func (s *segment) removeIndexes() {
 	_ = os.Remove(s.path(timeIndexSuffix))
 }
 
-// remove unlinks the segment's files and drops the log's reference; readers
-// still holding it keep the mapping until they release.
+// remove unlinks the segment's files and closes it; readers still holding
+// its mapping keep it until they release.
 func (s *segment) remove() error {
 	err := os.Remove(s.path(logSuffix))
 	s.removeIndexes()
-	s.release()
+	s.close()
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("logstore: delete segment %d: %w", s.base, err)
 	}

@@ -1,9 +1,6 @@
 package logstore
 
-import (
-	"fmt"
-	"time"
-)
+import "fmt"
 
 // waitDurable blocks until everything below end is fsynced. The first waiter
 // to find no fsync running becomes the syncer; the others wait for it, and
@@ -52,11 +49,9 @@ func (l *Log) syncOnce() error {
 		return ErrClosed
 	}
 	seg := l.active
-	seg.acquire() // the active segment always holds the log's reference
 	pos := logPosition{segmentBase: seg.base, pos: seg.size, offset: l.writtenEnd}
 	gen := l.truncGen.Load()
 	l.mu.Unlock()
-	defer seg.release()
 
 	if err := l.syncSegment(seg, false); err != nil {
 		return err
@@ -71,15 +66,27 @@ func (l *Log) syncOnce() error {
 // publishDurableLocked records that pos is durable, unless a truncation
 // happened since it was captured or the log failed meanwhile (a failed log's
 // durable position never moves again). Under SyncAlways that is also what
-// readers may see. Holds mu.
+// readers may see. A segment the fsync covered whole is clean again, and a
+// durable position that moved asks for a checkpoint. Holds mu.
 func (l *Log) publishDurableLocked(seg *segment, pos logPosition, gen int64) {
 	if l.truncGen.Load() != gen {
 		return
 	}
+	if l.publishDurable(seg, pos) {
+		l.armWithin(taskCheckpoint, l.cfg.RecoveryPointInterval)
+	}
+	if pos.segmentBase == seg.base && pos.pos == seg.size {
+		seg.markClean()
+	}
+}
+
+// publishDurable is publishDurableLocked under syncMu; it reports whether
+// the durable position moved.
+func (l *Log) publishDurable(seg *segment, pos logPosition) bool {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	if l.failure != nil {
-		return
+		return false
 	}
 	if l.cfg.Sync == SyncAlways {
 		if seg.readable.Load() < pos.pos {
@@ -91,7 +98,9 @@ func (l *Log) publishDurableLocked(seg *segment, pos logPosition, gen int64) {
 	}
 	if pos.offset > l.durable.offset || pos.segmentBase > l.durable.segmentBase {
 		l.durable = pos
+		return true
 	}
+	return false
 }
 
 // Sync fsyncs everything written so far, whatever the policy.
@@ -100,46 +109,4 @@ func (l *Log) Sync() error {
 	end, gen := l.writtenEnd, l.truncGen.Load()
 	l.mu.Unlock()
 	return l.waitDurable(end, gen)
-}
-
-// background fsyncs under SyncInterval, checkpoints the recovery point and
-// applies retention, until Close.
-func (l *Log) background() {
-	defer l.wg.Done()
-	tick := l.cfg.RecoveryPointInterval
-	if l.cfg.Sync == SyncInterval {
-		tick = min(tick, l.cfg.SyncInterval)
-	}
-	if l.cfg.RetentionBytes > 0 || l.cfg.RetentionAge > 0 {
-		tick = min(tick, l.cfg.RetentionCheckInterval)
-	}
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	lastSync := l.cfg.Now()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-		}
-		now := l.cfg.Now()
-		if l.Failed() != nil {
-			continue // logged once when it failed; only reopening helps
-		}
-		if l.cfg.Sync == SyncInterval && now.Sub(lastSync) >= l.cfg.SyncInterval {
-			lastSync = now
-			if err := l.Sync(); err != nil {
-				l.logger.Error("interval fsync failed", "err", err)
-			}
-		}
-		if err := l.writeRecoveryPoint(); err != nil {
-			l.logger.Error("recovery point checkpoint failed", "err", err)
-		}
-		if (l.cfg.RetentionBytes > 0 || l.cfg.RetentionAge > 0) && now.Sub(l.lastRetention) >= l.cfg.RetentionCheckInterval {
-			l.lastRetention = now
-			if _, err := l.EnforceRetention(); err != nil {
-				l.logger.Error("retention failed", "err", err)
-			}
-		}
-	}
 }

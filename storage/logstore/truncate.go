@@ -35,6 +35,9 @@ func (l *Log) Truncate(to int64) error {
 	if err != nil {
 		return err
 	}
+	if newEnd > to || cut > target.size {
+		panic(fmt.Sprintf("logstore: truncation to %d would keep up to %d (byte %d of %d)", to, newEnd, cut, target.size))
+	}
 
 	// From here on waiting appenders fail and in-flight fsyncs do not publish.
 	l.truncGen.Add(1)
@@ -71,31 +74,24 @@ func (l *Log) Truncate(to int64) error {
 		return err
 	}
 
-	// A sealed target becomes active again: map it to the full segment size.
-	kept := append([]*segment(nil), segs[:idx+1]...)
-	if target.sealed {
-		active, err := target.reopen(l.cfg.SegmentMaxBytes)
-		if err != nil {
-			return l.fail(err)
-		}
-		defer target.release()
-		kept[idx], target = active, active
-	}
 	// Later segments go newest first, so a crash leaves a prefix.
+	kept := append([]*segment(nil), segs[:idx+1]...)
 	l.publishSegments(kept)
 	for i := len(segs) - 1; i > idx; i-- {
 		if err := segs[i].remove(); err != nil {
 			return l.fail(err)
 		}
 	}
+	// A sealed target becomes active again: its next opening is writable
+	// and covers the full segment size.
 	if target.sealed {
 		target.removeIndexes()
-		target.sealed = false
+		target.setSealed(false, l.cfg.SegmentMaxBytes)
 	}
 	if err := target.zeroFrom(cut); err != nil {
 		return l.fail(err)
 	}
-	if err := l.syncSegment(target, false); err != nil {
+	if err := l.syncSegmentLocked(target, false); err != nil {
 		return err
 	}
 	target.index.truncate(cut)
@@ -115,12 +111,18 @@ func (l *Log) Truncate(to int64) error {
 // damaged batch (the offset a *CorruptError names) to drop it and what
 // follows.
 func batchBoundary(seg *segment, to int64) (pos, offset int64, err error) {
+	m, err := seg.acquire()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer m.release()
 	pos, rel := seg.index.floor(uint32(to - seg.base))
-	for next := seg.base + int64(rel); pos < seg.size; {
+	next := seg.base + int64(rel)
+	for pos < seg.size {
 		if next >= to {
 			return pos, next, nil
 		}
-		b, err := seg.batchAt(pos, seg.size, next)
+		b, err := seg.batchAt(m.data, pos, seg.size, next)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -130,5 +132,7 @@ func batchBoundary(seg *segment, to int64) (pos, offset int64, err error) {
 		pos += int64(len(b))
 		next = b.NextOffset()
 	}
-	return seg.size, seg.nextOffset, nil
+	// The end of the segment's batches: its next offset, or short of it in
+	// a sealed segment found damaged there (sealedEndError).
+	return seg.size, next, nil
 }
