@@ -235,6 +235,12 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 		if err := s.trim(); err != nil {
 			return err
 		}
+	}
+	// Batches past the recovery point may be in the page cache only (the
+	// process died before their fsync, the machine did not): the log counts
+	// them durable, so they are made durable before it does. A trimmed
+	// tail is synced with them.
+	if scanned > 0 || pos < limit {
 		if err := l.syncSegmentLocked(s, true); err != nil {
 			return err
 		}
