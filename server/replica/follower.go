@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
@@ -211,20 +210,7 @@ func (r *Replica) appendFetched(leader uint32, epoch int32, fb *pb.FetchedBucket
 // after another, a fetch of many buckets would cost the sum of their
 // fsyncs instead of about the longest.
 func syncFetched(appended []*fetchedAppend) {
-	if len(appended) == 1 {
-		appended[0].err = appended[0].wait()
-		return
-	}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, followerSyncConcurrency)
-	for _, a := range appended {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			a.err = a.wait()
-		})
-	}
-	wg.Wait()
+	forEachConcurrently(appended, followerSyncConcurrency, func(a *fetchedAppend) { a.err = a.wait() })
 }
 
 // finish gives the core the follower's new durable end and the leader's

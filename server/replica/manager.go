@@ -229,11 +229,35 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 	for _, r := range reps {
 		r.setNodeEpoch(nodeEpoch)
 	}
-	for _, b := range u.Buckets {
-		m.applyBucket(b, u.Index)
-	}
+	// Buckets are independent: opening a new replica costs a few fsyncs
+	// (its folder, its first segment, its epoch cache), so a table of a
+	// thousand buckets opens them side by side.
+	forEachConcurrently(lastPerBucket(u.Buckets), openConcurrency, func(b *pb.BucketRecord) { m.applyBucket(b, u.Index) })
 	m.notify()
 }
+
+// lastPerBucket returns the records of buckets, each bucket's last one
+// only (the state it ends in), so no two of them are applied at once.
+func lastPerBucket(buckets []*pb.BucketRecord) []*pb.BucketRecord {
+	last := make(map[BucketID]int, len(buckets))
+	for i, b := range buckets {
+		last[BucketID{TableID: b.TableId, Bucket: b.Bucket}] = i
+	}
+	if len(last) == len(buckets) {
+		return buckets
+	}
+	out := make([]*pb.BucketRecord, 0, len(last))
+	for i, b := range buckets {
+		if last[BucketID{TableID: b.TableId, Bucket: b.Bucket}] == i {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// openConcurrency bounds the buckets of one metadata update applied at
+// once.
+const openConcurrency = 16
 
 // applyBucket opens the replica if this node holds the bucket and hands it
 // the bucket's assignment as of metadata index index.

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,5 +58,20 @@ func TestUnusableTableIsNotDropped(t *testing.T) {
 	m.Apply(&pb.MetadataUpdate{DroppedTables: []uint64{testBucket.TableID}})
 	if err := produce(); err == nil || !strings.Contains(err.Error(), "dropped") {
 		t.Fatalf("produce after the drop: %v; want dropped", err)
+	}
+}
+
+func TestLastPerBucket(t *testing.T) {
+	rec := func(table uint64, bucket, epoch int32) *pb.BucketRecord {
+		return &pb.BucketRecord{TableId: table, Bucket: bucket, LeaderEpoch: epoch}
+	}
+	in := []*pb.BucketRecord{rec(1, 0, 1), rec(1, 1, 1), rec(1, 0, 2), rec(2, 0, 1)}
+	got := lastPerBucket(in)
+	want := []*pb.BucketRecord{in[1], in[2], in[3]}
+	if !slices.Equal(got, want) {
+		t.Fatalf("lastPerBucket = %v, want %v", got, want)
+	}
+	if unique := in[1:]; !slices.Equal(lastPerBucket(unique), unique) {
+		t.Fatal("records of distinct buckets changed")
 	}
 }

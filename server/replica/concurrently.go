@@ -1,0 +1,27 @@
+package replica
+
+import "sync"
+
+// forEachConcurrently calls fn for every item, at most limit at a time, and
+// returns once all calls have. One item runs on the caller's goroutine.
+// It is how a node overlaps the fsyncs of many buckets (a follower's fetch,
+// the replicas a metadata update opens) instead of paying them one after
+// another.
+func forEachConcurrently[T any](items []T, limit int, fn func(T)) {
+	if len(items) == 1 || limit <= 1 {
+		for _, it := range items {
+			fn(it)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, limit)
+	for _, it := range items {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			fn(it)
+		})
+	}
+	wg.Wait()
+}
