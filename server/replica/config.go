@@ -34,8 +34,13 @@ const (
 	DefaultProduceTimeout     = 30 * time.Second
 	DefaultFollowerFetchBytes = 4 << 20
 	DefaultFollowerMaxWait    = 500 * time.Millisecond
-	hwCheckpointInterval      = time.Second
 	isrCheckInterval          = 500 * time.Millisecond
+	// hwCheckpointInterval paces the high-watermark files (Kafka's
+	// replica.high.watermark.checkpoint.interval.ms): a restarted replica
+	// takes min(checkpoint, log end), so an older one is only lower, and
+	// writing one file per busy replica every second cost a node's
+	// produce path as much as its fsyncs did.
+	hwCheckpointInterval = 5 * time.Second
 )
 
 // Config configures a Manager.

@@ -31,7 +31,7 @@ import (
 // last i64, ts i64) | CRC-32C of all before.
 const (
 	writerSnapFile     = "writer-state"
-	writerSnapInterval = 10 // housekeeping rounds between snapshots
+	writerSnapInterval = 2 // high-watermark checkpoint rounds between snapshots (10 s)
 	writerEntryBytes   = 8 + 1 + 1 + writersRemembered*(4+8+8+8)
 	writerSnapHeader   = 8 + 4 + 4 + 4
 )

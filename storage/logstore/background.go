@@ -110,7 +110,7 @@ func (l *Log) runTasks(now time.Time) {
 			l.logTaskError("retention failed", err)
 		}
 		if due[taskCheckpoint] {
-			l.logTaskError("recovery point checkpoint failed", l.writeRecoveryPoint())
+			l.logTaskError("recovery point checkpoint failed", l.checkpointRecoveryPoint(false))
 		}
 	}
 

@@ -17,12 +17,24 @@ const checkpointMagic = 0x464c4f45 // "FLOE"
 // the file is either the old one or the new one after a crash, never a mix.
 // Layout: magic (4) | payload length (4) | payload | CRC-32C of the previous bytes (4).
 func writeCheckpoint(dir, name string, payload []byte) error {
+	return writeFileAtomic(dir, name, encodeCheckpoint(payload), true)
+}
+
+// writeCheckpointCached is writeCheckpoint without the fsyncs: after a
+// crash the file is the old one, the new one, or unreadable (its CRC
+// fails), so it suits only a checkpoint whose loss costs time, not
+// correctness (the periodic recovery point: an older one only makes
+// recovery scan more).
+func writeCheckpointCached(dir, name string, payload []byte) error {
+	return writeFileAtomic(dir, name, encodeCheckpoint(payload), false)
+}
+
+func encodeCheckpoint(payload []byte) []byte {
 	buf := make([]byte, 0, 12+len(payload))
 	buf = binary.BigEndian.AppendUint32(buf, checkpointMagic)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(payload)))
 	buf = append(buf, payload...)
-	buf = binary.BigEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
-	return writeFileAtomic(dir, name, buf)
+	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
 }
 
 // readCheckpoint returns the payload of dir/name. A missing file returns an
@@ -47,7 +59,7 @@ func readCheckpoint(dir, name string) ([]byte, error) {
 
 // writeFileAtomic writes data to a temporary file, fsyncs it, renames it over
 // dir/name and fsyncs the folder.
-func writeFileAtomic(dir, name string, data []byte) error {
+func writeFileAtomic(dir, name string, data []byte, durable bool) error {
 	tmp := filepath.Join(dir, name+tmpSuffix)
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -57,15 +69,20 @@ func writeFileAtomic(dir, name string, data []byte) error {
 		f.Close()
 		return fmt.Errorf("logstore: write %s: %w", tmp, err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("%w: %s: %v", ErrSyncFailed, tmp, err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return fmt.Errorf("%w: %s: %v", ErrSyncFailed, tmp, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("logstore: close %s: %w", tmp, err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return fmt.Errorf("logstore: %w", err)
+	}
+	if !durable {
+		return nil
 	}
 	return syncDir(dir)
 }

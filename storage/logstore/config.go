@@ -54,7 +54,7 @@ const (
 	DefaultIndexIntervalBytes    = 4 << 10
 	DefaultMaxBatchBytes         = 8 << 20
 	DefaultSyncInterval          = time.Second
-	DefaultRecoveryPointInterval = time.Second
+	DefaultRecoveryPointInterval = 10 * time.Second
 	DefaultRetentionCheck        = 30 * time.Second
 
 	maxSegmentBytes = math.MaxInt32
@@ -86,7 +86,11 @@ type Config struct {
 	// fsync covering it comes. Default 1 s.
 	SyncInterval time.Duration
 	// RecoveryPointInterval is how long after the durable position moves
-	// the recovery point is checkpointed. Default 1 s.
+	// the recovery point is checkpointed. Default 10 s: after a crash,
+	// recovery CRC-checks what the log wrote since, and each checkpoint of
+	// each busy log is a file written and renamed, which a node with
+	// hundreds of busy buckets pays in file-system journal time on every
+	// write.
 	RecoveryPointInterval time.Duration
 	// RetentionBytes deletes the oldest sealed segments while the log is
 	// larger than this. Zero or negative: no size limit.

@@ -278,3 +278,34 @@ func TestCrashRecoverySyncsTheTail(t *testing.T) {
 		t.Fatalf("reopening a cleanly closed log made %d fsyncs, want 0", fsyncs)
 	}
 }
+
+// TestCachedRecoveryPointMadeDurableOnClose: the periodic checkpoint leaves
+// the recovery point to the page cache; a durable write of the same
+// position (Close, roll) must not count it done.
+func TestCachedRecoveryPointMadeDurableOnClose(t *testing.T) {
+	l := openLog(t, Config{Dir: t.TempDir(), RecoveryPointInterval: time.Hour})
+	mustAppend(t, l, makeBatch(t, "a", 3, 40), 0)
+	if err := l.checkpointRecoveryPoint(false); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := l.readRecoveryPoint()
+	if err != nil || rp.offset != 3 {
+		t.Fatalf("cached recovery point %+v, %v; want offset 3", rp, err)
+	}
+	// Stands for the cached file lost in a power cut.
+	if err := os.Remove(filepath.Join(l.Dir(), recoveryPointFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.checkpointRecoveryPoint(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(l.Dir(), recoveryPointFile)); err == nil {
+		t.Fatal("a second cached checkpoint of an unchanged position wrote the file again")
+	}
+	if err := l.writeRecoveryPoint(); err != nil {
+		t.Fatal(err)
+	}
+	if rp, err := l.readRecoveryPoint(); err != nil || rp.offset != 3 {
+		t.Fatalf("durable recovery point after a cached one: %+v, %v; want offset 3", rp, err)
+	}
+}

@@ -54,6 +54,9 @@ type Log struct {
 	// lower one written by a truncation.
 	cpMu         sync.Mutex
 	checkpointed logPosition
+	// checkpointSynced says the checkpointed position is durable on disk,
+	// not only in the page cache (see checkpointRecoveryPoint).
+	checkpointSynced bool
 
 	// sched runs the background work (background.go); ownSched says it is
 	// the log's own, closed with it. tasksMu guards taskDue, the deadline

@@ -70,7 +70,7 @@ func (l *Log) recover() error {
 	l.readableEnd.Store(l.writtenEnd)
 	l.writtenPub.Store(l.writtenEnd)
 	pos := logPosition{segmentBase: l.active.base, pos: l.active.size, offset: l.writtenEnd}
-	l.durable, l.checkpointed = pos, rp
+	l.durable, l.checkpointed, l.checkpointSynced = pos, rp, true
 	if err := l.epochs.clampToEnd(l.writtenEnd); err != nil {
 		return err
 	}
@@ -266,16 +266,32 @@ func (l *Log) readRecoveryPoint() (logPosition, error) {
 	return decodePosition(recoveryPointFile, buf)
 }
 
-// writeRecoveryPoint checkpoints the durable position if it moved. Callers
-// hold mu or run alone (background loop); cpMu orders the writes. A failed
-// log checkpoints nothing: its sync-failed marker says where it was durable.
-func (l *Log) writeRecoveryPoint() error {
+// writeRecoveryPoint checkpoints the durable position, durably, if it
+// moved or was only checkpointed to the page cache. Callers hold mu or run
+// alone (background loop); cpMu orders the writes. A failed log
+// checkpoints nothing: its sync-failed marker says where it was durable.
+func (l *Log) writeRecoveryPoint() error { return l.checkpointRecoveryPoint(true) }
+
+// checkpointRecoveryPoint is writeRecoveryPoint; without durable, it
+// leaves the file to the page cache. The periodic checkpoint does that:
+// the data below the position is fsynced already, so losing the file in a
+// crash only makes recovery scan from an older point, and fsyncing it (and
+// its folder) every second for every busy log would double a node's
+// fsyncs. Close, roll and truncation write it durably.
+func (l *Log) checkpointRecoveryPoint(durable bool) error {
 	l.cpMu.Lock()
 	defer l.cpMu.Unlock()
 	l.syncMu.Lock()
 	pos, failed := l.durable, l.failure != nil
 	l.syncMu.Unlock()
-	if failed || pos == l.checkpointed {
+	if failed || (pos == l.checkpointed && (l.checkpointSynced || !durable)) {
+		return nil
+	}
+	if !durable {
+		if err := writeCheckpointCached(l.cfg.Dir, recoveryPointFile, encodePosition(pos)); err != nil {
+			return err
+		}
+		l.checkpointed, l.checkpointSynced = pos, false
 		return nil
 	}
 	return l.writeRecoveryPointLocked(pos)
@@ -285,6 +301,6 @@ func (l *Log) writeRecoveryPointLocked(pos logPosition) error {
 	if err := writeCheckpoint(l.cfg.Dir, recoveryPointFile, encodePosition(pos)); err != nil {
 		return err
 	}
-	l.checkpointed = pos
+	l.checkpointed, l.checkpointSynced = pos, true
 	return nil
 }
