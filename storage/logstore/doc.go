@@ -67,11 +67,15 @@
 //
 // # Recovery
 //
-// The recovery point (written on roll, on Close and after the durable
-// position moves) says up to where the log was durable. Opening walks batch
-// headers of the last segment up to it (cheap: one header per batch, no
-// checksums) and verifies CRCs only past it, stopping at the first batch
-// whose length or CRC is invalid; the torn tail is cut off. Sealed segments
+// The recovery point says up to where the log was durable. It is written
+// durably on roll, truncation and Close, and, to the page cache only,
+// RecoveryPointInterval after the durable position moves (losing that
+// copy in a crash only makes recovery start from an older point). Opening
+// walks batch headers of the last segment up to it (cheap: one header per
+// batch, no checksums) and verifies CRCs only past it, stopping at the
+// first batch whose length or CRC is invalid; the torn tail is cut off,
+// and what it found past the recovery point is fsynced before the log
+// counts it durable (a killed process leaves it in the page cache). Sealed segments
 // are not opened: their size and index files describe them (an index is
 // rebuilt from its segment when missing or damaged). A bad batch below the
 // recovery point, or in a sealed segment when it is first read (a header,
