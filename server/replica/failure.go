@@ -48,6 +48,7 @@ func (r *Replica) failLocked(err error) {
 	if r.kv != nil {
 		r.kv.SetLeading(false)
 	}
+	r.mgr.followGen.Add(1)
 	r.mgr.notify()
 	if fn := r.mgr.cfg.OnFail; fn != nil {
 		failed := r.failed

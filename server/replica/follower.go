@@ -20,6 +20,22 @@ type fetcher struct {
 	leader uint32
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// reps are the replicas following leader as of Manager.followGen gen
+	// (owned by run).
+	reps []*Replica
+	gen  uint64
+}
+
+// following returns the replicas following the leader, listing them again
+// only when a role may have changed since the last time: a round costs
+// the buckets it fetches for, not every replica of the node. A replica
+// that stopped following since is skipped when the answer comes.
+func (f *fetcher) following() []*Replica {
+	if gen := f.m.followGen.Load(); f.reps == nil || gen != f.gen {
+		f.reps, f.gen = f.m.followedBy(f.leader), gen
+	}
+	return f.reps
 }
 
 // ensureFetcher starts the fetcher for a leader node if none runs.
@@ -40,7 +56,7 @@ func (f *fetcher) run() {
 	defer f.m.wg.Done()
 	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second, Jitter: true}
 	for f.ctx.Err() == nil {
-		reps := f.m.followedBy(f.leader)
+		reps := f.following()
 		if len(reps) == 0 {
 			// Nothing to follow on this leader any more: stop, unless a
 			// bucket arrives meanwhile (ensureFetcher restarts us then).

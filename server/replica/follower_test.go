@@ -64,3 +64,27 @@ func TestFetchRefusedEverywhereBacksOff(t *testing.T) {
 		t.Fatalf("%d fetches sent, want 1", leader.fetches)
 	}
 }
+
+// TestFetcherListsFollowersAgainOnRoleChange: a fetcher keeps its list of
+// the replicas following its leader between rounds and lists them again
+// once a role changed: the replica that moved to another leader leaves
+// the list, and one that came back joins it.
+func TestFetcherListsFollowersAgainOnRoleChange(t *testing.T) {
+	m, r := followerOfNode2(t, &refusingLeader{}, []uint32{1, 2})
+	f := &fetcher{m: m, leader: 2, ctx: t.Context()}
+	if got := f.following(); len(got) != 1 || got[0] != r {
+		t.Fatalf("following = %v, want the replica", got)
+	}
+	assignTo := func(leader uint32, epoch int32) {
+		r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: leader, LeaderEpoch: epoch,
+			BucketEpoch: epoch, Replicas: []uint32{1, 2, 3}, Isr: []uint32{1, 2, 3}}, 0)
+	}
+	assignTo(3, 2)
+	if got := f.following(); len(got) != 0 {
+		t.Fatalf("following after the bucket moved to node 3 = %v, want none", got)
+	}
+	assignTo(2, 3)
+	if got := f.following(); len(got) != 1 || got[0] != r {
+		t.Fatalf("following after the bucket came back to node 2 = %v, want the replica", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/floedb/floe/server/replication"
@@ -31,6 +32,10 @@ type Manager struct {
 	nodes     map[uint32]*pb.NodeRecord
 	nodeEpoch uint64
 	fetchers  map[uint32]*fetcher // by leader node id
+	// followGen moves whenever a replica's role or leader may have
+	// changed or a replica closed: fetchers list the replicas they fetch
+	// for again only then, not on every round.
+	followGen atomic.Uint64
 	// maxTableID is the largest table id the metadata has shown.
 	maxTableID uint64
 	closed     bool

@@ -172,6 +172,7 @@ func (r *Replica) close(remove bool) error {
 	r.closed = true
 	r.wakeAllHWWaitersLocked()
 	r.mu.Unlock()
+	r.mgr.followGen.Add(1)
 	r.mgr.notify()
 	var err error
 	if r.kv != nil {

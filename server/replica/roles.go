@@ -20,6 +20,7 @@ func (r *Replica) assign(b *pb.BucketRecord, index uint64) {
 	eff := r.core.Assign(replication.Assignment{Leader: b.Leader, LeaderEpoch: b.LeaderEpoch, BucketEpoch: b.BucketEpoch,
 		Replicas: b.Replicas, ISR: b.Isr, Index: int64(index)}, r.log.EndOffset(), time.Now())
 	r.performLocked(eff)
+	r.mgr.followGen.Add(1)
 	role, leader, epoch, hw := r.stateLocked()
 	switch {
 	case eff.StaleMetadata:
