@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/floedb/floe/server/replica"
@@ -92,13 +95,18 @@ func (s *Server) metaAddresses() []string {
 // startTablet opens the replica manager and serves the Tablet service; the
 // watch loop feeds it the metadata.
 func (s *Server) startTablet(ctx context.Context) error {
-	kv, err := kvreplica.New(kvreplica.Config{DB: s.kvConfig(), BufferBytes: s.cfg.KVBufferBytes, Logger: s.log})
+	tabletDir := filepath.Join(s.cfg.DataDir, "tablet")
+	kept := func(id kvstore.StoreID) bool {
+		_, err := os.Stat(replica.Dir(tabletDir, replica.BucketID{TableID: id.Table, Bucket: int32(id.Bucket)}))
+		return !errors.Is(err, fs.ErrNotExist) // only a folder known gone counts
+	}
+	kv, err := kvreplica.New(kvreplica.Config{DB: s.kvConfig(), ReplicaKept: kept, BufferBytes: s.cfg.KVBufferBytes, Logger: s.log})
 	if err != nil {
 		return err
 	}
 	m, err := replica.New(replica.Config{
 		NodeID:        s.cfg.NodeID,
-		Dir:           filepath.Join(s.cfg.DataDir, "tablet"),
+		Dir:           tabletDir,
 		Log:           logstore.Config{Sync: s.cfg.LogSync, SegmentMaxBytes: s.cfg.SegmentMaxBytes},
 		MaxBatchBytes: s.cfg.MaxBatchBytes,
 		KV:            kv,

@@ -52,10 +52,15 @@ type Replica struct {
 
 const hwFile = "high-watermark"
 
+// Dir is the folder of bucket id's replica under a node's tablet folder.
+func Dir(tabletDir string, id BucketID) string {
+	return filepath.Join(tabletDir, fmt.Sprintf("t%d-b%d", id.TableID, id.Bucket))
+}
+
 // openReplica opens (or creates) the replica's log and rebuilds its writer
 // state from the log's tail.
 func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
-	dir := filepath.Join(m.cfg.Dir, fmt.Sprintf("t%d-b%d", id.TableID, id.Bucket))
+	dir := Dir(m.cfg.Dir, id)
 	cfg := m.cfg.Log
 	cfg.Dir = dir
 	cfg.Logger = m.log.With("bucket", id.String())

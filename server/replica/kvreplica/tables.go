@@ -18,6 +18,13 @@ type Config struct {
 	// all its primary-key bucket replicas share; DB.Dir is required (the
 	// Logger is set here).
 	DB kvstore.Config
+	// ReplicaKept reports whether the node still has the replica a store
+	// belongs to (its log). At start the stores of replicas it does not
+	// have are dropped: a crash between a replica's deletion and its
+	// store's drop leaves them, and without its log a store is of no use
+	// (a replica made again starts from an empty log, and so an empty
+	// store). Nil keeps every store.
+	ReplicaKept func(kvstore.StoreID) bool
 	// BufferBytes bounds the pre-write buffer of a primary-key bucket
 	// leader: the rows of writes appended but not yet committed. Past it,
 	// upserts are refused with a retriable UNAVAILABLE until followers
@@ -77,6 +84,10 @@ func New(cfg Config) (*Tables, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := dropOrphans(db, cfg.ReplicaKept, cfg.Logger); err != nil {
+		db.Close()
+		return nil, err
+	}
 	t := &Tables{cfg: cfg, log: cfg.Logger, db: db, open: map[*kvReplica]struct{}{}, stop: make(chan struct{})}
 	t.applier.init(applyWorkers())
 	t.dropper.init(db, t.log)
@@ -123,4 +134,26 @@ func (t *Tables) closed(kv *kvReplica) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.open, kv)
+}
+
+// dropOrphans drops the stores of replicas the node no longer has.
+func dropOrphans(db *kvstore.DB, kept func(kvstore.StoreID) bool, log *slog.Logger) error {
+	if kept == nil {
+		return nil
+	}
+	ids, err := db.StoreIDs()
+	if err != nil {
+		return err
+	}
+	var orphans []kvstore.StoreID
+	for _, id := range ids {
+		if !kept(id) {
+			orphans = append(orphans, id)
+		}
+	}
+	if len(orphans) == 0 {
+		return nil
+	}
+	log.Info("dropping KV stores of replicas this node no longer has", "stores", len(orphans), "first", orphans[0].String())
+	return db.Drop(orphans...)
 }
