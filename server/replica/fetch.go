@@ -35,11 +35,27 @@ func (m *Manager) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchRes
 			return nil, err
 		}
 	}
+	var watch *followerWatch
 	for {
 		ch := m.changes()
+		if watch != nil && !watch.ready() {
+			// Woken by a change to some other bucket of the node: nothing
+			// this follower asked for moved, so no need to serve it again.
+			if !m.waitChange(ctx, ch, deadline) {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				resp, _, _ := m.fetchOnce(req, total)
+				return resp, nil
+			}
+			continue
+		}
 		resp, bytes, anyError := m.fetchOnce(req, total)
 		if bytes >= int(max(req.MinBytes, 1)) || anyError || !time.Now().Before(deadline) {
 			return resp, nil
+		}
+		if watch == nil && req.ReplicaId != 0 {
+			watch = m.watchFollower(req)
 		}
 		if !m.waitChange(ctx, ch, deadline) {
 			if ctx.Err() != nil {
@@ -49,6 +65,45 @@ func (m *Manager) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchRes
 			return resp, nil
 		}
 	}
+}
+
+// followerWatch tells whether a follower's long-polling fetch, served once
+// with nothing to return, could get something from serving it again: the
+// node's change signal wakes every waiting fetch on any change to any
+// bucket, and serving all of a follower's buckets again on each would cost
+// a node with many buckets the product of its buckets and its writes.
+type followerWatch struct {
+	m      *Manager
+	gen    uint64     // Manager.followGen when the fetch was first served
+	reps   []*Replica // by request bucket; nil: not here
+	offset []int64    // the follower's fetch offset per request bucket
+}
+
+func (m *Manager) watchFollower(req *pb.FetchRequest) *followerWatch {
+	w := &followerWatch{m: m, gen: m.followGen.Load(), reps: make([]*Replica, len(req.Buckets)), offset: make([]int64, len(req.Buckets))}
+	m.mu.Lock()
+	for i, fb := range req.Buckets {
+		w.reps[i], w.offset[i] = m.replicas[BucketID{TableID: fb.TableId, Bucket: fb.Bucket}], fb.Offset
+	}
+	m.mu.Unlock()
+	return w
+}
+
+// ready reports whether serving the fetch again may answer differently:
+// a role changed or a replica closed or failed (followGen moved), or a
+// bucket's log was written past the follower's offset. The high watermark
+// alone never ends a follower's wait (only batches do), so it is not
+// watched.
+func (w *followerWatch) ready() bool {
+	if w.m.followGen.Load() != w.gen {
+		return true
+	}
+	for i, r := range w.reps {
+		if r == nil || r.log.WrittenEnd() > w.offset[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // checkFollower fences a follower whose node epoch is older than the one the
