@@ -36,6 +36,8 @@ type Manager struct {
 	// changed or a replica closed: fetchers list the replicas they fetch
 	// for again only then, not on every round.
 	followGen atomic.Uint64
+	// hw is the node's high-watermark checkpoint (hwcheckpoint.go).
+	hw *hwCheckpoint
 	// maxTableID is the largest table id the metadata has shown.
 	maxTableID uint64
 	closed     bool
@@ -71,6 +73,10 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{cfg: cfg, log: cfg.Logger, replicas: map[BucketID]*Replica{}, tables: map[uint64]*tableInfo{},
 		unusable: map[uint64]error{},
 		nodes:    map[uint32]*pb.NodeRecord{}, fetchers: map[uint32]*fetcher{}, changed: make(chan struct{}), stop: make(chan struct{})}
+	var err error
+	if m.hw, err = loadHWCheckpoint(cfg.Dir); err != nil {
+		m.log.Warn("high-watermark checkpoint unreadable: replicas start from lower high watermarks", "err", err)
+	}
 	codec, err := record.NewCodec()
 	if err != nil {
 		return nil, err
@@ -350,13 +356,31 @@ func (m *Manager) housekeeping() {
 		if time.Since(lastHW) >= hwCheckpointInterval {
 			lastHW = time.Now()
 			rounds++
-			for _, r := range reps {
-				r.saveHW()
-				if rounds%writerSnapInterval == 0 {
+			m.saveHWs(reps)
+			if rounds%writerSnapInterval == 0 {
+				for _, r := range reps {
 					r.saveWriters()
 				}
 			}
 		}
+	}
+}
+
+// saveHWs checkpoints the high watermarks of reps, the node's replicas,
+// if any moved or the set of replicas changed.
+func (m *Manager) saveHWs(reps []*Replica) {
+	hws := make(map[BucketID]int64, len(reps))
+	moved := false
+	for _, r := range reps {
+		hw, changed := r.checkpointHW()
+		hws[r.id] = hw
+		moved = moved || changed
+	}
+	if !moved && len(hws) == m.hw.count() {
+		return
+	}
+	if err := m.hw.save(hws); err != nil {
+		m.log.Warn("high-watermark checkpoint", "err", err)
 	}
 }
 
@@ -383,9 +407,12 @@ func (m *Manager) Close() error {
 	m.bgMu.Unlock()
 	m.bg.Wait()
 	var err error
+	closed := make([]*Replica, 0, len(reps))
 	for _, r := range reps {
 		err = errors.Join(err, r.close(false))
+		closed = append(closed, r)
 	}
+	m.saveHWs(closed)
 	if m.logSched != nil {
 		err = errors.Join(err, m.logSched.Close())
 	}

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -50,8 +49,6 @@ type Replica struct {
 	damagedAt int64 // the first damaged offset found and not yet cut away, -1: none (damage.go)
 }
 
-const hwFile = "high-watermark"
-
 // Dir is the folder of bucket id's replica under a node's tablet folder.
 func Dir(tabletDir string, id BucketID) string {
 	return filepath.Join(tabletDir, fmt.Sprintf("t%d-b%d", id.TableID, id.Bucket))
@@ -83,7 +80,7 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	r.info.Store(info)
 	r.core = replication.New(replication.Config{Self: m.cfg.NodeID, NodeEpoch: int64(m.NodeEpoch()),
 		ReplicaLagMax: m.cfg.ReplicaLagMax, MinISR: info.minISR},
-		replication.Log{HWCheckpoint: readHW(dir), DurableEnd: l.EndOffset(), LatestEpoch: latest})
+		replication.Log{HWCheckpoint: m.hw.get(id, dir), DurableEnd: l.EndOffset(), LatestEpoch: latest})
 	r.hwSaved = r.core.HW()
 	if err := r.openWriters(); err != nil {
 		l.Close()
@@ -141,35 +138,19 @@ func (r *Replica) saveWriters() {
 	}
 }
 
-func readHW(dir string) int64 {
-	buf, err := os.ReadFile(filepath.Join(dir, hwFile))
-	if err != nil || len(buf) != 8 {
-		return 0
-	}
-	return int64(binary.BigEndian.Uint64(buf))
-}
-
-// saveHW checkpoints the high watermark if it moved (not fsynced: a lost
-// checkpoint only lowers the watermark after a crash, which is safe).
-func (r *Replica) saveHW() {
+// checkpointHW returns the replica's high watermark for the node's
+// checkpoint, and whether it moved since the last one.
+func (r *Replica) checkpointHW() (int64, bool) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	hw := r.core.HW()
-	if hw == r.hwSaved || r.closed {
-		r.mu.Unlock()
-		return
-	}
+	moved := hw != r.hwSaved
 	r.hwSaved = hw
-	r.mu.Unlock()
-	buf := binary.BigEndian.AppendUint64(nil, uint64(hw))
-	tmp := filepath.Join(r.dir, hwFile+".tmp")
-	if err := os.WriteFile(tmp, buf, 0o644); err == nil {
-		_ = os.Rename(tmp, filepath.Join(r.dir, hwFile))
-	}
+	return hw, moved
 }
 
 // close stops the replica and closes its log; with remove, deletes its files.
 func (r *Replica) close(remove bool) error {
-	r.saveHW()
 	if !remove {
 		r.saveWriters()
 	}

@@ -127,11 +127,7 @@ func encodeWriters(t *writerTable, offset int64, a snapAnchor) []byte {
 // writeWriterSnap replaces the snapshot file (not fsynced: losing it only
 // means a rescan on the next open).
 func writeWriterSnap(dir string, buf []byte) error {
-	tmp := filepath.Join(dir, writerSnapFile+".tmp")
-	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, writerSnapFile))
+	return replaceFile(dir, writerSnapFile, buf)
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
