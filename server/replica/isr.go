@@ -19,7 +19,7 @@ const isrProposalTimeout = 5 * time.Second
 func (r *Replica) checkISR(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if r.closed || !r.core.TickDue() {
 		return
 	}
 	if lagging := r.core.Lagging(now); len(lagging) > 0 && r.core.Pending() == nil && r.leadingLocked() {

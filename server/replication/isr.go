@@ -21,6 +21,13 @@ func (b *Bucket) maybeExpandISR(id uint32, now time.Time) Effects {
 // outcome is unknown once its retry time comes, or propose removing ISR
 // followers that have not caught up for ReplicaLagMax.
 func (b *Bucket) Tick(now time.Time) Effects {
+	due := b.TickDue()
+	eff := b.tick(now)
+	assertf(eff.Propose == nil || due, "Tick proposed an ISR change when TickDue said nothing was due")
+	return eff
+}
+
+func (b *Bucket) tick(now time.Time) Effects {
 	if b.role != RoleLeader {
 		return Effects{}
 	}
@@ -47,6 +54,16 @@ func (b *Bucket) Tick(now time.Time) Effects {
 		return Effects{}
 	}
 	return b.propose(keep, now)
+}
+
+// TickDue reports whether Tick may do anything now: only a leader does,
+// and only with a proposal pending or ISR members besides itself, which
+// may lag. A node calls Tick on many replicas; this lets it skip the rest.
+func (b *Bucket) TickDue() bool {
+	if b.role != RoleLeader {
+		return false
+	}
+	return b.pending != nil || len(b.isr) != 1 || b.isr[0] != b.cfg.Self
 }
 
 // Lagging lists the ISR followers Tick would propose out now.
