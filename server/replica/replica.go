@@ -98,6 +98,13 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 // openWriters loads the writer state: the snapshot plus the log after it,
 // when the log still holds the batch the snapshot ends at; else a rescan.
 func (r *Replica) openWriters() error {
+	if end := r.log.EndOffset(); end == r.log.StartOffset() {
+		// An empty log has no writers to remember: no snapshot is
+		// needed until it holds a batch (a new table's thousands of
+		// buckets would otherwise each write one on the first round).
+		r.writers, r.writersSaved = newWriterTable(), end
+		return nil
+	}
 	t, offset, anchor, err := loadWriters(r.dir)
 	if err == nil && offset >= r.log.StartOffset() && offset <= r.log.EndOffset() {
 		if a, err := r.anchorAt(offset); err == nil && a == anchor {

@@ -147,3 +147,21 @@ func TestIdleWriterSnapshotNotRewritten(t *testing.T) {
 		t.Fatalf("snapshot after truncation and a write: offset %d: %v", offset, err)
 	}
 }
+
+// TestEmptyLogWritesNoWriterSnapshot: a new replica's empty log has no
+// writers to remember, so housekeeping writes no snapshot for it until it
+// holds a batch.
+func TestEmptyLogWritesNoWriterSnapshot(t *testing.T) {
+	m := newTestManager(t, t.TempDir())
+	r := openTestReplica(t, m)
+	r.saveWriters()
+	if _, err := os.Stat(filepath.Join(r.dir, writerSnapFile)); err == nil {
+		t.Fatal("an empty log's replica wrote a writer-state snapshot")
+	}
+	lead(r, 1)
+	produceLeader(t, r, writerBatchN(t, 100, 0, 2, "a"))
+	r.saveWriters()
+	if _, offset, _, err := loadWriters(r.dir); err != nil || offset != 2 {
+		t.Fatalf("snapshot after the first batch: offset %d, %v; want 2", offset, err)
+	}
+}
