@@ -267,7 +267,7 @@ func lastPerBucket(buckets []*pb.BucketRecord) []*pb.BucketRecord {
 }
 
 // openConcurrency bounds the buckets of one metadata update applied at
-// once.
+// once, and the replicas Close closes at once.
 const openConcurrency = 16
 
 // applyBucket opens the replica if this node holds the bucket and hands it
@@ -406,12 +406,21 @@ func (m *Manager) Close() error {
 	m.bgClosed = true
 	m.bgMu.Unlock()
 	m.bg.Wait()
-	var err error
+	// Each close checkpoints durably (a few fsyncs): side by side, a node
+	// of many buckets stops in a fraction of the time.
 	closed := make([]*Replica, 0, len(reps))
 	for _, r := range reps {
-		err = errors.Join(err, r.close(false))
 		closed = append(closed, r)
 	}
+	var errMu sync.Mutex
+	var err error
+	forEachConcurrently(closed, openConcurrency, func(r *Replica) {
+		if cerr := r.close(false); cerr != nil {
+			errMu.Lock()
+			err = errors.Join(err, cerr)
+			errMu.Unlock()
+		}
+	})
 	m.saveHWs(closed)
 	if m.logSched != nil {
 		err = errors.Join(err, m.logSched.Close())
