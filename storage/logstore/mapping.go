@@ -47,7 +47,12 @@ func (s *segment) openMappingLocked() (*mapping, error) {
 		f.Close()
 		return nil, fmt.Errorf("logstore: mmap %s: %w", s.path(logSuffix), err)
 	}
-	m := &mapping{file: f, data: data, sealed: s.sealed, nextOffset: s.nextOffset}
+	m := &mapping{file: f, data: data, sealed: s.sealed}
+	if s.sealed {
+		// Only a sealed segment's end is fixed (and read); the active
+		// one's moves under the log's lock, which readers do not hold.
+		m.nextOffset = s.nextOffset
+	}
 	m.refs.init()
 	return m, nil
 }
