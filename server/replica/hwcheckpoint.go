@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -82,10 +83,7 @@ func encodeHWCheckpoint(hws map[BucketID]int64) []byte {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, func(a, b BucketID) int {
-		if a.TableID != b.TableID {
-			return cmpInt(a.TableID, b.TableID)
-		}
-		return cmpInt(a.Bucket, b.Bucket)
+		return cmp.Or(cmp.Compare(a.TableID, b.TableID), cmp.Compare(a.Bucket, b.Bucket))
 	})
 	buf := make([]byte, 0, 8+len(ids)*hwEntryBytes+4)
 	buf = binary.BigEndian.AppendUint32(buf, hwCheckpointMagic)
@@ -96,16 +94,6 @@ func encodeHWCheckpoint(hws map[BucketID]int64) []byte {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(hws[id]))
 	}
 	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
-}
-
-func cmpInt[T ~int32 | ~uint64](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // get returns the checkpointed high watermark of a replica in dir: the

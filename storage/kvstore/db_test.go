@@ -2,6 +2,7 @@ package kvstore
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -129,20 +130,7 @@ func TestDBStoresAreIsolated(t *testing.T) {
 }
 
 func compareIDs(a, b StoreID) int {
-	if a.Table != b.Table {
-		return cmpUint(a.Table, b.Table)
-	}
-	return cmpUint(uint64(a.Bucket), uint64(b.Bucket))
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Bucket, b.Bucket))
 }
 
 func TestDBOpenTwiceAndClose(t *testing.T) {
