@@ -10,9 +10,19 @@ import (
 	"github.com/floedb/floe/client"
 )
 
-// benchPipelineDepth bounds the appended, unacknowledged records one
-// --batching goroutine tracks (the writer's buffer bounds them too).
+// benchPipelineDepth bounds the appended, unacknowledged records bench e2e
+// tracks.
 const benchPipelineDepth = 8192
+
+// pipelineDepth bounds the appended, unacknowledged records one --batching
+// goroutine tracks: twice what the writer's buffer holds, so the writer's
+// own bound (client.DefaultMaxBufferedBytes) is what holds a fast appender
+// back, as it would a service's, and not this bookkeeping. A fixed 8,192
+// records (8 MiB of 1 KiB rows) capped a writer over many buckets at 32
+// batches in flight however many buckets it had.
+func pipelineDepth(recordBytes int) int {
+	return min(max(2*client.DefaultMaxBufferedBytes/max(recordBytes, 1), benchPipelineDepth), 1<<20)
+}
 
 func benchProduceCmd(env *cliEnv) clientCmd {
 	var f benchFlags
@@ -95,7 +105,7 @@ func produceRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table,
 		return fut, t0, true
 	}
 	if batching {
-		return c.pipelined(runCtx, drainCtx, w, appendOne)
+		return c.pipelined(runCtx, drainCtx, w, pipelineDepth(f.recordBytes), appendOne)
 	}
 	c.sendGroups(runCtx, drainCtx, batch, func() (sentRow, bool) {
 		fut, t0, ok := appendOne()
@@ -109,13 +119,13 @@ func produceRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table,
 
 // pipelined appends without waiting; a second goroutine times each record
 // from Append to its ack.
-func (c *benchCaller) pipelined(runCtx, drainCtx context.Context, w *client.AppendWriter,
+func (c *benchCaller) pipelined(runCtx, drainCtx context.Context, w *client.AppendWriter, depth int,
 	appendOne func() (*client.AppendFuture, time.Time, bool)) error {
 	type sent struct {
 		fut *client.AppendFuture
 		t0  time.Time
 	}
-	pending := make(chan sent, benchPipelineDepth)
+	pending := make(chan sent, depth)
 	var wg sync.WaitGroup
 	var acked, failed int64
 	wg.Go(func() {
