@@ -47,7 +47,9 @@
 //
 // With [SyncAlways] an append returns only after an fdatasync covering it:
 // appenders that arrive while one fsync runs are covered together by the next
-// (group commit). Readers see only durable batches. [SyncInterval] fsyncs
+// (group commit). Across logs, the fsyncs of a node's logs run side by side,
+// at most the Scheduler's MaxSyncs at once; a follower writes many buckets'
+// batches first and waits for them together ([Log.AppendReplicatedPending]). Readers see only durable batches. [SyncInterval] fsyncs
 // SyncInterval after a write and [SyncNever] leaves it to the kernel (and to
 // segment roll and Close); with both, readers see batches as soon as they
 // are written.

@@ -34,6 +34,8 @@ func (l *Log) syncSegment(seg *segment, full bool) error {
 	if err := l.Failed(); err != nil {
 		return err
 	}
+	// A token of the node's scheduler bounds the fsyncs running at once.
+	l.sched.syncs <- struct{}{}
 	var err error
 	if l.cfg.FsyncFault != nil {
 		err = l.cfg.FsyncFault(seg.base)
@@ -41,6 +43,7 @@ func (l *Log) syncSegment(seg *segment, full bool) error {
 	if err == nil {
 		err = seg.fsync(full)
 	}
+	<-l.sched.syncs
 	if err != nil {
 		return l.fail(fmt.Errorf("%w: segment %d: %w", ErrSyncFailed, seg.base, err))
 	}

@@ -11,6 +11,7 @@ import (
 const (
 	DefaultSchedulerWorkers = 4
 	DefaultMaxOpenSegments  = 1024
+	DefaultMaxSyncs         = 32
 )
 
 // SchedulerConfig configures a Scheduler. The zero value is usable.
@@ -23,13 +24,19 @@ type SchedulerConfig struct {
 	// segment is closed and opens again on its next read. A segment with
 	// writes not yet fsynced stays open over the bound. Default 1024.
 	MaxOpenSegments int
+	// MaxSyncs bounds the segment fsyncs the logs run at once, leader
+	// appends and follower fetches alike: a device takes a few dozen
+	// concurrent fsyncs together (its file system's journal commits them
+	// as a group), and hundreds at once go slower than that
+	// (BenchmarkSyncMany). Default 32.
+	MaxSyncs int
 	// Now is the clock deadlines are kept in; nil is time.Now.
 	Now func() time.Time
 }
 
 // Validate reports the first invalid field.
 func (c *SchedulerConfig) Validate() error {
-	if c.Workers < 0 || c.MaxOpenSegments < 0 {
+	if c.Workers < 0 || c.MaxOpenSegments < 0 || c.MaxSyncs < 0 {
 		return fmt.Errorf("logstore: scheduler config: negative limit")
 	}
 	return nil
@@ -41,6 +48,9 @@ func (c SchedulerConfig) withDefaults() SchedulerConfig {
 	}
 	if c.MaxOpenSegments == 0 {
 		c.MaxOpenSegments = DefaultMaxOpenSegments
+	}
+	if c.MaxSyncs == 0 {
+		c.MaxSyncs = DefaultMaxSyncs
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -63,6 +73,8 @@ func (c SchedulerConfig) withDefaults() SchedulerConfig {
 type Scheduler struct {
 	cfg      SchedulerConfig
 	segments *segmentCache
+	// syncs holds a token per fsync running (MaxSyncs).
+	syncs chan struct{}
 
 	mu      sync.Mutex
 	idle    *sync.Cond // broadcast when a job stops running
@@ -86,7 +98,7 @@ func newScheduler(cfg SchedulerConfig, manual bool) (*Scheduler, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Scheduler{cfg: cfg, segments: newSegmentCache(cfg.MaxOpenSegments), manual: manual}
+	s := &Scheduler{cfg: cfg, segments: newSegmentCache(cfg.MaxOpenSegments), syncs: make(chan struct{}, cfg.MaxSyncs), manual: manual}
 	s.idle = sync.NewCond(&s.mu)
 	if !manual {
 		s.timer = time.AfterFunc(time.Hour, s.fire)

@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -318,5 +319,44 @@ func TestCloseDuringBackgroundWork(t *testing.T) {
 	}
 	if rp, err := decodePosition(recoveryPointFile, buf); err != nil || rp.offset != 3 {
 		t.Fatalf("recovery point after Close %+v: %v", rp, err)
+	}
+}
+
+// TestSchedulerBoundsFsyncs: every segment fsync of the scheduler's logs
+// holds one of its MaxSyncs tokens, so no more run at once, whatever the
+// number of logs syncing.
+func TestSchedulerBoundsFsyncs(t *testing.T) {
+	sched, err := NewScheduler(SchedulerConfig{MaxSyncs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Close()
+	var mu sync.Mutex
+	held := map[int]int{} // tokens held during an fsync → count
+	hook := func(int64) error {
+		mu.Lock()
+		held[len(sched.syncs)]++
+		mu.Unlock()
+		return nil
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		l := openLog(t, Config{Dir: filepath.Join(t.TempDir(), fmt.Sprint(i)), Scheduler: sched, FsyncFault: hook})
+		wg.Go(func() {
+			for range 20 {
+				mustAppend(t, l, makeBatch(t, "x", 1, 100), 0)
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(held) == 0 {
+		t.Fatal("no fsync ran")
+	}
+	for tokens := range held {
+		if tokens < 1 || tokens > 2 {
+			t.Fatalf("an fsync ran with %d of the 2 tokens taken: %v", tokens, held)
+		}
 	}
 }
