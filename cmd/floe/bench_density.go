@@ -152,6 +152,11 @@ func createDensityTables(ctx context.Context, node *densityNode, f *densityFlags
 	defer cancel()
 	runCtx, cancelTimeout := context.WithTimeout(runCtx, f.timeout)
 	defer cancelTimeout()
+	// Tables are placed on registered tablet nodes: wait for the node's
+	// registration, not only for its metadata service to answer.
+	if err := retryUntil(runCtx, func() error { return node.ready(runCtx) }); err != nil {
+		return nil, densityErr(runCtx, fmt.Errorf("the node never became ready: %w", err))
+	}
 	c, err := client.Connect(runCtx, node.addr)
 	if err != nil {
 		return nil, densityErr(runCtx, err)

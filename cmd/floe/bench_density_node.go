@@ -198,3 +198,22 @@ func (n *densityNode) goroutines(ctx context.Context) (int, error) {
 	}
 	return strconv.Atoi(total)
 }
+
+// ready reports whether the node answers /readyz with 200: its tablet role
+// is registered and follows the metadata, so tables can be placed on it.
+func (n *densityNode) ready(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.httpAddr+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("not ready: %s", strings.TrimSpace(string(body)))
+	}
+	return nil
+}
