@@ -300,7 +300,7 @@ func (s *Server) registerSelf(ctx context.Context) {
 			close(s.registered)
 			return
 		}
-		if !transport.IsRetriable(err) {
+		if !registrationRetriable(err) {
 			s.log.Error("registration refused", "err", err)
 			why := err.Error()
 			s.registerErr.Store(&why)
@@ -310,6 +310,16 @@ func (s *Server) registerSelf(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// registrationRetriable reports whether a failed registration is tried
+// again: wire errors marked retriable, and the local Raft node's leader
+// trouble (no leader yet, a lost leadership), which a meta node meets
+// proposing its own registration while the group elects its first leader.
+// Treating "no leader" as a refusal left such a node unregistered, with no
+// tablet to place tables on, until it restarted.
+func registrationRetriable(err error) bool {
+	return transport.IsRetriable(err) || leaderTrouble(err)
 }
 
 // leaderLoop runs, on each gain of leadership, what a new leader owes the
