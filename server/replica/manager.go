@@ -219,12 +219,14 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 	}
 	m.mu.Unlock()
 
-	for _, r := range drop {
-		m.log.Info("table dropped: deleting replica", "bucket", r.id.String())
+	if len(drop) > 0 {
+		m.log.Info("table dropped: deleting replicas", "replicas", len(drop), "first", drop[0].id.String())
+	}
+	forEachConcurrently(drop, openConcurrency, func(r *Replica) {
 		if err := r.close(true); err != nil {
 			m.log.Error("delete replica", "bucket", r.id.String(), "err", err)
 		}
-	}
+	})
 	// A replica opened later takes the node epoch then: only a new epoch
 	// has to reach the open ones.
 	m.mu.Lock()
@@ -267,7 +269,7 @@ func lastPerBucket(buckets []*pb.BucketRecord) []*pb.BucketRecord {
 }
 
 // openConcurrency bounds the buckets of one metadata update applied at
-// once, and the replicas Close closes at once.
+// once, and the replicas deleted or closed at once.
 const openConcurrency = 16
 
 // applyBucket opens the replica if this node holds the bucket and hands it
