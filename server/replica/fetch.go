@@ -35,27 +35,19 @@ func (m *Manager) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchRes
 			return nil, err
 		}
 	}
-	var watch *followerWatch
+	var watch *followerWatch // followers, once served with nothing to return
 	for {
 		ch := m.changes()
-		if watch != nil && !watch.ready() {
-			// Woken by a change to some other bucket of the node: nothing
-			// this follower asked for moved, so no need to serve it again.
-			if !m.waitChange(ctx, ch, deadline) {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				resp, _, _ := m.fetchOnce(req, total)
+		// A wake-up by a change to some other bucket of the node, nothing
+		// a follower asked for having moved, needs no serving again.
+		if watch == nil || watch.ready() {
+			resp, bytes, anyError := m.fetchOnce(req, total)
+			if bytes >= int(max(req.MinBytes, 1)) || anyError || !time.Now().Before(deadline) {
 				return resp, nil
 			}
-			continue
-		}
-		resp, bytes, anyError := m.fetchOnce(req, total)
-		if bytes >= int(max(req.MinBytes, 1)) || anyError || !time.Now().Before(deadline) {
-			return resp, nil
-		}
-		if watch == nil && req.ReplicaId != 0 {
-			watch = m.watchFollower(req)
+			if watch == nil && req.ReplicaId != 0 {
+				watch = m.watchFollower(req)
+			}
 		}
 		if !m.waitChange(ctx, ch, deadline) {
 			if ctx.Err() != nil {

@@ -112,13 +112,6 @@ func (c *hwCheckpoint) get(id BucketID, dir string) int64 {
 	return int64(binary.BigEndian.Uint64(buf))
 }
 
-// count is how many replicas the file holds.
-func (c *hwCheckpoint) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.saved)
-}
-
 // save writes hws, the high watermarks of the node's open replicas, unless
 // they are what the file holds already. Replicas not in hws (deleted)
 // leave the file.

@@ -11,8 +11,8 @@ import (
 func TestHWCheckpointRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	c, err := loadHWCheckpoint(dir)
-	if err != nil || c.count() != 0 {
-		t.Fatalf("a missing checkpoint: %d entries, %v", c.count(), err)
+	if err != nil || len(c.saved) != 0 {
+		t.Fatalf("a missing checkpoint: %d entries, %v", len(c.saved), err)
 	}
 	hws := map[BucketID]int64{{TableID: 1, Bucket: 0}: 10, {TableID: 1, Bucket: 3}: 0, {TableID: 1 << 40, Bucket: 1<<31 - 1}: 1 << 50}
 	if err := c.save(maps.Clone(hws)); err != nil {
@@ -45,8 +45,8 @@ func TestHWCheckpointDamagedOrLegacy(t *testing.T) {
 		t.Fatal(err)
 	}
 	damaged, err := loadHWCheckpoint(dir)
-	if err == nil || damaged.count() != 0 {
-		t.Fatalf("a damaged checkpoint loaded %d entries, error %v; want none and an error", damaged.count(), err)
+	if err == nil || len(damaged.saved) != 0 {
+		t.Fatalf("a damaged checkpoint loaded %d entries, error %v; want none and an error", len(damaged.saved), err)
 	}
 	// A replica the node file does not name falls back to the file of
 	// earlier builds in its folder, then to 0.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -368,18 +369,12 @@ func (m *Manager) housekeeping() {
 	}
 }
 
-// saveHWs checkpoints the high watermarks of reps, the node's replicas,
-// if any moved or the set of replicas changed.
+// saveHWs checkpoints the high watermarks of reps, the node's replicas;
+// the file is rewritten only when one moved or the set changed.
 func (m *Manager) saveHWs(reps []*Replica) {
 	hws := make(map[BucketID]int64, len(reps))
-	moved := false
 	for _, r := range reps {
-		hw, changed := r.checkpointHW()
-		hws[r.id] = hw
-		moved = moved || changed
-	}
-	if !moved && len(hws) == m.hw.count() {
-		return
+		_, _, _, hws[r.id] = r.state()
 	}
 	if err := m.hw.save(hws); err != nil {
 		m.log.Warn("high-watermark checkpoint", "err", err)
@@ -410,10 +405,7 @@ func (m *Manager) Close() error {
 	m.bg.Wait()
 	// Each close checkpoints durably (a few fsyncs): side by side, a node
 	// of many buckets stops in a fraction of the time.
-	closed := make([]*Replica, 0, len(reps))
-	for _, r := range reps {
-		closed = append(closed, r)
-	}
+	closed := slices.Collect(maps.Values(reps))
 	var errMu sync.Mutex
 	var err error
 	forEachConcurrently(closed, openConcurrency, func(r *Replica) {

@@ -42,7 +42,6 @@ type Replica struct {
 
 	mu        sync.Mutex
 	core      *replication.Bucket
-	hwSaved   int64
 	hwWaiters []hwWaiter // writes waiting for the high watermark (leader)
 	closed    bool
 	failed    error // the log failed: out of service for good (failure.go)
@@ -81,7 +80,6 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	r.core = replication.New(replication.Config{Self: m.cfg.NodeID, NodeEpoch: int64(m.NodeEpoch()),
 		ReplicaLagMax: m.cfg.ReplicaLagMax, MinISR: info.minISR},
 		replication.Log{HWCheckpoint: m.hw.get(id, dir), DurableEnd: l.EndOffset(), LatestEpoch: latest})
-	r.hwSaved = r.core.HW()
 	if err := r.openWriters(); err != nil {
 		l.Close()
 		return nil, err
@@ -102,7 +100,7 @@ func (r *Replica) openWriters() error {
 		// An empty log has no writers to remember: no snapshot is
 		// needed until it holds a batch (a new table's thousands of
 		// buckets would otherwise each write one on the first round).
-		r.writers, r.writersSaved = newWriterTable(), end
+		r.writersSaved = end
 		return nil
 	}
 	t, offset, anchor, err := loadWriters(r.dir)
@@ -143,17 +141,6 @@ func (r *Replica) saveWriters() {
 		r.mgr.log.Warn("writer-state snapshot", "bucket", r.id.String(), "err", err)
 		r.maybeFail(err)
 	}
-}
-
-// checkpointHW returns the replica's high watermark for the node's
-// checkpoint, and whether it moved since the last one.
-func (r *Replica) checkpointHW() (int64, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	hw := r.core.HW()
-	moved := hw != r.hwSaved
-	r.hwSaved = hw
-	return hw, moved
 }
 
 // close stops the replica and closes its log; with remove, deletes its files.

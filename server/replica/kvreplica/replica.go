@@ -144,21 +144,31 @@ func (kv *kvReplica) DropAbove(end int64) {
 // resetLocked replaces the store with an empty one (its rows dropped now,
 // not in the background); the applier refills it.
 func (kv *kvReplica) resetLocked() error {
-	old := kv.store.Load()
-	if err := old.Close(); err != nil {
+	if _, err := kv.emptyStore(); err != nil {
 		return err
 	}
+	kv.wake()
+	return nil
+}
+
+// emptyStore closes the replica's store, drops its rows and puts an empty
+// store in its place, caching writes as the old one did (a leader's store
+// caches what it writes).
+func (kv *kvReplica) emptyStore() (*kvstore.Store, error) {
+	old := kv.store.Load()
+	if err := old.Close(); err != nil {
+		return nil, err
+	}
 	if err := kv.tables.db.Drop(kv.storeID); err != nil {
-		return err
+		return nil, err
 	}
 	st, err := kv.tables.db.Open(kv.storeID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st.CacheWrites(old.CachingWrites()) // a leader's store caches what it writes
+	st.CacheWrites(old.CachingWrites())
 	kv.store.Store(st)
-	kv.wake()
-	return nil
+	return st, nil
 }
 
 // legacyStoreDir is where earlier builds kept a replica's own Badger
@@ -173,15 +183,10 @@ func (kv *kvReplica) importLegacy(dir string) error {
 	}
 	kv.log.Info("moving the KV store of an earlier build into the node's database", "bucket", kv.id, "dir", dir)
 	// Whatever an interrupted import left goes first.
-	kv.store.Load().Close()
-	if err := kv.tables.db.Drop(kv.storeID); err != nil {
-		return err
-	}
-	st, err := kv.tables.db.Open(kv.storeID)
+	st, err := kv.emptyStore()
 	if err != nil {
 		return err
 	}
-	kv.store.Store(st)
 	rows, err := st.ImportLegacy(dir)
 	if err != nil {
 		return err
