@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Property names.
@@ -28,6 +29,39 @@ const (
 	VersionColumn     = "merge-engine.version-column"
 	ChangelogImage    = "changelog.image"
 	DeleteBehavior    = "delete.behavior"
+
+	LogSegmentBytes    = "log.segment.bytes"
+	LogTTL             = "log.ttl"
+	LogLocalSegments   = "log.local.segments"
+	LogLocalTTL        = "log.local.ttl"
+	KVSnapshotInterval = "kv.snapshot.interval"
+	KVSnapshotRetained = "kv.snapshot.retained"
+)
+
+// Checks versions (metastate.CreateTableChecks) that introduced properties:
+// a table created under an earlier version could not have them.
+const (
+	checksRegistry = 1 // the registry itself: min.insync.replicas, the merge engine, changelog and delete properties
+	checksTiering  = 2 // log retention, segment size, local retention and KV snapshots
+	// LatestChecks is the newest version this registry knows.
+	LatestChecks = checksTiering
+)
+
+// Defaults of the tiering properties.
+const (
+	DefaultLogSegmentBytes    = 256 << 20
+	DefaultLogTTL             = 7 * 24 * time.Hour
+	DefaultLogLocalSegments   = 2
+	DefaultKVSnapshotInterval = 10 * time.Minute
+	DefaultKVSnapshotRetained = 2
+
+	minLogSegmentBytes = 64 << 10
+	maxLogSegmentBytes = 1 << 30
+	minDuration        = time.Second
+	maxLocalSegments   = 1 << 20
+	maxRetained        = 100
+	// Forever is the value of log.ttl that keeps a log without an age limit.
+	Forever = "forever"
 )
 
 // Values of the enumerated properties.
@@ -83,6 +117,8 @@ type Property struct {
 	PrimaryKeyOnly bool
 	// Description says what the property does.
 	Description string
+	// Since is the create-table checks version that introduced it.
+	Since uint32
 }
 
 // Accepts describes the accepted values, as error messages and the README
@@ -97,15 +133,27 @@ func (p Property) Accepts() string {
 // properties is the registry, sorted by name. It is never modified;
 // Properties hands out copies.
 var properties = []Property{
-	{Name: ChangelogImage, Values: []string{ImageFull, ImageWAL}, Default: ImageFull, PrimaryKeyOnly: true,
+	{Name: ChangelogImage, Values: []string{ImageFull, ImageWAL}, Default: ImageFull, PrimaryKeyOnly: true, Since: checksRegistry,
 		Description: "wal writes no -U before each +U"},
-	{Name: DeleteBehavior, Values: []string{DeleteAllow, DeleteIgnore, DeleteDisable}, Default: DeleteAllow, PrimaryKeyOnly: true,
+	{Name: DeleteBehavior, Values: []string{DeleteAllow, DeleteIgnore, DeleteDisable}, Default: DeleteAllow, PrimaryKeyOnly: true, Since: checksRegistry,
 		Description: "ignore drops deletes; disable refuses them with an error"},
-	{Name: MergeEngine, Values: []string{MergeLastRow, MergeFirstRow, MergeVersioned}, Default: MergeLastRow, PrimaryKeyOnly: true,
+	{Name: KVSnapshotInterval, Range: "a duration of at least 1s (10m, 1h, 1d)", Default: "10m", PrimaryKeyOnly: true, Since: checksTiering,
+		Description: "how often each bucket's rows are snapshotted to remote storage"},
+	{Name: KVSnapshotRetained, Range: "1 to 100", Default: "2", PrimaryKeyOnly: true, Since: checksTiering,
+		Description: "committed KV snapshots kept per bucket"},
+	{Name: LogLocalSegments, Range: "1 to 1048576", Default: "2", Since: checksTiering,
+		Description: "sealed segments kept on local disk once they are in remote storage"},
+	{Name: LogLocalTTL, Range: "a duration of at least 1s", Default: "none", Since: checksTiering,
+		Description: "segments in remote storage older than this leave local disk even within log.local.segments"},
+	{Name: LogSegmentBytes, Range: "64KiB to 1GiB (bytes, or with KiB, MiB or GiB)", Default: "256MiB", Since: checksTiering,
+		Description: "a log segment rolls at this size"},
+	{Name: LogTTL, Range: "a duration of at least 1s, or forever", Default: "7d", Since: checksTiering,
+		Description: "records older than this are deleted, locally and remotely (a primary-key table's changelog only below its newest snapshot)"},
+	{Name: MergeEngine, Values: []string{MergeLastRow, MergeFirstRow, MergeVersioned}, Default: MergeLastRow, PrimaryKeyOnly: true, Since: checksRegistry,
 		Description: "first_row ignores later upserts of a key; versioned keeps the row with the larger version"},
-	{Name: VersionColumn, Range: "a TINYINT, SMALLINT, INT, BIGINT or TIMESTAMP column", PrimaryKeyOnly: true,
+	{Name: VersionColumn, Range: "a TINYINT, SMALLINT, INT, BIGINT or TIMESTAMP column", PrimaryKeyOnly: true, Since: checksRegistry,
 		Description: "the version column of merge-engine=versioned (required by it, refused without it)"},
-	{Name: MinInsyncReplicas, Range: "1 to the replication factor", Default: "2 with replication 3 or more, else 1",
+	{Name: MinInsyncReplicas, Range: "1 to the replication factor", Default: "2 with replication 3 or more, else 1", Since: checksRegistry,
 		Description: "in-sync replicas an acks=all write needs"},
 }
 
@@ -142,6 +190,10 @@ type Table struct {
 	Replication int
 	// PrimaryKey: the table is a primary-key table.
 	PrimaryKey bool
+	// Checks is the create-table checks version the properties are read
+	// by (metastate.CreateTableChecks, ≥ 1): properties introduced later
+	// are unknown to it. Zero: LatestChecks.
+	Checks uint32
 }
 
 // Values are a table's properties, defaults filled in.
@@ -154,6 +206,20 @@ type Values struct {
 	DeleteBehavior string
 	// VersionColumn names the version column of the versioned engine.
 	VersionColumn string
+
+	// LogSegmentBytes is the size at which a log segment rolls.
+	LogSegmentBytes int64
+	// LogTTL is the age past which records are deleted; 0: never.
+	LogTTL time.Duration
+	// LogLocalSegments is how many sealed segments stay local once remote.
+	LogLocalSegments int
+	// LogLocalTTL is the age past which remote segments leave local disk;
+	// 0: no age limit.
+	LogLocalTTL time.Duration
+	// KVSnapshotInterval and KVSnapshotRetained: primary-key tables only
+	// (zero on log tables).
+	KVSnapshotInterval time.Duration
+	KVSnapshotRetained int
 }
 
 // DefaultMinInsyncReplicas is min.insync.replicas of a table that does not
@@ -187,9 +253,15 @@ func ParseStored(props map[string]string, t Table) (Values, error) {
 }
 
 func parse(props map[string]string, t Table, strict bool) (Values, error) {
-	v := Values{MinInsyncReplicas: DefaultMinInsyncReplicas(t.Replication)}
+	v := Values{MinInsyncReplicas: DefaultMinInsyncReplicas(t.Replication),
+		LogSegmentBytes: DefaultLogSegmentBytes, LogTTL: DefaultLogTTL, LogLocalSegments: DefaultLogLocalSegments}
 	if t.PrimaryKey {
 		v.MergeEngine, v.ChangelogImage, v.DeleteBehavior = MergeLastRow, ImageFull, DeleteAllow
+		v.KVSnapshotInterval, v.KVSnapshotRetained = DefaultKVSnapshotInterval, DefaultKVSnapshotRetained
+	}
+	checks := t.Checks
+	if checks == 0 {
+		checks = LatestChecks
 	}
 	keys := make([]string, 0, len(props))
 	for k := range props {
@@ -199,6 +271,7 @@ func parse(props map[string]string, t Table, strict bool) (Values, error) {
 	for _, k := range keys {
 		val := props[k]
 		p, ok := lookup(k)
+		ok = ok && p.Since <= checks
 		switch {
 		case !ok && !strict, p.PrimaryKeyOnly && !t.PrimaryKey && !strict:
 			continue
@@ -232,6 +305,10 @@ func parse(props map[string]string, t Table, strict bool) (Values, error) {
 				return Values{}, &Error{Property: k, Value: val, Problem: "want a column name"}
 			}
 			v.VersionColumn = val
+		default:
+			if err := parseTiering(&v, k, val); err != nil {
+				return Values{}, err
+			}
 		}
 	}
 	switch {

@@ -44,8 +44,8 @@ func TestParse(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != tt.want {
-				t.Fatalf("Parse = %+v, %v; want %+v", got, err, tt.want)
+			if want := withDefaults(tt.want, tt.table); err != nil || got != want {
+				t.Fatalf("Parse = %+v, %v; want %+v", got, err, want)
 			}
 		})
 	}
@@ -113,8 +113,8 @@ func TestParseStored(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != tt.want {
-				t.Fatalf("ParseStored = %+v, %v; want %+v", got, err, tt.want)
+			if want := withDefaults(tt.want, tt.table); err != nil || got != want {
+				t.Fatalf("ParseStored = %+v, %v; want %+v", got, err, want)
 			}
 		})
 	}

@@ -91,6 +91,10 @@ func TestRefusedCommandsChangeNothing(t *testing.T) {
 		{"negative replication", table(func(c *pb.CreateTable) { c.Replication = -1 }), invalid, []string{"replication", "-1"}},
 		{"replication above tablet nodes", table(func(c *pb.CreateTable) { c.Replication = 4 }), notEnough, []string{`"sales.events"`, "replication 4", "3 registered tablet nodes"}},
 		{"property empty key", table(func(c *pb.CreateTable) { c.Properties = map[string]string{"": "x"} }), invalid, []string{`""`, "unknown property"}},
+		{"checks v1: a tiering property is unknown", table(func(c *pb.CreateTable) { c.Checks, c.Properties = 1, map[string]string{"log.ttl": "1d"} }),
+			invalid, []string{`"log.ttl"`, "unknown property"}},
+		{"bad log.segment.bytes", table(func(c *pb.CreateTable) { c.Properties = map[string]string{"log.segment.bytes": "1KiB"} }),
+			invalid, []string{"log.segment.bytes", "64KiB"}},
 		{"checks v0: property empty key", table(func(c *pb.CreateTable) { c.Checks, c.Properties = 0, map[string]string{"": "x"} }), invalid, []string{"empty key"}},
 		{"checks v0: bad merge engine", table(func(c *pb.CreateTable) {
 			c.Checks, c.Properties = 0, map[string]string{"merge-engine": "newest"}

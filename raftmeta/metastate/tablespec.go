@@ -92,10 +92,12 @@ func validateSchema(table string, c *pb.CreateTable) ([]string, error) {
 // CreateTableChecks is the version of the create-table checks this build
 // asks for in the commands it proposes (pb.CreateTable.Checks): 1 checks
 // every property by the registry the replicas read them with
-// (internal/tableprop) and reserves the _ prefix of column names. Commands
-// of version 0, committed by older builds, are applied by the checks of
-// then (tablechecks_v0.go).
-const CreateTableChecks = 1
+// (internal/tableprop) and reserves the _ prefix of column names; 2 also
+// knows the tiering properties (log.ttl, log.segment.bytes, log.local.*,
+// kv.snapshot.*). Commands of version 0, committed by older builds, are
+// applied by the checks of then (tablechecks_v0.go); those of 1 by the
+// registry as it was then (tableprop.Table.Checks).
+const CreateTableChecks = tableprop.LatestChecks
 
 // validateProperties checks a new table's properties against the registry
 // (internal/tableprop) the replicas read them with: an unknown property or a
@@ -115,7 +117,8 @@ func validateProperties(table string, c *pb.CreateTable, replication int32) erro
 				table, k, MaxPropertyKeyBytes, MaxPropertyValueBytes)
 		}
 	}
-	_, err := tableprop.Parse(props, tableprop.Table{Replication: int(replication), PrimaryKey: len(c.GetPrimaryKey()) > 0})
+	_, err := tableprop.Parse(props, tableprop.Table{Replication: int(replication), PrimaryKey: len(c.GetPrimaryKey()) > 0,
+		Checks: min(c.GetChecks(), tableprop.LatestChecks)})
 	if err != nil {
 		return errorf(codeInvalidRequest, "table %q: %v; valid properties: %s", table, err, tableprop.Valid())
 	}
