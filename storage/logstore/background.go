@@ -73,14 +73,32 @@ func (l *Log) armOnOpenLocked() {
 }
 
 // armRetentionAgeLocked arms retention for when the oldest sealed segment
-// passes RetentionAge, but no sooner than RetentionCheckInterval from now:
-// a retention that failed is not retried in a loop. Holds mu.
+// passes an age limit (RetentionAge, or LocalRetentionAge once it is
+// remote), or soon when the local count rule already lets it go, but no
+// sooner than RetentionCheckInterval from now: a retention that failed is
+// not retried in a loop. Holds mu.
 func (l *Log) armRetentionAgeLocked() {
 	segs := *l.segs.Load()
-	if l.cfg.RetentionAge <= 0 || len(segs) < 2 {
+	if len(segs) < 2 {
 		return
 	}
-	expiresMs := segs[0].index.maxTime() + l.cfg.RetentionAge.Milliseconds()
+	oldest := segs[0]
+	remote := oldest.nextOffset <= l.bounds.RemoteEnd
+	if remote && l.cfg.LocalRetentionSegments > 0 && len(segs)-2 >= l.cfg.LocalRetentionSegments {
+		l.armAt(taskRetentionAge, l.sched.now().Add(l.cfg.RetentionCheckInterval))
+		return
+	}
+	age := l.cfg.RetentionAge
+	if oldest.nextOffset > l.bounds.ExpireBelow {
+		age = 0
+	}
+	if remote && l.cfg.LocalRetentionAge > 0 && (age <= 0 || l.cfg.LocalRetentionAge < age) {
+		age = l.cfg.LocalRetentionAge
+	}
+	if age <= 0 {
+		return
+	}
+	expiresMs := oldest.index.maxTime() + age.Milliseconds()
 	left := time.Duration(expiresMs-nowMillis(l.cfg.Now)) * time.Millisecond
 	l.armAt(taskRetentionAge, l.sched.now().Add(max(left, l.cfg.RetentionCheckInterval)))
 }

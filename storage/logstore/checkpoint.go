@@ -44,6 +44,12 @@ func readCheckpoint(dir, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeCheckpoint(name, buf)
+}
+
+// decodeCheckpoint returns the payload of an encoded checkpoint named name
+// (for errors); damage is ErrCorrupt.
+func decodeCheckpoint(name string, buf []byte) ([]byte, error) {
 	if len(buf) < 12 || binary.BigEndian.Uint32(buf) != checkpointMagic {
 		return nil, fmt.Errorf("%w: %s: bad header", ErrCorrupt, name)
 	}

@@ -98,6 +98,14 @@ type Config struct {
 	// RetentionAge deletes sealed segments whose newest batch is older than
 	// this. Zero: no age limit.
 	RetentionAge time.Duration
+	// LocalRetentionSegments and LocalRetentionAge delete the local copy
+	// of sealed segments that are in remote storage (wholly below the
+	// RetentionBounds.RemoteEnd the owner sets): a remote segment goes once
+	// LocalRetentionSegments newer sealed segments are local, or once its
+	// newest batch is LocalRetentionAge old. Zero: no limit of that kind
+	// (both zero: remote segments stay local too).
+	LocalRetentionSegments int
+	LocalRetentionAge      time.Duration
 	// RetentionCheckInterval is the longest retention waits, once a write
 	// may have taken the log over RetentionBytes or a sealed segment passed
 	// RetentionAge, before it runs in the background. Default 30 s;
@@ -136,7 +144,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("logstore: config: SegmentMaxBytes %d below 64 KiB", c.SegmentMaxBytes)
 	case c.PreallocateBytes < 0, c.IndexIntervalBytes < 0, c.MaxBatchBytes < 0,
 		c.SyncInterval < 0, c.RecoveryPointInterval < 0, c.SegmentMaxAge < 0,
-		c.RetentionAge < 0, c.RetentionCheckInterval < 0:
+		c.RetentionAge < 0, c.RetentionCheckInterval < 0, c.LocalRetentionSegments < 0, c.LocalRetentionAge < 0:
 		return fmt.Errorf("logstore: config: negative size or duration")
 	case c.Sync < SyncAlways || c.Sync > SyncNever:
 		return fmt.Errorf("logstore: config: unknown sync policy %d", c.Sync)

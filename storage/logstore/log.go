@@ -24,6 +24,7 @@ type Log struct {
 	lastTimestamp int64 // largest commit timestamp stamped, ms
 	epochs        *epochCache
 	closed        bool
+	bounds        RetentionBounds // see SetRetentionBounds
 
 	// segs is the copy-on-write list of segments, ascending by base offset;
 	// readers load it without locks.
@@ -104,7 +105,7 @@ func Open(cfg Config) (*Log, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("logstore: %w", err)
 	}
-	l := &Log{cfg: cfg, logger: cfg.Logger.With("log_dir", cfg.Dir), sched: cfg.Scheduler}
+	l := &Log{cfg: cfg, logger: cfg.Logger.With("log_dir", cfg.Dir), sched: cfg.Scheduler, bounds: noBounds}
 	if l.sched == nil {
 		// A log on its own (a tool, a test) gets a scheduler of its own;
 		// it holds no goroutine while the log is idle.

@@ -1,11 +1,52 @@
 package logstore
 
-// EnforceRetention deletes the oldest sealed segments while the log is over
-// RetentionBytes (keeping at least that much) or their newest batch is older
-// than RetentionAge. The active segment is never deleted. It returns how many
-// segments went. The scheduler calls it after writes (RetentionBytes) and
-// when the oldest sealed segment expires (RetentionAge), at most
-// RetentionCheckInterval late.
+import "math"
+
+// RetentionBounds are the limits on retention that its owner knows and the
+// log does not: what remote storage holds, and what must stay whatever its
+// age (a primary-key table's changelog above its newest snapshot).
+type RetentionBounds struct {
+	// RemoteEnd: the offsets below it are in committed remote storage, so
+	// the local rules (Config.LocalRetentionSegments, LocalRetentionAge)
+	// may delete a sealed segment wholly below it. Zero: nothing is remote.
+	RemoteEnd int64
+	// ExpireBelow: the size and age rules (Config.RetentionBytes,
+	// RetentionAge) delete only segments wholly below it. A new log has
+	// no such limit (math.MaxInt64).
+	ExpireBelow int64
+}
+
+// noBounds is a new log's bounds: nothing remote, everything may expire.
+var noBounds = RetentionBounds{ExpireBelow: math.MaxInt64}
+
+// SetRetentionBounds replaces the bounds and applies retention soon (at
+// once if due) when they allow more than before.
+func (l *Log) SetRetentionBounds(b RetentionBounds) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.bounds
+	l.bounds = b
+	if b.RemoteEnd > old.RemoteEnd || b.ExpireBelow > old.ExpireBelow {
+		l.armAt(taskRetentionAge, l.sched.now())
+	}
+}
+
+// Bounds returns the retention bounds last set.
+func (l *Log) Bounds() RetentionBounds {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bounds
+}
+
+// EnforceRetention deletes the oldest sealed segments that a rule lets go:
+// while the log is over RetentionBytes (keeping at least that much), or
+// their newest batch is older than RetentionAge, both only below
+// RetentionBounds.ExpireBelow; or, below RetentionBounds.RemoteEnd, by the
+// local rules. The active segment is never deleted, and the log stays
+// gap-free: deletion stops at the first segment no rule lets go. It returns
+// how many segments went. The scheduler calls it after writes
+// (RetentionBytes), when the oldest sealed segment expires (the ages) and
+// when the bounds grow, at most RetentionCheckInterval late.
 func (l *Log) EnforceRetention() (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -18,11 +59,17 @@ func (l *Log) EnforceRetention() (int, error) {
 		total += s.size
 	}
 	nowMs := nowMillis(l.cfg.Now)
+	olderThan := func(s *segment, age int64) bool { return s.size > 0 && s.index.maxTime() < nowMs-age }
+	sealed := len(segs) - 1
 	n := 0
-	for _, s := range segs[:len(segs)-1] {
-		bySize := l.cfg.RetentionBytes > 0 && total-s.size >= l.cfg.RetentionBytes
-		byAge := l.cfg.RetentionAge > 0 && s.size > 0 && s.index.maxTime() < nowMs-l.cfg.RetentionAge.Milliseconds()
-		if !bySize && !byAge {
+	for i, s := range segs[:sealed] {
+		expirable := s.nextOffset <= l.bounds.ExpireBelow
+		bySize := expirable && l.cfg.RetentionBytes > 0 && total-s.size >= l.cfg.RetentionBytes
+		byAge := expirable && l.cfg.RetentionAge > 0 && olderThan(s, l.cfg.RetentionAge.Milliseconds())
+		remote := s.nextOffset <= l.bounds.RemoteEnd
+		byLocalCount := remote && l.cfg.LocalRetentionSegments > 0 && sealed-i-1 >= l.cfg.LocalRetentionSegments
+		byLocalAge := remote && l.cfg.LocalRetentionAge > 0 && olderThan(s, l.cfg.LocalRetentionAge.Milliseconds())
+		if !bySize && !byAge && !byLocalCount && !byLocalAge {
 			break
 		}
 		total -= s.size
@@ -38,7 +85,8 @@ func (l *Log) EnforceRetention() (int, error) {
 		return 0, err
 	}
 	for _, s := range segs[:n] {
-		l.logger.Info("retention deleted segment", "base_offset", s.base, "next_offset", s.nextOffset, "bytes", s.size)
+		l.logger.Info("retention deleted segment", "base_offset", s.base, "next_offset", s.nextOffset, "bytes", s.size,
+			"remote", s.nextOffset <= l.bounds.RemoteEnd)
 		if err := s.remove(); err != nil {
 			return 0, err
 		}

@@ -1,0 +1,161 @@
+package logstore
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+)
+
+// fillSegments appends 1 KB batches until the log has at least n sealed
+// segments, the leader epoch rising every 50 batches.
+func fillSegments(t *testing.T, l *Log, n int) {
+	t.Helper()
+	for i := 0; len(l.Segments()) <= n; i++ {
+		mustAppend(t, l, makeBatch(t, fmt.Sprint(i), 1, 1000), int32(i/50))
+	}
+}
+
+// TestLocalRetentionOnlyBelowRemoteEnd: the local rules delete only what
+// remote storage holds, and keep LocalRetentionSegments sealed segments.
+func TestLocalRetentionOnlyBelowRemoteEnd(t *testing.T) {
+	l := openLog(t, Config{Dir: t.TempDir(), SegmentMaxBytes: 64 << 10, LocalRetentionSegments: 2})
+	fillSegments(t, l, 6)
+	segs := l.Segments()
+	if n, err := l.EnforceRetention(); err != nil || n != 0 {
+		t.Fatalf("nothing remote, yet %d segments went: %v", n, err)
+	}
+	// Remote up to the end of the third segment: those three may go, but
+	// the count rule keeps two sealed ones; the remote end stops deletion
+	// first.
+	l.SetRetentionBounds(RetentionBounds{RemoteEnd: segs[2].NextOffset, ExpireBelow: 1 << 62})
+	if n, err := l.EnforceRetention(); err != nil || n != 3 {
+		t.Fatalf("deleted %d, want the 3 remote segments: %v", n, err)
+	}
+	if l.StartOffset() != segs[3].BaseOffset {
+		t.Fatalf("start %d, want %d", l.StartOffset(), segs[3].BaseOffset)
+	}
+	// Everything remote: the newest two sealed segments stay.
+	l.SetRetentionBounds(RetentionBounds{RemoteEnd: l.EndOffset(), ExpireBelow: 1 << 62})
+	if _, err := l.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Segments(); len(got) != 3 || got[0].BaseOffset != segs[len(segs)-3].BaseOffset {
+		t.Fatalf("kept %d segments from %d; want the newest 2 sealed and the active one", len(got), got[0].BaseOffset)
+	}
+}
+
+// TestLocalRetentionByAge: a remote segment older than LocalRetentionAge
+// goes even within the count; one not remote stays however old.
+func TestLocalRetentionByAge(t *testing.T) {
+	clock := newFakeClock()
+	l := openLog(t, Config{Dir: t.TempDir(), SegmentMaxBytes: 64 << 10, LocalRetentionSegments: 100,
+		LocalRetentionAge: time.Hour, Now: clock.Now})
+	fillSegments(t, l, 4)
+	segs := l.Segments()
+	clock.Advance(2 * time.Hour)
+	mustAppend(t, l, makeBatch(t, "fresh", 1, 1000), 10)
+	if n, _ := l.EnforceRetention(); n != 0 {
+		t.Fatalf("%d segments went, none remote", n)
+	}
+	l.SetRetentionBounds(RetentionBounds{RemoteEnd: segs[1].NextOffset, ExpireBelow: 1 << 62})
+	if n, err := l.EnforceRetention(); err != nil || n != 2 {
+		t.Fatalf("deleted %d, want the 2 old remote segments: %v", n, err)
+	}
+}
+
+// TestExpireBelowHoldsAgeRetention: the age rule deletes nothing at or
+// above ExpireBelow (a primary-key changelog above its snapshot).
+func TestExpireBelowHoldsAgeRetention(t *testing.T) {
+	clock := newFakeClock()
+	l := openLog(t, Config{Dir: t.TempDir(), SegmentMaxBytes: 64 << 10, RetentionAge: time.Hour, Now: clock.Now})
+	fillSegments(t, l, 5)
+	segs := l.Segments()
+	l.SetRetentionBounds(RetentionBounds{ExpireBelow: segs[1].NextOffset})
+	clock.Advance(2 * time.Hour)
+	if n, err := l.EnforceRetention(); err != nil || n != 2 {
+		t.Fatalf("deleted %d, want the 2 segments below ExpireBelow: %v", n, err)
+	}
+	l.SetRetentionBounds(RetentionBounds{ExpireBelow: 0})
+	if n, _ := l.EnforceRetention(); n != 0 {
+		t.Fatalf("ExpireBelow 0 still let %d segments go", n)
+	}
+}
+
+// TestOpenSealed: a sealed segment's bytes, offsets, epochs and index are
+// what the log reads; its bytes outlive the segment's deletion.
+func TestOpenSealed(t *testing.T) {
+	l := openLog(t, Config{Dir: t.TempDir(), SegmentMaxBytes: 64 << 10, RetentionBytes: 1})
+	fillSegments(t, l, 3)
+	segs := l.Segments()
+	if _, err := l.OpenSealed(segs[len(segs)-1].BaseOffset); err == nil {
+		t.Fatal("the active segment opened as sealed")
+	}
+	if _, err := l.OpenSealed(segs[1].BaseOffset + 1); err == nil {
+		t.Fatal("a base offset that starts no segment opened")
+	}
+	s, err := l.OpenSealed(segs[1].BaseOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.BaseOffset != segs[1].BaseOffset || s.NextOffset != segs[1].NextOffset || s.Bytes != segs[1].Bytes {
+		t.Fatalf("sealed %+v, segment %+v", s, segs[1])
+	}
+	recs, err := l.ReadBelow(s.BaseOffset, s.NextOffset, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Clone(recs.Data)
+	recs.Release()
+	if n, err := l.EnforceRetention(); err != nil || n == 0 {
+		t.Fatalf("retention: %d %v", n, err)
+	}
+	got, err := io.ReadAll(s.Data())
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("sealed bytes differ from the log's (%d vs %d): %v", len(got), len(want), err)
+	}
+	if len(s.Epochs) == 0 || s.Epochs[0].StartOffset != s.BaseOffset {
+		t.Fatalf("epochs %+v do not start at the base %d", s.Epochs, s.BaseOffset)
+	}
+	for i := 1; i < len(s.Epochs); i++ {
+		if e := s.Epochs[i]; e.StartOffset <= s.BaseOffset || e.StartOffset >= s.NextOffset || e.Epoch <= s.Epochs[i-1].Epoch {
+			t.Fatalf("epoch entry %+v outside the segment or out of order: %+v", e, s.Epochs)
+		}
+	}
+	// The index, through its encoding, finds every batch.
+	ix, err := DecodeSegmentIndex(s.BaseOffset, s.Bytes, s.Index.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := s.BaseOffset; off < s.NextOffset; off += 7 {
+		pos := ix.PositionFor(off)
+		if pos < 0 || pos >= s.Bytes {
+			t.Fatalf("offset %d: position %d outside the segment", off, pos)
+		}
+	}
+	bad := s.Index.Marshal()
+	bad[len(bad)/2] ^= 1
+	if _, err := DecodeSegmentIndex(s.BaseOffset, s.Bytes, bad); err == nil {
+		t.Fatal("a flipped bit in an index decoded")
+	}
+}
+
+func TestEpochsWithin(t *testing.T) {
+	entries := []EpochEntry{{1, 0}, {2, 100}, {5, 250}}
+	tests := []struct {
+		base, next int64
+		want       []EpochEntry
+	}{
+		{0, 100, []EpochEntry{{1, 0}}},
+		{50, 150, []EpochEntry{{1, 50}, {2, 100}}},
+		{100, 300, []EpochEntry{{2, 100}, {5, 250}}},
+		{260, 400, []EpochEntry{{5, 260}}},
+	}
+	for _, tt := range tests {
+		if got := epochsWithin(entries, tt.base, tt.next); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("[%d, %d): %v, want %v", tt.base, tt.next, got, tt.want)
+		}
+	}
+}
