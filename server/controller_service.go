@@ -96,3 +96,20 @@ func (s *Server) logElections(req *pb.ElectLeadersRequest, resp *pb.ElectLeaders
 		}
 	}
 }
+
+// CommitRemoteLog commits a bucket leader's new remote manifest through
+// Raft; the state machine refuses it (FENCED) unless the leader, its epoch
+// and the remote log version it built on are current. The leader's request
+// id goes into the command, so a retry after an unknown outcome gets the
+// first attempt's result instead of a FENCED for the version it raised.
+func (m *metaService) CommitRemoteLog(ctx context.Context, req *pb.CommitRemoteLogRequest) (*pb.CommitRemoteLogResponse, error) {
+	if req.Commit == nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "commit remote log without a commit")
+	}
+	res, err := m.s.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
+		Op: &pb.Command_CommitRemoteLog{CommitRemoteLog: req.Commit}})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.CommitRemoteLogResponse{Bucket: res.GetBucket()}, nil
+}

@@ -188,6 +188,8 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.electLeaders(op.ElectLeaders)
 	case *pb.Command_ReportDamagedReplica:
 		res, err = a.reportDamagedReplica(op.ReportDamagedReplica)
+	case *pb.Command_CommitRemoteLog:
+		res, err = a.commitRemoteLog(op.CommitRemoteLog)
 	default:
 		err = errorf(codeInvalidRequest, "command has no known operation")
 	}

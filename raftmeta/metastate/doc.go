@@ -83,6 +83,17 @@
 //     member leads; unclean, with no live ISR member, the first live
 //     replica leads as the ISR's only member and unclean_elections counts it.
 //
+// # Remote logs
+//
+// A bucket's record holds a handle to its remote log (pb.RemoteLog: the
+// manifest's object key, the offsets the remote segments hold, a version),
+// never the segment list itself, so the metadata does not grow with a
+// bucket's history. CommitRemoteLog replaces it: FENCED unless it comes
+// from the current leader at its leader epoch and names the committed
+// version it built on, so a deposed leader's upload is never committed
+// and two commits never race; the remote end never moves back, nor the
+// remote start. Leader and bucket epochs stay.
+//
 // # Bucket index
 //
 // No command reads the whole catalog. What CreateTable, RegisterNode and

@@ -1909,6 +1909,103 @@ func (x *AdjustIsrResponse) GetBucket() *BucketRecord {
 	return nil
 }
 
+type CommitRemoteLogRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Commit *CommitRemoteLog       `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
+	// The same for every attempt of one commit.
+	RequestId     []byte `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitRemoteLogRequest) Reset() {
+	*x = CommitRemoteLogRequest{}
+	mi := &file_meta_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitRemoteLogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitRemoteLogRequest) ProtoMessage() {}
+
+func (x *CommitRemoteLogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitRemoteLogRequest.ProtoReflect.Descriptor instead.
+func (*CommitRemoteLogRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *CommitRemoteLogRequest) GetCommit() *CommitRemoteLog {
+	if x != nil {
+		return x.Commit
+	}
+	return nil
+}
+
+func (x *CommitRemoteLogRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+type CommitRemoteLogResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bucket        *BucketRecord          `protobuf:"bytes,1,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitRemoteLogResponse) Reset() {
+	*x = CommitRemoteLogResponse{}
+	mi := &file_meta_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitRemoteLogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitRemoteLogResponse) ProtoMessage() {}
+
+func (x *CommitRemoteLogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitRemoteLogResponse.ProtoReflect.Descriptor instead.
+func (*CommitRemoteLogResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *CommitRemoteLogResponse) GetBucket() *BucketRecord {
+	if x != nil {
+		return x.Bucket
+	}
+	return nil
+}
+
 type AllocateWriterIdRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RequestId     []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -1918,7 +2015,7 @@ type AllocateWriterIdRequest struct {
 
 func (x *AllocateWriterIdRequest) Reset() {
 	*x = AllocateWriterIdRequest{}
-	mi := &file_meta_proto_msgTypes[31]
+	mi := &file_meta_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1930,7 +2027,7 @@ func (x *AllocateWriterIdRequest) String() string {
 func (*AllocateWriterIdRequest) ProtoMessage() {}
 
 func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[31]
+	mi := &file_meta_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1943,7 +2040,7 @@ func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterIdRequest.ProtoReflect.Descriptor instead.
 func (*AllocateWriterIdRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{31}
+	return file_meta_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AllocateWriterIdRequest) GetRequestId() []byte {
@@ -1962,7 +2059,7 @@ type AllocateWriterIdResponse struct {
 
 func (x *AllocateWriterIdResponse) Reset() {
 	*x = AllocateWriterIdResponse{}
-	mi := &file_meta_proto_msgTypes[32]
+	mi := &file_meta_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2071,7 @@ func (x *AllocateWriterIdResponse) String() string {
 func (*AllocateWriterIdResponse) ProtoMessage() {}
 
 func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[32]
+	mi := &file_meta_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2084,7 @@ func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterIdResponse.ProtoReflect.Descriptor instead.
 func (*AllocateWriterIdResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{32}
+	return file_meta_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AllocateWriterIdResponse) GetWriterId() uint64 {
@@ -2011,7 +2108,7 @@ type ElectLeadersRequest struct {
 
 func (x *ElectLeadersRequest) Reset() {
 	*x = ElectLeadersRequest{}
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2023,7 +2120,7 @@ func (x *ElectLeadersRequest) String() string {
 func (*ElectLeadersRequest) ProtoMessage() {}
 
 func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2036,7 +2133,7 @@ func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
 func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{33}
+	return file_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ElectLeadersRequest) GetRequestId() []byte {
@@ -2086,7 +2183,7 @@ type ElectLeadersResponse struct {
 
 func (x *ElectLeadersResponse) Reset() {
 	*x = ElectLeadersResponse{}
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2195,7 @@ func (x *ElectLeadersResponse) String() string {
 func (*ElectLeadersResponse) ProtoMessage() {}
 
 func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2208,7 @@ func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersResponse.ProtoReflect.Descriptor instead.
 func (*ElectLeadersResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{34}
+	return file_meta_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ElectLeadersResponse) GetBuckets() []*BucketElection {
@@ -2277,6 +2374,12 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x02 \x01(\fR\trequestId\"B\n" +
 	"\x11AdjustIsrResponse\x12-\n" +
+	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\"i\n" +
+	"\x16CommitRemoteLogRequest\x120\n" +
+	"\x06commit\x18\x01 \x01(\v2\x18.floe.v1.CommitRemoteLogR\x06commit\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\fR\trequestId\"H\n" +
+	"\x17CommitRemoteLogResponse\x12-\n" +
 	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\"8\n" +
 	"\x17AllocateWriterIdRequest\x12\x1d\n" +
 	"\n" +
@@ -2293,8 +2396,7 @@ const file_meta_proto_rawDesc = "" +
 	"\a_bucket\"_\n" +
 	"\x14ElectLeadersResponse\x121\n" +
 	"\abuckets\x18\x01 \x03(\v2\x17.floe.v1.BucketElectionR\abuckets\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index2\xc5\n" +
-	"\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index2\x9b\v\n" +
 	"\x04Meta\x126\n" +
 	"\x05Hello\x12\x15.floe.v1.HelloRequest\x1a\x16.floe.v1.HelloResponse\x123\n" +
 	"\x04Join\x12\x14.floe.v1.JoinRequest\x1a\x15.floe.v1.JoinResponse\x12<\n" +
@@ -2310,7 +2412,8 @@ const file_meta_proto_rawDesc = "" +
 	"ListTables\x12\x1a.floe.v1.ListTablesRequest\x1a\x1b.floe.v1.ListTablesResponse\x12?\n" +
 	"\bGetTable\x12\x18.floe.v1.GetTableRequest\x1a\x19.floe.v1.GetTableResponse\x12I\n" +
 	"\rWatchMetadata\x12\x1d.floe.v1.WatchMetadataRequest\x1a\x17.floe.v1.MetadataUpdate0\x01\x12B\n" +
-	"\tAdjustIsr\x12\x19.floe.v1.AdjustIsrRequest\x1a\x1a.floe.v1.AdjustIsrResponse\x12W\n" +
+	"\tAdjustIsr\x12\x19.floe.v1.AdjustIsrRequest\x1a\x1a.floe.v1.AdjustIsrResponse\x12T\n" +
+	"\x0fCommitRemoteLog\x12\x1f.floe.v1.CommitRemoteLogRequest\x1a .floe.v1.CommitRemoteLogResponse\x12W\n" +
 	"\x10AllocateWriterId\x12 .floe.v1.AllocateWriterIdRequest\x1a!.floe.v1.AllocateWriterIdResponse\x12K\n" +
 	"\fElectLeaders\x12\x1c.floe.v1.ElectLeadersRequest\x1a\x1d.floe.v1.ElectLeadersResponse\x12N\n" +
 	"\rClusterStatus\x12\x1d.floe.v1.ClusterStatusRequest\x1a\x1e.floe.v1.ClusterStatusResponse\x12<\n" +
@@ -2330,7 +2433,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_meta_proto_goTypes = []any{
 	(*HelloRequest)(nil),              // 0: floe.v1.HelloRequest
 	(*PeerInfo)(nil),                  // 1: floe.v1.PeerInfo
@@ -2363,83 +2466,90 @@ var file_meta_proto_goTypes = []any{
 	(*WatchMetadataRequest)(nil),      // 28: floe.v1.WatchMetadataRequest
 	(*AdjustIsrRequest)(nil),          // 29: floe.v1.AdjustIsrRequest
 	(*AdjustIsrResponse)(nil),         // 30: floe.v1.AdjustIsrResponse
-	(*AllocateWriterIdRequest)(nil),   // 31: floe.v1.AllocateWriterIdRequest
-	(*AllocateWriterIdResponse)(nil),  // 32: floe.v1.AllocateWriterIdResponse
-	(*ElectLeadersRequest)(nil),       // 33: floe.v1.ElectLeadersRequest
-	(*ElectLeadersResponse)(nil),      // 34: floe.v1.ElectLeadersResponse
-	nil,                               // 35: floe.v1.CreateTableRequest.PropertiesEntry
-	(*Command)(nil),                   // 36: floe.v1.Command
-	(*CommandResult)(nil),             // 37: floe.v1.CommandResult
-	(*DatabaseRecord)(nil),            // 38: floe.v1.DatabaseRecord
-	(*TableRecord)(nil),               // 39: floe.v1.TableRecord
-	(*BucketRecord)(nil),              // 40: floe.v1.BucketRecord
-	(*NodeRecord)(nil),                // 41: floe.v1.NodeRecord
-	(*AdjustIsr)(nil),                 // 42: floe.v1.AdjustIsr
-	(*BucketElection)(nil),            // 43: floe.v1.BucketElection
-	(*MetadataUpdate)(nil),            // 44: floe.v1.MetadataUpdate
+	(*CommitRemoteLogRequest)(nil),    // 31: floe.v1.CommitRemoteLogRequest
+	(*CommitRemoteLogResponse)(nil),   // 32: floe.v1.CommitRemoteLogResponse
+	(*AllocateWriterIdRequest)(nil),   // 33: floe.v1.AllocateWriterIdRequest
+	(*AllocateWriterIdResponse)(nil),  // 34: floe.v1.AllocateWriterIdResponse
+	(*ElectLeadersRequest)(nil),       // 35: floe.v1.ElectLeadersRequest
+	(*ElectLeadersResponse)(nil),      // 36: floe.v1.ElectLeadersResponse
+	nil,                               // 37: floe.v1.CreateTableRequest.PropertiesEntry
+	(*Command)(nil),                   // 38: floe.v1.Command
+	(*CommandResult)(nil),             // 39: floe.v1.CommandResult
+	(*DatabaseRecord)(nil),            // 40: floe.v1.DatabaseRecord
+	(*TableRecord)(nil),               // 41: floe.v1.TableRecord
+	(*BucketRecord)(nil),              // 42: floe.v1.BucketRecord
+	(*NodeRecord)(nil),                // 43: floe.v1.NodeRecord
+	(*AdjustIsr)(nil),                 // 44: floe.v1.AdjustIsr
+	(*CommitRemoteLog)(nil),           // 45: floe.v1.CommitRemoteLog
+	(*BucketElection)(nil),            // 46: floe.v1.BucketElection
+	(*MetadataUpdate)(nil),            // 47: floe.v1.MetadataUpdate
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
 	1,  // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
-	36, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
-	37, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
+	38, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
+	39, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
 	9,  // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
-	37, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
-	38, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
-	35, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
-	39, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
-	39, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
-	40, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
-	41, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
+	39, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
+	40, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
+	37, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
+	41, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
+	41, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
+	42, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
+	43, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
 	9,  // 12: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
 	23, // 13: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	41, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
-	42, // 15: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
-	40, // 16: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
-	43, // 17: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
-	0,  // 18: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,  // 19: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,  // 20: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,  // 21: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11, // 22: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12, // 23: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13, // 24: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15, // 25: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16, // 26: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17, // 27: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	19, // 28: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	28, // 29: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
-	29, // 30: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
-	31, // 31: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
-	33, // 32: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
-	21, // 33: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	24, // 34: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	25, // 35: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	26, // 36: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	2,  // 37: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,  // 38: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,  // 39: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,  // 40: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10, // 41: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10, // 42: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14, // 43: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10, // 44: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10, // 45: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	18, // 46: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	20, // 47: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	44, // 48: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
-	30, // 49: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
-	32, // 50: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
-	34, // 51: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
-	22, // 52: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	27, // 53: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	27, // 54: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	27, // 55: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	37, // [37:56] is the sub-list for method output_type
-	18, // [18:37] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	43, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	44, // 15: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	42, // 16: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	45, // 17: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
+	42, // 18: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
+	46, // 19: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
+	0,  // 20: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,  // 21: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,  // 22: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,  // 23: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11, // 24: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12, // 25: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13, // 26: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15, // 27: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16, // 28: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17, // 29: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	19, // 30: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	28, // 31: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	29, // 32: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	31, // 33: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
+	33, // 34: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	35, // 35: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
+	21, // 36: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	24, // 37: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	25, // 38: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	26, // 39: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	2,  // 40: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,  // 41: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,  // 42: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,  // 43: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10, // 44: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10, // 45: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14, // 46: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10, // 47: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10, // 48: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	18, // 49: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	20, // 50: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	47, // 51: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	30, // 52: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	32, // 53: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
+	34, // 54: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	36, // 55: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
+	22, // 56: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	27, // 57: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	27, // 58: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	27, // 59: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	40, // [40:60] is the sub-list for method output_type
+	20, // [20:40] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -2448,14 +2558,14 @@ func file_meta_proto_init() {
 		return
 	}
 	file_metastate_proto_init()
-	file_meta_proto_msgTypes[33].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[35].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

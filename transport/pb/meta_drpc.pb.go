@@ -51,6 +51,7 @@ type DRPCMetaClient interface {
 	GetTable(ctx context.Context, in *GetTableRequest) (*GetTableResponse, error)
 	WatchMetadata(ctx context.Context, in *WatchMetadataRequest) (DRPCMeta_WatchMetadataClient, error)
 	AdjustIsr(ctx context.Context, in *AdjustIsrRequest) (*AdjustIsrResponse, error)
+	CommitRemoteLog(ctx context.Context, in *CommitRemoteLogRequest) (*CommitRemoteLogResponse, error)
 	AllocateWriterId(ctx context.Context, in *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
 	ElectLeaders(ctx context.Context, in *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error)
@@ -217,6 +218,15 @@ func (c *drpcMetaClient) AdjustIsr(ctx context.Context, in *AdjustIsrRequest) (*
 	return out, nil
 }
 
+func (c *drpcMetaClient) CommitRemoteLog(ctx context.Context, in *CommitRemoteLogRequest) (*CommitRemoteLogResponse, error) {
+	out := new(CommitRemoteLogResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/CommitRemoteLog", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *drpcMetaClient) AllocateWriterId(ctx context.Context, in *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error) {
 	out := new(AllocateWriterIdResponse)
 	err := c.cc.Invoke(ctx, "/floe.v1.Meta/AllocateWriterId", drpcEncoding_File_meta_proto{}, in, out)
@@ -285,6 +295,7 @@ type DRPCMetaServer interface {
 	GetTable(context.Context, *GetTableRequest) (*GetTableResponse, error)
 	WatchMetadata(*WatchMetadataRequest, DRPCMeta_WatchMetadataStream) error
 	AdjustIsr(context.Context, *AdjustIsrRequest) (*AdjustIsrResponse, error)
+	CommitRemoteLog(context.Context, *CommitRemoteLogRequest) (*CommitRemoteLogResponse, error)
 	AllocateWriterId(context.Context, *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
 	ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
@@ -347,6 +358,10 @@ func (s *DRPCMetaUnimplementedServer) AdjustIsr(context.Context, *AdjustIsrReque
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCMetaUnimplementedServer) CommitRemoteLog(context.Context, *CommitRemoteLogRequest) (*CommitRemoteLogResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 func (s *DRPCMetaUnimplementedServer) AllocateWriterId(context.Context, *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
@@ -373,7 +388,7 @@ func (s *DRPCMetaUnimplementedServer) TransferLeadership(context.Context, *Trans
 
 type DRPCMetaDescription struct{}
 
-func (DRPCMetaDescription) NumMethods() int { return 19 }
+func (DRPCMetaDescription) NumMethods() int { return 20 }
 
 func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -495,6 +510,15 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 					)
 			}, DRPCMetaServer.AdjustIsr, true
 	case 13:
+		return "/floe.v1.Meta/CommitRemoteLog", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					CommitRemoteLog(
+						ctx,
+						in1.(*CommitRemoteLogRequest),
+					)
+			}, DRPCMetaServer.CommitRemoteLog, true
+	case 14:
 		return "/floe.v1.Meta/AllocateWriterId", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -503,7 +527,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AllocateWriterIdRequest),
 					)
 			}, DRPCMetaServer.AllocateWriterId, true
-	case 14:
+	case 15:
 		return "/floe.v1.Meta/ElectLeaders", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -512,7 +536,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ElectLeadersRequest),
 					)
 			}, DRPCMetaServer.ElectLeaders, true
-	case 15:
+	case 16:
 		return "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -521,7 +545,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ClusterStatusRequest),
 					)
 			}, DRPCMetaServer.ClusterStatus, true
-	case 16:
+	case 17:
 		return "/floe.v1.Meta/AddVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -530,7 +554,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddVoterRequest),
 					)
 			}, DRPCMetaServer.AddVoter, true
-	case 17:
+	case 18:
 		return "/floe.v1.Meta/RemoveVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -539,7 +563,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveVoterRequest),
 					)
 			}, DRPCMetaServer.RemoveVoter, true
-	case 18:
+	case 19:
 		return "/floe.v1.Meta/TransferLeadership", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -808,6 +832,26 @@ func (x *drpcMeta_AdjustIsrStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcMeta_AdjustIsrStream) SendAndClose(m *AdjustIsrResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_CommitRemoteLogStream interface {
+	drpc.Stream
+	SendAndClose(*CommitRemoteLogResponse) error
+}
+
+type drpcMeta_CommitRemoteLogStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_CommitRemoteLogStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_CommitRemoteLogStream) SendAndClose(m *CommitRemoteLogResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
 		return err
 	}

@@ -441,8 +441,10 @@ type BucketRecord struct {
 	// How many unclean elections (a leader from outside the ISR, chosen by
 	// an operator) the bucket has had: each may have lost acknowledged data.
 	UncleanElections int32 `protobuf:"varint,8,opt,name=unclean_elections,json=uncleanElections,proto3" json:"unclean_elections,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The bucket's committed remote log; absent until its first upload.
+	RemoteLog     *RemoteLog `protobuf:"bytes,9,opt,name=remote_log,json=remoteLog,proto3" json:"remote_log,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BucketRecord) Reset() {
@@ -531,6 +533,123 @@ func (x *BucketRecord) GetUncleanElections() int32 {
 	return 0
 }
 
+func (x *BucketRecord) GetRemoteLog() *RemoteLog {
+	if x != nil {
+		return x.RemoteLog
+	}
+	return nil
+}
+
+// RemoteLog is a bucket's committed remote log: the manifest object in
+// remote storage that lists its segments (tiering.Manifest), and the
+// offsets they hold. The metadata keeps only this handle, so its size does
+// not grow with a bucket's history.
+type RemoteLog struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Object key of the manifest, relative to the remote store's root.
+	ManifestKey string `protobuf:"bytes,1,opt,name=manifest_key,json=manifestKey,proto3" json:"manifest_key,omitempty"`
+	// The segments hold offsets [start_offset, end_offset); equal: none.
+	StartOffset int64 `protobuf:"varint,2,opt,name=start_offset,json=startOffset,proto3" json:"start_offset,omitempty"`
+	EndOffset   int64 `protobuf:"varint,3,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	// Raised by every commit: the compare-and-set version.
+	Version int64 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	// The leader epoch of the leader that committed it.
+	LeaderEpoch int32 `protobuf:"varint,5,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	// How many segments and bytes the manifest lists.
+	Segments int32 `protobuf:"varint,6,opt,name=segments,proto3" json:"segments,omitempty"`
+	Bytes    int64 `protobuf:"varint,7,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// The newest commit timestamp (ms) in the remote segments.
+	MaxTimestamp  int64 `protobuf:"varint,8,opt,name=max_timestamp,json=maxTimestamp,proto3" json:"max_timestamp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoteLog) Reset() {
+	*x = RemoteLog{}
+	mi := &file_metastate_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoteLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoteLog) ProtoMessage() {}
+
+func (x *RemoteLog) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoteLog.ProtoReflect.Descriptor instead.
+func (*RemoteLog) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RemoteLog) GetManifestKey() string {
+	if x != nil {
+		return x.ManifestKey
+	}
+	return ""
+}
+
+func (x *RemoteLog) GetStartOffset() int64 {
+	if x != nil {
+		return x.StartOffset
+	}
+	return 0
+}
+
+func (x *RemoteLog) GetEndOffset() int64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
+func (x *RemoteLog) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *RemoteLog) GetLeaderEpoch() int32 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *RemoteLog) GetSegments() int32 {
+	if x != nil {
+		return x.Segments
+	}
+	return 0
+}
+
+func (x *RemoteLog) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *RemoteLog) GetMaxTimestamp() int64 {
+	if x != nil {
+		return x.MaxTimestamp
+	}
+	return 0
+}
+
 type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Client-chosen id: a repeated id is answered with the first result.
@@ -548,6 +667,7 @@ type Command struct {
 	//	*Command_FenceNodes
 	//	*Command_ElectLeaders
 	//	*Command_ReportDamagedReplica
+	//	*Command_CommitRemoteLog
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -555,7 +675,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_metastate_proto_msgTypes[6]
+	mi := &file_metastate_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +687,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[6]
+	mi := &file_metastate_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +700,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{6}
+	return file_metastate_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Command) GetRequestId() []byte {
@@ -696,6 +816,15 @@ func (x *Command) GetReportDamagedReplica() *ReportDamagedReplica {
 	return nil
 }
 
+func (x *Command) GetCommitRemoteLog() *CommitRemoteLog {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CommitRemoteLog); ok {
+			return x.CommitRemoteLog
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -744,6 +873,10 @@ type Command_ReportDamagedReplica struct {
 	ReportDamagedReplica *ReportDamagedReplica `protobuf:"bytes,20,opt,name=report_damaged_replica,json=reportDamagedReplica,proto3,oneof"`
 }
 
+type Command_CommitRemoteLog struct {
+	CommitRemoteLog *CommitRemoteLog `protobuf:"bytes,21,opt,name=commit_remote_log,json=commitRemoteLog,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -765,6 +898,102 @@ func (*Command_FenceNodes) isCommand_Op() {}
 func (*Command_ElectLeaders) isCommand_Op() {}
 
 func (*Command_ReportDamagedReplica) isCommand_Op() {}
+
+func (*Command_CommitRemoteLog) isCommand_Op() {}
+
+// CommitRemoteLog is a bucket leader's commit of a new remote manifest
+// (segments uploaded, or old ones dropped by remote retention), after the
+// objects it lists are stored. Refused (FENCED) unless leader_id and
+// leader_epoch are the bucket's current leader and epoch and
+// expected_version is the committed remote log's version (0: none yet):
+// a deposed leader, or one that built on a manifest another replaced,
+// changes nothing. The new remote log may not end before the committed
+// one, nor start before it (INVALID_REQUEST). The state machine sets its
+// version (expected_version + 1) and leader epoch; the bucket epoch stays
+// (leadership and ISR are unchanged).
+type CommitRemoteLog struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	TableId         uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket          int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	LeaderId        uint32                 `protobuf:"varint,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderEpoch     int32                  `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	ExpectedVersion int64                  `protobuf:"varint,5,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
+	RemoteLog       *RemoteLog             `protobuf:"bytes,6,opt,name=remote_log,json=remoteLog,proto3" json:"remote_log,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CommitRemoteLog) Reset() {
+	*x = CommitRemoteLog{}
+	mi := &file_metastate_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitRemoteLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitRemoteLog) ProtoMessage() {}
+
+func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitRemoteLog.ProtoReflect.Descriptor instead.
+func (*CommitRemoteLog) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CommitRemoteLog) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *CommitRemoteLog) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *CommitRemoteLog) GetLeaderId() uint32 {
+	if x != nil {
+		return x.LeaderId
+	}
+	return 0
+}
+
+func (x *CommitRemoteLog) GetLeaderEpoch() int32 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *CommitRemoteLog) GetExpectedVersion() int64 {
+	if x != nil {
+		return x.ExpectedVersion
+	}
+	return 0
+}
+
+func (x *CommitRemoteLog) GetRemoteLog() *RemoteLog {
+	if x != nil {
+		return x.RemoteLog
+	}
+	return nil
+}
 
 // ReportDamagedReplica is a tablet node saying that its replica of a bucket
 // found damage in its log (a batch that fails its checksum) from offset on:
@@ -791,7 +1020,7 @@ type ReportDamagedReplica struct {
 
 func (x *ReportDamagedReplica) Reset() {
 	*x = ReportDamagedReplica{}
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +1032,7 @@ func (x *ReportDamagedReplica) String() string {
 func (*ReportDamagedReplica) ProtoMessage() {}
 
 func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +1045,7 @@ func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportDamagedReplica.ProtoReflect.Descriptor instead.
 func (*ReportDamagedReplica) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{7}
+	return file_metastate_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReportDamagedReplica) GetTableId() uint64 {
@@ -870,7 +1099,7 @@ type AllocateWriterId struct {
 
 func (x *AllocateWriterId) Reset() {
 	*x = AllocateWriterId{}
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +1111,7 @@ func (x *AllocateWriterId) String() string {
 func (*AllocateWriterId) ProtoMessage() {}
 
 func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +1124,7 @@ func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterId.ProtoReflect.Descriptor instead.
 func (*AllocateWriterId) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{8}
+	return file_metastate_proto_rawDescGZIP(), []int{10}
 }
 
 // AdjustIsr is a bucket leader's request to change its ISR: compare-and-set
@@ -922,7 +1151,7 @@ type AdjustIsr struct {
 
 func (x *AdjustIsr) Reset() {
 	*x = AdjustIsr{}
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -934,7 +1163,7 @@ func (x *AdjustIsr) String() string {
 func (*AdjustIsr) ProtoMessage() {}
 
 func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -947,7 +1176,7 @@ func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsr.ProtoReflect.Descriptor instead.
 func (*AdjustIsr) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{9}
+	return file_metastate_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AdjustIsr) GetTableId() uint64 {
@@ -1010,7 +1239,7 @@ type MemberEpoch struct {
 
 func (x *MemberEpoch) Reset() {
 	*x = MemberEpoch{}
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1251,7 @@ func (x *MemberEpoch) String() string {
 func (*MemberEpoch) ProtoMessage() {}
 
 func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1264,7 @@ func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberEpoch.ProtoReflect.Descriptor instead.
 func (*MemberEpoch) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{10}
+	return file_metastate_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MemberEpoch) GetNodeId() uint32 {
@@ -1069,7 +1298,7 @@ type FenceNodes struct {
 
 func (x *FenceNodes) Reset() {
 	*x = FenceNodes{}
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1310,7 @@ func (x *FenceNodes) String() string {
 func (*FenceNodes) ProtoMessage() {}
 
 func (x *FenceNodes) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1323,7 @@ func (x *FenceNodes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceNodes.ProtoReflect.Descriptor instead.
 func (*FenceNodes) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{11}
+	return file_metastate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FenceNodes) GetGone() []uint32 {
@@ -1133,7 +1362,7 @@ type ElectLeaders struct {
 
 func (x *ElectLeaders) Reset() {
 	*x = ElectLeaders{}
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1374,7 @@ func (x *ElectLeaders) String() string {
 func (*ElectLeaders) ProtoMessage() {}
 
 func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1387,7 @@ func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeaders.ProtoReflect.Descriptor instead.
 func (*ElectLeaders) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{12}
+	return file_metastate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ElectLeaders) GetDatabase() string {
@@ -1206,7 +1435,7 @@ type ElectionResult struct {
 
 func (x *ElectionResult) Reset() {
 	*x = ElectionResult{}
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1218,7 +1447,7 @@ func (x *ElectionResult) String() string {
 func (*ElectionResult) ProtoMessage() {}
 
 func (x *ElectionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1231,7 +1460,7 @@ func (x *ElectionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionResult.ProtoReflect.Descriptor instead.
 func (*ElectionResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{13}
+	return file_metastate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ElectionResult) GetBuckets() []*BucketElection {
@@ -1257,7 +1486,7 @@ type BucketElection struct {
 
 func (x *BucketElection) Reset() {
 	*x = BucketElection{}
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1269,7 +1498,7 @@ func (x *BucketElection) String() string {
 func (*BucketElection) ProtoMessage() {}
 
 func (x *BucketElection) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1282,7 +1511,7 @@ func (x *BucketElection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketElection.ProtoReflect.Descriptor instead.
 func (*BucketElection) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{14}
+	return file_metastate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BucketElection) GetBucket() *BucketRecord {
@@ -1330,7 +1559,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1571,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1584,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{15}
+	return file_metastate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -1374,7 +1603,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1386,7 +1615,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1399,7 +1628,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{16}
+	return file_metastate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -1419,7 +1648,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1660,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1673,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{17}
+	return file_metastate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -1472,7 +1701,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1713,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1726,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{18}
+	return file_metastate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -1550,7 +1779,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1791,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1804,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{19}
+	return file_metastate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -1666,7 +1895,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1678,7 +1907,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1691,7 +1920,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{20}
+	return file_metastate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -1740,7 +1969,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +1981,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,7 +1994,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{21}
+	return file_metastate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -1927,7 +2156,7 @@ type MetadataUpdate struct {
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2168,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2181,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{22}
+	return file_metastate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -2066,7 +2295,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\rcreated_at_ms\x18\v \x01(\x03R\vcreatedAtMs\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfa\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xad\x02\n" +
 	"\fBucketRecord\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1a\n" +
@@ -2075,7 +2304,19 @@ const file_metastate_proto_rawDesc = "" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12\x10\n" +
 	"\x03isr\x18\x06 \x03(\rR\x03isr\x12!\n" +
 	"\fbucket_epoch\x18\a \x01(\x05R\vbucketEpoch\x12+\n" +
-	"\x11unclean_elections\x18\b \x01(\x05R\x10uncleanElections\"\xe6\x05\n" +
+	"\x11unclean_elections\x18\b \x01(\x05R\x10uncleanElections\x121\n" +
+	"\n" +
+	"remote_log\x18\t \x01(\v2\x12.floe.v1.RemoteLogR\tremoteLog\"\x84\x02\n" +
+	"\tRemoteLog\x12!\n" +
+	"\fmanifest_key\x18\x01 \x01(\tR\vmanifestKey\x12!\n" +
+	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\x03 \x01(\x03R\tendOffset\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\x03R\aversion\x12!\n" +
+	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12\x1a\n" +
+	"\bsegments\x18\x06 \x01(\x05R\bsegments\x12\x14\n" +
+	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12#\n" +
+	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\"\xae\x06\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -2093,8 +2334,17 @@ const file_metastate_proto_rawDesc = "" +
 	"\vfence_nodes\x18\x12 \x01(\v2\x13.floe.v1.FenceNodesH\x00R\n" +
 	"fenceNodes\x12<\n" +
 	"\relect_leaders\x18\x13 \x01(\v2\x15.floe.v1.ElectLeadersH\x00R\felectLeaders\x12U\n" +
-	"\x16report_damaged_replica\x18\x14 \x01(\v2\x1d.floe.v1.ReportDamagedReplicaH\x00R\x14reportDamagedReplicaB\x04\n" +
-	"\x02op\"\xb1\x01\n" +
+	"\x16report_damaged_replica\x18\x14 \x01(\v2\x1d.floe.v1.ReportDamagedReplicaH\x00R\x14reportDamagedReplica\x12F\n" +
+	"\x11commit_remote_log\x18\x15 \x01(\v2\x18.floe.v1.CommitRemoteLogH\x00R\x0fcommitRemoteLogB\x04\n" +
+	"\x02op\"\xe2\x01\n" +
+	"\x0fCommitRemoteLog\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
+	"\tleader_id\x18\x03 \x01(\rR\bleaderId\x12!\n" +
+	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12)\n" +
+	"\x10expected_version\x18\x05 \x01(\x03R\x0fexpectedVersion\x121\n" +
+	"\n" +
+	"remote_log\x18\x06 \x01(\v2\x12.floe.v1.RemoteLogR\tremoteLog\"\xb1\x01\n" +
 	"\x14ReportDamagedReplica\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x17\n" +
@@ -2208,7 +2458,7 @@ func file_metastate_proto_rawDescGZIP() []byte {
 	return file_metastate_proto_rawDescData
 }
 
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_metastate_proto_goTypes = []any{
 	(*NodeRecord)(nil),           // 0: floe.v1.NodeRecord
 	(*DatabaseRecord)(nil),       // 1: floe.v1.DatabaseRecord
@@ -2216,63 +2466,68 @@ var file_metastate_proto_goTypes = []any{
 	(*SchemaVersion)(nil),        // 3: floe.v1.SchemaVersion
 	(*TableRecord)(nil),          // 4: floe.v1.TableRecord
 	(*BucketRecord)(nil),         // 5: floe.v1.BucketRecord
-	(*Command)(nil),              // 6: floe.v1.Command
-	(*ReportDamagedReplica)(nil), // 7: floe.v1.ReportDamagedReplica
-	(*AllocateWriterId)(nil),     // 8: floe.v1.AllocateWriterId
-	(*AdjustIsr)(nil),            // 9: floe.v1.AdjustIsr
-	(*MemberEpoch)(nil),          // 10: floe.v1.MemberEpoch
-	(*FenceNodes)(nil),           // 11: floe.v1.FenceNodes
-	(*ElectLeaders)(nil),         // 12: floe.v1.ElectLeaders
-	(*ElectionResult)(nil),       // 13: floe.v1.ElectionResult
-	(*BucketElection)(nil),       // 14: floe.v1.BucketElection
-	(*InitCluster)(nil),          // 15: floe.v1.InitCluster
-	(*RegisterNode)(nil),         // 16: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),       // 17: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),         // 18: floe.v1.DropDatabase
-	(*CreateTable)(nil),          // 19: floe.v1.CreateTable
-	(*DropTable)(nil),            // 20: floe.v1.DropTable
-	(*CommandResult)(nil),        // 21: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),       // 22: floe.v1.MetadataUpdate
-	nil,                          // 23: floe.v1.TableRecord.PropertiesEntry
-	nil,                          // 24: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),               // 25: floe.v1.ErrorCode
+	(*RemoteLog)(nil),            // 6: floe.v1.RemoteLog
+	(*Command)(nil),              // 7: floe.v1.Command
+	(*CommitRemoteLog)(nil),      // 8: floe.v1.CommitRemoteLog
+	(*ReportDamagedReplica)(nil), // 9: floe.v1.ReportDamagedReplica
+	(*AllocateWriterId)(nil),     // 10: floe.v1.AllocateWriterId
+	(*AdjustIsr)(nil),            // 11: floe.v1.AdjustIsr
+	(*MemberEpoch)(nil),          // 12: floe.v1.MemberEpoch
+	(*FenceNodes)(nil),           // 13: floe.v1.FenceNodes
+	(*ElectLeaders)(nil),         // 14: floe.v1.ElectLeaders
+	(*ElectionResult)(nil),       // 15: floe.v1.ElectionResult
+	(*BucketElection)(nil),       // 16: floe.v1.BucketElection
+	(*InitCluster)(nil),          // 17: floe.v1.InitCluster
+	(*RegisterNode)(nil),         // 18: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),       // 19: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),         // 20: floe.v1.DropDatabase
+	(*CreateTable)(nil),          // 21: floe.v1.CreateTable
+	(*DropTable)(nil),            // 22: floe.v1.DropTable
+	(*CommandResult)(nil),        // 23: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),       // 24: floe.v1.MetadataUpdate
+	nil,                          // 25: floe.v1.TableRecord.PropertiesEntry
+	nil,                          // 26: floe.v1.CreateTable.PropertiesEntry
+	(ErrorCode)(0),               // 27: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	2,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	3,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	23, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
-	15, // 3: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	16, // 4: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	17, // 5: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	18, // 6: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	19, // 7: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	20, // 8: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
-	8,  // 9: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
-	9,  // 10: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
-	11, // 11: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
-	12, // 12: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
-	7,  // 13: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
-	10, // 14: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
-	14, // 15: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	5,  // 16: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	25, // 17: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	0,  // 18: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	2,  // 19: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	24, // 20: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	25, // 21: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	1,  // 22: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	4,  // 23: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	0,  // 24: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	5,  // 25: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	13, // 26: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	0,  // 27: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	4,  // 28: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	5,  // 29: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	25, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	6,  // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
+	17, // 4: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	18, // 5: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	19, // 6: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	20, // 7: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	21, // 8: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	22, // 9: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	10, // 10: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
+	11, // 11: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
+	13, // 12: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
+	14, // 13: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
+	9,  // 14: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
+	8,  // 15: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
+	6,  // 16: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
+	12, // 17: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
+	16, // 18: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	5,  // 19: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	27, // 20: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	0,  // 21: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	2,  // 22: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	26, // 23: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	27, // 24: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	1,  // 25: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	4,  // 26: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	0,  // 27: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	5,  // 28: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	15, // 29: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	0,  // 30: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	4,  // 31: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	5,  // 32: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -2281,7 +2536,7 @@ func file_metastate_proto_init() {
 		return
 	}
 	file_errors_proto_init()
-	file_metastate_proto_msgTypes[6].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[7].OneofWrappers = []any{
 		(*Command_InitCluster)(nil),
 		(*Command_RegisterNode)(nil),
 		(*Command_CreateDatabase)(nil),
@@ -2293,9 +2548,10 @@ func file_metastate_proto_init() {
 		(*Command_FenceNodes)(nil),
 		(*Command_ElectLeaders)(nil),
 		(*Command_ReportDamagedReplica)(nil),
+		(*Command_CommitRemoteLog)(nil),
 	}
-	file_metastate_proto_msgTypes[12].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[21].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[14].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[23].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
@@ -2309,7 +2565,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,103 @@
+package metastate
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+func commitRemote(b *pb.BucketRecord, leader uint32, expected int64, start, end int64) *pb.Command {
+	return &pb.Command{Op: &pb.Command_CommitRemoteLog{CommitRemoteLog: &pb.CommitRemoteLog{
+		TableId: b.GetTableId(), Bucket: b.GetBucket(), LeaderId: leader, LeaderEpoch: b.GetLeaderEpoch(),
+		ExpectedVersion: expected,
+		RemoteLog:       &pb.RemoteLog{ManifestKey: "m/1", StartOffset: start, EndOffset: end, Segments: 1, Bytes: 10},
+	}}}
+}
+
+func TestCommitRemoteLog(t *testing.T) {
+	h := bucketFixture(t, 3, 1, 2, 3)
+	b := h.bucket(1, 0)
+	res := h.ok(withID("c1", commitRemote(b, 1, 0, 0, 100)))
+	got := res.GetBucket().GetRemoteLog()
+	if got.GetVersion() != 1 || got.GetEndOffset() != 100 || got.GetLeaderEpoch() != b.GetLeaderEpoch() {
+		t.Fatalf("committed %v", got)
+	}
+	after := h.bucket(1, 0)
+	if after.GetBucketEpoch() != b.GetBucketEpoch() || after.GetLeaderEpoch() != b.GetLeaderEpoch() {
+		t.Fatalf("epochs moved: %v → %v", b, after)
+	}
+	if u := h.feedAt(h.index); u == nil || len(u.GetBuckets()) != 1 || u.GetBuckets()[0].GetRemoteLog().GetVersion() != 1 {
+		t.Fatalf("the commit is not in the feed: %v", u)
+	}
+	// A retry of the same request is the first result, not a FENCED
+	// for the version it raised.
+	if again := h.apply(withID("c1", commitRemote(b, 1, 0, 0, 100))); !proto.Equal(again.GetBucket(), res.GetBucket()) {
+		t.Fatalf("retry answered %v", again)
+	}
+	h.ok(commitRemote(b, 1, 1, 50, 200))
+	if rl := h.bucket(1, 0).GetRemoteLog(); rl.GetVersion() != 2 || rl.GetStartOffset() != 50 || rl.GetEndOffset() != 200 {
+		t.Fatalf("second commit %v", rl)
+	}
+}
+
+func TestCommitRemoteLogRefused(t *testing.T) {
+	const (
+		fenced  = pb.ErrorCode_ERROR_CODE_FENCED
+		invalid = pb.ErrorCode_ERROR_CODE_INVALID_REQUEST
+		unknown = pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE
+	)
+	cur := &pb.BucketRecord{TableId: 1, Bucket: 0, Replicas: []uint32{2, 1, 3}, Leader: 2, LeaderEpoch: 4,
+		Isr: []uint32{2, 3}, BucketEpoch: 7,
+		RemoteLog: &pb.RemoteLog{ManifestKey: "m/old", StartOffset: 100, EndOffset: 500, Version: 3, LeaderEpoch: 4}}
+	req := func(edit func(c *pb.CommitRemoteLog)) *pb.Command {
+		cmd := commitRemote(cur, 2, 3, 100, 800)
+		edit(cmd.GetCommitRemoteLog())
+		return cmd
+	}
+	tests := []struct {
+		name string
+		cmd  *pb.Command
+		code pb.ErrorCode
+		want []string
+	}{
+		{"unknown bucket", req(func(c *pb.CommitRemoteLog) { c.Bucket = 5 }), unknown, []string{"no bucket 5"}},
+		{"not the leader", req(func(c *pb.CommitRemoteLog) { c.LeaderId = 3 }), fenced, []string{"node 3 is not the leader"}},
+		{"deposed leader epoch", req(func(c *pb.CommitRemoteLog) { c.LeaderEpoch = 3 }), fenced, []string{"leader epoch 3", "current is 4"}},
+		{"built on an older manifest", req(func(c *pb.CommitRemoteLog) { c.ExpectedVersion = 2 }), fenced, []string{"version 2 expected", "current is 3"}},
+		{"built on a newer manifest", req(func(c *pb.CommitRemoteLog) { c.ExpectedVersion = 4 }), fenced, []string{"version 4"}},
+		{"fenced before invalid", req(func(c *pb.CommitRemoteLog) { c.LeaderEpoch, c.RemoteLog = 3, nil }), fenced, []string{"leader epoch 3"}},
+		{"no manifest", req(func(c *pb.CommitRemoteLog) { c.RemoteLog = nil }), invalid, []string{"manifest key"}},
+		{"empty key", req(func(c *pb.CommitRemoteLog) { c.RemoteLog.ManifestKey = "" }), invalid, []string{"manifest key"}},
+		{"start after end", req(func(c *pb.CommitRemoteLog) { c.RemoteLog.StartOffset = 900 }), invalid, []string{"[900, 800)"}},
+		{"end moves back", req(func(c *pb.CommitRemoteLog) { c.RemoteLog.EndOffset = 400 }), invalid, []string{"end 400 before the committed end 500"}},
+		{"start moves back", req(func(c *pb.CommitRemoteLog) { c.RemoteLog.StartOffset = 50 }), invalid, []string{"start 50 before the committed start 100"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := bucketFixture(t, 4, 2, 1, 3)
+			setBucket(t, h.s, cur)
+			before := rawDump(t, h.s)
+			wantRefused(t, h.apply(tc.cmd), tc.code, tc.want...)
+			if after := rawDump(t, h.s); after != before {
+				t.Errorf("state changed:\n%s\n%s", before, after)
+			}
+		})
+	}
+}
+
+// TestCommitRemoteLogAfterFailover: once the controller moves leadership,
+// the old leader's commit, prepared before, is FENCED and the new leader's
+// goes through.
+func TestCommitRemoteLogAfterFailover(t *testing.T) {
+	h := bucketFixture(t, 3, 1, 2, 3)
+	old := h.bucket(1, 0)
+	h.ok(fenceNodes(1))
+	now := h.bucket(1, 0)
+	if now.GetLeader() == 1 {
+		t.Fatalf("leader did not move: %v", now)
+	}
+	wantRefused(t, h.apply(commitRemote(old, 1, 0, 0, 100)), pb.ErrorCode_ERROR_CODE_FENCED, "not the leader")
+	h.ok(commitRemote(now, now.GetLeader(), 0, 0, 100))
+}
