@@ -10,6 +10,7 @@ import (
 
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/tiering"
 )
 
 // Roles a node can run.
@@ -57,8 +58,16 @@ type Config struct {
 	LivenessGrace time.Duration
 	// LogSync is the fsync policy of bucket logs. Default always.
 	LogSync logstore.SyncPolicy
-	// SegmentMaxBytes of bucket logs; 0: the log store's default (1 GiB).
+	// SegmentMaxBytes is the segment size of bucket logs whose table does
+	// not set log.segment.bytes; 0: that property's default (256 MiB).
 	SegmentMaxBytes int64
+	// Remote is the object store tiering moves sealed log segments to
+	// (the same for every tablet node of the cluster); nil: no tiering,
+	// logs stay local (log.ttl still deletes old segments).
+	Remote tiering.ObjectStore
+	// TieringInterval is how often bucket leaders upload their sealed
+	// segments and apply remote retention. Default 1 min.
+	TieringInterval time.Duration
 	// MaxBatchBytes refuses larger produced batches. Default 8 MiB.
 	MaxBatchBytes int
 	// KV sizes the node's Badger database, which the stores of all its
@@ -117,6 +126,9 @@ func (c *Config) Validate() error {
 	if c.KVBufferBytes < 0 {
 		return errors.New("server: --kv-buffer-bytes must not be negative")
 	}
+	if c.TieringInterval < 0 {
+		return errors.New("server: --tiering-interval must not be negative")
+	}
 	kv := c.KV
 	kv.Dir = c.DataDir // set by the node; here only to check the sizes
 	if err := kv.Validate(); err != nil {
@@ -143,6 +155,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 60 * time.Second
+	}
+	if c.TieringInterval == 0 {
+		c.TieringInterval = DefaultTieringInterval
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

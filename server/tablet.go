@@ -122,6 +122,9 @@ func (s *Server) startTablet(ctx context.Context) error {
 	s.kvTables, s.replicas = kv, m
 	s.tabletReady.Store(true)
 	s.goRun(func() { s.follower.run(ctx) })
+	if s.cfg.Remote != nil {
+		s.goRun(func() { s.tieringLoop(ctx) })
+	}
 	return nil
 }
 

@@ -44,6 +44,9 @@ type KV interface {
 	DropAbove(end int64)
 	// SetLeading says the replica started or stopped leading.
 	SetLeading(leading bool)
+	// AppliedOffset is the offset below which the store holds the log:
+	// the log below it may leave local disk once it is remote.
+	AppliedOffset() (int64, error)
 	// Close stops the KV side and closes its store; with remove (the
 	// replica is deleted) the store's rows go too.
 	Close(remove bool) error

@@ -10,6 +10,7 @@ import (
 
 	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/transport/pb"
 )
 
 // BucketID names a bucket.
@@ -30,6 +31,9 @@ type Replica struct {
 	mgr  *Manager
 	info atomic.Pointer[tableInfo] // replaced when the table's metadata changes
 	kv   KV                        // primary-key tables only
+	// remote is the bucket's committed remote log, the newest version
+	// seen (tiering.go); nil: none.
+	remote atomic.Pointer[pb.RemoteLog]
 
 	// produceMu orders the idempotence check with the append it decides,
 	// and the follower path's truncations and appends.
@@ -57,10 +61,7 @@ func Dir(tabletDir string, id BucketID) string {
 // state from the log's tail.
 func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	dir := Dir(m.cfg.Dir, id)
-	cfg := m.cfg.Log
-	cfg.Dir = dir
-	cfg.Logger = m.log.With("bucket", id.String())
-	l, err := logstore.Open(cfg)
+	l, err := logstore.Open(logConfig(m.cfg.Log, dir, m.log.With("bucket", id.String()), info))
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +78,7 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	}
 	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable(), writersSaved: -1, damagedAt: -1}
 	r.info.Store(info)
+	r.refreshRetention()
 	r.core = replication.New(replication.Config{Self: m.cfg.NodeID, NodeEpoch: int64(m.NodeEpoch()),
 		ReplicaLagMax: m.cfg.ReplicaLagMax, MinISR: info.minISR},
 		replication.Log{HWCheckpoint: m.hw.get(id, dir), DurableEnd: l.EndOffset(), LatestEpoch: latest})

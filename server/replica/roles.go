@@ -16,6 +16,7 @@ func (r *Replica) assign(b *pb.BucketRecord, index uint64) {
 	if r.closed {
 		return
 	}
+	r.noteRemoteLog(b.RemoteLog)
 	wasLeading := r.leadingLocked()
 	eff := r.core.Assign(replication.Assignment{Leader: b.Leader, LeaderEpoch: b.LeaderEpoch, BucketEpoch: b.BucketEpoch,
 		Replicas: b.Replicas, ISR: b.Isr, Index: int64(index)}, r.log.EndOffset(), time.Now())

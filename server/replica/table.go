@@ -19,6 +19,10 @@ type tableInfo struct {
 	replication int
 	minISR      int
 	kv          KVTable // primary-key tables only
+	// props are the table's properties; segmentBytesSet says it set
+	// log.segment.bytes itself (else the node's default may apply).
+	props           tableprop.Values
+	segmentBytesSet bool
 }
 
 // MinInsyncReplicasProperty is the table property for min.insync.replicas.
@@ -52,6 +56,8 @@ func newTableInfo(t *pb.TableRecord, kv KVTables) (*tableInfo, error) {
 		return nil, fmt.Errorf("%w: table %s: %w", ErrUnusableTable, info.name, err)
 	}
 	info.minISR = props.MinInsyncReplicas
+	info.props = props
+	_, info.segmentBytesSet = t.Properties[tableprop.LogSegmentBytes]
 	if info.primaryKey {
 		if kv == nil {
 			return nil, fmt.Errorf("replica: table %s has a primary key and this node has no KV tables", info.name)

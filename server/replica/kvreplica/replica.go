@@ -107,6 +107,9 @@ func (kv *kvReplica) Close(remove bool) error {
 // HWMoved wakes the applier: the high watermark moved.
 func (kv *kvReplica) HWMoved() { kv.wake() }
 
+// AppliedOffset is the store's applied offset.
+func (kv *kvReplica) AppliedOffset() (int64, error) { return kv.applied() }
+
 // SetLeading makes the store cache the rows it writes while the replica
 // leads: they are the ones its next upserts of those keys merge against
 // and lookups, which come to the leader, ask for.

@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/server/replica"
+	"github.com/floedb/floe/tiering"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// DefaultTieringInterval is Config.TieringInterval's default.
+const DefaultTieringInterval = time.Minute
+
+const (
+	// tieringConcurrency bounds the buckets whose rounds run at once: each
+	// uploads whole segments, and the node's disk and uplink are shared.
+	tieringConcurrency = 4
+	// tieringRoundTimeout bounds one bucket's round; an upload cut short
+	// is retried next round.
+	tieringRoundTimeout = 10 * time.Minute
+	// remoteCommitTimeout bounds one commit, retries included.
+	remoteCommitTimeout = 30 * time.Second
+)
+
+// tieringLoop runs a tiering round for every bucket this node leads each
+// TieringInterval, until ctx ends.
+func (s *Server) tieringLoop(ctx context.Context) {
+	var rl *tiering.RemoteLog
+	t := time.NewTicker(s.cfg.TieringInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if rl == nil {
+			cluster := s.ClusterID()
+			if cluster == "" {
+				continue
+			}
+			var err error
+			if rl, err = tiering.NewRemoteLog(tiering.RemoteLogConfig{Store: s.cfg.Remote, Root: cluster,
+				Commit: remoteCommitter{s}, Logger: s.log.With("component", "tiering")}); err != nil {
+				s.log.Error("tiering disabled", "err", err)
+				return
+			}
+			s.log.Info("tiering sealed log segments", "store", s.cfg.Remote.String(), "interval", s.cfg.TieringInterval)
+		}
+		s.tierOnce(ctx, rl)
+	}
+}
+
+// tierOnce runs one round for each bucket this node leads.
+func (s *Server) tierOnce(ctx context.Context, rl *tiering.RemoteLog) {
+	leaders := s.replicas.LeaderLogs()
+	forEachBounded(leaders, tieringConcurrency, func(l replica.LeaderLog) {
+		rctx, cancel := context.WithTimeout(ctx, tieringRoundTimeout)
+		defer cancel()
+		b := &tiering.LeaderBucket{TableID: l.ID.TableID, Bucket: l.ID.Bucket, Log: l.Log, LeaderEpoch: l.LeaderEpoch,
+			HighWatermark: l.HighWatermark, Committed: handleOf(l.Remote), TTL: l.TTL, ExpireBelow: 1<<63 - 1}
+		if l.PrimaryKey {
+			b.ExpireBelow = 0 // until KV snapshots let the changelog below them go
+		}
+		round, err := rl.Tier(rctx, b)
+		if round.Changed {
+			s.replicas.NoteRemoteLog(l.ID, remoteLogOf(round.Committed, l.LeaderEpoch))
+		}
+		if err != nil && ctx.Err() == nil {
+			level := s.log.Warn
+			if errors.Is(err, transport.ErrFenced) {
+				level = s.log.Info // leadership moved meanwhile
+			}
+			level("tiering round failed; retried next round", "bucket", l.ID.String(), "uploaded", round.Uploaded, "err", err)
+		}
+	})
+}
+
+// forEachBounded runs f for every item, at most n at once, and returns
+// when all are done.
+func forEachBounded[T any](items []T, n int, f func(T)) {
+	sem := make(chan struct{}, n)
+	done := make(chan struct{})
+	for _, it := range items {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; done <- struct{}{} }()
+			f(it)
+		}()
+	}
+	for range items {
+		<-done
+	}
+}
+
+// handleOf converts the metadata's remote log to tiering's handle.
+func handleOf(rl *pb.RemoteLog) tiering.Handle {
+	if rl == nil {
+		return tiering.Handle{}
+	}
+	return tiering.Handle{ManifestKey: rl.ManifestKey, StartOffset: rl.StartOffset, EndOffset: rl.EndOffset,
+		Version: rl.Version, Segments: rl.Segments, Bytes: rl.Bytes, MaxTimestamp: rl.MaxTimestamp}
+}
+
+// remoteLogOf converts tiering's handle to the metadata's remote log.
+func remoteLogOf(h tiering.Handle, leaderEpoch int32) *pb.RemoteLog {
+	return &pb.RemoteLog{ManifestKey: h.ManifestKey, StartOffset: h.StartOffset, EndOffset: h.EndOffset,
+		Version: h.Version, LeaderEpoch: leaderEpoch, Segments: h.Segments, Bytes: h.Bytes, MaxTimestamp: h.MaxTimestamp}
+}
+
+// remoteCommitter commits remote manifests through the metadata leader.
+type remoteCommitter struct{ s *Server }
+
+// CommitRemoteLog proposes the commit, retrying what may be retried with
+// the same request id: a retry after an unknown outcome gets the first
+// attempt's answer.
+func (c remoteCommitter) CommitRemoteLog(ctx context.Context, b *tiering.LeaderBucket, expected int64, next tiering.Handle) (tiering.Handle, error) {
+	req := &pb.CommitRemoteLogRequest{
+		RequestId: fmt.Appendf(nil, "remote/%d/%d/%s", b.TableID, b.Bucket, next.ManifestKey),
+		Commit: &pb.CommitRemoteLog{TableId: b.TableID, Bucket: b.Bucket, LeaderId: c.s.cfg.NodeID, LeaderEpoch: b.LeaderEpoch,
+			ExpectedVersion: expected, RemoteLog: remoteLogOf(next, b.LeaderEpoch)},
+	}
+	ctx, cancel := context.WithTimeout(ctx, remoteCommitTimeout)
+	defer cancel()
+	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: true}
+	for {
+		var resp *pb.CommitRemoteLogResponse
+		err := c.s.callMeta(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+			var err error
+			resp, err = m.CommitRemoteLog(ctx, req)
+			return err
+		})
+		if err == nil {
+			return handleOf(resp.GetBucket().GetRemoteLog()), nil
+		}
+		if !transport.IsRetriable(err) || !bo.Wait(ctx) {
+			return tiering.Handle{}, err
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package tiering
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ManifestFormat is the version of the manifest encoding.
+const ManifestFormat = 1
+
+// ErrBadManifest: a manifest that does not decode or breaks its rules.
+var ErrBadManifest = errors.New("tiering: bad remote manifest")
+
+// Manifest lists a bucket's remote log segments, oldest first. It is an
+// immutable object in remote storage; the metadata commits which one is
+// current (pb.RemoteLog), so a reader that has the committed key reads a
+// consistent list.
+//
+// Segments are ordered by base offset and by next offset, both strictly,
+// and leave no gap: each starts at or before the previous one's end. Two
+// may overlap when leadership moved between uploads (each replica rolls
+// its own segments): the offsets both hold are the same batches, and
+// Find picks one.
+type Manifest struct {
+	Format   int             `json:"format"`
+	TableID  uint64          `json:"table_id"`
+	Bucket   int32           `json:"bucket"`
+	Segments []RemoteSegment `json:"segments"`
+}
+
+// RemoteSegment is one uploaded log segment.
+type RemoteSegment struct {
+	BaseOffset int64 `json:"base_offset"`
+	// NextOffset is the offset after its last batch.
+	NextOffset int64 `json:"next_offset"`
+	Bytes      int64 `json:"bytes"`
+	// MaxTimestamp is its newest commit timestamp, ms.
+	MaxTimestamp int64 `json:"max_timestamp"`
+	// Epochs are the leader epochs of its batches (the first starts at
+	// BaseOffset).
+	Epochs []EpochStart `json:"epochs"`
+	// UploadEpoch is the leader epoch of the replica that uploaded it.
+	UploadEpoch int32 `json:"upload_epoch"`
+	// DataKey holds the batches, IndexKey the encoded offset and time
+	// index (logstore.SegmentIndex).
+	DataKey  string `json:"data_key"`
+	IndexKey string `json:"index_key"`
+}
+
+// EpochStart says a leader epoch's batches start at an offset.
+type EpochStart struct {
+	Epoch       int32 `json:"epoch"`
+	StartOffset int64 `json:"start_offset"`
+}
+
+// Start is the first offset the manifest holds; End the offset after the
+// last. An empty manifest has neither (0, 0).
+func (m *Manifest) Start() int64 {
+	if len(m.Segments) == 0 {
+		return 0
+	}
+	return m.Segments[0].BaseOffset
+}
+
+// End is the offset after the newest segment's last batch.
+func (m *Manifest) End() int64 {
+	if len(m.Segments) == 0 {
+		return 0
+	}
+	return m.Segments[len(m.Segments)-1].NextOffset
+}
+
+// Bytes totals the segments' sizes.
+func (m *Manifest) Bytes() int64 {
+	var n int64
+	for _, s := range m.Segments {
+		n += s.Bytes
+	}
+	return n
+}
+
+// MaxTimestamp is the newest commit timestamp of any segment, ms
+// (math.MinInt64 when empty).
+func (m *Manifest) MaxTimestamp() int64 {
+	ts := int64(math.MinInt64)
+	for _, s := range m.Segments {
+		ts = max(ts, s.MaxTimestamp)
+	}
+	return ts
+}
+
+// Find returns the segment holding offset: the newest one starting at or
+// before it, which ends furthest on.
+func (m *Manifest) Find(offset int64) (RemoteSegment, bool) {
+	for i := len(m.Segments) - 1; i >= 0; i-- {
+		if s := m.Segments[i]; s.BaseOffset <= offset {
+			return s, offset < s.NextOffset
+		}
+	}
+	return RemoteSegment{}, false
+}
+
+// FindTime returns the first segment that may hold a batch with a commit
+// timestamp of at least ts (ms).
+func (m *Manifest) FindTime(ts int64) (RemoteSegment, bool) {
+	for _, s := range m.Segments {
+		if s.MaxTimestamp >= ts {
+			return s, true
+		}
+	}
+	return RemoteSegment{}, false
+}
+
+// Validate checks the manifest's rules.
+func (m *Manifest) Validate() error {
+	if m.Format != ManifestFormat {
+		return fmt.Errorf("%w: format %d, this build reads %d", ErrBadManifest, m.Format, ManifestFormat)
+	}
+	for i, s := range m.Segments {
+		switch {
+		case s.BaseOffset < 0 || s.NextOffset <= s.BaseOffset || s.Bytes <= 0:
+			return fmt.Errorf("%w: segment %d holds [%d, %d) in %d bytes", ErrBadManifest, i, s.BaseOffset, s.NextOffset, s.Bytes)
+		case ValidateKey(s.DataKey) != nil || ValidateKey(s.IndexKey) != nil:
+			return fmt.Errorf("%w: segment %d: keys %q, %q", ErrBadManifest, i, s.DataKey, s.IndexKey)
+		case len(s.Epochs) == 0 || s.Epochs[0].StartOffset != s.BaseOffset:
+			return fmt.Errorf("%w: segment %d: epochs %v do not start at %d", ErrBadManifest, i, s.Epochs, s.BaseOffset)
+		}
+		for j := 1; j < len(s.Epochs); j++ {
+			if e, p := s.Epochs[j], s.Epochs[j-1]; e.Epoch <= p.Epoch || e.StartOffset <= p.StartOffset || e.StartOffset >= s.NextOffset {
+				return fmt.Errorf("%w: segment %d: epochs %v out of order", ErrBadManifest, i, s.Epochs)
+			}
+		}
+		if i == 0 {
+			continue
+		}
+		if p := m.Segments[i-1]; s.BaseOffset <= p.BaseOffset || s.NextOffset <= p.NextOffset || s.BaseOffset > p.NextOffset {
+			return fmt.Errorf("%w: segment %d [%d, %d) does not follow [%d, %d)", ErrBadManifest, i,
+				s.BaseOffset, s.NextOffset, p.BaseOffset, p.NextOffset)
+		}
+	}
+	return nil
+}
+
+// Marshal encodes the manifest as JSON (readable by an operator with any
+// S3 tool).
+func (m *Manifest) Marshal() ([]byte, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(m, "", " ")
+}
+
+// DecodeManifest reads and validates a manifest.
+func DecodeManifest(data []byte) (*Manifest, error) {
+	m := &Manifest{}
+	if err := json.Unmarshal(data, m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

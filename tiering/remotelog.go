@@ -1,0 +1,436 @@
+package tiering
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/floedb/floe/storage/logstore"
+)
+
+// Handle is a bucket's committed remote log as the metadata holds it
+// (pb.RemoteLog): which manifest is current, and what it holds. The zero
+// Handle is a bucket that has uploaded nothing.
+type Handle struct {
+	ManifestKey  string
+	StartOffset  int64
+	EndOffset    int64
+	Version      int64
+	Segments     int32
+	Bytes        int64
+	MaxTimestamp int64
+}
+
+// LeaderBucket is a bucket this node leads, as one tiering round sees it.
+type LeaderBucket struct {
+	TableID uint64
+	Bucket  int32
+	// Log is the replica's log; LeaderEpoch its leader epoch and
+	// HighWatermark its high watermark when the round started. Only
+	// segments wholly below the high watermark are uploaded: every
+	// in-sync replica holds them, and no leader change can undo them.
+	Log           *logstore.Log
+	LeaderEpoch   int32
+	HighWatermark int64
+	// Committed is the remote log the metadata holds for the bucket.
+	Committed Handle
+	// TTL drops remote segments whose newest batch is older (0: never);
+	// only segments wholly below ExpireBelow may go (a primary-key
+	// table's changelog above its newest snapshot stays).
+	TTL         time.Duration
+	ExpireBelow int64
+}
+
+// Committer commits a bucket's new remote log through the controller.
+type Committer interface {
+	// CommitRemoteLog replaces the committed remote log of b, which must
+	// be at expectedVersion, with next, fenced by b's leader epoch. It
+	// returns the handle as committed (with its new version).
+	CommitRemoteLog(ctx context.Context, b *LeaderBucket, expectedVersion int64, next Handle) (Handle, error)
+}
+
+// RemoteLogConfig configures a RemoteLog.
+type RemoteLogConfig struct {
+	// Store is where segments and manifests go. Required.
+	Store ObjectStore
+	// Root is the key prefix of this cluster's objects: its cluster id.
+	// Required.
+	Root string
+	// Commit commits new manifests. Required.
+	Commit Committer
+	// MaxSegmentsPerRound bounds the segments one round uploads for one
+	// bucket, so a bucket with a long backlog does not hold the round.
+	// Default 8.
+	MaxSegmentsPerRound int
+	// Logger: nil discards.
+	Logger *slog.Logger
+	// Now is the clock of remote retention; nil is time.Now.
+	Now func() time.Time
+}
+
+// DefaultMaxSegmentsPerRound is RemoteLogConfig.MaxSegmentsPerRound's default.
+const DefaultMaxSegmentsPerRound = 8
+
+// Validate reports the first invalid field.
+func (c *RemoteLogConfig) Validate() error {
+	switch {
+	case c.Store == nil || c.Commit == nil:
+		return errors.New("tiering: remote log config: Store and Commit are required")
+	case ValidateKey(c.Root) != nil:
+		return fmt.Errorf("tiering: remote log config: root %q is not a valid key prefix", c.Root)
+	case c.MaxSegmentsPerRound < 0:
+		return errors.New("tiering: remote log config: negative MaxSegmentsPerRound")
+	}
+	return nil
+}
+
+// RemoteLog moves the sealed segments of the buckets a node leads to
+// remote storage and keeps their remote retention, one round per bucket
+// at a time (Tier). Rounds of different buckets may run concurrently.
+type RemoteLog struct {
+	cfg RemoteLogConfig
+	log *slog.Logger
+
+	mu sync.Mutex
+	// manifests caches each bucket's newest manifest this node read or
+	// committed, so a round needs no GET while it stays current.
+	manifests map[bucketRef]*cachedManifest
+}
+
+type bucketRef struct {
+	tableID uint64
+	bucket  int32
+}
+
+type cachedManifest struct {
+	handle   Handle
+	manifest *Manifest
+	// sweptEpoch is the leader epoch whose first round swept the bucket's
+	// unreferenced objects (a crash between upload and commit leaves
+	// some); -1: not yet.
+	sweptEpoch int32
+}
+
+// NewRemoteLog checks cfg and returns a RemoteLog.
+func NewRemoteLog(cfg RemoteLogConfig) (*RemoteLog, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MaxSegmentsPerRound == 0 {
+		cfg.MaxSegmentsPerRound = DefaultMaxSegmentsPerRound
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &RemoteLog{cfg: cfg, log: cfg.Logger, manifests: map[bucketRef]*cachedManifest{}}, nil
+}
+
+// Round says what one Tier call did.
+type Round struct {
+	Uploaded      int
+	UploadedBytes int64
+	Expired       int
+	// Committed is the remote log after the round; Changed says the round
+	// committed a new one.
+	Committed Handle
+	Changed   bool
+}
+
+// Tier runs one round for a bucket this node leads: upload the sealed
+// segments below the high watermark that the remote log lacks (at most
+// MaxSegmentsPerRound), drop the remote segments past the bucket's TTL,
+// and, when either changed the list, write a new manifest and commit it.
+// The objects a commit drops are deleted only after it. A failed upload
+// commits what was uploaded before it and returns the error; a failed or
+// refused commit deletes nothing (the next round starts again from the
+// committed metadata).
+func (r *RemoteLog) Tier(ctx context.Context, b *LeaderBucket) (Round, error) {
+	cur, err := r.current(ctx, b)
+	if err != nil {
+		return Round{}, err
+	}
+	m := &Manifest{Format: ManifestFormat, TableID: b.TableID, Bucket: b.Bucket,
+		Segments: append([]RemoteSegment(nil), cur.manifest.Segments...)}
+	var round Round
+	uploadErr := r.upload(ctx, b, m, &round)
+	expired := r.expire(b, m)
+	round.Expired = len(expired)
+	if round.Uploaded == 0 && round.Expired == 0 {
+		round.Committed = cur.handle
+		return round, uploadErr
+	}
+	next, err := r.commit(ctx, b, cur, m)
+	if err != nil {
+		return round, errors.Join(uploadErr, err)
+	}
+	round.Committed, round.Changed = next, true
+	// The commit replaced the old manifest and dropped the expired
+	// segments: no reader that starts from the metadata finds them now.
+	var garbage []string
+	if cur.handle.ManifestKey != "" {
+		garbage = append(garbage, cur.handle.ManifestKey)
+	}
+	for _, s := range expired {
+		garbage = append(garbage, s.DataKey, s.IndexKey)
+	}
+	if err := r.cfg.Store.Delete(ctx, garbage...); err != nil {
+		r.log.Warn("deleting replaced remote objects (they stay as garbage until the bucket's next leadership sweeps them)",
+			"table", b.TableID, "bucket", b.Bucket, "objects", len(garbage), "err", err)
+	}
+	return round, uploadErr
+}
+
+// current returns the bucket's committed manifest: the cached one when it
+// is as new as the metadata's, else read from the store. The first round
+// of a leadership also sweeps objects no committed manifest references.
+func (r *RemoteLog) current(ctx context.Context, b *LeaderBucket) (*cachedManifest, error) {
+	ref := bucketRef{b.TableID, b.Bucket}
+	r.mu.Lock()
+	c := r.manifests[ref]
+	r.mu.Unlock()
+	if c == nil || c.handle.Version < b.Committed.Version {
+		m := &Manifest{Format: ManifestFormat, TableID: b.TableID, Bucket: b.Bucket}
+		if b.Committed.ManifestKey != "" {
+			var err error
+			if m, err = r.readManifest(ctx, b.Committed.ManifestKey); err != nil {
+				return nil, err
+			}
+			if m.TableID != b.TableID || m.Bucket != b.Bucket || m.End() != b.Committed.EndOffset {
+				return nil, fmt.Errorf("%w: %s is table %d bucket %d ending at %d; the metadata names it for table %d bucket %d ending at %d",
+					ErrBadManifest, b.Committed.ManifestKey, m.TableID, m.Bucket, m.End(), b.TableID, b.Bucket, b.Committed.EndOffset)
+			}
+		}
+		c = &cachedManifest{handle: b.Committed, manifest: m, sweptEpoch: -1}
+		r.store(ref, c)
+	}
+	if c.sweptEpoch != b.LeaderEpoch {
+		if err := r.sweep(ctx, b, c); err != nil {
+			r.log.Warn("sweeping unreferenced remote objects", "table", b.TableID, "bucket", b.Bucket, "err", err)
+		} else {
+			c.sweptEpoch = b.LeaderEpoch
+		}
+	}
+	return c, nil
+}
+
+func (r *RemoteLog) store(ref bucketRef, c *cachedManifest) {
+	r.mu.Lock()
+	r.manifests[ref] = c
+	r.mu.Unlock()
+}
+
+// Forget drops what the RemoteLog caches of a bucket (its leadership
+// ended, or its table was dropped).
+func (r *RemoteLog) Forget(tableID uint64, bucket int32) {
+	r.mu.Lock()
+	delete(r.manifests, bucketRef{tableID, bucket})
+	r.mu.Unlock()
+}
+
+// readManifest gets and decodes a manifest.
+func (r *RemoteLog) readManifest(ctx context.Context, key string) (*Manifest, error) {
+	body, err := r.cfg.Store.Get(ctx, key, 0, -1)
+	if err != nil {
+		return nil, fmt.Errorf("tiering: read manifest %s: %w", key, err)
+	}
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, maxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("tiering: read manifest %s: %w", key, err)
+	}
+	if len(data) > maxManifestBytes {
+		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrBadManifest, key, maxManifestBytes)
+	}
+	m, err := DecodeManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return m, nil
+}
+
+// maxManifestBytes bounds a manifest read: about 100,000 segments.
+const maxManifestBytes = 64 << 20
+
+// upload copies the sealed segments below the high watermark that end past
+// the manifest, oldest first, and appends them to it. A segment that
+// starts past the manifest's end (the local log lost what lies between to
+// retention, or this replica's log starts later) begins a new remote log:
+// a remote log has no gaps, and what preceded the gap is older than what
+// retention deleted.
+func (r *RemoteLog) upload(ctx context.Context, b *LeaderBucket, m *Manifest, round *Round) error {
+	for _, seg := range b.Log.Segments() {
+		if round.Uploaded >= r.cfg.MaxSegmentsPerRound {
+			return nil
+		}
+		if !seg.Sealed || seg.NextOffset > b.HighWatermark || seg.NextOffset <= m.End() || seg.Bytes == 0 {
+			continue
+		}
+		rs, err := r.uploadSegment(ctx, b, seg.BaseOffset)
+		if errors.Is(err, logstore.ErrNotSealed) {
+			continue // retention or truncation took it meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if len(m.Segments) > 0 && rs.BaseOffset > m.End() {
+			r.log.Warn("remote log restarts after a gap: the local log no longer holds what the remote log lacks",
+				"table", b.TableID, "bucket", b.Bucket, "remote_end", m.End(), "segment_base", rs.BaseOffset)
+			m.Segments = m.Segments[:0]
+		}
+		m.Segments = append(m.Segments, rs)
+		round.Uploaded++
+		round.UploadedBytes += rs.Bytes
+	}
+	return nil
+}
+
+// uploadSegment stores one sealed segment's batches and index.
+func (r *RemoteLog) uploadSegment(ctx context.Context, b *LeaderBucket, base int64) (RemoteSegment, error) {
+	s, err := b.Log.OpenSealed(base)
+	if err != nil {
+		return RemoteSegment{}, err
+	}
+	defer s.Close()
+	dataKey, indexKey := segmentKeys(r.cfg.Root, b.TableID, b.Bucket, s.BaseOffset, b.LeaderEpoch)
+	if err := r.cfg.Store.Put(ctx, dataKey, s.Data(), s.Bytes); err != nil {
+		return RemoteSegment{}, fmt.Errorf("tiering: upload segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
+	}
+	ix := s.Index.Marshal()
+	if err := r.cfg.Store.Put(ctx, indexKey, bytes.NewReader(ix), int64(len(ix))); err != nil {
+		return RemoteSegment{}, fmt.Errorf("tiering: upload index of segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
+	}
+	rs := RemoteSegment{BaseOffset: s.BaseOffset, NextOffset: s.NextOffset, Bytes: s.Bytes, MaxTimestamp: s.MaxTimestamp,
+		UploadEpoch: b.LeaderEpoch, DataKey: dataKey, IndexKey: indexKey}
+	for _, e := range s.Epochs {
+		rs.Epochs = append(rs.Epochs, EpochStart{Epoch: e.Epoch, StartOffset: e.StartOffset})
+	}
+	r.log.Debug("uploaded segment", "table", b.TableID, "bucket", b.Bucket, "base_offset", s.BaseOffset,
+		"next_offset", s.NextOffset, "bytes", s.Bytes)
+	return rs, nil
+}
+
+// expire drops the oldest segments whose newest batch is past the TTL and
+// that lie wholly below ExpireBelow, and returns them.
+func (r *RemoteLog) expire(b *LeaderBucket, m *Manifest) []RemoteSegment {
+	if b.TTL <= 0 {
+		return nil
+	}
+	cutoff := r.cfg.Now().Add(-b.TTL).UnixMilli()
+	n := 0
+	for _, s := range m.Segments {
+		if s.MaxTimestamp >= cutoff || s.NextOffset > b.ExpireBelow {
+			break
+		}
+		n++
+	}
+	expired := append([]RemoteSegment(nil), m.Segments[:n]...)
+	m.Segments = m.Segments[n:]
+	return expired
+}
+
+// commit writes the manifest under a new key and commits it.
+func (r *RemoteLog) commit(ctx context.Context, b *LeaderBucket, cur *cachedManifest, m *Manifest) (Handle, error) {
+	data, err := m.Marshal()
+	if err != nil {
+		return Handle{}, err // a bug: the rounds build only valid manifests
+	}
+	key := manifestKey(r.cfg.Root, b.TableID, b.Bucket, cur.handle.Version+1, b.LeaderEpoch, nonce())
+	if err := r.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+		return Handle{}, fmt.Errorf("tiering: write manifest %s: %w", key, err)
+	}
+	next := Handle{ManifestKey: key, StartOffset: m.Start(), EndOffset: m.End(), Segments: int32(len(m.Segments)),
+		Bytes: m.Bytes(), MaxTimestamp: m.MaxTimestamp()}
+	if len(m.Segments) == 0 {
+		// An empty remote log keeps its place: the end it reached.
+		next.StartOffset, next.EndOffset, next.MaxTimestamp = cur.handle.EndOffset, cur.handle.EndOffset, math.MinInt64
+	}
+	committed, err := r.cfg.Commit.CommitRemoteLog(ctx, b, cur.handle.Version, next)
+	if err != nil {
+		// Refused or unknown: the manifest written is garbage unless the
+		// commit landed; either way the next round rereads the metadata.
+		r.Forget(b.TableID, b.Bucket)
+		return Handle{}, fmt.Errorf("tiering: commit remote log of table %d bucket %d: %w", b.TableID, b.Bucket, err)
+	}
+	r.store(bucketRef{b.TableID, b.Bucket}, &cachedManifest{handle: committed, manifest: m, sweptEpoch: cur.sweptEpoch})
+	r.log.Info("remote log committed", "table", b.TableID, "bucket", b.Bucket, "version", committed.Version,
+		"start_offset", committed.StartOffset, "end_offset", committed.EndOffset, "segments", committed.Segments)
+	return committed, nil
+}
+
+// sweep deletes the bucket's objects that no manifest can come to
+// reference: uploads and manifests of rounds whose commit never landed.
+// The leader sweeps at the start of its leader epoch E, from the metadata
+// it became leader by, which holds every commit of an earlier epoch
+// (after the leader change, those are FENCED): so an unreferenced object
+// an earlier epoch wrote is garbage. Of its own epoch's objects, only
+// manifests of a version the metadata already passed are: a commit of its
+// own that the metadata it holds does not show yet may still reference
+// the others.
+func (r *RemoteLog) sweep(ctx context.Context, b *LeaderBucket, c *cachedManifest) error {
+	keep := map[string]bool{c.handle.ManifestKey: true}
+	for _, s := range c.manifest.Segments {
+		keep[s.DataKey], keep[s.IndexKey] = true, true
+	}
+	prefix := bucketPrefix(r.cfg.Root, b.TableID, b.Bucket)
+	var garbage []string
+	err := r.cfg.Store.List(ctx, prefix, func(o ObjectInfo) error {
+		if keep[o.Key] {
+			return nil
+		}
+		k := parseBucketKey(strings.TrimPrefix(o.Key, prefix))
+		switch {
+		case k.kind == kindUnknown:
+		case k.epoch < b.LeaderEpoch:
+			garbage = append(garbage, o.Key)
+		case k.kind == kindManifest && k.epoch == b.LeaderEpoch && k.version <= c.handle.Version:
+			garbage = append(garbage, o.Key)
+		}
+		return nil
+	})
+	if err != nil || len(garbage) == 0 {
+		return err
+	}
+	r.log.Info("deleting unreferenced remote objects", "table", b.TableID, "bucket", b.Bucket, "objects", len(garbage))
+	return r.cfg.Store.Delete(ctx, garbage...)
+}
+
+// DeleteTable deletes every remote object of a dropped table.
+func (r *RemoteLog) DeleteTable(ctx context.Context, tableID uint64) (int, error) {
+	var keys []string
+	if err := r.cfg.Store.List(ctx, tablePrefix(r.cfg.Root, tableID), func(o ObjectInfo) error {
+		keys = append(keys, o.Key)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	r.mu.Lock()
+	for ref := range r.manifests {
+		if ref.tableID == tableID {
+			delete(r.manifests, ref)
+		}
+	}
+	r.mu.Unlock()
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	return len(keys), r.cfg.Store.Delete(ctx, keys...)
+}
+
+// nonce makes a manifest key unique.
+func nonce() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
