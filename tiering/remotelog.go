@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"strings"
@@ -97,8 +96,9 @@ func (c *RemoteLogConfig) Validate() error {
 // remote storage and keeps their remote retention, one round per bucket
 // at a time (Tier). Rounds of different buckets may run concurrently.
 type RemoteLog struct {
-	cfg RemoteLogConfig
-	log *slog.Logger
+	cfg    RemoteLogConfig
+	log    *slog.Logger
+	reader *Reader
 
 	mu sync.Mutex
 	// manifests caches each bucket's newest manifest this node read or
@@ -134,7 +134,11 @@ func NewRemoteLog(cfg RemoteLogConfig) (*RemoteLog, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &RemoteLog{cfg: cfg, log: cfg.Logger, manifests: map[bucketRef]*cachedManifest{}}, nil
+	reader, err := NewReader(ReaderConfig{Store: cfg.Store})
+	if err != nil {
+		return nil, err
+	}
+	return &RemoteLog{cfg: cfg, log: cfg.Logger, reader: reader, manifests: map[bucketRef]*cachedManifest{}}, nil
 }
 
 // Round says what one Tier call did.
@@ -204,7 +208,7 @@ func (r *RemoteLog) current(ctx context.Context, b *LeaderBucket) (*cachedManife
 		m := &Manifest{Format: ManifestFormat, TableID: b.TableID, Bucket: b.Bucket}
 		if b.Committed.ManifestKey != "" {
 			var err error
-			if m, err = r.readManifest(ctx, b.Committed.ManifestKey); err != nil {
+			if m, err = r.reader.Manifest(ctx, b.Committed); err != nil {
 				return nil, err
 			}
 			if m.TableID != b.TableID || m.Bucket != b.Bucket || m.End() != b.Committed.EndOffset {
@@ -237,27 +241,6 @@ func (r *RemoteLog) Forget(tableID uint64, bucket int32) {
 	r.mu.Lock()
 	delete(r.manifests, bucketRef{tableID, bucket})
 	r.mu.Unlock()
-}
-
-// readManifest gets and decodes a manifest.
-func (r *RemoteLog) readManifest(ctx context.Context, key string) (*Manifest, error) {
-	body, err := r.cfg.Store.Get(ctx, key, 0, -1)
-	if err != nil {
-		return nil, fmt.Errorf("tiering: read manifest %s: %w", key, err)
-	}
-	defer body.Close()
-	data, err := io.ReadAll(io.LimitReader(body, maxManifestBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("tiering: read manifest %s: %w", key, err)
-	}
-	if len(data) > maxManifestBytes {
-		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrBadManifest, key, maxManifestBytes)
-	}
-	m, err := DecodeManifest(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
-	}
-	return m, nil
 }
 
 // maxManifestBytes bounds a manifest read: about 100,000 segments.

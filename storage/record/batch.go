@@ -282,3 +282,19 @@ func Check(data []byte) (Batch, error) {
 	}
 	return b, nil
 }
+
+// WholeBatches returns how many leading bytes of data are whole batches (by
+// their length fields; nothing else is checked), and, when data ends
+// inside a batch whose header it holds, that batch's size: a reader of a
+// byte range (a remote segment read in chunks) keeps the whole ones and
+// reads on from there, at least partial bytes if no batch was whole.
+func WholeBatches(data []byte) (whole, partial int) {
+	for whole < len(data) {
+		size, ok := PeekSize(data[whole:])
+		if !ok || whole+size > len(data) {
+			return whole, size
+		}
+		whole += size
+	}
+	return whole, 0
+}

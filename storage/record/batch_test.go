@@ -200,3 +200,25 @@ func BenchmarkBatchIterate(b *testing.B) {
 		}
 	}
 }
+
+func TestWholeBatches(t *testing.T) {
+	one := []byte(buildBatch(t, BatchOptions{}, "a", "bb", "ccc"))
+	two := append(append([]byte(nil), one...), one...)
+	tests := []struct {
+		name           string
+		data           []byte
+		whole, partial int
+	}{
+		{"empty", nil, 0, 0},
+		{"one", one, len(one), 0},
+		{"two", two, len(two), 0},
+		{"one and a header", two[:len(one)+HeaderSize], len(one), len(one)},
+		{"one and less than a header", two[:len(one)+3], len(one), 0},
+		{"a header only", one[:HeaderSize], 0, len(one)},
+	}
+	for _, tt := range tests {
+		if w, p := WholeBatches(tt.data); w != tt.whole || p != tt.partial {
+			t.Errorf("%s: WholeBatches = %d, %d; want %d, %d", tt.name, w, p, tt.whole, tt.partial)
+		}
+	}
+}
