@@ -12,6 +12,7 @@ import (
 	"github.com/floedb/floe/server/replica/kvreplica"
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -104,8 +105,16 @@ func (s *Server) startTablet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var remote *tiering.Reader
+	if s.cfg.Remote != nil {
+		if remote, err = tiering.NewReader(tiering.ReaderConfig{Store: s.cfg.Remote}); err != nil {
+			kv.Close()
+			return err
+		}
+	}
 	m, err := replica.New(replica.Config{
 		NodeID:        s.cfg.NodeID,
+		Remote:        remote,
 		Dir:           tabletDir,
 		Log:           logstore.Config{Sync: s.cfg.LogSync, SegmentMaxBytes: s.cfg.SegmentMaxBytes},
 		MaxBatchBytes: s.cfg.MaxBatchBytes,

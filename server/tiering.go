@@ -63,7 +63,7 @@ func (s *Server) tierOnce(ctx context.Context, rl *tiering.RemoteLog) {
 		rctx, cancel := context.WithTimeout(ctx, tieringRoundTimeout)
 		defer cancel()
 		b := &tiering.LeaderBucket{TableID: l.ID.TableID, Bucket: l.ID.Bucket, Log: l.Log, LeaderEpoch: l.LeaderEpoch,
-			HighWatermark: l.HighWatermark, Committed: handleOf(l.Remote), TTL: l.TTL, ExpireBelow: 1<<63 - 1}
+			HighWatermark: l.HighWatermark, Committed: replica.HandleOf(l.Remote), TTL: l.TTL, ExpireBelow: 1<<63 - 1}
 		if l.PrimaryKey {
 			b.ExpireBelow = 0 // until KV snapshots let the changelog below them go
 		}
@@ -98,15 +98,6 @@ func forEachBounded[T any](items []T, n int, f func(T)) {
 	}
 }
 
-// handleOf converts the metadata's remote log to tiering's handle.
-func handleOf(rl *pb.RemoteLog) tiering.Handle {
-	if rl == nil {
-		return tiering.Handle{}
-	}
-	return tiering.Handle{ManifestKey: rl.ManifestKey, StartOffset: rl.StartOffset, EndOffset: rl.EndOffset,
-		Version: rl.Version, Segments: rl.Segments, Bytes: rl.Bytes, MaxTimestamp: rl.MaxTimestamp}
-}
-
 // remoteLogOf converts tiering's handle to the metadata's remote log.
 func remoteLogOf(h tiering.Handle, leaderEpoch int32) *pb.RemoteLog {
 	return &pb.RemoteLog{ManifestKey: h.ManifestKey, StartOffset: h.StartOffset, EndOffset: h.EndOffset,
@@ -136,7 +127,7 @@ func (c remoteCommitter) CommitRemoteLog(ctx context.Context, b *tiering.LeaderB
 			return err
 		})
 		if err == nil {
-			return handleOf(resp.GetBucket().GetRemoteLog()), nil
+			return replica.HandleOf(resp.GetBucket().GetRemoteLog()), nil
 		}
 		if !transport.IsRetriable(err) || !bo.Wait(ctx) {
 			return tiering.Handle{}, err

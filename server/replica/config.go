@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -54,6 +55,10 @@ type Config struct {
 	// segment files); nil: the Manager makes one for the node and closes it
 	// after the replicas.
 	Log logstore.Config
+	// Remote reads the buckets' committed remote logs for consumers that
+	// fetch below a leader's local log start; nil: no tiering, such reads
+	// are out of range.
+	Remote *tiering.Reader
 	// KV makes the KV side of primary-key tables (package kvreplica);
 	// nil: primary-key tables are not served.
 	KV KVTables

@@ -41,7 +41,7 @@ func (m *Manager) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchRes
 		// A wake-up by a change to some other bucket of the node, nothing
 		// a follower asked for having moved, needs no serving again.
 		if watch == nil || watch.ready() {
-			resp, bytes, anyError := m.fetchOnce(req, total)
+			resp, bytes, anyError := m.fetchOnce(ctx, req, total)
 			if bytes >= int(max(req.MinBytes, 1)) || anyError || !time.Now().Before(deadline) {
 				return resp, nil
 			}
@@ -53,7 +53,7 @@ func (m *Manager) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchRes
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			resp, _, _ := m.fetchOnce(req, total)
+			resp, _, _ := m.fetchOnce(ctx, req, total)
 			return resp, nil
 		}
 	}
@@ -112,7 +112,7 @@ func (m *Manager) checkFollower(id uint32, epoch uint64) error {
 }
 
 // fetchOnce reads every requested bucket once.
-func (m *Manager) fetchOnce(req *pb.FetchRequest, total int) (*pb.FetchResponse, int, bool) {
+func (m *Manager) fetchOnce(ctx context.Context, req *pb.FetchRequest, total int) (*pb.FetchResponse, int, bool) {
 	resp := &pb.FetchResponse{Buckets: make([]*pb.FetchedBucket, 0, len(req.Buckets))}
 	bytes, anyError := 0, false
 	for _, fb := range req.Buckets {
@@ -127,7 +127,7 @@ func (m *Manager) fetchOnce(req *pb.FetchRequest, total int) (*pb.FetchResponse,
 		if r := m.replica(id); r == nil {
 			err = m.missingReplica(id)
 		} else if req.ReplicaId == 0 {
-			err = r.serveConsumer(fb, budget, out)
+			err = r.serveConsumer(ctx, fb, budget, out)
 		} else {
 			err = r.serveFollower(req.ReplicaId, req.NodeEpoch, fb, budget, out)
 		}
@@ -172,12 +172,16 @@ func (r *Replica) readInto(from, limit int64, budget int, unflushed bool, out *p
 // offset at or above it but within the log waits for it (a new leader's
 // high watermark can lag the old one's, which the consumer already read
 // up to).
-func (r *Replica) serveConsumer(fb *pb.FetchBucket, budget int, out *pb.FetchedBucket) error {
+func (r *Replica) serveConsumer(ctx context.Context, fb *pb.FetchBucket, budget int, out *pb.FetchedBucket) error {
 	r.mu.Lock()
 	_, _, epoch, hw := r.stateLocked()
 	out.LeaderEpoch, out.HighWatermark = epoch, hw
 	out.LogStartOffset, out.LogEndOffset = r.log.StartOffset(), r.log.EndOffset()
 	from, to, err := r.core.ConsumerRange(fb.Offset, out.LogStartOffset, out.LogEndOffset)
+	if errors.Is(err, replication.ErrOutOfRange) && fb.Offset < out.LogStartOffset && r.inRemote(fb.Offset) {
+		r.mu.Unlock()
+		return r.serveRemote(ctx, fb, budget, out)
+	}
 	if r.closed {
 		err = replication.ErrNotLeader
 	}
@@ -230,7 +234,7 @@ func (r *Replica) serveFollower(follower uint32, nodeEpoch uint64, fb *pb.FetchB
 
 // ListOffsets answers earliest, latest (the high watermark) or by-timestamp
 // offsets on the leader.
-func (m *Manager) ListOffsets(_ context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
+func (m *Manager) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
 	id := BucketID{TableID: req.TableId, Bucket: req.Bucket}
 	r := m.replica(id)
 	if r == nil {
@@ -244,9 +248,22 @@ func (m *Manager) ListOffsets(_ context.Context, req *pb.ListOffsetsRequest) (*p
 	switch req.Spec {
 	case pb.OffsetSpec_OFFSET_SPEC_EARLIEST:
 		resp.Offset = r.log.StartOffset()
+		if rl := r.remoteBefore(resp.Offset); rl != nil {
+			resp.Offset = rl.StartOffset
+		}
 	case pb.OffsetSpec_OFFSET_SPEC_LATEST:
 		resp.Offset = hw
 	case pb.OffsetSpec_OFFSET_SPEC_TIMESTAMP:
+		if rl := r.remoteBefore(r.log.StartOffset()); rl != nil && req.TimestampMs <= rl.MaxTimestamp {
+			off, ok, err := m.cfg.Remote.OffsetForTimestamp(ctx, HandleOf(rl), req.TimestampMs)
+			if err != nil {
+				return nil, r.remoteError(rl.StartOffset, err)
+			}
+			if ok {
+				resp.Offset = off
+				return resp, nil
+			}
+		}
 		off, ok, err := r.log.OffsetForTimestamp(req.TimestampMs)
 		if err != nil {
 			return nil, WireError(err)

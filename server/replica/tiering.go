@@ -1,12 +1,17 @@
 package replica
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"time"
 
 	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/tiering"
+	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -118,4 +123,72 @@ func (m *Manager) NoteRemoteLog(id BucketID, rl *pb.RemoteLog) {
 	if r := m.replica(id); r != nil {
 		r.noteRemoteLog(rl)
 	}
+}
+
+// inRemote says whether offset is in the bucket's committed remote log and
+// this node can read it.
+func (r *Replica) inRemote(offset int64) bool {
+	rl := r.remote.Load()
+	return r.mgr.cfg.Remote != nil && rl != nil && offset >= rl.StartOffset && offset < rl.EndOffset
+}
+
+// serveRemote answers a consumer's read below the local log start from
+// the remote log: a reference to the remote segment for a client that
+// reads object storage itself (when the store presigns), else the batches,
+// read here.
+func (r *Replica) serveRemote(ctx context.Context, fb *pb.FetchBucket, budget int, out *pb.FetchedBucket) error {
+	h := HandleOf(r.remote.Load())
+	loc, err := r.mgr.cfg.Remote.Locate(ctx, h, fb.Offset)
+	if err != nil {
+		return r.remoteError(fb.Offset, err)
+	}
+	if fb.RemoteRefs {
+		url, err := r.mgr.cfg.Remote.Presign(ctx, loc)
+		switch {
+		case err == nil:
+			out.Remote = &pb.RemoteSegmentRef{Url: url, Position: loc.Position, Bytes: loc.Segment.Bytes,
+				BaseOffset: loc.Segment.BaseOffset, NextOffset: loc.Segment.NextOffset}
+			return nil
+		case !errors.Is(err, tiering.ErrNoPresign):
+			r.mgr.log.Warn("presigning a remote segment failed; reading it here", "bucket", r.id.String(), "err", err)
+		}
+	}
+	data, err := r.mgr.cfg.Remote.ReadBatches(ctx, loc, budget)
+	if err != nil {
+		return r.remoteError(fb.Offset, err)
+	}
+	out.Records = data
+	return nil
+}
+
+// remoteError maps a failed remote read to the wire: an offset the remote
+// log no longer holds (retention moved on) is out of range, damage is
+// corrupt, the rest is a retriable unavailability.
+func (r *Replica) remoteError(offset int64, err error) error {
+	switch {
+	case errors.Is(err, tiering.ErrNotRemote), errors.Is(err, tiering.ErrNotFound):
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_OUT_OF_RANGE, "bucket %s: offset %d: %v", r.id, offset, err)
+	case errors.Is(err, record.ErrCorruptBatch), errors.Is(err, tiering.ErrBadManifest), errors.Is(err, logstore.ErrCorrupt):
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_CORRUPT, "bucket %s: remote log at offset %d: %v", r.id, offset, err)
+	}
+	return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "bucket %s: reading the remote log at offset %d: %v", r.id, offset, err)
+}
+
+// HandleOf converts the metadata's remote log to tiering's handle.
+func HandleOf(rl *pb.RemoteLog) tiering.Handle {
+	if rl == nil {
+		return tiering.Handle{}
+	}
+	return tiering.Handle{ManifestKey: rl.ManifestKey, StartOffset: rl.StartOffset, EndOffset: rl.EndOffset,
+		Version: rl.Version, Segments: rl.Segments, Bytes: rl.Bytes, MaxTimestamp: rl.MaxTimestamp}
+}
+
+// remoteBefore returns the committed remote log when it holds offsets
+// before localStart that this node can read, else nil.
+func (r *Replica) remoteBefore(localStart int64) *pb.RemoteLog {
+	rl := r.remote.Load()
+	if r.mgr.cfg.Remote == nil || rl == nil || rl.Segments == 0 || rl.StartOffset >= localStart {
+		return nil
+	}
+	return rl
 }

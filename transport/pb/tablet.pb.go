@@ -601,7 +601,13 @@ type FetchBucket struct {
 	LeaderEpoch      int32 `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
 	LastFetchedEpoch int32 `protobuf:"varint,5,opt,name=last_fetched_epoch,json=lastFetchedEpoch,proto3" json:"last_fetched_epoch,omitempty"`
 	// Per-bucket byte budget; 0: the request's.
-	MaxBytes      int32 `protobuf:"varint,6,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	MaxBytes int32 `protobuf:"varint,6,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// Consumers: the client can read remote segments itself (HTTP range
+	// requests on a URL). A read below the leader's local log start then
+	// gets a RemoteSegmentRef where the store can presign one; without it,
+	// or from a store that cannot (a folder), the leader reads the remote
+	// batches and sends them as records.
+	RemoteRefs    bool `protobuf:"varint,7,opt,name=remote_refs,json=remoteRefs,proto3" json:"remote_refs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -676,6 +682,13 @@ func (x *FetchBucket) GetMaxBytes() int32 {
 		return x.MaxBytes
 	}
 	return 0
+}
+
+func (x *FetchBucket) GetRemoteRefs() bool {
+	if x != nil {
+		return x.RemoteRefs
+	}
+	return false
 }
 
 type FetchRequest struct {
@@ -782,8 +795,11 @@ type FetchedBucket struct {
 	Diverging          bool  `protobuf:"varint,10,opt,name=diverging,proto3" json:"diverging,omitempty"`
 	DivergingEpoch     int32 `protobuf:"varint,11,opt,name=diverging_epoch,json=divergingEpoch,proto3" json:"diverging_epoch,omitempty"`
 	DivergingEndOffset int64 `protobuf:"varint,12,opt,name=diverging_end_offset,json=divergingEndOffset,proto3" json:"diverging_end_offset,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Consumers that asked for remote_refs: the offset is in a remote
+	// segment; read it there (records is empty).
+	Remote        *RemoteSegmentRef `protobuf:"bytes,13,opt,name=remote,proto3" json:"remote,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FetchedBucket) Reset() {
@@ -900,6 +916,93 @@ func (x *FetchedBucket) GetDivergingEndOffset() int64 {
 	return 0
 }
 
+func (x *FetchedBucket) GetRemote() *RemoteSegmentRef {
+	if x != nil {
+		return x.Remote
+	}
+	return nil
+}
+
+// RemoteSegmentRef points a consumer at a segment in remote storage: GET
+// url with a Range header from position on (whole batches follow each
+// other up to bytes) and keep the batches at or after the fetch offset;
+// the next fetch goes on from the last batch read, at most next_offset.
+type RemoteSegmentRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Url           string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	Position      int64                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	Bytes         int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	BaseOffset    int64                  `protobuf:"varint,4,opt,name=base_offset,json=baseOffset,proto3" json:"base_offset,omitempty"`
+	NextOffset    int64                  `protobuf:"varint,5,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoteSegmentRef) Reset() {
+	*x = RemoteSegmentRef{}
+	mi := &file_tablet_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoteSegmentRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoteSegmentRef) ProtoMessage() {}
+
+func (x *RemoteSegmentRef) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoteSegmentRef.ProtoReflect.Descriptor instead.
+func (*RemoteSegmentRef) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RemoteSegmentRef) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *RemoteSegmentRef) GetPosition() int64 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *RemoteSegmentRef) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *RemoteSegmentRef) GetBaseOffset() int64 {
+	if x != nil {
+		return x.BaseOffset
+	}
+	return 0
+}
+
+func (x *RemoteSegmentRef) GetNextOffset() int64 {
+	if x != nil {
+		return x.NextOffset
+	}
+	return 0
+}
+
 type FetchResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Buckets       []*FetchedBucket       `protobuf:"bytes,1,rep,name=buckets,proto3" json:"buckets,omitempty"`
@@ -909,7 +1012,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +1024,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1037,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{10}
+	return file_tablet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FetchResponse) GetBuckets() []*FetchedBucket {
@@ -956,7 +1059,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -968,7 +1071,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1084,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{11}
+	return file_tablet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListOffsetsRequest) GetTableId() uint64 {
@@ -1022,7 +1125,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1137,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1150,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{12}
+	return file_tablet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListOffsetsResponse) GetOffset() int64 {
@@ -1110,14 +1213,16 @@ const file_tablet_proto_rawDesc = "" +
 	"lastOffset\x12!\n" +
 	"\ftimestamp_ms\x18\x03 \x01(\x03R\vtimestampMs\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xc6\x01\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xe7\x01\n" +
 	"\vFetchBucket\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12,\n" +
 	"\x12last_fetched_epoch\x18\x05 \x01(\x05R\x10lastFetchedEpoch\x12\x1b\n" +
-	"\tmax_bytes\x18\x06 \x01(\x05R\bmaxBytes\"\xd6\x01\n" +
+	"\tmax_bytes\x18\x06 \x01(\x05R\bmaxBytes\x12\x1f\n" +
+	"\vremote_refs\x18\a \x01(\bR\n" +
+	"remoteRefs\"\xd6\x01\n" +
 	"\fFetchRequest\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\rR\treplicaId\x12\x1d\n" +
@@ -1126,7 +1231,7 @@ const file_tablet_proto_rawDesc = "" +
 	"\abuckets\x18\x03 \x03(\v2\x14.floe.v1.FetchBucketR\abuckets\x12\x1e\n" +
 	"\vmax_wait_ms\x18\x04 \x01(\x05R\tmaxWaitMs\x12\x1b\n" +
 	"\tmin_bytes\x18\x05 \x01(\x05R\bminBytes\x12\x1b\n" +
-	"\tmax_bytes\x18\x06 \x01(\x05R\bmaxBytes\"\xb8\x03\n" +
+	"\tmax_bytes\x18\x06 \x01(\x05R\bmaxBytes\"\xeb\x03\n" +
 	"\rFetchedBucket\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x121\n" +
@@ -1141,7 +1246,16 @@ const file_tablet_proto_rawDesc = "" +
 	"\tdiverging\x18\n" +
 	" \x01(\bR\tdiverging\x12'\n" +
 	"\x0fdiverging_epoch\x18\v \x01(\x05R\x0edivergingEpoch\x120\n" +
-	"\x14diverging_end_offset\x18\f \x01(\x03R\x12divergingEndOffset\"A\n" +
+	"\x14diverging_end_offset\x18\f \x01(\x03R\x12divergingEndOffset\x121\n" +
+	"\x06remote\x18\r \x01(\v2\x19.floe.v1.RemoteSegmentRefR\x06remote\"\x98\x01\n" +
+	"\x10RemoteSegmentRef\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x1a\n" +
+	"\bposition\x18\x02 \x01(\x03R\bposition\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x1f\n" +
+	"\vbase_offset\x18\x04 \x01(\x03R\n" +
+	"baseOffset\x12\x1f\n" +
+	"\vnext_offset\x18\x05 \x01(\x03R\n" +
+	"nextOffset\"A\n" +
 	"\rFetchResponse\x120\n" +
 	"\abuckets\x18\x01 \x03(\v2\x16.floe.v1.FetchedBucketR\abuckets\"\x93\x01\n" +
 	"\x12ListOffsetsRequest\x12\x19\n" +
@@ -1178,7 +1292,7 @@ func file_tablet_proto_rawDescGZIP() []byte {
 }
 
 var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_tablet_proto_goTypes = []any{
 	(OffsetSpec)(0),              // 0: floe.v1.OffsetSpec
 	(*PutKvRequest)(nil),         // 1: floe.v1.PutKvRequest
@@ -1191,33 +1305,35 @@ var file_tablet_proto_goTypes = []any{
 	(*FetchBucket)(nil),          // 8: floe.v1.FetchBucket
 	(*FetchRequest)(nil),         // 9: floe.v1.FetchRequest
 	(*FetchedBucket)(nil),        // 10: floe.v1.FetchedBucket
-	(*FetchResponse)(nil),        // 11: floe.v1.FetchResponse
-	(*ListOffsetsRequest)(nil),   // 12: floe.v1.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),  // 13: floe.v1.ListOffsetsResponse
-	(ErrorCode)(0),               // 14: floe.v1.ErrorCode
+	(*RemoteSegmentRef)(nil),     // 11: floe.v1.RemoteSegmentRef
+	(*FetchResponse)(nil),        // 12: floe.v1.FetchResponse
+	(*ListOffsetsRequest)(nil),   // 13: floe.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),  // 14: floe.v1.ListOffsetsResponse
+	(ErrorCode)(0),               // 15: floe.v1.ErrorCode
 }
 var file_tablet_proto_depIdxs = []int32{
 	8,  // 0: floe.v1.FetchRequest.buckets:type_name -> floe.v1.FetchBucket
-	14, // 1: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
-	10, // 2: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
-	0,  // 3: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	6,  // 4: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
-	9,  // 5: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
-	12, // 6: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	1,  // 7: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
-	2,  // 8: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
-	4,  // 9: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
-	7,  // 10: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
-	11, // 11: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
-	13, // 12: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	7,  // 13: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
-	3,  // 14: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
-	5,  // 15: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
-	10, // [10:16] is the sub-list for method output_type
-	4,  // [4:10] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	15, // 1: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
+	11, // 2: floe.v1.FetchedBucket.remote:type_name -> floe.v1.RemoteSegmentRef
+	10, // 3: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
+	0,  // 4: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
+	6,  // 5: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
+	9,  // 6: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
+	13, // 7: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	1,  // 8: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
+	2,  // 9: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
+	4,  // 10: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
+	7,  // 11: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
+	12, // 12: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
+	14, // 13: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	7,  // 14: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
+	3,  // 15: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
+	5,  // 16: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
+	11, // [11:17] is the sub-list for method output_type
+	5,  // [5:11] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -1232,7 +1348,7 @@ func file_tablet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
