@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 type Client struct {
 	addrs []string
 	pool  *transport.Pool
+	// http reads remote log segments straight from object storage
+	// (presigned URLs the leaders hand out).
+	http *http.Client
 
 	codecOnce sync.Once
 	codec     *record.Codec // zstd, made on first use
@@ -41,7 +45,8 @@ func Connect(ctx context.Context, addrs ...string) (*Client, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("client: no server address")
 	}
-	c := &Client{addrs: addrs, pool: transport.NewPool(transport.PoolConfig{})}
+	c := &Client{addrs: addrs, pool: transport.NewPool(transport.PoolConfig{}),
+		http: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
 	err := c.callUntil(ctx, connectGiveUp*time.Duration(len(addrs)), func(ctx context.Context, m pb.DRPCMetaClient) error {
 		_, err := m.RaftStatus(ctx, &pb.RaftStatusRequest{})
 		return err
@@ -53,10 +58,15 @@ func Connect(ctx context.Context, addrs ...string) (*Client, error) {
 	return c, nil
 }
 
+// httpClient reads remote segments; its requests are bounded by their
+// contexts.
+func (c *Client) httpClient() *http.Client { return c.http }
+
 // Close releases the client's connections. Writers and scanners of the
 // client must be closed first.
 func (c *Client) Close() error {
 	err := c.pool.Close()
+	c.http.CloseIdleConnections()
 	c.codecOnce.Do(func() {}) // no codec made after Close
 	if c.codec != nil {
 		c.codec.Close()

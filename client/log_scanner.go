@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/floedb/floe/storage/record"
@@ -103,6 +104,9 @@ type LogScanner struct {
 
 	inflight map[*fetchCall]struct{}
 	wg       sync.WaitGroup // the fetch goroutines
+	// noRemoteRefs: a direct read of a remote segment failed, so fetches
+	// ask leaders to read remote segments themselves.
+	noRemoteRefs atomic.Bool
 
 	mu        sync.Mutex
 	completed []*fetchCall

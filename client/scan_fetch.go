@@ -53,7 +53,7 @@ func (s *LogScanner) issue() {
 		}
 		call.asked[bucket] = fetchedFrom{gen: sub.gen, offset: sub.position}
 		reqs[addr].Buckets = append(reqs[addr].Buckets, &pb.FetchBucket{TableId: s.t.info.ID, Bucket: bucket,
-			Offset: sub.position, LeaderEpoch: -1, LastFetchedEpoch: -1})
+			Offset: sub.position, LeaderEpoch: -1, LastFetchedEpoch: -1, RemoteRefs: !s.noRemoteRefs.Load()})
 		sub.inflight = true
 	}
 	for addr, call := range calls {
@@ -69,12 +69,37 @@ func (s *LogScanner) issue() {
 func (s *LogScanner) fetch(ctx context.Context, call *fetchCall, req *pb.FetchRequest) {
 	defer call.cancel()
 	call.resp, call.err = s.t.tablet(call.addr).Fetch(ctx, req)
+	if call.err == nil {
+		s.readRemoteRefs(ctx, call.resp)
+	}
 	s.mu.Lock()
 	s.completed = append(s.completed, call)
 	s.mu.Unlock()
 	select {
 	case s.notify <- struct{}{}:
 	default:
+	}
+}
+
+// readRemoteRefs reads the remote segments the leader pointed at into the
+// buckets' records, as if the leader had sent them. A failed read is a
+// retriable error of that bucket, and later fetches ask the leader to read
+// remote segments itself (object storage may be out of the client's
+// reach).
+func (s *LogScanner) readRemoteRefs(ctx context.Context, resp *pb.FetchResponse) {
+	for _, fb := range resp.GetBuckets() {
+		ref := fb.GetRemote()
+		if ref == nil || fb.Error != "" {
+			continue
+		}
+		data, err := readRemote(ctx, s.t.c.httpClient(), ref, s.opts.MaxBytes)
+		if err != nil {
+			s.opts.Logger.Warn("reading a remote segment directly failed; asking the leader to read it", "bucket", fb.Bucket, "err", err)
+			s.noRemoteRefs.Store(true)
+			fb.ErrorCode, fb.Error = pb.ErrorCode_ERROR_CODE_UNAVAILABLE, err.Error()
+			continue
+		}
+		fb.Records, fb.Remote = data, nil
 	}
 }
 
