@@ -9,6 +9,7 @@ import (
 
 	"github.com/floedb/floe/internal/testcluster"
 	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/tiering"
 )
 
 // guard bounds every wait in these tests, so a bug fails a test instead of
@@ -23,7 +24,20 @@ const testSchema = "id BIGINT NOT NULL, name STRING"
 var shared = testcluster.Shared{Options: testcluster.Options{Nodes: 3}}
 
 func TestMain(m *testing.M) {
+	// The nodes tier sealed segments to a folder every 100 ms; only tables
+	// that roll small segments (remote_scan_test.go) reach it.
+	remoteDir, err := os.MkdirTemp("", "floe-client-remote-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if shared.Options.Remote, err = tiering.NewFolder(remoteDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shared.Options.TieringInterval = 100 * time.Millisecond
 	code := m.Run()
+	os.RemoveAll(remoteDir)
 	if err := shared.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "closing the test cluster:", err)
 	}

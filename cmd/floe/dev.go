@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/floedb/floe/raftmeta"
@@ -29,6 +30,7 @@ func devSpec(env *cliEnv) cmdSpec {
 			logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
 			recoverAlone := fs.Bool("recover", false, "with --data-dir: make this node the only metadata voter again before starting "+
 				"(after an add-voter left the metadata without a quorum); safe while no other node ever ran with this cluster's data")
+			remote := defineRemoteFlags(fs, "tier sealed log segments to this folder (default: DATA/remote)", false)
 			return func(ctx context.Context, pos []string) error {
 				var err error
 				if len(pos) != 0 {
@@ -60,8 +62,13 @@ func devSpec(env *cliEnv) cmdSpec {
 				if gossip == "" {
 					gossip = devGossipAddr(*listen)
 				}
+				store, err := remote.open(ctx, filepath.Join(dir, "remote"))
+				if err != nil {
+					return err
+				}
 				start := time.Now()
 				srv, err := server.New(server.Config{
+					Remote: store, TieringInterval: *remote.interval,
 					NodeID: devNodeID, Roles: []string{server.RoleMeta, server.RoleTablet}, DataDir: dir, Listen: *listen,
 					Gossip: gossip, HTTP: *httpAddr, BootstrapExpect: 1,
 					Logger: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level})),
@@ -76,8 +83,8 @@ func devSpec(env *cliEnv) cmdSpec {
 				select {
 				case <-srv.Ready():
 					fmt.Fprintf(env.stdout, "Floe dev cluster ready in %v: node 1 registered, its tablet follows the metadata\n"+
-						"  address:  %s\n  data:     %s (%s)\n  try:      floe cluster status --server %s\nCtrl-C stops it.\n",
-						time.Since(start).Round(time.Millisecond), srv.Addr(), dir, kept, srv.Addr())
+						"  address:  %s\n  data:     %s (%s)\n  remote:   %s (sealed log segments, every %v)\n  try:      floe cluster status --server %s\nCtrl-C stops it.\n",
+						time.Since(start).Round(time.Millisecond), srv.Addr(), dir, kept, store, *remote.interval, srv.Addr())
 				case err := <-done:
 					return err
 				}

@@ -42,6 +42,7 @@ func serveSpec(env *cliEnv) cmdSpec {
 			kvRowCache := fs.Int64("kv-row-cache-bytes", 0, "memory for recently read rows of primary-key tables, shared by the node's buckets; filled by lookups, outside the Go heap (0: a quarter of the machine's or cgroup's memory, -1: none)")
 			kvBuffer := fs.Int64("kv-buffer-bytes", 0, "uncommitted upserts a primary-key bucket leader holds before it refuses more until followers catch up (0: 64 MiB)")
 			trailingLogs := fs.Uint64("raft-trailing-logs", 0, "Raft log entries a snapshot leaves behind for lagging followers (0: default 10240)")
+			remote := defineRemoteFlags(fs, "tier sealed log segments to this folder (shared by every tablet node, e.g. a network mount); default: no tiering", true)
 			return func(ctx context.Context, pos []string) error {
 				var err error
 				if len(pos) != 0 {
@@ -65,8 +66,13 @@ func serveSpec(env *cliEnv) cmdSpec {
 				if err != nil {
 					return fmt.Errorf("%w: %v", errUsage, err)
 				}
+				store, err := remote.open(ctx, "")
+				if err != nil {
+					return err
+				}
 				logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
 				srv, err := server.New(server.Config{
+					Remote: store, TieringInterval: *remote.interval,
 					NodeID: uint32(*id), Roles: splitList(*roles), DataDir: *dataDir, Listen: *listen,
 					Advertise: *advertise, Gossip: g, Join: splitList(*join), BootstrapExpect: *bootstrapExpect,
 					Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, RaftTrailingLogs: *trailingLogs, MaxBatchBytes: *maxBatch, LogSync: sync,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/server"
+	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -27,6 +28,10 @@ type Options struct {
 	Dir string
 	// Logger receives the nodes' messages; nil discards them.
 	Logger *slog.Logger
+	// Remote is the object store every node tiers sealed log segments to
+	// (server.Config.Remote), every TieringInterval; nil: no tiering.
+	Remote          tiering.ObjectStore
+	TieringInterval time.Duration
 }
 
 // Validate reports the first invalid field.
@@ -108,6 +113,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			// per node; a test needs little.
 			KVRowCacheBytes: 8 << 20,
 			Logger:          logger,
+			Remote:          opts.Remote,
+			TieringInterval: opts.TieringInterval,
 		}
 		if err := nd.start(); err != nil {
 			return nil, err

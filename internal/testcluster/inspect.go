@@ -90,6 +90,8 @@ type TableSpec struct {
 	BucketKey []string
 	// Replication factor; 0: one replica.
 	Replication int32
+	// Properties are the table's properties.
+	Properties map[string]string
 }
 
 // CreateTable creates the database (if needed) and the table, then waits
@@ -101,7 +103,8 @@ func (c *Cluster) CreateTable(ctx context.Context, spec TableSpec) (uint64, erro
 			return err
 		}
 		resp, err := m.CreateTable(ctx, &pb.CreateTableRequest{Database: spec.Database, Name: spec.Name,
-			Schema: spec.Schema, Buckets: spec.Buckets, BucketKey: spec.BucketKey, Replication: max(spec.Replication, 1)})
+			Schema: spec.Schema, Buckets: spec.Buckets, BucketKey: spec.BucketKey, Replication: max(spec.Replication, 1),
+			Properties: spec.Properties})
 		if err != nil {
 			return err
 		}
@@ -237,6 +240,25 @@ func (c *Cluster) HighWatermark(ctx context.Context, database, name string, buck
 		return 0, err
 	}
 	return c.highWatermark(ctx, tbl, bucket)
+}
+
+// LocalLogStart returns the first offset a bucket's leader holds on its
+// own disk (tiering deletes local segments below it once they are in
+// remote storage).
+func (c *Cluster) LocalLogStart(ctx context.Context, database, name string, bucket int32) (int64, error) {
+	tbl, err := c.Table(ctx, database, name)
+	if err != nil {
+		return 0, err
+	}
+	hw, err := c.highWatermark(ctx, tbl, bucket)
+	if err != nil {
+		return 0, err
+	}
+	fb, err := c.fetch(ctx, tbl, bucket, hw)
+	if err != nil {
+		return 0, err
+	}
+	return fb.LogStartOffset, nil
 }
 
 // Record is one committed record of a bucket's log.

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/floedb/floe/server"
+	"github.com/floedb/floe/tiering"
+)
+
+// remoteFlags are the flags that choose the remote storage tiering moves
+// sealed log segments to: a folder, or an S3 bucket.
+type remoteFlags struct {
+	dir                  *string
+	endpoint, bucket     *string
+	region, prefix       *string
+	pathStyle, secure    *bool
+	accessKey, secretKey *string
+	createBucket         *bool
+	interval             *time.Duration
+	s3                   bool // the S3 flags are defined
+}
+
+// defineRemoteFlags adds --remote-dir and --tiering-interval and, with s3,
+// the --s3-* flags.
+func defineRemoteFlags(fs *flag.FlagSet, dirHelp string, s3 bool) *remoteFlags {
+	f := &remoteFlags{s3: s3}
+	f.dir = fs.String("remote-dir", "", dirHelp)
+	f.interval = fs.Duration("tiering-interval", server.DefaultTieringInterval,
+		"how often bucket leaders upload sealed segments to remote storage and apply remote retention")
+	if s3 {
+		f.endpoint = fs.String("s3-endpoint", "", "S3 server as host:port (MinIO, any S3): tier sealed log segments to --s3-bucket there")
+		f.bucket = fs.String("s3-bucket", "", "S3 bucket for remote log segments (with --s3-endpoint)")
+		f.region = fs.String("s3-region", "", "S3 region (default: asked of the server)")
+		f.prefix = fs.String("s3-prefix", "", "key prefix inside the bucket, so clusters can share one (\"floe/prod\")")
+		f.pathStyle = fs.Bool("s3-path-style", false, "address the bucket in the path (http://host/bucket/key), as MinIO and most non-AWS servers want")
+		f.secure = fs.Bool("s3-tls", false, "speak TLS (https) to the S3 server")
+		f.accessKey = fs.String("s3-access-key", "", "S3 access key (default: $AWS_ACCESS_KEY_ID)")
+		f.secretKey = fs.String("s3-secret-key", "", "S3 secret key (default: $AWS_SECRET_ACCESS_KEY)")
+		f.createBucket = fs.Bool("s3-create-bucket", false, "create --s3-bucket when it does not exist")
+	}
+	return f
+}
+
+// open returns the chosen store: --remote-dir, the S3 flags, or, when
+// neither is given, a folder at defaultDir ("": no remote storage).
+func (f *remoteFlags) open(ctx context.Context, defaultDir string) (tiering.ObjectStore, error) {
+	if *f.interval <= 0 {
+		return nil, fmt.Errorf("%w: --tiering-interval must be positive", errUsage)
+	}
+	useS3 := f.s3 && (*f.endpoint != "" || *f.bucket != "")
+	switch {
+	case useS3 && *f.dir != "":
+		return nil, fmt.Errorf("%w: give --remote-dir or --s3-endpoint, not both", errUsage)
+	case useS3:
+		cfg := tiering.S3Config{Endpoint: *f.endpoint, Bucket: *f.bucket, Region: *f.region, Prefix: *f.prefix,
+			PathStyle: *f.pathStyle, Secure: *f.secure, AccessKey: *f.accessKey, SecretKey: *f.secretKey,
+			CreateBucket: *f.createBucket}
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: S3 remote storage: %v", errUsage, err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return tiering.NewS3(ctx, cfg)
+	case *f.dir != "":
+		return tiering.NewFolder(*f.dir)
+	case defaultDir != "":
+		return tiering.NewFolder(defaultDir)
+	}
+	return nil, nil
+}

@@ -1,0 +1,288 @@
+package tiering
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/storage/record"
+)
+
+// fakeController commits remote logs by the metadata's rules (leader
+// epoch and version checked; see metastate's commitRemoteLog), keeping one
+// bucket's committed handle.
+type fakeController struct {
+	mu        sync.Mutex
+	epoch     int32 // the bucket's current leader epoch
+	committed Handle
+	commits   int
+	refuse    error // when set, every commit fails with it
+}
+
+var errFencedForTest = fmt.Errorf("fenced")
+
+func (c *fakeController) CommitRemoteLog(_ context.Context, b *LeaderBucket, expected int64, next Handle) (Handle, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.refuse != nil:
+		return Handle{}, c.refuse
+	case b.LeaderEpoch != c.epoch || expected != c.committed.Version:
+		return Handle{}, fmt.Errorf("%w: epoch %d/%d, version %d/%d", errFencedForTest, b.LeaderEpoch, c.epoch, expected, c.committed.Version)
+	case next.EndOffset < c.committed.EndOffset || next.StartOffset < c.committed.StartOffset:
+		return Handle{}, fmt.Errorf("remote log moved back: %+v after %+v", next, c.committed)
+	}
+	next.Version = expected + 1
+	c.committed = next
+	c.commits++
+	return next, nil
+}
+
+func (c *fakeController) handle() Handle {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.committed
+}
+
+type tierFixture struct {
+	t     *testing.T
+	store *Folder
+	ctl   *fakeController
+	rl    *RemoteLog
+	log   *logstore.Log
+	now   time.Time
+}
+
+func newTierFixture(t *testing.T) *tierFixture {
+	store, err := NewFolder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &tierFixture{t: t, store: store, ctl: &fakeController{epoch: 3}, now: time.UnixMilli(1_000_000_000_000)}
+	f.rl, err = NewRemoteLog(RemoteLogConfig{Store: store, Root: "cluster-a", Commit: f.ctl, MaxSegmentsPerRound: 4,
+		Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.log, err = logstore.Open(logstore.Config{Dir: t.TempDir(), SegmentMaxBytes: 64 << 10,
+		Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.log.Close() })
+	return f
+}
+
+// appendBatches appends n batches of 1 KB at leader epoch epoch.
+func (f *tierFixture) appendBatches(n int, epoch int32) {
+	f.t.Helper()
+	for i := range n {
+		b := record.NewBatchBuilder(record.BatchOptions{Format: record.PayloadRaw, AppendOnly: true}, 0)
+		if err := b.Append(record.AppendOnly, bytes.Repeat([]byte{byte(i)}, 1000)); err != nil {
+			f.t.Fatal(err)
+		}
+		batch, err := b.Build()
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if _, err := f.log.Append(batch, epoch); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+func (f *tierFixture) bucket(hw int64) *LeaderBucket {
+	return &LeaderBucket{TableID: 7, Bucket: 2, Log: f.log, LeaderEpoch: f.ctl.epoch, HighWatermark: hw,
+		Committed: f.ctl.handle(), ExpireBelow: 1 << 62}
+}
+
+func (f *tierFixture) tier(b *LeaderBucket) Round {
+	f.t.Helper()
+	round, err := f.rl.Tier(f.t.Context(), b)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return round
+}
+
+// keys lists the store's keys under the bucket.
+func (f *tierFixture) keys() []string {
+	var out []string
+	if err := f.store.List(f.t.Context(), "cluster-a/t7/b2/", func(o ObjectInfo) error {
+		out = append(out, o.Key)
+		return nil
+	}); err != nil {
+		f.t.Fatal(err)
+	}
+	return out
+}
+
+// TestTierUploadsBelowHighWatermark: only sealed segments wholly below the
+// high watermark go up, at most MaxSegmentsPerRound a round, and the
+// committed manifest lists exactly what the log holds there.
+func TestTierUploadsBelowHighWatermark(t *testing.T) {
+	f := newTierFixture(t)
+	f.appendBatches(400, 3)
+	segs := f.log.Segments()
+	if len(segs) < 6 {
+		t.Fatalf("%d segments; the test needs more", len(segs))
+	}
+	hw := segs[2].NextOffset + 1 // inside the fourth segment
+	round := f.tier(f.bucket(hw))
+	if round.Uploaded != 3 || round.Committed.EndOffset != segs[2].NextOffset || round.Committed.Version != 1 {
+		t.Fatalf("round %+v; want segments 0-2 up to %d", round, segs[2].NextOffset)
+	}
+	// Nothing more below the high watermark: no commit.
+	if again := f.tier(f.bucket(hw)); again.Changed || f.ctl.commits != 1 {
+		t.Fatalf("second round %+v, %d commits", again, f.ctl.commits)
+	}
+	// The high watermark at the end: four a round.
+	round = f.tier(f.bucket(f.log.EndOffset()))
+	if round.Uploaded != 4 {
+		t.Fatalf("uploaded %d, want the per-round bound 4", round.Uploaded)
+	}
+	r, err := NewReader(ReaderConfig{Store: f.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.Manifest(t.Context(), f.ctl.handle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(); err != nil || m.Start() != 0 || len(m.Segments) != 7 {
+		t.Fatalf("manifest %+v: %v", m, err)
+	}
+	// Every offset reads back from the remote copy as the log has it.
+	for off := int64(0); off < m.End(); off += 13 {
+		loc, err := r.Locate(t.Context(), f.ctl.handle(), off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := r.ReadBatches(t.Context(), loc, 4<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := f.log.ReadBelow(loc.Segment.BaseOffset, loc.Segment.NextOffset, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(want.Data, data) {
+			t.Fatalf("offset %d: the remote bytes are not the log's", off)
+		}
+		first := record.Batch(data)
+		if first.BaseOffset() > off || first.BaseOffset() < loc.Segment.BaseOffset {
+			t.Fatalf("offset %d: read starts at batch %d", off, first.BaseOffset())
+		}
+		want.Release()
+	}
+}
+
+// TestTierRemoteRetention: segments past the TTL leave the manifest and the
+// store once the commit that drops them lands; ExpireBelow holds them.
+func TestTierRemoteRetention(t *testing.T) {
+	f := newTierFixture(t)
+	f.appendBatches(200, 3)
+	f.now = f.now.Add(2 * time.Hour)
+	f.appendBatches(200, 3)
+	b := f.bucket(f.log.EndOffset())
+	b.TTL = time.Hour
+	f.rl.cfg.MaxSegmentsPerRound = 100
+	round := f.tier(b)
+	if round.Uploaded == 0 || round.Expired == 0 {
+		t.Fatalf("round %+v: want uploads and the old segments expired", round)
+	}
+	h := f.ctl.handle()
+	if h.StartOffset == 0 || h.EndOffset == 0 {
+		t.Fatalf("committed %+v", h)
+	}
+	for _, k := range f.keys() {
+		if strings.Contains(k, "/log/00000000000000000000-") {
+			t.Fatalf("expired segment object %s still stored", k)
+		}
+	}
+	// A primary-key table's changelog above its snapshot stays.
+	g := newTierFixture(t)
+	g.appendBatches(200, 3)
+	g.now = g.now.Add(2 * time.Hour)
+	gb := g.bucket(g.log.EndOffset())
+	gb.TTL, gb.ExpireBelow = time.Hour, 0
+	g.rl.cfg.MaxSegmentsPerRound = 100
+	if round := g.tier(gb); round.Expired != 0 {
+		t.Fatalf("%d segments expired above ExpireBelow", round.Expired)
+	}
+}
+
+// TestTierFencedCommitDeletesNothing: a refused commit leaves the committed
+// manifest's objects alone, and the next leader's first round sweeps what
+// the refused one uploaded.
+func TestTierFencedCommitDeletesNothing(t *testing.T) {
+	f := newTierFixture(t)
+	f.appendBatches(300, 3)
+	f.tier(f.bucket(f.log.EndOffset() / 2))
+	committed := f.ctl.handle()
+	before := f.keys()
+
+	stale := f.bucket(f.log.EndOffset())
+	f.ctl.epoch = 4 // leadership moved; the old leader's round goes on
+	if _, err := f.rl.Tier(t.Context(), stale); err == nil {
+		t.Fatal("a deposed leader's commit went through")
+	}
+	if f.ctl.handle() != committed {
+		t.Fatalf("committed changed: %+v", f.ctl.handle())
+	}
+	after := f.keys()
+	for _, k := range before {
+		if !contains(after, k) {
+			t.Fatalf("committed object %s deleted by a refused round", k)
+		}
+	}
+	if len(after) <= len(before) {
+		t.Fatal("the refused round uploaded nothing (the test needs its garbage)")
+	}
+	// The new leader (epoch 4) starts from the committed metadata and
+	// sweeps the stale upload.
+	fresh, err := NewRemoteLog(RemoteLogConfig{Store: f.store, Root: "cluster-a", Commit: f.ctl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := f.bucket(committed.EndOffset) // nothing new below its high watermark
+	if _, err := fresh.Tier(t.Context(), nb); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.keys(); len(got) != len(before) {
+		t.Fatalf("after the sweep %d objects, want the %d committed ones:\n%v", len(got), len(before), got)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestParseBucketKey(t *testing.T) {
+	tests := []struct {
+		rest string
+		want parsedKey
+	}{
+		{"log/00000000000000000100-3.log", parsedKey{kind: kindSegment, epoch: 3}},
+		{"log/00000000000000000100-3.index", parsedKey{kind: kindSegment, epoch: 3}},
+		{"manifest/00000000000000000007-4-abcdef.json", parsedKey{kind: kindManifest, epoch: 4, version: 7}},
+		{"log/garbage", parsedKey{}},
+		{"manifest/7.json", parsedKey{}},
+		{"other/x", parsedKey{}},
+	}
+	for _, tt := range tests {
+		if got := parseBucketKey(tt.rest); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.rest, got, tt.want)
+		}
+	}
+}
