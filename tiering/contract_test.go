@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,9 +15,23 @@ import (
 	"time"
 
 	"github.com/floedb/floe/tiering"
+	"github.com/floedb/floe/tiering/internal/s3test"
 )
 
-// largeSize is a large object's size: a few parts of testPartSize.
+// s3server is the real S3 server of this package's tests (versitygw, or
+// the one FLOE_TEST_S3_ENDPOINT names).
+var s3server s3test.Server
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := s3server.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "closing the S3 server:", err)
+	}
+	os.Exit(code)
+}
+
+// testPartSize is the S3 stores' part size in these tests: S3's least, so a
+// largeSize object goes up in three parts.
 const (
 	testPartSize = 5 << 20
 	largeSize    = 2*testPartSize + 1<<20
@@ -32,6 +47,13 @@ type backend struct {
 func backends() []backend {
 	return []backend{
 		{name: "folder", open: openFolder},
+		{name: "s3-gofakes3", open: func(t *testing.T) tiering.ObjectStore { return openS3(t, s3test.Fake(t)) }, presign: true},
+		{name: "s3-gofakes3-prefix", open: func(t *testing.T) tiering.ObjectStore {
+			cfg := s3test.Fake(t)
+			cfg.Prefix = "floe/cluster-1"
+			return openS3(t, cfg)
+		}, presign: true},
+		{name: "s3-real", open: func(t *testing.T) tiering.ObjectStore { return openS3(t, s3server.Bucket(t)) }, presign: true},
 	}
 }
 
@@ -41,6 +63,16 @@ func openFolder(t *testing.T) tiering.ObjectStore {
 		t.Fatal(err)
 	}
 	return f
+}
+
+func openS3(t *testing.T, cfg tiering.S3Config) *tiering.S3 {
+	t.Helper()
+	cfg.PartSize = testPartSize
+	s, err := tiering.NewS3(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestObjectStoreContract runs the one contract every ObjectStore holds

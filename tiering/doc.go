@@ -6,13 +6,16 @@
 //
 // # Object stores
 //
-// Everything remote goes through an [ObjectStore]. [Folder] implements it,
-// keeping each object as a file in a local folder (a mounted network
-// filesystem, or a single machine's disk in development); an S3 backend
-// comes next.
+// Everything remote goes through an [ObjectStore]. Two backends implement
+// it:
 //
-// Every backend holds the same contract, which one test suite checks
-// against each:
+//   - [S3] speaks the S3 API through minio-go, so it reaches AWS S3 and the
+//     servers compatible with it (MinIO, Ceph RGW, versitygw, …). An
+//     [S3Config] names the endpoint, the bucket and a key prefix inside it.
+//   - [Folder] keeps each object as a file in a local folder (a mounted
+//     network filesystem, or a single machine's disk in development).
+//
+// Both hold the same contract, which one test suite checks against each:
 // an object is written whole or not at all (Put never leaves a partial
 // object behind, even when its reader fails midway), reads take a byte
 // range, listing is in key order, deleting what is not there is not an

@@ -7,7 +7,10 @@ import (
 
 // exactReader reads the size bytes Put was promised: it stops after them,
 // and fails with io.ErrUnexpectedEOF if its source ends sooner, so a short
-// reader fails the Put instead of storing a shorter object.
+// reader fails the Put instead of storing a shorter object. Both backends
+// read through it; for S3 it also hides the source's ReaderAt and Seeker,
+// so minio-go buffers one part at a time (PartSize bytes) rather than
+// holding parts for parallel uploads.
 type exactReader struct {
 	r    io.Reader
 	size int64
