@@ -1,0 +1,38 @@
+package tiering
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/minio/minio-go/v7"
+)
+
+// fail wraps an error of the operation op on key, as ErrNotFound if the
+// server said the object is not there.
+func (s *S3) fail(op, key string, err error) error {
+	if isNoSuchKey(err) {
+		return fmt.Errorf("tiering: s3 %s %s: %w", op, key, ErrNotFound)
+	}
+	return fmt.Errorf("tiering: s3 %s %s: %w", op, key, err)
+}
+
+// isNoSuchKey reports the server's "no such object": the code NoSuchKey, or
+// a 404 without a code that says something else is missing (a HEAD's answer
+// has no body, so minio-go names its code from the status).
+func isNoSuchKey(err error) bool {
+	var resp minio.ErrorResponse
+	if !errors.As(err, &resp) {
+		return false
+	}
+	return resp.Code == minio.NoSuchKey || (resp.StatusCode == http.StatusNotFound && resp.Code != minio.NoSuchBucket && resp.Code != "NoSuchUpload")
+}
+
+// errorCode is the S3 error code in err ("" if it has none).
+func errorCode(err error) string {
+	var resp minio.ErrorResponse
+	if errors.As(err, &resp) {
+		return resp.Code
+	}
+	return ""
+}
