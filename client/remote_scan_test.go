@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func produceTiered(t *testing.T, tbl *Table, n int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer w.Close(context.Background())
 	ctx := guardCtx(t)
 	pad := strings.Repeat("x", 1000)
 	for id := range n {

@@ -88,6 +88,11 @@ func startWriter(t *Table, kind writerKind, opts AppendWriterOptions) (*writer, 
 		closing:  make(chan struct{}),
 		stopped:  make(chan struct{}),
 	}
+	if limit := t.maxBatchBytes; limit > 0 && w.opts.BatchBytes > limit {
+		// The table's segments are smaller than the batches asked for
+		// (log.segment.bytes), and no batch is larger than a segment.
+		w.opts.BatchBytes = limit
+	}
 	w.budget = newByteBudget(w.opts.MaxBufferedBytes)
 	if w.opts.Compression != record.CompressionNone {
 		codec, err := t.c.batchCodec()

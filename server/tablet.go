@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/floedb/floe/internal/tableprop"
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/server/replica/kvreplica"
 	"github.com/floedb/floe/storage/kvstore"
@@ -143,6 +144,22 @@ func (s *Server) maxBatchBytes() int {
 		return s.cfg.MaxBatchBytes
 	}
 	return replica.DefaultMaxBatchBytes
+}
+
+// segmentBytes is the segment size of a table's logs (log.segment.bytes,
+// else the node's SegmentMaxBytes, else the property's default): no batch
+// is larger than a segment.
+func (s *Server) segmentBytes(t *pb.TableRecord) int {
+	if v, err := tableprop.ParseStored(t.GetProperties(), tableprop.Table{Replication: int(t.GetReplication()),
+		PrimaryKey: len(t.GetPrimaryKey()) > 0}); err == nil {
+		if _, set := t.GetProperties()[tableprop.LogSegmentBytes]; set || s.cfg.SegmentMaxBytes == 0 {
+			return int(v.LogSegmentBytes)
+		}
+	}
+	if s.cfg.SegmentMaxBytes > 0 {
+		return int(s.cfg.SegmentMaxBytes)
+	}
+	return tableprop.DefaultLogSegmentBytes
 }
 
 // newFollower makes the tablet role's metadata follower: it watches the meta

@@ -127,9 +127,9 @@ func (f *tierFixture) keys() []string {
 // committed manifest lists exactly what the log holds there.
 func TestTierUploadsBelowHighWatermark(t *testing.T) {
 	f := newTierFixture(t)
-	f.appendBatches(400, 3)
+	f.appendBatches(600, 3)
 	segs := f.log.Segments()
-	if len(segs) < 6 {
+	if len(segs) < 9 {
 		t.Fatalf("%d segments; the test needs more", len(segs))
 	}
 	hw := segs[2].NextOffset + 1 // inside the fourth segment
