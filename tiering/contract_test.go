@@ -101,6 +101,7 @@ func TestObjectStoreContract(t *testing.T) {
 	}
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) { c.run(t, b, b.open(t)) })
 			}

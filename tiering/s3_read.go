@@ -27,8 +27,8 @@ func (s *S3) Get(ctx context.Context, key string, offset, length int64) (io.Read
 	if length == 0 {
 		// No range names zero bytes; what is left to say is whether the
 		// object is there.
-		if _, err := s.Stat(ctx, key); err != nil {
-			return nil, err
+		if _, err := s.client.StatObject(ctx, s.bucket, name, minio.StatObjectOptions{}); err != nil {
+			return nil, s.fail("get", key, err)
 		}
 		return io.NopCloser(strings.NewReader("")), nil
 	}

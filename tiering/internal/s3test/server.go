@@ -10,10 +10,10 @@ import (
 	"github.com/floedb/floe/tiering"
 )
 
-// The environment that names an S3 server for the tests.
 // defaultRegion is the region of test servers that name none.
 const defaultRegion = "us-east-1"
 
+// The environment that names an S3 server for the tests.
 const (
 	envEndpoint  = "FLOE_TEST_S3_ENDPOINT"
 	envAccessKey = "FLOE_TEST_S3_ACCESS_KEY"
