@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/tiering"
-	"github.com/floedb/floe/tiering/internal/s3test"
+	"github.com/floedb/floe/internal/s3test"
 )
 
 // s3server is the real S3 server of this package's tests (versitygw, or

@@ -316,6 +316,10 @@ func (m *testMeta) AdjustIsr(context.Context, *pb.AdjustIsrRequest) (*pb.AdjustI
 	return nil, m.notServed()
 }
 
+func (m *testMeta) CommitRemoteLog(context.Context, *pb.CommitRemoteLogRequest) (*pb.CommitRemoteLogResponse, error) {
+	return nil, m.notServed()
+}
+
 func (m *testMeta) AllocateWriterId(context.Context, *pb.AllocateWriterIdRequest) (*pb.AllocateWriterIdResponse, error) {
 	return nil, m.notServed()
 }
