@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floedb/floe/internal/s3test"
 	"github.com/floedb/floe/internal/testcluster"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/tiering"
@@ -23,6 +24,10 @@ const testSchema = "id BIGINT NOT NULL, name STRING"
 // starts it again before it ends.
 var shared = testcluster.Shared{Options: testcluster.Options{Nodes: 3}}
 
+// s3server is a real S3 server for the tests that want one (skipped
+// without it; see internal/s3test).
+var s3server s3test.Server
+
 func TestMain(m *testing.M) {
 	// The nodes tier sealed segments to a folder every 100 ms; only tables
 	// that roll small segments (remote_scan_test.go) reach it.
@@ -38,6 +43,9 @@ func TestMain(m *testing.M) {
 	shared.Options.TieringInterval = 100 * time.Millisecond
 	code := m.Run()
 	os.RemoveAll(remoteDir)
+	if err := s3server.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "closing the S3 server:", err)
+	}
 	if err := shared.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "closing the test cluster:", err)
 	}
