@@ -163,3 +163,30 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	}
 	return m, nil
 }
+
+// EndOffsetForEpoch answers for the remote log what a log's epoch cache
+// does (logstore.Log.EndOffsetForEpoch): the largest epoch at most epoch
+// that the remote segments hold, and where it ends there (the next epoch's
+// start, or the manifest's end). ok is false when they hold no such epoch.
+// A follower that catches up from remote storage checks its tail against
+// it, as it would against its leader's.
+func (m *Manifest) EndOffsetForEpoch(epoch int32) (found int32, end int64, ok bool) {
+	var all []EpochStart
+	for _, s := range m.Segments {
+		for _, e := range s.Epochs {
+			if n := len(all); n == 0 || e.Epoch > all[n-1].Epoch {
+				all = append(all, e)
+			}
+		}
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Epoch <= epoch {
+			end := m.End()
+			if i+1 < len(all) {
+				end = all[i+1].StartOffset
+			}
+			return all[i].Epoch, end, true
+		}
+	}
+	return 0, 0, false
+}

@@ -128,7 +128,7 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 			continue
 		}
 		delete(byID, id) // a bucket answered twice is applied once: its produce lock is held until finish
-		a, ok := r.appendFetched(f.leader, epochs[id], fb)
+		a, ok := r.appendFetched(f.ctx, f.leader, epochs[id], fb)
 		if !ok {
 			refused++
 		}
@@ -186,12 +186,22 @@ type fetchedAppend struct {
 // false when the leader refused the bucket. It returns the written bucket
 // (produce lock held) for syncFetched and finish, or nil when done with
 // it already.
-func (r *Replica) appendFetched(leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, bool) {
+func (r *Replica) appendFetched(ctx context.Context, leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, bool) {
 	r.produceMu.Lock()
 	role, curLeader, curEpoch, _ := r.state()
 	if role != replication.RoleFollower || curLeader != leader || curEpoch != epoch {
 		r.produceMu.Unlock()
 		return nil, true // the role changed while the fetch was out
+	}
+	if r.behindLeaderStart(fb) {
+		a, err := r.catchUpFromRemote(ctx, leader, epoch, fb)
+		if err != nil {
+			r.produceMu.Unlock()
+			r.mgr.log.Warn("follower cannot catch up below its leader's log start", "bucket", r.id.String(), "leader", leader,
+				"end_offset", r.log.EndOffset(), "leader_start_offset", fb.LogStartOffset, "err", err)
+			return nil, false
+		}
+		return a, true
 	}
 	if fb.Error != "" {
 		r.produceMu.Unlock()

@@ -65,6 +65,13 @@ func (b *Bucket) ServeFetch(req FollowerFetch, l LeaderLog, now time.Time) (Fetc
 	case !slices.Contains(b.replicas, req.Follower) || req.Follower == b.cfg.Self:
 		return ans, Effects{}, fmt.Errorf("%w: node %d", ErrNotReplica, req.Follower)
 	}
+	if req.Offset < l.StartOffset {
+		// Below the leader's log start the leader's epoch cache cannot
+		// judge divergence (it starts there too): the follower catches up
+		// from remote storage, where the epochs of what it lacks are.
+		return ans, Effects{}, fmt.Errorf("%w: follower %d fetches at %d, below the leader's log start %d",
+			ErrOutOfRange, req.Follower, req.Offset, l.StartOffset)
+	}
 	if req.LastFetchedEpoch >= 0 {
 		ep, end, ok := l.EpochEnd(req.LastFetchedEpoch)
 		if !ok || ep < req.LastFetchedEpoch || end < req.Offset {
@@ -75,7 +82,7 @@ func (b *Bucket) ServeFetch(req FollowerFetch, l LeaderLog, now time.Time) (Fetc
 			return ans, Effects{}, nil
 		}
 	}
-	if req.Offset > l.WrittenEnd || req.Offset < l.StartOffset {
+	if req.Offset > l.WrittenEnd {
 		return ans, Effects{}, fmt.Errorf("%w: follower %d fetches at %d, the leader holds [%d, %d]",
 			ErrOutOfRange, req.Follower, req.Offset, l.StartOffset, l.WrittenEnd)
 	}

@@ -391,3 +391,21 @@ func TestProposalCarriesNodeEpochs(t *testing.T) {
 		t.Fatalf("proposal after node 3's new registration: %v (key %q, was %q)", p, p.Key(), key)
 	}
 }
+
+// A follower whose fetch offset is below the leader's log start is out of
+// range, whatever epoch it names: the leader's epoch cache starts at its
+// log start and cannot judge divergence there (it would answer with its
+// start as the divergence point, which the follower cannot truncate to,
+// again and again). The follower catches up from remote storage instead.
+func TestServeFetchBelowLeaderStart(t *testing.T) {
+	b := leaderOf(t, []uint32{1, 2, 3}, 100)
+	unknown := func(int32) (int32, int64, bool) { return 0, 0, false } // the cache starts at 50
+	l := LeaderLog{StartOffset: 50, WrittenEnd: 100, EpochEnd: unknown}
+	for _, last := range []int32{-1, 0, 1} {
+		_, _, err := b.ServeFetch(FollowerFetch{Follower: 2, LeaderEpoch: 1, Offset: 20, LastFetchedEpoch: last}, l, t0)
+		wantErr(t, err, ErrOutOfRange)
+		if b.FollowerEnd(2) != -1 {
+			t.Fatal("a fetch below the leader's start was recorded as the follower's end")
+		}
+	}
+}

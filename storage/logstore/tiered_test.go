@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -157,5 +159,65 @@ func TestEpochsWithin(t *testing.T) {
 		if got := epochsWithin(entries, tt.base, tt.next); fmt.Sprint(got) != fmt.Sprint(tt.want) {
 			t.Errorf("[%d, %d): %v, want %v", tt.base, tt.next, got, tt.want)
 		}
+	}
+}
+
+// TestReset: a reset log is empty at the new offset, takes replicated
+// batches from there, and reopens so; old data and epochs are gone.
+func TestReset(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, Config{Dir: dir, SegmentMaxBytes: 64 << 10})
+	fillSegments(t, l, 2)
+	if err := l.Reset(l.EndOffset()); err == nil {
+		t.Fatal("a reset to the end went through (that is no reset)")
+	}
+	if err := l.Reset(1000); err != nil {
+		t.Fatal(err)
+	}
+	if l.StartOffset() != 1000 || l.EndOffset() != 1000 || len(l.Epochs()) != 0 || len(l.Segments()) != 1 {
+		t.Fatalf("after reset: [%d, %d), epochs %v, %d segments", l.StartOffset(), l.EndOffset(), l.Epochs(), len(l.Segments()))
+	}
+	if _, err := l.Read(0, 100); err == nil {
+		t.Fatal("old data still reads")
+	}
+	b := makeBatch(t, "after", 3, 100)
+	b.SetBaseOffset(1000)
+	b.SetLeaderEpoch(9)
+	if _, err := l.AppendReplicated(b); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l2 := openLog(t, Config{Dir: dir, SegmentMaxBytes: 64 << 10})
+	if l2.StartOffset() != 1000 || l2.EndOffset() != 1003 {
+		t.Fatalf("reopened: [%d, %d)", l2.StartOffset(), l2.EndOffset())
+	}
+	if e, ok := l2.LatestEpoch(); !ok || e != 9 {
+		t.Fatalf("epoch %d %v after reopen", e, ok)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), deletedSuffix) {
+			t.Fatalf("%s left behind", e.Name())
+		}
+	}
+}
+
+// TestResetCrashLeavesValidLog: a crash while the old segments are renamed
+// away (simulated by renaming only the oldest) leaves a log that opens as
+// the remaining suffix.
+func TestResetCrashLeavesValidLog(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, Config{Dir: dir, SegmentMaxBytes: 64 << 10})
+	fillSegments(t, l, 3)
+	segs := l.Segments()
+	end := l.EndOffset()
+	l.Close()
+	oldest := segmentFile(dir, segs[0].BaseOffset)
+	if err := os.Rename(oldest, oldest+deletedSuffix); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openLog(t, Config{Dir: dir, SegmentMaxBytes: 64 << 10})
+	if l2.StartOffset() != segs[1].BaseOffset || l2.EndOffset() != end {
+		t.Fatalf("reopened: [%d, %d), want [%d, %d)", l2.StartOffset(), l2.EndOffset(), segs[1].BaseOffset, end)
 	}
 }

@@ -1,0 +1,147 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/floedb/floe/server/replication"
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport/pb"
+)
+
+// remoteCatchUpTimeout bounds one catch-up read from remote storage.
+const remoteCatchUpTimeout = 30 * time.Second
+
+// behindLeaderStart says the leader refused a follower fetch because the
+// follower's end is below the leader's local log start: retention (after
+// tiering, or log.ttl) deleted what the follower still needs there.
+func (r *Replica) behindLeaderStart(fb *pb.FetchedBucket) bool {
+	return fb.ErrorCode == pb.ErrorCode_ERROR_CODE_OUT_OF_RANGE && r.log.EndOffset() < fb.LogStartOffset
+}
+
+// catchUpFromRemote brings a follower whose end is below its leader's
+// local log start (behindLeaderStart) toward it, with produceMu held, and
+// returns the written batches for syncFetched and finish like a fetch
+// would (nil when it wrote nothing):
+//
+//   - the committed remote log holds the follower's end: copy the next
+//     batches from there (the leader's own, committed and identical on
+//     every replica), as much as one fetch would bring;
+//   - what the follower lacks is gone everywhere (below the remote log's
+//     start, or there is no remote log): a log table's replica starts over
+//     empty where the cluster's data starts, the remote start or else the
+//     leader's local start. A primary-key replica cannot (its store needs
+//     every change): it waits, saying why.
+func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, error) {
+	end := r.log.EndOffset()
+	rl := r.remote.Load()
+	a := &fetchedAppend{r: r, leader: leader, epoch: epoch, hw: fb.HighWatermark, wait: func() error { return nil }}
+	readable := r.mgr.cfg.Remote != nil && rl != nil
+	if readable && end >= rl.StartOffset && end < rl.EndOffset {
+		if cut, err := r.truncateToRemote(ctx); err != nil || cut {
+			return nil, err // after a cut, the next fetch goes on from the new end
+		}
+		data, err := r.readRemoteFrom(ctx, end)
+		if err != nil {
+			return nil, err
+		}
+		_, wait, err := r.log.AppendReplicatedPending(data)
+		if err != nil {
+			r.maybeFail(err)
+			return nil, err
+		}
+		a.wait = wait
+		for it := record.NewBatchIterator(data, false); it.Next(); {
+			r.writers.record(it.Batch())
+		}
+		return a, nil
+	}
+	start := fb.LogStartOffset
+	if rl != nil && rl.Segments > 0 && rl.StartOffset < start && rl.EndOffset >= start {
+		if !readable {
+			return nil, fmt.Errorf("the leader's local log starts at %d and this node has no remote storage to read the rest from (give it the cluster's --remote-dir or --s3-* flags)", start)
+		}
+		start = rl.StartOffset // what lies below the follower's end there is gone
+	}
+	if r.kv != nil {
+		return nil, fmt.Errorf("the cluster holds offsets from %d on, this primary-key replica ends at %d: its store cannot skip changes (restore it from a KV snapshot)", start, end)
+	}
+	r.mgr.log.Warn("follower's log ends below what the cluster still holds: starting it over there",
+		"bucket", r.id.String(), "end_offset", end, "start_offset", start, "leader", leader)
+	if err := r.dropWriterSnapshot(); err != nil {
+		return nil, err
+	}
+	if err := r.log.Reset(start); err != nil {
+		r.maybeFail(err)
+		return nil, err
+	}
+	r.writers = newWriterTable()
+	return a, nil
+}
+
+// truncateToRemote checks the replica's tail against the committed remote
+// log's epochs, as a follower's fetch is checked against its leader's
+// (KIP-320): a tail the remote log does not hold the same way (batches of
+// an epoch that never committed them) is cut back first. It reports
+// whether it cut.
+func (r *Replica) truncateToRemote(ctx context.Context) (bool, error) {
+	end := r.log.EndOffset()
+	last := lastBatchEpoch(r.log.Epochs(), end)
+	if last < 0 || end == r.log.StartOffset() {
+		return false, nil
+	}
+	m, err := r.mgr.cfg.Remote.Manifest(ctx, HandleOf(r.remote.Load()))
+	if err != nil {
+		return false, err
+	}
+	found, remoteEnd, ok := m.EndOffsetForEpoch(last)
+	if ok && found == last && remoteEnd >= end {
+		return false, nil
+	}
+	start := max(r.remote.Load().GetStartOffset(), r.log.StartOffset())
+	to := max(replication.TruncationPoint(found, remoteEnd, r.log.EndOffsetForEpoch), start)
+	if !ok {
+		to = start // every remote epoch is newer than this tail's: none of it can be vouched for
+	}
+	if to >= end {
+		return false, nil
+	}
+	r.mgr.log.Info("truncating a tail the remote log does not hold", "bucket", r.id.String(), "to_offset", to,
+		"end_offset", end, "last_epoch", last)
+	return r.cutLog(to), nil
+}
+
+// readRemoteFrom reads whole batches of the committed remote log from
+// offset on (offset is a batch boundary of this replica's log: its end),
+// dropping those before it.
+func (r *Replica) readRemoteFrom(ctx context.Context, offset int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, remoteCatchUpTimeout)
+	defer cancel()
+	h := HandleOf(r.remote.Load())
+	loc, err := r.mgr.cfg.Remote.Locate(ctx, h, offset)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		data, err := r.mgr.cfg.Remote.ReadBatches(ctx, loc, DefaultFollowerFetchBytes)
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == 0 {
+			return nil, fmt.Errorf("remote segment %s ends at byte %d before offset %d", loc.Segment.DataKey, loc.Position, offset)
+		}
+		skip := 0
+		for it := record.NewBatchIterator(data, false); it.Next(); {
+			b := it.Batch()
+			if b.NextOffset() > offset {
+				if b.BaseOffset() != offset {
+					return nil, fmt.Errorf("remote batch [%d, %d] straddles this replica's end %d", b.BaseOffset(), b.LastOffset(), offset)
+				}
+				return data[skip:], nil
+			}
+			skip = it.Pos()
+		}
+		loc.Position += int64(len(data)) // every batch read was before offset
+	}
+}

@@ -1,0 +1,70 @@
+package logstore
+
+import (
+	"fmt"
+	"os"
+)
+
+// Reset empties the log and starts it again, empty, at offset, which must
+// be past its end: a follower whose leader no longer holds the follower's
+// end (retention moved the leader's start past it) starts over where the
+// cluster's data still is. Every segment and epoch goes; appends waiting
+// for their fsync fail with ErrTruncated; readers holding views keep
+// their bytes.
+//
+// Crash safety: the old segments are first renamed away oldest first (a
+// crash leaves a suffix of them: a valid log, as after retention), then
+// the new segment is created and the recovery point moved to it, then the
+// renamed files are removed (recovery removes any left).
+func (l *Log) Reset(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	if offset <= l.writtenEnd {
+		return fmt.Errorf("logstore: reset to %d, not past the end %d (use Truncate)", offset, l.writtenEnd)
+	}
+	old := *l.segs.Load()
+	l.truncGen.Add(1)
+	for _, s := range old {
+		if err := os.Rename(s.path(logSuffix), s.path(logSuffix+deletedSuffix)); err != nil {
+			return l.fail(fmt.Errorf("logstore: reset: %w", err))
+		}
+		s.removeIndexes()
+	}
+	if err := syncDir(l.cfg.Dir); err != nil {
+		return l.fail(err)
+	}
+	next, err := createSegment(l, offset)
+	if err != nil {
+		return l.fail(err)
+	}
+	if err := syncDir(l.cfg.Dir); err != nil {
+		return l.fail(err)
+	}
+	pos := logPosition{segmentBase: offset, pos: 0, offset: offset}
+	l.syncMu.Lock()
+	l.durable = pos
+	l.syncCond.Broadcast()
+	l.syncMu.Unlock()
+	l.readableEnd.Store(offset)
+	l.writtenPub.Store(offset)
+	l.cpMu.Lock()
+	err = l.writeRecoveryPointLocked(pos)
+	l.cpMu.Unlock()
+	if err != nil {
+		return l.fail(err)
+	}
+	if err := l.epochs.truncateFromEnd(0); err != nil {
+		return l.fail(err)
+	}
+	l.publishSegments([]*segment{next})
+	l.active, l.writtenEnd = next, offset
+	for _, s := range old {
+		_ = os.Remove(s.path(logSuffix + deletedSuffix))
+		s.close()
+	}
+	l.logger.Info("reset log", "start_offset", offset)
+	return nil
+}
