@@ -13,7 +13,8 @@ import (
 
 // tableCmds are the subcommands of floe table.
 func tableCmds(env *cliEnv) []clientCmd {
-	return []clientCmd{tableCreateCmd(env), tableListCmd(env), tableDescribeCmd(env), tableDropCmd(env), tableElectCmd(env)}
+	return []clientCmd{tableCreateCmd(env), tableListCmd(env), tableDescribeCmd(env), tableDropCmd(env), tableElectCmd(env),
+		tableExportCmd(env), tableImportCmd(env)}
 }
 
 // splitList splits a comma-separated list, dropping empty items.
