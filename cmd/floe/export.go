@@ -68,13 +68,7 @@ func tableExportCmd(env *cliEnv) clientCmd {
 			return err
 		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
-			db, name, err := tableName(pos[0])
-			if err != nil {
-				return err
-			}
-			tctx, cancel := context.WithTimeout(ctx, cf.timeout)
-			tbl, err := c.Table(tctx, db, name)
-			cancel()
+			tbl, err := openTable(ctx, c, cf, pos[0])
 			if err != nil {
 				return err
 			}

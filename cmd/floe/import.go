@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,10 +52,6 @@ func tableImportCmd(env *cliEnv) clientCmd {
 			return nil
 		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
-			db, name, err := tableName(pos[0])
-			if err != nil {
-				return err
-			}
 			in, size := interruptible(ctx, env.stdin), int64(0)
 			if o.file != "-" {
 				f, err := os.Open(o.file)
@@ -69,9 +64,7 @@ func tableImportCmd(env *cliEnv) clientCmd {
 				}
 				in = f
 			}
-			tctx, cancel := context.WithTimeout(ctx, cf.timeout)
-			tbl, err := c.Table(tctx, db, name)
-			cancel()
+			tbl, err := openTable(ctx, c, cf, pos[0])
 			if err != nil {
 				return err
 			}
@@ -130,22 +123,10 @@ func importLines(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.
 	cancel()
 	wg.Wait()
 
-	// What was accepted is sent even after an interrupt, within --timeout.
-	cctx, cancelClose := context.WithTimeout(context.WithoutCancel(ctx), cf.timeout)
-	defer cancelClose()
-	closeErr := w.close(cctx)
-	p.stop()
-	printImportSummary(env, cf, name, &counts, w.stats(), time.Since(start), closeErr == nil)
-	if errors.Is(feedErr, context.Canceled) && ctx.Err() != nil {
-		feedErr = nil // interrupted: what was read is written, and that is all
-	}
-	if feedErr != nil {
-		return feedErr
-	}
-	if closeErr != nil {
-		return fmt.Errorf("rows not all written: %w", closeErr)
-	}
-	return nil
+	return closeWriter(ctx, cf, w.close, feedErr, func(acked bool) {
+		p.stop()
+		printImportSummary(env, cf, name, &counts, w.stats(), time.Since(start), acked)
+	})
 }
 
 // importProgress is the import's progress line.

@@ -59,6 +59,17 @@ func tableName(arg string) (db, table string, err error) {
 	return db, table, nil
 }
 
+// openTable opens the table a DB.TABLE argument names, within --timeout.
+func openTable(ctx context.Context, c *client.Client, cf *clientFlags, arg string) (*client.Table, error) {
+	db, name, err := tableName(arg)
+	if err != nil {
+		return nil, err
+	}
+	tctx, cancel := context.WithTimeout(ctx, cf.timeout)
+	defer cancel()
+	return c.Table(tctx, db, name)
+}
+
 func tableCreateCmd(env *cliEnv) clientCmd {
 	var schema, pk, bk string
 	var buckets, replication int
