@@ -38,6 +38,9 @@
 //     offset, an offset or a time, below the high watermark, following
 //     leader changes; in a primary-key table that is the changelog, whose
 //     control batches it passes over.
+//   - a RowScanner reads every row of one bucket of a primary-key table
+//     from its leader, a page at a time, in key order, following leader
+//     changes: the table's current rows, bucket by bucket.
 //
 // See the package example.
 package client

@@ -39,6 +39,10 @@ func (t *tabletService) PrefixLookup(ctx context.Context, req *pb.PrefixLookupRe
 	return t.m.PrefixLookup(ctx, req)
 }
 
+func (t *tabletService) ScanRows(ctx context.Context, req *pb.ScanRowsRequest) (*pb.ScanRowsResponse, error) {
+	return t.m.ScanRows(ctx, req)
+}
+
 // tabletGate answers UNAVAILABLE until the replica manager runs.
 type tabletGate struct{ s *Server }
 
@@ -97,4 +101,12 @@ func (g *tabletGate) PrefixLookup(ctx context.Context, req *pb.PrefixLookupReque
 		return nil, err
 	}
 	return t.PrefixLookup(ctx, req)
+}
+
+func (g *tabletGate) ScanRows(ctx context.Context, req *pb.ScanRowsRequest) (*pb.ScanRowsResponse, error) {
+	t, err := g.service()
+	if err != nil {
+		return nil, err
+	}
+	return t.ScanRows(ctx, req)
 }

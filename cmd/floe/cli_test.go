@@ -157,6 +157,10 @@ func TestUsageFoundBeforeConnecting(t *testing.T) {
 		{[]string{"produce", "db.t", "--file", filepath.Join(t.TempDir(), "missing.json")}, "not a readable file"},
 		{[]string{"produce", "db.t", "--delete", "--columns", "a"}, "--delete and --columns exclude each other"},
 		{[]string{"lookup", "db.t", "--key", "{}", "--prefix", "{}"}, "--key and --prefix exclude each other"},
+		{[]string{"table", "export", "db.t", "--snapshot", "--from", "latest"}, "--from is for logs"},
+		{[]string{"table", "export", "db.t", "--buckets", "-1"}, `--buckets: "-1" is not a bucket number`},
+		{[]string{"table", "import", "db.t"}, "--file is required"},
+		{[]string{"table", "import", "db.t", "--file", "-", "--concurrency", "0"}, "--concurrency must be from 1 to 64"},
 	} {
 		code, _, errOut := runCLI(t, "", append(tc.args, "--server", "127.0.0.1:1")...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "connection refused") {

@@ -11,7 +11,7 @@ import (
 func TestHelpOnEveryGroup(t *testing.T) {
 	groups := map[string][]string{
 		"db":      {"create", "list", "drop"},
-		"table":   {"create", "list", "describe", "drop", "elect"},
+		"table":   {"create", "list", "describe", "drop", "elect", "export", "import"},
 		"cluster": {"status", "add-voter", "remove-voter", "transfer-leadership"},
 		"log":     {"dump", "verify"},
 		"schema":  {"check", "rows"},

@@ -48,23 +48,11 @@ func consumeCmd(env *cliEnv) clientCmd {
 			if o.limit < 0 {
 				return fmt.Errorf("%w: --limit must not be negative", errUsage)
 			}
-			for _, b := range splitList(buckets) {
-				n, err := strconv.ParseInt(b, 10, 32)
-				if err != nil || n < 0 {
-					return fmt.Errorf("%w: --buckets: %q is not a bucket number", errUsage, b)
-				}
-				o.buckets = append(o.buckets, int32(n))
-			}
-			return nil
+			o.buckets, err = parseBuckets(buckets)
+			return err
 		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
-			db, name, err := tableName(pos[0])
-			if err != nil {
-				return err
-			}
-			tctx, cancel := context.WithTimeout(ctx, cf.timeout)
-			tbl, err := c.Table(tctx, db, name)
-			cancel()
+			tbl, err := openTable(ctx, c, cf, pos[0])
 			if err != nil {
 				return err
 			}
@@ -116,46 +104,21 @@ func parseTimestamp(v string) (time.Time, error) {
 // consume prints rows of the chosen buckets until the limit, the high
 // watermarks seen at start (without follow), or an interrupt (with follow).
 func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Table, o consumeOptions) error {
-	buckets := o.buckets
-	if buckets == nil {
-		for b := range tbl.Buckets() {
-			buckets = append(buckets, b)
-		}
+	buckets, err := tableBuckets(tbl, o.buckets)
+	if err != nil {
+		return err
 	}
-	info := tbl.Info()
-	for _, c := range info.Columns {
-		if isConsumeField(c.Name) {
-			// Tables created before the _ prefix was reserved.
-			fmt.Fprintf(env.stderr, "warning: column %s of %s.%s has the name of a field consume adds; each line holds the key twice and JSON parsers keep consume's (the last)\n",
-				c.Name, info.Database, info.Name)
-		}
-	}
+	warnReservedColumns(env, tbl.Info())
 	s, err := tbl.NewLogScanner(client.LogScannerOptions{})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	// Resolve where each bucket starts and, without follow, where it ends,
-	// before reading anything.
-	stopAt := make(map[int32]int64)
-	for _, b := range buckets {
-		tctx, cancel := context.WithTimeout(ctx, cf.timeout)
-		start, err := tbl.ListOffset(tctx, b, o.from)
-		var end int64
-		if err == nil && !o.follow {
-			end, err = tbl.ListOffset(tctx, b, client.Latest())
-		}
-		cancel()
-		if err != nil {
-			return err
-		}
-		if !o.follow && start >= end {
-			continue
-		}
-		stopAt[b] = end
-		if err := s.Subscribe(b, client.AtOffset(start)); err != nil {
-			return err
-		}
+	// Where each bucket starts and, without follow, where it ends, before
+	// reading anything.
+	ranges, err := resolveRanges(ctx, tbl, buckets, o.from, o.follow, cf.timeout)
+	if err != nil {
+		return err
 	}
 	out := bufio.NewWriterSize(env.stdout, 64<<10)
 	defer out.Flush()
@@ -163,48 +126,43 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 	changelog := len(tbl.Info().PrimaryKey) > 0
 	var line []byte
 	var printed int64
-	for len(stopAt) > 0 {
-		recs, err := s.Poll(ctx)
+	err = pollRange(ctx, s, ranges, o.follow, func(r client.ScanRecord) error {
+		var err error
+		if o.noMeta {
+			line, err = codec.AppendJSON(line[:0], r.Row)
+			line = append(line, '\n')
+		} else {
+			line, err = appendRecordJSON(line[:0], codec, r, changelog)
+		}
 		if err != nil {
-			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-				return nil // interrupted
-			}
+			return fmt.Errorf("bucket %d offset %d: %w", r.Bucket, r.Offset, err)
+		}
+		if _, err := out.Write(line); err != nil {
 			return err
 		}
-		for _, r := range recs {
-			end, ok := stopAt[r.Bucket]
-			if !ok || (!o.follow && r.Offset >= end) {
-				continue
-			}
-			if o.noMeta {
-				line, err = codec.AppendJSON(line[:0], r.Row)
-				line = append(line, '\n')
-			} else {
-				line, err = appendRecordJSON(line[:0], codec, r, changelog)
-			}
-			if err != nil {
-				return fmt.Errorf("bucket %d offset %d: %w", r.Bucket, r.Offset, err)
-			}
-			if _, err := out.Write(line); err != nil {
-				return err
-			}
-			if printed++; o.limit > 0 && printed >= o.limit {
-				return out.Flush()
-			}
+		if printed++; o.limit > 0 && printed >= o.limit {
+			return errStopPoll
 		}
-		if !o.follow {
-			for b, end := range stopAt {
-				if pos, ok := s.Position(b); ok && pos >= end {
-					s.Unsubscribe(b)
-					delete(stopAt, b)
-				}
-			}
-		}
-		if err := out.Flush(); err != nil {
-			return err
+		return nil
+	}, out.Flush)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil // interrupted
+	}
+	if err != nil {
+		return err
+	}
+	return out.Flush()
+}
+
+// warnReservedColumns warns of columns named like the fields consume adds.
+func warnReservedColumns(env *cliEnv, info client.TableInfo) {
+	for _, c := range info.Columns {
+		if isConsumeField(c.Name) {
+			// Tables created before the _ prefix was reserved.
+			fmt.Fprintf(env.stderr, "warning: column %s of %s.%s has the name of a field consume adds; each line holds the key twice and JSON parsers keep consume's (the last)\n",
+				c.Name, info.Database, info.Name)
 		}
 	}
-	return nil
 }
 
 // isConsumeField says whether name is one of the fields appendRecordJSON

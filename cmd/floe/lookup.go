@@ -48,13 +48,7 @@ func lookupCmd(env *cliEnv) clientCmd {
 			return nil
 		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
-			db, name, err := tableName(pos[0])
-			if err != nil {
-				return err
-			}
-			tctx, cancel := context.WithTimeout(ctx, cf.timeout)
-			tbl, err := c.Table(tctx, db, name)
-			cancel()
+			tbl, err := openTable(ctx, c, cf, pos[0])
 			if err != nil {
 				return err
 			}

@@ -44,10 +44,6 @@ func produceCmd(env *cliEnv) clientCmd {
 			return nil
 		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
-			db, name, err := tableName(pos[0])
-			if err != nil {
-				return err
-			}
 			a, err := client.ParseAcks(acks)
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUsage, err)
@@ -64,9 +60,7 @@ func produceCmd(env *cliEnv) clientCmd {
 			if del && columns != "" {
 				return fmt.Errorf("%w: --delete and --columns exclude each other", errUsage)
 			}
-			tctx, cancel := context.WithTimeout(ctx, cf.timeout)
-			tbl, err := c.Table(tctx, db, name)
-			cancel()
+			tbl, err := openTable(ctx, c, cf, pos[0])
 			if err != nil {
 				return err
 			}
@@ -127,12 +121,21 @@ func newUpsertLines(tbl *client.Table, opts client.UpsertWriterOptions, del bool
 func produce(ctx context.Context, env *cliEnv, cf *clientFlags, w lineWriter, in io.Reader) error {
 	start := time.Now()
 	st, readErr := produceLines(ctx, in, w.write)
-	// What was accepted is sent even after an interrupt, within --timeout.
+	return closeWriter(ctx, cf, w.close, readErr, func(acked bool) {
+		printProduceSummary(env, cf, w.verb, st, w.stats(), time.Since(start), acked)
+	})
+}
+
+// closeWriter closes a writer whose input stopped with readErr (nil: it
+// ended), sending what was accepted even after an interrupt, within
+// --timeout, then has report print the summary, told whether every row
+// was acknowledged. An interrupt is no error: what was read is written.
+func closeWriter(ctx context.Context, cf *clientFlags, closeFn func(context.Context) error, readErr error,
+	report func(acked bool)) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cf.timeout)
 	defer cancel()
-	closeErr := w.close(cctx)
-	elapsed := time.Since(start)
-	printProduceSummary(env, cf, w.verb, st, w.stats(), elapsed, closeErr == nil)
+	closeErr := closeFn(cctx)
+	report(closeErr == nil)
 	if errors.Is(readErr, context.Canceled) && ctx.Err() != nil {
 		readErr = nil // interrupted: what was read is written, and that is all
 	}

@@ -13,7 +13,8 @@ import (
 
 // tableCmds are the subcommands of floe table.
 func tableCmds(env *cliEnv) []clientCmd {
-	return []clientCmd{tableCreateCmd(env), tableListCmd(env), tableDescribeCmd(env), tableDropCmd(env), tableElectCmd(env)}
+	return []clientCmd{tableCreateCmd(env), tableListCmd(env), tableDescribeCmd(env), tableDropCmd(env), tableElectCmd(env),
+		tableExportCmd(env), tableImportCmd(env)}
 }
 
 // splitList splits a comma-separated list, dropping empty items.
@@ -56,6 +57,17 @@ func tableName(arg string) (db, table string, err error) {
 		return "", "", fmt.Errorf("%w: %q is not DB.TABLE (a database and a table name joined by a dot)", errUsage, arg)
 	}
 	return db, table, nil
+}
+
+// openTable opens the table a DB.TABLE argument names, within --timeout.
+func openTable(ctx context.Context, c *client.Client, cf *clientFlags, arg string) (*client.Table, error) {
+	db, name, err := tableName(arg)
+	if err != nil {
+		return nil, err
+	}
+	tctx, cancel := context.WithTimeout(ctx, cf.timeout)
+	defer cancel()
+	return c.Table(tctx, db, name)
 }
 
 func tableCreateCmd(env *cliEnv) clientCmd {

@@ -29,6 +29,7 @@ const (
 	RPCLookup       = "/floe.v1.Tablet/Lookup"
 	RPCPrefixLookup = "/floe.v1.Tablet/PrefixLookup"
 	RPCListOffsets  = "/floe.v1.Tablet/ListOffsets"
+	RPCScanRows     = "/floe.v1.Tablet/ScanRows"
 	RPCPropose      = "/floe.v1.Meta/Propose"
 )
 

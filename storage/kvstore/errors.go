@@ -14,4 +14,5 @@ var (
 	ErrStoreOpen      = kverr.ErrStoreOpen
 	ErrInvalidUpdate  = kverr.ErrInvalidUpdate
 	ErrDeleteDisabled = kverr.ErrDeleteDisabled
+	ErrInvalidScan    = kverr.ErrInvalidScan
 )

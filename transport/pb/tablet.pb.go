@@ -434,6 +434,180 @@ func (x *PrefixLookupResponse) GetLeaderEpoch() int32 {
 	return 0
 }
 
+type ScanRowsRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket  int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// Start after this store key: the previous page's next_key. Empty: at the
+	// bucket's first row.
+	AfterKey []byte `protobuf:"bytes,3,opt,name=after_key,json=afterKey,proto3" json:"after_key,omitempty"`
+	// At most this many rows; 0 or above the server's limit: the server's.
+	MaxRows int32 `protobuf:"varint,4,opt,name=max_rows,json=maxRows,proto3" json:"max_rows,omitempty"`
+	// About this many bytes of rows at most (a page holds at least one row,
+	// whatever its size); 0 or above the server's limit: the server's.
+	MaxBytes      int32 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanRowsRequest) Reset() {
+	*x = ScanRowsRequest{}
+	mi := &file_tablet_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanRowsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanRowsRequest) ProtoMessage() {}
+
+func (x *ScanRowsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanRowsRequest.ProtoReflect.Descriptor instead.
+func (*ScanRowsRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ScanRowsRequest) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *ScanRowsRequest) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *ScanRowsRequest) GetAfterKey() []byte {
+	if x != nil {
+		return x.AfterKey
+	}
+	return nil
+}
+
+func (x *ScanRowsRequest) GetMaxRows() int32 {
+	if x != nil {
+		return x.MaxRows
+	}
+	return 0
+}
+
+func (x *ScanRowsRequest) GetMaxBytes() int32 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+type ScanRowsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The page's rows, in store-key order, laid end to end (as in
+	// LookupResponse); row_sizes holds the size of each.
+	Rows     []byte   `protobuf:"bytes,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	RowSizes []uint32 `protobuf:"varint,2,rep,packed,name=row_sizes,json=rowSizes,proto3" json:"row_sizes,omitempty"`
+	// The store key of the page's last row: the next request's after_key.
+	// Empty when the page is empty.
+	NextKey []byte `protobuf:"bytes,3,opt,name=next_key,json=nextKey,proto3" json:"next_key,omitempty"`
+	// No row follows this page's last one.
+	Done        bool  `protobuf:"varint,4,opt,name=done,proto3" json:"done,omitempty"`
+	LeaderEpoch int32 `protobuf:"varint,5,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	// The log offset the page's view of the store covers: its rows are the
+	// bucket's state just below it. Pages are read from views of their own,
+	// so a scan that runs while the bucket is written is not a point-in-time
+	// snapshot: each row comes once, as the page that read it saw it.
+	AppliedOffset int64 `protobuf:"varint,6,opt,name=applied_offset,json=appliedOffset,proto3" json:"applied_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanRowsResponse) Reset() {
+	*x = ScanRowsResponse{}
+	mi := &file_tablet_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanRowsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanRowsResponse) ProtoMessage() {}
+
+func (x *ScanRowsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanRowsResponse.ProtoReflect.Descriptor instead.
+func (*ScanRowsResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ScanRowsResponse) GetRows() []byte {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *ScanRowsResponse) GetRowSizes() []uint32 {
+	if x != nil {
+		return x.RowSizes
+	}
+	return nil
+}
+
+func (x *ScanRowsResponse) GetNextKey() []byte {
+	if x != nil {
+		return x.NextKey
+	}
+	return nil
+}
+
+func (x *ScanRowsResponse) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *ScanRowsResponse) GetLeaderEpoch() int32 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *ScanRowsResponse) GetAppliedOffset() int64 {
+	if x != nil {
+		return x.AppliedOffset
+	}
+	return 0
+}
+
 type ProduceRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
@@ -450,7 +624,7 @@ type ProduceRequest struct {
 
 func (x *ProduceRequest) Reset() {
 	*x = ProduceRequest{}
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -462,7 +636,7 @@ func (x *ProduceRequest) String() string {
 func (*ProduceRequest) ProtoMessage() {}
 
 func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -475,7 +649,7 @@ func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceRequest.ProtoReflect.Descriptor instead.
 func (*ProduceRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{5}
+	return file_tablet_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProduceRequest) GetTableId() uint64 {
@@ -527,7 +701,7 @@ type ProduceResponse struct {
 
 func (x *ProduceResponse) Reset() {
 	*x = ProduceResponse{}
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -539,7 +713,7 @@ func (x *ProduceResponse) String() string {
 func (*ProduceResponse) ProtoMessage() {}
 
 func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -552,7 +726,7 @@ func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceResponse.ProtoReflect.Descriptor instead.
 func (*ProduceResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{6}
+	return file_tablet_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ProduceResponse) GetBaseOffset() int64 {
@@ -614,7 +788,7 @@ type FetchBucket struct {
 
 func (x *FetchBucket) Reset() {
 	*x = FetchBucket{}
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -626,7 +800,7 @@ func (x *FetchBucket) String() string {
 func (*FetchBucket) ProtoMessage() {}
 
 func (x *FetchBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -639,7 +813,7 @@ func (x *FetchBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchBucket.ProtoReflect.Descriptor instead.
 func (*FetchBucket) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{7}
+	return file_tablet_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FetchBucket) GetTableId() uint64 {
@@ -707,7 +881,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_tablet_proto_msgTypes[8]
+	mi := &file_tablet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +893,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[8]
+	mi := &file_tablet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +906,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{8}
+	return file_tablet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FetchRequest) GetReplicaId() uint32 {
@@ -804,7 +978,7 @@ type FetchedBucket struct {
 
 func (x *FetchedBucket) Reset() {
 	*x = FetchedBucket{}
-	mi := &file_tablet_proto_msgTypes[9]
+	mi := &file_tablet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -816,7 +990,7 @@ func (x *FetchedBucket) String() string {
 func (*FetchedBucket) ProtoMessage() {}
 
 func (x *FetchedBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[9]
+	mi := &file_tablet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -829,7 +1003,7 @@ func (x *FetchedBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchedBucket.ProtoReflect.Descriptor instead.
 func (*FetchedBucket) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{9}
+	return file_tablet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FetchedBucket) GetTableId() uint64 {
@@ -940,7 +1114,7 @@ type RemoteSegmentRef struct {
 
 func (x *RemoteSegmentRef) Reset() {
 	*x = RemoteSegmentRef{}
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -952,7 +1126,7 @@ func (x *RemoteSegmentRef) String() string {
 func (*RemoteSegmentRef) ProtoMessage() {}
 
 func (x *RemoteSegmentRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -965,7 +1139,7 @@ func (x *RemoteSegmentRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteSegmentRef.ProtoReflect.Descriptor instead.
 func (*RemoteSegmentRef) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{10}
+	return file_tablet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RemoteSegmentRef) GetUrl() string {
@@ -1012,7 +1186,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1198,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1211,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{11}
+	return file_tablet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FetchResponse) GetBuckets() []*FetchedBucket {
@@ -1059,7 +1233,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1245,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1258,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{12}
+	return file_tablet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListOffsetsRequest) GetTableId() uint64 {
@@ -1125,7 +1299,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_tablet_proto_msgTypes[13]
+	mi := &file_tablet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1311,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[13]
+	mi := &file_tablet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1324,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{13}
+	return file_tablet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListOffsetsResponse) GetOffset() int64 {
@@ -1198,7 +1372,20 @@ const file_tablet_proto_rawDesc = "" +
 	"\x14PrefixLookupResponse\x12\x12\n" +
 	"\x04rows\x18\x01 \x03(\fR\x04rows\x12\x1c\n" +
 	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12!\n" +
-	"\fleader_epoch\x18\x03 \x01(\x05R\vleaderEpoch\"\x8c\x01\n" +
+	"\fleader_epoch\x18\x03 \x01(\x05R\vleaderEpoch\"\x99\x01\n" +
+	"\x0fScanRowsRequest\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
+	"\tafter_key\x18\x03 \x01(\fR\bafterKey\x12\x19\n" +
+	"\bmax_rows\x18\x04 \x01(\x05R\amaxRows\x12\x1b\n" +
+	"\tmax_bytes\x18\x05 \x01(\x05R\bmaxBytes\"\xbc\x01\n" +
+	"\x10ScanRowsResponse\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\fR\x04rows\x12\x1b\n" +
+	"\trow_sizes\x18\x02 \x03(\rR\browSizes\x12\x19\n" +
+	"\bnext_key\x18\x03 \x01(\fR\anextKey\x12\x12\n" +
+	"\x04done\x18\x04 \x01(\bR\x04done\x12!\n" +
+	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12%\n" +
+	"\x0eapplied_offset\x18\x06 \x01(\x03R\rappliedOffset\"\x8c\x01\n" +
 	"\x0eProduceRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
@@ -1270,14 +1457,15 @@ const file_tablet_proto_rawDesc = "" +
 	"OffsetSpec\x12\x16\n" +
 	"\x12OFFSET_SPEC_LATEST\x10\x00\x12\x18\n" +
 	"\x14OFFSET_SPEC_EARLIEST\x10\x01\x12\x19\n" +
-	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\x8a\x03\n" +
+	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\xcb\x03\n" +
 	"\x06Tablet\x12<\n" +
 	"\aProduce\x12\x17.floe.v1.ProduceRequest\x1a\x18.floe.v1.ProduceResponse\x126\n" +
 	"\x05Fetch\x12\x15.floe.v1.FetchRequest\x1a\x16.floe.v1.FetchResponse\x12H\n" +
 	"\vListOffsets\x12\x1b.floe.v1.ListOffsetsRequest\x1a\x1c.floe.v1.ListOffsetsResponse\x128\n" +
 	"\x05PutKv\x12\x15.floe.v1.PutKvRequest\x1a\x18.floe.v1.ProduceResponse\x129\n" +
 	"\x06Lookup\x12\x16.floe.v1.LookupRequest\x1a\x17.floe.v1.LookupResponse\x12K\n" +
-	"\fPrefixLookup\x12\x1c.floe.v1.PrefixLookupRequest\x1a\x1d.floe.v1.PrefixLookupResponseB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\fPrefixLookup\x12\x1c.floe.v1.PrefixLookupRequest\x1a\x1d.floe.v1.PrefixLookupResponse\x12?\n" +
+	"\bScanRows\x12\x18.floe.v1.ScanRowsRequest\x1a\x19.floe.v1.ScanRowsResponseB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_tablet_proto_rawDescOnce sync.Once
@@ -1292,7 +1480,7 @@ func file_tablet_proto_rawDescGZIP() []byte {
 }
 
 var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_tablet_proto_goTypes = []any{
 	(OffsetSpec)(0),              // 0: floe.v1.OffsetSpec
 	(*PutKvRequest)(nil),         // 1: floe.v1.PutKvRequest
@@ -1300,37 +1488,41 @@ var file_tablet_proto_goTypes = []any{
 	(*LookupResponse)(nil),       // 3: floe.v1.LookupResponse
 	(*PrefixLookupRequest)(nil),  // 4: floe.v1.PrefixLookupRequest
 	(*PrefixLookupResponse)(nil), // 5: floe.v1.PrefixLookupResponse
-	(*ProduceRequest)(nil),       // 6: floe.v1.ProduceRequest
-	(*ProduceResponse)(nil),      // 7: floe.v1.ProduceResponse
-	(*FetchBucket)(nil),          // 8: floe.v1.FetchBucket
-	(*FetchRequest)(nil),         // 9: floe.v1.FetchRequest
-	(*FetchedBucket)(nil),        // 10: floe.v1.FetchedBucket
-	(*RemoteSegmentRef)(nil),     // 11: floe.v1.RemoteSegmentRef
-	(*FetchResponse)(nil),        // 12: floe.v1.FetchResponse
-	(*ListOffsetsRequest)(nil),   // 13: floe.v1.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),  // 14: floe.v1.ListOffsetsResponse
-	(ErrorCode)(0),               // 15: floe.v1.ErrorCode
+	(*ScanRowsRequest)(nil),      // 6: floe.v1.ScanRowsRequest
+	(*ScanRowsResponse)(nil),     // 7: floe.v1.ScanRowsResponse
+	(*ProduceRequest)(nil),       // 8: floe.v1.ProduceRequest
+	(*ProduceResponse)(nil),      // 9: floe.v1.ProduceResponse
+	(*FetchBucket)(nil),          // 10: floe.v1.FetchBucket
+	(*FetchRequest)(nil),         // 11: floe.v1.FetchRequest
+	(*FetchedBucket)(nil),        // 12: floe.v1.FetchedBucket
+	(*RemoteSegmentRef)(nil),     // 13: floe.v1.RemoteSegmentRef
+	(*FetchResponse)(nil),        // 14: floe.v1.FetchResponse
+	(*ListOffsetsRequest)(nil),   // 15: floe.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),  // 16: floe.v1.ListOffsetsResponse
+	(ErrorCode)(0),               // 17: floe.v1.ErrorCode
 }
 var file_tablet_proto_depIdxs = []int32{
-	8,  // 0: floe.v1.FetchRequest.buckets:type_name -> floe.v1.FetchBucket
-	15, // 1: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
-	11, // 2: floe.v1.FetchedBucket.remote:type_name -> floe.v1.RemoteSegmentRef
-	10, // 3: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
+	10, // 0: floe.v1.FetchRequest.buckets:type_name -> floe.v1.FetchBucket
+	17, // 1: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
+	13, // 2: floe.v1.FetchedBucket.remote:type_name -> floe.v1.RemoteSegmentRef
+	12, // 3: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
 	0,  // 4: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	6,  // 5: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
-	9,  // 6: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
-	13, // 7: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	8,  // 5: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
+	11, // 6: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
+	15, // 7: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
 	1,  // 8: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
 	2,  // 9: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
 	4,  // 10: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
-	7,  // 11: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
-	12, // 12: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
-	14, // 13: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	7,  // 14: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
-	3,  // 15: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
-	5,  // 16: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
-	11, // [11:17] is the sub-list for method output_type
-	5,  // [5:11] is the sub-list for method input_type
+	6,  // 11: floe.v1.Tablet.ScanRows:input_type -> floe.v1.ScanRowsRequest
+	9,  // 12: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
+	14, // 13: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
+	16, // 14: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	9,  // 15: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
+	3,  // 16: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
+	5,  // 17: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
+	7,  // 18: floe.v1.Tablet.ScanRows:output_type -> floe.v1.ScanRowsResponse
+	12, // [12:19] is the sub-list for method output_type
+	5,  // [5:12] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -1348,7 +1540,7 @@ func file_tablet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

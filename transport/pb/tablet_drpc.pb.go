@@ -44,6 +44,7 @@ type DRPCTabletClient interface {
 	PutKv(ctx context.Context, in *PutKvRequest) (*ProduceResponse, error)
 	Lookup(ctx context.Context, in *LookupRequest) (*LookupResponse, error)
 	PrefixLookup(ctx context.Context, in *PrefixLookupRequest) (*PrefixLookupResponse, error)
+	ScanRows(ctx context.Context, in *ScanRowsRequest) (*ScanRowsResponse, error)
 }
 
 type drpcTabletClient struct {
@@ -110,6 +111,15 @@ func (c *drpcTabletClient) PrefixLookup(ctx context.Context, in *PrefixLookupReq
 	return out, nil
 }
 
+func (c *drpcTabletClient) ScanRows(ctx context.Context, in *ScanRowsRequest) (*ScanRowsResponse, error) {
+	out := new(ScanRowsResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Tablet/ScanRows", drpcEncoding_File_tablet_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 type DRPCTabletServer interface {
 	Produce(context.Context, *ProduceRequest) (*ProduceResponse, error)
 	Fetch(context.Context, *FetchRequest) (*FetchResponse, error)
@@ -117,6 +127,7 @@ type DRPCTabletServer interface {
 	PutKv(context.Context, *PutKvRequest) (*ProduceResponse, error)
 	Lookup(context.Context, *LookupRequest) (*LookupResponse, error)
 	PrefixLookup(context.Context, *PrefixLookupRequest) (*PrefixLookupResponse, error)
+	ScanRows(context.Context, *ScanRowsRequest) (*ScanRowsResponse, error)
 }
 
 type DRPCTabletUnimplementedServer struct{}
@@ -145,9 +156,13 @@ func (s *DRPCTabletUnimplementedServer) PrefixLookup(context.Context, *PrefixLoo
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCTabletUnimplementedServer) ScanRows(context.Context, *ScanRowsRequest) (*ScanRowsResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 type DRPCTabletDescription struct{}
 
-func (DRPCTabletDescription) NumMethods() int { return 6 }
+func (DRPCTabletDescription) NumMethods() int { return 7 }
 
 func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -205,6 +220,15 @@ func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver
 						in1.(*PrefixLookupRequest),
 					)
 			}, DRPCTabletServer.PrefixLookup, true
+	case 6:
+		return "/floe.v1.Tablet/ScanRows", drpcEncoding_File_tablet_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCTabletServer).
+					ScanRows(
+						ctx,
+						in1.(*ScanRowsRequest),
+					)
+			}, DRPCTabletServer.ScanRows, true
 	default:
 		return "", nil, nil, nil, false
 	}
@@ -328,6 +352,26 @@ func (x *drpcTablet_PrefixLookupStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcTablet_PrefixLookupStream) SendAndClose(m *PrefixLookupResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_tablet_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCTablet_ScanRowsStream interface {
+	drpc.Stream
+	SendAndClose(*ScanRowsResponse) error
+}
+
+type drpcTablet_ScanRowsStream struct {
+	drpc.Stream
+}
+
+func (x *drpcTablet_ScanRowsStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcTablet_ScanRowsStream) SendAndClose(m *ScanRowsResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_tablet_proto{}); err != nil {
 		return err
 	}

@@ -31,4 +31,7 @@ var (
 	// ErrDeleteDisabled is returned by Merge for a delete when the table's
 	// delete behavior is DeleteDisable.
 	ErrDeleteDisabled = errors.New("kvstore: deletes are disabled for this table")
+	// ErrInvalidScan refuses a page request no scan can serve: a resume
+	// key longer than any store key, or limits that are not positive.
+	ErrInvalidScan = errors.New("kvstore: invalid scan")
 )
