@@ -46,6 +46,11 @@ func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch in
 		if err != nil {
 			return nil, err
 		}
+		if !r.catchingUp {
+			r.catchingUp = true
+			r.mgr.log.Info("follower catching up from the remote log: its leader's local log starts past it",
+				"bucket", r.id.String(), "end_offset", end, "leader_start_offset", fb.LogStartOffset, "remote_end", rl.EndOffset)
+		}
 		_, wait, err := r.log.AppendReplicatedPending(data)
 		if err != nil {
 			r.maybeFail(err)

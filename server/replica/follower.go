@@ -208,6 +208,11 @@ func (r *Replica) appendFetched(ctx context.Context, leader uint32, epoch int32,
 		r.mgr.log.Debug("follower fetch refused", "bucket", r.id.String(), "leader", leader, "err", fb.Error)
 		return nil, false
 	}
+	if r.catchingUp {
+		r.catchingUp = false
+		r.mgr.log.Info("follower caught up from the remote log: fetching from its leader again", "bucket", r.id.String(),
+			"end_offset", r.log.EndOffset())
+	}
 	if fb.Diverging {
 		r.truncateDiverged(leader, fb)
 		r.produceMu.Unlock()

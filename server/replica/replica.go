@@ -39,6 +39,9 @@ type Replica struct {
 	// and the follower path's truncations and appends.
 	produceMu sync.Mutex
 	writers   *writerTable
+	// catchingUp: the follower copies from the remote log (catchup.go);
+	// under produceMu.
+	catchingUp bool
 	// writersSaved is the log end the writer-state snapshot on disk was
 	// taken at, -1 when there is none: an idle replica's snapshot is not
 	// written again (writersnap.go).

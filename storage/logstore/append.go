@@ -292,7 +292,7 @@ func (l *Log) rollLocked() error {
 	}
 	l.publishSegments(append(append([]*segment(nil), *l.segs.Load()...), next))
 	l.active = next
-	l.armRetentionAgeLocked()
+	l.armRetentionAfterRollLocked()
 	l.logger.Debug("rolled segment", "sealed_base_offset", old.base, "bytes", old.size, "base_offset", next.base)
 	return nil
 }

@@ -74,10 +74,18 @@ func (l *Log) armOnOpenLocked() {
 
 // armRetentionAgeLocked arms retention for when the oldest sealed segment
 // passes an age limit (RetentionAge, or LocalRetentionAge once it is
-// remote), or soon when the local count rule already lets it go, but no
-// sooner than RetentionCheckInterval from now: a retention that failed is
-// not retried in a loop. Holds mu.
-func (l *Log) armRetentionAgeLocked() {
+// remote), or when the local count rule already lets it go, but no sooner
+// than RetentionCheckInterval from now: a retention that failed is not
+// retried in a loop. Holds mu.
+func (l *Log) armRetentionAgeLocked() { l.armRetentionLocked(l.cfg.RetentionCheckInterval) }
+
+// armRetentionAfterRollLocked is armRetentionAgeLocked after a roll: the
+// local count rule, which the new sealed segment may have tipped over,
+// runs at once (a follower catching up rolls past the remote end it
+// learned earlier and keeps only what the rule keeps). Holds mu.
+func (l *Log) armRetentionAfterRollLocked() { l.armRetentionLocked(0) }
+
+func (l *Log) armRetentionLocked(countDelay time.Duration) {
 	segs := *l.segs.Load()
 	if len(segs) < 2 {
 		return
@@ -85,7 +93,7 @@ func (l *Log) armRetentionAgeLocked() {
 	oldest := segs[0]
 	remote := oldest.nextOffset <= l.bounds.RemoteEnd
 	if remote && l.cfg.LocalRetentionSegments > 0 && len(segs)-2 >= l.cfg.LocalRetentionSegments {
-		l.armAt(taskRetentionAge, l.sched.now().Add(l.cfg.RetentionCheckInterval))
+		l.armAt(taskRetentionAge, l.sched.now().Add(countDelay))
 		return
 	}
 	age := l.cfg.RetentionAge
