@@ -24,6 +24,9 @@ const testSchema = "id BIGINT NOT NULL, name STRING"
 // starts it again before it ends.
 var shared = testcluster.Shared{Options: testcluster.Options{Nodes: 3}}
 
+// remoteStore is where the shared cluster tiers to.
+var remoteStore *tiering.Folder
+
 // s3server is a real S3 server for the tests that want one (skipped
 // without it; see internal/s3test).
 var s3server s3test.Server
@@ -36,11 +39,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if shared.Options.Remote, err = tiering.NewFolder(remoteDir); err != nil {
+	if remoteStore, err = tiering.NewFolder(remoteDir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	shared.Options.TieringInterval = 100 * time.Millisecond
+	shared.Options.Remote, shared.Options.TieringInterval = remoteStore, 100*time.Millisecond
 	code := m.Run()
 	os.RemoveAll(remoteDir)
 	if err := s3server.Close(); err != nil {

@@ -112,6 +112,31 @@ func TestScannerReadsRemoteLog(t *testing.T) {
 			seen[id] = true
 		}
 	}
+
+	// Dropping the table deletes its remote objects.
+	if err := c.Admin().DropTable(t.Context(), fc.db, "tiered"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := guardCtx(t)
+	for {
+		left := 0
+		if err := remoteStore.List(ctx, "", func(o tiering.ObjectInfo) error {
+			if strings.Contains(o.Key, fmt.Sprintf("/t%d/", tbl.ID())) {
+				left++
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d remote objects of the dropped table are still there", left)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // TestScannerReadsRemoteSegmentsFromS3: with an S3 store the leader hands

@@ -113,17 +113,29 @@ func (s *Server) startTablet(ctx context.Context) error {
 			return err
 		}
 	}
+	dropped := make(chan uint64, 1024)
+	onDropped := func(tableID uint64) {
+		select {
+		case dropped <- tableID:
+		default: // the objects stay as garbage; a full queue is a flood of drops
+			s.log.Warn("too many dropped tables queued for remote cleanup; leaving this one's objects", "table", tableID)
+		}
+	}
+	if s.cfg.Remote == nil {
+		onDropped = nil
+	}
 	m, err := replica.New(replica.Config{
-		NodeID:        s.cfg.NodeID,
-		Remote:        remote,
-		Dir:           tabletDir,
-		Log:           logstore.Config{Sync: s.cfg.LogSync, SegmentMaxBytes: s.cfg.SegmentMaxBytes},
-		MaxBatchBytes: s.cfg.MaxBatchBytes,
-		KV:            kv,
-		Meta:          metaClient{s},
-		Dialer:        poolDialer{s.pool},
-		Logger:        s.log,
-		OnFail:        func(err error) { s.stop(fmt.Errorf("server: a bucket replica's log failed: %w", err)) },
+		NodeID:         s.cfg.NodeID,
+		Remote:         remote,
+		OnTableDropped: onDropped,
+		Dir:            tabletDir,
+		Log:            logstore.Config{Sync: s.cfg.LogSync, SegmentMaxBytes: s.cfg.SegmentMaxBytes},
+		MaxBatchBytes:  s.cfg.MaxBatchBytes,
+		KV:             kv,
+		Meta:           metaClient{s},
+		Dialer:         poolDialer{s.pool},
+		Logger:         s.log,
+		OnFail:         func(err error) { s.stop(fmt.Errorf("server: a bucket replica's log failed: %w", err)) },
 	})
 	if err != nil {
 		kv.Close()
@@ -133,7 +145,7 @@ func (s *Server) startTablet(ctx context.Context) error {
 	s.tabletReady.Store(true)
 	s.goRun(func() { s.follower.run(ctx) })
 	if s.cfg.Remote != nil {
-		s.goRun(func() { s.tieringLoop(ctx) })
+		s.goRun(func() { s.tieringLoop(ctx, dropped) })
 	}
 	return nil
 }

@@ -28,15 +28,20 @@ const (
 )
 
 // tieringLoop runs a tiering round for every bucket this node leads each
-// TieringInterval, until ctx ends.
-func (s *Server) tieringLoop(ctx context.Context) {
+// TieringInterval, and deletes the remote objects of tables dropped while
+// this node held replicas of them, until ctx ends.
+func (s *Server) tieringLoop(ctx context.Context, dropped <-chan uint64) {
 	var rl *tiering.RemoteLog
 	t := time.NewTicker(s.cfg.TieringInterval)
 	defer t.Stop()
+	var pendingDrops []uint64
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case id := <-dropped:
+			pendingDrops = append(pendingDrops, id)
+			continue
 		case <-t.C:
 		}
 		if rl == nil {
@@ -52,8 +57,27 @@ func (s *Server) tieringLoop(ctx context.Context) {
 			}
 			s.log.Info("tiering sealed log segments", "store", s.cfg.Remote.String(), "interval", s.cfg.TieringInterval)
 		}
+		pendingDrops = s.deleteDropped(ctx, rl, pendingDrops)
 		s.tierOnce(ctx, rl)
 	}
+}
+
+// deleteDropped deletes the remote objects of dropped tables and returns
+// those it could not (tried again next round).
+func (s *Server) deleteDropped(ctx context.Context, rl *tiering.RemoteLog, ids []uint64) []uint64 {
+	var left []uint64
+	for _, id := range ids {
+		n, err := rl.DeleteTable(ctx, id)
+		if err != nil {
+			s.log.Warn("deleting a dropped table's remote objects; trying again next round", "table", id, "err", err)
+			left = append(left, id)
+			continue
+		}
+		if n > 0 {
+			s.log.Info("deleted a dropped table's remote objects", "table", id, "objects", n)
+		}
+	}
+	return left
 }
 
 // tierOnce runs one round for each bucket this node leads.

@@ -228,6 +228,15 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 			m.log.Error("delete replica", "bucket", r.id.String(), "err", err)
 		}
 	})
+	if m.cfg.OnTableDropped != nil {
+		held := map[uint64]bool{}
+		for _, r := range drop {
+			if !held[r.id.TableID] {
+				held[r.id.TableID] = true
+				m.cfg.OnTableDropped(r.id.TableID)
+			}
+		}
+	}
 	// A replica opened later takes the node epoch then: only a new epoch
 	// has to reach the open ones.
 	m.mu.Lock()
