@@ -113,3 +113,18 @@ func (m *metaService) CommitRemoteLog(ctx context.Context, req *pb.CommitRemoteL
 	}
 	return &pb.CommitRemoteLogResponse{Bucket: res.GetBucket()}, nil
 }
+
+// CommitKVSnapshot commits a primary-key bucket leader's KV snapshot
+// through Raft; the state machine refuses it (FENCED) unless the leader
+// and its epoch are current.
+func (m *metaService) CommitKVSnapshot(ctx context.Context, req *pb.CommitKVSnapshotRequest) (*pb.CommitKVSnapshotResponse, error) {
+	if req.Commit == nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "commit KV snapshot without a commit")
+	}
+	res, err := m.s.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
+		Op: &pb.Command_CommitKvSnapshot{CommitKvSnapshot: req.Commit}})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.CommitKVSnapshotResponse{Bucket: res.GetBucket()}, nil
+}

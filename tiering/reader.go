@@ -125,19 +125,7 @@ const maxIndexBytes = 32 << 20
 
 // readObject reads a whole small object, at most limit bytes.
 func (r *Reader) readObject(ctx context.Context, key string, limit int64) ([]byte, error) {
-	body, err := r.cfg.Store.Get(ctx, key, 0, -1)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	data, err := io.ReadAll(io.LimitReader(body, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: over %d bytes", key, limit)
-	}
-	return data, nil
+	return readAll(ctx, r.cfg.Store, key, limit)
 }
 
 // ReadBatches reads whole batches of loc's segment from loc.Position on:

@@ -320,6 +320,10 @@ func (m *testMeta) CommitRemoteLog(context.Context, *pb.CommitRemoteLogRequest) 
 	return nil, m.notServed()
 }
 
+func (m *testMeta) CommitKVSnapshot(context.Context, *pb.CommitKVSnapshotRequest) (*pb.CommitKVSnapshotResponse, error) {
+	return nil, m.notServed()
+}
+
 func (m *testMeta) AllocateWriterId(context.Context, *pb.AllocateWriterIdRequest) (*pb.AllocateWriterIdResponse, error) {
 	return nil, m.notServed()
 }

@@ -190,6 +190,8 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.reportDamagedReplica(op.ReportDamagedReplica)
 	case *pb.Command_CommitRemoteLog:
 		res, err = a.commitRemoteLog(op.CommitRemoteLog)
+	case *pb.Command_CommitKvSnapshot:
+		res, err = a.commitKVSnapshot(op.CommitKvSnapshot)
 	default:
 		err = errorf(codeInvalidRequest, "command has no known operation")
 	}

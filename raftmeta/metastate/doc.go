@@ -94,6 +94,12 @@
 // and two commits never race; the remote end never moves back, nor the
 // remote start. Leader and bucket epochs stay.
 //
+// A primary-key bucket's record also lists its committed KV snapshots
+// (pb.KVSnapshot: manifest key, log offset), oldest first.
+// CommitKVSnapshot appends one, FENCED unless from the current leader at
+// its epoch, never below the newest's offset, and drops the oldest down to
+// the table's kv.snapshot.retained.
+//
 // # Bucket index
 //
 // No command reads the whole catalog. What CreateTable, RegisterNode and

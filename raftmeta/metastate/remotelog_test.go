@@ -1,6 +1,7 @@
 package metastate
 
 import (
+	"fmt"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -100,4 +101,46 @@ func TestCommitRemoteLogAfterFailover(t *testing.T) {
 	}
 	wantRefused(t, h.apply(commitRemote(old, 1, 0, 0, 100)), pb.ErrorCode_ERROR_CODE_FENCED, "not the leader")
 	h.ok(commitRemote(now, now.GetLeader(), 0, 0, 100))
+}
+
+func commitSnap(b *pb.BucketRecord, leader uint32, offset int64, retained int32) *pb.Command {
+	return &pb.Command{Op: &pb.Command_CommitKvSnapshot{CommitKvSnapshot: &pb.CommitKVSnapshot{
+		TableId: b.GetTableId(), Bucket: b.GetBucket(), LeaderId: leader, LeaderEpoch: b.GetLeaderEpoch(),
+		Snapshot: &pb.KVSnapshot{ManifestKey: fmt.Sprintf("s/%d", offset), Offset: offset, Rows: 1, Bytes: 1},
+		Retained: retained,
+	}}}
+}
+
+func TestCommitKVSnapshot(t *testing.T) {
+	h := bucketFixture(t, 3, 1, 2, 3)
+	b := h.bucket(1, 0)
+	h.ok(commitSnap(b, 1, 100, 2))
+	h.ok(commitSnap(b, 1, 200, 2))
+	res := h.ok(commitSnap(b, 1, 300, 2))
+	snaps := res.GetBucket().GetKvSnapshots()
+	if len(snaps) != 2 || snaps[0].GetOffset() != 200 || snaps[1].GetOffset() != 300 || snaps[1].GetLeaderEpoch() != b.GetLeaderEpoch() {
+		t.Fatalf("snapshots %v; want 200 and 300, the oldest dropped", snaps)
+	}
+	if after := h.bucket(1, 0); after.GetBucketEpoch() != b.GetBucketEpoch() {
+		t.Fatalf("bucket epoch moved: %d → %d", b.GetBucketEpoch(), after.GetBucketEpoch())
+	}
+	before := rawDump(t, h.s)
+	for _, tc := range []struct {
+		cmd  *pb.Command
+		code pb.ErrorCode
+		want string
+	}{
+		{commitSnap(b, 2, 400, 2), pb.ErrorCode_ERROR_CODE_FENCED, "not the leader"},
+		{commitSnap(b, 1, 250, 2), pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "below the newest"},
+		{commitSnap(b, 1, 400, 0), pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "to retain"},
+		{commitSnap(b, 1, 400, 101), pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "to retain"},
+	} {
+		wantRefused(t, h.apply(tc.cmd), tc.code, tc.want)
+	}
+	stale := proto.Clone(b).(*pb.BucketRecord)
+	stale.LeaderEpoch--
+	wantRefused(t, h.apply(commitSnap(stale, 1, 400, 2)), pb.ErrorCode_ERROR_CODE_FENCED, "leader epoch")
+	if rawDump(t, h.s) != before {
+		t.Fatal("a refused snapshot commit changed the state")
+	}
 }

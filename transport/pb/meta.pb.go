@@ -2006,6 +2006,102 @@ func (x *CommitRemoteLogResponse) GetBucket() *BucketRecord {
 	return nil
 }
 
+type CommitKVSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Commit        *CommitKVSnapshot      `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
+	RequestId     []byte                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitKVSnapshotRequest) Reset() {
+	*x = CommitKVSnapshotRequest{}
+	mi := &file_meta_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitKVSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitKVSnapshotRequest) ProtoMessage() {}
+
+func (x *CommitKVSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitKVSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*CommitKVSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CommitKVSnapshotRequest) GetCommit() *CommitKVSnapshot {
+	if x != nil {
+		return x.Commit
+	}
+	return nil
+}
+
+func (x *CommitKVSnapshotRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+type CommitKVSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bucket        *BucketRecord          `protobuf:"bytes,1,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitKVSnapshotResponse) Reset() {
+	*x = CommitKVSnapshotResponse{}
+	mi := &file_meta_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitKVSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitKVSnapshotResponse) ProtoMessage() {}
+
+func (x *CommitKVSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitKVSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*CommitKVSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *CommitKVSnapshotResponse) GetBucket() *BucketRecord {
+	if x != nil {
+		return x.Bucket
+	}
+	return nil
+}
+
 type AllocateWriterIdRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RequestId     []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -2015,7 +2111,7 @@ type AllocateWriterIdRequest struct {
 
 func (x *AllocateWriterIdRequest) Reset() {
 	*x = AllocateWriterIdRequest{}
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2027,7 +2123,7 @@ func (x *AllocateWriterIdRequest) String() string {
 func (*AllocateWriterIdRequest) ProtoMessage() {}
 
 func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2040,7 +2136,7 @@ func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterIdRequest.ProtoReflect.Descriptor instead.
 func (*AllocateWriterIdRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{33}
+	return file_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AllocateWriterIdRequest) GetRequestId() []byte {
@@ -2059,7 +2155,7 @@ type AllocateWriterIdResponse struct {
 
 func (x *AllocateWriterIdResponse) Reset() {
 	*x = AllocateWriterIdResponse{}
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2071,7 +2167,7 @@ func (x *AllocateWriterIdResponse) String() string {
 func (*AllocateWriterIdResponse) ProtoMessage() {}
 
 func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2084,7 +2180,7 @@ func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterIdResponse.ProtoReflect.Descriptor instead.
 func (*AllocateWriterIdResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{34}
+	return file_meta_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AllocateWriterIdResponse) GetWriterId() uint64 {
@@ -2108,7 +2204,7 @@ type ElectLeadersRequest struct {
 
 func (x *ElectLeadersRequest) Reset() {
 	*x = ElectLeadersRequest{}
-	mi := &file_meta_proto_msgTypes[35]
+	mi := &file_meta_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2120,7 +2216,7 @@ func (x *ElectLeadersRequest) String() string {
 func (*ElectLeadersRequest) ProtoMessage() {}
 
 func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[35]
+	mi := &file_meta_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2133,7 +2229,7 @@ func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
 func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{35}
+	return file_meta_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ElectLeadersRequest) GetRequestId() []byte {
@@ -2183,7 +2279,7 @@ type ElectLeadersResponse struct {
 
 func (x *ElectLeadersResponse) Reset() {
 	*x = ElectLeadersResponse{}
-	mi := &file_meta_proto_msgTypes[36]
+	mi := &file_meta_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2291,7 @@ func (x *ElectLeadersResponse) String() string {
 func (*ElectLeadersResponse) ProtoMessage() {}
 
 func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[36]
+	mi := &file_meta_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2304,7 @@ func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersResponse.ProtoReflect.Descriptor instead.
 func (*ElectLeadersResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{36}
+	return file_meta_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ElectLeadersResponse) GetBuckets() []*BucketElection {
@@ -2380,6 +2476,12 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x02 \x01(\fR\trequestId\"H\n" +
 	"\x17CommitRemoteLogResponse\x12-\n" +
+	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\"k\n" +
+	"\x17CommitKVSnapshotRequest\x121\n" +
+	"\x06commit\x18\x01 \x01(\v2\x19.floe.v1.CommitKVSnapshotR\x06commit\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\fR\trequestId\"I\n" +
+	"\x18CommitKVSnapshotResponse\x12-\n" +
 	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\"8\n" +
 	"\x17AllocateWriterIdRequest\x12\x1d\n" +
 	"\n" +
@@ -2396,7 +2498,7 @@ const file_meta_proto_rawDesc = "" +
 	"\a_bucket\"_\n" +
 	"\x14ElectLeadersResponse\x121\n" +
 	"\abuckets\x18\x01 \x03(\v2\x17.floe.v1.BucketElectionR\abuckets\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index2\x9b\v\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index2\xf4\v\n" +
 	"\x04Meta\x126\n" +
 	"\x05Hello\x12\x15.floe.v1.HelloRequest\x1a\x16.floe.v1.HelloResponse\x123\n" +
 	"\x04Join\x12\x14.floe.v1.JoinRequest\x1a\x15.floe.v1.JoinResponse\x12<\n" +
@@ -2414,6 +2516,7 @@ const file_meta_proto_rawDesc = "" +
 	"\rWatchMetadata\x12\x1d.floe.v1.WatchMetadataRequest\x1a\x17.floe.v1.MetadataUpdate0\x01\x12B\n" +
 	"\tAdjustIsr\x12\x19.floe.v1.AdjustIsrRequest\x1a\x1a.floe.v1.AdjustIsrResponse\x12T\n" +
 	"\x0fCommitRemoteLog\x12\x1f.floe.v1.CommitRemoteLogRequest\x1a .floe.v1.CommitRemoteLogResponse\x12W\n" +
+	"\x10CommitKVSnapshot\x12 .floe.v1.CommitKVSnapshotRequest\x1a!.floe.v1.CommitKVSnapshotResponse\x12W\n" +
 	"\x10AllocateWriterId\x12 .floe.v1.AllocateWriterIdRequest\x1a!.floe.v1.AllocateWriterIdResponse\x12K\n" +
 	"\fElectLeaders\x12\x1c.floe.v1.ElectLeadersRequest\x1a\x1d.floe.v1.ElectLeadersResponse\x12N\n" +
 	"\rClusterStatus\x12\x1d.floe.v1.ClusterStatusRequest\x1a\x1e.floe.v1.ClusterStatusResponse\x12<\n" +
@@ -2433,7 +2536,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_meta_proto_goTypes = []any{
 	(*HelloRequest)(nil),              // 0: floe.v1.HelloRequest
 	(*PeerInfo)(nil),                  // 1: floe.v1.PeerInfo
@@ -2468,88 +2571,95 @@ var file_meta_proto_goTypes = []any{
 	(*AdjustIsrResponse)(nil),         // 30: floe.v1.AdjustIsrResponse
 	(*CommitRemoteLogRequest)(nil),    // 31: floe.v1.CommitRemoteLogRequest
 	(*CommitRemoteLogResponse)(nil),   // 32: floe.v1.CommitRemoteLogResponse
-	(*AllocateWriterIdRequest)(nil),   // 33: floe.v1.AllocateWriterIdRequest
-	(*AllocateWriterIdResponse)(nil),  // 34: floe.v1.AllocateWriterIdResponse
-	(*ElectLeadersRequest)(nil),       // 35: floe.v1.ElectLeadersRequest
-	(*ElectLeadersResponse)(nil),      // 36: floe.v1.ElectLeadersResponse
-	nil,                               // 37: floe.v1.CreateTableRequest.PropertiesEntry
-	(*Command)(nil),                   // 38: floe.v1.Command
-	(*CommandResult)(nil),             // 39: floe.v1.CommandResult
-	(*DatabaseRecord)(nil),            // 40: floe.v1.DatabaseRecord
-	(*TableRecord)(nil),               // 41: floe.v1.TableRecord
-	(*BucketRecord)(nil),              // 42: floe.v1.BucketRecord
-	(*NodeRecord)(nil),                // 43: floe.v1.NodeRecord
-	(*AdjustIsr)(nil),                 // 44: floe.v1.AdjustIsr
-	(*CommitRemoteLog)(nil),           // 45: floe.v1.CommitRemoteLog
-	(*BucketElection)(nil),            // 46: floe.v1.BucketElection
-	(*MetadataUpdate)(nil),            // 47: floe.v1.MetadataUpdate
+	(*CommitKVSnapshotRequest)(nil),   // 33: floe.v1.CommitKVSnapshotRequest
+	(*CommitKVSnapshotResponse)(nil),  // 34: floe.v1.CommitKVSnapshotResponse
+	(*AllocateWriterIdRequest)(nil),   // 35: floe.v1.AllocateWriterIdRequest
+	(*AllocateWriterIdResponse)(nil),  // 36: floe.v1.AllocateWriterIdResponse
+	(*ElectLeadersRequest)(nil),       // 37: floe.v1.ElectLeadersRequest
+	(*ElectLeadersResponse)(nil),      // 38: floe.v1.ElectLeadersResponse
+	nil,                               // 39: floe.v1.CreateTableRequest.PropertiesEntry
+	(*Command)(nil),                   // 40: floe.v1.Command
+	(*CommandResult)(nil),             // 41: floe.v1.CommandResult
+	(*DatabaseRecord)(nil),            // 42: floe.v1.DatabaseRecord
+	(*TableRecord)(nil),               // 43: floe.v1.TableRecord
+	(*BucketRecord)(nil),              // 44: floe.v1.BucketRecord
+	(*NodeRecord)(nil),                // 45: floe.v1.NodeRecord
+	(*AdjustIsr)(nil),                 // 46: floe.v1.AdjustIsr
+	(*CommitRemoteLog)(nil),           // 47: floe.v1.CommitRemoteLog
+	(*CommitKVSnapshot)(nil),          // 48: floe.v1.CommitKVSnapshot
+	(*BucketElection)(nil),            // 49: floe.v1.BucketElection
+	(*MetadataUpdate)(nil),            // 50: floe.v1.MetadataUpdate
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
 	1,  // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
-	38, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
-	39, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
+	40, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
+	41, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
 	9,  // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
-	39, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
-	40, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
-	37, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
-	41, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
-	41, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
-	42, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
-	43, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
+	41, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
+	42, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
+	39, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
+	43, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
+	43, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
+	44, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
+	45, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
 	9,  // 12: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
 	23, // 13: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	43, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
-	44, // 15: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
-	42, // 16: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
-	45, // 17: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
-	42, // 18: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
-	46, // 19: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
-	0,  // 20: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,  // 21: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,  // 22: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,  // 23: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11, // 24: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12, // 25: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13, // 26: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15, // 27: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16, // 28: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17, // 29: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	19, // 30: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	28, // 31: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
-	29, // 32: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
-	31, // 33: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
-	33, // 34: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
-	35, // 35: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
-	21, // 36: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	24, // 37: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	25, // 38: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	26, // 39: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	2,  // 40: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,  // 41: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,  // 42: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,  // 43: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10, // 44: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10, // 45: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14, // 46: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10, // 47: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10, // 48: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	18, // 49: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	20, // 50: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	47, // 51: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
-	30, // 52: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
-	32, // 53: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
-	34, // 54: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
-	36, // 55: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
-	22, // 56: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	27, // 57: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	27, // 58: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	27, // 59: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	40, // [40:60] is the sub-list for method output_type
-	20, // [20:40] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	45, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	46, // 15: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	44, // 16: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	47, // 17: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
+	44, // 18: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
+	48, // 19: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
+	44, // 20: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
+	49, // 21: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
+	0,  // 22: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,  // 23: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,  // 24: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,  // 25: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11, // 26: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12, // 27: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13, // 28: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15, // 29: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16, // 30: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17, // 31: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	19, // 32: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	28, // 33: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	29, // 34: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	31, // 35: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
+	33, // 36: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
+	35, // 37: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	37, // 38: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
+	21, // 39: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	24, // 40: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	25, // 41: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	26, // 42: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	2,  // 43: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,  // 44: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,  // 45: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,  // 46: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10, // 47: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10, // 48: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14, // 49: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10, // 50: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10, // 51: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	18, // 52: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	20, // 53: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	50, // 54: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	30, // 55: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	32, // 56: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
+	34, // 57: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
+	36, // 58: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	38, // 59: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
+	22, // 60: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	27, // 61: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	27, // 62: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	27, // 63: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	43, // [43:64] is the sub-list for method output_type
+	22, // [22:43] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -2558,14 +2668,14 @@ func file_meta_proto_init() {
 		return
 	}
 	file_metastate_proto_init()
-	file_meta_proto_msgTypes[35].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[37].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -52,6 +52,7 @@ type DRPCMetaClient interface {
 	WatchMetadata(ctx context.Context, in *WatchMetadataRequest) (DRPCMeta_WatchMetadataClient, error)
 	AdjustIsr(ctx context.Context, in *AdjustIsrRequest) (*AdjustIsrResponse, error)
 	CommitRemoteLog(ctx context.Context, in *CommitRemoteLogRequest) (*CommitRemoteLogResponse, error)
+	CommitKVSnapshot(ctx context.Context, in *CommitKVSnapshotRequest) (*CommitKVSnapshotResponse, error)
 	AllocateWriterId(ctx context.Context, in *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
 	ElectLeaders(ctx context.Context, in *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error)
@@ -227,6 +228,15 @@ func (c *drpcMetaClient) CommitRemoteLog(ctx context.Context, in *CommitRemoteLo
 	return out, nil
 }
 
+func (c *drpcMetaClient) CommitKVSnapshot(ctx context.Context, in *CommitKVSnapshotRequest) (*CommitKVSnapshotResponse, error) {
+	out := new(CommitKVSnapshotResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/CommitKVSnapshot", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *drpcMetaClient) AllocateWriterId(ctx context.Context, in *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error) {
 	out := new(AllocateWriterIdResponse)
 	err := c.cc.Invoke(ctx, "/floe.v1.Meta/AllocateWriterId", drpcEncoding_File_meta_proto{}, in, out)
@@ -296,6 +306,7 @@ type DRPCMetaServer interface {
 	WatchMetadata(*WatchMetadataRequest, DRPCMeta_WatchMetadataStream) error
 	AdjustIsr(context.Context, *AdjustIsrRequest) (*AdjustIsrResponse, error)
 	CommitRemoteLog(context.Context, *CommitRemoteLogRequest) (*CommitRemoteLogResponse, error)
+	CommitKVSnapshot(context.Context, *CommitKVSnapshotRequest) (*CommitKVSnapshotResponse, error)
 	AllocateWriterId(context.Context, *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
 	ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
@@ -362,6 +373,10 @@ func (s *DRPCMetaUnimplementedServer) CommitRemoteLog(context.Context, *CommitRe
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCMetaUnimplementedServer) CommitKVSnapshot(context.Context, *CommitKVSnapshotRequest) (*CommitKVSnapshotResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 func (s *DRPCMetaUnimplementedServer) AllocateWriterId(context.Context, *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
@@ -388,7 +403,7 @@ func (s *DRPCMetaUnimplementedServer) TransferLeadership(context.Context, *Trans
 
 type DRPCMetaDescription struct{}
 
-func (DRPCMetaDescription) NumMethods() int { return 20 }
+func (DRPCMetaDescription) NumMethods() int { return 21 }
 
 func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -519,6 +534,15 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 					)
 			}, DRPCMetaServer.CommitRemoteLog, true
 	case 14:
+		return "/floe.v1.Meta/CommitKVSnapshot", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					CommitKVSnapshot(
+						ctx,
+						in1.(*CommitKVSnapshotRequest),
+					)
+			}, DRPCMetaServer.CommitKVSnapshot, true
+	case 15:
 		return "/floe.v1.Meta/AllocateWriterId", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -527,7 +551,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AllocateWriterIdRequest),
 					)
 			}, DRPCMetaServer.AllocateWriterId, true
-	case 15:
+	case 16:
 		return "/floe.v1.Meta/ElectLeaders", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -536,7 +560,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ElectLeadersRequest),
 					)
 			}, DRPCMetaServer.ElectLeaders, true
-	case 16:
+	case 17:
 		return "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -545,7 +569,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ClusterStatusRequest),
 					)
 			}, DRPCMetaServer.ClusterStatus, true
-	case 17:
+	case 18:
 		return "/floe.v1.Meta/AddVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -554,7 +578,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddVoterRequest),
 					)
 			}, DRPCMetaServer.AddVoter, true
-	case 18:
+	case 19:
 		return "/floe.v1.Meta/RemoveVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -563,7 +587,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveVoterRequest),
 					)
 			}, DRPCMetaServer.RemoveVoter, true
-	case 19:
+	case 20:
 		return "/floe.v1.Meta/TransferLeadership", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -852,6 +876,26 @@ func (x *drpcMeta_CommitRemoteLogStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcMeta_CommitRemoteLogStream) SendAndClose(m *CommitRemoteLogResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_CommitKVSnapshotStream interface {
+	drpc.Stream
+	SendAndClose(*CommitKVSnapshotResponse) error
+}
+
+type drpcMeta_CommitKVSnapshotStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_CommitKVSnapshotStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_CommitKVSnapshotStream) SendAndClose(m *CommitKVSnapshotResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
 		return err
 	}

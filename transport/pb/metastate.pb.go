@@ -442,7 +442,10 @@ type BucketRecord struct {
 	// an operator) the bucket has had: each may have lost acknowledged data.
 	UncleanElections int32 `protobuf:"varint,8,opt,name=unclean_elections,json=uncleanElections,proto3" json:"unclean_elections,omitempty"`
 	// The bucket's committed remote log; absent until its first upload.
-	RemoteLog     *RemoteLog `protobuf:"bytes,9,opt,name=remote_log,json=remoteLog,proto3" json:"remote_log,omitempty"`
+	RemoteLog *RemoteLog `protobuf:"bytes,9,opt,name=remote_log,json=remoteLog,proto3" json:"remote_log,omitempty"`
+	// The bucket's committed KV snapshots (primary-key tables), oldest
+	// first, at most the table's kv.snapshot.retained.
+	KvSnapshots   []*KVSnapshot `protobuf:"bytes,10,rep,name=kv_snapshots,json=kvSnapshots,proto3" json:"kv_snapshots,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -540,6 +543,103 @@ func (x *BucketRecord) GetRemoteLog() *RemoteLog {
 	return nil
 }
 
+func (x *BucketRecord) GetKvSnapshots() []*KVSnapshot {
+	if x != nil {
+		return x.KvSnapshots
+	}
+	return nil
+}
+
+// KVSnapshot is a primary-key bucket's store as of a log offset, in remote
+// storage: a manifest object listing content-addressed parts of rows
+// (tiering/kvsnap).
+type KVSnapshot struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ManifestKey string                 `protobuf:"bytes,1,opt,name=manifest_key,json=manifestKey,proto3" json:"manifest_key,omitempty"`
+	// The store held exactly the log below this offset.
+	Offset    int64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	CreatedMs int64 `protobuf:"varint,3,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	// The leader epoch of the leader that took it.
+	LeaderEpoch int32 `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	Rows        int64 `protobuf:"varint,5,opt,name=rows,proto3" json:"rows,omitempty"`
+	// Stored (compressed) bytes of its parts.
+	Bytes         int64 `protobuf:"varint,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KVSnapshot) Reset() {
+	*x = KVSnapshot{}
+	mi := &file_metastate_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KVSnapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KVSnapshot) ProtoMessage() {}
+
+func (x *KVSnapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KVSnapshot.ProtoReflect.Descriptor instead.
+func (*KVSnapshot) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *KVSnapshot) GetManifestKey() string {
+	if x != nil {
+		return x.ManifestKey
+	}
+	return ""
+}
+
+func (x *KVSnapshot) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *KVSnapshot) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *KVSnapshot) GetLeaderEpoch() int32 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *KVSnapshot) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *KVSnapshot) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
 // RemoteLog is a bucket's committed remote log: the manifest object in
 // remote storage that lists its segments (tiering.Manifest), and the
 // offsets they hold. The metadata keeps only this handle, so its size does
@@ -566,7 +666,7 @@ type RemoteLog struct {
 
 func (x *RemoteLog) Reset() {
 	*x = RemoteLog{}
-	mi := &file_metastate_proto_msgTypes[6]
+	mi := &file_metastate_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +678,7 @@ func (x *RemoteLog) String() string {
 func (*RemoteLog) ProtoMessage() {}
 
 func (x *RemoteLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[6]
+	mi := &file_metastate_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +691,7 @@ func (x *RemoteLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLog.ProtoReflect.Descriptor instead.
 func (*RemoteLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{6}
+	return file_metastate_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RemoteLog) GetManifestKey() string {
@@ -668,6 +768,7 @@ type Command struct {
 	//	*Command_ElectLeaders
 	//	*Command_ReportDamagedReplica
 	//	*Command_CommitRemoteLog
+	//	*Command_CommitKvSnapshot
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -675,7 +776,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -687,7 +788,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +801,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{7}
+	return file_metastate_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Command) GetRequestId() []byte {
@@ -825,6 +926,15 @@ func (x *Command) GetCommitRemoteLog() *CommitRemoteLog {
 	return nil
 }
 
+func (x *Command) GetCommitKvSnapshot() *CommitKVSnapshot {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CommitKvSnapshot); ok {
+			return x.CommitKvSnapshot
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -877,6 +987,10 @@ type Command_CommitRemoteLog struct {
 	CommitRemoteLog *CommitRemoteLog `protobuf:"bytes,21,opt,name=commit_remote_log,json=commitRemoteLog,proto3,oneof"`
 }
 
+type Command_CommitKvSnapshot struct {
+	CommitKvSnapshot *CommitKVSnapshot `protobuf:"bytes,22,opt,name=commit_kv_snapshot,json=commitKvSnapshot,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -900,6 +1014,100 @@ func (*Command_ElectLeaders) isCommand_Op() {}
 func (*Command_ReportDamagedReplica) isCommand_Op() {}
 
 func (*Command_CommitRemoteLog) isCommand_Op() {}
+
+func (*Command_CommitKvSnapshot) isCommand_Op() {}
+
+// CommitKVSnapshot is a primary-key bucket leader's commit of a KV
+// snapshot it stored. Refused (FENCED) unless leader_id and leader_epoch
+// are the bucket's current leader and epoch; INVALID_REQUEST when its
+// offset is below the newest committed snapshot's, its manifest key is
+// empty or over 1,024 bytes, or retained is not 1 to 100. The snapshot is
+// appended and the oldest dropped until retained are left; the result's
+// bucket lists them. The leader deletes the objects only dropped
+// snapshots referenced, after the commit.
+type CommitKVSnapshot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TableId       uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket        int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	LeaderId      uint32                 `protobuf:"varint,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderEpoch   int32                  `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	Snapshot      *KVSnapshot            `protobuf:"bytes,5,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Retained      int32                  `protobuf:"varint,6,opt,name=retained,proto3" json:"retained,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitKVSnapshot) Reset() {
+	*x = CommitKVSnapshot{}
+	mi := &file_metastate_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitKVSnapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitKVSnapshot) ProtoMessage() {}
+
+func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitKVSnapshot.ProtoReflect.Descriptor instead.
+func (*CommitKVSnapshot) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CommitKVSnapshot) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *CommitKVSnapshot) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *CommitKVSnapshot) GetLeaderId() uint32 {
+	if x != nil {
+		return x.LeaderId
+	}
+	return 0
+}
+
+func (x *CommitKVSnapshot) GetLeaderEpoch() int32 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *CommitKVSnapshot) GetSnapshot() *KVSnapshot {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *CommitKVSnapshot) GetRetained() int32 {
+	if x != nil {
+		return x.Retained
+	}
+	return 0
+}
 
 // CommitRemoteLog is a bucket leader's commit of a new remote manifest
 // (segments uploaded, or old ones dropped by remote retention), after the
@@ -925,7 +1133,7 @@ type CommitRemoteLog struct {
 
 func (x *CommitRemoteLog) Reset() {
 	*x = CommitRemoteLog{}
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +1145,7 @@ func (x *CommitRemoteLog) String() string {
 func (*CommitRemoteLog) ProtoMessage() {}
 
 func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1158,7 @@ func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLog.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{8}
+	return file_metastate_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CommitRemoteLog) GetTableId() uint64 {
@@ -1020,7 +1228,7 @@ type ReportDamagedReplica struct {
 
 func (x *ReportDamagedReplica) Reset() {
 	*x = ReportDamagedReplica{}
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1240,7 @@ func (x *ReportDamagedReplica) String() string {
 func (*ReportDamagedReplica) ProtoMessage() {}
 
 func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1253,7 @@ func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportDamagedReplica.ProtoReflect.Descriptor instead.
 func (*ReportDamagedReplica) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{9}
+	return file_metastate_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReportDamagedReplica) GetTableId() uint64 {
@@ -1099,7 +1307,7 @@ type AllocateWriterId struct {
 
 func (x *AllocateWriterId) Reset() {
 	*x = AllocateWriterId{}
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1319,7 @@ func (x *AllocateWriterId) String() string {
 func (*AllocateWriterId) ProtoMessage() {}
 
 func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1332,7 @@ func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterId.ProtoReflect.Descriptor instead.
 func (*AllocateWriterId) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{10}
+	return file_metastate_proto_rawDescGZIP(), []int{12}
 }
 
 // AdjustIsr is a bucket leader's request to change its ISR: compare-and-set
@@ -1151,7 +1359,7 @@ type AdjustIsr struct {
 
 func (x *AdjustIsr) Reset() {
 	*x = AdjustIsr{}
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1371,7 @@ func (x *AdjustIsr) String() string {
 func (*AdjustIsr) ProtoMessage() {}
 
 func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1384,7 @@ func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsr.ProtoReflect.Descriptor instead.
 func (*AdjustIsr) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{11}
+	return file_metastate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AdjustIsr) GetTableId() uint64 {
@@ -1239,7 +1447,7 @@ type MemberEpoch struct {
 
 func (x *MemberEpoch) Reset() {
 	*x = MemberEpoch{}
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1459,7 @@ func (x *MemberEpoch) String() string {
 func (*MemberEpoch) ProtoMessage() {}
 
 func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1472,7 @@ func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberEpoch.ProtoReflect.Descriptor instead.
 func (*MemberEpoch) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{12}
+	return file_metastate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MemberEpoch) GetNodeId() uint32 {
@@ -1298,7 +1506,7 @@ type FenceNodes struct {
 
 func (x *FenceNodes) Reset() {
 	*x = FenceNodes{}
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1518,7 @@ func (x *FenceNodes) String() string {
 func (*FenceNodes) ProtoMessage() {}
 
 func (x *FenceNodes) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1531,7 @@ func (x *FenceNodes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceNodes.ProtoReflect.Descriptor instead.
 func (*FenceNodes) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{13}
+	return file_metastate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FenceNodes) GetGone() []uint32 {
@@ -1362,7 +1570,7 @@ type ElectLeaders struct {
 
 func (x *ElectLeaders) Reset() {
 	*x = ElectLeaders{}
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1582,7 @@ func (x *ElectLeaders) String() string {
 func (*ElectLeaders) ProtoMessage() {}
 
 func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1595,7 @@ func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeaders.ProtoReflect.Descriptor instead.
 func (*ElectLeaders) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{14}
+	return file_metastate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ElectLeaders) GetDatabase() string {
@@ -1435,7 +1643,7 @@ type ElectionResult struct {
 
 func (x *ElectionResult) Reset() {
 	*x = ElectionResult{}
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1655,7 @@ func (x *ElectionResult) String() string {
 func (*ElectionResult) ProtoMessage() {}
 
 func (x *ElectionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1668,7 @@ func (x *ElectionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionResult.ProtoReflect.Descriptor instead.
 func (*ElectionResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{15}
+	return file_metastate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ElectionResult) GetBuckets() []*BucketElection {
@@ -1486,7 +1694,7 @@ type BucketElection struct {
 
 func (x *BucketElection) Reset() {
 	*x = BucketElection{}
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1706,7 @@ func (x *BucketElection) String() string {
 func (*BucketElection) ProtoMessage() {}
 
 func (x *BucketElection) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1719,7 @@ func (x *BucketElection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketElection.ProtoReflect.Descriptor instead.
 func (*BucketElection) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{16}
+	return file_metastate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BucketElection) GetBucket() *BucketRecord {
@@ -1559,7 +1767,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1779,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1792,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{17}
+	return file_metastate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -1603,7 +1811,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1615,7 +1823,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1628,7 +1836,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{18}
+	return file_metastate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -1648,7 +1856,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1868,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1881,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{19}
+	return file_metastate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -1701,7 +1909,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1713,7 +1921,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1726,7 +1934,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{20}
+	return file_metastate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -1779,7 +1987,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +1999,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +2012,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{21}
+	return file_metastate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -1895,7 +2103,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1907,7 +2115,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1920,7 +2128,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{22}
+	return file_metastate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -1969,7 +2177,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1981,7 +2189,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1994,7 +2202,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{23}
+	return file_metastate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -2156,7 +2364,7 @@ type MetadataUpdate struct {
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2168,7 +2376,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2181,7 +2389,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{24}
+	return file_metastate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -2295,7 +2503,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\rcreated_at_ms\x18\v \x01(\x03R\vcreatedAtMs\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xad\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe5\x02\n" +
 	"\fBucketRecord\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1a\n" +
@@ -2306,7 +2514,18 @@ const file_metastate_proto_rawDesc = "" +
 	"\fbucket_epoch\x18\a \x01(\x05R\vbucketEpoch\x12+\n" +
 	"\x11unclean_elections\x18\b \x01(\x05R\x10uncleanElections\x121\n" +
 	"\n" +
-	"remote_log\x18\t \x01(\v2\x12.floe.v1.RemoteLogR\tremoteLog\"\x84\x02\n" +
+	"remote_log\x18\t \x01(\v2\x12.floe.v1.RemoteLogR\tremoteLog\x126\n" +
+	"\fkv_snapshots\x18\n" +
+	" \x03(\v2\x13.floe.v1.KVSnapshotR\vkvSnapshots\"\xb3\x01\n" +
+	"\n" +
+	"KVSnapshot\x12!\n" +
+	"\fmanifest_key\x18\x01 \x01(\tR\vmanifestKey\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x03 \x01(\x03R\tcreatedMs\x12!\n" +
+	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12\x12\n" +
+	"\x04rows\x18\x05 \x01(\x03R\x04rows\x12\x14\n" +
+	"\x05bytes\x18\x06 \x01(\x03R\x05bytes\"\x84\x02\n" +
 	"\tRemoteLog\x12!\n" +
 	"\fmanifest_key\x18\x01 \x01(\tR\vmanifestKey\x12!\n" +
 	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\x12\x1d\n" +
@@ -2316,7 +2535,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12\x1a\n" +
 	"\bsegments\x18\x06 \x01(\x05R\bsegments\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12#\n" +
-	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\"\xae\x06\n" +
+	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\"\xf9\x06\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -2335,8 +2554,16 @@ const file_metastate_proto_rawDesc = "" +
 	"fenceNodes\x12<\n" +
 	"\relect_leaders\x18\x13 \x01(\v2\x15.floe.v1.ElectLeadersH\x00R\felectLeaders\x12U\n" +
 	"\x16report_damaged_replica\x18\x14 \x01(\v2\x1d.floe.v1.ReportDamagedReplicaH\x00R\x14reportDamagedReplica\x12F\n" +
-	"\x11commit_remote_log\x18\x15 \x01(\v2\x18.floe.v1.CommitRemoteLogH\x00R\x0fcommitRemoteLogB\x04\n" +
-	"\x02op\"\xe2\x01\n" +
+	"\x11commit_remote_log\x18\x15 \x01(\v2\x18.floe.v1.CommitRemoteLogH\x00R\x0fcommitRemoteLog\x12I\n" +
+	"\x12commit_kv_snapshot\x18\x16 \x01(\v2\x19.floe.v1.CommitKVSnapshotH\x00R\x10commitKvSnapshotB\x04\n" +
+	"\x02op\"\xd2\x01\n" +
+	"\x10CommitKVSnapshot\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
+	"\tleader_id\x18\x03 \x01(\rR\bleaderId\x12!\n" +
+	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12/\n" +
+	"\bsnapshot\x18\x05 \x01(\v2\x13.floe.v1.KVSnapshotR\bsnapshot\x12\x1a\n" +
+	"\bretained\x18\x06 \x01(\x05R\bretained\"\xe2\x01\n" +
 	"\x0fCommitRemoteLog\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
@@ -2458,7 +2685,7 @@ func file_metastate_proto_rawDescGZIP() []byte {
 	return file_metastate_proto_rawDescData
 }
 
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_metastate_proto_goTypes = []any{
 	(*NodeRecord)(nil),           // 0: floe.v1.NodeRecord
 	(*DatabaseRecord)(nil),       // 1: floe.v1.DatabaseRecord
@@ -2466,68 +2693,73 @@ var file_metastate_proto_goTypes = []any{
 	(*SchemaVersion)(nil),        // 3: floe.v1.SchemaVersion
 	(*TableRecord)(nil),          // 4: floe.v1.TableRecord
 	(*BucketRecord)(nil),         // 5: floe.v1.BucketRecord
-	(*RemoteLog)(nil),            // 6: floe.v1.RemoteLog
-	(*Command)(nil),              // 7: floe.v1.Command
-	(*CommitRemoteLog)(nil),      // 8: floe.v1.CommitRemoteLog
-	(*ReportDamagedReplica)(nil), // 9: floe.v1.ReportDamagedReplica
-	(*AllocateWriterId)(nil),     // 10: floe.v1.AllocateWriterId
-	(*AdjustIsr)(nil),            // 11: floe.v1.AdjustIsr
-	(*MemberEpoch)(nil),          // 12: floe.v1.MemberEpoch
-	(*FenceNodes)(nil),           // 13: floe.v1.FenceNodes
-	(*ElectLeaders)(nil),         // 14: floe.v1.ElectLeaders
-	(*ElectionResult)(nil),       // 15: floe.v1.ElectionResult
-	(*BucketElection)(nil),       // 16: floe.v1.BucketElection
-	(*InitCluster)(nil),          // 17: floe.v1.InitCluster
-	(*RegisterNode)(nil),         // 18: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),       // 19: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),         // 20: floe.v1.DropDatabase
-	(*CreateTable)(nil),          // 21: floe.v1.CreateTable
-	(*DropTable)(nil),            // 22: floe.v1.DropTable
-	(*CommandResult)(nil),        // 23: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),       // 24: floe.v1.MetadataUpdate
-	nil,                          // 25: floe.v1.TableRecord.PropertiesEntry
-	nil,                          // 26: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),               // 27: floe.v1.ErrorCode
+	(*KVSnapshot)(nil),           // 6: floe.v1.KVSnapshot
+	(*RemoteLog)(nil),            // 7: floe.v1.RemoteLog
+	(*Command)(nil),              // 8: floe.v1.Command
+	(*CommitKVSnapshot)(nil),     // 9: floe.v1.CommitKVSnapshot
+	(*CommitRemoteLog)(nil),      // 10: floe.v1.CommitRemoteLog
+	(*ReportDamagedReplica)(nil), // 11: floe.v1.ReportDamagedReplica
+	(*AllocateWriterId)(nil),     // 12: floe.v1.AllocateWriterId
+	(*AdjustIsr)(nil),            // 13: floe.v1.AdjustIsr
+	(*MemberEpoch)(nil),          // 14: floe.v1.MemberEpoch
+	(*FenceNodes)(nil),           // 15: floe.v1.FenceNodes
+	(*ElectLeaders)(nil),         // 16: floe.v1.ElectLeaders
+	(*ElectionResult)(nil),       // 17: floe.v1.ElectionResult
+	(*BucketElection)(nil),       // 18: floe.v1.BucketElection
+	(*InitCluster)(nil),          // 19: floe.v1.InitCluster
+	(*RegisterNode)(nil),         // 20: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),       // 21: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),         // 22: floe.v1.DropDatabase
+	(*CreateTable)(nil),          // 23: floe.v1.CreateTable
+	(*DropTable)(nil),            // 24: floe.v1.DropTable
+	(*CommandResult)(nil),        // 25: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),       // 26: floe.v1.MetadataUpdate
+	nil,                          // 27: floe.v1.TableRecord.PropertiesEntry
+	nil,                          // 28: floe.v1.CreateTable.PropertiesEntry
+	(ErrorCode)(0),               // 29: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	2,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	3,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	25, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
-	6,  // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
-	17, // 4: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	18, // 5: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	19, // 6: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	20, // 7: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	21, // 8: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	22, // 9: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
-	10, // 10: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
-	11, // 11: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
-	13, // 12: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
-	14, // 13: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
-	9,  // 14: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
-	8,  // 15: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
-	6,  // 16: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
-	12, // 17: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
-	16, // 18: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	5,  // 19: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	27, // 20: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	0,  // 21: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	2,  // 22: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	26, // 23: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	27, // 24: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	1,  // 25: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	4,  // 26: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	0,  // 27: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	5,  // 28: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	15, // 29: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	0,  // 30: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	4,  // 31: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	5,  // 32: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	27, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	7,  // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
+	6,  // 4: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
+	19, // 5: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	20, // 6: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	21, // 7: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	22, // 8: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	23, // 9: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	24, // 10: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	12, // 11: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
+	13, // 12: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
+	15, // 13: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
+	16, // 14: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
+	11, // 15: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
+	10, // 16: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
+	9,  // 17: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
+	6,  // 18: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
+	7,  // 19: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
+	14, // 20: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
+	18, // 21: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	5,  // 22: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	29, // 23: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	0,  // 24: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	2,  // 25: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	28, // 26: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	29, // 27: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	1,  // 28: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	4,  // 29: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	0,  // 30: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	5,  // 31: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	17, // 32: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	0,  // 33: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	4,  // 34: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	5,  // 35: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -2536,7 +2768,7 @@ func file_metastate_proto_init() {
 		return
 	}
 	file_errors_proto_init()
-	file_metastate_proto_msgTypes[7].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[8].OneofWrappers = []any{
 		(*Command_InitCluster)(nil),
 		(*Command_RegisterNode)(nil),
 		(*Command_CreateDatabase)(nil),
@@ -2549,9 +2781,10 @@ func file_metastate_proto_init() {
 		(*Command_ElectLeaders)(nil),
 		(*Command_ReportDamagedReplica)(nil),
 		(*Command_CommitRemoteLog)(nil),
+		(*Command_CommitKvSnapshot)(nil),
 	}
-	file_metastate_proto_msgTypes[14].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[23].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[16].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[25].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
@@ -2565,7 +2798,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1341,11 +1341,133 @@ func (x *ListOffsetsResponse) GetLeaderEpoch() int32 {
 	return 0
 }
 
+type SnapshotKVRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TableId       uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket        int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotKVRequest) Reset() {
+	*x = SnapshotKVRequest{}
+	mi := &file_tablet_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotKVRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotKVRequest) ProtoMessage() {}
+
+func (x *SnapshotKVRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotKVRequest.ProtoReflect.Descriptor instead.
+func (*SnapshotKVRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SnapshotKVRequest) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *SnapshotKVRequest) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+type SnapshotKVResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The snapshot taken and committed.
+	Snapshot *KVSnapshot `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// Bytes uploaded: parts an earlier snapshot already stored are reused.
+	UploadedBytes int64 `protobuf:"varint,2,opt,name=uploaded_bytes,json=uploadedBytes,proto3" json:"uploaded_bytes,omitempty"`
+	Parts         int32 `protobuf:"varint,3,opt,name=parts,proto3" json:"parts,omitempty"`
+	ReusedParts   int32 `protobuf:"varint,4,opt,name=reused_parts,json=reusedParts,proto3" json:"reused_parts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotKVResponse) Reset() {
+	*x = SnapshotKVResponse{}
+	mi := &file_tablet_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotKVResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotKVResponse) ProtoMessage() {}
+
+func (x *SnapshotKVResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotKVResponse.ProtoReflect.Descriptor instead.
+func (*SnapshotKVResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SnapshotKVResponse) GetSnapshot() *KVSnapshot {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *SnapshotKVResponse) GetUploadedBytes() int64 {
+	if x != nil {
+		return x.UploadedBytes
+	}
+	return 0
+}
+
+func (x *SnapshotKVResponse) GetParts() int32 {
+	if x != nil {
+		return x.Parts
+	}
+	return 0
+}
+
+func (x *SnapshotKVResponse) GetReusedParts() int32 {
+	if x != nil {
+		return x.ReusedParts
+	}
+	return 0
+}
+
 var File_tablet_proto protoreflect.FileDescriptor
 
 const file_tablet_proto_rawDesc = "" +
 	"\n" +
-	"\ftablet.proto\x12\afloe.v1\x1a\ferrors.proto\"\xb1\x01\n" +
+	"\ftablet.proto\x12\afloe.v1\x1a\ferrors.proto\x1a\x0fmetastate.proto\"\xb1\x01\n" +
 	"\fPutKvRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
@@ -1452,19 +1574,29 @@ const file_tablet_proto_rawDesc = "" +
 	"\ftimestamp_ms\x18\x04 \x01(\x03R\vtimestampMs\"P\n" +
 	"\x13ListOffsetsResponse\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12!\n" +
-	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch*Y\n" +
+	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch\"F\n" +
+	"\x11SnapshotKVRequest\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\"\xa5\x01\n" +
+	"\x12SnapshotKVResponse\x12/\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x13.floe.v1.KVSnapshotR\bsnapshot\x12%\n" +
+	"\x0euploaded_bytes\x18\x02 \x01(\x03R\ruploadedBytes\x12\x14\n" +
+	"\x05parts\x18\x03 \x01(\x05R\x05parts\x12!\n" +
+	"\freused_parts\x18\x04 \x01(\x05R\vreusedParts*Y\n" +
 	"\n" +
 	"OffsetSpec\x12\x16\n" +
 	"\x12OFFSET_SPEC_LATEST\x10\x00\x12\x18\n" +
 	"\x14OFFSET_SPEC_EARLIEST\x10\x01\x12\x19\n" +
-	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\xcb\x03\n" +
+	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\x92\x04\n" +
 	"\x06Tablet\x12<\n" +
 	"\aProduce\x12\x17.floe.v1.ProduceRequest\x1a\x18.floe.v1.ProduceResponse\x126\n" +
 	"\x05Fetch\x12\x15.floe.v1.FetchRequest\x1a\x16.floe.v1.FetchResponse\x12H\n" +
 	"\vListOffsets\x12\x1b.floe.v1.ListOffsetsRequest\x1a\x1c.floe.v1.ListOffsetsResponse\x128\n" +
 	"\x05PutKv\x12\x15.floe.v1.PutKvRequest\x1a\x18.floe.v1.ProduceResponse\x129\n" +
 	"\x06Lookup\x12\x16.floe.v1.LookupRequest\x1a\x17.floe.v1.LookupResponse\x12K\n" +
-	"\fPrefixLookup\x12\x1c.floe.v1.PrefixLookupRequest\x1a\x1d.floe.v1.PrefixLookupResponse\x12?\n" +
+	"\fPrefixLookup\x12\x1c.floe.v1.PrefixLookupRequest\x1a\x1d.floe.v1.PrefixLookupResponse\x12E\n" +
+	"\n" +
+	"SnapshotKV\x12\x1a.floe.v1.SnapshotKVRequest\x1a\x1b.floe.v1.SnapshotKVResponse\x12?\n" +
 	"\bScanRows\x12\x18.floe.v1.ScanRowsRequest\x1a\x19.floe.v1.ScanRowsResponseB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
@@ -1480,7 +1612,7 @@ func file_tablet_proto_rawDescGZIP() []byte {
 }
 
 var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_tablet_proto_goTypes = []any{
 	(OffsetSpec)(0),              // 0: floe.v1.OffsetSpec
 	(*PutKvRequest)(nil),         // 1: floe.v1.PutKvRequest
@@ -1499,33 +1631,39 @@ var file_tablet_proto_goTypes = []any{
 	(*FetchResponse)(nil),        // 14: floe.v1.FetchResponse
 	(*ListOffsetsRequest)(nil),   // 15: floe.v1.ListOffsetsRequest
 	(*ListOffsetsResponse)(nil),  // 16: floe.v1.ListOffsetsResponse
-	(ErrorCode)(0),               // 17: floe.v1.ErrorCode
+	(*SnapshotKVRequest)(nil),    // 17: floe.v1.SnapshotKVRequest
+	(*SnapshotKVResponse)(nil),   // 18: floe.v1.SnapshotKVResponse
+	(ErrorCode)(0),               // 19: floe.v1.ErrorCode
+	(*KVSnapshot)(nil),           // 20: floe.v1.KVSnapshot
 }
 var file_tablet_proto_depIdxs = []int32{
 	10, // 0: floe.v1.FetchRequest.buckets:type_name -> floe.v1.FetchBucket
-	17, // 1: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
+	19, // 1: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
 	13, // 2: floe.v1.FetchedBucket.remote:type_name -> floe.v1.RemoteSegmentRef
 	12, // 3: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
 	0,  // 4: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	8,  // 5: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
-	11, // 6: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
-	15, // 7: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	1,  // 8: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
-	2,  // 9: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
-	4,  // 10: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
-	6,  // 11: floe.v1.Tablet.ScanRows:input_type -> floe.v1.ScanRowsRequest
-	9,  // 12: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
-	14, // 13: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
-	16, // 14: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	9,  // 15: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
-	3,  // 16: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
-	5,  // 17: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
-	7,  // 18: floe.v1.Tablet.ScanRows:output_type -> floe.v1.ScanRowsResponse
-	12, // [12:19] is the sub-list for method output_type
-	5,  // [5:12] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	20, // 5: floe.v1.SnapshotKVResponse.snapshot:type_name -> floe.v1.KVSnapshot
+	8,  // 6: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
+	11, // 7: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
+	15, // 8: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	1,  // 9: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
+	2,  // 10: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
+	4,  // 11: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
+	17, // 12: floe.v1.Tablet.SnapshotKV:input_type -> floe.v1.SnapshotKVRequest
+	6,  // 13: floe.v1.Tablet.ScanRows:input_type -> floe.v1.ScanRowsRequest
+	9,  // 14: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
+	14, // 15: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
+	16, // 16: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	9,  // 17: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
+	3,  // 18: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
+	5,  // 19: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
+	18, // 20: floe.v1.Tablet.SnapshotKV:output_type -> floe.v1.SnapshotKVResponse
+	7,  // 21: floe.v1.Tablet.ScanRows:output_type -> floe.v1.ScanRowsResponse
+	14, // [14:22] is the sub-list for method output_type
+	6,  // [6:14] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -1534,13 +1672,14 @@ func file_tablet_proto_init() {
 		return
 	}
 	file_errors_proto_init()
+	file_metastate_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

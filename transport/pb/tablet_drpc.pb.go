@@ -44,6 +44,7 @@ type DRPCTabletClient interface {
 	PutKv(ctx context.Context, in *PutKvRequest) (*ProduceResponse, error)
 	Lookup(ctx context.Context, in *LookupRequest) (*LookupResponse, error)
 	PrefixLookup(ctx context.Context, in *PrefixLookupRequest) (*PrefixLookupResponse, error)
+	SnapshotKV(ctx context.Context, in *SnapshotKVRequest) (*SnapshotKVResponse, error)
 	ScanRows(ctx context.Context, in *ScanRowsRequest) (*ScanRowsResponse, error)
 }
 
@@ -111,6 +112,15 @@ func (c *drpcTabletClient) PrefixLookup(ctx context.Context, in *PrefixLookupReq
 	return out, nil
 }
 
+func (c *drpcTabletClient) SnapshotKV(ctx context.Context, in *SnapshotKVRequest) (*SnapshotKVResponse, error) {
+	out := new(SnapshotKVResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Tablet/SnapshotKV", drpcEncoding_File_tablet_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *drpcTabletClient) ScanRows(ctx context.Context, in *ScanRowsRequest) (*ScanRowsResponse, error) {
 	out := new(ScanRowsResponse)
 	err := c.cc.Invoke(ctx, "/floe.v1.Tablet/ScanRows", drpcEncoding_File_tablet_proto{}, in, out)
@@ -127,6 +137,7 @@ type DRPCTabletServer interface {
 	PutKv(context.Context, *PutKvRequest) (*ProduceResponse, error)
 	Lookup(context.Context, *LookupRequest) (*LookupResponse, error)
 	PrefixLookup(context.Context, *PrefixLookupRequest) (*PrefixLookupResponse, error)
+	SnapshotKV(context.Context, *SnapshotKVRequest) (*SnapshotKVResponse, error)
 	ScanRows(context.Context, *ScanRowsRequest) (*ScanRowsResponse, error)
 }
 
@@ -156,13 +167,17 @@ func (s *DRPCTabletUnimplementedServer) PrefixLookup(context.Context, *PrefixLoo
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCTabletUnimplementedServer) SnapshotKV(context.Context, *SnapshotKVRequest) (*SnapshotKVResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 func (s *DRPCTabletUnimplementedServer) ScanRows(context.Context, *ScanRowsRequest) (*ScanRowsResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
 type DRPCTabletDescription struct{}
 
-func (DRPCTabletDescription) NumMethods() int { return 7 }
+func (DRPCTabletDescription) NumMethods() int { return 8 }
 
 func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -221,6 +236,15 @@ func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver
 					)
 			}, DRPCTabletServer.PrefixLookup, true
 	case 6:
+		return "/floe.v1.Tablet/SnapshotKV", drpcEncoding_File_tablet_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCTabletServer).
+					SnapshotKV(
+						ctx,
+						in1.(*SnapshotKVRequest),
+					)
+			}, DRPCTabletServer.SnapshotKV, true
+	case 7:
 		return "/floe.v1.Tablet/ScanRows", drpcEncoding_File_tablet_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCTabletServer).
@@ -352,6 +376,26 @@ func (x *drpcTablet_PrefixLookupStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcTablet_PrefixLookupStream) SendAndClose(m *PrefixLookupResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_tablet_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCTablet_SnapshotKVStream interface {
+	drpc.Stream
+	SendAndClose(*SnapshotKVResponse) error
+}
+
+type drpcTablet_SnapshotKVStream struct {
+	drpc.Stream
+}
+
+func (x *drpcTablet_SnapshotKVStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcTablet_SnapshotKVStream) SendAndClose(m *SnapshotKVResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_tablet_proto{}); err != nil {
 		return err
 	}

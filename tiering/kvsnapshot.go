@@ -1,0 +1,382 @@
+package tiering
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// A KV snapshot is a primary-key bucket's rows as of a log offset, stored
+// as a manifest and parts:
+//
+//	ROOT/t<table>/b<bucket>/kv/parts/<sha-256 of the part's rows>.part
+//	ROOT/t<table>/b<bucket>/kv/snapshots/<offset, 20 digits>-<leader epoch>-<nonce>.json
+//
+// Rows are cut into parts at content-defined boundaries: after a key whose
+// CRC-32C has its low kvPartBits bits zero (about 4,096 rows a part), or at
+// kvPartMaxRawBytes. A boundary depends only on the keys, so rows changed
+// in one key range change only that range's part, and a part's key is the
+// hash of its rows: the next snapshot finds every unchanged part already
+// stored and uploads only the changed ones (incremental), while each
+// snapshot stays complete on its own (restoring one reads its parts and
+// nothing else, and deleted rows need no tombstones).
+//
+// A part object: "FKVP", a format byte (1), the row count (uvarint), then
+// one zstd frame (with its checksum) of the rows, each a uvarint key
+// length, the key, a uvarint row length, the row.
+
+const (
+	kvPartMagic       = "FKVP"
+	kvPartFormat      = 1
+	kvPartBits        = 12
+	kvPartMaxRawBytes = 16 << 20
+	// kvManifestFormat is the version of the snapshot manifest encoding.
+	kvManifestFormat = 1
+	// maxKVPartObjectBytes bounds a part read (a part holds at most
+	// kvPartMaxRawBytes of rows plus one row, compressed).
+	maxKVPartObjectBytes = 2*kvPartMaxRawBytes + (8 << 20)
+)
+
+// ErrBadKVSnapshot: a snapshot manifest or part that does not decode or
+// does not match its key.
+var ErrBadKVSnapshot = errors.New("tiering: bad KV snapshot")
+
+// KVManifest lists one KV snapshot's parts, in key order.
+type KVManifest struct {
+	Format      int      `json:"format"`
+	TableID     uint64   `json:"table_id"`
+	Bucket      int32    `json:"bucket"`
+	Offset      int64    `json:"offset"`
+	LeaderEpoch int32    `json:"leader_epoch"`
+	CreatedMs   int64    `json:"created_ms"`
+	Rows        int64    `json:"rows"`
+	RawBytes    int64    `json:"raw_bytes"`
+	Bytes       int64    `json:"bytes"`
+	Parts       []KVPart `json:"parts"`
+}
+
+// KVPart is one part of a snapshot.
+type KVPart struct {
+	Key      string `json:"key"`
+	Rows     int64  `json:"rows"`
+	RawBytes int64  `json:"raw_bytes"`
+	Bytes    int64  `json:"bytes"`
+}
+
+// KVSnapshotConfig says where a bucket's snapshots go.
+type KVSnapshotConfig struct {
+	Store   ObjectStore
+	Root    string // the cluster id
+	TableID uint64
+	Bucket  int32
+	// TempDir holds the parts between reading the store and uploading
+	// them, so no read view of the store stays open across uploads.
+	TempDir string
+}
+
+// KVSource reads a store's rows in key order and returns the offset they
+// cover, all from one consistent view (kvstore.Store.Export).
+type KVSource func(fn func(key, row []byte) error) (appliedOffset int64, err error)
+
+// KVSnapshotResult is a snapshot taken and stored, not yet committed.
+type KVSnapshotResult struct {
+	ManifestKey   string
+	Manifest      *KVManifest
+	UploadedBytes int64
+	ReusedParts   int
+}
+
+func kvPrefix(root string, tableID uint64, bucket int32) string {
+	return bucketPrefix(root, tableID, bucket) + "kv/"
+}
+
+// TakeKVSnapshot reads every row of src into parts, uploads the parts no
+// committed snapshot (previous, their manifest keys) already stored, then
+// the manifest, and returns it for the caller to commit.
+func TakeKVSnapshot(ctx context.Context, cfg KVSnapshotConfig, leaderEpoch int32, previous []string, src KVSource) (KVSnapshotResult, error) {
+	known := map[string]bool{}
+	for _, key := range previous {
+		m, err := ReadKVManifest(ctx, cfg.Store, key)
+		if err != nil {
+			return KVSnapshotResult{}, err
+		}
+		for _, p := range m.Parts {
+			known[p.Key] = true
+		}
+	}
+	spool, err := os.MkdirTemp(cfg.TempDir, "kv-snapshot-")
+	if err != nil {
+		return KVSnapshotResult{}, fmt.Errorf("tiering: KV snapshot: %w", err)
+	}
+	defer os.RemoveAll(spool)
+	m := &KVManifest{Format: kvManifestFormat, TableID: cfg.TableID, Bucket: cfg.Bucket, LeaderEpoch: leaderEpoch,
+		CreatedMs: time.Now().UnixMilli()}
+	w := &partSpool{dir: spool, prefix: kvPrefix(cfg.Root, cfg.TableID, cfg.Bucket) + "parts/"}
+	defer func() {
+		if w.enc != nil {
+			w.enc.Close()
+		}
+	}()
+	offset, err := src(func(key, row []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return w.add(key, row)
+	})
+	if err == nil {
+		err = w.cut()
+	}
+	if err != nil {
+		return KVSnapshotResult{}, fmt.Errorf("tiering: KV snapshot of table %d bucket %d: %w", cfg.TableID, cfg.Bucket, err)
+	}
+	m.Offset = offset
+	res := KVSnapshotResult{Manifest: m}
+	for i, p := range w.parts {
+		m.Parts = append(m.Parts, p.KVPart)
+		m.Rows += p.Rows
+		m.RawBytes += p.RawBytes
+		m.Bytes += p.Bytes
+		if known[p.Key] {
+			res.ReusedParts++
+			continue
+		}
+		if err := putFile(ctx, cfg.Store, p.Key, p.path, p.Bytes); err != nil {
+			return KVSnapshotResult{}, fmt.Errorf("tiering: KV snapshot part %d of table %d bucket %d: %w", i, cfg.TableID, cfg.Bucket, err)
+		}
+		known[p.Key] = true // the same rows twice in one snapshot go up once
+		res.UploadedBytes += p.Bytes
+	}
+	data, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return KVSnapshotResult{}, err
+	}
+	res.ManifestKey = fmt.Sprintf("%ssnapshots/%020d-%d-%s.json", kvPrefix(cfg.Root, cfg.TableID, cfg.Bucket), offset, leaderEpoch, nonce())
+	if err := cfg.Store.Put(ctx, res.ManifestKey, bytes.NewReader(data), int64(len(data))); err != nil {
+		return KVSnapshotResult{}, fmt.Errorf("tiering: KV snapshot manifest: %w", err)
+	}
+	res.UploadedBytes += int64(len(data))
+	return res, nil
+}
+
+func putFile(ctx context.Context, store ObjectStore, key, path string, size int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return store.Put(ctx, key, bufio.NewReader(f), size)
+}
+
+// spooledPart is a part written to the spool folder.
+type spooledPart struct {
+	KVPart
+	path string
+}
+
+// partSpool cuts rows into parts and writes each, encoded, to a file.
+type partSpool struct {
+	dir, prefix string
+	raw         []byte
+	rows        int64
+	parts       []spooledPart
+	enc         *zstd.Encoder
+}
+
+var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
+
+func (w *partSpool) add(key, row []byte) error {
+	w.raw = binary.AppendUvarint(w.raw, uint64(len(key)))
+	w.raw = append(w.raw, key...)
+	w.raw = binary.AppendUvarint(w.raw, uint64(len(row)))
+	w.raw = append(w.raw, row...)
+	w.rows++
+	if crc32.Checksum(key, castagnoliTable)&(1<<kvPartBits-1) == 0 || len(w.raw) >= kvPartMaxRawBytes {
+		return w.cut()
+	}
+	return nil
+}
+
+// cut ends the current part, if it has rows.
+func (w *partSpool) cut() error {
+	if w.rows == 0 {
+		return nil
+	}
+	if w.enc == nil {
+		var err error
+		if w.enc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(true)); err != nil {
+			return err
+		}
+	}
+	sum := sha256.Sum256(w.raw)
+	obj := append([]byte(kvPartMagic), kvPartFormat)
+	obj = binary.AppendUvarint(obj, uint64(w.rows))
+	obj = w.enc.EncodeAll(w.raw, obj)
+	path := filepath.Join(w.dir, fmt.Sprintf("part-%d", len(w.parts)))
+	if err := os.WriteFile(path, obj, 0o600); err != nil {
+		return err
+	}
+	w.parts = append(w.parts, spooledPart{KVPart: KVPart{Key: w.prefix + hex.EncodeToString(sum[:]) + ".part",
+		Rows: w.rows, RawBytes: int64(len(w.raw)), Bytes: int64(len(obj))}, path: path})
+	w.raw, w.rows = w.raw[:0], 0
+	return nil
+}
+
+// ReadKVManifest reads and checks a snapshot manifest.
+func ReadKVManifest(ctx context.Context, store ObjectStore, key string) (*KVManifest, error) {
+	data, err := readAll(ctx, store, key, maxManifestBytes)
+	if err != nil {
+		return nil, fmt.Errorf("tiering: read KV snapshot manifest %s: %w", key, err)
+	}
+	m := &KVManifest{}
+	if json.Unmarshal(data, m) != nil || m.Format != kvManifestFormat {
+		return nil, fmt.Errorf("%w: manifest %s does not decode (format %d)", ErrBadKVSnapshot, key, m.Format)
+	}
+	for _, p := range m.Parts {
+		if ValidateKey(p.Key) != nil || p.Rows <= 0 || p.Bytes <= 0 {
+			return nil, fmt.Errorf("%w: manifest %s lists a bad part %+v", ErrBadKVSnapshot, key, p)
+		}
+	}
+	return m, nil
+}
+
+// KVSink takes a snapshot's rows (kvstore.Loader).
+type KVSink interface {
+	Put(key, row []byte) error
+}
+
+// RestoreKVSnapshot reads every part of the snapshot at manifestKey, in
+// order, into sink, each part checked against the hash its key names, and
+// returns the manifest (its Offset is what the rows cover).
+func RestoreKVSnapshot(ctx context.Context, store ObjectStore, manifestKey string, sink KVSink) (*KVManifest, error) {
+	m, err := ReadKVManifest(ctx, store, manifestKey)
+	if err != nil {
+		return nil, err
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(4*kvPartMaxRawBytes))
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	var raw []byte
+	for _, p := range m.Parts {
+		obj, err := readAll(ctx, store, p.Key, maxKVPartObjectBytes)
+		if err != nil {
+			return nil, fmt.Errorf("tiering: read KV snapshot part %s: %w", p.Key, err)
+		}
+		if raw, err = decodeKVPart(dec, obj, p, raw[:0]); err != nil {
+			return nil, err
+		}
+		for pos := 0; pos < len(raw); {
+			key, row, next, ok := nextKVRecord(raw, pos)
+			if !ok {
+				return nil, fmt.Errorf("%w: part %s: a row cut short at byte %d", ErrBadKVSnapshot, p.Key, pos)
+			}
+			if err := sink.Put(key, row); err != nil {
+				return nil, err
+			}
+			pos = next
+		}
+	}
+	return m, nil
+}
+
+// decodeKVPart checks a part object against its manifest entry and the hash
+// in its key, and returns its rows' bytes.
+func decodeKVPart(dec *zstd.Decoder, obj []byte, p KVPart, dst []byte) ([]byte, error) {
+	if len(obj) < len(kvPartMagic)+2 || string(obj[:len(kvPartMagic)]) != kvPartMagic || obj[len(kvPartMagic)] != kvPartFormat {
+		return nil, fmt.Errorf("%w: part %s: bad header", ErrBadKVSnapshot, p.Key)
+	}
+	rows, n := binary.Uvarint(obj[len(kvPartMagic)+1:])
+	if n <= 0 || int64(rows) != p.Rows {
+		return nil, fmt.Errorf("%w: part %s: %d rows, the manifest says %d", ErrBadKVSnapshot, p.Key, rows, p.Rows)
+	}
+	raw, err := dec.DecodeAll(obj[len(kvPartMagic)+1+n:], dst)
+	if err != nil {
+		return nil, fmt.Errorf("%w: part %s: %v", ErrBadKVSnapshot, p.Key, err)
+	}
+	sum := sha256.Sum256(raw)
+	if !strings.HasSuffix(p.Key, "/"+hex.EncodeToString(sum[:])+".part") {
+		return nil, fmt.Errorf("%w: part %s: its rows hash to %x", ErrBadKVSnapshot, p.Key, sum)
+	}
+	return raw, nil
+}
+
+// nextKVRecord reads the record at pos of a part's rows.
+func nextKVRecord(raw []byte, pos int) (key, row []byte, next int, ok bool) {
+	kl, n := binary.Uvarint(raw[pos:])
+	if n <= 0 || uint64(len(raw)-pos-n) < kl {
+		return nil, nil, 0, false
+	}
+	pos += n
+	key, pos = raw[pos:pos+int(kl)], pos+int(kl)
+	rl, n := binary.Uvarint(raw[pos:])
+	if n <= 0 || uint64(len(raw)-pos-n) < rl {
+		return nil, nil, 0, false
+	}
+	pos += n
+	return key, raw[pos : pos+int(rl)], pos + int(rl), true
+}
+
+// readAll reads a whole object of at most limit bytes.
+func readAll(ctx context.Context, store ObjectStore, key string, limit int64) ([]byte, error) {
+	body, err := store.Get(ctx, key, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: over %d bytes", key, limit)
+	}
+	return data, nil
+}
+
+// CollectKVSnapshots deletes the bucket's snapshot objects that the
+// retained snapshots (their manifest keys) do not reference: manifests of
+// dropped or never-committed snapshots and the parts only they used. Only
+// the bucket's leader collects, right after its own commit, so no
+// snapshot of its own is being written meanwhile; another (deposed)
+// leader's snapshot in flight would be refused at its commit.
+func CollectKVSnapshots(ctx context.Context, cfg KVSnapshotConfig, retained []string) (int, error) {
+	keep := map[string]bool{}
+	for _, key := range retained {
+		keep[key] = true
+		m, err := ReadKVManifest(ctx, cfg.Store, key)
+		if err != nil {
+			return 0, err
+		}
+		for _, p := range m.Parts {
+			keep[p.Key] = true
+		}
+	}
+	var garbage []string
+	if err := cfg.Store.List(ctx, kvPrefix(cfg.Root, cfg.TableID, cfg.Bucket), func(o ObjectInfo) error {
+		if !keep[o.Key] {
+			garbage = append(garbage, o.Key)
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	if len(garbage) == 0 {
+		return 0, nil
+	}
+	return len(garbage), cfg.Store.Delete(ctx, garbage...)
+}
