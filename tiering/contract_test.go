@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/internal/s3test"
+	"github.com/floedb/floe/tiering"
 )
 
 // s3server is the real S3 server of this package's tests (versitygw, or

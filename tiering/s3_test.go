@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/internal/s3test"
+	"github.com/floedb/floe/tiering"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
