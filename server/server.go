@@ -43,6 +43,8 @@ type Server struct {
 	replicas    *replica.Manager  // tablet role
 	kvTables    *kvreplica.Tables // tablet role: the KV side of its replicas
 	tabletReady atomic.Bool
+	// snapshotSem lets one KV snapshot run at a time (kvsnapshot.go).
+	snapshotSem chan struct{}
 	gossip      atomic.Pointer[gossip.Gossip]
 
 	peersMu     sync.Mutex
@@ -82,7 +84,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, id: id, dirLock: lock, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}),
+	s := &Server{cfg: cfg, id: id, dirLock: lock, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}), snapshotSem: make(chan struct{}, 1),
 		registered: make(chan struct{}), fatal: make(chan error, 1)}
 	s.log = cfg.Logger.With("node", cfg.NodeID)
 	if cfg.HasRole(RoleTablet) {

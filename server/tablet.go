@@ -127,6 +127,7 @@ func (s *Server) startTablet(ctx context.Context) error {
 	m, err := replica.New(replica.Config{
 		NodeID:         s.cfg.NodeID,
 		Remote:         remote,
+		RemoteStore:    s.cfg.Remote,
 		OnTableDropped: onDropped,
 		Dir:            tabletDir,
 		Log:            logstore.Config{Sync: s.cfg.LogSync, SegmentMaxBytes: s.cfg.SegmentMaxBytes},

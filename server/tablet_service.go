@@ -11,6 +11,7 @@ import (
 // tabletService implements pb.DRPCTabletServer over the replica manager.
 type tabletService struct {
 	m *replica.Manager
+	s *Server // what the replicas need of the node: KV snapshots commit through it
 }
 
 var _ pb.DRPCTabletServer = (*tabletService)(nil)
@@ -43,6 +44,12 @@ func (t *tabletService) ScanRows(ctx context.Context, req *pb.ScanRowsRequest) (
 	return t.m.ScanRows(ctx, req)
 }
 
+// SnapshotKV takes a KV snapshot of a primary-key bucket now, on its
+// leader, and commits it.
+func (t *tabletService) SnapshotKV(ctx context.Context, req *pb.SnapshotKVRequest) (*pb.SnapshotKVResponse, error) {
+	return t.s.snapshotBucket(ctx, replica.BucketID{TableID: req.TableId, Bucket: req.Bucket})
+}
+
 // tabletGate answers UNAVAILABLE until the replica manager runs.
 type tabletGate struct{ s *Server }
 
@@ -52,7 +59,7 @@ func (g *tabletGate) service() (*tabletService, error) {
 	if !g.s.tabletReady.Load() {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is starting", g.s.cfg.NodeID)
 	}
-	return &tabletService{m: g.s.replicas}, nil
+	return &tabletService{m: g.s.replicas, s: g.s}, nil
 }
 
 func (g *tabletGate) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
@@ -101,6 +108,14 @@ func (g *tabletGate) PrefixLookup(ctx context.Context, req *pb.PrefixLookupReque
 		return nil, err
 	}
 	return t.PrefixLookup(ctx, req)
+}
+
+func (g *tabletGate) SnapshotKV(ctx context.Context, req *pb.SnapshotKVRequest) (*pb.SnapshotKVResponse, error) {
+	t, err := g.service()
+	if err != nil {
+		return nil, err
+	}
+	return t.SnapshotKV(ctx, req)
 }
 
 func (g *tabletGate) ScanRows(ctx context.Context, req *pb.ScanRowsRequest) (*pb.ScanRowsResponse, error) {

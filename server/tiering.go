@@ -83,13 +83,19 @@ func (s *Server) deleteDropped(ctx context.Context, rl *tiering.RemoteLog, ids [
 // tierOnce runs one round for each bucket this node leads.
 func (s *Server) tierOnce(ctx context.Context, rl *tiering.RemoteLog) {
 	leaders := s.replicas.LeaderLogs()
+	defer s.snapshotDueBuckets(ctx, leaders)
 	forEachBounded(leaders, tieringConcurrency, func(l replica.LeaderLog) {
 		rctx, cancel := context.WithTimeout(ctx, tieringRoundTimeout)
 		defer cancel()
 		b := &tiering.LeaderBucket{TableID: l.ID.TableID, Bucket: l.ID.Bucket, Log: l.Log, LeaderEpoch: l.LeaderEpoch,
 			HighWatermark: l.HighWatermark, Committed: replica.HandleOf(l.Remote), TTL: l.TTL, ExpireBelow: 1<<63 - 1}
 		if l.PrimaryKey {
-			b.ExpireBelow = 0 // until KV snapshots let the changelog below them go
+			// The changelog below the newest KV snapshot only may expire:
+			// a replica without it restores from the snapshot.
+			b.ExpireBelow = 0
+			if n := len(l.KVSnapshots); n > 0 {
+				b.ExpireBelow = l.KVSnapshots[n-1].Offset
+			}
 		}
 		round, err := rl.Tier(rctx, b)
 		if round.Changed {

@@ -37,6 +37,16 @@ func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch in
 	end := r.log.EndOffset()
 	rl := r.remote.Load()
 	a := &fetchedAppend{r: r, leader: leader, epoch: epoch, hw: fb.HighWatermark, wait: func() error { return nil }}
+	// A primary-key replica this far behind takes its newest committed KV
+	// snapshot, then the changelog after it, rather than replaying all.
+	// The changelog after its offset must be there: on the leader, or in
+	// the remote log up to the leader's start.
+	replayable := func(offset int64) bool {
+		return offset >= fb.LogStartOffset || (rl.GetSegments() > 0 && offset >= rl.StartOffset && rl.EndOffset >= fb.LogStartOffset)
+	}
+	if ok, err := r.restoreFromSnapshot(ctx, replayable); ok || err != nil {
+		return a, err
+	}
 	readable := r.mgr.cfg.Remote != nil && rl != nil
 	if readable && end >= rl.StartOffset && end < rl.EndOffset {
 		if cut, err := r.truncateToRemote(ctx); err != nil || cut {
@@ -70,7 +80,9 @@ func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch in
 		start = rl.StartOffset // what lies below the follower's end there is gone
 	}
 	if r.kv != nil {
-		return nil, fmt.Errorf("the cluster holds offsets from %d on, this primary-key replica ends at %d: its store cannot skip changes (restore it from a KV snapshot)", start, end)
+		// The changelog it lacks is gone and no snapshot covers it: a
+		// store cannot skip changes.
+		return nil, fmt.Errorf("the cluster holds offsets from %d on, this primary-key replica ends at %d, and no KV snapshot it can read starts at or past %d", start, end, start)
 	}
 	r.mgr.log.Warn("follower's log ends below what the cluster still holds: starting it over there",
 		"bucket", r.id.String(), "end_offset", end, "start_offset", start, "leader", leader)

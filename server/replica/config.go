@@ -59,6 +59,9 @@ type Config struct {
 	// fetch below a leader's local log start; nil: no tiering, such reads
 	// are out of range.
 	Remote *tiering.Reader
+	// RemoteStore is the object store behind Remote, from which a
+	// primary-key replica restores KV snapshots; nil: none.
+	RemoteStore tiering.ObjectStore
 	// KV makes the KV side of primary-key tables (package kvreplica);
 	// nil: primary-key tables are not served.
 	KV KVTables

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -47,6 +48,13 @@ type KV interface {
 	// AppliedOffset is the offset below which the store holds the log:
 	// the log below it may leave local disk once it is remote.
 	AppliedOffset() (int64, error)
+	// Snapshot stores a snapshot of the store's rows in remote storage
+	// (parts the previous snapshots stored are reused) and returns it,
+	// not yet committed.
+	Snapshot(ctx context.Context, cfg tiering.KVSnapshotConfig, leaderEpoch int32, previous []string) (tiering.KVSnapshotResult, error)
+	// Restore replaces the store's rows with those of the snapshot at
+	// manifestKey and returns the offset they cover.
+	Restore(ctx context.Context, store tiering.ObjectStore, manifestKey string) (int64, error)
 	// Close stops the KV side and closes its store; with remove (the
 	// replica is deleted) the store's rows go too.
 	Close(remove bool) error

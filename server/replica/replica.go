@@ -34,6 +34,9 @@ type Replica struct {
 	// remote is the bucket's committed remote log, the newest version
 	// seen (tiering.go); nil: none.
 	remote atomic.Pointer[pb.RemoteLog]
+	// kvSnaps are the bucket's committed KV snapshots, oldest first, as
+	// last seen (primary-key tables; kvsnapshot.go).
+	kvSnaps atomic.Pointer[[]*pb.KVSnapshot]
 
 	// produceMu orders the idempotence check with the append it decides,
 	// and the follower path's truncations and appends.

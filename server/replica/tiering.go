@@ -57,12 +57,11 @@ func (r *Replica) RemoteLog() *pb.RemoteLog { return r.remote.Load() }
 // knows: local copies may go below the committed remote end, for a
 // primary-key table only below what its store applied too (the applier
 // reads the local log); the log's age limit deletes a log table's records
-// from anywhere, a primary-key table's from nowhere until KV snapshots let
-// the changelog below them go.
+// from anywhere, a primary-key table's only below its newest committed KV
+// snapshot (a replica without the changelog restores from it).
 func (r *Replica) refreshRetention() {
 	b := logstore.RetentionBounds{RemoteEnd: r.remote.Load().GetEndOffset(), ExpireBelow: math.MaxInt64}
 	if r.table().primaryKey {
-		b.ExpireBelow = 0
 		applied := int64(0)
 		if r.kv != nil {
 			if a, err := r.kv.AppliedOffset(); err == nil {
@@ -70,6 +69,7 @@ func (r *Replica) refreshRetention() {
 			}
 		}
 		b.RemoteEnd = min(b.RemoteEnd, applied)
+		b.ExpireBelow = min(r.newestKVSnapshot().GetOffset(), applied)
 	}
 	if b != r.log.Bounds() {
 		r.log.SetRetentionBounds(b)
@@ -88,6 +88,12 @@ type LeaderLog struct {
 	// changelog below the newest KV snapshot only may expire.
 	TTL        time.Duration
 	PrimaryKey bool
+	// Primary-key tables: the committed KV snapshots (oldest first), the
+	// store's applied offset and the table's kv.snapshot.* properties.
+	KVSnapshots      []*pb.KVSnapshot
+	AppliedOffset    int64
+	SnapshotInterval time.Duration
+	SnapshotRetained int
 }
 
 // LeaderLogs lists the buckets this node leads, and on the way refreshes
@@ -111,8 +117,14 @@ func (m *Manager) LeaderLogs() []LeaderLog {
 			continue
 		}
 		info := r.table()
-		out = append(out, LeaderLog{ID: r.id, Log: r.log, LeaderEpoch: epoch, HighWatermark: hw,
-			Remote: r.remote.Load(), TTL: info.props.LogTTL, PrimaryKey: info.primaryKey})
+		l := LeaderLog{ID: r.id, Log: r.log, LeaderEpoch: epoch, HighWatermark: hw,
+			Remote: r.remote.Load(), TTL: info.props.LogTTL, PrimaryKey: info.primaryKey,
+			SnapshotInterval: info.props.KVSnapshotInterval, SnapshotRetained: info.props.KVSnapshotRetained}
+		if r.kv != nil {
+			l.KVSnapshots = r.kvSnapshots()
+			l.AppliedOffset, _ = r.kv.AppliedOffset()
+		}
+		out = append(out, l)
 	}
 	return out
 }
