@@ -118,7 +118,7 @@ func (m *metaService) GetTable(ctx context.Context, req *pb.GetTableRequest) (*p
 			return err
 		}
 		resp = &pb.GetTableResponse{Table: table, Buckets: buckets, AppliedIndex: applied,
-			MaxBatchBytes: int32(min(m.s.maxBatchBytes(), m.s.segmentBytes(table), math.MaxInt32))}
+			MaxBatchBytes: int32(min(m.s.maxBatchFor(table), math.MaxInt32))}
 		holders := map[uint32]bool{}
 		for _, b := range buckets {
 			for _, r := range b.Replicas {

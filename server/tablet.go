@@ -159,20 +159,27 @@ func (s *Server) maxBatchBytes() int {
 	return replica.DefaultMaxBatchBytes
 }
 
-// segmentBytes is the segment size of a table's logs (log.segment.bytes,
-// else the node's SegmentMaxBytes, else the property's default): no batch
-// is larger than a segment.
-func (s *Server) segmentBytes(t *pb.TableRecord) int {
-	if v, err := tableprop.ParseStored(t.GetProperties(), tableprop.Table{Replication: int(t.GetReplication()),
-		PrimaryKey: len(t.GetPrimaryKey()) > 0}); err == nil {
-		if _, set := t.GetProperties()[tableprop.LogSegmentBytes]; set || s.cfg.SegmentMaxBytes == 0 {
-			return int(v.LogSegmentBytes)
-		}
+// maxBatchFor is the largest batch a client should send to a table: the
+// node's limit, and no more than a segment of the table's log holds
+// (log.segment.bytes, else the node's SegmentMaxBytes, else the property's
+// default). An upsert batch to a primary-key table gets a quarter of it:
+// its changelog, with the -U image of every row it updates, can be larger
+// than the batch.
+func (s *Server) maxBatchFor(t *pb.TableRecord) int {
+	segment := tableprop.DefaultLogSegmentBytes
+	v, err := tableprop.ParseStored(t.GetProperties(), tableprop.Table{Replication: int(t.GetReplication()),
+		PrimaryKey: len(t.GetPrimaryKey()) > 0})
+	_, set := t.GetProperties()[tableprop.LogSegmentBytes]
+	switch {
+	case err == nil && (set || s.cfg.SegmentMaxBytes == 0):
+		segment = int(v.LogSegmentBytes)
+	case s.cfg.SegmentMaxBytes > 0:
+		segment = int(s.cfg.SegmentMaxBytes)
 	}
-	if s.cfg.SegmentMaxBytes > 0 {
-		return int(s.cfg.SegmentMaxBytes)
+	if len(t.GetPrimaryKey()) > 0 {
+		segment /= 4
 	}
-	return tableprop.DefaultLogSegmentBytes
+	return min(s.maxBatchBytes(), segment)
 }
 
 // newFollower makes the tablet role's metadata follower: it watches the meta
