@@ -11,6 +11,7 @@ import (
 //
 //	ROOT/t<table id>/b<bucket>/log/<base offset, 20 digits>-<upload epoch>.log
 //	ROOT/t<table id>/b<bucket>/log/<base offset, 20 digits>-<upload epoch>.index
+//	ROOT/t<table id>/b<bucket>/log/<base offset, 20 digits>-<upload epoch>.writers
 //	ROOT/t<table id>/b<bucket>/manifest/<version, 20 digits>-<leader epoch>-<nonce>.json
 //
 // A segment's keys depend only on the bucket, its base offset and the
@@ -30,9 +31,9 @@ func tablePrefix(root string, tableID uint64) string {
 	return fmt.Sprintf("%s/t%d/", root, tableID)
 }
 
-func segmentKeys(root string, tableID uint64, bucket int32, base int64, epoch int32) (data, index string) {
+func segmentKeys(root string, tableID uint64, bucket int32, base int64, epoch int32) (data, index, writers string) {
 	stem := fmt.Sprintf("%slog/%020d-%d", bucketPrefix(root, tableID, bucket), base, epoch)
-	return stem + ".log", stem + ".index"
+	return stem + ".log", stem + ".index", stem + ".writers"
 }
 
 func manifestKey(root string, tableID uint64, bucket int32, version int64, epoch int32, nonce string) string {
@@ -64,6 +65,9 @@ func parseBucketKey(rest string) parsedKey {
 		stem, ok := strings.CutSuffix(name, ".log")
 		if !ok {
 			stem, ok = strings.CutSuffix(name, ".index")
+		}
+		if !ok {
+			stem, ok = strings.CutSuffix(name, ".writers")
 		}
 		if n, err := fmt.Sscanf(stem, "%d-%d", &a, &b); ok && err == nil && n == 2 && b >= 0 && b <= math.MaxInt32 {
 			return parsedKey{kind: kindSegment, epoch: int32(b)}

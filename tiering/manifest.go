@@ -47,6 +47,9 @@ type RemoteSegment struct {
 	// index (logstore.SegmentIndex).
 	DataKey  string `json:"data_key"`
 	IndexKey string `json:"index_key"`
+	// WritersKey holds the idempotent writers' last batches in the
+	// segment (WriterBatch, JSON); "" when uploaded without.
+	WritersKey string `json:"writers_key,omitempty"`
 }
 
 // EpochStart says a leader epoch's batches start at an offset.
@@ -122,7 +125,7 @@ func (m *Manifest) Validate() error {
 		switch {
 		case s.BaseOffset < 0 || s.NextOffset <= s.BaseOffset || s.Bytes <= 0:
 			return fmt.Errorf("%w: segment %d holds [%d, %d) in %d bytes", ErrBadManifest, i, s.BaseOffset, s.NextOffset, s.Bytes)
-		case ValidateKey(s.DataKey) != nil || ValidateKey(s.IndexKey) != nil:
+		case ValidateKey(s.DataKey) != nil || ValidateKey(s.IndexKey) != nil || (s.WritersKey != "" && ValidateKey(s.WritersKey) != nil):
 			return fmt.Errorf("%w: segment %d: keys %q, %q", ErrBadManifest, i, s.DataKey, s.IndexKey)
 		case len(s.Epochs) == 0 || s.Epochs[0].StartOffset != s.BaseOffset:
 			return fmt.Errorf("%w: segment %d: epochs %v do not start at %d", ErrBadManifest, i, s.Epochs, s.BaseOffset)

@@ -188,6 +188,9 @@ func (r *RemoteLog) Tier(ctx context.Context, b *LeaderBucket) (Round, error) {
 	}
 	for _, s := range expired {
 		garbage = append(garbage, s.DataKey, s.IndexKey)
+		if s.WritersKey != "" {
+			garbage = append(garbage, s.WritersKey)
+		}
 	}
 	if err := r.cfg.Store.Delete(ctx, garbage...); err != nil {
 		r.log.Warn("deleting replaced remote objects (they stay as garbage until the bucket's next leadership sweeps them)",
@@ -286,7 +289,7 @@ func (r *RemoteLog) uploadSegment(ctx context.Context, b *LeaderBucket, base int
 		return RemoteSegment{}, err
 	}
 	defer s.Close()
-	dataKey, indexKey := segmentKeys(r.cfg.Root, b.TableID, b.Bucket, s.BaseOffset, b.LeaderEpoch)
+	dataKey, indexKey, writersKey := segmentKeys(r.cfg.Root, b.TableID, b.Bucket, s.BaseOffset, b.LeaderEpoch)
 	if err := r.cfg.Store.Put(ctx, dataKey, s.Data(), s.Bytes); err != nil {
 		return RemoteSegment{}, fmt.Errorf("tiering: upload segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
 	}
@@ -294,8 +297,15 @@ func (r *RemoteLog) uploadSegment(ctx context.Context, b *LeaderBucket, base int
 	if err := r.cfg.Store.Put(ctx, indexKey, bytes.NewReader(ix), int64(len(ix))); err != nil {
 		return RemoteSegment{}, fmt.Errorf("tiering: upload index of segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
 	}
+	ws, err := scanWriters(s.Data(), s.Bytes)
+	if err != nil {
+		return RemoteSegment{}, err
+	}
+	if err := putWriters(ctx, r.cfg.Store, writersKey, ws); err != nil {
+		return RemoteSegment{}, fmt.Errorf("tiering: upload writer state of segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
+	}
 	rs := RemoteSegment{BaseOffset: s.BaseOffset, NextOffset: s.NextOffset, Bytes: s.Bytes, MaxTimestamp: s.MaxTimestamp,
-		UploadEpoch: b.LeaderEpoch, DataKey: dataKey, IndexKey: indexKey}
+		UploadEpoch: b.LeaderEpoch, DataKey: dataKey, IndexKey: indexKey, WritersKey: writersKey}
 	for _, e := range s.Epochs {
 		rs.Epochs = append(rs.Epochs, EpochStart{Epoch: e.Epoch, StartOffset: e.StartOffset})
 	}
@@ -364,7 +374,7 @@ func (r *RemoteLog) commit(ctx context.Context, b *LeaderBucket, cur *cachedMani
 func (r *RemoteLog) sweep(ctx context.Context, b *LeaderBucket, c *cachedManifest) error {
 	keep := map[string]bool{c.handle.ManifestKey: true}
 	for _, s := range c.manifest.Segments {
-		keep[s.DataKey], keep[s.IndexKey] = true, true
+		keep[s.DataKey], keep[s.IndexKey], keep[s.WritersKey] = true, true, true
 	}
 	prefix := bucketPrefix(r.cfg.Root, b.TableID, b.Bucket)
 	var garbage []string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -314,6 +315,98 @@ func TestManifestEndOffsetForEpoch(t *testing.T) {
 		found, end, ok := m.EndOffsetForEpoch(tt.epoch)
 		if found != tt.found || end != tt.end || ok != tt.ok {
 			t.Errorf("epoch %d: %d, %d, %v; want %d, %d, %v", tt.epoch, found, end, ok, tt.found, tt.end, tt.ok)
+		}
+	}
+}
+
+// failingStore fails every Put while down is set: an S3 outage.
+type failingStore struct {
+	ObjectStore
+	down bool
+}
+
+func (s *failingStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if s.down {
+		return fmt.Errorf("connection refused (the store is down)")
+	}
+	return s.ObjectStore.Put(ctx, key, r, size)
+}
+
+// TestTierStoreOutage: while the store refuses writes a round fails,
+// commits nothing (so no replica may delete local copies), and the round
+// after the outage uploads everything it missed.
+func TestTierStoreOutage(t *testing.T) {
+	f := newTierFixture(t)
+	down := &failingStore{ObjectStore: f.store, down: true}
+	rl, err := NewRemoteLog(RemoteLogConfig{Store: down, Root: "cluster-a", Commit: f.ctl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.appendBatches(300, 3)
+	b := f.bucket(f.log.EndOffset())
+	if _, err := rl.Tier(t.Context(), b); err == nil {
+		t.Fatal("a round with the store down succeeded")
+	}
+	if f.ctl.commits != 0 || f.ctl.handle() != (Handle{}) {
+		t.Fatalf("a round with the store down committed %+v", f.ctl.handle())
+	}
+	down.down = false
+	round, err := rl.Tier(t.Context(), f.bucket(f.log.EndOffset()))
+	if err != nil || round.Uploaded == 0 || f.ctl.handle().EndOffset == 0 {
+		t.Fatalf("after the outage: %+v, %v", round, err)
+	}
+}
+
+// TestTierUploadsWriterState: each remote segment carries its idempotent
+// writers' last batches, and WritersBefore gives a replica starting over
+// at an offset those wholly below it.
+func TestTierUploadsWriterState(t *testing.T) {
+	f := newTierFixture(t)
+	seq := map[int64]int32{}
+	for i := range 400 {
+		id := int64(1 + i%2)
+		b := record.NewBatchBuilder(record.BatchOptions{Format: record.PayloadRaw, AppendOnly: true, HasWriter: true,
+			WriterID: id, Sequence: seq[id]}, 0)
+		if err := b.Append(record.AppendOnly, bytes.Repeat([]byte{'w'}, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		batch, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.log.Append(batch, 3); err != nil {
+			t.Fatal(err)
+		}
+		seq[id]++
+	}
+	f.rl.cfg.MaxSegmentsPerRound = 100
+	f.tier(f.bucket(f.log.EndOffset()))
+	r, err := NewReader(ReaderConfig{Store: f.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := f.ctl.handle()
+	m, err := r.Manifest(t.Context(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := m.Segments[len(m.Segments)-1].BaseOffset // a replica starts over at a segment boundary
+	ws, err := r.WritersBefore(t.Context(), h, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := map[int64]WriterBatch{}
+	for i, w := range ws {
+		if w.LastOffset >= at || (i > 0 && w.BaseOffset <= ws[i-1].BaseOffset) {
+			t.Fatalf("entry %+v at or past %d, or out of order", w, at)
+		}
+		last[w.WriterID] = w
+	}
+	// Batches of one record each, writers alternating: the last batch of
+	// each writer below at is at at-1 or at-2.
+	for id := int64(1); id <= 2; id++ {
+		if w, ok := last[id]; !ok || w.LastOffset < at-2 || w.Sequence != int32(w.BaseOffset/2) {
+			t.Fatalf("writer %d: last remembered %+v, want one of the two batches before %d", id, w, at)
 		}
 	}
 }

@@ -10,9 +10,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/floedb/floe/internal/testcluster"
 	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/tiering"
 )
 
 func TestLineReader(t *testing.T) {
@@ -93,7 +95,20 @@ func TestProduceLinesReportsLine(t *testing.T) {
 var shared = testcluster.Shared{Options: testcluster.Options{Nodes: 2}}
 
 func TestMain(m *testing.M) {
+	// KV snapshots need remote storage; the tiering rounds themselves
+	// (an hour apart) never run in a test.
+	remoteDir, err := os.MkdirTemp("", "floe-cli-remote-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if shared.Options.Remote, err = tiering.NewFolder(remoteDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shared.Options.TieringInterval = time.Hour
 	code := m.Run()
+	os.RemoveAll(remoteDir)
 	if err := shared.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "closing the test cluster:", err)
 	}

@@ -93,8 +93,29 @@ func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch in
 		r.maybeFail(err)
 		return nil, err
 	}
-	r.writers = newWriterTable()
+	r.writers = r.remoteWriters(ctx, start)
 	return a, nil
+}
+
+// remoteWriters is the writer state of a replica starting over at offset:
+// what the remote segments before it remember (retries of batches there
+// are still recognized), or an empty table when there is none to read.
+func (r *Replica) remoteWriters(ctx context.Context, offset int64) *writerTable {
+	t := newWriterTable()
+	rl := r.remote.Load()
+	if r.mgr.cfg.Remote == nil || rl == nil {
+		return t
+	}
+	ws, err := r.mgr.cfg.Remote.WritersBefore(ctx, HandleOf(rl), offset)
+	if err != nil {
+		r.mgr.log.Warn("reading the writer state of remote segments; retries of earlier batches may be taken as new",
+			"bucket", r.id.String(), "offset", offset, "err", err)
+		return t
+	}
+	for _, w := range ws {
+		t.remember(w.WriterID, writerBatch{seq: w.Sequence, base: w.BaseOffset, last: w.LastOffset, timestampMs: w.TimestampMs})
+	}
+	return t
 }
 
 // truncateToRemote checks the replica's tail against the committed remote

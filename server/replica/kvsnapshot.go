@@ -123,6 +123,6 @@ func (r *Replica) restoreFromSnapshot(ctx context.Context, replayable func(offse
 		r.maybeFail(err)
 		return false, err
 	}
-	r.writers = newWriterTable()
+	r.writers = r.remoteWriters(ctx, offset)
 	return true, nil
 }

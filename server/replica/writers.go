@@ -75,12 +75,17 @@ func (t *writerTable) record(b record.Batch) {
 	if b.WriterID() == record.NoWriterID {
 		return
 	}
-	w := t.writers[b.WriterID()]
+	t.remember(b.WriterID(), writerBatch{seq: b.BatchSequence(), base: b.BaseOffset(), last: b.LastOffset(), timestampMs: b.CommitTimestamp()})
+}
+
+// remember adds a writer's batch, the newest it has.
+func (t *writerTable) remember(writerID int64, b writerBatch) {
+	w := t.writers[writerID]
 	if w == nil {
 		w = &writerState{}
-		t.writers[b.WriterID()] = w
+		t.writers[writerID] = w
 	}
-	w.batches[w.next] = writerBatch{seq: b.BatchSequence(), base: b.BaseOffset(), last: b.LastOffset(), timestampMs: b.CommitTimestamp()}
+	w.batches[w.next] = b
 	w.next = (w.next + 1) % writersRemembered
 	w.n = min(w.n+1, writersRemembered)
 }
