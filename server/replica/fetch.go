@@ -41,8 +41,8 @@ func (m *Manager) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchRes
 		// A wake-up by a change to some other bucket of the node, nothing
 		// a follower asked for having moved, needs no serving again.
 		if watch == nil || watch.ready() {
-			resp, bytes, anyError := m.fetchOnce(ctx, req, total)
-			if bytes >= int(max(req.MinBytes, 1)) || anyError || !time.Now().Before(deadline) {
+			resp, bytes, answerNow := m.fetchOnce(ctx, req, total)
+			if bytes >= int(max(req.MinBytes, 1)) || answerNow || !time.Now().Before(deadline) {
 				return resp, nil
 			}
 			if watch == nil && req.ReplicaId != 0 {
@@ -111,10 +111,12 @@ func (m *Manager) checkFollower(id uint32, epoch uint64) error {
 	return nil
 }
 
-// fetchOnce reads every requested bucket once.
+// fetchOnce reads every requested bucket once. It returns the answer, its
+// record bytes, and whether it must go back now whatever its size (an
+// error, a divergence, a remote segment reference).
 func (m *Manager) fetchOnce(ctx context.Context, req *pb.FetchRequest, total int) (*pb.FetchResponse, int, bool) {
 	resp := &pb.FetchResponse{Buckets: make([]*pb.FetchedBucket, 0, len(req.Buckets))}
-	bytes, anyError := 0, false
+	bytes, answerNow := 0, false
 	for _, fb := range req.Buckets {
 		budget := int(fb.MaxBytes)
 		if budget <= 0 {
@@ -138,15 +140,17 @@ func (m *Manager) fetchOnce(ctx context.Context, req *pb.FetchRequest, total int
 			} else {
 				out.ErrorCode, out.Error = pb.ErrorCode_ERROR_CODE_INTERNAL, err.Error()
 			}
-			anyError = true
+			answerNow = true
 		}
 		bytes += len(out.Records)
 		resp.Buckets = append(resp.Buckets, out)
-		if out.Diverging {
-			anyError = true
+		if out.Diverging || out.Remote != nil {
+			// Nothing to wait for: the follower truncates, the consumer
+			// reads the remote segment itself.
+			answerNow = true
 		}
 	}
-	return resp, bytes, anyError
+	return resp, bytes, answerNow
 }
 
 // readInto copies batches from offset below limit into out; unflushed
