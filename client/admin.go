@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/floedb/floe/transport/pb"
 )
@@ -75,11 +76,35 @@ type Bucket struct {
 	Status string `json:"status"`
 	// UncleanElections counts the leaders chosen from outside the ISR.
 	UncleanElections int32 `json:"unclean_elections"`
+	// Remote is the bucket's committed remote log (tiering); nil before
+	// its first upload.
+	Remote *RemoteLog `json:"remote,omitempty"`
+	// Snapshot is the newest committed KV snapshot of a primary-key
+	// bucket; nil: none.
+	Snapshot *KVSnapshot `json:"kv_snapshot,omitempty"`
+}
+
+// RemoteLog is what a bucket holds in remote storage.
+type RemoteLog struct {
+	// Offsets [StartOffset, EndOffset) are in remote storage.
+	StartOffset int64 `json:"start_offset"`
+	EndOffset   int64 `json:"end_offset"`
+	Segments    int32 `json:"segments"`
+	Bytes       int64 `json:"bytes"`
 }
 
 func bucketFromPB(b *pb.BucketRecord) Bucket {
-	return Bucket{Bucket: b.Bucket, Replicas: b.Replicas, Leader: b.Leader, LeaderEpoch: b.LeaderEpoch, ISR: b.Isr,
+	out := Bucket{Bucket: b.Bucket, Replicas: b.Replicas, Leader: b.Leader, LeaderEpoch: b.LeaderEpoch, ISR: b.Isr,
 		BucketEpoch: b.BucketEpoch, Status: bucketStatus(b), UncleanElections: b.UncleanElections}
+	if rl := b.GetRemoteLog(); rl != nil {
+		out.Remote = &RemoteLog{StartOffset: rl.StartOffset, EndOffset: rl.EndOffset, Segments: rl.Segments, Bytes: rl.Bytes}
+	}
+	if n := len(b.KvSnapshots); n > 0 {
+		s := b.KvSnapshots[n-1]
+		out.Snapshot = &KVSnapshot{Bucket: b.Bucket, Offset: s.Offset, Created: time.UnixMilli(s.CreatedMs), Rows: s.Rows,
+			Bytes: s.Bytes, ManifestKey: s.ManifestKey}
+	}
+	return out
 }
 
 // Bucket statuses.

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/floedb/floe/client"
 )
@@ -206,9 +207,17 @@ func printTable(env *cliEnv, t *client.TableInfo) error {
 	for _, col := range t.Columns {
 		fmt.Fprintf(w, "%s\t%s\t%v\n", col.Name, col.Type, col.Nullable)
 	}
-	fmt.Fprintln(w, "\nBUCKET\tLEADER\tEPOCH\tREPLICAS\tISR\tUNCLEAN ELECTIONS\tSTATUS")
+	fmt.Fprintln(w, "\nBUCKET\tLEADER\tEPOCH\tREPLICAS\tISR\tUNCLEAN ELECTIONS\tSTATUS\tREMOTE\tKV SNAPSHOT")
 	for _, b := range t.Placement {
-		fmt.Fprintf(w, "%d\t%d\t%d\t%v\t%v\t%d\t%s\n", b.Bucket, b.Leader, b.LeaderEpoch, b.Replicas, b.ISR, b.UncleanElections, b.Status)
+		remote, snap := "-", "-"
+		if r := b.Remote; r != nil {
+			remote = fmt.Sprintf("[%d, %d) %d segments %d B", r.StartOffset, r.EndOffset, r.Segments, r.Bytes)
+		}
+		if s := b.Snapshot; s != nil {
+			snap = fmt.Sprintf("at %d, %d rows, %s", s.Offset, s.Rows, s.Created.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(w, "%d\t%d\t%d\t%v\t%v\t%d\t%s\t%s\t%s\n", b.Bucket, b.Leader, b.LeaderEpoch, b.Replicas, b.ISR,
+			b.UncleanElections, b.Status, remote, snap)
 	}
 	return w.Flush()
 }
