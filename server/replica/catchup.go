@@ -52,7 +52,7 @@ func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch in
 		if cut, err := r.truncateToRemote(ctx); err != nil || cut {
 			return nil, err // after a cut, the next fetch goes on from the new end
 		}
-		data, err := r.readRemoteFrom(ctx, end)
+		data, err := r.readRemoteFrom(ctx, end, DefaultFollowerFetchBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -150,10 +150,20 @@ func (r *Replica) truncateToRemote(ctx context.Context) (bool, error) {
 	return r.cutLog(to), nil
 }
 
+// ReadRemoteBelow reads committed batches of the remote log from offset
+// from on, about maxBytes, for a KV store that needs the changelog below
+// the local log's start; nil when the remote log does not hold from.
+func (r *Replica) ReadRemoteBelow(ctx context.Context, from int64, maxBytes int) ([]byte, error) {
+	if !r.inRemote(from) {
+		return nil, nil
+	}
+	return r.readRemoteFrom(ctx, from, maxBytes)
+}
+
 // readRemoteFrom reads whole batches of the committed remote log from
 // offset on (offset is a batch boundary of this replica's log: its end),
 // dropping those before it.
-func (r *Replica) readRemoteFrom(ctx context.Context, offset int64) ([]byte, error) {
+func (r *Replica) readRemoteFrom(ctx context.Context, offset int64, maxBytes int) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, remoteCatchUpTimeout)
 	defer cancel()
 	h := HandleOf(r.remote.Load())
@@ -162,7 +172,7 @@ func (r *Replica) readRemoteFrom(ctx context.Context, offset int64) ([]byte, err
 		return nil, err
 	}
 	for {
-		data, err := r.mgr.cfg.Remote.ReadBatches(ctx, loc, DefaultFollowerFetchBytes)
+		data, err := r.mgr.cfg.Remote.ReadBatches(ctx, loc, maxBytes)
 		if err != nil {
 			return nil, err
 		}

@@ -48,6 +48,14 @@ func (r *Replica) kvSnapshots() []*pb.KVSnapshot {
 // newestKVSnapshot is the newest committed KV snapshot known (nil: none).
 func (r *Replica) newestKVSnapshot() *pb.KVSnapshot { return newestOf(r.kvSnapshots()) }
 
+// NewestKVSnapshot is the bucket's newest committed KV snapshot known
+// (nil: none).
+func (r *Replica) NewestKVSnapshot() *pb.KVSnapshot { return r.newestKVSnapshot() }
+
+// RemoteStore is the object store the node's KV snapshots are in (nil:
+// none).
+func (r *Replica) RemoteStore() tiering.ObjectStore { return r.mgr.cfg.RemoteStore }
+
 // TakenKVSnapshot is a KV snapshot a leader stored, for the server to
 // commit.
 type TakenKVSnapshot struct {

@@ -49,6 +49,10 @@ func (kv *kvReplica) catchUp() (more bool) {
 			return true
 		}
 		if start := kv.r.StartOffset(); applied < start {
+			if kv.recoverBelow(st, applied, hw) {
+				kv.stuck.Store(nil)
+				continue
+			}
 			err := fmt.Errorf("replica: bucket %s: the KV store needs the log from offset %d, which starts at %d", kv.id, applied, start)
 			if kv.stuck.Swap(&err) == nil {
 				kv.log.Error("KV store cannot catch up", "bucket", kv.id, "applied_offset", applied, "log_start_offset", start)

@@ -7,6 +7,7 @@ import (
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -39,6 +40,15 @@ type Log interface {
 	Changes() <-chan struct{}
 	Notify()
 	WaitChange(ctx context.Context, ch <-chan struct{}, deadline time.Time) bool
+
+	// ReadRemoteBelow reads committed batches of the remote log from
+	// offset from (below the local log's start), about maxBytes; nil when
+	// the remote log does not hold from or this node cannot read it.
+	ReadRemoteBelow(ctx context.Context, from int64, maxBytes int) ([]byte, error)
+	// NewestKVSnapshot is the bucket's newest committed KV snapshot (nil:
+	// none), in RemoteStore (nil: this node has no remote storage).
+	NewestKVSnapshot() *pb.KVSnapshot
+	RemoteStore() tiering.ObjectStore
 }
 
 var _ Log = (*replica.Replica)(nil)
