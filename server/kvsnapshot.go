@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/floedb/floe/internal/backoff"
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/transport"
@@ -70,23 +69,13 @@ func (s *Server) snapshotBucket(ctx context.Context, id replica.BucketID) (*pb.S
 func (s *Server) commitKVSnapshot(ctx context.Context, c *pb.CommitKVSnapshot) (*pb.BucketRecord, error) {
 	req := &pb.CommitKVSnapshotRequest{Commit: c,
 		RequestId: fmt.Appendf(nil, "kvsnap/%d/%d/%s", c.TableId, c.Bucket, c.Snapshot.ManifestKey)}
-	ctx, cancel := context.WithTimeout(ctx, remoteCommitTimeout)
-	defer cancel()
-	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: true}
-	for {
-		var resp *pb.CommitKVSnapshotResponse
-		err := s.callMeta(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
-			var err error
-			resp, err = m.CommitKVSnapshot(ctx, req)
-			return err
-		})
-		if err == nil {
-			return resp.GetBucket(), nil
-		}
-		if !transport.IsRetriable(err) || !bo.Wait(ctx) {
-			return nil, err
-		}
-	}
+	var resp *pb.CommitKVSnapshotResponse
+	err := s.commitWithRetry(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.CommitKVSnapshot(ctx, req)
+		return err
+	})
+	return resp.GetBucket(), err
 }
 
 // snapshotDue says whether a primary-key bucket this node leads needs a

@@ -146,21 +146,30 @@ func (c remoteCommitter) CommitRemoteLog(ctx context.Context, b *tiering.LeaderB
 		Commit: &pb.CommitRemoteLog{TableId: b.TableID, Bucket: b.Bucket, LeaderId: c.s.cfg.NodeID, LeaderEpoch: b.LeaderEpoch,
 			ExpectedVersion: expected, RemoteLog: remoteLogOf(next, b.LeaderEpoch)},
 	}
+	var resp *pb.CommitRemoteLogResponse
+	err := c.s.commitWithRetry(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.CommitRemoteLog(ctx, req)
+		return err
+	})
+	if err != nil {
+		return tiering.Handle{}, err
+	}
+	return replica.HandleOf(resp.GetBucket().GetRemoteLog()), nil
+}
+
+// commitWithRetry runs a commit against the metadata leader, again after
+// a backoff while its error is retriable, for at most remoteCommitTimeout.
+// The request must carry the same request id on every attempt, so that a
+// retry after an unknown outcome gets the first attempt's answer.
+func (s *Server) commitWithRetry(ctx context.Context, call func(context.Context, pb.DRPCMetaClient) error) error {
 	ctx, cancel := context.WithTimeout(ctx, remoteCommitTimeout)
 	defer cancel()
 	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: true}
 	for {
-		var resp *pb.CommitRemoteLogResponse
-		err := c.s.callMeta(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
-			var err error
-			resp, err = m.CommitRemoteLog(ctx, req)
+		err := s.callMeta(ctx, call)
+		if err == nil || !transport.IsRetriable(err) || !bo.Wait(ctx) {
 			return err
-		})
-		if err == nil {
-			return replica.HandleOf(resp.GetBucket().GetRemoteLog()), nil
-		}
-		if !transport.IsRetriable(err) || !bo.Wait(ctx) {
-			return tiering.Handle{}, err
 		}
 	}
 }

@@ -14,13 +14,9 @@ import (
 // epoch is raised. An ISR equal to the current one changes nothing: the
 // result carries the bucket as it is, Unchanged.
 func (a *applier) adjustIsr(c *pb.AdjustIsr) (*pb.CommandResult, error) {
-	b := &pb.BucketRecord{}
-	ok, err := getRecord(a.tx.Bucket(bucketBuckets), bucketKey(c.GetTableId(), c.GetBucket()), b)
+	b, err := a.bucketRecord(c.GetTableId(), c.GetBucket())
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, errorf(codeUnknownTable, "table %d has no bucket %d", c.GetTableId(), c.GetBucket())
 	}
 	if err := checkIsrFence(b, c); err != nil {
 		return nil, err
@@ -46,17 +42,10 @@ func (a *applier) adjustIsr(c *pb.AdjustIsr) (*pb.CommandResult, error) {
 // checkIsrFence refuses an AdjustIsr that is not from the bucket's current
 // leader at its current epochs.
 func checkIsrFence(b *pb.BucketRecord, c *pb.AdjustIsr) error {
-	switch {
-	case b.GetLeader() == 0:
-		return errorf(codeFenced, "table %d bucket %d is offline (leader epoch %d)",
-			b.GetTableId(), b.GetBucket(), b.GetLeaderEpoch())
-	case c.GetLeaderId() != b.GetLeader():
-		return errorf(codeFenced, "table %d bucket %d: node %d is not the leader (node %d is, at leader epoch %d)",
-			b.GetTableId(), b.GetBucket(), c.GetLeaderId(), b.GetLeader(), b.GetLeaderEpoch())
-	case c.GetLeaderEpoch() != b.GetLeaderEpoch():
-		return errorf(codeFenced, "table %d bucket %d: leader epoch %d, current is %d",
-			b.GetTableId(), b.GetBucket(), c.GetLeaderEpoch(), b.GetLeaderEpoch())
-	case c.GetBucketEpoch() != b.GetBucketEpoch():
+	if err := checkLeader(b, c.GetLeaderId(), c.GetLeaderEpoch()); err != nil {
+		return err
+	}
+	if c.GetBucketEpoch() != b.GetBucketEpoch() {
 		return errorf(codeFenced, "table %d bucket %d: bucket epoch %d, current is %d",
 			b.GetTableId(), b.GetBucket(), c.GetBucketEpoch(), b.GetBucketEpoch())
 	}

@@ -16,23 +16,12 @@ const maxKVSnapshotsRetained = 100
 // malformed one, or a retained count out of range. The snapshot is
 // appended and the oldest dropped down to retained.
 func (a *applier) commitKVSnapshot(c *pb.CommitKVSnapshot) (*pb.CommandResult, error) {
-	b := &pb.BucketRecord{}
-	ok, err := getRecord(a.tx.Bucket(bucketBuckets), bucketKey(c.GetTableId(), c.GetBucket()), b)
+	b, err := a.bucketRecord(c.GetTableId(), c.GetBucket())
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, errorf(codeUnknownTable, "table %d has no bucket %d", c.GetTableId(), c.GetBucket())
-	}
-	switch {
-	case b.GetLeader() == 0:
-		return nil, errorf(codeFenced, "table %d bucket %d is offline (leader epoch %d)", b.GetTableId(), b.GetBucket(), b.GetLeaderEpoch())
-	case c.GetLeaderId() != b.GetLeader():
-		return nil, errorf(codeFenced, "table %d bucket %d: node %d is not the leader (node %d is, at leader epoch %d)",
-			b.GetTableId(), b.GetBucket(), c.GetLeaderId(), b.GetLeader(), b.GetLeaderEpoch())
-	case c.GetLeaderEpoch() != b.GetLeaderEpoch():
-		return nil, errorf(codeFenced, "table %d bucket %d: leader epoch %d, current is %d",
-			b.GetTableId(), b.GetBucket(), c.GetLeaderEpoch(), b.GetLeaderEpoch())
+	if err := checkLeader(b, c.GetLeaderId(), c.GetLeaderEpoch()); err != nil {
+		return nil, err
 	}
 	snap := c.GetSnapshot()
 	snaps := b.GetKvSnapshots()

@@ -15,25 +15,15 @@ const maxManifestKeyBytes = 1024
 // remote log ends before the committed one or starts before it, or is
 // malformed. The version rises by one; leader and bucket epochs stay.
 func (a *applier) commitRemoteLog(c *pb.CommitRemoteLog) (*pb.CommandResult, error) {
-	b := &pb.BucketRecord{}
-	ok, err := getRecord(a.tx.Bucket(bucketBuckets), bucketKey(c.GetTableId(), c.GetBucket()), b)
+	b, err := a.bucketRecord(c.GetTableId(), c.GetBucket())
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, errorf(codeUnknownTable, "table %d has no bucket %d", c.GetTableId(), c.GetBucket())
+	if err := checkLeader(b, c.GetLeaderId(), c.GetLeaderEpoch()); err != nil {
+		return nil, err
 	}
 	cur := b.GetRemoteLog()
-	switch {
-	case b.GetLeader() == 0:
-		return nil, errorf(codeFenced, "table %d bucket %d is offline (leader epoch %d)", b.GetTableId(), b.GetBucket(), b.GetLeaderEpoch())
-	case c.GetLeaderId() != b.GetLeader():
-		return nil, errorf(codeFenced, "table %d bucket %d: node %d is not the leader (node %d is, at leader epoch %d)",
-			b.GetTableId(), b.GetBucket(), c.GetLeaderId(), b.GetLeader(), b.GetLeaderEpoch())
-	case c.GetLeaderEpoch() != b.GetLeaderEpoch():
-		return nil, errorf(codeFenced, "table %d bucket %d: leader epoch %d, current is %d",
-			b.GetTableId(), b.GetBucket(), c.GetLeaderEpoch(), b.GetLeaderEpoch())
-	case c.GetExpectedVersion() != cur.GetVersion():
+	if c.GetExpectedVersion() != cur.GetVersion() {
 		return nil, errorf(codeFenced, "table %d bucket %d: remote log version %d expected, current is %d",
 			b.GetTableId(), b.GetBucket(), c.GetExpectedVersion(), cur.GetVersion())
 	}
@@ -60,4 +50,33 @@ func (a *applier) commitRemoteLog(c *pb.CommitRemoteLog) (*pb.CommandResult, err
 		return nil, err
 	}
 	return &pb.CommandResult{Value: &pb.CommandResult_Bucket{Bucket: b}}, nil
+}
+
+// bucketRecord reads a bucket's record; a missing one is UNKNOWN_TABLE.
+func (a *applier) bucketRecord(tableID uint64, bucket int32) (*pb.BucketRecord, error) {
+	b := &pb.BucketRecord{}
+	ok, err := getRecord(a.tx.Bucket(bucketBuckets), bucketKey(tableID, bucket), b)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errorf(codeUnknownTable, "table %d has no bucket %d", tableID, bucket)
+	}
+	return b, nil
+}
+
+// checkLeader refuses (FENCED) a command that is not from the bucket's
+// current leader at its current leader epoch.
+func checkLeader(b *pb.BucketRecord, leaderID uint32, leaderEpoch int32) error {
+	switch {
+	case b.GetLeader() == 0:
+		return errorf(codeFenced, "table %d bucket %d is offline (leader epoch %d)", b.GetTableId(), b.GetBucket(), b.GetLeaderEpoch())
+	case leaderID != b.GetLeader():
+		return errorf(codeFenced, "table %d bucket %d: node %d is not the leader (node %d is, at leader epoch %d)",
+			b.GetTableId(), b.GetBucket(), leaderID, b.GetLeader(), b.GetLeaderEpoch())
+	case leaderEpoch != b.GetLeaderEpoch():
+		return errorf(codeFenced, "table %d bucket %d: leader epoch %d, current is %d",
+			b.GetTableId(), b.GetBucket(), leaderEpoch, b.GetLeaderEpoch())
+	}
+	return nil
 }
