@@ -161,6 +161,9 @@ type Round struct {
 // refused commit deletes nothing (the next round starts again from the
 // committed metadata).
 func (r *RemoteLog) Tier(ctx context.Context, b *LeaderBucket) (Round, error) {
+	if !r.mayHaveWork(b) {
+		return Round{Committed: b.Committed}, nil
+	}
 	cur, err := r.current(ctx, b)
 	if err != nil {
 		return Round{}, err
@@ -197,6 +200,33 @@ func (r *RemoteLog) Tier(ctx context.Context, b *LeaderBucket) (Round, error) {
 			"table", b.TableID, "bucket", b.Bucket, "objects", len(garbage), "err", err)
 	}
 	return round, uploadErr
+}
+
+// mayHaveWork says whether a round could change the bucket's remote log:
+// a sealed segment below the high watermark lies past the remote end, or
+// remote segments may have expired. Without, a round does no I/O at all:
+// a node's thousands of idle buckets cost nothing per interval.
+func (r *RemoteLog) mayHaveWork(b *LeaderBucket) bool {
+	end := b.Committed.EndOffset
+	r.mu.Lock()
+	c := r.manifests[bucketRef{b.TableID, b.Bucket}]
+	r.mu.Unlock()
+	if c != nil && c.handle.Version >= b.Committed.Version {
+		end = c.handle.EndOffset
+	}
+	for _, seg := range b.Log.Segments() {
+		if seg.Sealed && seg.Bytes > 0 && seg.NextOffset <= b.HighWatermark && seg.NextOffset > end {
+			return true
+		}
+	}
+	if b.TTL <= 0 || b.Committed.Segments == 0 {
+		return false
+	}
+	if c == nil || c.handle.Version < b.Committed.Version {
+		return true // the manifest, read once, says how old its segments are
+	}
+	cutoff := r.cfg.Now().Add(-b.TTL).UnixMilli()
+	return len(c.manifest.Segments) > 0 && c.manifest.Segments[0].MaxTimestamp < cutoff && c.manifest.Segments[0].NextOffset <= b.ExpireBelow
 }
 
 // current returns the bucket's committed manifest: the cached one when it

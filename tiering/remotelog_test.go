@@ -245,18 +245,33 @@ func TestTierFencedCommitDeletesNothing(t *testing.T) {
 	if len(after) <= len(before) {
 		t.Fatal("the refused round uploaded nothing (the test needs its garbage)")
 	}
-	// The new leader (epoch 4) starts from the committed metadata and
-	// sweeps the stale upload.
+	// The new leader (epoch 4) starts from the committed metadata; its
+	// first round with work sweeps the stale upload: afterwards every
+	// object is the committed manifest or one it references.
 	fresh, err := NewRemoteLog(RemoteLogConfig{Store: f.store, Root: "cluster-a", Commit: f.ctl})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nb := f.bucket(committed.EndOffset) // nothing new below its high watermark
-	if _, err := fresh.Tier(t.Context(), nb); err != nil {
+	if _, err := fresh.Tier(t.Context(), f.bucket(f.log.EndOffset())); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.keys(); len(got) != len(before) {
-		t.Fatalf("after the sweep %d objects, want the %d committed ones:\n%v", len(got), len(before), got)
+	r, err := NewReader(ReaderConfig{Store: f.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := f.ctl.handle()
+	m, err := r.Manifest(t.Context(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	referenced := []string{h.ManifestKey}
+	for _, s := range m.Segments {
+		referenced = append(referenced, s.DataKey, s.IndexKey, s.WritersKey)
+	}
+	for _, k := range f.keys() {
+		if !contains(referenced, k) {
+			t.Fatalf("object %s is referenced by no committed manifest after the new leader's sweep", k)
+		}
 	}
 }
 
@@ -408,5 +423,49 @@ func TestTierUploadsWriterState(t *testing.T) {
 		if w, ok := last[id]; !ok || w.LastOffset < at-2 || w.Sequence != int32(w.BaseOffset/2) {
 			t.Fatalf("writer %d: last remembered %+v, want one of the two batches before %d", id, w, at)
 		}
+	}
+}
+
+// countingCalls counts every call to a store.
+type countingCalls struct {
+	ObjectStore
+	calls int
+}
+
+func (s *countingCalls) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	s.calls++
+	return s.ObjectStore.Put(ctx, key, r, size)
+}
+
+func (s *countingCalls) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	s.calls++
+	return s.ObjectStore.Get(ctx, key, offset, length)
+}
+
+func (s *countingCalls) List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	s.calls++
+	return s.ObjectStore.List(ctx, prefix, fn)
+}
+
+// TestTierIdleBucketCostsNothing: a round for a bucket with nothing to
+// upload or expire makes no store call, so thousands of idle buckets cost
+// nothing per interval.
+func TestTierIdleBucketCostsNothing(t *testing.T) {
+	f := newTierFixture(t)
+	counting := &countingCalls{ObjectStore: f.store}
+	rl, err := NewRemoteLog(RemoteLogConfig{Store: counting, Root: "cluster-a", Commit: f.ctl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.appendBatches(10, 3) // one active segment, nothing sealed
+	b := f.bucket(f.log.EndOffset())
+	b.TTL = time.Hour
+	for range 3 {
+		if _, err := rl.Tier(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if counting.calls != 0 {
+		t.Fatalf("%d store calls for an idle bucket", counting.calls)
 	}
 }
