@@ -1,0 +1,231 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// network is the namespaces, links and filter rules of one cluster: node
+// i (1-based) lives in namespace <prefix>-n<i> at 10.<net>.<i>.2, its link's
+// other end is 10.<net>.<i>.1 in the test's namespace, and traffic between
+// nodes is routed (not bridged) through it, so the FORWARD chain sees
+// every packet between two nodes with both addresses.
+type network struct {
+	prefix string // names of namespaces, links and the chain
+	net    int    // second octet of the addresses
+	nodes  int
+	chain  string
+}
+
+// Available reports whether this machine can run a chaos cluster: root,
+// ip and iptables.
+func Available() error {
+	if os.Geteuid() != 0 {
+		return errors.New("chaos: needs root (network namespaces, iptables, tmpfs mounts)")
+	}
+	for _, tool := range []string{"ip", "iptables", "tc", "mount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("chaos: %s not found: %w", tool, err)
+		}
+	}
+	return nil
+}
+
+// run runs a command and returns its error with its output.
+func run(ctx context.Context, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+func newNetwork(nodes int) *network {
+	tag := fmt.Sprintf("%04x", rand.IntN(1<<16))
+	return &network{prefix: "flc" + tag, net: 100 + rand.IntN(100), nodes: nodes, chain: "FLC-" + tag}
+}
+
+func (n *network) ns(i int) string      { return fmt.Sprintf("%s-n%d", n.prefix, i) }
+func (n *network) link(i int) string    { return fmt.Sprintf("%sn%d", n.prefix, i) } // ≤ 15 bytes
+func (n *network) addr(i int) string    { return fmt.Sprintf("10.%d.%d.2", n.net, i) }
+func (n *network) gateway(i int) string { return fmt.Sprintf("10.%d.%d.1", n.net, i) }
+func (n *network) subnet() string       { return fmt.Sprintf("10.%d.0.0/16", n.net) }
+
+// setUp creates the namespaces, links, routes and the filter chain.
+func (n *network) setUp(ctx context.Context) error {
+	if err := run(ctx, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"); err != nil {
+		return err
+	}
+	for i := 1; i <= n.nodes; i++ {
+		ns := n.ns(i)
+		steps := [][]string{
+			{"ip", "netns", "add", ns},
+			{"ip", "link", "add", n.link(i), "type", "veth", "peer", "name", "eth0", "netns", ns},
+			{"ip", "addr", "add", n.gateway(i) + "/30", "dev", n.link(i)},
+			{"ip", "link", "set", n.link(i), "up"},
+			{"ip", "netns", "exec", ns, "ip", "addr", "add", n.addr(i) + "/30", "dev", "eth0"},
+			{"ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up"},
+			{"ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"},
+			{"ip", "netns", "exec", ns, "ip", "route", "add", "default", "via", n.gateway(i)},
+		}
+		for _, s := range steps {
+			if err := run(ctx, s[0], s[1:]...); err != nil {
+				return err
+			}
+		}
+	}
+	// Our chain decides every packet between two of our nodes: drops for
+	// the partitions first, then accept (the host's FORWARD policy may be
+	// DROP, as Docker sets it).
+	for _, s := range [][]string{
+		{"iptables", "-w", "-N", n.chain},
+		{"iptables", "-w", "-A", n.chain, "-j", "ACCEPT"},
+		{"iptables", "-w", "-I", "FORWARD", "1", "-s", n.subnet(), "-d", n.subnet(), "-j", n.chain},
+	} {
+		if err := run(ctx, s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tearDown removes everything setUp made; it goes on past errors and
+// returns the first.
+func (n *network) tearDown(ctx context.Context) error {
+	var first error
+	keep := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
+	_ = run(ctx, "iptables", "-w", "-D", "FORWARD", "-s", n.subnet(), "-d", n.subnet(), "-j", n.chain)
+	_ = run(ctx, "iptables", "-w", "-F", n.chain)
+	if err := run(ctx, "iptables", "-w", "-X", n.chain); err != nil {
+		keep(err)
+	}
+	_ = n.unblockStore(ctx)
+	for i := 1; i <= n.nodes; i++ {
+		if err := run(ctx, "ip", "netns", "del", n.ns(i)); err != nil {
+			keep(err)
+		}
+		_ = run(ctx, "ip", "link", "del", n.link(i)) // gone with the namespace, normally
+	}
+	return first
+}
+
+// cut drops the packets from node a to node b (one way).
+func (n *network) cut(ctx context.Context, a, b int) error {
+	return run(ctx, "iptables", "-w", "-I", n.chain, "1", "-s", n.addr(a), "-d", n.addr(b), "-j", "DROP")
+}
+
+// heal removes every cut.
+func (n *network) heal(ctx context.Context) error {
+	if err := run(ctx, "iptables", "-w", "-F", n.chain); err != nil {
+		return err
+	}
+	return run(ctx, "iptables", "-w", "-A", n.chain, "-j", "ACCEPT")
+}
+
+// loss drops percent of the packets from and to node i between nodes
+// (iptables' statistic match: works where the kernel has no netem).
+func (n *network) loss(ctx context.Context, i int, percent float64) error {
+	p := fmt.Sprintf("%.4f", percent/100)
+	for _, dir := range []string{"-s", "-d"} {
+		if err := run(ctx, "iptables", "-w", "-I", n.chain, "1", dir, n.addr(i), "-m", "statistic", "--mode", "random",
+			"--probability", p, "-j", "DROP"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasNetem says whether the kernel has tc's netem qdisc.
+func (n *network) hasNetem(ctx context.Context) bool {
+	err := run(ctx, "tc", "qdisc", "add", "dev", n.link(1), "root", "netem", "delay", "1ms")
+	if err == nil {
+		_ = run(ctx, "tc", "qdisc", "del", "dev", n.link(1), "root")
+	}
+	return err == nil
+}
+
+// netem sets latency and loss on node i's link, both ways; zero clears it.
+func (n *network) netem(ctx context.Context, i int, delay time.Duration, lossPercent float64) error {
+	for _, dev := range [][]string{{n.link(i)}, {"-n", n.ns(i), "eth0"}} {
+		args := []string{}
+		name := dev[len(dev)-1]
+		if len(dev) == 3 {
+			args = append(args, dev[:2]...)
+		}
+		_ = run(ctx, "tc", append(args, "qdisc", "del", "dev", name, "root")...)
+		if delay == 0 && lossPercent == 0 {
+			continue
+		}
+		spec := append(args, "qdisc", "add", "dev", name, "root", "netem",
+			"delay", fmt.Sprintf("%dms", delay.Milliseconds()), "loss", fmt.Sprintf("%.1f%%", lossPercent))
+		if err := run(ctx, "tc", spec...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blockStore makes the S3 server at port on the test's namespace
+// unreachable from every node; unblockStore lets it be reached again.
+func (n *network) blockStore(ctx context.Context, port int) error {
+	return run(ctx, "iptables", "-w", "-I", "INPUT", "1", "-s", n.subnet(), "-p", "tcp", "--dport", fmt.Sprint(port),
+		"-m", "comment", "--comment", n.chain, "-j", "DROP")
+}
+
+func (n *network) unblockStore(ctx context.Context) error {
+	// Delete every rule carrying our comment.
+	out, err := exec.CommandContext(ctx, "iptables", "-w", "-S", "INPUT").Output()
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.Contains(line, n.chain) || !strings.HasPrefix(line, "-A ") {
+			continue
+		}
+		args := append([]string{"-w", "-D"}, strings.Fields(strings.TrimPrefix(line, "-A "))...)
+		for i, a := range args {
+			args[i] = strings.Trim(a, `"`)
+		}
+		if err := run(ctx, "iptables", args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepStale removes namespaces and chains an earlier run of this suite
+// left behind (a killed test binary never ran its cleanup).
+func sweepStale(ctx context.Context) {
+	out, _ := exec.CommandContext(ctx, "ip", "netns", "list").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "flc") {
+			_ = run(ctx, "ip", "netns", "del", f[0])
+		}
+	}
+	rules, _ := exec.CommandContext(ctx, "iptables", "-w", "-S", "FORWARD").Output()
+	for _, line := range strings.Split(string(rules), "\n") {
+		if strings.HasPrefix(line, "-A FORWARD") && strings.Contains(line, "-j FLC-") {
+			_ = run(ctx, "iptables", append([]string{"-w", "-D"}, strings.Fields(strings.TrimPrefix(line, "-A "))...)...)
+		}
+	}
+	chains, _ := exec.CommandContext(ctx, "iptables", "-w", "-S").Output()
+	for _, line := range strings.Split(string(chains), "\n") {
+		if c, ok := strings.CutPrefix(line, "-N FLC-"); ok {
+			_ = run(ctx, "iptables", "-w", "-F", "FLC-"+c)
+			_ = run(ctx, "iptables", "-w", "-X", "FLC-"+c)
+		}
+	}
+}

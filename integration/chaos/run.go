@@ -1,0 +1,267 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/floedb/floe/client"
+)
+
+// RunConfig is one run of a scenario.
+type RunConfig struct {
+	Scenario Scenario
+	Seed     uint64
+	// Duration is how long faults are injected while the workloads run.
+	Duration time.Duration
+	Binary   string
+	// Dir holds the cluster's data and logs, and the replay file of a
+	// failed run.
+	Dir  string
+	Logf func(format string, args ...any)
+}
+
+// Verdict is the outcome of a run.
+type Verdict struct {
+	Scenario string        `json:"scenario"`
+	Seed     uint64        `json:"seed"`
+	Duration time.Duration `json:"duration_ns"`
+	Log      LogResult     `json:"log"`
+	KV       KVResult      `json:"kv"`
+	// ReplicaDiffs lists buckets whose replicas differ where all hold data.
+	ReplicaDiffs  []string   `json:"replica_diffs"`
+	LeaderChanges int        `json:"leader_changes"`
+	Recoveries    []Recovery `json:"recoveries"`
+	// ReplayFile is where a failed run wrote what replays it.
+	ReplayFile string `json:"replay_file,omitempty"`
+}
+
+// Pass says whether the run kept every promise.
+func (v Verdict) Pass() bool {
+	return v.Log.Lost == 0 && v.Log.Duplicated == 0 && v.Log.Reordered == 0 && v.Log.WrongOffset == 0 &&
+		len(v.ReplicaDiffs) == 0 && v.KV.Linearizable
+}
+
+// Replay is what a failed run writes, and what -chaos.replay reads.
+type Replay struct {
+	Scenario string        `json:"scenario"`
+	Seed     uint64        `json:"seed"`
+	Duration time.Duration `json:"duration_ns"`
+	Verdict  Verdict       `json:"verdict"`
+	History  []Event       `json:"history"`
+}
+
+// ReadReplay reads a replay file.
+func ReadReplay(path string) (Replay, error) {
+	var r Replay
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	return r, json.Unmarshal(data, &r)
+}
+
+// Run starts a cluster, runs the log and key workloads while the
+// scenario injects faults for the duration, then heals everything, waits
+// for the replicas to catch up and checks.
+func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
+	v = Verdict{Scenario: cfg.Scenario.Name, Seed: cfg.Seed, Duration: cfg.Duration}
+	logf := cfg.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	opts := Options{Binary: cfg.Binary, Dir: cfg.Dir, Nodes: 3, Logf: logf}
+	if cfg.Scenario.Setup != nil {
+		cfg.Scenario.Setup(&opts)
+	}
+	c, err := Start(ctx, opts)
+	if err != nil {
+		return v, err
+	}
+	defer c.Close()
+	cl, err := c.Client(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cl.Close()
+	lw := &LogWorkload{Database: "chaos", Table: "log", Buckets: 2, Writers: 4, Pad: 200}
+	if err := lw.Setup(ctx, cl, cfg.Scenario.Props); err != nil {
+		return v, err
+	}
+	kw := &KVWorkload{Database: "chaos", Table: "kv", Clients: 3, Keys: 5, Seed: cfg.Seed}
+	if err := kw.Setup(ctx, cl); err != nil {
+		return v, err
+	}
+	epochsBefore, err := leaderEpochs(ctx, cl, lw)
+	if err != nil {
+		return v, err
+	}
+
+	h := NewHistory()
+	wctx, stopWork := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var workErr error
+	var workMu sync.Mutex
+	keep := func(err error) {
+		workMu.Lock()
+		if workErr == nil {
+			workErr = err
+		}
+		workMu.Unlock()
+	}
+	wg.Go(func() {
+		if err := lw.Run(wctx, h); err != nil {
+			keep(err)
+		}
+	})
+	wg.Go(func() {
+		if err := kw.Run(wctx, h); err != nil {
+			keep(err)
+		}
+	})
+	fctx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
+	env := &Env{C: c, Cl: cl, Rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), H: h, Log: lw}
+	pause(fctx, time.Second) // let the workloads start before the first fault
+	faultErr := cfg.Scenario.Faults(fctx, env)
+	<-fctx.Done()
+	stopFaults()
+	if err := c.restoreAll(ctx); err != nil {
+		stopWork()
+		wg.Wait()
+		return v, err
+	}
+	// The workloads go on a little after the faults stop: the cluster must
+	// take writes again once healed.
+	pause(ctx, 2*time.Second)
+	stopWork()
+	wg.Wait()
+	if faultErr != nil && ctx.Err() == nil {
+		return v, fmt.Errorf("chaos: scenario %s: %w", cfg.Scenario.Name, faultErr)
+	}
+	if workErr != nil {
+		return v, workErr
+	}
+	if err := waitSettled(ctx, cl, lw); err != nil {
+		return v, err
+	}
+	if v.Log, err = lw.Check(ctx); err != nil {
+		return v, err
+	}
+	v.KV = kw.Check(time.Minute)
+	epochsAfter, err := leaderEpochs(ctx, cl, lw)
+	if err != nil {
+		return v, err
+	}
+	for b := range epochsAfter {
+		v.LeaderChanges += int(epochsAfter[b] - epochsBefore[b])
+	}
+	v.Recoveries = h.Recoveries()
+	if v.ReplicaDiffs, err = c.CompareReplicas(lw.tbl.ID(), lw.Buckets); err != nil {
+		return v, err
+	}
+	if !v.Pass() {
+		v.ReplayFile = filepath.Join(cfg.Dir, fmt.Sprintf("chaos-%s-%d.json", cfg.Scenario.Name, cfg.Seed))
+		data, _ := json.MarshalIndent(Replay{Scenario: cfg.Scenario.Name, Seed: cfg.Seed, Duration: cfg.Duration,
+			Verdict: v, History: h.Events()}, "", " ")
+		if err := os.WriteFile(v.ReplayFile, data, 0o644); err != nil {
+			return v, err
+		}
+	}
+	return v, nil
+}
+
+// restoreAll undoes every fault: the network healed, S3 reachable,
+// paused nodes resumed, full disks freed, stopped nodes restarted; then
+// waits for the cluster to be ready.
+func (c *Cluster) restoreAll(ctx context.Context) error {
+	if err := c.Heal(ctx); err != nil {
+		return err
+	}
+	for i := range c.Nodes {
+		_ = c.Netem(ctx, uint32(i+1), 0, 0)
+	}
+	if c.s3 != nil {
+		if err := c.UnblockS3(ctx); err != nil {
+			return err
+		}
+	}
+	for _, nd := range c.Nodes {
+		nd.Resume()
+		_ = nd.FreeDisk()
+		if !nd.Running() || stopped(nd) {
+			nd.Kill()
+			if err := nd.Restart(); err != nil {
+				return err
+			}
+		}
+	}
+	return c.WaitReady(ctx, 2*time.Minute)
+}
+
+// leaderEpochs reads the log table's buckets' leader epochs.
+func leaderEpochs(ctx context.Context, cl *client.Client, lw *LogWorkload) ([]int32, error) {
+	desc, err := cl.Admin().DescribeTable(ctx, lw.Database, lw.Table)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int32, len(desc.Placement))
+	for i, p := range desc.Placement {
+		out[i] = p.LeaderEpoch
+	}
+	return out, nil
+}
+
+// waitSettled waits until every bucket of both tables has its full ISR.
+func waitSettled(ctx context.Context, cl *client.Client, lw *LogWorkload) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		full := true
+		for _, t := range []string{lw.Table, "kv"} {
+			desc, err := cl.Admin().DescribeTable(ctx, lw.Database, t)
+			if err != nil {
+				full = false
+				break
+			}
+			for _, p := range desc.Placement {
+				if p.Leader == 0 || len(p.ISR) != len(p.Replicas) {
+					full = false
+				}
+			}
+		}
+		if full {
+			return nil
+		}
+		if !pause(ctx, 200*time.Millisecond) {
+			return fmt.Errorf("chaos: replicas did not all return to their ISRs within 2 minutes")
+		}
+	}
+}
+
+// Table renders verdicts as a table.
+func Table(vs []Verdict) string {
+	out := fmt.Sprintf("%-24s %6s %5s %9s %6s %6s %5s %5s %6s %6s %9s %7s %7s %9s\n", "SCENARIO", "SEED", "SECS",
+		"ATTEMPTED", "ACKED", "FAILED", "LOST", "DUPS", "REORD", "DIFFS", "KV OPS", "LINEAR", "LEADERS", "RECOVERY")
+	for _, v := range vs {
+		worst := time.Duration(0)
+		var recs []time.Duration
+		for _, r := range v.Recoveries {
+			if r.After > worst {
+				worst = r.After
+			}
+			recs = append(recs, r.After)
+		}
+		sort.Slice(recs, func(i, j int) bool { return recs[i] < recs[j] })
+		out += fmt.Sprintf("%-24s %6d %5.0f %9d %6d %6d %5d %5d %6d %6d %9d %7v %7d %9s\n", v.Scenario, v.Seed, v.Duration.Seconds(),
+			v.Log.Attempted+v.KV.Attempted, v.Log.Acknowledged, v.Log.Failed+v.KV.Failed, v.Log.Lost, v.Log.Duplicated,
+			v.Log.Reordered+v.Log.WrongOffset, len(v.ReplicaDiffs), v.KV.Operations, v.KV.Linearizable, v.LeaderChanges,
+			worst.Round(10*time.Millisecond))
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// s3Server is a versitygw in the test's namespace that the nodes tier to.
+type s3Server struct {
+	cmd      *exec.Cmd
+	endpoint string
+	port     int
+	exited   chan struct{}
+}
+
+const (
+	s3AccessKey = "floe-chaos"
+	s3SecretKey = "floe-chaos-secret"
+)
+
+// startS3 starts versitygw (from PATH) over dir, listening on host.
+func startS3(ctx context.Context, dir, host string) (*s3Server, error) {
+	bin, err := exec.LookPath("versitygw")
+	if err != nil {
+		return nil, fmt.Errorf("chaos: S3 needs versitygw on PATH (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0): %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	port := 20000 + rand.IntN(20000)
+	s := &s3Server{port: port, endpoint: fmt.Sprintf("%s:%d", host, port), exited: make(chan struct{})}
+	s.cmd = exec.Command(bin, "--port", s.endpoint, "--quiet", "posix", dir)
+	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s3AccessKey, "ROOT_SECRET_KEY="+s3SecretKey)
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { s.cmd.Wait(); close(s.exited) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", s.endpoint, time.Second)
+		if err == nil {
+			conn.Close()
+			return s, nil
+		}
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("chaos: versitygw exited at start (port %d taken?)", port)
+		case <-ctx.Done():
+			s.close()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.close()
+			return nil, fmt.Errorf("chaos: versitygw does not answer at %s", s.endpoint)
+		}
+	}
+}
+
+// args are the flags that point a node at the server.
+func (s *s3Server) args() []string {
+	return []string{"--s3-endpoint", s.endpoint, "--s3-bucket", "floe-chaos", "--s3-region", "us-east-1",
+		"--s3-path-style", "--s3-create-bucket", "--s3-access-key", s3AccessKey, "--s3-secret-key", s3SecretKey}
+}
+
+func (s *s3Server) close() {
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+}

@@ -1,0 +1,382 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/floedb/floe/client"
+)
+
+// Env is what a scenario's fault schedule works with.
+type Env struct {
+	C   *Cluster
+	Cl  *client.Client
+	Rng *rand.Rand
+	H   *History
+	// Log is the log workload's table (faults aim at its buckets).
+	Log *LogWorkload
+}
+
+// Scenario is a named fault schedule.
+type Scenario struct {
+	Name string
+	// Doc says what the scenario does, for the verdict and the README.
+	Doc string
+	// Setup tweaks the cluster's options (S3, a small disk).
+	Setup func(*Options)
+	// Props are the log table's properties (tiering scenarios).
+	Props map[string]string
+	// Faults injects faults until ctx ends, recording each in e.H.
+	Faults func(ctx context.Context, e *Env) error
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// jitter is d plus up to half of d, drawn from rng.
+func jitter(rng *rand.Rand, d time.Duration) time.Duration {
+	return d + time.Duration(rng.Int64N(int64(d)/2+1))
+}
+
+// bucketLeader is the node leading bucket b of the log table now.
+func (e *Env) bucketLeader(ctx context.Context, b int32) (*Node, error) {
+	desc, err := e.Cl.Admin().DescribeTable(ctx, e.Log.Database, e.Log.Table)
+	if err != nil {
+		return nil, err
+	}
+	if l := desc.Placement[b].Leader; l != 0 {
+		return e.C.Node(l), nil
+	}
+	return nil, fmt.Errorf("chaos: bucket %d has no leader", b)
+}
+
+// waitLeader retries bucketLeader for a while (leadership may be moving).
+func (e *Env) waitLeader(ctx context.Context, b int32) (*Node, error) {
+	var err error
+	for range 100 {
+		var nd *Node
+		if nd, err = e.bucketLeader(ctx, b); err == nil {
+			return nd, nil
+		}
+		if !pause(ctx, 100*time.Millisecond) {
+			return nil, ctx.Err()
+		}
+	}
+	return nil, err
+}
+
+// metaLeader is the node leading the metadata group now.
+func (e *Env) metaLeader(ctx context.Context) (*Node, error) {
+	st, err := e.Cl.Admin().ClusterStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st.Leader == 0 {
+		return nil, fmt.Errorf("chaos: no metadata leader")
+	}
+	return e.C.Node(st.Leader), nil
+}
+
+// others are the nodes but these.
+func (e *Env) others(not ...uint32) []uint32 {
+	var out []uint32
+	for _, nd := range e.C.Nodes {
+		if !slices.Contains(not, nd.ID) {
+			out = append(out, nd.ID)
+		}
+	}
+	return out
+}
+
+// cycle runs fault, holds it for hold, undoes it, then waits rest, until
+// ctx ends; undo always runs once fault did.
+func cycle(ctx context.Context, e *Env, hold, rest time.Duration, fault func() (undo func() error, err error)) error {
+	for ctx.Err() == nil {
+		undo, err := fault()
+		if err != nil {
+			return err
+		}
+		pause(ctx, jitter(e.Rng, hold))
+		if err := undo(); err != nil {
+			return err
+		}
+		if !pause(ctx, jitter(e.Rng, rest)) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Scenarios are the suite's fault schedules, by name.
+var Scenarios = []Scenario{
+	{Name: "leader-kill", Doc: "SIGKILL the leader of a log bucket, restart it after a while, again",
+		Faults: func(ctx context.Context, e *Env) error {
+			return cycle(ctx, e, 3*time.Second, 2*time.Second, func() (func() error, error) {
+				nd, err := e.waitLeader(ctx, e.Rng.Int32N(e.Log.Buckets))
+				if err != nil {
+					return nil, err
+				}
+				e.H.Fault(fmt.Sprintf("kill node %d (bucket leader)", nd.ID))
+				nd.Kill()
+				return func() error { e.H.Fault(fmt.Sprintf("restart node %d", nd.ID)); return nd.Restart() }, nil
+			})
+		}},
+	{Name: "leader-pause", Doc: "SIGSTOP a bucket leader past failure detection (4 s), then SIGCONT",
+		Faults: func(ctx context.Context, e *Env) error {
+			return cycle(ctx, e, 4*time.Second, 2*time.Second, func() (func() error, error) {
+				nd, err := e.waitLeader(ctx, e.Rng.Int32N(e.Log.Buckets))
+				if err != nil {
+					return nil, err
+				}
+				e.H.Fault(fmt.Sprintf("pause node %d (bucket leader)", nd.ID))
+				nd.Pause()
+				return func() error { e.H.Fault(fmt.Sprintf("resume node %d", nd.ID)); nd.Resume(); return nil }, nil
+			})
+		}},
+	{Name: "partition-meta-minority", Doc: "cut the metadata leader off from the other nodes (a minority of one), heal",
+		Faults: func(ctx context.Context, e *Env) error {
+			return cycle(ctx, e, 4*time.Second, 2*time.Second, func() (func() error, error) {
+				nd, err := e.metaLeader(ctx)
+				if err != nil {
+					return nil, err
+				}
+				e.H.Fault(fmt.Sprintf("isolate node %d (metadata leader)", nd.ID))
+				if err := e.C.Partition(ctx, []uint32{nd.ID}, e.others(nd.ID)); err != nil {
+					return nil, err
+				}
+				return func() error { e.H.Fault("heal"); return e.C.Heal(context.Background()) }, nil
+			})
+		}},
+	{Name: "partition-majority", Doc: "split the nodes two against one at random (the majority side goes on), heal",
+		Faults: func(ctx context.Context, e *Env) error {
+			return cycle(ctx, e, 4*time.Second, 2*time.Second, func() (func() error, error) {
+				lone := uint32(1 + e.Rng.IntN(len(e.C.Nodes)))
+				e.H.Fault(fmt.Sprintf("partition %v | %v", []uint32{lone}, e.others(lone)))
+				if err := e.C.Partition(ctx, e.others(lone), []uint32{lone}); err != nil {
+					return nil, err
+				}
+				return func() error { e.H.Fault("heal"); return e.C.Heal(context.Background()) }, nil
+			})
+		}},
+	{Name: "partition-bucket-leader", Doc: "cut a bucket leader off from its followers, one way (followers cannot reach it) or both, heal",
+		Faults: func(ctx context.Context, e *Env) error {
+			return cycle(ctx, e, 4*time.Second, 2*time.Second, func() (func() error, error) {
+				nd, err := e.waitLeader(ctx, e.Rng.Int32N(e.Log.Buckets))
+				if err != nil {
+					return nil, err
+				}
+				if e.Rng.IntN(2) == 0 {
+					e.H.Fault(fmt.Sprintf("one-way: nodes %v cannot reach node %d (bucket leader)", e.others(nd.ID), nd.ID))
+					err = e.C.CutOneWay(ctx, e.others(nd.ID), []uint32{nd.ID})
+				} else {
+					e.H.Fault(fmt.Sprintf("isolate node %d (bucket leader)", nd.ID))
+					err = e.C.Partition(ctx, []uint32{nd.ID}, e.others(nd.ID))
+				}
+				if err != nil {
+					return nil, err
+				}
+				return func() error { e.H.Fault("heal"); return e.C.Heal(context.Background()) }, nil
+			})
+		}},
+	{Name: "bridge", Doc: "nodes 1 and 3 cannot talk, node 2 talks to both (a bridge), heal",
+		Faults: func(ctx context.Context, e *Env) error {
+			return cycle(ctx, e, 5*time.Second, 2*time.Second, func() (func() error, error) {
+				e.H.Fault("bridge through node 2")
+				if err := e.C.Ring(ctx); err != nil {
+					return nil, err
+				}
+				return func() error { e.H.Fault("heal"); return e.C.Heal(context.Background()) }, nil
+			})
+		}},
+	{Name: "pause-then-kill", Doc: "pause a follower, then SIGKILL the bucket leader, so the survivors must decide without either (the NATS JetStream loss), resume, restart",
+		Faults: func(ctx context.Context, e *Env) error {
+			return cycle(ctx, e, 4*time.Second, 3*time.Second, func() (func() error, error) {
+				leader, err := e.waitLeader(ctx, e.Rng.Int32N(e.Log.Buckets))
+				if err != nil {
+					return nil, err
+				}
+				others := e.others(leader.ID)
+				paused := e.C.Node(others[e.Rng.IntN(len(others))])
+				e.H.Fault(fmt.Sprintf("pause node %d", paused.ID))
+				paused.Pause()
+				pause(ctx, 500*time.Millisecond)
+				e.H.Fault(fmt.Sprintf("kill node %d (bucket leader)", leader.ID))
+				leader.Kill()
+				return func() error {
+					e.H.Fault(fmt.Sprintf("resume node %d, restart node %d", paused.ID, leader.ID))
+					paused.Resume()
+					return leader.Restart()
+				}, nil
+			})
+		}},
+	{Name: "rolling-restart", Doc: "SIGTERM and restart each node in turn, waiting for the cluster to be ready in between",
+		Faults: func(ctx context.Context, e *Env) error {
+			for i := 0; ctx.Err() == nil; i++ {
+				nd := e.C.Nodes[i%len(e.C.Nodes)]
+				e.H.Fault(fmt.Sprintf("restart node %d", nd.ID))
+				nd.Stop()
+				if err := nd.Restart(); err != nil {
+					return err
+				}
+				if err := e.C.WaitReady(ctx, time.Minute); err != nil && ctx.Err() == nil {
+					return err
+				}
+				pause(ctx, jitter(e.Rng, 2*time.Second))
+			}
+			return nil
+		}},
+	{Name: "wiped-node", Doc: "SIGKILL a follower, delete its data folder, restart it: it rejoins as a new incarnation and copies its replicas again",
+		Faults: func(ctx context.Context, e *Env) error {
+			return cycle(ctx, e, 2*time.Second, 5*time.Second, func() (func() error, error) {
+				leader, err := e.waitLeader(ctx, 0)
+				if err != nil {
+					return nil, err
+				}
+				others := e.others(leader.ID)
+				nd := e.C.Node(others[e.Rng.IntN(len(others))])
+				e.H.Fault(fmt.Sprintf("kill and wipe node %d", nd.ID))
+				nd.Kill()
+				if err := nd.Wipe(); err != nil {
+					return nil, err
+				}
+				return func() error { e.H.Fault(fmt.Sprintf("restart node %d", nd.ID)); return nd.Restart() }, nil
+			})
+		}},
+	{Name: "torn-tail", Doc: "SIGKILL a bucket leader, cut its newest segment in the middle of its last batch (a crash mid-write), restart it",
+		Faults: func(ctx context.Context, e *Env) error {
+			return cycle(ctx, e, 2*time.Second, 4*time.Second, func() (func() error, error) {
+				b := e.Rng.Int32N(e.Log.Buckets)
+				nd, err := e.waitLeader(ctx, b)
+				if err != nil {
+					return nil, err
+				}
+				e.H.Fault(fmt.Sprintf("kill node %d (bucket %d leader), tear its tail", nd.ID, b))
+				nd.Kill()
+				if _, _, err := nd.TearTail(e.Log.tbl.ID(), b); err != nil {
+					e.C.logf("%v", err) // nothing written yet: only the kill
+				}
+				return func() error { e.H.Fault(fmt.Sprintf("restart node %d", nd.ID)); return nd.Restart() }, nil
+			})
+		}},
+	{Name: "bit-flip", Doc: "flip a bit in a sealed segment of a bucket leader and read the bucket from the start: the damage is detected, never served, and repaired from a peer",
+		Props: map[string]string{"log.segment.bytes": "64KiB"},
+		Faults: func(ctx context.Context, e *Env) error {
+			return cycle(ctx, e, 3*time.Second, 3*time.Second, func() (func() error, error) {
+				b := e.Rng.Int32N(e.Log.Buckets)
+				nd, err := e.waitLeader(ctx, b)
+				if err != nil {
+					return nil, err
+				}
+				if _, _, err := nd.FlipBit(e.Log.tbl.ID(), b, e.Rng); err != nil {
+					e.C.logf("%v", err)
+					return func() error { return nil }, nil
+				}
+				e.H.Fault(fmt.Sprintf("bit flip on node %d (bucket %d leader)", nd.ID, b))
+				// Read the bucket from its start: the leader meets the damage.
+				if _, err := e.Log.Check(ctx); err != nil {
+					e.C.logf("reading through the damage: %v", err)
+				}
+				return func() error { return nil }, nil
+			})
+		}},
+	{Name: "disk-full", Doc: "fill a follower's disk: its writes fail and it stops, nothing acknowledged is lost; free the space and restart it",
+		Setup: func(o *Options) { o.DiskBytes = 512 << 20 },
+		Faults: func(ctx context.Context, e *Env) error {
+			return cycle(ctx, e, 4*time.Second, 3*time.Second, func() (func() error, error) {
+				leader, err := e.waitLeader(ctx, 0)
+				if err != nil {
+					return nil, err
+				}
+				others := e.others(leader.ID)
+				nd := e.C.Node(others[e.Rng.IntN(len(others))])
+				e.H.Fault(fmt.Sprintf("fill node %d's disk", nd.ID))
+				if err := nd.FillDisk(64 << 10); err != nil {
+					return nil, err
+				}
+				return func() error {
+					e.H.Fault(fmt.Sprintf("free node %d's disk", nd.ID))
+					if err := nd.FreeDisk(); err != nil {
+						return err
+					}
+					if !nd.Running() || stopped(nd) {
+						nd.Kill()
+						return nd.Restart()
+					}
+					return nil
+				}, nil
+			})
+		}},
+	{Name: "s3-unreachable", Doc: "tier to S3 and cut every node off from it for a while: uploads fail and are retried, nothing is deleted locally, the remote log catches up after",
+		Setup: func(o *Options) { o.S3 = true },
+		Props: map[string]string{"log.segment.bytes": "64KiB", "log.local.segments": "1"},
+		Faults: func(ctx context.Context, e *Env) error {
+			return cycle(ctx, e, 4*time.Second, 3*time.Second, func() (func() error, error) {
+				e.H.Fault("block S3")
+				if err := e.C.BlockS3(ctx); err != nil {
+					return nil, err
+				}
+				return func() error { e.H.Fault("unblock S3"); return e.C.UnblockS3(context.Background()) }, nil
+			})
+		}},
+	{Name: "slow-network", Doc: "drop 10% of a bucket leader's packets (and add 50 ms of latency where the kernel has netem), heal",
+		Faults: func(ctx context.Context, e *Env) error {
+			netem := e.C.HasNetem(ctx)
+			return cycle(ctx, e, 4*time.Second, 2*time.Second, func() (func() error, error) {
+				nd, err := e.waitLeader(ctx, e.Rng.Int32N(e.Log.Buckets))
+				if err != nil {
+					return nil, err
+				}
+				e.H.Fault(fmt.Sprintf("node %d (bucket leader): 10%% loss, netem %v", nd.ID, netem))
+				if err := e.C.Loss(ctx, nd.ID, 10); err != nil {
+					return nil, err
+				}
+				if netem {
+					if err := e.C.Netem(ctx, nd.ID, 50*time.Millisecond, 0); err != nil {
+						return nil, err
+					}
+				}
+				return func() error {
+					e.H.Fault("heal")
+					if netem {
+						if err := e.C.Netem(context.Background(), nd.ID, 0, 0); err != nil {
+							return err
+						}
+					}
+					return e.C.Heal(context.Background())
+				}, nil
+			})
+		}},
+}
+
+// stopped says whether a node's process exited by itself (a node whose
+// log failed stops).
+func stopped(nd *Node) bool {
+	nd.mu.Lock()
+	exited := nd.exited
+	nd.mu.Unlock()
+	select {
+	case <-exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Find returns the scenario named name.
+func Find(name string) (Scenario, bool) {
+	i := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == name })
+	if i < 0 {
+		return Scenario{}, false
+	}
+	return Scenarios[i], true
+}

@@ -1,0 +1,69 @@
+package integration
+
+import (
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/floedb/floe/integration/chaos"
+)
+
+var (
+	chaosDuration = flag.Duration("chaos.duration", 4*time.Second, "how long each chaos scenario injects faults")
+	chaosSeed     = flag.Uint64("chaos.seed", 1, "the first seed of the chaos scenarios' fault schedules")
+	chaosSeeds    = flag.Int("chaos.seeds", 1, "how many seeds each chaos scenario runs (from -chaos.seed on)")
+	chaosReplay   = flag.String("chaos.replay", "", "a replay file a failed chaos run wrote: run its scenario and seed again")
+)
+
+// TestChaos runs every scenario of package chaos (TestChaos/NAME for one)
+// against a 3-node cluster of the built binary, each node in a network
+// namespace of its own, with a log and a key workload; every run must lose
+// no acknowledged record, duplicate or reorder none, keep replicas equal
+// and keys linearizable. CI runs each for a few seconds;
+// `go test ./integration -run 'TestChaos/NAME' -chaos.duration=60s -chaos.seed=7 -chaos.seeds=10`
+// runs one longer, and -chaos.replay=FILE runs a failed one again.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos scenarios start clusters")
+	}
+	if err := chaos.Available(); err != nil {
+		t.Skipf("%v (run the suite as root, or in a container with NET_ADMIN)", err)
+	}
+	scenarios := chaos.Scenarios
+	seed, seeds, duration := *chaosSeed, *chaosSeeds, *chaosDuration
+	if *chaosReplay != "" {
+		r, err := chaos.ReadReplay(*chaosReplay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, ok := chaos.Find(r.Scenario)
+		if !ok {
+			t.Fatalf("replay file names scenario %q, which this build does not have", r.Scenario)
+		}
+		scenarios, seed, seeds, duration = []chaos.Scenario{s}, r.Seed, 1, r.Duration
+	}
+	var verdicts []chaos.Verdict
+	t.Cleanup(func() {
+		if len(verdicts) > 0 {
+			t.Logf("verdicts:\n%s", chaos.Table(verdicts))
+		}
+	})
+	for _, sc := range scenarios {
+		t.Run(sc.Name, func(t *testing.T) {
+			for i := range seeds {
+				s := seed + uint64(i)
+				v, err := chaos.Run(t.Context(), chaos.RunConfig{Scenario: sc, Seed: s, Duration: duration, Binary: floeBin,
+					Dir: t.TempDir(), Logf: func(format string, args ...any) { t.Logf(format, args...) }})
+				if err != nil {
+					t.Fatalf("seed %d: %v", s, err)
+				}
+				verdicts = append(verdicts, v)
+				t.Logf("seed %d:\n%s", s, chaos.Table([]chaos.Verdict{v}))
+				if !v.Pass() {
+					t.Errorf("seed %d broke a promise: %+v (examples %v); replay with -chaos.replay=%s",
+						s, v, v.Log.Examples, v.ReplayFile)
+				}
+			}
+		})
+	}
+}
