@@ -75,7 +75,7 @@ func TestRecoveries(t *testing.T) {
 	h := &History{}
 	h.events = []Event{
 		{At: 10, Kind: "fault", What: "kill"},
-		{At: 15, Kind: "op", Start: 5, OK: true},  // started before the fault
+		{At: 15, Kind: "op", Start: 5, OK: true},   // started before the fault
 		{At: 30, Kind: "op", Start: 12, OK: false}, // failed
 		{At: 40, Kind: "op", Start: 20, OK: true},
 	}
