@@ -83,3 +83,24 @@ func TestRecoveries(t *testing.T) {
 		t.Fatalf("recoveries %+v, want one after 30", r)
 	}
 }
+
+func TestDDLModelCatchesAnomalies(t *testing.T) {
+	op := func(k ddlKind, out ddlOutcome, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{Input: ddlOp{Kind: k, Name: 0}, Output: out, Call: call, Return: ret}
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []porcupine.Operation
+		ok   bool
+	}{
+		{"create, describe, drop", []porcupine.Operation{op(ddlCreate, outcomeOK, 0, 1), op(ddlDescribe, outcomeOK, 2, 3), op(ddlDrop, outcomeOK, 4, 5)}, true},
+		{"created twice", []porcupine.Operation{op(ddlCreate, outcomeOK, 0, 1), op(ddlCreate, outcomeOK, 2, 3)}, false},
+		{"describe misses a create", []porcupine.Operation{op(ddlCreate, outcomeOK, 0, 1), op(ddlDescribe, outcomeRefused, 2, 3)}, false},
+		{"dropped what was not there", []porcupine.Operation{op(ddlDrop, outcomeOK, 0, 1)}, false},
+		{"an unknown create may have happened", []porcupine.Operation{op(ddlCreate, outcomeUnknown, 0, infinity), op(ddlDescribe, outcomeOK, 2, 3)}, true},
+	} {
+		if got := porcupine.CheckOperations(ddlModel, tc.ops); got != tc.ok {
+			t.Errorf("%s: linearizable = %v, want %v", tc.name, got, tc.ok)
+		}
+	}
+}

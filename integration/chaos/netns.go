@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -49,9 +51,30 @@ func run(ctx context.Context, name string, args ...string) error {
 	return nil
 }
 
+// clusters counts the clusters this process started, so each one's names
+// differ from the last one's.
+var clusters atomic.Int64
+
+// newNetwork names a cluster's network after this process's pid (so a
+// later run can tell whether the process that made it is gone, see
+// sweepStale) and a counter.
 func newNetwork(nodes int) *network {
-	tag := fmt.Sprintf("%04x", rand.IntN(1<<16))
-	return &network{prefix: "flc" + tag, net: 100 + rand.IntN(100), nodes: nodes, chain: "FLC-" + tag}
+	k := clusters.Add(1)
+	tag := strconv.FormatInt(int64(os.Getpid()), 36) + strconv.FormatInt(k%36, 36)
+	return &network{prefix: "flc" + tag, net: 100 + int((int64(os.Getpid())*7+k)%100), nodes: nodes, chain: "FLC-" + tag}
+}
+
+// ownerAlive says whether the process that made the network named by tag
+// (what follows "flc" or "FLC-") still runs.
+func ownerAlive(tag string) bool {
+	if len(tag) < 2 {
+		return false
+	}
+	pid, err := strconv.ParseInt(tag[:len(tag)-1], 36, 64)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return syscall.Kill(int(pid), 0) == nil
 }
 
 func (n *network) ns(i int) string      { return fmt.Sprintf("%s-n%d", n.prefix, i) }
@@ -211,19 +234,25 @@ func (n *network) unblockStore(ctx context.Context) error {
 func sweepStale(ctx context.Context) {
 	out, _ := exec.CommandContext(ctx, "ip", "netns", "list").Output()
 	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "flc") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "flc") {
+			continue
+		}
+		if tag, _, _ := strings.Cut(strings.TrimPrefix(f[0], "flc"), "-"); !ownerAlive(tag) {
 			_ = run(ctx, "ip", "netns", "del", f[0])
 		}
 	}
 	rules, _ := exec.CommandContext(ctx, "iptables", "-w", "-S", "FORWARD").Output()
 	for _, line := range strings.Split(string(rules), "\n") {
-		if strings.HasPrefix(line, "-A FORWARD") && strings.Contains(line, "-j FLC-") {
-			_ = run(ctx, "iptables", append([]string{"-w", "-D"}, strings.Fields(strings.TrimPrefix(line, "-A "))...)...)
+		i := strings.Index(line, "-j FLC-")
+		if !strings.HasPrefix(line, "-A FORWARD") || i < 0 || ownerAlive(strings.Fields(line[i+len("-j FLC-"):])[0]) {
+			continue
 		}
+		_ = run(ctx, "iptables", append([]string{"-w", "-D"}, strings.Fields(strings.TrimPrefix(line, "-A "))...)...)
 	}
 	chains, _ := exec.CommandContext(ctx, "iptables", "-w", "-S").Output()
 	for _, line := range strings.Split(string(chains), "\n") {
-		if c, ok := strings.CutPrefix(line, "-N FLC-"); ok {
+		if c, ok := strings.CutPrefix(line, "-N FLC-"); ok && !ownerAlive(c) {
 			_ = run(ctx, "iptables", "-w", "-F", "FLC-"+c)
 			_ = run(ctx, "iptables", "-w", "-X", "FLC-"+c)
 		}

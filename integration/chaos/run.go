@@ -34,6 +34,7 @@ type Verdict struct {
 	Duration time.Duration `json:"duration_ns"`
 	Log      LogResult     `json:"log"`
 	KV       KVResult      `json:"kv"`
+	DDL      KVResult      `json:"ddl"`
 	// ReplicaDiffs lists buckets whose replicas differ where all hold data.
 	ReplicaDiffs  []string   `json:"replica_diffs"`
 	LeaderChanges int        `json:"leader_changes"`
@@ -45,7 +46,7 @@ type Verdict struct {
 // Pass says whether the run kept every promise.
 func (v Verdict) Pass() bool {
 	return v.Log.Lost == 0 && v.Log.Duplicated == 0 && v.Log.Reordered == 0 && v.Log.WrongOffset == 0 &&
-		len(v.ReplicaDiffs) == 0 && v.KV.Linearizable
+		len(v.ReplicaDiffs) == 0 && v.KV.Linearizable && v.DDL.Linearizable
 }
 
 // Replay is what a failed run writes, and what -chaos.replay reads.
@@ -98,6 +99,10 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 	if err := kw.Setup(ctx, cl); err != nil {
 		return v, err
 	}
+	dw := &DDLWorkload{Database: "chaosddl", Clients: 2, Names: 3, Seed: cfg.Seed}
+	if err := dw.Setup(ctx, cl); err != nil {
+		return v, err
+	}
 	epochsBefore, err := leaderEpochs(ctx, cl, lw)
 	if err != nil {
 		return v, err
@@ -125,6 +130,7 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 			keep(err)
 		}
 	})
+	wg.Go(func() { _ = dw.Run(wctx, h) })
 	fctx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
 	env := &Env{C: c, Cl: cl, Rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), H: h, Log: lw}
 	pause(fctx, time.Second) // let the workloads start before the first fault
@@ -154,6 +160,7 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 		return v, err
 	}
 	v.KV = kw.Check(time.Minute)
+	v.DDL = dw.Check(time.Minute)
 	epochsAfter, err := leaderEpochs(ctx, cl, lw)
 	if err != nil {
 		return v, err
@@ -247,7 +254,7 @@ func waitSettled(ctx context.Context, cl *client.Client, lw *LogWorkload) error 
 // Table renders verdicts as a table.
 func Table(vs []Verdict) string {
 	out := fmt.Sprintf("%-24s %6s %5s %9s %6s %6s %5s %5s %6s %6s %9s %7s %7s %9s\n", "SCENARIO", "SEED", "SECS",
-		"ATTEMPTED", "ACKED", "FAILED", "LOST", "DUPS", "REORD", "DIFFS", "KV OPS", "LINEAR", "LEADERS", "RECOVERY")
+		"ATTEMPTED", "ACKED", "FAILED", "LOST", "DUPS", "REORD", "DIFFS", "KEY+DDL", "LINEAR", "LEADERS", "RECOVERY")
 	for _, v := range vs {
 		worst := time.Duration(0)
 		var recs []time.Duration
@@ -259,8 +266,9 @@ func Table(vs []Verdict) string {
 		}
 		sort.Slice(recs, func(i, j int) bool { return recs[i] < recs[j] })
 		out += fmt.Sprintf("%-24s %6d %5.0f %9d %6d %6d %5d %5d %6d %6d %9d %7v %7d %9s\n", v.Scenario, v.Seed, v.Duration.Seconds(),
-			v.Log.Attempted+v.KV.Attempted, v.Log.Acknowledged, v.Log.Failed+v.KV.Failed, v.Log.Lost, v.Log.Duplicated,
-			v.Log.Reordered+v.Log.WrongOffset, len(v.ReplicaDiffs), v.KV.Operations, v.KV.Linearizable, v.LeaderChanges,
+			v.Log.Attempted+v.KV.Attempted+v.DDL.Attempted, v.Log.Acknowledged, v.Log.Failed+v.KV.Failed+v.DDL.Failed,
+			v.Log.Lost, v.Log.Duplicated, v.Log.Reordered+v.Log.WrongOffset, len(v.ReplicaDiffs), v.KV.Operations+v.DDL.Operations,
+			v.KV.Linearizable && v.DDL.Linearizable, v.LeaderChanges,
 			worst.Round(10*time.Millisecond))
 	}
 	return out
