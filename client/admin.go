@@ -20,6 +20,23 @@ type Option func(*options)
 type options struct {
 	ifNotExists, ifExists, cascade bool
 	unchanged                      *bool
+	requestID                      []byte
+}
+
+// RequestID makes a create or drop carry id as its request id instead of a
+// fresh one. The metadata answers a request it has seen with the first
+// attempt's result and applies it once: a call whose outcome is unknown
+// (a timeout, a lost answer) can be repeated with the same id, from any
+// client, to learn what happened, or make it happen, exactly once. Ids are
+// remembered for a while (minutes), not forever.
+func RequestID(id []byte) Option { return func(o *options) { o.requestID = id } }
+
+// id is the request id a call carries: the one given, else a fresh one.
+func (o options) id() []byte {
+	if o.requestID != nil {
+		return o.requestID
+	}
+	return newRequestID()
 }
 
 // IfNotExists makes a create of an existing database or table a no-op.
@@ -175,7 +192,7 @@ type TableSpec struct {
 // CreateDatabase creates a database.
 func (a *Admin) CreateDatabase(ctx context.Context, name string, opts ...Option) error {
 	o := collect(opts)
-	req := &pb.CreateDatabaseRequest{RequestId: newRequestID(), Name: name, IfNotExists: o.ifNotExists}
+	req := &pb.CreateDatabaseRequest{RequestId: o.id(), Name: name, IfNotExists: o.ifNotExists}
 	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		resp, err := m.CreateDatabase(ctx, req)
 		o.report(resp)
@@ -186,7 +203,7 @@ func (a *Admin) CreateDatabase(ctx context.Context, name string, opts ...Option)
 // DropDatabase drops a database; with Cascade also its tables.
 func (a *Admin) DropDatabase(ctx context.Context, name string, opts ...Option) error {
 	o := collect(opts)
-	req := &pb.DropDatabaseRequest{RequestId: newRequestID(), Name: name, Cascade: o.cascade, IfExists: o.ifExists}
+	req := &pb.DropDatabaseRequest{RequestId: o.id(), Name: name, Cascade: o.cascade, IfExists: o.ifExists}
 	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		resp, err := m.DropDatabase(ctx, req)
 		o.report(resp)
@@ -216,7 +233,7 @@ func (a *Admin) ListDatabases(ctx context.Context) ([]Database, error) {
 func (a *Admin) CreateTable(ctx context.Context, spec TableSpec, opts ...Option) (*TableInfo, error) {
 	o := collect(opts)
 	req := &pb.CreateTableRequest{
-		RequestId: newRequestID(), Database: spec.Database, Name: spec.Name, Schema: spec.Schema,
+		RequestId: o.id(), Database: spec.Database, Name: spec.Name, Schema: spec.Schema,
 		PrimaryKey: spec.PrimaryKey, BucketKey: spec.BucketKey, Buckets: spec.Buckets,
 		Replication: spec.Replication, Properties: spec.Properties, IfNotExists: o.ifNotExists,
 	}
@@ -236,7 +253,7 @@ func (a *Admin) CreateTable(ctx context.Context, spec TableSpec, opts ...Option)
 // DropTable drops a table.
 func (a *Admin) DropTable(ctx context.Context, database, name string, opts ...Option) error {
 	o := collect(opts)
-	req := &pb.DropTableRequest{RequestId: newRequestID(), Database: database, Name: name, IfExists: o.ifExists}
+	req := &pb.DropTableRequest{RequestId: o.id(), Database: database, Name: name, IfExists: o.ifExists}
 	return a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		resp, err := m.DropTable(ctx, req)
 		o.report(resp)

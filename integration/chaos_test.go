@@ -2,6 +2,8 @@ package integration
 
 import (
 	"flag"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ var (
 	chaosSeed     = flag.Uint64("chaos.seed", 1, "the first seed of the chaos scenarios' fault schedules")
 	chaosSeeds    = flag.Int("chaos.seeds", 1, "how many seeds each chaos scenario runs (from -chaos.seed on)")
 	chaosReplay   = flag.String("chaos.replay", "", "a replay file a failed chaos run wrote: run its scenario and seed again")
+	chaosOut      = flag.String("chaos.out", filepath.Join(os.TempDir(), "floe-chaos"), "where failed chaos runs write their replay files")
 )
 
 // TestChaos runs every scenario of package chaos (TestChaos/NAME for one)
@@ -53,7 +56,7 @@ func TestChaos(t *testing.T) {
 			for i := range seeds {
 				s := seed + uint64(i)
 				v, err := chaos.Run(t.Context(), chaos.RunConfig{Scenario: sc, Seed: s, Duration: duration, Binary: floeBin,
-					Dir: t.TempDir(), Logf: func(format string, args ...any) { t.Logf(format, args...) }})
+					Dir: t.TempDir(), ReplayDir: *chaosOut, Logf: func(format string, args ...any) { t.Logf(format, args...) }})
 				if err != nil {
 					t.Fatalf("seed %d: %v", s, err)
 				}

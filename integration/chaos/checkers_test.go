@@ -98,6 +98,7 @@ func TestDDLModelCatchesAnomalies(t *testing.T) {
 		{"describe misses a create", []porcupine.Operation{op(ddlCreate, outcomeOK, 0, 1), op(ddlDescribe, outcomeRefused, 2, 3)}, false},
 		{"dropped what was not there", []porcupine.Operation{op(ddlDrop, outcomeOK, 0, 1)}, false},
 		{"an unknown create may have happened", []porcupine.Operation{op(ddlCreate, outcomeUnknown, 0, infinity), op(ddlDescribe, outcomeOK, 2, 3)}, true},
+		{"a refused create changes nothing", []porcupine.Operation{op(ddlCreate, outcomeNoop, 0, 1), op(ddlDescribe, outcomeOK, 2, 3)}, false},
 	} {
 		if got := porcupine.CheckOperations(ddlModel, tc.ops); got != tc.ok {
 			t.Errorf("%s: linearizable = %v, want %v", tc.name, got, tc.ok)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/floedb/floe/client"
 	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
 )
 
 // DDLWorkload has clients create, drop and describe tables of a few names
@@ -28,8 +29,18 @@ type DDLWorkload struct {
 	cl        *client.Client
 	mu        sync.Mutex
 	ops       []porcupine.Operation
+	pending   []pendingDDL // failed creates and drops, their outcome unknown
 	attempted atomic.Int64
 	failed    atomic.Int64
+	errors    map[string]int
+}
+
+// pendingDDL is a create or drop whose outcome the run did not learn.
+type pendingDDL struct {
+	client    int
+	op        ddlOp
+	call      int64
+	requestID []byte
 }
 
 type ddlKind int
@@ -52,6 +63,7 @@ const (
 	outcomeOK      ddlOutcome = iota // created, dropped, or described: exists
 	outcomeRefused                   // create: exists already; drop or describe: no such table
 	outcomeUnknown                   // it may or may not have happened
+	outcomeNoop                      // refused for another reason (too few live nodes): nothing happened
 )
 
 var ddlModel = porcupine.Model{
@@ -70,6 +82,9 @@ var ddlModel = porcupine.Model{
 	Init: func() any { return false },
 	Step: func(state, input, output any) (bool, any) {
 		exists, in, out := state.(bool), input.(ddlOp), output.(ddlOutcome)
+		if out == outcomeNoop {
+			return true, exists
+		}
 		switch in.Kind {
 		case ddlCreate:
 			switch out {
@@ -117,39 +132,93 @@ func (w *DDLWorkload) client(ctx context.Context, h *History, id int) {
 	admin := w.cl.Admin()
 	for ctx.Err() == nil {
 		in := ddlOp{Kind: ddlKind(rng.IntN(3)), Name: rng.IntN(w.Names)}
-		name := fmt.Sprintf("t%d", in.Name)
 		start := h.Since()
 		w.attempted.Add(1)
+		requestID := fmt.Appendf(nil, "chaos-ddl-%d-%d-%d", w.Seed, id, rng.Uint64())
 		opCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		var err error
-		switch in.Kind {
-		case ddlCreate:
-			_, err = admin.CreateTable(opCtx, client.TableSpec{Database: w.Database, Name: name,
-				Schema: "id BIGINT NOT NULL", Buckets: 1, Replication: 3})
-		case ddlDrop:
-			err = admin.DropTable(opCtx, w.Database, name)
-		case ddlDescribe:
-			_, err = admin.DescribeTable(opCtx, w.Database, name)
-		}
+		err := w.do(opCtx, admin, in, requestID)
 		cancel()
 		h.Op(id, fmt.Sprintf("%v t%d", in.Kind, in.Name), start, err)
-		out, ret := outcomeOK, h.Since().Nanoseconds()
-		switch {
-		case err == nil:
-		case errors.Is(err, transport.ErrAlreadyExists) && in.Kind == ddlCreate,
-			errors.Is(err, transport.ErrUnknownTable) && in.Kind != ddlCreate:
-			out = outcomeRefused
-		default:
+		out, ok := outcomeOf(in, err)
+		if !ok {
 			w.failed.Add(1)
-			if in.Kind == ddlDescribe {
-				continue // a failed read tells nothing
+			w.mu.Lock()
+			if w.errors == nil {
+				w.errors = map[string]int{}
 			}
-			out, ret = outcomeUnknown, infinity
+			w.errors[transport.CodeName(wireCode(err))]++
+			w.mu.Unlock()
+			if in.Kind != ddlDescribe { // a failed read tells nothing
+				w.mu.Lock()
+				w.pending = append(w.pending, pendingDDL{client: id, op: in, call: start.Nanoseconds(), requestID: requestID})
+				w.mu.Unlock()
+			}
+			pause(ctx, time.Duration(rng.IntN(50))*time.Millisecond)
+			continue
 		}
+		ret := h.Since().Nanoseconds()
 		w.mu.Lock()
 		w.ops = append(w.ops, porcupine.Operation{ClientId: id, Input: in, Output: out, Call: start.Nanoseconds(), Return: ret})
 		w.mu.Unlock()
 		pause(ctx, time.Duration(rng.IntN(50))*time.Millisecond)
+	}
+}
+
+// do runs one operation with the request id given (creates and drops).
+func (w *DDLWorkload) do(ctx context.Context, admin *client.Admin, in ddlOp, requestID []byte) error {
+	name := fmt.Sprintf("t%d", in.Name)
+	switch in.Kind {
+	case ddlCreate:
+		_, err := admin.CreateTable(ctx, client.TableSpec{Database: w.Database, Name: name,
+			Schema: "id BIGINT NOT NULL", Buckets: 1, Replication: 3}, client.RequestID(requestID))
+		return err
+	case ddlDrop:
+		return admin.DropTable(ctx, w.Database, name, client.RequestID(requestID))
+	}
+	_, err := admin.DescribeTable(ctx, w.Database, name)
+	return err
+}
+
+// outcomeOf reads a call's answer; ok is false when it says nothing of
+// what happened.
+func outcomeOf(in ddlOp, err error) (ddlOutcome, bool) {
+	switch {
+	case err == nil:
+		return outcomeOK, true
+	case errors.Is(err, transport.ErrAlreadyExists) && in.Kind == ddlCreate,
+		errors.Is(err, transport.ErrUnknownTable) && in.Kind != ddlCreate:
+		return outcomeRefused, true
+	case errors.Is(err, transport.ErrNotEnoughReplicas) && in.Kind == ddlCreate:
+		// The state machine refused it: too few live tablet nodes for
+		// its replicas. Nothing was applied.
+		return outcomeNoop, true
+	}
+	return outcomeUnknown, false
+}
+
+// Resolve learns the outcome of every create and drop whose call failed,
+// once the cluster is healthy again: it sends each again with its request
+// id, which the metadata answers with the first attempt's result if that
+// was applied, or applies now. Either way the operation took effect
+// between its call and this answer, which is what the history records.
+func (w *DDLWorkload) Resolve(ctx context.Context, h *History) {
+	w.mu.Lock()
+	pending := w.pending
+	w.pending = nil
+	w.mu.Unlock()
+	admin := w.cl.Admin()
+	for _, p := range pending {
+		opCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := w.do(opCtx, admin, p.op, p.requestID)
+		cancel()
+		out, ok := outcomeOf(p.op, err)
+		ret := h.Since().Nanoseconds()
+		if !ok {
+			out, ret = outcomeUnknown, infinity // still unknown: it may or may not have happened
+		}
+		w.mu.Lock()
+		w.ops = append(w.ops, porcupine.Operation{ClientId: p.client, Input: p.op, Output: out, Call: p.call, Return: ret})
+		w.mu.Unlock()
 	}
 }
 
@@ -158,7 +227,7 @@ func (w *DDLWorkload) Check(timeout time.Duration) KVResult {
 	w.mu.Lock()
 	ops := append([]porcupine.Operation(nil), w.ops...)
 	w.mu.Unlock()
-	res := KVResult{Attempted: w.attempted.Load(), Operations: int64(len(ops)), Failed: w.failed.Load()}
+	res := KVResult{Attempted: w.attempted.Load(), Operations: int64(len(ops)), Failed: w.failed.Load(), Errors: w.errors}
 	switch r, _ := porcupine.CheckOperationsVerbose(ddlModel, ops, timeout); r {
 	case porcupine.Ok:
 		res.Linearizable = true
@@ -166,4 +235,13 @@ func (w *DDLWorkload) Check(timeout time.Duration) KVResult {
 		res.Unknown = true
 	}
 	return res
+}
+
+// wireCode is the error's wire code (INTERNAL for one without).
+func wireCode(err error) pb.ErrorCode {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return pb.ErrorCode_ERROR_CODE_INTERNAL
 }

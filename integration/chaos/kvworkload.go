@@ -179,6 +179,8 @@ type KVResult struct {
 	Linearizable                  bool
 	// Unknown: the checker ran out of time.
 	Unknown bool
+	// Errors counts the failed calls by error code.
+	Errors map[string]int `json:",omitempty"`
 }
 
 // Check runs porcupine over the history.

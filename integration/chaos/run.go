@@ -21,9 +21,11 @@ type RunConfig struct {
 	// Duration is how long faults are injected while the workloads run.
 	Duration time.Duration
 	Binary   string
-	// Dir holds the cluster's data and logs, and the replay file of a
-	// failed run.
-	Dir  string
+	// Dir holds the cluster's data and logs.
+	Dir string
+	// ReplayDir gets the replay file of a failed run (default Dir); it
+	// should outlive the run.
+	ReplayDir string
 	Logf func(format string, args ...any)
 }
 
@@ -156,6 +158,7 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 	if err := waitSettled(ctx, cl, lw); err != nil {
 		return v, err
 	}
+	dw.Resolve(ctx, h)
 	if v.Log, err = lw.Check(ctx); err != nil {
 		return v, err
 	}
@@ -173,7 +176,14 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 		return v, err
 	}
 	if !v.Pass() {
-		v.ReplayFile = filepath.Join(cfg.Dir, fmt.Sprintf("chaos-%s-%d.json", cfg.Scenario.Name, cfg.Seed))
+		dir := cfg.ReplayDir
+		if dir == "" {
+			dir = cfg.Dir
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return v, err
+		}
+		v.ReplayFile = filepath.Join(dir, fmt.Sprintf("chaos-%s-%d.json", cfg.Scenario.Name, cfg.Seed))
 		data, _ := json.MarshalIndent(Replay{Scenario: cfg.Scenario.Name, Seed: cfg.Seed, Duration: cfg.Duration,
 			Verdict: v, History: h.Events()}, "", " ")
 		if err := os.WriteFile(v.ReplayFile, data, 0o644); err != nil {
