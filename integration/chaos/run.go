@@ -26,7 +26,7 @@ type RunConfig struct {
 	// ReplayDir gets the replay file of a failed run (default Dir); it
 	// should outlive the run.
 	ReplayDir string
-	Logf func(format string, args ...any)
+	Logf      func(format string, args ...any)
 }
 
 // Verdict is the outcome of a run.
