@@ -125,3 +125,63 @@ func TestDamagedReplicaDoesNotFetch(t *testing.T) {
 		t.Fatalf("%d fetches sent for a damaged replica", leader.fetches)
 	}
 }
+
+// TestLeaderThatLostCommittedRecordsStepsDown: a leader restarted with a
+// log that ends before records it had committed (its disk dropped fsynced
+// writes: a torn tail beyond a crash's reach) keeps leading in a new epoch.
+// A follower's fetch from an earlier epoch carries a high watermark past
+// that epoch's start: the leader must not answer with a divergence (the
+// follower would truncate the committed records away, and they would be
+// lost everywhere) but report itself damaged and refuse. A follower whose
+// high watermark is not past it is served as before.
+func TestLeaderThatLostCommittedRecordsStepsDown(t *testing.T) {
+	next := &pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 2, LeaderEpoch: 5,
+		BucketEpoch: 5, Replicas: []uint32{1, 2}, Isr: []uint32{2}}
+	meta := damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10), answer: next}
+	m := newTestManager(t, t.TempDir(), func(c *Config) { c.Meta = meta })
+	r := openTestReplica(t, m)
+	m.mu.Lock()
+	m.replicas[testBucket] = r
+	m.tables[testBucket.TableID] = r.info.Load()
+	m.mu.Unlock()
+	r.setNodeEpoch(7)
+	// Epoch 3 wrote 10 records; the node restarted having kept only 5 of
+	// them (a follower committed all 10), and leads again in epoch 4.
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
+		BucketEpoch: 3, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 9)
+	produceLeader(t, r, writerBatchN(t, 100, 0, 5, "a"))
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 4,
+		BucketEpoch: 4, Replicas: []uint32{1, 2}, Isr: []uint32{1, 2}}, 10)
+
+	fetch := func(hw int64) *pb.FetchedBucket {
+		resp, err := m.Fetch(t.Context(), &pb.FetchRequest{ReplicaId: 2, Buckets: []*pb.FetchBucket{{
+			TableId: testBucket.TableID, Bucket: testBucket.Bucket, Offset: 10, LeaderEpoch: 4, LastFetchedEpoch: 3,
+			HighWatermark: hw}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Buckets[0]
+	}
+	// Not past the epoch's start (5): the usual divergence answer.
+	if fb := fetch(5); !fb.Diverging || fb.DivergingEndOffset != 5 {
+		t.Fatalf("fetch with high watermark 5: %+v, want a divergence at 5", fb)
+	}
+	select {
+	case rep := <-meta.reports:
+		t.Fatalf("reported damage for a follower behind nothing committed: %v", rep)
+	default:
+	}
+	// Past it: committed records are missing here.
+	fb := fetch(10)
+	if fb.Diverging || fb.ErrorCode != pb.ErrorCode_ERROR_CODE_NOT_LEADER || !strings.Contains(fb.Error, "lost committed records") {
+		t.Fatalf("fetch with high watermark 10: %+v, want NOT_LEADER naming the lost records and no divergence", fb)
+	}
+	select {
+	case rep := <-meta.reports:
+		if rep.NodeId != 1 || rep.Offset != 5 {
+			t.Fatalf("report %v, want node 1 damaged from offset 5", rep)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lost records were not reported as damage")
+	}
+}

@@ -3,9 +3,11 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/floedb/floe/server/replication"
+	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -218,6 +220,20 @@ func (r *Replica) serveFollower(follower uint32, nodeEpoch uint64, fb *pb.FetchB
 	}
 	written := r.log.WrittenEnd()
 	out.LogStartOffset, out.LogEndOffset = r.log.StartOffset(), written
+	if lost, start := r.lostCommittedLocked(fb); lost {
+		// The follower learned a high watermark, in an earlier epoch, past
+		// where this leader's epoch starts: the leader lost records that
+		// were committed (durable on it before), as a disk that drops
+		// fsynced writes does. Serving would make the follower truncate
+		// them; the leader steps down as damaged instead, and an in-sync
+		// replica that has them leads.
+		r.mu.Unlock()
+		r.noteDamage(&logstore.CorruptError{Offset: start, SegmentBase: -1, Position: -1,
+			Err: fmt.Errorf("follower %d's high watermark %d is past this leader's epoch start %d: committed records lost", follower, fb.HighWatermark, start)})
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
+			"bucket %s: the leader on node %d lost committed records (its epoch starts at %d, follower %d's high watermark is %d) and is handing leadership to an in-sync replica",
+			r.id, r.mgr.cfg.NodeID, start, follower, fb.HighWatermark)
+	}
 	eff := r.core.DurableEnd(r.log.EndOffset())
 	ans, fetchEff, err := r.core.ServeFetch(replication.FollowerFetch{Follower: follower, NodeEpoch: int64(nodeEpoch),
 		LeaderEpoch: fb.LeaderEpoch, Offset: fb.Offset, LastFetchedEpoch: fb.LastFetchedEpoch},
@@ -280,4 +296,24 @@ func (m *Manager) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "unknown offset spec %v", req.Spec)
 	}
 	return resp, nil
+}
+
+// lostCommittedLocked says whether a follower's fetch shows this leader
+// lost committed records: the follower's high watermark, learned in an
+// earlier leader epoch, is past the start of this leader's epoch. Every
+// record below a high watermark was durable on every in-sync replica, so
+// a leader chosen from the ISR, or one restarted, starts its epoch at or
+// past it; one that starts before lost durable data. After an unclean
+// election a leader may lack committed records by the operator's choice,
+// and the check is off. With r.mu held.
+func (r *Replica) lostCommittedLocked(fb *pb.FetchBucket) (bool, int64) {
+	_, _, epoch := r.core.Role()
+	if fb.LastFetchedEpoch >= epoch || r.uncleanElections.Load() > 0 || len(r.core.Replicas()) < 2 {
+		return false, 0
+	}
+	start := r.log.WrittenEnd()
+	if es := r.log.Epochs(); len(es) > 0 && es[len(es)-1].Epoch == epoch {
+		start = es[len(es)-1].StartOffset
+	}
+	return fb.HighWatermark > start, start
 }

@@ -103,10 +103,11 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 			// again once the damage is cut away (damage.go).
 			continue
 		}
-		_, _, epoch, _ := r.state()
+		_, _, epoch, hw := r.state()
 		last := lastBatchEpoch(r.log.Epochs(), r.log.EndOffset())
 		req.Buckets = append(req.Buckets, &pb.FetchBucket{TableId: r.id.TableID, Bucket: r.id.Bucket,
-			Offset: r.log.EndOffset(), LeaderEpoch: epoch, LastFetchedEpoch: last, MaxBytes: DefaultFollowerFetchBytes})
+			Offset: r.log.EndOffset(), LeaderEpoch: epoch, LastFetchedEpoch: last, MaxBytes: DefaultFollowerFetchBytes,
+			HighWatermark: hw})
 		byID[r.id] = r
 		epochs[r.id] = epoch
 	}

@@ -37,6 +37,9 @@ type Replica struct {
 	// kvSnaps are the bucket's committed KV snapshots, oldest first, as
 	// last seen (primary-key tables; kvsnapshot.go).
 	kvSnaps atomic.Pointer[[]*pb.KVSnapshot]
+	// uncleanElections is the bucket's count of unclean elections, as last
+	// seen: after one, a leader may lack committed records by choice.
+	uncleanElections atomic.Int32
 
 	// produceMu orders the idempotence check with the append it decides,
 	// and the follower path's truncations and appends.

@@ -18,6 +18,7 @@ func (r *Replica) assign(b *pb.BucketRecord, index uint64) {
 	}
 	r.noteRemoteLog(b.RemoteLog)
 	r.noteKVSnapshots(b.KvSnapshots)
+	r.uncleanElections.Store(b.UncleanElections)
 	wasLeading := r.leadingLocked()
 	eff := r.core.Assign(replication.Assignment{Leader: b.Leader, LeaderEpoch: b.LeaderEpoch, BucketEpoch: b.BucketEpoch,
 		Replicas: b.Replicas, ISR: b.Isr, Index: int64(index)}, r.log.EndOffset(), time.Now())

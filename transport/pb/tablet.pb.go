@@ -781,7 +781,12 @@ type FetchBucket struct {
 	// gets a RemoteSegmentRef where the store can presign one; without it,
 	// or from a store that cannot (a folder), the leader reads the remote
 	// batches and sends them as records.
-	RemoteRefs    bool `protobuf:"varint,7,opt,name=remote_refs,json=remoteRefs,proto3" json:"remote_refs,omitempty"`
+	RemoteRefs bool `protobuf:"varint,7,opt,name=remote_refs,json=remoteRefs,proto3" json:"remote_refs,omitempty"`
+	// Followers: their high watermark. A leader whose log ends below it
+	// lost committed data (its disk dropped durable writes): it reports
+	// itself damaged instead of serving, so no follower truncates committed
+	// records to its shorter log.
+	HighWatermark int64 `protobuf:"varint,8,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -863,6 +868,13 @@ func (x *FetchBucket) GetRemoteRefs() bool {
 		return x.RemoteRefs
 	}
 	return false
+}
+
+func (x *FetchBucket) GetHighWatermark() int64 {
+	if x != nil {
+		return x.HighWatermark
+	}
+	return 0
 }
 
 type FetchRequest struct {
@@ -1522,7 +1534,7 @@ const file_tablet_proto_rawDesc = "" +
 	"lastOffset\x12!\n" +
 	"\ftimestamp_ms\x18\x03 \x01(\x03R\vtimestampMs\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xe7\x01\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\x8e\x02\n" +
 	"\vFetchBucket\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x16\n" +
@@ -1531,7 +1543,8 @@ const file_tablet_proto_rawDesc = "" +
 	"\x12last_fetched_epoch\x18\x05 \x01(\x05R\x10lastFetchedEpoch\x12\x1b\n" +
 	"\tmax_bytes\x18\x06 \x01(\x05R\bmaxBytes\x12\x1f\n" +
 	"\vremote_refs\x18\a \x01(\bR\n" +
-	"remoteRefs\"\xd6\x01\n" +
+	"remoteRefs\x12%\n" +
+	"\x0ehigh_watermark\x18\b \x01(\x03R\rhighWatermark\"\xd6\x01\n" +
 	"\fFetchRequest\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\rR\treplicaId\x12\x1d\n" +
