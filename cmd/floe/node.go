@@ -33,6 +33,12 @@ func nodeCmds(env *cliEnv) []clientCmd {
 				if err := printDrain(env, cf, id, res); err != nil {
 					return err
 				}
+				// The drain moves bucket leaderships only; stopping the
+				// metadata leader also costs an election of the controller.
+				if st, err := c.Admin().ClusterStatus(ctx); err == nil && st.Leader == id {
+					fmt.Fprintf(env.stderr, "note: node %d also leads the metadata; `floe cluster transfer-leadership` "+
+						"moves that before the stop\n", id)
+				}
 				if n := res.NotMoved(); n > 0 && !force {
 					return fmt.Errorf("node %d: %w: %d of %d (no other live in-sync replica); stopping it takes them offline, "+
 						"--force to accept that", id, errNotDrained, n, len(res.Buckets))
