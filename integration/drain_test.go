@@ -188,16 +188,22 @@ func TestDrainThenStop(t *testing.T) {
 		return ok && n.Alive && !n.Draining
 	})
 
-	consumed := c.MustCLI("consume", "db.t", "--output", "json", "--no-meta")
+	checkReadOnce(t, c.MustCLI("consume", "db.t", "--no-meta"), acked)
+}
+
+// checkReadOnce checks that each of ids is in out (the JSON lines of `floe
+// consume --no-meta` of rows with an id column) exactly once.
+func checkReadOnce(t *testing.T, out string, ids []int64) {
+	t.Helper()
 	seen := map[int64]int{}
-	for line := range strings.Lines(consumed) {
+	for line := range strings.Lines(out) {
 		var row struct{ ID int64 }
 		if err := json.Unmarshal([]byte(line), &row); err != nil {
 			t.Fatalf("consume line %q: %v", line, err)
 		}
 		seen[row.ID]++
 	}
-	for _, id := range acked {
+	for _, id := range ids {
 		if seen[id] != 1 {
 			t.Fatalf("acknowledged row %d read back %d times", id, seen[id])
 		}
