@@ -316,9 +316,10 @@ func tableFromPB(t *pb.TableRecord, buckets []*pb.BucketRecord) *TableInfo {
 	return out
 }
 
-func nonNil(s []string) []string {
+// nonNil is s, or an empty slice for nil (JSON [] rather than null).
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

@@ -25,6 +25,9 @@ type Node struct {
 	Rack      string   `json:"rack,omitempty"`
 	NodeEpoch uint64   `json:"node_epoch"`
 	Alive     bool     `json:"alive"`
+	// Draining: DrainNode moved its leaderships off, and elections pass it
+	// over until it registers again (restarts) or UndrainNode.
+	Draining bool `json:"draining"`
 }
 
 // ClusterStatus is the cluster as its metadata leader sees it.
@@ -58,7 +61,57 @@ func (a *Admin) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
 	for _, n := range resp.Nodes {
 		r := n.Node
 		out.Nodes = append(out.Nodes, Node{ID: r.Id, Roles: r.Roles, Address: r.RpcAddress, Gossip: r.GossipAddress,
-			Rack: r.Rack, NodeEpoch: r.NodeEpoch, Alive: n.Alive})
+			Rack: r.Rack, NodeEpoch: r.NodeEpoch, Alive: n.Alive, Draining: r.Draining})
+	}
+	return out, nil
+}
+
+// BucketStatus is one bucket of a table as the metadata leader sees it,
+// with the high watermark its leader reports.
+type BucketStatus struct {
+	Database    string   `json:"database"`
+	Table       string   `json:"table"`
+	Bucket      int32    `json:"bucket"`
+	Leader      uint32   `json:"leader"` // 0: offline
+	LeaderEpoch int32    `json:"leader_epoch"`
+	BucketEpoch int32    `json:"bucket_epoch"`
+	ISR         []uint32 `json:"isr"`
+	Replicas    []uint32 `json:"replicas"`
+	// HighWatermark is the leader's high watermark (the first offset not
+	// yet committed); nil when the bucket is offline or its leader did not
+	// answer, and then Error says why.
+	HighWatermark *int64 `json:"high_watermark"`
+	Error         string `json:"error,omitempty"`
+	// UnderReplicated: the ISR has fewer members than the replicas.
+	UnderReplicated bool `json:"under_replicated"`
+	// Offline: no leader (no in-sync replica is alive, or none is left).
+	Offline bool `json:"offline"`
+}
+
+// BucketStatus reports every bucket of every table (by database, table and
+// number): placement, leader, epochs and ISR from the metadata leader, and
+// the high watermark from each bucket's leader, which the metadata leader
+// asks (a bounded number at a time, within a few seconds). A leader that
+// does not answer does not fail the call: its buckets come without a high
+// watermark and with an Error.
+func (a *Admin) BucketStatus(ctx context.Context) ([]BucketStatus, error) {
+	var resp *pb.BucketStatusResponse
+	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.BucketStatus(ctx, &pb.BucketStatusRequest{})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BucketStatus, 0, len(resp.Buckets))
+	for _, st := range resp.Buckets {
+		b := st.Bucket
+		bs := BucketStatus{Database: st.Database, Table: st.Table, Bucket: b.GetBucket(), Leader: b.GetLeader(),
+			LeaderEpoch: b.GetLeaderEpoch(), BucketEpoch: b.GetBucketEpoch(), ISR: nonNil(b.GetIsr()),
+			Replicas: nonNil(b.GetReplicas()), HighWatermark: st.HighWatermark, Error: st.Error,
+			UnderReplicated: len(b.GetIsr()) < len(b.GetReplicas()), Offline: b.GetLeader() == 0}
+		out = append(out, bs)
 	}
 	return out, nil
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/floedb/floe/raftmeta/metastate"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -93,6 +95,96 @@ func (s *Server) logElections(req *pb.ElectLeadersRequest, resp *pb.ElectLeaders
 				append(attrs, "unclean_elections", b.UncleanElections)...)
 		} else {
 			s.log.Info("leader elected", attrs...)
+		}
+	}
+}
+
+// DrainNode runs an operator's drain of a tablet node on the Raft leader,
+// which adds the tablet nodes gossip reports alive with their registered
+// incarnation: the state machine moves leaderships only to them, and only
+// within the ISR. The answer names each bucket's table, and the leader logs
+// every leadership that moved.
+func (m *metaService) DrainNode(ctx context.Context, req *pb.DrainNodeRequest) (*pb.DrainNodeResponse, error) {
+	if req.NodeId == 0 {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "drain node needs a node id")
+	}
+	id := requestID(req.RequestId)
+	var resp *pb.DrainNodeResponse
+	err := m.s.onLeader(ctx, func(ctx context.Context) error {
+		g, n := m.s.gossip.Load(), m.s.node.Load()
+		if g == nil {
+			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d does not know which nodes are alive yet", m.s.cfg.NodeID)
+		}
+		res, err := n.Propose(ctx, &pb.Command{RequestId: id, Op: &pb.Command_DrainNode{DrainNode: &pb.DrainNode{
+			NodeId: req.NodeId, Cancel: req.Cancel, LiveNodes: liveTablets(n.State().Nodes(), g),
+		}}})
+		if err != nil {
+			return err
+		}
+		if err := metastate.ResultError(res); err != nil {
+			return err
+		}
+		// The result is the state machine's: name the tables in a copy.
+		d := proto.CloneOf(res.GetDrain())
+		if err := nameDrainedBuckets(n.State(), d.Buckets); err != nil {
+			return err
+		}
+		resp = &pb.DrainNodeResponse{Node: d.Node, Buckets: d.Buckets, Index: res.GetIndex(), Unchanged: res.GetUnchanged()}
+		m.s.logDrain(req, resp)
+		return nil
+	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
+		var err error
+		resp, err = c.DrainNode(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+// nameDrainedBuckets sets the database and table name of each bucket, as
+// st holds them now (a table dropped since keeps none).
+func nameDrainedBuckets(st *metastate.State, buckets []*pb.BucketDrain) error {
+	if len(buckets) == 0 {
+		return nil
+	}
+	return st.Read(func(v *metastate.View) error {
+		dbs, err := v.Databases()
+		if err != nil {
+			return err
+		}
+		names := map[uint64]*pb.TableRecord{}
+		for _, db := range dbs {
+			tables, err := v.Tables(db.Name)
+			if err != nil {
+				return err
+			}
+			for _, t := range tables {
+				names[t.Id] = t
+			}
+		}
+		for _, e := range buckets {
+			if t := names[e.Bucket.GetTableId()]; t != nil {
+				e.Database, e.Table = t.Database, t.Name
+			}
+		}
+		return nil
+	})
+}
+
+// logDrain logs what a drain did: each leadership moved, and each that
+// could not move, at warn level (stopping the node takes those buckets
+// offline until it is back).
+func (s *Server) logDrain(req *pb.DrainNodeRequest, resp *pb.DrainNodeResponse) {
+	if req.Cancel {
+		s.log.Info("node no longer draining", "node", req.NodeId, "index", resp.Index)
+		return
+	}
+	for _, e := range resp.Buckets {
+		b := e.Bucket
+		attrs := []any{"node", req.NodeId, "table", e.Database + "." + e.Table, "bucket", b.Bucket, "index", resp.Index}
+		if e.Moved {
+			s.log.Info("drain: leadership moved", append(attrs, "leader", b.Leader, "leader_epoch", b.LeaderEpoch)...)
+		} else {
+			s.log.Warn("drain: leadership not moved", append(attrs, "reason", e.Error)...)
 		}
 	}
 }

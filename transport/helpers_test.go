@@ -331,3 +331,11 @@ func (m *testMeta) AllocateWriterId(context.Context, *pb.AllocateWriterIdRequest
 func (m *testMeta) ElectLeaders(context.Context, *pb.ElectLeadersRequest) (*pb.ElectLeadersResponse, error) {
 	return nil, m.notServed()
 }
+
+func (m *testMeta) DrainNode(context.Context, *pb.DrainNodeRequest) (*pb.DrainNodeResponse, error) {
+	return nil, m.notServed()
+}
+
+func (m *testMeta) BucketStatus(context.Context, *pb.BucketStatusRequest) (*pb.BucketStatusResponse, error) {
+	return nil, m.notServed()
+}

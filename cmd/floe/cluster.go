@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/floedb/floe/client"
 )
@@ -53,12 +55,17 @@ func clusterCmds(env *cliEnv) []clientCmd {
 }
 
 // clusterStatusCmd prints the cluster status with a ready line; with
-// --wait it first waits until the cluster is ready.
+// --wait it first waits until the cluster is ready. JSON output always
+// lists the buckets; text output with --buckets.
 func clusterStatusCmd(env *cliEnv) clientCmd {
 	var wait waitFlag
-	return clientCmd{summary: "the cluster's readiness, voters and nodes; --wait waits until it is ready", usage: "cluster status [--wait [DURATION]]",
+	var buckets bool
+	return clientCmd{summary: "the cluster's readiness, voters and nodes (--buckets: and buckets); --wait waits until it is ready",
+		usage: "cluster status [--wait [DURATION]] [--buckets]",
 		flags: func(fs *flag.FlagSet) {
 			fs.Var(&wait, "wait", fmt.Sprintf("wait until the cluster is ready (default %v), or fail with the reason", defaultReadyWait))
+			fs.BoolVar(&buckets, "buckets", false, "also list every bucket: leader, epochs, ISR, high watermark, "+
+				"under-replicated or offline (always in --output json)")
 		},
 		prepare: func(cf *clientFlags, pos []string) ([]string, error) {
 			if wait.set && len(pos) > 0 {
@@ -76,21 +83,32 @@ func clusterStatusCmd(env *cliEnv) clientCmd {
 		// The body bounds its own calls: by --timeout, or by the wait.
 		streaming: true,
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
+			var st *client.ClusterStatus
+			var err error
 			if wait.set {
-				st, err := waitClusterReady(ctx, env, c, wait.d)
-				if err != nil {
-					return err
-				}
-				return printStatus(env, cf, st)
+				st, err = waitClusterReady(ctx, env, c, wait.d)
+			} else {
+				st, err = clusterStatus(ctx, c, cf.timeout)
 			}
-			ctx, cancel := context.WithTimeout(ctx, cf.timeout)
-			defer cancel()
-			st, err := c.Admin().ClusterStatus(ctx)
 			if err != nil {
 				return err
 			}
-			return printStatus(env, cf, st)
+			var bs []client.BucketStatus
+			if buckets || cf.output == "json" {
+				bctx, cancel := context.WithTimeout(ctx, cf.timeout)
+				defer cancel()
+				if bs, err = c.Admin().BucketStatus(bctx); err != nil {
+					return fmt.Errorf("bucket status: %w", err)
+				}
+			}
+			return printStatus(env, cf, st, bs, buckets)
 		}}
+}
+
+func clusterStatus(ctx context.Context, c *client.Client, timeout time.Duration) (*client.ClusterStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return c.Admin().ClusterStatus(ctx)
 }
 
 func nodeID(s string) (uint32, error) {
@@ -108,8 +126,11 @@ func adminDone(env *cliEnv, cf *clientFlags, what string, err error) error {
 	return printResult(env, cf, map[string]any{"ok": true}, "%s done\n", what)
 }
 
-func printStatus(env *cliEnv, cf *clientFlags, st *client.ClusterStatus) error {
+// printStatus prints the status; buckets go into JSON always, into text
+// with showBuckets.
+func printStatus(env *cliEnv, cf *clientFlags, st *client.ClusterStatus, buckets []client.BucketStatus, showBuckets bool) error {
 	ready, why := clusterReadiness(st)
+	under, offline := bucketTrouble(buckets)
 	if cf.output == "json" {
 		// leader: the node id, or "" when no leader is known.
 		var leader any = ""
@@ -120,6 +141,7 @@ func printStatus(env *cliEnv, cf *clientFlags, st *client.ClusterStatus) error {
 			"cluster_id": st.ClusterID, "leader": leader, "term": st.Term,
 			"commit_index": st.CommitIndex, "applied_index": st.AppliedIndex,
 			"voters": st.Voters, "nodes": st.Nodes, "ready": ready, "not_ready_reason": why,
+			"buckets": nonNilBuckets(buckets), "under_replicated_buckets": under, "offline_buckets": offline,
 		})
 	}
 	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
@@ -130,13 +152,71 @@ func printStatus(env *cliEnv, cf *clientFlags, st *client.ClusterStatus) error {
 	fmt.Fprintf(w, "ready\t%s\n", readyLine)
 	fmt.Fprintf(w, "cluster\t%s\nleader\t%d\nterm\t%d\ncommit index\t%d\napplied index\t%d\n",
 		st.ClusterID, st.Leader, st.Term, st.CommitIndex, st.AppliedIndex)
+	if showBuckets {
+		fmt.Fprintf(w, "buckets\t%d (%d under-replicated, %d offline)\n", len(buckets), under, offline)
+	}
 	fmt.Fprintln(w, "\nVOTER\tADDRESS\tSUFFRAGE\tSTATE")
 	for _, v := range st.Voters {
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", v.ID, v.Address, v.Suffrage, v.State)
 	}
-	fmt.Fprintln(w, "\nNODE\tROLES\tADDRESS\tRACK\tEPOCH\tALIVE")
+	fmt.Fprintln(w, "\nNODE\tROLES\tADDRESS\tRACK\tEPOCH\tALIVE\tDRAINING")
 	for _, n := range st.Nodes {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%v\n", n.ID, strings.Join(n.Roles, ","), n.Address, n.Rack, n.NodeEpoch, n.Alive)
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%v\t%v\n", n.ID, strings.Join(n.Roles, ","), n.Address, n.Rack, n.NodeEpoch, n.Alive, n.Draining)
+	}
+	if showBuckets && len(buckets) > 0 {
+		fmt.Fprintln(w, "\nTABLE\tBUCKET\tLEADER\tEPOCH\tISR\tREPLICAS\tHW\tSTATUS")
+		for _, b := range buckets {
+			hw := "-"
+			if b.HighWatermark != nil {
+				hw = strconv.FormatInt(*b.HighWatermark, 10)
+			}
+			fmt.Fprintf(w, "%s.%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", b.Database, b.Table, b.Bucket, b.Leader, b.LeaderEpoch,
+				joinIDs(b.ISR), joinIDs(b.Replicas), hw, bucketHealth(b))
+		}
 	}
 	return w.Flush()
+}
+
+// bucketTrouble counts the under-replicated and the offline buckets.
+func bucketTrouble(buckets []client.BucketStatus) (under, offline int) {
+	for _, b := range buckets {
+		if b.UnderReplicated {
+			under++
+		}
+		if b.Offline {
+			offline++
+		}
+	}
+	return under, offline
+}
+
+// bucketHealth is a bucket's STATUS column: online, under-replicated or
+// offline, and why its high watermark is missing.
+func bucketHealth(b client.BucketStatus) string {
+	s := "online"
+	switch {
+	case b.Offline:
+		s = "offline"
+	case b.UnderReplicated:
+		s = "under-replicated"
+	}
+	if b.Error != "" {
+		s += " (" + cliMessage(errors.New(b.Error)) + ")"
+	}
+	return s
+}
+
+func joinIDs(ids []uint32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatUint(uint64(id), 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+func nonNilBuckets(b []client.BucketStatus) []client.BucketStatus {
+	if b == nil {
+		return []client.BucketStatus{}
+	}
+	return b
 }

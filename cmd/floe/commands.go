@@ -30,9 +30,9 @@ type runFunc func(ctx context.Context, pos []string) error
 // definition.
 const rootHelp = `Floe: a streaming storage cluster.
 
-Client commands (db, table, cluster, produce, consume, lookup, bench) take
-these flags, before or after the command name (floe -s A db list, floe db
-list -s A); a flag not given reads its FLOE_* environment variable:
+Client commands (db, table, cluster, node, produce, consume, lookup, bench)
+take these flags, before or after the command name (floe -s A db list,
+floe db list -s A); a flag not given reads its FLOE_* environment variable:
 
 %s
 Long flags also work with one dash (-server A), as with Go's flag package.
@@ -70,7 +70,9 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		groupCmd("db", "create, list and drop databases", clientSpecs(env, dbCmds(env))),
 		groupCmd("table", "create, list, describe, drop tables and elect their leaders", clientSpecs(env, tableCmds(env))),
 		groupCmd("cluster", "cluster status and metadata group membership", clientSpecs(env, clusterCmds(env))),
+		groupCmd("node", "drain a tablet node's leaderships before a planned stop", clientSpecs(env, nodeCmds(env))),
 		leafCmd(recoverSpec(env), ""),
+		leafCmd(healthSpec(env), ""),
 		leafCmd(produceCmd(env).spec(env), ""),
 		leafCmd(consumeCmd(env).spec(env), ""),
 		leafCmd(lookupCmd(env).spec(env), ""),

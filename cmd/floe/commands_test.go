@@ -13,6 +13,7 @@ func TestHelpOnEveryGroup(t *testing.T) {
 		"db":      {"create", "list", "drop"},
 		"table":   {"create", "list", "describe", "drop", "elect", "export", "import"},
 		"cluster": {"status", "add-voter", "remove-voter", "transfer-leadership"},
+		"node":    {"drain", "undrain"},
 		"log":     {"dump", "verify"},
 		"schema":  {"check", "rows"},
 		"bench":   {"produce", "e2e", "upsert", "lookup"},
@@ -41,7 +42,7 @@ func TestHelp(t *testing.T) {
 		if code != 0 {
 			t.Errorf("floe %v: exit %d", args, code)
 		}
-		for _, want := range []string{"dev", "serve", "db", "table", "cluster", "recover", "produce", "consume", "lookup",
+		for _, want := range []string{"dev", "serve", "db", "table", "cluster", "node", "recover", "health", "produce", "consume", "lookup",
 			"bench", "log", "schema", "version", "completion", "FLOE_SERVER", "FLOE_OUTPUT", "FLOE_TIMEOUT", "-o, --output"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("floe %v does not mention %s:\n%s", args, want, out)

@@ -192,6 +192,8 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.commitRemoteLog(op.CommitRemoteLog)
 	case *pb.Command_CommitKvSnapshot:
 		res, err = a.commitKVSnapshot(op.CommitKvSnapshot)
+	case *pb.Command_DrainNode:
+		res, err = a.drainNode(op.DrainNode)
 	default:
 		err = errorf(codeInvalidRequest, "command has no known operation")
 	}

@@ -286,6 +286,7 @@ func TestDeterministic(t *testing.T) {
 		h.ok(registerIncarnation(3, "wiped"))
 		b := h.bucket(4, 0)
 		h.ok(adjustIsr(b, b.GetLeader()))
+		h.ok(drainNode(1, 1, 2, 5))
 		h.ok(fenceNodes())
 	}
 	if fa, fb := fullDump(t, a.s), fullDump(t, b.s); fa != fb {
@@ -298,6 +299,7 @@ func FuzzApply(f *testing.F) {
 		initCluster("c"), registerNode(1, "r", RoleTablet), createDB("a"),
 		createTable(ordersTable("a", "t", nil)), dropTable("a", "t", true), dropDB("a", true, false),
 		allocateWriterID(), fenceNodes(1, 2), adjustIsr(&pb.BucketRecord{TableId: 1, Leader: 1}, 1),
+		drainNode(1, 1), undrainNode(1),
 	} {
 		data, _ := proto.Marshal(withID("x", cmd))
 		f.Add(data)

@@ -32,7 +32,11 @@ func (a *applier) reportDamagedReplica(c *pb.ReportDamagedReplica) (*pb.CommandR
 	if !ok {
 		return nil, errorf(codeUnknownTable, "table %d has no bucket %d", c.GetTableId(), c.GetBucket())
 	}
-	if !dropLostReplica(b, c.GetNodeId()) {
+	draining, err := a.drainingNodes()
+	if err != nil {
+		return nil, err
+	}
+	if !dropLostReplica(b, c.GetNodeId(), draining) {
 		return &pb.CommandResult{Value: &pb.CommandResult_Bucket{Bucket: b}, Unchanged: true}, nil
 	}
 	if err := a.putBucket(b); err != nil {

@@ -55,8 +55,9 @@
 //
 // # Leaders and ISRs
 //
-// A new table's bucket is led by its first replica at leader epoch 0, with
-// every replica in the ISR, at bucket epoch 0. Four commands change it,
+// A new table's bucket is led by its first replica (the second when the
+// first is draining) at leader epoch 0, with every replica in the ISR, at
+// bucket epoch 0. Five commands change it,
 // each raising the bucket epoch on every change and the leader epoch on
 // every change of leader (and on a leader's restart); an ISR is kept in
 // assignment order, and a leader is only ever chosen from the ISR, but by
@@ -82,6 +83,13 @@
 //   - ElectLeaders: an operator's election. Clean, the first live ISR
 //     member leads; unclean, with no live ISR member, the first live
 //     replica leads as the ISR's only member and unclean_elections counts it.
+//   - DrainNode: an operator's drain of a tablet node before a planned stop.
+//     Each bucket it leads goes to the first other live ISR member in
+//     assignment order (ISR unchanged); one without such a member keeps its
+//     leader and is reported. The node is marked draining until it
+//     registers again (or a cancel): while marked, every election above
+//     takes it only when no other replica may lead, so leaderships do not
+//     come back to it before it stops, and no bucket goes offline for it.
 //
 // # Remote logs
 //

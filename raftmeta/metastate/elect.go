@@ -34,12 +34,16 @@ func (a *applier) electLeaders(c *pb.ElectLeaders) (*pb.CommandResult, error) {
 		return nil, errorf(codeInternal, "table %.256q has no buckets", name)
 	}
 	live := func(id uint32) bool { return slices.Contains(c.GetLiveNodes(), id) }
+	draining, err := a.drainingNodes()
+	if err != nil {
+		return nil, err
+	}
 	result := &pb.ElectionResult{}
 	var firstRefusal *Error
 	elected := 0
 	for _, b := range buckets {
 		e := &pb.BucketElection{Bucket: b}
-		unclean, refusal := electBucket(b, live, c.GetUnclean())
+		unclean, refusal := electBucket(b, live, draining, c.GetUnclean())
 		if refusal != nil {
 			refusal.Msg = "table " + name + " " + refusal.Msg
 			e.Code, e.Error = refusal.Code, refusal.Msg
@@ -72,11 +76,13 @@ func (a *applier) electLeaders(c *pb.ElectLeaders) (*pb.CommandResult, error) {
 //     counted. Not unclean, or no live replica: refused,
 //     NOT_ENOUGH_REPLICAS.
 //
-// A new leader raises the leader and bucket epochs, and the ISR members
-// that are not live leave the ISR.
-func electBucket(b *pb.BucketRecord, live func(id uint32) bool, unclean bool) (bool, *Error) {
+// "First" skips draining replicas (nil: none) unless no other one
+// qualifies, so an election does not hand back what a drain moved. A new
+// leader raises the leader and bucket epochs, and the ISR members that are
+// not live leave the ISR.
+func electBucket(b *pb.BucketRecord, live, draining func(id uint32) bool, unclean bool) (bool, *Error) {
 	notLive := func(id uint32) bool { return !live(id) }
-	next := electable(b, notLive)
+	next := electable(b, notLive, draining)
 	outsideISR := false
 	switch {
 	case next != 0 && next == b.GetLeader():
@@ -89,11 +95,10 @@ func electBucket(b *pb.BucketRecord, live func(id uint32) bool, unclean bool) (b
 			"bucket %d has no live in-sync replica (ISR %v, replicas %v); an unclean election may pick a replica outside the ISR, losing what only the ISR held",
 			b.GetBucket(), b.GetIsr(), b.GetReplicas())
 	default:
-		i := slices.IndexFunc(b.GetReplicas(), live)
-		if i < 0 {
+		next = preferred(b.GetReplicas(), live, draining)
+		if next == 0 {
 			return false, errorf(codeNotEnoughReplicas, "bucket %d: none of its replicas %v is alive", b.GetBucket(), b.GetReplicas())
 		}
-		next = b.GetReplicas()[i]
 		b.Isr = []uint32{next}
 		b.UncleanElections++
 		outsideISR = true

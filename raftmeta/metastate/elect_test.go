@@ -48,7 +48,7 @@ func TestElectBucket(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := proto.CloneOf(tc.b)
-			unclean, refusal := electBucket(b, func(id uint32) bool { return slices.Contains(tc.live, id) }, tc.unclean)
+			unclean, refusal := electBucket(b, func(id uint32) bool { return slices.Contains(tc.live, id) }, nil, tc.unclean)
 			if tc.want == nil {
 				if refusal == nil || refusal.Code != tc.wantCode || !proto.Equal(b, tc.b) {
 					t.Fatalf("refusal %v, bucket %v; want %v and no change", refusal, b, tc.wantCode)

@@ -24,10 +24,14 @@ func (a *applier) fenceNodes(c *pb.FenceNodes) (*pb.CommandResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	draining, err := a.drainingNodes()
+	if err != nil {
+		return nil, err
+	}
 	// Only a bucket that has a gone node among its replicas, or is offline,
 	// can change.
 	changed, err := a.changeBucketsOf(x.bucketsOf(c.GetGone(), true), func(b *pb.BucketRecord) bool {
-		return fenceBucket(b, func(id uint32) bool { return gone[id] })
+		return fenceBucket(b, func(id uint32) bool { return gone[id] }, draining)
 	})
 	if err != nil {
 		return nil, err
@@ -38,7 +42,9 @@ func (a *applier) fenceNodes(c *pb.FenceNodes) (*pb.CommandResult, error) {
 // fenceBucket takes the nodes gone reports (dead or left, their data kept)
 // out of one bucket, in place, and reports whether the bucket changed. It
 // never elects a replica outside the ISR, and every change raises the bucket
-// epoch; a new leader (or none) raises the leader epoch too.
+// epoch; a new leader (or none) raises the leader epoch too. Where it
+// elects, a draining replica (nil: none) is taken only when no other one
+// may lead (electable).
 //
 //   - The leader is gone: the first replica in assignment order that is in
 //     the ISR and not gone leads, and the gone nodes leave the ISR. No such
@@ -52,10 +58,10 @@ func (a *applier) fenceNodes(c *pb.FenceNodes) (*pb.CommandResult, error) {
 //     was wiped) stays offline until an unclean election.
 //
 // Applied twice with the same nodes, the second run changes nothing.
-func fenceBucket(b *pb.BucketRecord, gone func(id uint32) bool) bool {
+func fenceBucket(b *pb.BucketRecord, gone, draining func(id uint32) bool) bool {
 	leader := b.GetLeader()
 	if leader == 0 || gone(leader) {
-		next := electable(b, gone)
+		next := electable(b, gone, draining)
 		if leader == 0 && next == 0 {
 			return false // still offline
 		}
@@ -77,13 +83,14 @@ func fenceBucket(b *pb.BucketRecord, gone func(id uint32) bool) bool {
 }
 
 // FenceChanges reports whether FenceNodes with the gone nodes would change
-// b: fenceBucket's rule, without the change. The controller asks it before
-// proposing a FenceNodes.
+// b: fenceBucket's rule, without the change (which node a draining mark
+// makes it elect does not matter to whether it elects one). The controller
+// asks it before proposing a FenceNodes.
 func FenceChanges(b *pb.BucketRecord, gone func(id uint32) bool) bool {
 	leader := b.GetLeader()
 	switch {
 	case leader == 0:
-		return electable(b, gone) != 0
+		return electable(b, gone, nil) != 0
 	case gone(leader):
 		return true
 	}
@@ -95,31 +102,46 @@ func FenceChanges(b *pb.BucketRecord, gone func(id uint32) bool) bool {
 // reports whether the bucket changed. The node leaves the ISR even as its
 // last member: a replica with an empty log must never count as in sync, or
 // it could be elected and its followers would truncate to its empty log. If
-// it led, the first remaining ISR member in assignment order leads (the
-// command knows nothing of liveness: the controller fences that one too if
-// it is dead); none, the bucket goes offline with an empty ISR, and only an
-// unclean election brings it back. The bucket epoch rises, and the leader
-// epoch with a change of leader.
-func dropLostReplica(b *pb.BucketRecord, lost uint32) bool {
+// it led, the first remaining ISR member in assignment order leads (one that
+// is not draining, if there is one; the command knows nothing of liveness:
+// the controller fences that one too if it is dead); none, the bucket goes
+// offline with an empty ISR, and only an unclean election brings it back.
+// The bucket epoch rises, and the leader epoch with a change of leader.
+func dropLostReplica(b *pb.BucketRecord, lost uint32, draining func(id uint32) bool) bool {
 	if !slices.Contains(b.GetIsr(), lost) {
 		return false
 	}
 	b.Isr = slices.DeleteFunc(slices.Clone(b.GetIsr()), func(id uint32) bool { return id == lost })
 	b.BucketEpoch++
 	if b.GetLeader() == lost {
-		b.Leader = electable(b, func(uint32) bool { return false })
+		b.Leader = electable(b, func(uint32) bool { return false }, draining)
 		b.LeaderEpoch++
 	}
 	return true
 }
 
-// electable is the first replica in assignment order that is in the ISR and
-// not gone, or 0.
-func electable(b *pb.BucketRecord, gone func(id uint32) bool) uint32 {
-	for _, r := range b.GetReplicas() {
-		if slices.Contains(b.GetIsr(), r) && !gone(r) {
-			return r
+// electable is the first replica in assignment order that is in the ISR, not
+// gone and not draining; else the first that is in the ISR and not gone; or
+// 0. draining nil: no node is.
+func electable(b *pb.BucketRecord, gone, draining func(id uint32) bool) uint32 {
+	return preferred(b.GetReplicas(), func(r uint32) bool { return slices.Contains(b.GetIsr(), r) && !gone(r) }, draining)
+}
+
+// preferred is the first of ids that ok takes and that is not draining,
+// else the first that ok takes, or 0. A node drained before a planned stop
+// (DrainNode) thus leads again only when nothing else can: an election
+// never hands back what the drain moved, and never leaves a bucket offline
+// for it either.
+func preferred(ids []uint32, ok, draining func(id uint32) bool) uint32 {
+	var fallback uint32
+	for _, id := range ids {
+		switch {
+		case !ok(id):
+		case draining == nil || !draining(id):
+			return id
+		case fallback == 0:
+			fallback = id
 		}
 	}
-	return 0
+	return fallback
 }

@@ -64,7 +64,7 @@ func TestFenceBucket(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := proto.CloneOf(tc.b)
-			changed := fenceBucket(b, goneSet(tc.gone...))
+			changed := fenceBucket(b, goneSet(tc.gone...), nil)
 			want := tc.want
 			if want == nil {
 				want = tc.b
@@ -72,7 +72,7 @@ func TestFenceBucket(t *testing.T) {
 			if changed != (tc.want != nil) || !proto.Equal(b, want) {
 				t.Errorf("changed %v, %v; want %v", changed, b, want)
 			}
-			if fenceBucket(b, goneSet(tc.gone...)) || !proto.Equal(b, want) {
+			if fenceBucket(b, goneSet(tc.gone...), nil) || !proto.Equal(b, want) {
 				t.Errorf("a second run changed %v", b)
 			}
 		})
@@ -100,7 +100,7 @@ func TestDropLostReplica(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := proto.CloneOf(tc.b)
-			changed := dropLostReplica(b, 1)
+			changed := dropLostReplica(b, 1, nil)
 			want := tc.want
 			if want == nil {
 				want = tc.b
@@ -108,7 +108,7 @@ func TestDropLostReplica(t *testing.T) {
 			if changed != (tc.want != nil) || !proto.Equal(b, want) {
 				t.Errorf("changed %v, %v; want %v", changed, b, want)
 			}
-			if dropLostReplica(b, 1) || !proto.Equal(b, want) {
+			if dropLostReplica(b, 1, nil) || !proto.Equal(b, want) {
 				t.Errorf("a second run changed %v", b)
 			}
 		})
@@ -163,8 +163,9 @@ func genBucket(t *rapid.T) *pb.BucketRecord {
 	return bk(replicas, leader, isr, rapid.Int32Range(0, 100).Draw(t, "leader epoch"), rapid.Int32Range(0, 100).Draw(t, "bucket epoch"))
 }
 
-// checkFenced checks fenceBucket's promises for one bucket.
-func checkFenced(t *rapid.T, old, b *pb.BucketRecord, changed bool, gone func(uint32) bool) {
+// checkFenced checks fenceBucket's promises for one bucket, with the nodes
+// draining marks (nil: none).
+func checkFenced(t *rapid.T, old, b *pb.BucketRecord, changed bool, gone, draining func(uint32) bool) {
 	if changed == proto.Equal(old, b) {
 		t.Fatalf("changed %v: %v -> %v", changed, old, b)
 	}
@@ -182,13 +183,13 @@ func checkFenced(t *rapid.T, old, b *pb.BucketRecord, changed bool, gone func(ui
 		if gone(l) || !slices.Contains(old.GetIsr(), l) {
 			t.Fatalf("leader %d is gone or was not in the ISR: %v -> %v", l, old, b)
 		}
-		if l != old.GetLeader() && l != electable(old, gone) {
-			t.Fatalf("leader %d is not the first live ISR replica: %v -> %v", l, old, b)
+		if l != old.GetLeader() && l != electable(old, gone, draining) {
+			t.Fatalf("leader %d is not the first live ISR replica (not draining, if one is): %v -> %v", l, old, b)
 		}
 		if slices.ContainsFunc(b.GetIsr(), gone) {
 			t.Fatalf("gone node left in the ISR of an online bucket: %v", b)
 		}
-	} else if electable(b, gone) != 0 {
+	} else if electable(b, gone, nil) != 0 {
 		t.Fatalf("offline with a live ISR member: %v", b)
 	}
 	if ol := old.GetLeader(); ol != 0 && !gone(ol) && b.GetLeader() != ol {
@@ -211,7 +212,7 @@ func checkLost(t *rapid.T, old, b *pb.BucketRecord, lost uint32) {
 	}
 	wantLeader := old.GetLeader()
 	if wantLeader == lost {
-		wantLeader = electable(b, func(uint32) bool { return false })
+		wantLeader = electable(b, func(uint32) bool { return false }, nil)
 	}
 	if b.GetLeader() != wantLeader || len(b.GetIsr()) != len(old.GetIsr())-1 {
 		t.Fatalf("wiped node %d: %v -> %v", lost, old, b)
@@ -273,14 +274,15 @@ func TestFenceBucketProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		old := genBucket(t)
 		gone := goneSet(rapid.SliceOfDistinct(rapid.Uint32Range(1, 8), rapid.ID[uint32]).Draw(t, "gone")...)
+		draining := goneSet(rapid.SliceOfDistinct(rapid.Uint32Range(1, 8), rapid.ID[uint32]).Draw(t, "draining")...)
 		b := proto.CloneOf(old)
-		changed := fenceBucket(b, gone)
-		checkFenced(t, old, b, changed, gone)
+		changed := fenceBucket(b, gone, draining)
+		checkFenced(t, old, b, changed, gone, draining)
 		if FenceChanges(old, gone) != changed {
 			t.Fatalf("FenceChanges %v, fenceBucket changed %v: %v -> %v", !changed, changed, old, b)
 		}
 		again := proto.CloneOf(b)
-		if fenceBucket(again, gone) || !proto.Equal(again, b) {
+		if fenceBucket(again, gone, draining) || !proto.Equal(again, b) {
 			t.Fatalf("not idempotent: %v -> %v", b, again)
 		}
 	})
@@ -513,7 +515,7 @@ func TestFenceThroughApply(t *testing.T) {
 				}
 				switch {
 				case gone != nil:
-					checkFenced(t, before[i], after[i], !proto.Equal(before[i], after[i]), gone)
+					checkFenced(t, before[i], after[i], !proto.Equal(before[i], after[i]), gone, nil)
 				case wiped != 0:
 					checkLost(t, before[i], after[i], wiped)
 				case registered != 0:

@@ -103,7 +103,7 @@ func TestBucketIndexFollowsCommands(t *testing.T) {
 				change := func(b *pb.BucketRecord) bool { return releadBucket(b, id) }
 				if rapid.Bool().Draw(rt, "wiped") {
 					incarnation[id]++
-					change = func(b *pb.BucketRecord) bool { return dropLostReplica(b, id) }
+					change = func(b *pb.BucketRecord) bool { return dropLostReplica(b, id, nil) }
 				}
 				want := wouldChange(rt, h.s, change)
 				register(id)

@@ -44,13 +44,20 @@ func (a *applier) registerNode(c *pb.RegisterNode) (*pb.CommandResult, error) {
 	rec := proto.Clone(n).(*pb.NodeRecord)
 	rec.NodeEpoch = a.index
 	rec.RegisteredAtMs = a.appendedAtMs
+	// A registration is a new run of the node: a drain's mark was for the
+	// stop it came back from.
+	rec.Draining = false
+	draining, err := a.drainingNodes()
+	if err != nil {
+		return nil, err
+	}
 	if err := a.putNode(rec); err != nil {
 		return nil, err
 	}
 	id := rec.GetId()
 	change := func(b *pb.BucketRecord) bool { return releadBucket(b, id) }
 	if known && old.GetIncarnation() != rec.GetIncarnation() {
-		change = func(b *pb.BucketRecord) bool { return dropLostReplica(b, id) }
+		change = func(b *pb.BucketRecord) bool { return dropLostReplica(b, id, draining) }
 	}
 	x, err := a.bucketIndex()
 	if err != nil {
@@ -105,6 +112,25 @@ func validateNode(n *pb.NodeRecord) error {
 		}
 	}
 	return nil
+}
+
+// drainingNodes returns whether a node is marked draining (DrainNode), as
+// of the state before the command; nil when none is.
+func (a *applier) drainingNodes() (func(id uint32) bool, error) {
+	nodes, err := listNodes(a.tx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []uint32
+	for _, n := range nodes {
+		if n.GetDraining() {
+			ids = append(ids, n.GetId())
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return func(id uint32) bool { return slices.Contains(ids, id) }, nil
 }
 
 // hasRole reports whether a node has a role.

@@ -87,13 +87,18 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 	// grow): filled to bbolt's default half, the pages of appended keys stay
 	// half empty for good, and the file and every snapshot twice the size.
 	a.tx.Bucket(bucketBuckets).FillPercent = appendFillPercent
+	draining, err := a.drainingNodes()
+	if err != nil {
+		return nil, err
+	}
 	for b, replicas := range placement {
 		br := &pb.BucketRecord{
 			TableId:  id,
 			Bucket:   int32(b),
 			Replicas: replicas,
-			Leader:   replicas[0],
-			Isr:      slices.Clone(replicas),
+			// The preferred replica, unless it is being drained.
+			Leader: preferred(replicas, func(uint32) bool { return true }, draining),
+			Isr:    slices.Clone(replicas),
 		}
 		if err := a.putBucket(br); err != nil {
 			return nil, err

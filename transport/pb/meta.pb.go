@@ -1563,6 +1563,184 @@ func (x *NodeStatus) GetAlive() bool {
 	return false
 }
 
+type BucketStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BucketStatusRequest) Reset() {
+	*x = BucketStatusRequest{}
+	mi := &file_meta_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BucketStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BucketStatusRequest) ProtoMessage() {}
+
+func (x *BucketStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BucketStatusRequest.ProtoReflect.Descriptor instead.
+func (*BucketStatusRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{24}
+}
+
+type BucketStatusResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// By database, table and bucket number.
+	Buckets []*BucketStatus `protobuf:"bytes,1,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	// The applied index the leaderships reflect.
+	AppliedIndex  uint64 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BucketStatusResponse) Reset() {
+	*x = BucketStatusResponse{}
+	mi := &file_meta_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BucketStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BucketStatusResponse) ProtoMessage() {}
+
+func (x *BucketStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BucketStatusResponse.ProtoReflect.Descriptor instead.
+func (*BucketStatusResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *BucketStatusResponse) GetBuckets() []*BucketStatus {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *BucketStatusResponse) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+type BucketStatus struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Database string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Table    string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// Placement, leadership and ISR (no remote log or KV snapshots).
+	Bucket *BucketRecord `protobuf:"bytes,3,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// The leader's high watermark (ListOffsets, latest); absent when the
+	// bucket is offline or its leader did not answer in time (error says
+	// why).
+	HighWatermark *int64    `protobuf:"varint,4,opt,name=high_watermark,json=highWatermark,proto3,oneof" json:"high_watermark,omitempty"`
+	ErrorCode     ErrorCode `protobuf:"varint,5,opt,name=error_code,json=errorCode,proto3,enum=floe.v1.ErrorCode" json:"error_code,omitempty"`
+	Error         string    `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BucketStatus) Reset() {
+	*x = BucketStatus{}
+	mi := &file_meta_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BucketStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BucketStatus) ProtoMessage() {}
+
+func (x *BucketStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BucketStatus.ProtoReflect.Descriptor instead.
+func (*BucketStatus) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *BucketStatus) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *BucketStatus) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *BucketStatus) GetBucket() *BucketRecord {
+	if x != nil {
+		return x.Bucket
+	}
+	return nil
+}
+
+func (x *BucketStatus) GetHighWatermark() int64 {
+	if x != nil && x.HighWatermark != nil {
+		return *x.HighWatermark
+	}
+	return 0
+}
+
+func (x *BucketStatus) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_INTERNAL
+}
+
+func (x *BucketStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type AddVoterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeId        uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -1573,7 +1751,7 @@ type AddVoterRequest struct {
 
 func (x *AddVoterRequest) Reset() {
 	*x = AddVoterRequest{}
-	mi := &file_meta_proto_msgTypes[24]
+	mi := &file_meta_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1763,7 @@ func (x *AddVoterRequest) String() string {
 func (*AddVoterRequest) ProtoMessage() {}
 
 func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[24]
+	mi := &file_meta_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1776,7 @@ func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
 func (*AddVoterRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{24}
+	return file_meta_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AddVoterRequest) GetNodeId() uint32 {
@@ -1627,7 +1805,7 @@ type RemoveVoterRequest struct {
 
 func (x *RemoveVoterRequest) Reset() {
 	*x = RemoveVoterRequest{}
-	mi := &file_meta_proto_msgTypes[25]
+	mi := &file_meta_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1817,7 @@ func (x *RemoveVoterRequest) String() string {
 func (*RemoveVoterRequest) ProtoMessage() {}
 
 func (x *RemoveVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[25]
+	mi := &file_meta_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1830,7 @@ func (x *RemoveVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveVoterRequest.ProtoReflect.Descriptor instead.
 func (*RemoveVoterRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{25}
+	return file_meta_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RemoveVoterRequest) GetNodeId() uint32 {
@@ -1679,7 +1857,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_meta_proto_msgTypes[26]
+	mi := &file_meta_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1869,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[26]
+	mi := &file_meta_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1882,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{26}
+	return file_meta_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() uint32 {
@@ -1723,7 +1901,7 @@ type AdminResponse struct {
 
 func (x *AdminResponse) Reset() {
 	*x = AdminResponse{}
-	mi := &file_meta_proto_msgTypes[27]
+	mi := &file_meta_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1913,7 @@ func (x *AdminResponse) String() string {
 func (*AdminResponse) ProtoMessage() {}
 
 func (x *AdminResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[27]
+	mi := &file_meta_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1926,7 @@ func (x *AdminResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminResponse.ProtoReflect.Descriptor instead.
 func (*AdminResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{27}
+	return file_meta_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AdminResponse) GetIndex() uint64 {
@@ -1769,7 +1947,7 @@ type WatchMetadataRequest struct {
 
 func (x *WatchMetadataRequest) Reset() {
 	*x = WatchMetadataRequest{}
-	mi := &file_meta_proto_msgTypes[28]
+	mi := &file_meta_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +1959,7 @@ func (x *WatchMetadataRequest) String() string {
 func (*WatchMetadataRequest) ProtoMessage() {}
 
 func (x *WatchMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[28]
+	mi := &file_meta_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +1972,7 @@ func (x *WatchMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchMetadataRequest.ProtoReflect.Descriptor instead.
 func (*WatchMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{28}
+	return file_meta_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WatchMetadataRequest) GetNodeId() uint32 {
@@ -1823,7 +2001,7 @@ type AdjustIsrRequest struct {
 
 func (x *AdjustIsrRequest) Reset() {
 	*x = AdjustIsrRequest{}
-	mi := &file_meta_proto_msgTypes[29]
+	mi := &file_meta_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +2013,7 @@ func (x *AdjustIsrRequest) String() string {
 func (*AdjustIsrRequest) ProtoMessage() {}
 
 func (x *AdjustIsrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[29]
+	mi := &file_meta_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +2026,7 @@ func (x *AdjustIsrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsrRequest.ProtoReflect.Descriptor instead.
 func (*AdjustIsrRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{29}
+	return file_meta_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AdjustIsrRequest) GetChange() *AdjustIsr {
@@ -1874,7 +2052,7 @@ type AdjustIsrResponse struct {
 
 func (x *AdjustIsrResponse) Reset() {
 	*x = AdjustIsrResponse{}
-	mi := &file_meta_proto_msgTypes[30]
+	mi := &file_meta_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1886,7 +2064,7 @@ func (x *AdjustIsrResponse) String() string {
 func (*AdjustIsrResponse) ProtoMessage() {}
 
 func (x *AdjustIsrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[30]
+	mi := &file_meta_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1899,7 +2077,7 @@ func (x *AdjustIsrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsrResponse.ProtoReflect.Descriptor instead.
 func (*AdjustIsrResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{30}
+	return file_meta_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AdjustIsrResponse) GetBucket() *BucketRecord {
@@ -1920,7 +2098,7 @@ type CommitRemoteLogRequest struct {
 
 func (x *CommitRemoteLogRequest) Reset() {
 	*x = CommitRemoteLogRequest{}
-	mi := &file_meta_proto_msgTypes[31]
+	mi := &file_meta_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +2110,7 @@ func (x *CommitRemoteLogRequest) String() string {
 func (*CommitRemoteLogRequest) ProtoMessage() {}
 
 func (x *CommitRemoteLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[31]
+	mi := &file_meta_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +2123,7 @@ func (x *CommitRemoteLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLogRequest.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLogRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{31}
+	return file_meta_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CommitRemoteLogRequest) GetCommit() *CommitRemoteLog {
@@ -1971,7 +2149,7 @@ type CommitRemoteLogResponse struct {
 
 func (x *CommitRemoteLogResponse) Reset() {
 	*x = CommitRemoteLogResponse{}
-	mi := &file_meta_proto_msgTypes[32]
+	mi := &file_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2161,7 @@ func (x *CommitRemoteLogResponse) String() string {
 func (*CommitRemoteLogResponse) ProtoMessage() {}
 
 func (x *CommitRemoteLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[32]
+	mi := &file_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2174,7 @@ func (x *CommitRemoteLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLogResponse.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLogResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{32}
+	return file_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CommitRemoteLogResponse) GetBucket() *BucketRecord {
@@ -2016,7 +2194,7 @@ type CommitKVSnapshotRequest struct {
 
 func (x *CommitKVSnapshotRequest) Reset() {
 	*x = CommitKVSnapshotRequest{}
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2028,7 +2206,7 @@ func (x *CommitKVSnapshotRequest) String() string {
 func (*CommitKVSnapshotRequest) ProtoMessage() {}
 
 func (x *CommitKVSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2041,7 +2219,7 @@ func (x *CommitKVSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{33}
+	return file_meta_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CommitKVSnapshotRequest) GetCommit() *CommitKVSnapshot {
@@ -2067,7 +2245,7 @@ type CommitKVSnapshotResponse struct {
 
 func (x *CommitKVSnapshotResponse) Reset() {
 	*x = CommitKVSnapshotResponse{}
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2079,7 +2257,7 @@ func (x *CommitKVSnapshotResponse) String() string {
 func (*CommitKVSnapshotResponse) ProtoMessage() {}
 
 func (x *CommitKVSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2092,7 +2270,7 @@ func (x *CommitKVSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{34}
+	return file_meta_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CommitKVSnapshotResponse) GetBucket() *BucketRecord {
@@ -2111,7 +2289,7 @@ type AllocateWriterIdRequest struct {
 
 func (x *AllocateWriterIdRequest) Reset() {
 	*x = AllocateWriterIdRequest{}
-	mi := &file_meta_proto_msgTypes[35]
+	mi := &file_meta_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2123,7 +2301,7 @@ func (x *AllocateWriterIdRequest) String() string {
 func (*AllocateWriterIdRequest) ProtoMessage() {}
 
 func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[35]
+	mi := &file_meta_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2136,7 +2314,7 @@ func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterIdRequest.ProtoReflect.Descriptor instead.
 func (*AllocateWriterIdRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{35}
+	return file_meta_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AllocateWriterIdRequest) GetRequestId() []byte {
@@ -2155,7 +2333,7 @@ type AllocateWriterIdResponse struct {
 
 func (x *AllocateWriterIdResponse) Reset() {
 	*x = AllocateWriterIdResponse{}
-	mi := &file_meta_proto_msgTypes[36]
+	mi := &file_meta_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2167,7 +2345,7 @@ func (x *AllocateWriterIdResponse) String() string {
 func (*AllocateWriterIdResponse) ProtoMessage() {}
 
 func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[36]
+	mi := &file_meta_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2180,7 +2358,7 @@ func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterIdResponse.ProtoReflect.Descriptor instead.
 func (*AllocateWriterIdResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{36}
+	return file_meta_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AllocateWriterIdResponse) GetWriterId() uint64 {
@@ -2204,7 +2382,7 @@ type ElectLeadersRequest struct {
 
 func (x *ElectLeadersRequest) Reset() {
 	*x = ElectLeadersRequest{}
-	mi := &file_meta_proto_msgTypes[37]
+	mi := &file_meta_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2394,7 @@ func (x *ElectLeadersRequest) String() string {
 func (*ElectLeadersRequest) ProtoMessage() {}
 
 func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[37]
+	mi := &file_meta_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2407,7 @@ func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
 func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{37}
+	return file_meta_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ElectLeadersRequest) GetRequestId() []byte {
@@ -2267,6 +2445,140 @@ func (x *ElectLeadersRequest) GetUnclean() bool {
 	return false
 }
 
+type DrainNodeRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	NodeId    uint32                 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// Clear the node's draining mark; no leadership moves.
+	Cancel        bool `protobuf:"varint,3,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainNodeRequest) Reset() {
+	*x = DrainNodeRequest{}
+	mi := &file_meta_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainNodeRequest) ProtoMessage() {}
+
+func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainNodeRequest.ProtoReflect.Descriptor instead.
+func (*DrainNodeRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *DrainNodeRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *DrainNodeRequest) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *DrainNodeRequest) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+type DrainNodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node after the drain.
+	Node *NodeRecord `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// Every bucket the node led, by database, table and number.
+	Buckets []*BucketDrain `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	// The Raft index the drain was applied at.
+	Index uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	// Nothing changed: the node was already marked (or, with cancel, not
+	// marked) and led nothing that could move.
+	Unchanged     bool `protobuf:"varint,4,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainNodeResponse) Reset() {
+	*x = DrainNodeResponse{}
+	mi := &file_meta_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainNodeResponse) ProtoMessage() {}
+
+func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainNodeResponse.ProtoReflect.Descriptor instead.
+func (*DrainNodeResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *DrainNodeResponse) GetNode() *NodeRecord {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *DrainNodeResponse) GetBuckets() []*BucketDrain {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *DrainNodeResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *DrainNodeResponse) GetUnchanged() bool {
+	if x != nil {
+		return x.Unchanged
+	}
+	return false
+}
+
 type ElectLeadersResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Every bucket tried, by number.
@@ -2279,7 +2591,7 @@ type ElectLeadersResponse struct {
 
 func (x *ElectLeadersResponse) Reset() {
 	*x = ElectLeadersResponse{}
-	mi := &file_meta_proto_msgTypes[38]
+	mi := &file_meta_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2291,7 +2603,7 @@ func (x *ElectLeadersResponse) String() string {
 func (*ElectLeadersResponse) ProtoMessage() {}
 
 func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[38]
+	mi := &file_meta_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2304,7 +2616,7 @@ func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersResponse.ProtoReflect.Descriptor instead.
 func (*ElectLeadersResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{38}
+	return file_meta_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ElectLeadersResponse) GetBuckets() []*BucketElection {
@@ -2326,7 +2638,7 @@ var File_meta_proto protoreflect.FileDescriptor
 const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"meta.proto\x12\afloe.v1\x1a\x0fmetastate.proto\"\x87\x01\n" +
+	"meta.proto\x12\afloe.v1\x1a\ferrors.proto\x1a\x0fmetastate.proto\"\x87\x01\n" +
 	"\fHelloRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x1f\n" +
 	"\vrpc_address\x18\x02 \x01(\tR\n" +
@@ -2450,7 +2762,20 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"NodeStatus\x12'\n" +
 	"\x04node\x18\x01 \x01(\v2\x13.floe.v1.NodeRecordR\x04node\x12\x14\n" +
-	"\x05alive\x18\x02 \x01(\bR\x05alive\"D\n" +
+	"\x05alive\x18\x02 \x01(\bR\x05alive\"\x15\n" +
+	"\x13BucketStatusRequest\"l\n" +
+	"\x14BucketStatusResponse\x12/\n" +
+	"\abuckets\x18\x01 \x03(\v2\x15.floe.v1.BucketStatusR\abuckets\x12#\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\xf7\x01\n" +
+	"\fBucketStatus\x12\x1a\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12-\n" +
+	"\x06bucket\x18\x03 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\x12*\n" +
+	"\x0ehigh_watermark\x18\x04 \x01(\x03H\x00R\rhighWatermark\x88\x01\x01\x121\n" +
+	"\n" +
+	"error_code\x18\x05 \x01(\x0e2\x12.floe.v1.ErrorCodeR\terrorCode\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05errorB\x11\n" +
+	"\x0f_high_watermark\"D\n" +
 	"\x0fAddVoterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\"C\n" +
@@ -2495,10 +2820,20 @@ const file_meta_proto_rawDesc = "" +
 	"\x05table\x18\x03 \x01(\tR\x05table\x12\x1b\n" +
 	"\x06bucket\x18\x04 \x01(\x05H\x00R\x06bucket\x88\x01\x01\x12\x18\n" +
 	"\aunclean\x18\x05 \x01(\bR\auncleanB\t\n" +
-	"\a_bucket\"_\n" +
+	"\a_bucket\"b\n" +
+	"\x10DrainNodeRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\rR\x06nodeId\x12\x16\n" +
+	"\x06cancel\x18\x03 \x01(\bR\x06cancel\"\xa0\x01\n" +
+	"\x11DrainNodeResponse\x12'\n" +
+	"\x04node\x18\x01 \x01(\v2\x13.floe.v1.NodeRecordR\x04node\x12.\n" +
+	"\abuckets\x18\x02 \x03(\v2\x14.floe.v1.BucketDrainR\abuckets\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x1c\n" +
+	"\tunchanged\x18\x04 \x01(\bR\tunchanged\"_\n" +
 	"\x14ElectLeadersResponse\x121\n" +
 	"\abuckets\x18\x01 \x03(\v2\x17.floe.v1.BucketElectionR\abuckets\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index2\xf4\v\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index2\x85\r\n" +
 	"\x04Meta\x126\n" +
 	"\x05Hello\x12\x15.floe.v1.HelloRequest\x1a\x16.floe.v1.HelloResponse\x123\n" +
 	"\x04Join\x12\x14.floe.v1.JoinRequest\x1a\x15.floe.v1.JoinResponse\x12<\n" +
@@ -2518,8 +2853,10 @@ const file_meta_proto_rawDesc = "" +
 	"\x0fCommitRemoteLog\x12\x1f.floe.v1.CommitRemoteLogRequest\x1a .floe.v1.CommitRemoteLogResponse\x12W\n" +
 	"\x10CommitKVSnapshot\x12 .floe.v1.CommitKVSnapshotRequest\x1a!.floe.v1.CommitKVSnapshotResponse\x12W\n" +
 	"\x10AllocateWriterId\x12 .floe.v1.AllocateWriterIdRequest\x1a!.floe.v1.AllocateWriterIdResponse\x12K\n" +
-	"\fElectLeaders\x12\x1c.floe.v1.ElectLeadersRequest\x1a\x1d.floe.v1.ElectLeadersResponse\x12N\n" +
-	"\rClusterStatus\x12\x1d.floe.v1.ClusterStatusRequest\x1a\x1e.floe.v1.ClusterStatusResponse\x12<\n" +
+	"\fElectLeaders\x12\x1c.floe.v1.ElectLeadersRequest\x1a\x1d.floe.v1.ElectLeadersResponse\x12B\n" +
+	"\tDrainNode\x12\x19.floe.v1.DrainNodeRequest\x1a\x1a.floe.v1.DrainNodeResponse\x12N\n" +
+	"\rClusterStatus\x12\x1d.floe.v1.ClusterStatusRequest\x1a\x1e.floe.v1.ClusterStatusResponse\x12K\n" +
+	"\fBucketStatus\x12\x1c.floe.v1.BucketStatusRequest\x1a\x1d.floe.v1.BucketStatusResponse\x12<\n" +
 	"\bAddVoter\x12\x18.floe.v1.AddVoterRequest\x1a\x16.floe.v1.AdminResponse\x12B\n" +
 	"\vRemoveVoter\x12\x1b.floe.v1.RemoveVoterRequest\x1a\x16.floe.v1.AdminResponse\x12P\n" +
 	"\x12TransferLeadership\x12\".floe.v1.TransferLeadershipRequest\x1a\x16.floe.v1.AdminResponseB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
@@ -2536,7 +2873,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_meta_proto_goTypes = []any{
 	(*HelloRequest)(nil),              // 0: floe.v1.HelloRequest
 	(*PeerInfo)(nil),                  // 1: floe.v1.PeerInfo
@@ -2562,104 +2899,120 @@ var file_meta_proto_goTypes = []any{
 	(*ClusterStatusRequest)(nil),      // 21: floe.v1.ClusterStatusRequest
 	(*ClusterStatusResponse)(nil),     // 22: floe.v1.ClusterStatusResponse
 	(*NodeStatus)(nil),                // 23: floe.v1.NodeStatus
-	(*AddVoterRequest)(nil),           // 24: floe.v1.AddVoterRequest
-	(*RemoveVoterRequest)(nil),        // 25: floe.v1.RemoveVoterRequest
-	(*TransferLeadershipRequest)(nil), // 26: floe.v1.TransferLeadershipRequest
-	(*AdminResponse)(nil),             // 27: floe.v1.AdminResponse
-	(*WatchMetadataRequest)(nil),      // 28: floe.v1.WatchMetadataRequest
-	(*AdjustIsrRequest)(nil),          // 29: floe.v1.AdjustIsrRequest
-	(*AdjustIsrResponse)(nil),         // 30: floe.v1.AdjustIsrResponse
-	(*CommitRemoteLogRequest)(nil),    // 31: floe.v1.CommitRemoteLogRequest
-	(*CommitRemoteLogResponse)(nil),   // 32: floe.v1.CommitRemoteLogResponse
-	(*CommitKVSnapshotRequest)(nil),   // 33: floe.v1.CommitKVSnapshotRequest
-	(*CommitKVSnapshotResponse)(nil),  // 34: floe.v1.CommitKVSnapshotResponse
-	(*AllocateWriterIdRequest)(nil),   // 35: floe.v1.AllocateWriterIdRequest
-	(*AllocateWriterIdResponse)(nil),  // 36: floe.v1.AllocateWriterIdResponse
-	(*ElectLeadersRequest)(nil),       // 37: floe.v1.ElectLeadersRequest
-	(*ElectLeadersResponse)(nil),      // 38: floe.v1.ElectLeadersResponse
-	nil,                               // 39: floe.v1.CreateTableRequest.PropertiesEntry
-	(*Command)(nil),                   // 40: floe.v1.Command
-	(*CommandResult)(nil),             // 41: floe.v1.CommandResult
-	(*DatabaseRecord)(nil),            // 42: floe.v1.DatabaseRecord
-	(*TableRecord)(nil),               // 43: floe.v1.TableRecord
-	(*BucketRecord)(nil),              // 44: floe.v1.BucketRecord
-	(*NodeRecord)(nil),                // 45: floe.v1.NodeRecord
-	(*AdjustIsr)(nil),                 // 46: floe.v1.AdjustIsr
-	(*CommitRemoteLog)(nil),           // 47: floe.v1.CommitRemoteLog
-	(*CommitKVSnapshot)(nil),          // 48: floe.v1.CommitKVSnapshot
-	(*BucketElection)(nil),            // 49: floe.v1.BucketElection
-	(*MetadataUpdate)(nil),            // 50: floe.v1.MetadataUpdate
+	(*BucketStatusRequest)(nil),       // 24: floe.v1.BucketStatusRequest
+	(*BucketStatusResponse)(nil),      // 25: floe.v1.BucketStatusResponse
+	(*BucketStatus)(nil),              // 26: floe.v1.BucketStatus
+	(*AddVoterRequest)(nil),           // 27: floe.v1.AddVoterRequest
+	(*RemoveVoterRequest)(nil),        // 28: floe.v1.RemoveVoterRequest
+	(*TransferLeadershipRequest)(nil), // 29: floe.v1.TransferLeadershipRequest
+	(*AdminResponse)(nil),             // 30: floe.v1.AdminResponse
+	(*WatchMetadataRequest)(nil),      // 31: floe.v1.WatchMetadataRequest
+	(*AdjustIsrRequest)(nil),          // 32: floe.v1.AdjustIsrRequest
+	(*AdjustIsrResponse)(nil),         // 33: floe.v1.AdjustIsrResponse
+	(*CommitRemoteLogRequest)(nil),    // 34: floe.v1.CommitRemoteLogRequest
+	(*CommitRemoteLogResponse)(nil),   // 35: floe.v1.CommitRemoteLogResponse
+	(*CommitKVSnapshotRequest)(nil),   // 36: floe.v1.CommitKVSnapshotRequest
+	(*CommitKVSnapshotResponse)(nil),  // 37: floe.v1.CommitKVSnapshotResponse
+	(*AllocateWriterIdRequest)(nil),   // 38: floe.v1.AllocateWriterIdRequest
+	(*AllocateWriterIdResponse)(nil),  // 39: floe.v1.AllocateWriterIdResponse
+	(*ElectLeadersRequest)(nil),       // 40: floe.v1.ElectLeadersRequest
+	(*DrainNodeRequest)(nil),          // 41: floe.v1.DrainNodeRequest
+	(*DrainNodeResponse)(nil),         // 42: floe.v1.DrainNodeResponse
+	(*ElectLeadersResponse)(nil),      // 43: floe.v1.ElectLeadersResponse
+	nil,                               // 44: floe.v1.CreateTableRequest.PropertiesEntry
+	(*Command)(nil),                   // 45: floe.v1.Command
+	(*CommandResult)(nil),             // 46: floe.v1.CommandResult
+	(*DatabaseRecord)(nil),            // 47: floe.v1.DatabaseRecord
+	(*TableRecord)(nil),               // 48: floe.v1.TableRecord
+	(*BucketRecord)(nil),              // 49: floe.v1.BucketRecord
+	(*NodeRecord)(nil),                // 50: floe.v1.NodeRecord
+	(ErrorCode)(0),                    // 51: floe.v1.ErrorCode
+	(*AdjustIsr)(nil),                 // 52: floe.v1.AdjustIsr
+	(*CommitRemoteLog)(nil),           // 53: floe.v1.CommitRemoteLog
+	(*CommitKVSnapshot)(nil),          // 54: floe.v1.CommitKVSnapshot
+	(*BucketDrain)(nil),               // 55: floe.v1.BucketDrain
+	(*BucketElection)(nil),            // 56: floe.v1.BucketElection
+	(*MetadataUpdate)(nil),            // 57: floe.v1.MetadataUpdate
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
 	1,  // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
-	40, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
-	41, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
+	45, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
+	46, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
 	9,  // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
-	41, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
-	42, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
-	39, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
-	43, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
-	43, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
-	44, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
-	45, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
+	46, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
+	47, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
+	44, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
+	48, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
+	48, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
+	49, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
+	50, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
 	9,  // 12: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
 	23, // 13: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	45, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
-	46, // 15: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
-	44, // 16: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
-	47, // 17: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
-	44, // 18: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
-	48, // 19: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
-	44, // 20: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
-	49, // 21: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
-	0,  // 22: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,  // 23: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,  // 24: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,  // 25: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11, // 26: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12, // 27: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13, // 28: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15, // 29: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16, // 30: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17, // 31: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	19, // 32: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	28, // 33: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
-	29, // 34: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
-	31, // 35: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
-	33, // 36: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
-	35, // 37: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
-	37, // 38: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
-	21, // 39: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	24, // 40: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	25, // 41: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	26, // 42: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	2,  // 43: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,  // 44: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,  // 45: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,  // 46: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10, // 47: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10, // 48: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14, // 49: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10, // 50: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10, // 51: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	18, // 52: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	20, // 53: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	50, // 54: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
-	30, // 55: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
-	32, // 56: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
-	34, // 57: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
-	36, // 58: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
-	38, // 59: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
-	22, // 60: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	27, // 61: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	27, // 62: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	27, // 63: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	43, // [43:64] is the sub-list for method output_type
-	22, // [22:43] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	50, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	26, // 15: floe.v1.BucketStatusResponse.buckets:type_name -> floe.v1.BucketStatus
+	49, // 16: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
+	51, // 17: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
+	52, // 18: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	49, // 19: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	53, // 20: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
+	49, // 21: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
+	54, // 22: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
+	49, // 23: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
+	50, // 24: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
+	55, // 25: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
+	56, // 26: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
+	0,  // 27: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,  // 28: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,  // 29: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,  // 30: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11, // 31: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12, // 32: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13, // 33: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15, // 34: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16, // 35: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17, // 36: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	19, // 37: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	31, // 38: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	32, // 39: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	34, // 40: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
+	36, // 41: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
+	38, // 42: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	40, // 43: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
+	41, // 44: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
+	21, // 45: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	24, // 46: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
+	27, // 47: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	28, // 48: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	29, // 49: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	2,  // 50: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,  // 51: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,  // 52: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,  // 53: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10, // 54: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10, // 55: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14, // 56: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10, // 57: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10, // 58: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	18, // 59: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	20, // 60: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	57, // 61: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	33, // 62: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	35, // 63: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
+	37, // 64: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
+	39, // 65: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	43, // 66: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
+	42, // 67: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
+	22, // 68: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	25, // 69: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
+	30, // 70: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	30, // 71: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	30, // 72: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	50, // [50:73] is the sub-list for method output_type
+	27, // [27:50] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -2667,15 +3020,17 @@ func file_meta_proto_init() {
 	if File_meta_proto != nil {
 		return
 	}
+	file_errors_proto_init()
 	file_metastate_proto_init()
-	file_meta_proto_msgTypes[37].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[26].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[40].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   40,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -55,7 +55,9 @@ type DRPCMetaClient interface {
 	CommitKVSnapshot(ctx context.Context, in *CommitKVSnapshotRequest) (*CommitKVSnapshotResponse, error)
 	AllocateWriterId(ctx context.Context, in *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
 	ElectLeaders(ctx context.Context, in *ElectLeadersRequest) (*ElectLeadersResponse, error)
+	DrainNode(ctx context.Context, in *DrainNodeRequest) (*DrainNodeResponse, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error)
+	BucketStatus(ctx context.Context, in *BucketStatusRequest) (*BucketStatusResponse, error)
 	AddVoter(ctx context.Context, in *AddVoterRequest) (*AdminResponse, error)
 	RemoveVoter(ctx context.Context, in *RemoveVoterRequest) (*AdminResponse, error)
 	TransferLeadership(ctx context.Context, in *TransferLeadershipRequest) (*AdminResponse, error)
@@ -255,9 +257,27 @@ func (c *drpcMetaClient) ElectLeaders(ctx context.Context, in *ElectLeadersReque
 	return out, nil
 }
 
+func (c *drpcMetaClient) DrainNode(ctx context.Context, in *DrainNodeRequest) (*DrainNodeResponse, error) {
+	out := new(DrainNodeResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/DrainNode", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *drpcMetaClient) ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	out := new(ClusterStatusResponse)
 	err := c.cc.Invoke(ctx, "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) BucketStatus(ctx context.Context, in *BucketStatusRequest) (*BucketStatusResponse, error) {
+	out := new(BucketStatusResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/BucketStatus", drpcEncoding_File_meta_proto{}, in, out)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +329,9 @@ type DRPCMetaServer interface {
 	CommitKVSnapshot(context.Context, *CommitKVSnapshotRequest) (*CommitKVSnapshotResponse, error)
 	AllocateWriterId(context.Context, *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
 	ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersResponse, error)
+	DrainNode(context.Context, *DrainNodeRequest) (*DrainNodeResponse, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
+	BucketStatus(context.Context, *BucketStatusRequest) (*BucketStatusResponse, error)
 	AddVoter(context.Context, *AddVoterRequest) (*AdminResponse, error)
 	RemoveVoter(context.Context, *RemoveVoterRequest) (*AdminResponse, error)
 	TransferLeadership(context.Context, *TransferLeadershipRequest) (*AdminResponse, error)
@@ -385,7 +407,15 @@ func (s *DRPCMetaUnimplementedServer) ElectLeaders(context.Context, *ElectLeader
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCMetaUnimplementedServer) DrainNode(context.Context, *DrainNodeRequest) (*DrainNodeResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 func (s *DRPCMetaUnimplementedServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) BucketStatus(context.Context, *BucketStatusRequest) (*BucketStatusResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
@@ -403,7 +433,7 @@ func (s *DRPCMetaUnimplementedServer) TransferLeadership(context.Context, *Trans
 
 type DRPCMetaDescription struct{}
 
-func (DRPCMetaDescription) NumMethods() int { return 21 }
+func (DRPCMetaDescription) NumMethods() int { return 23 }
 
 func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -561,6 +591,15 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 					)
 			}, DRPCMetaServer.ElectLeaders, true
 	case 17:
+		return "/floe.v1.Meta/DrainNode", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					DrainNode(
+						ctx,
+						in1.(*DrainNodeRequest),
+					)
+			}, DRPCMetaServer.DrainNode, true
+	case 18:
 		return "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -569,7 +608,16 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ClusterStatusRequest),
 					)
 			}, DRPCMetaServer.ClusterStatus, true
-	case 18:
+	case 19:
+		return "/floe.v1.Meta/BucketStatus", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					BucketStatus(
+						ctx,
+						in1.(*BucketStatusRequest),
+					)
+			}, DRPCMetaServer.BucketStatus, true
+	case 20:
 		return "/floe.v1.Meta/AddVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -578,7 +626,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddVoterRequest),
 					)
 			}, DRPCMetaServer.AddVoter, true
-	case 19:
+	case 21:
 		return "/floe.v1.Meta/RemoveVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -587,7 +635,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveVoterRequest),
 					)
 			}, DRPCMetaServer.RemoveVoter, true
-	case 20:
+	case 22:
 		return "/floe.v1.Meta/TransferLeadership", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -942,6 +990,26 @@ func (x *drpcMeta_ElectLeadersStream) SendAndClose(m *ElectLeadersResponse) erro
 	return x.CloseSend()
 }
 
+type DRPCMeta_DrainNodeStream interface {
+	drpc.Stream
+	SendAndClose(*DrainNodeResponse) error
+}
+
+type drpcMeta_DrainNodeStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_DrainNodeStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_DrainNodeStream) SendAndClose(m *DrainNodeResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
 type DRPCMeta_ClusterStatusStream interface {
 	drpc.Stream
 	SendAndClose(*ClusterStatusResponse) error
@@ -956,6 +1024,26 @@ func (x *drpcMeta_ClusterStatusStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcMeta_ClusterStatusStream) SendAndClose(m *ClusterStatusResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_BucketStatusStream interface {
+	drpc.Stream
+	SendAndClose(*BucketStatusResponse) error
+}
+
+type drpcMeta_BucketStatusStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_BucketStatusStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_BucketStatusStream) SendAndClose(m *BucketStatusResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
 		return err
 	}

@@ -35,8 +35,12 @@ type NodeRecord struct {
 	// The Raft index of the registration: the node epoch.
 	NodeEpoch      uint64 `protobuf:"varint,7,opt,name=node_epoch,json=nodeEpoch,proto3" json:"node_epoch,omitempty"`
 	RegisteredAtMs int64  `protobuf:"varint,8,opt,name=registered_at_ms,json=registeredAtMs,proto3" json:"registered_at_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Set by DrainNode before a planned stop: elections choose the node only
+	// when no other replica may lead. Cleared by the node's next
+	// registration (it restarted) or by DrainNode with cancel.
+	Draining      bool `protobuf:"varint,9,opt,name=draining,proto3" json:"draining,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeRecord) Reset() {
@@ -123,6 +127,13 @@ func (x *NodeRecord) GetRegisteredAtMs() int64 {
 		return x.RegisteredAtMs
 	}
 	return 0
+}
+
+func (x *NodeRecord) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
 }
 
 type DatabaseRecord struct {
@@ -769,6 +780,7 @@ type Command struct {
 	//	*Command_ReportDamagedReplica
 	//	*Command_CommitRemoteLog
 	//	*Command_CommitKvSnapshot
+	//	*Command_DrainNode
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -935,6 +947,15 @@ func (x *Command) GetCommitKvSnapshot() *CommitKVSnapshot {
 	return nil
 }
 
+func (x *Command) GetDrainNode() *DrainNode {
+	if x != nil {
+		if x, ok := x.Op.(*Command_DrainNode); ok {
+			return x.DrainNode
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -991,6 +1012,10 @@ type Command_CommitKvSnapshot struct {
 	CommitKvSnapshot *CommitKVSnapshot `protobuf:"bytes,22,opt,name=commit_kv_snapshot,json=commitKvSnapshot,proto3,oneof"`
 }
 
+type Command_DrainNode struct {
+	DrainNode *DrainNode `protobuf:"bytes,23,opt,name=drain_node,json=drainNode,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -1017,6 +1042,229 @@ func (*Command_CommitRemoteLog) isCommand_Op() {}
 
 func (*Command_CommitKvSnapshot) isCommand_Op() {}
 
+func (*Command_DrainNode) isCommand_Op() {}
+
+// DrainNode is an operator's drain of a tablet node before a planned stop.
+// The node is marked draining (NodeRecord.draining), and every bucket it
+// leads whose ISR has another member in live_nodes gets the first such
+// member in assignment order as leader, one that is not draining itself if
+// there is one; the leader epoch and bucket epoch rise, the ISR stays. A
+// bucket without another live ISR member keeps its leader and is listed
+// with NOT_ENOUGH_REPLICAS: nothing is ever elected outside the ISR. While
+// the mark is set, every election (FenceNodes, ElectLeaders, a lost
+// replica's handover, a new table's first leader) takes the node only when
+// no other replica may lead, so leaderships do not come back to it before
+// it stops. With cancel, only the mark is cleared. UNKNOWN_NODE for a node
+// that is not registered, INVALID_REQUEST for one without the tablet role.
+// Deterministic: it depends only on the state and the list. The result
+// (CommandResult.drain) lists every bucket the node led; unchanged when the
+// command changed nothing.
+type DrainNode struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// The tablet nodes the proposer sees alive with their registered
+	// incarnation: only they can take a leadership.
+	LiveNodes     []uint32 `protobuf:"varint,2,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
+	Cancel        bool     `protobuf:"varint,3,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainNode) Reset() {
+	*x = DrainNode{}
+	mi := &file_metastate_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainNode) ProtoMessage() {}
+
+func (x *DrainNode) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainNode.ProtoReflect.Descriptor instead.
+func (*DrainNode) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DrainNode) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *DrainNode) GetLiveNodes() []uint32 {
+	if x != nil {
+		return x.LiveNodes
+	}
+	return nil
+}
+
+func (x *DrainNode) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+// DrainResult is the outcome of DrainNode.
+type DrainResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node after the command.
+	Node *NodeRecord `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// Every bucket the node led, by table id and number.
+	Buckets       []*BucketDrain `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainResult) Reset() {
+	*x = DrainResult{}
+	mi := &file_metastate_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainResult) ProtoMessage() {}
+
+func (x *DrainResult) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainResult.ProtoReflect.Descriptor instead.
+func (*DrainResult) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DrainResult) GetNode() *NodeRecord {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *DrainResult) GetBuckets() []*BucketDrain {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+type BucketDrain struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The bucket after the command.
+	Bucket *BucketRecord `protobuf:"bytes,1,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// Its leadership moved to bucket.leader.
+	Moved bool `protobuf:"varint,2,opt,name=moved,proto3" json:"moved,omitempty"`
+	// Why it did not move (moved false).
+	Code  ErrorCode `protobuf:"varint,3,opt,name=code,proto3,enum=floe.v1.ErrorCode" json:"code,omitempty"`
+	Error string    `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// The table's database and name: set by the server that answers the
+	// operator (the state machine names tables by id only).
+	Database      string `protobuf:"bytes,5,opt,name=database,proto3" json:"database,omitempty"`
+	Table         string `protobuf:"bytes,6,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BucketDrain) Reset() {
+	*x = BucketDrain{}
+	mi := &file_metastate_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BucketDrain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BucketDrain) ProtoMessage() {}
+
+func (x *BucketDrain) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BucketDrain.ProtoReflect.Descriptor instead.
+func (*BucketDrain) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *BucketDrain) GetBucket() *BucketRecord {
+	if x != nil {
+		return x.Bucket
+	}
+	return nil
+}
+
+func (x *BucketDrain) GetMoved() bool {
+	if x != nil {
+		return x.Moved
+	}
+	return false
+}
+
+func (x *BucketDrain) GetCode() ErrorCode {
+	if x != nil {
+		return x.Code
+	}
+	return ErrorCode_ERROR_CODE_INTERNAL
+}
+
+func (x *BucketDrain) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *BucketDrain) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *BucketDrain) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
 // CommitKVSnapshot is a primary-key bucket leader's commit of a KV
 // snapshot it stored. Refused (FENCED) unless leader_id and leader_epoch
 // are the bucket's current leader and epoch; INVALID_REQUEST when its
@@ -1039,7 +1287,7 @@ type CommitKVSnapshot struct {
 
 func (x *CommitKVSnapshot) Reset() {
 	*x = CommitKVSnapshot{}
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1299,7 @@ func (x *CommitKVSnapshot) String() string {
 func (*CommitKVSnapshot) ProtoMessage() {}
 
 func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1312,7 @@ func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshot.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshot) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{9}
+	return file_metastate_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CommitKVSnapshot) GetTableId() uint64 {
@@ -1133,7 +1381,7 @@ type CommitRemoteLog struct {
 
 func (x *CommitRemoteLog) Reset() {
 	*x = CommitRemoteLog{}
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1393,7 @@ func (x *CommitRemoteLog) String() string {
 func (*CommitRemoteLog) ProtoMessage() {}
 
 func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1406,7 @@ func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLog.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{10}
+	return file_metastate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CommitRemoteLog) GetTableId() uint64 {
@@ -1228,7 +1476,7 @@ type ReportDamagedReplica struct {
 
 func (x *ReportDamagedReplica) Reset() {
 	*x = ReportDamagedReplica{}
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1240,7 +1488,7 @@ func (x *ReportDamagedReplica) String() string {
 func (*ReportDamagedReplica) ProtoMessage() {}
 
 func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1253,7 +1501,7 @@ func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportDamagedReplica.ProtoReflect.Descriptor instead.
 func (*ReportDamagedReplica) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{11}
+	return file_metastate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReportDamagedReplica) GetTableId() uint64 {
@@ -1307,7 +1555,7 @@ type AllocateWriterId struct {
 
 func (x *AllocateWriterId) Reset() {
 	*x = AllocateWriterId{}
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1319,7 +1567,7 @@ func (x *AllocateWriterId) String() string {
 func (*AllocateWriterId) ProtoMessage() {}
 
 func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1332,7 +1580,7 @@ func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterId.ProtoReflect.Descriptor instead.
 func (*AllocateWriterId) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{12}
+	return file_metastate_proto_rawDescGZIP(), []int{15}
 }
 
 // AdjustIsr is a bucket leader's request to change its ISR: compare-and-set
@@ -1359,7 +1607,7 @@ type AdjustIsr struct {
 
 func (x *AdjustIsr) Reset() {
 	*x = AdjustIsr{}
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1619,7 @@ func (x *AdjustIsr) String() string {
 func (*AdjustIsr) ProtoMessage() {}
 
 func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1632,7 @@ func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsr.ProtoReflect.Descriptor instead.
 func (*AdjustIsr) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{13}
+	return file_metastate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AdjustIsr) GetTableId() uint64 {
@@ -1447,7 +1695,7 @@ type MemberEpoch struct {
 
 func (x *MemberEpoch) Reset() {
 	*x = MemberEpoch{}
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +1707,7 @@ func (x *MemberEpoch) String() string {
 func (*MemberEpoch) ProtoMessage() {}
 
 func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +1720,7 @@ func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberEpoch.ProtoReflect.Descriptor instead.
 func (*MemberEpoch) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{14}
+	return file_metastate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MemberEpoch) GetNodeId() uint32 {
@@ -1506,7 +1754,7 @@ type FenceNodes struct {
 
 func (x *FenceNodes) Reset() {
 	*x = FenceNodes{}
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1518,7 +1766,7 @@ func (x *FenceNodes) String() string {
 func (*FenceNodes) ProtoMessage() {}
 
 func (x *FenceNodes) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1531,7 +1779,7 @@ func (x *FenceNodes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceNodes.ProtoReflect.Descriptor instead.
 func (*FenceNodes) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{15}
+	return file_metastate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FenceNodes) GetGone() []uint32 {
@@ -1570,7 +1818,7 @@ type ElectLeaders struct {
 
 func (x *ElectLeaders) Reset() {
 	*x = ElectLeaders{}
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1830,7 @@ func (x *ElectLeaders) String() string {
 func (*ElectLeaders) ProtoMessage() {}
 
 func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1843,7 @@ func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeaders.ProtoReflect.Descriptor instead.
 func (*ElectLeaders) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{16}
+	return file_metastate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ElectLeaders) GetDatabase() string {
@@ -1643,7 +1891,7 @@ type ElectionResult struct {
 
 func (x *ElectionResult) Reset() {
 	*x = ElectionResult{}
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +1903,7 @@ func (x *ElectionResult) String() string {
 func (*ElectionResult) ProtoMessage() {}
 
 func (x *ElectionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +1916,7 @@ func (x *ElectionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionResult.ProtoReflect.Descriptor instead.
 func (*ElectionResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{17}
+	return file_metastate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ElectionResult) GetBuckets() []*BucketElection {
@@ -1694,7 +1942,7 @@ type BucketElection struct {
 
 func (x *BucketElection) Reset() {
 	*x = BucketElection{}
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1954,7 @@ func (x *BucketElection) String() string {
 func (*BucketElection) ProtoMessage() {}
 
 func (x *BucketElection) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1967,7 @@ func (x *BucketElection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketElection.ProtoReflect.Descriptor instead.
 func (*BucketElection) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{18}
+	return file_metastate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BucketElection) GetBucket() *BucketRecord {
@@ -1767,7 +2015,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +2027,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +2040,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{19}
+	return file_metastate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -1811,7 +2059,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +2071,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +2084,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{20}
+	return file_metastate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -1856,7 +2104,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +2116,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +2129,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{21}
+	return file_metastate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -1909,7 +2157,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1921,7 +2169,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1934,7 +2182,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{22}
+	return file_metastate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -1987,7 +2235,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1999,7 +2247,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2012,7 +2260,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{23}
+	return file_metastate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -2103,7 +2351,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2115,7 +2363,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2128,7 +2376,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{24}
+	return file_metastate_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -2168,6 +2416,7 @@ type CommandResult struct {
 	//	*CommandResult_Bucket
 	//	*CommandResult_WriterId
 	//	*CommandResult_Election
+	//	*CommandResult_Drain
 	Value isCommandResult_Value `protobuf_oneof:"value"`
 	// Set when an "if not exists" or "if exists" made the command a no-op.
 	Unchanged     bool `protobuf:"varint,20,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
@@ -2177,7 +2426,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2189,7 +2438,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2202,7 +2451,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{25}
+	return file_metastate_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -2287,6 +2536,15 @@ func (x *CommandResult) GetElection() *ElectionResult {
 	return nil
 }
 
+func (x *CommandResult) GetDrain() *DrainResult {
+	if x != nil {
+		if x, ok := x.Value.(*CommandResult_Drain); ok {
+			return x.Drain
+		}
+	}
+	return nil
+}
+
 func (x *CommandResult) GetUnchanged() bool {
 	if x != nil {
 		return x.Unchanged
@@ -2322,6 +2580,10 @@ type CommandResult_Election struct {
 	Election *ElectionResult `protobuf:"bytes,15,opt,name=election,proto3,oneof"`
 }
 
+type CommandResult_Drain struct {
+	Drain *DrainResult `protobuf:"bytes,16,opt,name=drain,proto3,oneof"`
+}
+
 func (*CommandResult_Database) isCommandResult_Value() {}
 
 func (*CommandResult_Table) isCommandResult_Value() {}
@@ -2333,6 +2595,8 @@ func (*CommandResult_Bucket) isCommandResult_Value() {}
 func (*CommandResult_WriterId) isCommandResult_Value() {}
 
 func (*CommandResult_Election) isCommandResult_Value() {}
+
+func (*CommandResult_Drain) isCommandResult_Value() {}
 
 // MetadataUpdate is one message of the metadata stream a tablet node
 // follows: a full image (full = true: everything there is at index) or the
@@ -2364,7 +2628,7 @@ type MetadataUpdate struct {
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2640,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2653,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{26}
+	return file_metastate_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -2459,7 +2723,7 @@ var File_metastate_proto protoreflect.FileDescriptor
 
 const file_metastate_proto_rawDesc = "" +
 	"\n" +
-	"\x0fmetastate.proto\x12\afloe.v1\x1a\ferrors.proto\"\xf9\x01\n" +
+	"\x0fmetastate.proto\x12\afloe.v1\x1a\ferrors.proto\"\x95\x02\n" +
 	"\n" +
 	"NodeRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x14\n" +
@@ -2471,7 +2735,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\vincarnation\x18\x06 \x01(\tR\vincarnation\x12\x1d\n" +
 	"\n" +
 	"node_epoch\x18\a \x01(\x04R\tnodeEpoch\x12(\n" +
-	"\x10registered_at_ms\x18\b \x01(\x03R\x0eregisteredAtMs\"X\n" +
+	"\x10registered_at_ms\x18\b \x01(\x03R\x0eregisteredAtMs\x12\x1a\n" +
+	"\bdraining\x18\t \x01(\bR\bdraining\"X\n" +
 	"\x0eDatabaseRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\"\n" +
@@ -2535,7 +2800,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12\x1a\n" +
 	"\bsegments\x18\x06 \x01(\x05R\bsegments\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12#\n" +
-	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\"\xf9\x06\n" +
+	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\"\xae\a\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -2555,8 +2820,25 @@ const file_metastate_proto_rawDesc = "" +
 	"\relect_leaders\x18\x13 \x01(\v2\x15.floe.v1.ElectLeadersH\x00R\felectLeaders\x12U\n" +
 	"\x16report_damaged_replica\x18\x14 \x01(\v2\x1d.floe.v1.ReportDamagedReplicaH\x00R\x14reportDamagedReplica\x12F\n" +
 	"\x11commit_remote_log\x18\x15 \x01(\v2\x18.floe.v1.CommitRemoteLogH\x00R\x0fcommitRemoteLog\x12I\n" +
-	"\x12commit_kv_snapshot\x18\x16 \x01(\v2\x19.floe.v1.CommitKVSnapshotH\x00R\x10commitKvSnapshotB\x04\n" +
-	"\x02op\"\xd2\x01\n" +
+	"\x12commit_kv_snapshot\x18\x16 \x01(\v2\x19.floe.v1.CommitKVSnapshotH\x00R\x10commitKvSnapshot\x123\n" +
+	"\n" +
+	"drain_node\x18\x17 \x01(\v2\x12.floe.v1.DrainNodeH\x00R\tdrainNodeB\x04\n" +
+	"\x02op\"[\n" +
+	"\tDrainNode\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"live_nodes\x18\x02 \x03(\rR\tliveNodes\x12\x16\n" +
+	"\x06cancel\x18\x03 \x01(\bR\x06cancel\"f\n" +
+	"\vDrainResult\x12'\n" +
+	"\x04node\x18\x01 \x01(\v2\x13.floe.v1.NodeRecordR\x04node\x12.\n" +
+	"\abuckets\x18\x02 \x03(\v2\x14.floe.v1.BucketDrainR\abuckets\"\xc2\x01\n" +
+	"\vBucketDrain\x12-\n" +
+	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\x12\x14\n" +
+	"\x05moved\x18\x02 \x01(\bR\x05moved\x12&\n" +
+	"\x04code\x18\x03 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1a\n" +
+	"\bdatabase\x18\x05 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x06 \x01(\tR\x05table\"\xd2\x01\n" +
 	"\x10CommitKVSnapshot\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
@@ -2648,7 +2930,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\tDropTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
-	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xa1\x03\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xcf\x03\n" +
 	"\rCommandResult\x12&\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x14\n" +
@@ -2659,7 +2941,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\x04node\x18\f \x01(\v2\x13.floe.v1.NodeRecordH\x00R\x04node\x12/\n" +
 	"\x06bucket\x18\r \x01(\v2\x15.floe.v1.BucketRecordH\x00R\x06bucket\x12\x1d\n" +
 	"\twriter_id\x18\x0e \x01(\x04H\x00R\bwriterId\x125\n" +
-	"\belection\x18\x0f \x01(\v2\x17.floe.v1.ElectionResultH\x00R\belection\x12\x1c\n" +
+	"\belection\x18\x0f \x01(\v2\x17.floe.v1.ElectionResultH\x00R\belection\x12,\n" +
+	"\x05drain\x18\x10 \x01(\v2\x14.floe.v1.DrainResultH\x00R\x05drain\x12\x1c\n" +
 	"\tunchanged\x18\x14 \x01(\bR\tunchangedB\a\n" +
 	"\x05value\"\xc2\x02\n" +
 	"\x0eMetadataUpdate\x12\x14\n" +
@@ -2685,7 +2968,7 @@ func file_metastate_proto_rawDescGZIP() []byte {
 	return file_metastate_proto_rawDescData
 }
 
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_metastate_proto_goTypes = []any{
 	(*NodeRecord)(nil),           // 0: floe.v1.NodeRecord
 	(*DatabaseRecord)(nil),       // 1: floe.v1.DatabaseRecord
@@ -2696,70 +2979,79 @@ var file_metastate_proto_goTypes = []any{
 	(*KVSnapshot)(nil),           // 6: floe.v1.KVSnapshot
 	(*RemoteLog)(nil),            // 7: floe.v1.RemoteLog
 	(*Command)(nil),              // 8: floe.v1.Command
-	(*CommitKVSnapshot)(nil),     // 9: floe.v1.CommitKVSnapshot
-	(*CommitRemoteLog)(nil),      // 10: floe.v1.CommitRemoteLog
-	(*ReportDamagedReplica)(nil), // 11: floe.v1.ReportDamagedReplica
-	(*AllocateWriterId)(nil),     // 12: floe.v1.AllocateWriterId
-	(*AdjustIsr)(nil),            // 13: floe.v1.AdjustIsr
-	(*MemberEpoch)(nil),          // 14: floe.v1.MemberEpoch
-	(*FenceNodes)(nil),           // 15: floe.v1.FenceNodes
-	(*ElectLeaders)(nil),         // 16: floe.v1.ElectLeaders
-	(*ElectionResult)(nil),       // 17: floe.v1.ElectionResult
-	(*BucketElection)(nil),       // 18: floe.v1.BucketElection
-	(*InitCluster)(nil),          // 19: floe.v1.InitCluster
-	(*RegisterNode)(nil),         // 20: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),       // 21: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),         // 22: floe.v1.DropDatabase
-	(*CreateTable)(nil),          // 23: floe.v1.CreateTable
-	(*DropTable)(nil),            // 24: floe.v1.DropTable
-	(*CommandResult)(nil),        // 25: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),       // 26: floe.v1.MetadataUpdate
-	nil,                          // 27: floe.v1.TableRecord.PropertiesEntry
-	nil,                          // 28: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),               // 29: floe.v1.ErrorCode
+	(*DrainNode)(nil),            // 9: floe.v1.DrainNode
+	(*DrainResult)(nil),          // 10: floe.v1.DrainResult
+	(*BucketDrain)(nil),          // 11: floe.v1.BucketDrain
+	(*CommitKVSnapshot)(nil),     // 12: floe.v1.CommitKVSnapshot
+	(*CommitRemoteLog)(nil),      // 13: floe.v1.CommitRemoteLog
+	(*ReportDamagedReplica)(nil), // 14: floe.v1.ReportDamagedReplica
+	(*AllocateWriterId)(nil),     // 15: floe.v1.AllocateWriterId
+	(*AdjustIsr)(nil),            // 16: floe.v1.AdjustIsr
+	(*MemberEpoch)(nil),          // 17: floe.v1.MemberEpoch
+	(*FenceNodes)(nil),           // 18: floe.v1.FenceNodes
+	(*ElectLeaders)(nil),         // 19: floe.v1.ElectLeaders
+	(*ElectionResult)(nil),       // 20: floe.v1.ElectionResult
+	(*BucketElection)(nil),       // 21: floe.v1.BucketElection
+	(*InitCluster)(nil),          // 22: floe.v1.InitCluster
+	(*RegisterNode)(nil),         // 23: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),       // 24: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),         // 25: floe.v1.DropDatabase
+	(*CreateTable)(nil),          // 26: floe.v1.CreateTable
+	(*DropTable)(nil),            // 27: floe.v1.DropTable
+	(*CommandResult)(nil),        // 28: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),       // 29: floe.v1.MetadataUpdate
+	nil,                          // 30: floe.v1.TableRecord.PropertiesEntry
+	nil,                          // 31: floe.v1.CreateTable.PropertiesEntry
+	(ErrorCode)(0),               // 32: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	2,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	3,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	27, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	30, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
 	7,  // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
 	6,  // 4: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
-	19, // 5: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	20, // 6: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	21, // 7: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	22, // 8: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	23, // 9: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	24, // 10: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
-	12, // 11: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
-	13, // 12: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
-	15, // 13: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
-	16, // 14: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
-	11, // 15: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
-	10, // 16: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
-	9,  // 17: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
-	6,  // 18: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
-	7,  // 19: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
-	14, // 20: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
-	18, // 21: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	5,  // 22: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	29, // 23: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	0,  // 24: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	2,  // 25: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	28, // 26: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	29, // 27: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	1,  // 28: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	4,  // 29: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	0,  // 30: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	5,  // 31: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	17, // 32: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	0,  // 33: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	4,  // 34: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	5,  // 35: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	22, // 5: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	23, // 6: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	24, // 7: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	25, // 8: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	26, // 9: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	27, // 10: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	15, // 11: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
+	16, // 12: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
+	18, // 13: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
+	19, // 14: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
+	14, // 15: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
+	13, // 16: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
+	12, // 17: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
+	9,  // 18: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
+	0,  // 19: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
+	11, // 20: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
+	5,  // 21: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
+	32, // 22: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
+	6,  // 23: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
+	7,  // 24: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
+	17, // 25: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
+	21, // 26: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	5,  // 27: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	32, // 28: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	0,  // 29: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	2,  // 30: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	31, // 31: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	32, // 32: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	1,  // 33: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	4,  // 34: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	0,  // 35: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	5,  // 36: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	20, // 37: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	10, // 38: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
+	0,  // 39: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	4,  // 40: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	5,  // 41: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -2782,15 +3074,17 @@ func file_metastate_proto_init() {
 		(*Command_ReportDamagedReplica)(nil),
 		(*Command_CommitRemoteLog)(nil),
 		(*Command_CommitKvSnapshot)(nil),
+		(*Command_DrainNode)(nil),
 	}
-	file_metastate_proto_msgTypes[16].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[25].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[19].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[28].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
 		(*CommandResult_Bucket)(nil),
 		(*CommandResult_WriterId)(nil),
 		(*CommandResult_Election)(nil),
+		(*CommandResult_Drain)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2798,7 +3092,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
