@@ -185,3 +185,35 @@ func TestLeaderThatLostCommittedRecordsStepsDown(t *testing.T) {
 		t.Fatal("the lost records were not reported as damage")
 	}
 }
+
+// TestFollowerWithoutBatchesIsNoEvidence: a follower that holds no batch
+// (it started over at a KV snapshot's offset) names a high watermark at
+// its log's start; that is no sign the leader lost anything.
+func TestFollowerWithoutBatchesIsNoEvidence(t *testing.T) {
+	meta := damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10)}
+	m := newTestManager(t, t.TempDir(), func(c *Config) { c.Meta = meta })
+	r := openTestReplica(t, m)
+	m.mu.Lock()
+	m.replicas[testBucket] = r
+	m.tables[testBucket.TableID] = r.info.Load()
+	m.mu.Unlock()
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 0,
+		BucketEpoch: 0, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 9)
+	for i := range 4 {
+		produceLeader(t, r, writerBatchN(t, 100, int32(i), 5, "a"))
+	}
+	resp, err := m.Fetch(t.Context(), &pb.FetchRequest{ReplicaId: 2, Buckets: []*pb.FetchBucket{{
+		TableId: testBucket.TableID, Bucket: testBucket.Bucket, Offset: 15, LeaderEpoch: 0, LastFetchedEpoch: -1,
+		HighWatermark: 15}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fb := resp.Buckets[0]; fb.Error != "" {
+		t.Fatalf("fetch of a follower without batches: %v %q, want it served", fb.ErrorCode, fb.Error)
+	}
+	select {
+	case rep := <-meta.reports:
+		t.Fatalf("reported damage: %v", rep)
+	default:
+	}
+}

@@ -299,16 +299,22 @@ func (m *Manager) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (
 }
 
 // lostCommittedLocked says whether a follower's fetch shows this leader
-// lost committed records: the follower's high watermark, learned in an
-// earlier leader epoch, is past the start of this leader's epoch. Every
-// record below a high watermark was durable on every in-sync replica, so
-// a leader chosen from the ISR, or one restarted, starts its epoch at or
-// past it; one that starts before lost durable data. After an unclean
+// lost committed records: a follower whose last batch is from an earlier
+// leader epoch names a high watermark past the start of this leader's
+// epoch. A follower's high watermark is at most its own log end, and its
+// batches from earlier epochs lie below this epoch's start unless they
+// diverged; so a high watermark past it covers earlier-epoch records that
+// were committed, durable on every in-sync replica, which a leader chosen
+// from the ISR, or one restarted, holds: one that starts before them lost
+// durable data. After an unclean
 // election a leader may lack committed records by the operator's choice,
 // and the check is off. With r.mu held.
 func (r *Replica) lostCommittedLocked(fb *pb.FetchBucket) (bool, int64) {
 	_, _, epoch := r.core.Role()
-	if fb.LastFetchedEpoch >= epoch || r.uncleanElections.Load() > 0 || len(r.core.Replicas()) < 2 {
+	// A follower without a batch (LastFetchedEpoch -1: new, or started
+	// over at a snapshot's offset) has a high watermark no higher than
+	// its log's start, which says nothing of earlier epochs.
+	if fb.LastFetchedEpoch < 0 || fb.LastFetchedEpoch >= epoch || r.uncleanElections.Load() > 0 || len(r.core.Replicas()) < 2 {
 		return false, 0
 	}
 	start := r.log.WrittenEnd()
