@@ -141,8 +141,13 @@ func (nd *Node) FillDisk(slack int64) error {
 		return err
 	}
 	defer f.Close()
-	if size := free - slack; size > 0 {
-		if err := syscall.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+	// The node writes meanwhile: take less each time the space ran out.
+	for size := free - slack; size > 0; size -= 1 << 20 {
+		err := syscall.Fallocate(int(f.Fd()), 0, 0, size)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.ENOSPC) {
 			return fmt.Errorf("chaos: fill node %d's disk: %w", nd.ID, err)
 		}
 	}
