@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -25,6 +26,12 @@ var ErrKeyConflict = errors.New("tiering: key conflicts with an object's path in
 // and is deleted again by whatever deleted it (retention).
 type Folder struct {
 	dir string // absolute
+	// dirs orders, in this process, the folders a Put makes (and fills
+	// with its temporary file) against the empty folders a Delete
+	// removes: without, a Delete of one key could remove the folder
+	// another key's Put just made, round after round. Other processes
+	// sharing the folder are met by Put's retries.
+	dirs sync.RWMutex
 }
 
 var _ ObjectStore = (*Folder)(nil)
@@ -114,6 +121,8 @@ const putDirAttempts = 3
 
 // createTemp makes dir (below the store's folder) and a temporary file in it.
 func (f *Folder) createTemp(dir string) (*os.File, error) {
+	f.dirs.RLock()
+	defer f.dirs.RUnlock()
 	for attempt := 1; ; attempt++ {
 		err := f.makeDirs(dir)
 		var tmp *os.File

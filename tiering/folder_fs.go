@@ -52,6 +52,8 @@ func (f *Folder) makeDirs(dir string) error {
 // Rmdir, not os.Remove: should a Put have made the path an object file
 // meanwhile, os.Remove would delete that object.
 func (f *Folder) removeEmptyDirs(dir string) {
+	f.dirs.Lock()
+	defer f.dirs.Unlock()
 	for dir != f.dir && strings.HasPrefix(dir, f.dir+string(filepath.Separator)) {
 		if syscall.Rmdir(dir) != nil {
 			return
