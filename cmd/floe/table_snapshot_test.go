@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/floedb/floe/client"
 )
 
 // TestTableSnapshot: `table snapshot` takes and commits a KV snapshot of
@@ -19,27 +21,13 @@ func TestTableSnapshot(t *testing.T) {
 	if code, _, errOut := runCLI(t, rows.String(), "produce", fc.db+".kv", "--server", fc.server); code != 0 {
 		t.Fatalf("produce: %s", errOut)
 	}
-	snapshot := func() []struct {
-		Bucket        int32 `json:"bucket"`
-		Offset        int64 `json:"offset"`
-		Rows          int64 `json:"rows"`
-		Parts         int   `json:"parts"`
-		ReusedParts   int   `json:"reused_parts"`
-		UploadedBytes int64 `json:"uploaded_bytes"`
-	} {
+	snapshot := func() []client.KVSnapshot {
 		t.Helper()
 		code, out, errOut := runCLI(t, "", "table", "snapshot", fc.db+".kv", "--server", fc.server, "-o", "json")
 		if code != 0 {
 			t.Fatalf("table snapshot: exit %d: %s", code, errOut)
 		}
-		var got []struct {
-			Bucket        int32 `json:"bucket"`
-			Offset        int64 `json:"offset"`
-			Rows          int64 `json:"rows"`
-			Parts         int   `json:"parts"`
-			ReusedParts   int   `json:"reused_parts"`
-			UploadedBytes int64 `json:"uploaded_bytes"`
-		}
+		var got []client.KVSnapshot
 		if err := json.Unmarshal([]byte(out), &got); err != nil {
 			t.Fatalf("output %q: %v", out, err)
 		}

@@ -67,19 +67,8 @@ const (
 )
 
 var ddlModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		by := map[int][]porcupine.Operation{}
-		for _, op := range history {
-			n := op.Input.(ddlOp).Name
-			by[n] = append(by[n], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(by))
-		for _, ops := range by {
-			out = append(out, ops)
-		}
-		return out
-	},
-	Init: func() any { return false },
+	Partition: partitionBy(func(in any) int { return in.(ddlOp).Name }),
+	Init:      func() any { return false },
 	Step: func(state, input, output any) (bool, any) {
 		exists, in, out := state.(bool), input.(ddlOp), output.(ddlOutcome)
 		if out == outcomeNoop {
@@ -228,12 +217,7 @@ func (w *DDLWorkload) Check(timeout time.Duration) KVResult {
 	ops := append([]porcupine.Operation(nil), w.ops...)
 	w.mu.Unlock()
 	res := KVResult{Attempted: w.attempted.Load(), Operations: int64(len(ops)), Failed: w.failed.Load(), Errors: w.errors}
-	switch r, _ := porcupine.CheckOperationsVerbose(ddlModel, ops, timeout); r {
-	case porcupine.Ok:
-		res.Linearizable = true
-	case porcupine.Unknown:
-		res.Unknown = true
-	}
+	checkLinearizable(ddlModel, ops, timeout, &res)
 	return res
 }
 

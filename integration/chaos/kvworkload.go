@@ -42,19 +42,8 @@ type kvOp struct {
 // unknown (it failed) may or may not have happened: it is recorded with
 // a return time at infinity, as porcupine expects of such operations.
 var kvModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		by := map[int64][]porcupine.Operation{}
-		for _, op := range history {
-			k := op.Input.(kvOp).Key
-			by[k] = append(by[k], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(by))
-		for _, ops := range by {
-			out = append(out, ops)
-		}
-		return out
-	},
-	Init: func() any { return int64(0) },
+	Partition: partitionBy(func(in any) int64 { return in.(kvOp).Key }),
+	Init:      func() any { return int64(0) },
 	Step: func(state, input, output any) (bool, any) {
 		in := input.(kvOp)
 		if in.Put {
@@ -189,12 +178,7 @@ func (w *KVWorkload) Check(timeout time.Duration) KVResult {
 	ops := append([]porcupine.Operation(nil), w.ops...)
 	w.mu.Unlock()
 	res := KVResult{Attempted: w.attempted.Load(), Operations: int64(len(ops)), Failed: w.failed.Load()}
-	switch r, _ := porcupine.CheckOperationsVerbose(kvModel, ops, timeout); r {
-	case porcupine.Ok:
-		res.Linearizable = true
-	case porcupine.Unknown:
-		res.Unknown = true
-	}
+	checkLinearizable(kvModel, ops, timeout, &res)
 	return res
 }
 

@@ -26,6 +26,19 @@ func (m damageMeta) ReportDamaged(_ context.Context, report *pb.ReportDamagedRep
 	return m.answer, nil
 }
 
+// managedReplica opens the test bucket's replica in a manager whose
+// metadata client is meta, registered as the manager's own.
+func managedReplica(t *testing.T, meta MetaClient) (*Manager, *Replica) {
+	t.Helper()
+	m := newTestManager(t, t.TempDir(), func(c *Config) { c.Meta = meta })
+	r := openTestReplica(t, m)
+	m.mu.Lock()
+	m.replicas[testBucket] = r
+	m.tables[testBucket.TableID] = r.info.Load()
+	m.mu.Unlock()
+	return m, r
+}
+
 // flipByte flips one byte of the replica's first segment, as a disk that
 // returns wrong data would.
 func flipByte(t *testing.T, dir string, pos int64) {
@@ -59,12 +72,7 @@ func TestDamagedLeaderLeavesAndRefetches(t *testing.T) {
 	next := &pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 2, LeaderEpoch: 4,
 		BucketEpoch: 4, Replicas: []uint32{1, 2}, Isr: []uint32{2}}
 	meta := damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10), answer: next}
-	m := newTestManager(t, t.TempDir(), func(c *Config) { c.Meta = meta })
-	r := openTestReplica(t, m)
-	m.mu.Lock()
-	m.replicas[testBucket] = r
-	m.tables[testBucket.TableID] = r.info.Load()
-	m.mu.Unlock()
+	m, r := managedReplica(t, meta)
 	r.setNodeEpoch(7)
 	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
 		BucketEpoch: 3, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 9)
@@ -138,12 +146,7 @@ func TestLeaderThatLostCommittedRecordsStepsDown(t *testing.T) {
 	next := &pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 2, LeaderEpoch: 5,
 		BucketEpoch: 5, Replicas: []uint32{1, 2}, Isr: []uint32{2}}
 	meta := damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10), answer: next}
-	m := newTestManager(t, t.TempDir(), func(c *Config) { c.Meta = meta })
-	r := openTestReplica(t, m)
-	m.mu.Lock()
-	m.replicas[testBucket] = r
-	m.tables[testBucket.TableID] = r.info.Load()
-	m.mu.Unlock()
+	m, r := managedReplica(t, meta)
 	r.setNodeEpoch(7)
 	// Epoch 3 wrote 10 records; the node restarted having kept only 5 of
 	// them (a follower committed all 10), and leads again in epoch 4.
@@ -191,12 +194,7 @@ func TestLeaderThatLostCommittedRecordsStepsDown(t *testing.T) {
 // its log's start; that is no sign the leader lost anything.
 func TestFollowerWithoutBatchesIsNoEvidence(t *testing.T) {
 	meta := damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10)}
-	m := newTestManager(t, t.TempDir(), func(c *Config) { c.Meta = meta })
-	r := openTestReplica(t, m)
-	m.mu.Lock()
-	m.replicas[testBucket] = r
-	m.tables[testBucket.TableID] = r.info.Load()
-	m.mu.Unlock()
+	m, r := managedReplica(t, meta)
 	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 0,
 		BucketEpoch: 0, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 9)
 	for i := range 4 {
