@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -61,7 +62,50 @@ var clusters atomic.Int64
 func newNetwork(nodes int) *network {
 	k := clusters.Add(1)
 	tag := strconv.FormatInt(int64(os.Getpid()), 36) + strconv.FormatInt(k%36, 36)
-	return &network{prefix: "flc" + tag, net: 100 + int((int64(os.Getpid())*7+k)%100), nodes: nodes, chain: "FLC-" + tag}
+	return &network{prefix: "flc" + tag, nodes: nodes, chain: "FLC-" + tag}
+}
+
+// lockNetworks takes the machine-wide lock under which a cluster picks its
+// addresses and makes its links, so that two test processes setting up at
+// once cannot pick the same second octet. The returned func releases it.
+func lockNetworks() (func(), error) {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "floe-chaos-net.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: network lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("chaos: network lock: %w", err)
+	}
+	return func() { f.Close() }, nil // closing the file releases the lock
+}
+
+// freeOctet picks a second octet from 100 to 199 that no address of this
+// namespace uses yet (another cluster's, or anything else's), starting at
+// a place that depends on the pid so that most picks succeed first time.
+// Call it under lockNetworks.
+func freeOctet(ctx context.Context) (int, error) {
+	out, err := exec.CommandContext(ctx, "ip", "-o", "-4", "addr", "show").Output()
+	if err != nil {
+		return 0, fmt.Errorf("chaos: list addresses: %w", err)
+	}
+	used := map[int]bool{}
+	for _, f := range strings.Fields(string(out)) {
+		if a, ok := strings.CutPrefix(f, "10."); ok {
+			if o, _, ok := strings.Cut(a, "."); ok {
+				if v, err := strconv.Atoi(o); err == nil {
+					used[v] = true
+				}
+			}
+		}
+	}
+	start := int(int64(os.Getpid()) * 7 % 100)
+	for i := range 100 {
+		if o := 100 + (start+i)%100; !used[o] {
+			return o, nil
+		}
+	}
+	return 0, errors.New("chaos: no free 10.X.0.0/16 network from 10.100 to 10.199 (stale clusters? `ip netns list`)")
 }
 
 // ownerAlive says whether the process that made the network named by tag
@@ -86,6 +130,14 @@ func (n *network) subnet() string       { return fmt.Sprintf("10.%d.0.0/16", n.n
 // setUp creates the namespaces, links, routes and the filter chain.
 func (n *network) setUp(ctx context.Context) error {
 	if err := run(ctx, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"); err != nil {
+		return err
+	}
+	unlock, err := lockNetworks()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if n.net, err = freeOctet(ctx); err != nil {
 		return err
 	}
 	for i := 1; i <= n.nodes; i++ {
