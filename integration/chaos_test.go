@@ -11,11 +11,12 @@ import (
 )
 
 var (
-	chaosDuration = flag.Duration("chaos.duration", 4*time.Second, "how long each chaos scenario injects faults")
-	chaosSeed     = flag.Uint64("chaos.seed", 1, "the first seed of the chaos scenarios' fault schedules")
-	chaosSeeds    = flag.Int("chaos.seeds", 1, "how many seeds each chaos scenario runs (from -chaos.seed on)")
-	chaosReplay   = flag.String("chaos.replay", "", "a replay file a failed chaos run wrote: run its scenario and seed again")
-	chaosOut      = flag.String("chaos.out", filepath.Join(os.TempDir(), "floe-chaos"), "where failed chaos runs write their replay files")
+	chaosDuration   = flag.Duration("chaos.duration", 4*time.Second, "how long each chaos scenario injects faults")
+	chaosSeed       = flag.Uint64("chaos.seed", 1, "the first seed of the chaos scenarios' fault schedules")
+	chaosSeeds      = flag.Int("chaos.seeds", 1, "how many seeds each chaos scenario runs (from -chaos.seed on)")
+	chaosReplay     = flag.String("chaos.replay", "", "a replay file a failed chaos run wrote: run its scenario and seed again")
+	chaosContainers = flag.Bool("chaos.containers", false, "run the chaos scenarios' nodes as Docker containers instead of processes in network namespaces")
+	chaosOut        = flag.String("chaos.out", filepath.Join(os.TempDir(), "floe-chaos"), "where failed chaos runs write their replay files")
 )
 
 // TestChaos runs every scenario of package chaos (TestChaos/NAME for one)
@@ -31,6 +32,11 @@ func TestChaos(t *testing.T) {
 	}
 	if err := chaos.Available(); err != nil {
 		t.Skipf("%v (run the suite as root, or in a container with NET_ADMIN)", err)
+	}
+	if *chaosContainers {
+		if err := chaos.DockerAvailable(t.Context()); err != nil {
+			t.Skip(err)
+		}
 	}
 	scenarios := chaos.Scenarios
 	seed, seeds, duration := *chaosSeed, *chaosSeeds, *chaosDuration
@@ -56,7 +62,7 @@ func TestChaos(t *testing.T) {
 			for i := range seeds {
 				s := seed + uint64(i)
 				v, err := chaos.Run(t.Context(), chaos.RunConfig{Scenario: sc, Seed: s, Duration: duration, Binary: floeBin,
-					Dir: t.TempDir(), ReplayDir: *chaosOut, Logf: func(format string, args ...any) { t.Logf(format, args...) }})
+					Dir: t.TempDir(), ReplayDir: *chaosOut, Containers: *chaosContainers, Logf: func(format string, args ...any) { t.Logf(format, args...) }})
 				if err != nil {
 					t.Fatalf("seed %d: %v", s, err)
 				}

@@ -43,6 +43,10 @@ func TestMain(m *testing.M) {
 		args = append(args, "-race")
 	}
 	build := exec.Command("go", append(args, "github.com/floedb/floe/cmd/floe")...)
+	if !*raceBinary {
+		// Static, so the chaos suite's containers (FROM scratch) run it too.
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building floe:", err)

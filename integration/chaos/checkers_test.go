@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/anishathalye/porcupine"
@@ -103,5 +104,25 @@ func TestDDLModelCatchesAnomalies(t *testing.T) {
 		if got := porcupine.CheckOperations(ddlModel, tc.ops); got != tc.ok {
 			t.Errorf("%s: linearizable = %v, want %v", tc.name, got, tc.ok)
 		}
+	}
+}
+
+func TestUsedOctets(t *testing.T) {
+	out := `1: lo    inet 127.0.0.1/8 scope host lo\       valid_lft forever preferred_lft forever
+7: flcabn1    inet 10.129.1.1/30 scope global flcabn1\       valid_lft forever
+9: br-1f2e    inet 10.131.0.1/16 brd 10.131.255.255 scope global br-1f2e\       valid_lft forever
+12: eth0    inet 172.17.0.2/16 brd 172.17.255.255 scope global eth0`
+	used := usedOctets(out)
+	if !used[129] || !used[131] || used[17] || used[0] || len(used) != 2 {
+		t.Fatalf("used octets %v, want 129 and 131", used)
+	}
+}
+
+func TestImageNeedsStaticBinary(t *testing.T) {
+	if err := staticBinary("/bin/sh"); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
+		t.Fatalf("staticBinary(/bin/sh) = %v, want a dynamically-linked error", err)
+	}
+	if err := staticBinary("/etc/hostname"); err == nil {
+		t.Fatal("staticBinary accepted a file that is no ELF binary")
 	}
 }

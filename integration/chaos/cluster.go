@@ -33,6 +33,11 @@ type Options struct {
 	TieringInterval time.Duration
 	// ExtraArgs are added to every node's `floe serve`.
 	ExtraArgs []string
+	// Containers runs each node as a Docker container (of an image FROM
+	// scratch that holds Binary, which must then be static) on a bridge
+	// network of the cluster's own, instead of as a process in a network
+	// namespace. The faults are the same; see DockerAvailable.
+	Containers bool
 	// Logf receives the harness's messages (nil: discarded).
 	Logf func(format string, args ...any)
 }
@@ -56,7 +61,7 @@ type Node struct {
 	LogPath string
 
 	c      *Cluster
-	args   []string
+	argv   []string // what starts it: the process, or `docker start --attach`
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -97,18 +102,28 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if c.logf == nil {
 		c.logf = func(string, ...any) {}
 	}
+	var image string
+	if opts.Containers {
+		if err := DockerAvailable(ctx); err != nil {
+			return nil, err
+		}
+		if image, err = ensureImage(ctx, opts.Binary, c.logf); err != nil {
+			return nil, err
+		}
+		sweepStaleDocker(ctx)
+	}
 	sweepStale(ctx)
 	defer func() {
 		if err != nil {
 			c.Close()
 		}
 	}()
-	if err := c.net.setUp(ctx); err != nil {
+	if err := c.net.setUp(ctx, opts.Containers); err != nil {
 		return nil, err
 	}
 	var remote []string
 	if opts.S3 {
-		if c.s3, err = startS3(ctx, filepath.Join(opts.Dir, "s3"), c.net.gateway(1)); err != nil {
+		if c.s3, err = startS3(ctx, filepath.Join(opts.Dir, "s3"), c.net.storeHost()); err != nil {
 			return nil, err
 		}
 		remote = c.s3.args()
@@ -129,11 +144,23 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			}
 			c.mounts = append(c.mounts, nd.DataDir)
 		}
-		nd.args = append([]string{"netns", "exec", c.net.ns(i), opts.Binary, "serve", "--id", strconv.Itoa(i),
-			"--roles", "meta,tablet", "--data-dir", nd.DataDir, "--listen", nd.Addr, "--gossip", c.net.addr(i) + ":7701",
+		dataDir := nd.DataDir
+		if opts.Containers {
+			dataDir = "/data"
+		}
+		serve := append([]string{"serve", "--id", strconv.Itoa(i),
+			"--roles", "meta,tablet", "--data-dir", dataDir, "--listen", nd.Addr, "--gossip", c.net.addr(i) + ":7701",
 			"--join", strings.Join(join, ","), "--bootstrap-expect", strconv.Itoa(opts.Nodes),
 			"--tiering-interval", opts.TieringInterval.String()}, remote...)
-		nd.args = append(nd.args, opts.ExtraArgs...)
+		serve = append(serve, opts.ExtraArgs...)
+		if opts.Containers {
+			if err := c.net.createContainer(ctx, i, image, nd.DataDir, serve); err != nil {
+				return nil, err
+			}
+			nd.argv = []string{"docker", "start", "--attach", c.net.container(i)}
+		} else {
+			nd.argv = append([]string{"ip", "netns", "exec", c.net.ns(i), opts.Binary}, serve...)
+		}
 		c.Nodes = append(c.Nodes, nd)
 	}
 	for _, nd := range c.Nodes {
@@ -204,7 +231,7 @@ func (nd *Node) start() error {
 		return err
 	}
 	fmt.Fprintf(logf, "==== start %s\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command("ip", nd.args...)
+	cmd := exec.Command(nd.argv[0], nd.argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The node dies with the test binary, whatever stops it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -244,6 +271,27 @@ func (nd *Node) Kill() { nd.signalAndWait(syscall.SIGKILL, 0) }
 // Stop sends SIGTERM and waits, with SIGKILL after 10 s.
 func (nd *Node) Stop() { nd.signalAndWait(syscall.SIGTERM, 10*time.Second) }
 
+// signal sends sig to the node: to its process, or through Docker to its
+// container's (SIGSTOP and SIGCONT become docker pause and unpause, which
+// freeze the container's cgroup).
+func (nd *Node) signal(cmd *exec.Cmd, sig syscall.Signal) {
+	if !nd.c.opts.Containers {
+		_ = cmd.Process.Signal(sig)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := nd.c.net.container(int(nd.ID))
+	switch sig {
+	case syscall.SIGSTOP:
+		_ = run(ctx, "docker", "pause", name)
+	case syscall.SIGCONT:
+		_ = run(ctx, "docker", "unpause", name)
+	default:
+		_ = run(ctx, "docker", "kill", "--signal", strconv.Itoa(int(sig)), name)
+	}
+}
+
 func (nd *Node) signalAndWait(sig syscall.Signal, grace time.Duration) {
 	nd.mu.Lock()
 	cmd, exited, paused := nd.cmd, nd.exited, nd.paused
@@ -252,14 +300,14 @@ func (nd *Node) signalAndWait(sig syscall.Signal, grace time.Duration) {
 		return
 	}
 	if paused {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
+		nd.signal(cmd, syscall.SIGCONT)
 	}
-	_ = cmd.Process.Signal(sig)
+	nd.signal(cmd, sig)
 	if grace > 0 {
 		select {
 		case <-exited:
 		case <-time.After(grace):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
+			nd.signal(cmd, syscall.SIGKILL)
 			<-exited
 		}
 	} else {
@@ -283,7 +331,7 @@ func (nd *Node) Pause() {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
 	if nd.cmd != nil && !nd.paused {
-		_ = nd.cmd.Process.Signal(syscall.SIGSTOP)
+		nd.signal(nd.cmd, syscall.SIGSTOP)
 		nd.paused = true
 	}
 }
@@ -292,7 +340,7 @@ func (nd *Node) Resume() {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
 	if nd.cmd != nil && nd.paused {
-		_ = nd.cmd.Process.Signal(syscall.SIGCONT)
+		nd.signal(nd.cmd, syscall.SIGCONT)
 		nd.paused = false
 	}
 }

@@ -9,8 +9,11 @@
 // and tc netem adds latency and loss to one node's link). The Cluster
 // kills, pauses, restarts and wipes nodes, partitions and heals the
 // network, flips bits and tears tails in segment files, and fills a
-// node's disk (a size-limited tmpfs under its data folder). Close undoes
-// everything it set up, even after a failed test.
+// node's disk (a size-limited tmpfs under its data folder). With
+// Options.Containers each node is a Docker container instead, on a bridge
+// network of the cluster's own whose traffic the same iptables chain
+// filters (see docker.go). Close undoes everything it set up, even after
+// a failed test.
 //
 // A Workload drives operations against the cluster while a Scenario
 // injects faults on a schedule drawn from a seed; the checkers read the

@@ -25,6 +25,7 @@ type network struct {
 	net    int    // second octet of the addresses
 	nodes  int
 	chain  string
+	docker bool // a Docker bridge network, one container per node
 }
 
 // Available reports whether this machine can run a chaos cluster: root,
@@ -80,6 +81,22 @@ func lockNetworks() (func(), error) {
 	return func() { f.Close() }, nil // closing the file releases the lock
 }
 
+// usedOctets are the second octets of the 10.X addresses that `ip -o -4
+// addr show` printed.
+func usedOctets(out string) map[int]bool {
+	used := map[int]bool{}
+	for _, f := range strings.Fields(out) {
+		if a, ok := strings.CutPrefix(f, "10."); ok {
+			if o, _, ok := strings.Cut(a, "."); ok {
+				if v, err := strconv.Atoi(o); err == nil {
+					used[v] = true
+				}
+			}
+		}
+	}
+	return used
+}
+
 // freeOctet picks a second octet from 100 to 199 that no address of this
 // namespace uses yet (another cluster's, or anything else's), starting at
 // a place that depends on the pid so that most picks succeed first time.
@@ -89,16 +106,7 @@ func freeOctet(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("chaos: list addresses: %w", err)
 	}
-	used := map[int]bool{}
-	for _, f := range strings.Fields(string(out)) {
-		if a, ok := strings.CutPrefix(f, "10."); ok {
-			if o, _, ok := strings.Cut(a, "."); ok {
-				if v, err := strconv.Atoi(o); err == nil {
-					used[v] = true
-				}
-			}
-		}
-	}
+	used := usedOctets(string(out))
 	start := int(int64(os.Getpid()) * 7 % 100)
 	for i := range 100 {
 		if o := 100 + (start+i)%100; !used[o] {
@@ -126,12 +134,38 @@ func (n *network) link(i int) string    { return fmt.Sprintf("%sn%d", n.prefix, 
 func (n *network) addr(i int) string    { return fmt.Sprintf("10.%d.%d.2", n.net, i) }
 func (n *network) gateway(i int) string { return fmt.Sprintf("10.%d.%d.1", n.net, i) }
 func (n *network) subnet() string       { return fmt.Sprintf("10.%d.0.0/16", n.net) }
+func (n *network) hostAddr() string     { return fmt.Sprintf("10.%d.0.1", n.net) } // containers' gateway
+func (n *network) tag() string          { return strings.TrimPrefix(n.prefix, "flc") }
 
-// setUp creates the namespaces, links, routes and the filter chain.
-func (n *network) setUp(ctx context.Context) error {
+// storeHost is the address of the test's namespace that every node
+// reaches (where the S3 server listens).
+func (n *network) storeHost() string {
+	if n.docker {
+		return n.hostAddr()
+	}
+	return n.gateway(1)
+}
+
+// setUp creates the namespaces, links and routes, or the Docker network,
+// and the filter chain.
+func (n *network) setUp(ctx context.Context, docker bool) error {
 	if err := run(ctx, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"); err != nil {
 		return err
 	}
+	var err error
+	if docker {
+		err = n.setUpDocker(ctx)
+	} else {
+		err = n.setUpNamespaces(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	return n.setUpChain(ctx)
+}
+
+// setUpNamespaces makes a namespace per node, linked to ours.
+func (n *network) setUpNamespaces(ctx context.Context) error {
 	unlock, err := lockNetworks()
 	if err != nil {
 		return err
@@ -158,6 +192,10 @@ func (n *network) setUp(ctx context.Context) error {
 			}
 		}
 	}
+	return nil
+}
+
+func (n *network) setUpChain(ctx context.Context) error {
 	// Our chain decides every packet between two of our nodes: drops for
 	// the partitions first, then accept (the host's FORWARD policy may be
 	// DROP, as Docker sets it).
@@ -188,6 +226,12 @@ func (n *network) tearDown(ctx context.Context) error {
 		keep(err)
 	}
 	_ = n.unblockStore(ctx)
+	if n.docker {
+		if err := n.tearDownDocker(ctx); err != nil {
+			keep(err)
+		}
+		return first
+	}
 	for i := 1; i <= n.nodes; i++ {
 		if err := run(ctx, "ip", "netns", "del", n.ns(i)); err != nil {
 			keep(err)
@@ -223,30 +267,78 @@ func (n *network) loss(ctx context.Context, i int, percent float64) error {
 	return nil
 }
 
+// tcDevice is one end of a node's link: the tc command that reaches its
+// namespace, and the device's name there.
+type tcDevice struct {
+	tc  []string
+	dev string
+}
+
+// links are both ends of node i's link: ours and the node's eth0.
+func (n *network) links(ctx context.Context, i int) ([]tcDevice, error) {
+	if !n.docker {
+		return []tcDevice{{[]string{"tc"}, n.link(i)}, {[]string{"tc", "-n", n.ns(i)}, "eth0"}}, nil
+	}
+	// A container's eth0 is "eth0@ifK", K the index of our end.
+	pid, err := n.containerPid(ctx, i)
+	if err != nil || pid == 0 {
+		return nil, fmt.Errorf("chaos: node %d's container does not run (%v)", i, err)
+	}
+	enter := []string{"nsenter", "-t", strconv.Itoa(pid), "-n"}
+	out, err := output(ctx, enter[0], append(enter[1:], "ip", "-o", "link", "show", "eth0")...)
+	if err != nil {
+		return nil, err
+	}
+	_, peer, ok := strings.Cut(strings.Fields(out + " x x")[1], "@if")
+	if !ok {
+		return nil, fmt.Errorf("chaos: node %d's eth0 names no peer: %q", i, out)
+	}
+	links, err := output(ctx, "ip", "-o", "link", "show")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(links, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && f[0] == peer+":" {
+			host, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+			return []tcDevice{{[]string{"tc"}, host}, {append(enter, "tc"), "eth0"}}, nil
+		}
+	}
+	return nil, fmt.Errorf("chaos: node %d: no link %s here", i, peer)
+}
+
+// qdisc runs `tc qdisc VERB dev DEV SPEC...` where the device is.
+func (d tcDevice) qdisc(ctx context.Context, verb string, spec ...string) error {
+	args := append(append([]string{}, d.tc[1:]...), "qdisc", verb, "dev", d.dev)
+	return run(ctx, d.tc[0], append(args, spec...)...)
+}
+
 // hasNetem says whether the kernel has tc's netem qdisc.
 func (n *network) hasNetem(ctx context.Context) bool {
-	err := run(ctx, "tc", "qdisc", "add", "dev", n.link(1), "root", "netem", "delay", "1ms")
+	devs, err := n.links(ctx, 1)
+	if err != nil {
+		return false
+	}
+	err = devs[0].qdisc(ctx, "add", "root", "netem", "delay", "1ms")
 	if err == nil {
-		_ = run(ctx, "tc", "qdisc", "del", "dev", n.link(1), "root")
+		_ = devs[0].qdisc(ctx, "del", "root")
 	}
 	return err == nil
 }
 
 // netem sets latency and loss on node i's link, both ways; zero clears it.
 func (n *network) netem(ctx context.Context, i int, delay time.Duration, lossPercent float64) error {
-	for _, dev := range [][]string{{n.link(i)}, {"-n", n.ns(i), "eth0"}} {
-		args := []string{}
-		name := dev[len(dev)-1]
-		if len(dev) == 3 {
-			args = append(args, dev[:2]...)
-		}
-		_ = run(ctx, "tc", append(args, "qdisc", "del", "dev", name, "root")...)
+	devs, err := n.links(ctx, i)
+	if err != nil {
+		return err
+	}
+	for _, d := range devs {
+		_ = d.qdisc(ctx, "del", "root")
 		if delay == 0 && lossPercent == 0 {
 			continue
 		}
-		spec := append(args, "qdisc", "add", "dev", name, "root", "netem",
-			"delay", fmt.Sprintf("%dms", delay.Milliseconds()), "loss", fmt.Sprintf("%.1f%%", lossPercent))
-		if err := run(ctx, "tc", spec...); err != nil {
+		if err := d.qdisc(ctx, "add", "root", "netem",
+			"delay", fmt.Sprintf("%dms", delay.Milliseconds()), "loss", fmt.Sprintf("%.1f%%", lossPercent)); err != nil {
 			return err
 		}
 	}

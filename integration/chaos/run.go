@@ -26,7 +26,9 @@ type RunConfig struct {
 	// ReplayDir gets the replay file of a failed run (default Dir); it
 	// should outlive the run.
 	ReplayDir string
-	Logf      func(format string, args ...any)
+	// Containers runs the nodes as Docker containers (Options.Containers).
+	Containers bool
+	Logf       func(format string, args ...any)
 }
 
 // Verdict is the outcome of a run.
@@ -79,7 +81,7 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	opts := Options{Binary: cfg.Binary, Dir: cfg.Dir, Nodes: 3, Logf: logf}
+	opts := Options{Binary: cfg.Binary, Dir: cfg.Dir, Nodes: 3, Containers: cfg.Containers, Logf: logf}
 	if cfg.Scenario.Setup != nil {
 		cfg.Scenario.Setup(&opts)
 	}
