@@ -131,18 +131,9 @@ func copyFile(from, to string) error {
 	return out.Close()
 }
 
-// setUpDocker makes the cluster's bridge network (its octet picked under
-// the machine-wide lock, as in process mode).
+// setUpDocker makes the cluster's bridge network.
 func (n *network) setUpDocker(ctx context.Context) error {
-	unlock, err := lockNetworks()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if n.net, err = freeOctet(ctx); err != nil {
-		return err
-	}
-	_, err = output(ctx, "docker", "network", "create", "--driver", "bridge", "--subnet", n.subnet(),
+	_, err := output(ctx, "docker", "network", "create", "--driver", "bridge", "--subnet", n.subnet(),
 		"--gateway", n.hostAddr(), "--label", labelOwner+"="+n.tag(), n.prefix)
 	if err != nil {
 		return fmt.Errorf("chaos: make the cluster's Docker network: %w", err)

@@ -152,12 +152,22 @@ func (n *network) setUp(ctx context.Context, docker bool) error {
 	if err := run(ctx, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"); err != nil {
 		return err
 	}
-	var err error
-	if docker {
-		err = n.setUpDocker(ctx)
-	} else {
-		err = n.setUpNamespaces(ctx)
+	// The octet is picked and taken (by the first address made with it)
+	// under the machine-wide lock.
+	unlock, err := lockNetworks()
+	if err != nil {
+		return err
 	}
+	err = func() error {
+		defer unlock()
+		if n.net, err = freeOctet(ctx); err != nil {
+			return err
+		}
+		if docker {
+			return n.setUpDocker(ctx)
+		}
+		return n.setUpNamespaces(ctx)
+	}()
 	if err != nil {
 		return err
 	}
@@ -166,14 +176,6 @@ func (n *network) setUp(ctx context.Context, docker bool) error {
 
 // setUpNamespaces makes a namespace per node, linked to ours.
 func (n *network) setUpNamespaces(ctx context.Context) error {
-	unlock, err := lockNetworks()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if n.net, err = freeOctet(ctx); err != nil {
-		return err
-	}
 	for i := 1; i <= n.nodes; i++ {
 		ns := n.ns(i)
 		steps := [][]string{
