@@ -1,9 +1,14 @@
 package integration
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +79,36 @@ func TestChaos(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChaosCommand runs `floe chaos run` as a user would: one short run of
+// one scenario against clusters of the floe binary, a JSON verdict out.
+func TestChaosCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	if err := chaos.Available(); err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, floeBin, "chaos", "run", "leader-kill", "--duration", "3s", "--seed", "3",
+		"--output", "json", "--dir", t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("floe chaos run: %v\n%s", err, stderr.String())
+	}
+	var v chaos.Verdict
+	if err := json.Unmarshal(bytes.TrimSpace(out), &v); err != nil {
+		t.Fatalf("verdict %q: %v", out, err)
+	}
+	if v.Scenario != "leader-kill" || v.Seed != 3 || !v.Pass() || v.Log.Acknowledged == 0 || v.KV.Operations == 0 {
+		t.Fatalf("verdict %+v", v)
+	}
+	if !strings.Contains(stderr.String(), "[1/1] leader-kill seed 3") {
+		t.Errorf("no progress line on stderr: %s", stderr.String())
 	}
 }

@@ -73,6 +73,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		groupCmd("node", "drain a tablet node's leaderships before a planned stop", clientSpecs(env, nodeCmds(env))),
 		leafCmd(recoverSpec(env), ""),
 		leafCmd(healthSpec(env), ""),
+		groupCmd("chaos", "run the fault-injection scenarios against clusters of this binary (needs root)", chaosSpecs(env)),
 		leafCmd(produceCmd(env).spec(env), ""),
 		leafCmd(consumeCmd(env).spec(env), ""),
 		leafCmd(lookupCmd(env).spec(env), ""),

@@ -164,12 +164,14 @@ func (w *KVWorkload) client(ctx context.Context, h *History, id int) error {
 
 // KVResult is what the linearizability checker found.
 type KVResult struct {
-	Attempted, Operations, Failed int64
-	Linearizable                  bool
+	Attempted    int64 `json:"attempted"`
+	Operations   int64 `json:"operations"`
+	Failed       int64 `json:"failed"`
+	Linearizable bool  `json:"linearizable"`
 	// Unknown: the checker ran out of time.
-	Unknown bool
+	Unknown bool `json:"unknown"`
 	// Errors counts the failed calls by error code.
-	Errors map[string]int `json:",omitempty"`
+	Errors map[string]int `json:"errors,omitempty"`
 }
 
 // Check runs porcupine over the history.

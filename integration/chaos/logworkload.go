@@ -109,13 +109,17 @@ func (w *LogWorkload) writer(ctx context.Context, h *History, id int64) error {
 
 // LogResult is what the log checker found.
 type LogResult struct {
-	Attempted, Acknowledged, Failed int64
-	Read                            int
-	Lost, Duplicated, Reordered     int
+	Attempted    int64 `json:"attempted"`
+	Acknowledged int64 `json:"acknowledged"`
+	Failed       int64 `json:"failed"`
+	Read         int   `json:"read"`
+	Lost         int   `json:"lost"`
+	Duplicated   int   `json:"duplicated"`
+	Reordered    int   `json:"reordered"`
 	// WrongOffset counts acknowledged records read at another offset than
 	// the acknowledgement said.
-	WrongOffset int
-	Examples    []string
+	WrongOffset int      `json:"wrong_offset"`
+	Examples    []string `json:"examples,omitempty"`
 }
 
 // Check reads every bucket from its earliest offset to its high watermark
