@@ -15,6 +15,11 @@ const (
 	DefaultMaxBufferedBytes = 32 << 20
 	DefaultDeliveryTimeout  = 2 * time.Minute
 	DefaultRequestTimeout   = 10 * time.Second
+	// DefaultMaxInFlight batches of a bucket are sent before the first is
+	// answered; MaxInFlightLimit is the most a writer may have, the
+	// number of batches a bucket remembers per writer to answer retries.
+	DefaultMaxInFlight = 5
+	MaxInFlightLimit   = 5
 )
 
 // Acks says when the server acknowledges a batch.
@@ -94,8 +99,14 @@ type AppendWriterOptions struct {
 	// ErrDeliveryTimeout. Default 2 min.
 	DeliveryTimeout time.Duration
 	// RequestTimeout bounds one produce call, and is what the server may
-	// wait for acks=all. Default 30 s.
+	// wait for acks=all. Default 10 s.
 	RequestTimeout time.Duration
+	// MaxInFlight is how many batches of a bucket may be on their way at
+	// once, sent and not yet answered: they are sent in sequence on one
+	// stream per node and decided in that order, and retries keep it
+	// (docs/replication.md, Writers). 1 to MaxInFlightLimit (5); default
+	// 5.
+	MaxInFlight int
 	// Logger receives the writer's messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -116,6 +127,9 @@ func (o *AppendWriterOptions) validate(name string) error {
 		return fmt.Errorf("client: %s: negative MaxBufferedBytes", name)
 	case o.DeliveryTimeout < 0 || o.RequestTimeout < 0:
 		return fmt.Errorf("client: %s: negative DeliveryTimeout or RequestTimeout", name)
+	case o.MaxInFlight < 0 || o.MaxInFlight > MaxInFlightLimit:
+		return fmt.Errorf("client: %s: MaxInFlight %d not in [1, %d] (0: the default, %d)", name, o.MaxInFlight,
+			MaxInFlightLimit, DefaultMaxInFlight)
 	case o.Compression != record.CompressionNone && o.Compression != record.CompressionZstd:
 		return fmt.Errorf("client: %s: unknown %v", name, o.Compression)
 	}
@@ -144,6 +158,9 @@ func (o AppendWriterOptions) withDefaults() AppendWriterOptions {
 	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -50,9 +50,9 @@ type jsonScratch struct {
 
 // appendKind is the AppendWriter's: Produce calls of +A batches.
 var appendKind = writerKind{name: "append writer", appendOnly: true,
-	send: func(ctx context.Context, tablet pb.DRPCTabletClient, call batchCall) (*pb.ProduceResponse, error) {
-		return tablet.Produce(ctx, &pb.ProduceRequest{TableId: call.tableID, Bucket: call.bucket, Acks: call.acks,
-			Batch: call.batch, TimeoutMs: call.timeoutMs})
+	call: func(call batchCall) *pb.WriteCall {
+		return &pb.WriteCall{Call: &pb.WriteCall_Produce{Produce: &pb.ProduceRequest{TableId: call.tableID, Bucket: call.bucket,
+			Acks: call.acks, Batch: call.batch, TimeoutMs: call.timeoutMs, Pipelined: call.pipelined}}}
 	}}
 
 // NewAppendWriter returns a writer of the table's rows. It does no I/O and

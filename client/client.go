@@ -22,6 +22,9 @@ type Client struct {
 	// (presigned URLs the leaders hand out).
 	http *http.Client
 
+	// writes are the ordered write streams to the nodes (write_stream.go).
+	writes writeStreams
+
 	codecOnce sync.Once
 	codec     *record.Codec // zstd, made on first use
 	codecErr  error
@@ -47,6 +50,7 @@ func Connect(ctx context.Context, addrs ...string) (*Client, error) {
 	}
 	c := &Client{addrs: addrs, pool: transport.NewPool(transport.PoolConfig{}),
 		http: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
+	c.writes.c = c
 	err := c.callUntil(ctx, connectGiveUp*time.Duration(len(addrs)), func(ctx context.Context, m pb.DRPCMetaClient) error {
 		_, err := m.RaftStatus(ctx, &pb.RaftStatusRequest{})
 		return err
@@ -65,6 +69,7 @@ func (c *Client) httpClient() *http.Client { return c.http }
 // Close releases the client's connections. Writers and scanners of the
 // client must be closed first.
 func (c *Client) Close() error {
+	c.writes.close()
 	err := c.pool.Close()
 	c.http.CloseIdleConnections()
 	c.codecOnce.Do(func() {}) // no codec made after Close

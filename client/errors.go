@@ -13,6 +13,8 @@ var (
 	// ErrWriterClosed is returned by writes to a closed writer, and fails the
 	// batches a Close gave up on.
 	ErrWriterClosed = errors.New("client: writer closed")
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("client: closed")
 	// ErrDeliveryTimeout fails a batch that was not acknowledged within the
 	// writer's DeliveryTimeout; it wraps the last error met. The batch may or
 	// may not have been written.

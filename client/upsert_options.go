@@ -30,6 +30,9 @@ type UpsertWriterOptions struct {
 	DeliveryTimeout time.Duration
 	// RequestTimeout bounds one PutKv call. Default 10 s.
 	RequestTimeout time.Duration
+	// MaxInFlight is how many batches of a bucket may be on their way at
+	// once, as in AppendWriterOptions. Default 5.
+	MaxInFlight int
 	// PartialColumns makes the writer's upserts partial updates: they set
 	// these columns (and the primary-key columns, always set) and leave the
 	// others of an existing row as they are. The rows' other columns must
@@ -53,5 +56,5 @@ const upsertWriterName = "upsert writer"
 func (o *UpsertWriterOptions) common() AppendWriterOptions {
 	return AppendWriterOptions{Acks: o.Acks, BatchBytes: o.BatchBytes, Linger: o.Linger,
 		MaxBufferedBytes: o.MaxBufferedBytes, Compression: o.Compression, DeliveryTimeout: o.DeliveryTimeout,
-		RequestTimeout: o.RequestTimeout, Logger: o.Logger}
+		RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight, Logger: o.Logger}
 }

@@ -82,9 +82,9 @@ func (t *Table) NewUpsertWriter(opts UpsertWriterOptions) (*UpsertWriter, error)
 	}
 	targets := rows.targets
 	kind := writerKind{name: upsertWriterName,
-		send: func(ctx context.Context, tablet pb.DRPCTabletClient, call batchCall) (*pb.ProduceResponse, error) {
-			return tablet.PutKv(ctx, &pb.PutKvRequest{TableId: call.tableID, Bucket: call.bucket, Acks: call.acks,
-				Batch: call.batch, TimeoutMs: call.timeoutMs, TargetColumns: targets})
+		call: func(call batchCall) *pb.WriteCall {
+			return &pb.WriteCall{Call: &pb.WriteCall_PutKv{PutKv: &pb.PutKvRequest{TableId: call.tableID, Bucket: call.bucket,
+				Acks: call.acks, Batch: call.batch, TimeoutMs: call.timeoutMs, TargetColumns: targets, Pipelined: call.pipelined}}}
 		}}
 	core, err := startWriter(t, kind, opts.common())
 	if err != nil {

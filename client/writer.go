@@ -63,8 +63,8 @@ type writerKind struct {
 	// appendOnly: batches of +A records, acknowledged with one offset per
 	// record. Otherwise a batch's answer covers the changelog it caused.
 	appendOnly bool
-	// send makes one call carrying a built batch of a bucket.
-	send func(ctx context.Context, tablet pb.DRPCTabletClient, call batchCall) (*pb.ProduceResponse, error)
+	// call is the write call carrying a built batch of a bucket.
+	call func(call batchCall) *pb.WriteCall
 }
 
 // batchCall is one attempt at sending a batch.
@@ -74,6 +74,7 @@ type batchCall struct {
 	acks      int32
 	batch     []byte
 	timeoutMs int32
+	pipelined bool
 }
 
 // startWriter starts a writer of the table's rows: a sender goroutine per

@@ -2,6 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
 
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/transport"
@@ -110,6 +114,14 @@ func (g *tabletGate) PrefixLookup(ctx context.Context, req *pb.PrefixLookupReque
 	return t.PrefixLookup(ctx, req)
 }
 
+func (g *tabletGate) Writes(stream pb.DRPCTablet_WritesStream) error {
+	t, err := g.service()
+	if err != nil {
+		return err
+	}
+	return t.Writes(stream)
+}
+
 func (g *tabletGate) SnapshotKV(ctx context.Context, req *pb.SnapshotKVRequest) (*pb.SnapshotKVResponse, error) {
 	t, err := g.service()
 	if err != nil {
@@ -124,4 +136,66 @@ func (g *tabletGate) ScanRows(ctx context.Context, req *pb.ScanRowsRequest) (*pb
 		return nil, err
 	}
 	return t.ScanRows(ctx, req)
+}
+
+// writesInFlight bounds the calls of one Writes stream being served at
+// once; the stream's reader waits (and TCP pushes back on the client)
+// while that many are.
+const writesInFlight = 256
+
+// Writes serves a client's ordered stream of write calls: each call takes
+// its turn at its bucket's leader as it is read, so a writer's pipelined
+// batches are decided in the order it sent them, and is then served on a
+// goroutine of its own and answered as it completes.
+func (t *tabletService) Writes(stream pb.DRPCTablet_WritesStream) error {
+	ctx := stream.Context()
+	var (
+		sendMu  sync.Mutex
+		sendErr error
+		wg      sync.WaitGroup
+	)
+	slots := make(chan struct{}, writesInFlight)
+	defer wg.Wait() // no goroutine sends once the handler has returned
+	for {
+		call, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		run := t.m.StartWrite(call)
+		id := call.Id
+		wg.Go(func() {
+			defer func() { <-slots }()
+			res := &pb.WriteResult{Id: id}
+			resp, err := runWrite(ctx, run)
+			if err != nil {
+				res.ErrorCode, res.ErrorMessage = transport.WireCodeOf(err)
+			} else {
+				res.Response = resp
+			}
+			sendMu.Lock()
+			defer sendMu.Unlock()
+			if sendErr == nil {
+				sendErr = stream.Send(res)
+			}
+		})
+	}
+}
+
+// runWrite runs a write call, turning a panic into the call's INTERNAL
+// error as the transport does for unary calls: the node carries on.
+func runWrite(ctx context.Context, run func(context.Context) (*pb.ProduceResponse, error)) (resp *pb.ProduceResponse, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic serving a write call: %v", p)
+		}
+	}()
+	return run(ctx)
 }

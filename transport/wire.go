@@ -41,6 +41,17 @@ func ToWire(err error) error {
 	return drpcerr.WithCode(errors.New(message), uint64(code))
 }
 
+// WireCodeOf is the code and message ToWire would send for err: what a
+// stream that answers calls in its own messages (Tablet.Writes) puts in
+// them. ResultError turns them back into an error.
+func WireCodeOf(err error) (pb.ErrorCode, string) { return wireCodeOf(err) }
+
+// ResultError is the error a result message carrying code and message
+// stands for (see WireCodeOf).
+func ResultError(code pb.ErrorCode, message string) error {
+	return &Error{Code: code, Message: message}
+}
+
 // wireCodeOf picks the code and message ToWire sends for err.
 func wireCodeOf(err error) (pb.ErrorCode, string) {
 	var wc wireCoder

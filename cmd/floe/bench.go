@@ -34,6 +34,7 @@ type benchFlags struct {
 	acks        string
 	buckets     int
 	linger      time.Duration
+	maxInFlight int
 	cpuProfile  string
 
 	ackMode client.Acks // parsed from acks
@@ -52,7 +53,19 @@ func (f *benchFlags) registerAs(fs *flag.FlagSet, table, tableUsage string) {
 	fs.StringVar(&f.acks, "acks", "all", "acknowledgement: all, 1 or 0")
 	fs.IntVar(&f.buckets, "buckets", 0, "buckets of a table created by the benchmark (0: the cluster's default)")
 	fs.DurationVar(&f.linger, "linger", 0, "writer linger (0: the writer's default, negative: none)")
+	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, fmt.Sprintf("batches of a bucket a writer has on their way at once, 1 to %d (0: the writer's default, %d)",
+		client.MaxInFlightLimit, client.DefaultMaxInFlight))
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this client to the file (go tool pprof)")
+}
+
+// appendOptions are the options of the benchmark's append writers.
+func (f *benchFlags) appendOptions() client.AppendWriterOptions {
+	return client.AppendWriterOptions{Acks: f.ackMode, Linger: f.linger, MaxInFlight: f.maxInFlight}
+}
+
+// upsertOptions are the options of the benchmark's upsert writers.
+func (f *benchFlags) upsertOptions() client.UpsertWriterOptions {
+	return client.UpsertWriterOptions{Acks: f.ackMode, Linger: f.linger, MaxInFlight: f.maxInFlight}
 }
 
 // startProfile starts the --cpuprofile profile, if asked; the returned
@@ -89,6 +102,8 @@ func (f *benchFlags) validate() error {
 		return fmt.Errorf("%w: --record-bytes must be in [0, 64 MiB]", errUsage)
 	case f.buckets < 0:
 		return fmt.Errorf("%w: --buckets must not be negative", errUsage)
+	case f.maxInFlight < 0 || f.maxInFlight > client.MaxInFlightLimit:
+		return fmt.Errorf("%w: --max-in-flight must be in [1, %d] (0: the default)", errUsage, client.MaxInFlightLimit)
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func benchE2E(ctx context.Context, cf *clientFlags, tbl *client.Table, f *benchF
 			return benchResult{}, err
 		}
 	}
-	w, err := tbl.NewAppendWriter(client.AppendWriterOptions{Acks: f.ackMode, Linger: f.linger})
+	w, err := tbl.NewAppendWriter(f.appendOptions())
 	if err != nil {
 		return benchResult{}, err
 	}

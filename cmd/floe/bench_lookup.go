@@ -67,7 +67,7 @@ func loadKeys(ctx context.Context, tbl *client.Table, f *kvBenchFlags) error {
 }
 
 func loadRange(ctx context.Context, tbl *client.Table, f *kvBenchFlags, from, to int64) error {
-	w, err := tbl.NewUpsertWriter(client.UpsertWriterOptions{Acks: f.ackMode, Linger: f.linger})
+	w, err := tbl.NewUpsertWriter(f.upsertOptions())
 	if err != nil {
 		return err
 	}

@@ -27,13 +27,15 @@ func pipelineDepth(recordBytes int) int {
 func benchProduceCmd(env *cliEnv) clientCmd {
 	var f benchFlags
 	var batch int
-	var batching bool
+	var batching, sharedWriter bool
 	return clientCmd{summary: "write throughput and latency of a log table", streaming: true,
-		usage: "bench produce [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--record-bytes 1024] [--acks all] [--batch 1] [--batching]",
+		usage: "bench produce [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--record-bytes 1024] [--acks all] [--batch 1] [--batching] [--shared-writer]",
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs)
 			fs.IntVar(&batch, "batch", 1, "records each goroutine appends before waiting for their acks (1: one record at a time)")
 			fs.BoolVar(&batching, "batching", false, "append without waiting; latency is Append to ack per record (--batch is ignored)")
+			fs.BoolVar(&sharedWriter, "shared-writer", false,
+				"the goroutines share one writer, as a service's request handlers would: it batches their records, sending a bucket's batch when it fills or --linger after its first record")
 		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
 			if err := f.validate(); err != nil {
@@ -51,7 +53,7 @@ func benchProduceCmd(env *cliEnv) clientCmd {
 			if err != nil {
 				return err
 			}
-			res, err := benchProduce(ctx, tbl, &f, batch, batching)
+			res, err := benchProduce(ctx, tbl, &f, batch, batching, sharedWriter)
 			if err != nil {
 				return err
 			}
@@ -59,16 +61,31 @@ func benchProduceCmd(env *cliEnv) clientCmd {
 			if batching {
 				mode = "batching"
 			}
-			title := fmt.Sprintf("floe bench produce: %s, %d writers, %d-byte records, acks=%s, %s",
-				f.table, f.concurrency, f.recordBytes, f.ackMode, mode)
+			writers := fmt.Sprintf("%d writers", f.concurrency)
+			if sharedWriter {
+				writers = fmt.Sprintf("%d callers sharing one writer", f.concurrency)
+			}
+			title := fmt.Sprintf("floe bench produce: %s, %s, %d-byte records, acks=%s, %s",
+				f.table, writers, f.recordBytes, f.ackMode, mode)
 			return printBenchResult(env, title, res)
 		}}
 }
 
-// benchProduce runs the writers for --duration and waits for their acks.
-func benchProduce(ctx context.Context, tbl *client.Table, f *benchFlags, batch int, batching bool) (benchResult, error) {
+// benchProduce runs the writers (or the callers of one shared writer) for
+// --duration and waits for their acks.
+func benchProduce(ctx context.Context, tbl *client.Table, f *benchFlags, batch int, batching, sharedWriter bool) (benchResult, error) {
+	var shared *client.AppendWriter
+	if sharedWriter {
+		var err error
+		if shared, err = tbl.NewAppendWriter(f.appendOptions()); err != nil {
+			return benchResult{}, err
+		}
+		drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.duration+benchDrainTimeout)
+		defer cancel()
+		defer shared.Close(drainCtx)
+	}
 	r, err := runCallers(ctx, f, func(runCtx context.Context, c *benchCaller, i int) error {
-		return produceRows(ctx, runCtx, c, tbl, f, int64(i)<<40, batch, batching)
+		return produceRows(ctx, runCtx, c, tbl, f, int64(i)<<40, batch, batching, shared)
 	})
 	if err != nil {
 		return benchResult{}, err
@@ -78,15 +95,21 @@ func benchProduce(ctx context.Context, tbl *client.Table, f *benchFlags, batch i
 
 // produceRows appends until runCtx ends, then waits for the acks (bounded
 // by benchDrainTimeout). Errors of single records are counted, not
-// returned.
-func produceRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table, f *benchFlags, firstID int64, batch int, batching bool) error {
-	w, err := tbl.NewAppendWriter(client.AppendWriterOptions{Acks: f.ackMode, Linger: f.linger})
-	if err != nil {
-		return err
-	}
+// returned. With a shared writer it leaves sending to the writer's linger;
+// with its own, it flushes each group.
+func produceRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table, f *benchFlags, firstID int64, batch int,
+	batching bool, shared *client.AppendWriter) error {
 	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.duration+benchDrainTimeout)
 	defer cancel()
-	defer w.Close(drainCtx)
+	w, flush := shared, func(context.Context) error { return nil }
+	if w == nil {
+		var err error
+		if w, err = tbl.NewAppendWriter(f.appendOptions()); err != nil {
+			return err
+		}
+		defer w.Close(drainCtx)
+		flush = w.Flush
+	}
 	rows := newBenchRows(tbl, f.recordBytes)
 	id := firstID
 	appendOne := func() (*client.AppendFuture, time.Time, bool) {
@@ -113,7 +136,7 @@ func produceRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table,
 			return sentRow{}, false
 		}
 		return sentRow{func(ctx context.Context) error { _, err := fut.Wait(ctx); return err }, t0}, true
-	}, w.Flush)
+	}, flush)
 	return nil
 }
 

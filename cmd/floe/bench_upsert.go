@@ -54,7 +54,7 @@ func benchUpsert(ctx context.Context, tbl *client.Table, f *kvBenchFlags) (bench
 	var shared *client.UpsertWriter
 	if f.sharedWriter {
 		var err error
-		if shared, err = tbl.NewUpsertWriter(client.UpsertWriterOptions{Acks: f.ackMode, Linger: f.linger}); err != nil {
+		if shared, err = tbl.NewUpsertWriter(f.upsertOptions()); err != nil {
 			return benchResult{}, err
 		}
 		defer shared.Close(drainCtx)
@@ -76,7 +76,7 @@ func upsertRows(runCtx, drainCtx context.Context, c *benchCaller, tbl *client.Ta
 	w, flush := shared, func(context.Context) error { return nil }
 	if w == nil {
 		var err error
-		if w, err = tbl.NewUpsertWriter(client.UpsertWriterOptions{Acks: f.ackMode, Linger: f.linger}); err != nil {
+		if w, err = tbl.NewUpsertWriter(f.upsertOptions()); err != nil {
 			return err
 		}
 		defer w.Close(drainCtx)

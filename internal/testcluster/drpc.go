@@ -6,10 +6,12 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"storj.io/drpc/drpcmetadata"
 	"storj.io/drpc/drpcwire"
 
 	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
 )
 
 // drpcConn pumps one DRPC connection frame by frame. A DRPC connection
@@ -24,7 +26,23 @@ type drpcConn struct {
 	callerMu sync.Mutex // serializes writes to the caller
 
 	mu      sync.Mutex
-	replies map[uint64]*replyFault // by stream: what to do with the node's answer
+	replies map[uint64]*replyFault   // by stream: what to do with the node's answer
+	writes  map[uint64]*writesStream // by stream: the client write streams (RPCWrites)
+}
+
+// writesStream is a client's ordered write stream (Tablet.Writes) passing
+// the proxy: each call on it counts as an RPCProduce or RPCPutKV call and
+// meets the faults armed for those, one by one.
+type writesStream struct {
+	call, callRaw []byte // the caller's message being gathered, and its frames
+	reply         []byte // the node's message being gathered
+	replyMsg      uint64 // its message id from the node
+	nodeMsg       uint64 // the node's packet being passed on, by its id
+	lose          map[uint64]*fault
+	// sent is the last message id the proxy used toward the caller on the
+	// stream (under callerMu): it numbers the node's packets and its own
+	// answers alike, in the order they go out.
+	sent uint64
 }
 
 // replyFault is what happens to the node's answer to one call.
@@ -36,7 +54,7 @@ type replyFault struct {
 }
 
 func newDRPCConn(p *Proxy, pc *proxyConn) *drpcConn {
-	return &drpcConn{p: p, pc: pc, replies: map[uint64]*replyFault{}}
+	return &drpcConn{p: p, pc: pc, replies: map[uint64]*replyFault{}, writes: map[uint64]*writesStream{}}
 }
 
 // frameReader reads whole frames, each with its bytes on the wire.
@@ -115,10 +133,25 @@ func (c *drpcConn) pumpCalls() {
 				dropped, hasDrop = fr.ID.Stream, true
 				continue
 			}
+			if rpc == RPCWrites && from == FromClients {
+				c.mu.Lock()
+				c.writes[fr.ID.Stream] = &writesStream{lose: map[uint64]*fault{}}
+				c.mu.Unlock()
+			}
 			if _, err := c.pc.node.Write(out); err != nil {
 				return
 			}
 			continue
+		case drpcwire.KindMessage:
+			c.mu.Lock()
+			ws := c.writes[fr.ID.Stream]
+			c.mu.Unlock()
+			if ws != nil {
+				if !c.writeCall(ws, fr, raw) {
+					return
+				}
+				continue
+			}
 		}
 		if _, err := c.pc.node.Write(raw); err != nil {
 			return
@@ -137,6 +170,11 @@ func (c *drpcConn) startCall(stream uint64, rpc string, from Caller) bool {
 	for s := range c.replies {
 		if s < stream {
 			delete(c.replies, s)
+		}
+	}
+	for s := range c.writes {
+		if s < stream {
+			delete(c.writes, s)
 		}
 	}
 	c.mu.Unlock()
@@ -191,6 +229,104 @@ func (c *drpcConn) writeCaller(b []byte) error {
 	return err
 }
 
+// writeCall passes on one frame of a client write stream: once a call's
+// message is whole, the faults armed for its kind decide what becomes of
+// it. False: the connection is gone.
+func (c *drpcConn) writeCall(ws *writesStream, fr drpcwire.Frame, raw []byte) bool {
+	ws.call = append(ws.call, fr.Data...)
+	ws.callRaw = append(ws.callRaw, raw...)
+	if !fr.Done {
+		return true
+	}
+	data, out := ws.call, ws.callRaw
+	ws.call, ws.callRaw = nil, nil
+	var call pb.WriteCall
+	if err := proto.Unmarshal(data, &call); err != nil {
+		_, err := c.pc.node.Write(out) // the node says what is wrong with it
+		return err == nil
+	}
+	rpc := RPCProduce
+	if call.GetPutKv() != nil {
+		rpc = RPCPutKV
+	}
+	f, delay := c.p.callArrived(rpc, FromClients)
+	if delay > 0 && !c.sleep(delay) {
+		return false
+	}
+	switch {
+	case f == nil:
+	case f.kind == holdCall:
+		select {
+		case <-f.release:
+		case <-c.pc.closed:
+			return false
+		case <-c.p.done:
+			return false
+		}
+	case f.kind == failCall:
+		res := &pb.WriteResult{Id: call.Id, ErrorCode: f.code, ErrorMessage: fmt.Sprintf("testcluster: injected %v", f.code)}
+		return c.writeResult(ws, fr.ID.Stream, res) == nil
+	case f.kind == loseReply:
+		c.mu.Lock()
+		ws.lose[call.Id] = f
+		c.mu.Unlock()
+	}
+	_, err := c.pc.node.Write(out)
+	return err == nil
+}
+
+// writeResult sends the caller one whole result message on a write stream,
+// under the next message id.
+func (c *drpcConn) writeResult(ws *writesStream, stream uint64, res *pb.WriteResult) error {
+	data, err := proto.Marshal(res)
+	if err != nil {
+		return err
+	}
+	c.callerMu.Lock()
+	defer c.callerMu.Unlock()
+	ws.sent++
+	frame := drpcwire.Frame{ID: drpcwire.ID{Stream: stream, Message: ws.sent}, Kind: drpcwire.KindMessage, Done: true, Data: data}
+	_, err = c.pc.caller.Write(drpcwire.AppendFrame(nil, frame))
+	return err
+}
+
+// writeReply passes one frame of the node's on a client write stream: a
+// result whose call a fault caught is replaced by the fault's error, and
+// every packet goes out under the stream's next message id (the proxy's
+// own answers take ids too).
+func (c *drpcConn) writeReply(ws *writesStream, fr drpcwire.Frame) error {
+	if fr.Kind != drpcwire.KindMessage {
+		c.callerMu.Lock()
+		defer c.callerMu.Unlock()
+		if fr.ID.Message != ws.nodeMsg {
+			ws.nodeMsg = fr.ID.Message
+			ws.sent++
+		}
+		fr.ID.Message = ws.sent
+		_, err := c.pc.caller.Write(drpcwire.AppendFrame(nil, fr))
+		return err
+	}
+	if fr.ID.Message != ws.replyMsg {
+		ws.reply, ws.replyMsg = ws.reply[:0], fr.ID.Message
+	}
+	ws.reply = append(ws.reply, fr.Data...)
+	if !fr.Done {
+		return nil
+	}
+	var res pb.WriteResult
+	if err := proto.Unmarshal(ws.reply, &res); err != nil {
+		return fmt.Errorf("testcluster: proxy: a write result the node sent: %w", err)
+	}
+	c.mu.Lock()
+	f := ws.lose[res.Id]
+	delete(ws.lose, res.Id)
+	c.mu.Unlock()
+	if f != nil {
+		res = pb.WriteResult{Id: res.Id, ErrorCode: f.code, ErrorMessage: fmt.Sprintf("testcluster: injected %v", f.code)}
+	}
+	return c.writeResult(ws, fr.ID.Stream, &res)
+}
+
 // pumpReplies forwards the node's frames to the caller, replacing or
 // rewriting the answers of the calls a fault caught.
 func (c *drpcConn) pumpReplies() {
@@ -202,7 +338,14 @@ func (c *drpcConn) pumpReplies() {
 		}
 		c.mu.Lock()
 		rf := c.replies[fr.ID.Stream]
+		ws := c.writes[fr.ID.Stream]
 		c.mu.Unlock()
+		if ws != nil {
+			if c.writeReply(ws, fr) != nil {
+				return
+			}
+			continue
+		}
 		out := raw
 		switch {
 		case rf == nil:

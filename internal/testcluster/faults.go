@@ -21,10 +21,13 @@ const (
 	FromNodes
 )
 
-// The RPCs tests aim faults at.
+// The RPCs tests aim faults at. The calls of a client's ordered write
+// stream (RPCWrites) count as RPCProduce and RPCPutKV calls, each meeting
+// the faults armed for its kind (RewriteReply excepted).
 const (
 	RPCProduce      = "/floe.v1.Tablet/Produce"
 	RPCPutKV        = "/floe.v1.Tablet/PutKv"
+	RPCWrites       = "/floe.v1.Tablet/Writes"
 	RPCFetch        = "/floe.v1.Tablet/Fetch"
 	RPCLookup       = "/floe.v1.Tablet/Lookup"
 	RPCPrefixLookup = "/floe.v1.Tablet/PrefixLookup"
@@ -49,6 +52,7 @@ type fault struct {
 	from    Caller
 	kind    faultKind
 	code    pb.ErrorCode            // failCall, loseReply
+	skip    int                     // calls to let through first
 	left    int                     // calls still to catch; holds catch until released
 	release chan struct{}           // holdCall
 	rewrite func(msg []byte) []byte // rewriteReply
@@ -65,6 +69,18 @@ func (p *Proxy) FailCalls(rpc string, code pb.ErrorCode, n int) {
 // or a leader steps down after appending.
 func (p *Proxy) LoseReplies(rpc string, code pb.ErrorCode, n int) {
 	p.arm(&fault{rpc: rpc, from: FromClients, kind: loseReply, code: code, left: n})
+}
+
+// FailCallsAfter lets the next skip client calls of rpc through, then
+// fails n, as FailCalls: a fault in the middle of a writer's pipeline.
+func (p *Proxy) FailCallsAfter(rpc string, skip int, code pb.ErrorCode, n int) {
+	p.arm(&fault{rpc: rpc, from: FromClients, kind: failCall, code: code, skip: skip, left: n})
+}
+
+// LoseRepliesAfter lets the next skip client calls of rpc through, then
+// loses the replies of n, as LoseReplies.
+func (p *Proxy) LoseRepliesAfter(rpc string, skip int, code pb.ErrorCode, n int) {
+	p.arm(&fault{rpc: rpc, from: FromClients, kind: loseReply, code: code, skip: skip, left: n})
 }
 
 // RewriteReply passes the answer to the next client call of rpc through fn
@@ -118,6 +134,10 @@ func (p *Proxy) callArrived(rpc string, from Caller) (*fault, time.Duration) {
 	for i, f := range p.faults {
 		if f.rpc != rpc || f.from != from {
 			continue
+		}
+		if f.skip > 0 {
+			f.skip--
+			return nil, delay
 		}
 		if f.left > 0 {
 			f.left--

@@ -37,7 +37,7 @@ func TestFailedSyncTakesReplicaOutOfService(t *testing.T) {
 	hw := r.core.HW()
 
 	failing.Store(true)
-	_, err := r.produce(context.Background(), writerBatchN(t, 100, 1, 2, "b"), AcksAll, 5*time.Second)
+	_, err := r.produce(context.Background(), nil, writerBatchN(t, 100, 1, 2, "b"), AcksAll, 5*time.Second)
 	if !errors.Is(err, transport.ErrNotLeader) {
 		t.Fatalf("write whose fsync failed: want a retriable NOT_LEADER, got %v", err)
 	}
@@ -53,7 +53,7 @@ func TestFailedSyncTakesReplicaOutOfService(t *testing.T) {
 		t.Fatalf("after the failure: role %v, high watermark %d (want none, %d)", role, got, hw)
 	}
 	failing.Store(false) // a later fsync that succeeds proves nothing
-	_, err = r.produce(context.Background(), writerBatchN(t, 100, 1, 2, "b"), AcksLeader, 5*time.Second)
+	_, err = r.produce(context.Background(), nil, writerBatchN(t, 100, 1, 2, "b"), AcksLeader, 5*time.Second)
 	if !transport.IsRetriable(err) {
 		t.Fatalf("write to a failed replica: want retriable, got %v", err)
 	}

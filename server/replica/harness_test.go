@@ -69,7 +69,7 @@ func lead(r *Replica, epoch int32) {
 // produceLeader appends b on the leader with acks=1.
 func produceLeader(t *testing.T, r *Replica, b record.Batch) *pb.ProduceResponse {
 	t.Helper()
-	resp, err := r.produce(context.Background(), b, AcksLeader, 5*time.Second)
+	resp, err := r.produce(context.Background(), nil, b, AcksLeader, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,13 +82,13 @@ func TestMinInsyncChangeAppliesLive(t *testing.T) {
 	r.setTable(table("2"))
 	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 1,
 		BucketEpoch: 1, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 0)
-	_, err := r.produce(context.Background(), writerBatchN(t, 100, 0, 1, "a"), AcksAll, 5*time.Second)
+	_, err := r.produce(context.Background(), nil, writerBatchN(t, 100, 0, 1, "a"), AcksAll, 5*time.Second)
 	var te *transport.Error
 	if !errors.As(err, &te) || te.Code != pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS {
 		t.Fatalf("acks=all with 1 in-sync replica of 2 required: %v, want NOT_ENOUGH_REPLICAS", err)
 	}
 	r.setTable(table("1"))
-	if _, err := r.produce(context.Background(), writerBatchN(t, 100, 0, 1, "a"), AcksAll, 5*time.Second); err != nil {
+	if _, err := r.produce(context.Background(), nil, writerBatchN(t, 100, 0, 1, "a"), AcksAll, 5*time.Second); err != nil {
 		t.Fatalf("acks=all after min.insync.replicas dropped to 1: %v", err)
 	}
 }

@@ -32,9 +32,9 @@ type KVTable interface {
 
 // KV is the KV side of one primary-key bucket replica.
 type KV interface {
-	// Put merges a checked batch of upserts and deletes on the leader,
-	// appends its changelog through r.Write and answers per acks.
-	Put(ctx context.Context, b record.Batch, targetColumns []int32, acks int32, timeout time.Duration) (*pb.ProduceResponse, error)
+	// Put merges a checked batch of upserts and deletes on the leader in
+	// its turn, appends its changelog through r.Write and answers per acks.
+	Put(ctx context.Context, turn *Turn, b record.Batch, targetColumns []int32, acks int32, timeout time.Duration) (*pb.ProduceResponse, error)
 	// Lookup and PrefixLookup answer reads on the leader.
 	Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.LookupResponse, error)
 	PrefixLookup(ctx context.Context, req *pb.PrefixLookupRequest) (*pb.PrefixLookupResponse, error)
@@ -63,10 +63,11 @@ type KV interface {
 // PutKv merges a batch of upserts and deletes into a primary-key bucket on
 // its leader, appends the changelog and answers per acks.
 func (m *Manager) PutKv(ctx context.Context, req *pb.PutKvRequest) (*pb.ProduceResponse, error) {
-	r, timeout, err := m.writeTarget(req.TableId, req.Bucket, req.Acks, len(req.Batch), req.TimeoutMs)
-	if err != nil {
-		return nil, err
-	}
+	return m.StartWrite(&pb.WriteCall{Call: &pb.WriteCall_PutKv{PutKv: req}})(ctx)
+}
+
+// putKv checks a PutKv batch and runs it in its turn.
+func (r *Replica) putKv(ctx context.Context, turn *Turn, req *pb.PutKvRequest, timeout time.Duration) (*pb.ProduceResponse, error) {
 	if r.kv == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
 			"table %s has no primary key: append to it, upserts need a primary-key table", r.table().name)
@@ -75,7 +76,7 @@ func (m *Manager) PutKv(ctx context.Context, req *pb.PutKvRequest) (*pb.ProduceR
 	if err != nil {
 		return nil, err
 	}
-	return r.kv.Put(ctx, b, req.TargetColumns, req.Acks, timeout)
+	return r.kv.Put(ctx, turn, b, req.TargetColumns, req.Acks, timeout)
 }
 
 // checkUpsertBatch checks the frame of a PutKv batch: one whole batch of

@@ -64,13 +64,14 @@ func (r *Replica) LeaderEpoch() (int32, error) { return r.leaderFor(AcksLeader) 
 // epoch and records it in the writer table.
 type AppendLogFunc func(record.Batch) (logstore.AppendInfo, error)
 
-// Write runs a leader write of client batch b whose log form derive builds
-// and appends, once, with appendLog: under the write's lock it checks
-// leadership and b's writer sequence (a retried batch is answered with its
-// first offsets, derive not called), then answers per acks.
-func (r *Replica) Write(ctx context.Context, b record.Batch, acks int32, timeout time.Duration,
+// Write runs a leader write of client batch b in its turn (TakeTurn),
+// whose log form derive builds and appends, once, with appendLog: under
+// the write's lock it checks leadership and b's writer sequence (a retried
+// batch is answered with its first offsets, derive not called), then
+// answers per acks.
+func (r *Replica) Write(ctx context.Context, turn *Turn, b record.Batch, acks int32, timeout time.Duration,
 	derive func(epoch int32, appendLog AppendLogFunc) error) (*pb.ProduceResponse, error) {
-	return r.write(ctx, b, acks, timeout, func(epoch int32) (logstore.AppendInfo, func() error, error) {
+	return r.write(ctx, turn, b, acks, timeout, func(epoch int32) (logstore.AppendInfo, func() error, error) {
 		var info logstore.AppendInfo
 		var wait func() error
 		err := derive(epoch, func(batch record.Batch) (logstore.AppendInfo, error) {

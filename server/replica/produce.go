@@ -17,17 +17,10 @@ const (
 	AcksLeader = 1
 )
 
-// Produce appends a batch on the bucket's leader and answers per acks.
+// Produce appends a batch on the bucket's leader and answers per acks. A
+// unary call takes its turn as it arrives, as a stream's call does.
 func (m *Manager) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
-	r, timeout, err := m.writeTarget(req.TableId, req.Bucket, req.Acks, len(req.Batch), req.TimeoutMs)
-	if err != nil {
-		return nil, err
-	}
-	batch, err := r.checkBatch(req.Batch)
-	if err != nil {
-		return nil, err
-	}
-	return r.produce(ctx, batch, req.Acks, timeout)
+	return m.StartWrite(&pb.WriteCall{Call: &pb.WriteCall_Produce{Produce: req}})(ctx)
 }
 
 // writeTarget runs the checks every write request shares and returns the
@@ -133,8 +126,8 @@ func (r *Replica) checkSchemaID(b record.Batch) error {
 }
 
 // produce runs the leader's append: idempotence, append, durability, acks.
-func (r *Replica) produce(ctx context.Context, b record.Batch, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
-	return r.write(ctx, b, acks, timeout, func(epoch int32) (logstore.AppendInfo, func() error, error) {
+func (r *Replica) produce(ctx context.Context, turn *Turn, b record.Batch, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
+	return r.write(ctx, turn, b, acks, timeout, func(epoch int32) (logstore.AppendInfo, func() error, error) {
 		info, wait, err := r.log.AppendPending(b, epoch)
 		if err != nil {
 			return info, nil, WireError(err)
@@ -144,19 +137,23 @@ func (r *Replica) produce(ctx context.Context, b record.Batch, acks int32, timeo
 	})
 }
 
-// write runs a leader write of client batch b: under produceMu it checks
-// leadership and the writer's sequence (a retried batch is answered with
-// its first offsets) and calls appendFn, which appends what b turns into
-// and records it in the writer table; then it answers per acks.
-func (r *Replica) write(ctx context.Context, b record.Batch, acks int32, timeout time.Duration,
+// write runs a leader write of client batch b in its turn: under
+// produceMu it checks leadership and the writer's sequence (a retried
+// batch is answered with its first offsets) and calls appendFn, which
+// appends what b turns into and records it in the writer table; then it
+// answers per acks. A nil turn takes one now.
+func (r *Replica) write(ctx context.Context, turn *Turn, b record.Batch, acks int32, timeout time.Duration,
 	appendFn func(epoch int32) (logstore.AppendInfo, func() error, error)) (*pb.ProduceResponse, error) {
-	r.produceMu.Lock()
+	if turn == nil {
+		turn = r.TakeTurn(false)
+	}
+	turn.enter(r)
 	epoch, err := r.leaderFor(acks)
 	if err != nil {
 		r.produceMu.Unlock()
 		return nil, err
 	}
-	dup, err := r.writers.check(b.WriterID(), b.BatchSequence())
+	dup, err := r.writers.check(b.WriterID(), b.BatchSequence(), turn.pipelined)
 	if err != nil {
 		r.produceMu.Unlock()
 		return nil, err
@@ -236,4 +233,48 @@ func (r *Replica) finishAppend(ctx context.Context, info logstore.AppendInfo, wa
 		return nil, err
 	}
 	return resp, nil
+}
+
+// StartWrite begins a write call of a node's ordered stream (Tablet.Writes)
+// as it arrives: it finds the call's replica and takes the call's turn
+// there, so that the writes of a bucket are decided in the order they
+// arrived. The returned func runs the rest of the call (checks, the write,
+// the wait for acks) and may run concurrently with later calls; it must
+// be called once.
+func (m *Manager) StartWrite(call *pb.WriteCall) func(ctx context.Context) (*pb.ProduceResponse, error) {
+	switch c := call.Call.(type) {
+	case *pb.WriteCall_Produce:
+		req := c.Produce
+		return m.startWrite(req.TableId, req.Bucket, req.Acks, len(req.Batch), req.TimeoutMs, req.Pipelined,
+			func(ctx context.Context, r *Replica, turn *Turn, timeout time.Duration) (*pb.ProduceResponse, error) {
+				batch, err := r.checkBatch(req.Batch)
+				if err != nil {
+					return nil, err
+				}
+				return r.produce(ctx, turn, batch, req.Acks, timeout)
+			})
+	case *pb.WriteCall_PutKv:
+		req := c.PutKv
+		return m.startWrite(req.TableId, req.Bucket, req.Acks, len(req.Batch), req.TimeoutMs, req.Pipelined,
+			func(ctx context.Context, r *Replica, turn *Turn, timeout time.Duration) (*pb.ProduceResponse, error) {
+				return r.putKv(ctx, turn, req, timeout)
+			})
+	}
+	err := transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "write call %d carries neither a produce nor a put_kv request", call.Id)
+	return func(context.Context) (*pb.ProduceResponse, error) { return nil, err }
+}
+
+// startWrite takes a write's turn at its replica; run does the rest.
+func (m *Manager) startWrite(tableID uint64, bucket, acks int32, batchBytes int, timeoutMs int32, pipelined bool,
+	run func(ctx context.Context, r *Replica, turn *Turn, timeout time.Duration) (*pb.ProduceResponse, error),
+) func(ctx context.Context) (*pb.ProduceResponse, error) {
+	r, timeout, err := m.writeTarget(tableID, bucket, acks, batchBytes, timeoutMs)
+	if err != nil {
+		return func(context.Context) (*pb.ProduceResponse, error) { return nil, err }
+	}
+	turn := r.TakeTurn(pipelined)
+	return func(ctx context.Context) (*pb.ProduceResponse, error) {
+		defer turn.Forgo()
+		return run(ctx, r, turn, timeout)
+	}
 }

@@ -44,7 +44,9 @@ type Replica struct {
 	// produceMu orders the idempotence check with the append it decides,
 	// and the follower path's truncations and appends.
 	produceMu sync.Mutex
-	writers   *writerTable
+	// turns orders client writes before produceMu (turns.go).
+	turns   turnGate
+	writers *writerTable
 	// catchingUp: the follower copies from the remote log (catchup.go);
 	// under produceMu.
 	catchingUp bool

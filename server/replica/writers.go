@@ -40,12 +40,20 @@ func newWriterTable() *writerTable { return &writerTable{writers: map[int64]*wri
 
 // check decides a batch: nil, nil → append it; a remembered batch → its
 // retry, answer with the original offsets; an error → out of sequence.
-func (t *writerTable) check(writerID int64, seq int32) (*writerBatch, error) {
+// A pipelined batch (its writer has an earlier one in the bucket not yet
+// acknowledged) is taken only as the successor of the writer's last batch
+// here: from a writer the bucket has no history of it is refused, since
+// its predecessor may still be on the way and would then land after it.
+func (t *writerTable) check(writerID int64, seq int32, pipelined bool) (*writerBatch, error) {
 	if writerID == record.NoWriterID {
 		return nil, nil
 	}
 	w := t.writers[writerID]
 	if w == nil || w.n == 0 {
+		if pipelined {
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE,
+				"writer %d is new to the bucket and its batch %d follows one not acknowledged yet", writerID, seq)
+		}
 		return nil, nil // a writer new to this bucket (or whose history aged out)
 	}
 	last := w.lastSeq()

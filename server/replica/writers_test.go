@@ -27,36 +27,36 @@ func writerBatchOf(t *testing.T, writer int64, seq int32, base int64) record.Bat
 // five batches are remembered.
 func TestWriterTable(t *testing.T) {
 	wt := newWriterTable()
-	if dup, err := wt.check(7, 0); dup != nil || err != nil {
+	if dup, err := wt.check(7, 0, false); dup != nil || err != nil {
 		t.Fatalf("first batch of a new writer: %v %v", dup, err)
 	}
 	for seq := range int32(8) {
-		if dup, err := wt.check(7, seq); dup != nil || err != nil {
+		if dup, err := wt.check(7, seq, false); dup != nil || err != nil {
 			t.Fatalf("seq %d: %v %v", seq, dup, err)
 		}
 		wt.record(writerBatchOf(t, 7, seq, int64(seq)*2))
 	}
 	// Retries of the last five are duplicates with their offsets.
 	for seq := int32(3); seq < 8; seq++ {
-		dup, err := wt.check(7, seq)
+		dup, err := wt.check(7, seq, false)
 		if err != nil || dup == nil || dup.base != int64(seq)*2 || dup.last != int64(seq)*2+1 {
 			t.Fatalf("retry of seq %d: %+v %v", seq, dup, err)
 		}
 	}
 	// Older than five, or a gap: out of order.
 	for _, seq := range []int32{2, 0, 9, 100} {
-		if _, err := wt.check(7, seq); !errors.Is(err, transport.ErrOutOfOrderSequence) {
+		if _, err := wt.check(7, seq, false); !errors.Is(err, transport.ErrOutOfOrderSequence) {
 			t.Fatalf("seq %d: %v", seq, err)
 		}
 	}
-	if dup, err := wt.check(7, 8); dup != nil || err != nil {
+	if dup, err := wt.check(7, 8, false); dup != nil || err != nil {
 		t.Fatalf("next sequence: %v %v", dup, err)
 	}
 	// Batches without a writer are never checked; other writers are apart.
-	if dup, err := wt.check(record.NoWriterID, 42); dup != nil || err != nil {
+	if dup, err := wt.check(record.NoWriterID, 42, false); dup != nil || err != nil {
 		t.Fatal("batch without a writer was checked")
 	}
-	if dup, err := wt.check(8, 5); dup != nil || err != nil {
+	if dup, err := wt.check(8, 5, false); dup != nil || err != nil {
 		t.Fatalf("another writer: %v %v", dup, err)
 	}
 }
@@ -80,11 +80,11 @@ func TestWriterSnapshotRoundTrip(t *testing.T) {
 		t.Fatalf("load: %v offset %d writers %d anchor %+v", err, offset, len(got.writers), anchor)
 	}
 	for w := int64(1); w <= 3; w++ {
-		dup, err := got.check(w, 5)
+		dup, err := got.check(w, 5, false)
 		if err != nil || dup == nil || dup.base != w*1000+10 {
 			t.Fatalf("writer %d retry after reload: %+v %v", w, dup, err)
 		}
-		if d, err := got.check(w, 7); d != nil || err != nil {
+		if d, err := got.check(w, 7, false); d != nil || err != nil {
 			t.Fatalf("writer %d next sequence after reload: %v %v", w, d, err)
 		}
 	}
@@ -103,14 +103,14 @@ func TestWriterSequenceWraps(t *testing.T) {
 	wt := newWriterTable()
 	wt.record(writerBatchOf(t, 7, math.MaxInt32-1, 0))
 	wt.record(writerBatchOf(t, 7, math.MaxInt32, 2))
-	if dup, err := wt.check(7, 0); dup != nil || err != nil {
+	if dup, err := wt.check(7, 0, false); dup != nil || err != nil {
 		t.Fatalf("sequence 0 after MaxInt32: %v %v", dup, err)
 	}
 	wt.record(writerBatchOf(t, 7, 0, 4))
-	if dup, err := wt.check(7, math.MaxInt32); err != nil || dup == nil || dup.base != 2 {
+	if dup, err := wt.check(7, math.MaxInt32, false); err != nil || dup == nil || dup.base != 2 {
 		t.Fatalf("retry of MaxInt32 after the wrap: %+v %v", dup, err)
 	}
-	if _, err := wt.check(7, math.MinInt32); !errors.Is(err, transport.ErrOutOfOrderSequence) {
+	if _, err := wt.check(7, math.MinInt32, false); !errors.Is(err, transport.ErrOutOfOrderSequence) {
 		t.Fatalf("a negative sequence: %v", err)
 	}
 }

@@ -70,6 +70,168 @@ func (OffsetSpec) EnumDescriptor() ([]byte, []int) {
 	return file_tablet_proto_rawDescGZIP(), []int{0}
 }
 
+type WriteCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the client, unique among its calls in flight on the stream;
+	// the result carries it.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Call:
+	//
+	//	*WriteCall_Produce
+	//	*WriteCall_PutKv
+	Call          isWriteCall_Call `protobuf_oneof:"call"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteCall) Reset() {
+	*x = WriteCall{}
+	mi := &file_tablet_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteCall) ProtoMessage() {}
+
+func (x *WriteCall) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteCall.ProtoReflect.Descriptor instead.
+func (*WriteCall) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WriteCall) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *WriteCall) GetCall() isWriteCall_Call {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+func (x *WriteCall) GetProduce() *ProduceRequest {
+	if x != nil {
+		if x, ok := x.Call.(*WriteCall_Produce); ok {
+			return x.Produce
+		}
+	}
+	return nil
+}
+
+func (x *WriteCall) GetPutKv() *PutKvRequest {
+	if x != nil {
+		if x, ok := x.Call.(*WriteCall_PutKv); ok {
+			return x.PutKv
+		}
+	}
+	return nil
+}
+
+type isWriteCall_Call interface {
+	isWriteCall_Call()
+}
+
+type WriteCall_Produce struct {
+	Produce *ProduceRequest `protobuf:"bytes,2,opt,name=produce,proto3,oneof"`
+}
+
+type WriteCall_PutKv struct {
+	PutKv *PutKvRequest `protobuf:"bytes,3,opt,name=put_kv,json=putKv,proto3,oneof"`
+}
+
+func (*WriteCall_Produce) isWriteCall_Call() {}
+
+func (*WriteCall_PutKv) isWriteCall_Call() {}
+
+type WriteResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Set when the call succeeded.
+	Response *ProduceResponse `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	// Otherwise the call's error: its code and message.
+	ErrorCode     ErrorCode `protobuf:"varint,3,opt,name=error_code,json=errorCode,proto3,enum=floe.v1.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string    `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteResult) Reset() {
+	*x = WriteResult{}
+	mi := &file_tablet_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteResult) ProtoMessage() {}
+
+func (x *WriteResult) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteResult.ProtoReflect.Descriptor instead.
+func (*WriteResult) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WriteResult) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *WriteResult) GetResponse() *ProduceResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *WriteResult) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_INTERNAL
+}
+
+func (x *WriteResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 type PutKvRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
@@ -84,13 +246,15 @@ type PutKvRequest struct {
 	// A partial update: the 0-based indexes of the columns the upserts set
 	// (the primary key columns are always set). Empty: every column.
 	TargetColumns []int32 `protobuf:"varint,6,rep,packed,name=target_columns,json=targetColumns,proto3" json:"target_columns,omitempty"`
+	// As in ProduceRequest.
+	Pipelined     bool `protobuf:"varint,7,opt,name=pipelined,proto3" json:"pipelined,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PutKvRequest) Reset() {
 	*x = PutKvRequest{}
-	mi := &file_tablet_proto_msgTypes[0]
+	mi := &file_tablet_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -102,7 +266,7 @@ func (x *PutKvRequest) String() string {
 func (*PutKvRequest) ProtoMessage() {}
 
 func (x *PutKvRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[0]
+	mi := &file_tablet_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -115,7 +279,7 @@ func (x *PutKvRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutKvRequest.ProtoReflect.Descriptor instead.
 func (*PutKvRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{0}
+	return file_tablet_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *PutKvRequest) GetTableId() uint64 {
@@ -160,6 +324,13 @@ func (x *PutKvRequest) GetTargetColumns() []int32 {
 	return nil
 }
 
+func (x *PutKvRequest) GetPipelined() bool {
+	if x != nil {
+		return x.Pipelined
+	}
+	return false
+}
+
 type LookupRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
@@ -175,7 +346,7 @@ type LookupRequest struct {
 
 func (x *LookupRequest) Reset() {
 	*x = LookupRequest{}
-	mi := &file_tablet_proto_msgTypes[1]
+	mi := &file_tablet_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -187,7 +358,7 @@ func (x *LookupRequest) String() string {
 func (*LookupRequest) ProtoMessage() {}
 
 func (x *LookupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[1]
+	mi := &file_tablet_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -200,7 +371,7 @@ func (x *LookupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupRequest.ProtoReflect.Descriptor instead.
 func (*LookupRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{1}
+	return file_tablet_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *LookupRequest) GetTableId() uint64 {
@@ -245,7 +416,7 @@ type LookupResponse struct {
 
 func (x *LookupResponse) Reset() {
 	*x = LookupResponse{}
-	mi := &file_tablet_proto_msgTypes[2]
+	mi := &file_tablet_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -257,7 +428,7 @@ func (x *LookupResponse) String() string {
 func (*LookupResponse) ProtoMessage() {}
 
 func (x *LookupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[2]
+	mi := &file_tablet_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -270,7 +441,7 @@ func (x *LookupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupResponse.ProtoReflect.Descriptor instead.
 func (*LookupResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{2}
+	return file_tablet_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *LookupResponse) GetRows() []byte {
@@ -309,7 +480,7 @@ type PrefixLookupRequest struct {
 
 func (x *PrefixLookupRequest) Reset() {
 	*x = PrefixLookupRequest{}
-	mi := &file_tablet_proto_msgTypes[3]
+	mi := &file_tablet_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +492,7 @@ func (x *PrefixLookupRequest) String() string {
 func (*PrefixLookupRequest) ProtoMessage() {}
 
 func (x *PrefixLookupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[3]
+	mi := &file_tablet_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +505,7 @@ func (x *PrefixLookupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrefixLookupRequest.ProtoReflect.Descriptor instead.
 func (*PrefixLookupRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{3}
+	return file_tablet_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PrefixLookupRequest) GetTableId() uint64 {
@@ -385,7 +556,7 @@ type PrefixLookupResponse struct {
 
 func (x *PrefixLookupResponse) Reset() {
 	*x = PrefixLookupResponse{}
-	mi := &file_tablet_proto_msgTypes[4]
+	mi := &file_tablet_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -397,7 +568,7 @@ func (x *PrefixLookupResponse) String() string {
 func (*PrefixLookupResponse) ProtoMessage() {}
 
 func (x *PrefixLookupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[4]
+	mi := &file_tablet_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -410,7 +581,7 @@ func (x *PrefixLookupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrefixLookupResponse.ProtoReflect.Descriptor instead.
 func (*PrefixLookupResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{4}
+	return file_tablet_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PrefixLookupResponse) GetRows() [][]byte {
@@ -452,7 +623,7 @@ type ScanRowsRequest struct {
 
 func (x *ScanRowsRequest) Reset() {
 	*x = ScanRowsRequest{}
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -464,7 +635,7 @@ func (x *ScanRowsRequest) String() string {
 func (*ScanRowsRequest) ProtoMessage() {}
 
 func (x *ScanRowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -477,7 +648,7 @@ func (x *ScanRowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRowsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRowsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{5}
+	return file_tablet_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ScanRowsRequest) GetTableId() uint64 {
@@ -538,7 +709,7 @@ type ScanRowsResponse struct {
 
 func (x *ScanRowsResponse) Reset() {
 	*x = ScanRowsResponse{}
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +721,7 @@ func (x *ScanRowsResponse) String() string {
 func (*ScanRowsResponse) ProtoMessage() {}
 
 func (x *ScanRowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +734,7 @@ func (x *ScanRowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRowsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRowsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{6}
+	return file_tablet_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ScanRowsResponse) GetRows() []byte {
@@ -617,14 +788,19 @@ type ProduceRequest struct {
 	// One record batch (storage/record format).
 	Batch []byte `protobuf:"bytes,4,opt,name=batch,proto3" json:"batch,omitempty"`
 	// How long to wait for acks=all; 0: the server's default.
-	TimeoutMs     int32 `protobuf:"varint,5,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	TimeoutMs int32 `protobuf:"varint,5,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// The batch's writer has an earlier batch in this bucket not yet
+	// acknowledged: a bucket that has no history of the writer refuses the
+	// batch (OUT_OF_ORDER_SEQUENCE) instead of taking it as the writer's
+	// first, since its predecessor may still be on the way.
+	Pipelined     bool `protobuf:"varint,6,opt,name=pipelined,proto3" json:"pipelined,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProduceRequest) Reset() {
 	*x = ProduceRequest{}
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +812,7 @@ func (x *ProduceRequest) String() string {
 func (*ProduceRequest) ProtoMessage() {}
 
 func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +825,7 @@ func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceRequest.ProtoReflect.Descriptor instead.
 func (*ProduceRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{7}
+	return file_tablet_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ProduceRequest) GetTableId() uint64 {
@@ -687,6 +863,13 @@ func (x *ProduceRequest) GetTimeoutMs() int32 {
 	return 0
 }
 
+func (x *ProduceRequest) GetPipelined() bool {
+	if x != nil {
+		return x.Pipelined
+	}
+	return false
+}
+
 type ProduceResponse struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	BaseOffset  int64                  `protobuf:"varint,1,opt,name=base_offset,json=baseOffset,proto3" json:"base_offset,omitempty"`
@@ -701,7 +884,7 @@ type ProduceResponse struct {
 
 func (x *ProduceResponse) Reset() {
 	*x = ProduceResponse{}
-	mi := &file_tablet_proto_msgTypes[8]
+	mi := &file_tablet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -713,7 +896,7 @@ func (x *ProduceResponse) String() string {
 func (*ProduceResponse) ProtoMessage() {}
 
 func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[8]
+	mi := &file_tablet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -726,7 +909,7 @@ func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceResponse.ProtoReflect.Descriptor instead.
 func (*ProduceResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{8}
+	return file_tablet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ProduceResponse) GetBaseOffset() int64 {
@@ -793,7 +976,7 @@ type FetchBucket struct {
 
 func (x *FetchBucket) Reset() {
 	*x = FetchBucket{}
-	mi := &file_tablet_proto_msgTypes[9]
+	mi := &file_tablet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +988,7 @@ func (x *FetchBucket) String() string {
 func (*FetchBucket) ProtoMessage() {}
 
 func (x *FetchBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[9]
+	mi := &file_tablet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +1001,7 @@ func (x *FetchBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchBucket.ProtoReflect.Descriptor instead.
 func (*FetchBucket) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{9}
+	return file_tablet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FetchBucket) GetTableId() uint64 {
@@ -893,7 +1076,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +1088,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1101,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{10}
+	return file_tablet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FetchRequest) GetReplicaId() uint32 {
@@ -990,7 +1173,7 @@ type FetchedBucket struct {
 
 func (x *FetchedBucket) Reset() {
 	*x = FetchedBucket{}
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1002,7 +1185,7 @@ func (x *FetchedBucket) String() string {
 func (*FetchedBucket) ProtoMessage() {}
 
 func (x *FetchedBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1015,7 +1198,7 @@ func (x *FetchedBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchedBucket.ProtoReflect.Descriptor instead.
 func (*FetchedBucket) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{11}
+	return file_tablet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FetchedBucket) GetTableId() uint64 {
@@ -1126,7 +1309,7 @@ type RemoteSegmentRef struct {
 
 func (x *RemoteSegmentRef) Reset() {
 	*x = RemoteSegmentRef{}
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1321,7 @@ func (x *RemoteSegmentRef) String() string {
 func (*RemoteSegmentRef) ProtoMessage() {}
 
 func (x *RemoteSegmentRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1334,7 @@ func (x *RemoteSegmentRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteSegmentRef.ProtoReflect.Descriptor instead.
 func (*RemoteSegmentRef) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{12}
+	return file_tablet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RemoteSegmentRef) GetUrl() string {
@@ -1198,7 +1381,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_tablet_proto_msgTypes[13]
+	mi := &file_tablet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1393,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[13]
+	mi := &file_tablet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1406,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{13}
+	return file_tablet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FetchResponse) GetBuckets() []*FetchedBucket {
@@ -1245,7 +1428,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_tablet_proto_msgTypes[14]
+	mi := &file_tablet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1257,7 +1440,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[14]
+	mi := &file_tablet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1270,7 +1453,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{14}
+	return file_tablet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListOffsetsRequest) GetTableId() uint64 {
@@ -1311,7 +1494,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_tablet_proto_msgTypes[15]
+	mi := &file_tablet_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1506,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[15]
+	mi := &file_tablet_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1519,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{15}
+	return file_tablet_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListOffsetsResponse) GetOffset() int64 {
@@ -1363,7 +1546,7 @@ type SnapshotKVRequest struct {
 
 func (x *SnapshotKVRequest) Reset() {
 	*x = SnapshotKVRequest{}
-	mi := &file_tablet_proto_msgTypes[16]
+	mi := &file_tablet_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1375,7 +1558,7 @@ func (x *SnapshotKVRequest) String() string {
 func (*SnapshotKVRequest) ProtoMessage() {}
 
 func (x *SnapshotKVRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[16]
+	mi := &file_tablet_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1388,7 +1571,7 @@ func (x *SnapshotKVRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotKVRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotKVRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{16}
+	return file_tablet_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SnapshotKVRequest) GetTableId() uint64 {
@@ -1419,7 +1602,7 @@ type SnapshotKVResponse struct {
 
 func (x *SnapshotKVResponse) Reset() {
 	*x = SnapshotKVResponse{}
-	mi := &file_tablet_proto_msgTypes[17]
+	mi := &file_tablet_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1614,7 @@ func (x *SnapshotKVResponse) String() string {
 func (*SnapshotKVResponse) ProtoMessage() {}
 
 func (x *SnapshotKVResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[17]
+	mi := &file_tablet_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1627,7 @@ func (x *SnapshotKVResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotKVResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotKVResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{17}
+	return file_tablet_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SnapshotKVResponse) GetSnapshot() *KVSnapshot {
@@ -1479,7 +1662,18 @@ var File_tablet_proto protoreflect.FileDescriptor
 
 const file_tablet_proto_rawDesc = "" +
 	"\n" +
-	"\ftablet.proto\x12\afloe.v1\x1a\ferrors.proto\x1a\x0fmetastate.proto\"\xb1\x01\n" +
+	"\ftablet.proto\x12\afloe.v1\x1a\ferrors.proto\x1a\x0fmetastate.proto\"\x88\x01\n" +
+	"\tWriteCall\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x123\n" +
+	"\aproduce\x18\x02 \x01(\v2\x17.floe.v1.ProduceRequestH\x00R\aproduce\x12.\n" +
+	"\x06put_kv\x18\x03 \x01(\v2\x15.floe.v1.PutKvRequestH\x00R\x05putKvB\x06\n" +
+	"\x04call\"\xab\x01\n" +
+	"\vWriteResult\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x124\n" +
+	"\bresponse\x18\x02 \x01(\v2\x18.floe.v1.ProduceResponseR\bresponse\x121\n" +
+	"\n" +
+	"error_code\x18\x03 \x01(\x0e2\x12.floe.v1.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"\xcf\x01\n" +
 	"\fPutKvRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
@@ -1487,7 +1681,8 @@ const file_tablet_proto_rawDesc = "" +
 	"\x05batch\x18\x04 \x01(\fR\x05batch\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x05 \x01(\x05R\ttimeoutMs\x12%\n" +
-	"\x0etarget_columns\x18\x06 \x03(\x05R\rtargetColumns\"z\n" +
+	"\x0etarget_columns\x18\x06 \x03(\x05R\rtargetColumns\x12\x1c\n" +
+	"\tpipelined\x18\a \x01(\bR\tpipelined\"z\n" +
 	"\rLookupRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
@@ -1519,14 +1714,15 @@ const file_tablet_proto_rawDesc = "" +
 	"\bnext_key\x18\x03 \x01(\fR\anextKey\x12\x12\n" +
 	"\x04done\x18\x04 \x01(\bR\x04done\x12!\n" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12%\n" +
-	"\x0eapplied_offset\x18\x06 \x01(\x03R\rappliedOffset\"\x8c\x01\n" +
+	"\x0eapplied_offset\x18\x06 \x01(\x03R\rappliedOffset\"\xaa\x01\n" +
 	"\x0eProduceRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
 	"\x04acks\x18\x03 \x01(\x05R\x04acks\x12\x14\n" +
 	"\x05batch\x18\x04 \x01(\fR\x05batch\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x05 \x01(\x05R\ttimeoutMs\"\xb7\x01\n" +
+	"timeout_ms\x18\x05 \x01(\x05R\ttimeoutMs\x12\x1c\n" +
+	"\tpipelined\x18\x06 \x01(\bR\tpipelined\"\xb7\x01\n" +
 	"\x0fProduceResponse\x12\x1f\n" +
 	"\vbase_offset\x18\x01 \x01(\x03R\n" +
 	"baseOffset\x12\x1f\n" +
@@ -1600,7 +1796,7 @@ const file_tablet_proto_rawDesc = "" +
 	"OffsetSpec\x12\x16\n" +
 	"\x12OFFSET_SPEC_LATEST\x10\x00\x12\x18\n" +
 	"\x14OFFSET_SPEC_EARLIEST\x10\x01\x12\x19\n" +
-	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\x92\x04\n" +
+	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\xca\x04\n" +
 	"\x06Tablet\x12<\n" +
 	"\aProduce\x12\x17.floe.v1.ProduceRequest\x1a\x18.floe.v1.ProduceResponse\x126\n" +
 	"\x05Fetch\x12\x15.floe.v1.FetchRequest\x1a\x16.floe.v1.FetchResponse\x12H\n" +
@@ -1610,7 +1806,8 @@ const file_tablet_proto_rawDesc = "" +
 	"\fPrefixLookup\x12\x1c.floe.v1.PrefixLookupRequest\x1a\x1d.floe.v1.PrefixLookupResponse\x12E\n" +
 	"\n" +
 	"SnapshotKV\x12\x1a.floe.v1.SnapshotKVRequest\x1a\x1b.floe.v1.SnapshotKVResponse\x12?\n" +
-	"\bScanRows\x12\x18.floe.v1.ScanRowsRequest\x1a\x19.floe.v1.ScanRowsResponseB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\bScanRows\x12\x18.floe.v1.ScanRowsRequest\x1a\x19.floe.v1.ScanRowsResponse\x126\n" +
+	"\x06Writes\x12\x12.floe.v1.WriteCall\x1a\x14.floe.v1.WriteResult(\x010\x01B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_tablet_proto_rawDescOnce sync.Once
@@ -1625,58 +1822,66 @@ func file_tablet_proto_rawDescGZIP() []byte {
 }
 
 var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_tablet_proto_goTypes = []any{
 	(OffsetSpec)(0),              // 0: floe.v1.OffsetSpec
-	(*PutKvRequest)(nil),         // 1: floe.v1.PutKvRequest
-	(*LookupRequest)(nil),        // 2: floe.v1.LookupRequest
-	(*LookupResponse)(nil),       // 3: floe.v1.LookupResponse
-	(*PrefixLookupRequest)(nil),  // 4: floe.v1.PrefixLookupRequest
-	(*PrefixLookupResponse)(nil), // 5: floe.v1.PrefixLookupResponse
-	(*ScanRowsRequest)(nil),      // 6: floe.v1.ScanRowsRequest
-	(*ScanRowsResponse)(nil),     // 7: floe.v1.ScanRowsResponse
-	(*ProduceRequest)(nil),       // 8: floe.v1.ProduceRequest
-	(*ProduceResponse)(nil),      // 9: floe.v1.ProduceResponse
-	(*FetchBucket)(nil),          // 10: floe.v1.FetchBucket
-	(*FetchRequest)(nil),         // 11: floe.v1.FetchRequest
-	(*FetchedBucket)(nil),        // 12: floe.v1.FetchedBucket
-	(*RemoteSegmentRef)(nil),     // 13: floe.v1.RemoteSegmentRef
-	(*FetchResponse)(nil),        // 14: floe.v1.FetchResponse
-	(*ListOffsetsRequest)(nil),   // 15: floe.v1.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),  // 16: floe.v1.ListOffsetsResponse
-	(*SnapshotKVRequest)(nil),    // 17: floe.v1.SnapshotKVRequest
-	(*SnapshotKVResponse)(nil),   // 18: floe.v1.SnapshotKVResponse
-	(ErrorCode)(0),               // 19: floe.v1.ErrorCode
-	(*KVSnapshot)(nil),           // 20: floe.v1.KVSnapshot
+	(*WriteCall)(nil),            // 1: floe.v1.WriteCall
+	(*WriteResult)(nil),          // 2: floe.v1.WriteResult
+	(*PutKvRequest)(nil),         // 3: floe.v1.PutKvRequest
+	(*LookupRequest)(nil),        // 4: floe.v1.LookupRequest
+	(*LookupResponse)(nil),       // 5: floe.v1.LookupResponse
+	(*PrefixLookupRequest)(nil),  // 6: floe.v1.PrefixLookupRequest
+	(*PrefixLookupResponse)(nil), // 7: floe.v1.PrefixLookupResponse
+	(*ScanRowsRequest)(nil),      // 8: floe.v1.ScanRowsRequest
+	(*ScanRowsResponse)(nil),     // 9: floe.v1.ScanRowsResponse
+	(*ProduceRequest)(nil),       // 10: floe.v1.ProduceRequest
+	(*ProduceResponse)(nil),      // 11: floe.v1.ProduceResponse
+	(*FetchBucket)(nil),          // 12: floe.v1.FetchBucket
+	(*FetchRequest)(nil),         // 13: floe.v1.FetchRequest
+	(*FetchedBucket)(nil),        // 14: floe.v1.FetchedBucket
+	(*RemoteSegmentRef)(nil),     // 15: floe.v1.RemoteSegmentRef
+	(*FetchResponse)(nil),        // 16: floe.v1.FetchResponse
+	(*ListOffsetsRequest)(nil),   // 17: floe.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),  // 18: floe.v1.ListOffsetsResponse
+	(*SnapshotKVRequest)(nil),    // 19: floe.v1.SnapshotKVRequest
+	(*SnapshotKVResponse)(nil),   // 20: floe.v1.SnapshotKVResponse
+	(ErrorCode)(0),               // 21: floe.v1.ErrorCode
+	(*KVSnapshot)(nil),           // 22: floe.v1.KVSnapshot
 }
 var file_tablet_proto_depIdxs = []int32{
-	10, // 0: floe.v1.FetchRequest.buckets:type_name -> floe.v1.FetchBucket
-	19, // 1: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
-	13, // 2: floe.v1.FetchedBucket.remote:type_name -> floe.v1.RemoteSegmentRef
-	12, // 3: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
-	0,  // 4: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	20, // 5: floe.v1.SnapshotKVResponse.snapshot:type_name -> floe.v1.KVSnapshot
-	8,  // 6: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
-	11, // 7: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
-	15, // 8: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	1,  // 9: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
-	2,  // 10: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
-	4,  // 11: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
-	17, // 12: floe.v1.Tablet.SnapshotKV:input_type -> floe.v1.SnapshotKVRequest
-	6,  // 13: floe.v1.Tablet.ScanRows:input_type -> floe.v1.ScanRowsRequest
-	9,  // 14: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
-	14, // 15: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
-	16, // 16: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	9,  // 17: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
-	3,  // 18: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
-	5,  // 19: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
-	18, // 20: floe.v1.Tablet.SnapshotKV:output_type -> floe.v1.SnapshotKVResponse
-	7,  // 21: floe.v1.Tablet.ScanRows:output_type -> floe.v1.ScanRowsResponse
-	14, // [14:22] is the sub-list for method output_type
-	6,  // [6:14] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	10, // 0: floe.v1.WriteCall.produce:type_name -> floe.v1.ProduceRequest
+	3,  // 1: floe.v1.WriteCall.put_kv:type_name -> floe.v1.PutKvRequest
+	11, // 2: floe.v1.WriteResult.response:type_name -> floe.v1.ProduceResponse
+	21, // 3: floe.v1.WriteResult.error_code:type_name -> floe.v1.ErrorCode
+	12, // 4: floe.v1.FetchRequest.buckets:type_name -> floe.v1.FetchBucket
+	21, // 5: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
+	15, // 6: floe.v1.FetchedBucket.remote:type_name -> floe.v1.RemoteSegmentRef
+	14, // 7: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
+	0,  // 8: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
+	22, // 9: floe.v1.SnapshotKVResponse.snapshot:type_name -> floe.v1.KVSnapshot
+	10, // 10: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
+	13, // 11: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
+	17, // 12: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	3,  // 13: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
+	4,  // 14: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
+	6,  // 15: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
+	19, // 16: floe.v1.Tablet.SnapshotKV:input_type -> floe.v1.SnapshotKVRequest
+	8,  // 17: floe.v1.Tablet.ScanRows:input_type -> floe.v1.ScanRowsRequest
+	1,  // 18: floe.v1.Tablet.Writes:input_type -> floe.v1.WriteCall
+	11, // 19: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
+	16, // 20: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
+	18, // 21: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	11, // 22: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
+	5,  // 23: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
+	7,  // 24: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
+	20, // 25: floe.v1.Tablet.SnapshotKV:output_type -> floe.v1.SnapshotKVResponse
+	9,  // 26: floe.v1.Tablet.ScanRows:output_type -> floe.v1.ScanRowsResponse
+	2,  // 27: floe.v1.Tablet.Writes:output_type -> floe.v1.WriteResult
+	19, // [19:28] is the sub-list for method output_type
+	10, // [10:19] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -1686,13 +1891,17 @@ func file_tablet_proto_init() {
 	}
 	file_errors_proto_init()
 	file_metastate_proto_init()
+	file_tablet_proto_msgTypes[0].OneofWrappers = []any{
+		(*WriteCall_Produce)(nil),
+		(*WriteCall_PutKv)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -46,6 +46,7 @@ type DRPCTabletClient interface {
 	PrefixLookup(ctx context.Context, in *PrefixLookupRequest) (*PrefixLookupResponse, error)
 	SnapshotKV(ctx context.Context, in *SnapshotKVRequest) (*SnapshotKVResponse, error)
 	ScanRows(ctx context.Context, in *ScanRowsRequest) (*ScanRowsResponse, error)
+	Writes(ctx context.Context) (DRPCTablet_WritesClient, error)
 }
 
 type drpcTabletClient struct {
@@ -130,6 +131,45 @@ func (c *drpcTabletClient) ScanRows(ctx context.Context, in *ScanRowsRequest) (*
 	return out, nil
 }
 
+func (c *drpcTabletClient) Writes(ctx context.Context) (DRPCTablet_WritesClient, error) {
+	stream, err := c.cc.NewStream(ctx, "/floe.v1.Tablet/Writes", drpcEncoding_File_tablet_proto{})
+	if err != nil {
+		return nil, err
+	}
+	x := &drpcTablet_WritesClient{stream}
+	return x, nil
+}
+
+type DRPCTablet_WritesClient interface {
+	drpc.Stream
+	Send(*WriteCall) error
+	Recv() (*WriteResult, error)
+}
+
+type drpcTablet_WritesClient struct {
+	drpc.Stream
+}
+
+func (x *drpcTablet_WritesClient) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcTablet_WritesClient) Send(m *WriteCall) error {
+	return x.MsgSend(m, drpcEncoding_File_tablet_proto{})
+}
+
+func (x *drpcTablet_WritesClient) Recv() (*WriteResult, error) {
+	m := new(WriteResult)
+	if err := x.MsgRecv(m, drpcEncoding_File_tablet_proto{}); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (x *drpcTablet_WritesClient) RecvMsg(m *WriteResult) error {
+	return x.MsgRecv(m, drpcEncoding_File_tablet_proto{})
+}
+
 type DRPCTabletServer interface {
 	Produce(context.Context, *ProduceRequest) (*ProduceResponse, error)
 	Fetch(context.Context, *FetchRequest) (*FetchResponse, error)
@@ -139,6 +179,7 @@ type DRPCTabletServer interface {
 	PrefixLookup(context.Context, *PrefixLookupRequest) (*PrefixLookupResponse, error)
 	SnapshotKV(context.Context, *SnapshotKVRequest) (*SnapshotKVResponse, error)
 	ScanRows(context.Context, *ScanRowsRequest) (*ScanRowsResponse, error)
+	Writes(DRPCTablet_WritesStream) error
 }
 
 type DRPCTabletUnimplementedServer struct{}
@@ -175,9 +216,13 @@ func (s *DRPCTabletUnimplementedServer) ScanRows(context.Context, *ScanRowsReque
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCTabletUnimplementedServer) Writes(DRPCTablet_WritesStream) error {
+	return drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 type DRPCTabletDescription struct{}
 
-func (DRPCTabletDescription) NumMethods() int { return 8 }
+func (DRPCTabletDescription) NumMethods() int { return 9 }
 
 func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -253,6 +298,14 @@ func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver
 						in1.(*ScanRowsRequest),
 					)
 			}, DRPCTabletServer.ScanRows, true
+	case 8:
+		return "/floe.v1.Tablet/Writes", drpcEncoding_File_tablet_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return nil, srv.(DRPCTabletServer).
+					Writes(
+						&drpcTablet_WritesStream{in1.(drpc.Stream)},
+					)
+			}, DRPCTabletServer.Writes, true
 	default:
 		return "", nil, nil, nil, false
 	}
@@ -420,4 +473,34 @@ func (x *drpcTablet_ScanRowsStream) SendAndClose(m *ScanRowsResponse) error {
 		return err
 	}
 	return x.CloseSend()
+}
+
+type DRPCTablet_WritesStream interface {
+	drpc.Stream
+	Send(*WriteResult) error
+	Recv() (*WriteCall, error)
+}
+
+type drpcTablet_WritesStream struct {
+	drpc.Stream
+}
+
+func (x *drpcTablet_WritesStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcTablet_WritesStream) Send(m *WriteResult) error {
+	return x.MsgSend(m, drpcEncoding_File_tablet_proto{})
+}
+
+func (x *drpcTablet_WritesStream) Recv() (*WriteCall, error) {
+	m := new(WriteCall)
+	if err := x.MsgRecv(m, drpcEncoding_File_tablet_proto{}); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (x *drpcTablet_WritesStream) RecvMsg(m *WriteCall) error {
+	return x.MsgRecv(m, drpcEncoding_File_tablet_proto{})
 }

@@ -31,8 +31,8 @@ type Log interface {
 	LeaderEpoch() (int32, error)
 	// Write appends the log form of client batch b, built and appended by
 	// derive, through the leader's idempotent write path, and answers per
-	// acks.
-	Write(ctx context.Context, b record.Batch, acks int32, timeout time.Duration,
+	// acks, in the write's turn.
+	Write(ctx context.Context, turn *replica.Turn, b record.Batch, acks int32, timeout time.Duration,
 		derive func(epoch int32, appendLog replica.AppendLogFunc) error) (*pb.ProduceResponse, error)
 	// AppendBarrier appends a control batch and waits until it commits.
 	AppendBarrier(ctx context.Context, timeout time.Duration) (offset int64, epoch int32, err error)

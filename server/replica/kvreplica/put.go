@@ -23,12 +23,12 @@ type kvWrite struct {
 // Put merges a batch of upserts and deletes on the leader, appends the
 // changelog and answers per acks. The log replica checked the batch's
 // frame and schema.
-func (kv *kvReplica) Put(ctx context.Context, b record.Batch, targets []int32, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
+func (kv *kvReplica) Put(ctx context.Context, turn *replica.Turn, b record.Batch, targets []int32, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
 	writes, err := kv.checkRows(b, targets)
 	if err != nil {
 		return nil, err
 	}
-	return kv.put(ctx, b, writes, acks, timeout)
+	return kv.put(ctx, turn, b, writes, acks, timeout)
 }
 
 // checkRows validates the rows of a PutKv batch and returns its writes,
@@ -124,8 +124,8 @@ func keyOnlySchema(s record.Schema) record.Schema {
 // pre-write buffer and the store, append the changelog (or a no-op control
 // batch when nothing changed, so the writer's sequence is in the log),
 // buffer the new rows, and answer per acks.
-func (kv *kvReplica) put(ctx context.Context, b record.Batch, writes []kvWrite, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
-	return kv.r.Write(ctx, b, acks, timeout, func(epoch int32, appendLog replica.AppendLogFunc) error {
+func (kv *kvReplica) put(ctx context.Context, turn *replica.Turn, b record.Batch, writes []kvWrite, acks int32, timeout time.Duration) (*pb.ProduceResponse, error) {
+	return kv.r.Write(ctx, turn, b, acks, timeout, func(epoch int32, appendLog replica.AppendLogFunc) error {
 		kv.bufMu.Lock()
 		defer kv.bufMu.Unlock()
 		if n := kv.buf.Bytes(); n >= kv.tables.cfg.BufferBytes {
