@@ -85,8 +85,11 @@ type AppendWriterOptions struct {
 	// Default 256 KiB.
 	BatchBytes int
 	// Linger is how long a batch that is not full waits for more rows
-	// before it is sent, counted from its first row. Default 5 ms; a
-	// negative value sends at once.
+	// before it is sent, counted from its first row. Default (0): 5 ms
+	// while the bucket has batches in flight, none when it has none, so a
+	// lone row goes at once and rows that come while batches are on their
+	// way gather into the next. A positive value is always waited (the
+	// batch may fill meanwhile); a negative one sends at once.
 	Linger time.Duration
 	// MaxBufferedBytes bounds the rows a writer holds (appended and not
 	// yet acknowledged or failed): Append blocks while one more row would
@@ -109,6 +112,10 @@ type AppendWriterOptions struct {
 	MaxInFlight int
 	// Logger receives the writer's messages; nil discards them.
 	Logger *slog.Logger
+
+	// lingerIdle: Linger was left at its default, which a bucket with
+	// nothing in flight does not wait (set by withDefaults).
+	lingerIdle bool
 }
 
 // Validate reports the first invalid field.
@@ -146,7 +153,7 @@ func (o AppendWriterOptions) withDefaults() AppendWriterOptions {
 	}
 	switch {
 	case o.Linger == 0:
-		o.Linger = DefaultLinger
+		o.Linger, o.lingerIdle = DefaultLinger, true
 	case o.Linger < 0:
 		o.Linger = 0
 	}

@@ -13,12 +13,13 @@ import (
 // AppendWriter appends rows to a log table.
 //
 // Rows are batched per bucket: a batch is sent when it is full
-// (BatchBytes), when its first row has waited Linger, or on Flush and Close.
-// Each bucket has its own sender goroutine with at most one batch in flight:
-// the next batch of a bucket leaves only once the previous one is
-// acknowledged or has failed. That keeps rows in Append order within a
-// bucket through retries without any reordering logic, at the price of one
-// round trip per batch and bucket.
+// (BatchBytes), when its first row has waited Linger, on Flush and Close,
+// and, with the default Linger, at once when the bucket has no batch in
+// flight (rows then gather while batches are on their way). Each bucket
+// has its own sender goroutine with up to MaxInFlight batches in flight, on
+// one ordered stream per node; the node decides them in the order sent,
+// and retries resend from the oldest unanswered batch, so rows keep their
+// Append order within a bucket (docs/replication.md, Writers).
 //
 // Writes are idempotent: the writer has a writer id (allocated by the
 // metadata service when its first batch is sent) and numbers each bucket's
@@ -29,8 +30,9 @@ import (
 // answers with its original offsets, so a retried row is written once.
 //
 // A batch that fails for good fails every row in it (their futures, and the
-// next Flush, report the error); its bucket then continues with a fresh
-// writer id, so later rows are still written.
+// next Flush, report the error); its bucket then continues, under a fresh
+// writer id where the failure leaves the bucket's view of the writer in
+// doubt, so later rows are still written.
 //
 // Memory is bounded by MaxBufferedBytes: Append blocks while the rows held
 // would exceed it. An AppendWriter is safe for concurrent use; rows

@@ -201,7 +201,8 @@ func (s *bucketSender) run(ctx context.Context) {
 }
 
 // admit moves sealed batches into the flights while there is room, and
-// seals the open batch once its linger is over. It returns how long the
+// seals the open batch once its linger is over (with the default linger,
+// at once when nothing is in flight). It returns how long the
 // open batch may still linger (0: none waits), and stop once the writer is
 // closing and the bucket holds no rows outside the flights.
 func (s *bucketSender) admit(now time.Time) (lingerLeft time.Duration, stop bool) {
@@ -211,7 +212,8 @@ func (s *bucketSender) admit(now time.Time) (lingerLeft time.Duration, stop bool
 	for len(s.flights) < s.w.opts.MaxInFlight {
 		if len(s.queue) == 0 && s.open != nil {
 			left := s.w.opts.Linger - now.Sub(s.open.created)
-			if !closing && left > 0 {
+			idle := s.w.opts.lingerIdle && len(s.flights) == 0
+			if !closing && !idle && left > 0 {
 				return left, false
 			}
 			s.sealLocked()

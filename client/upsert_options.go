@@ -16,7 +16,9 @@ type UpsertWriterOptions struct {
 	// 256 KiB.
 	BatchBytes int
 	// Linger is how long a batch that is not full waits for more rows,
-	// counted from its first row. Default 5 ms; negative: send at once.
+	// counted from its first row, as in AppendWriterOptions: by default 5
+	// ms while the bucket has batches in flight and none when it has none;
+	// negative: send at once.
 	Linger time.Duration
 	// MaxBufferedBytes bounds the rows a writer holds: Upsert and Delete
 	// block while one more row would exceed it. At least BatchBytes.
