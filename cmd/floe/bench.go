@@ -22,7 +22,7 @@ const benchDrainTimeout = 30 * time.Second
 
 // benchCmds are the benchmarks of floe bench.
 func benchCmds(env *cliEnv) []clientCmd {
-	return []clientCmd{benchProduceCmd(env), benchE2ECmd(env), benchUpsertCmd(env), benchLookupCmd(env)}
+	return []clientCmd{benchProduceCmd(env), benchE2ECmd(env), benchUpsertCmd(env), benchLookupCmd(env), benchSuiteCmd(env)}
 }
 
 // benchFlags are the flags both benchmarks take.
