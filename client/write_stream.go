@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"storj.io/drpc"
+
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -36,11 +38,11 @@ type writeStream struct {
 	addr   string
 	stream pb.DRPCTablet_WritesClient
 	cancel context.CancelFunc
-
-	sendMu sync.Mutex // one sender at a time, in call order
+	kick   chan struct{} // capacity 1: calls are queued
 
 	mu      sync.Mutex
 	nextID  uint64
+	queue   []*pb.WriteCall // to send, in call order
 	pending map[uint64]func(writeOutcome)
 	broken  error // set once: every later call fails with it
 }
@@ -68,12 +70,14 @@ func (w *writeStreams) stream(ctx context.Context, addr string) (*writeStream, e
 		cancel()
 		return nil, fmt.Errorf("open write stream to %s: %w", addr, transport.FromWire(err))
 	}
-	s := &writeStream{addr: addr, stream: st, cancel: cancel, pending: map[uint64]func(writeOutcome){}}
+	s := &writeStream{addr: addr, stream: st, cancel: cancel, kick: make(chan struct{}, 1),
+		pending: map[uint64]func(writeOutcome){}}
 	if w.streams == nil {
 		w.streams = map[string]*writeStream{}
 	}
 	w.streams[addr] = s
 	go s.receive()
+	go s.send(sctx)
 	return s, nil
 }
 
@@ -95,12 +99,10 @@ func (s *writeStream) err() error {
 	return s.broken
 }
 
-// start sends a call; done gets its outcome, once, from another goroutine
-// (or this one, when the stream is broken), and must not block. A stream
-// that cannot send breaks, and the call fails with it.
+// start queues a call for the stream's sender; done gets its outcome,
+// once, from another goroutine (or this one, when the stream is broken),
+// and must not block. Calls go out in the order they were started.
 func (s *writeStream) start(call *pb.WriteCall, done func(writeOutcome)) {
-	s.sendMu.Lock()
-	defer s.sendMu.Unlock()
 	s.mu.Lock()
 	if s.broken != nil {
 		err := s.broken
@@ -111,9 +113,47 @@ func (s *writeStream) start(call *pb.WriteCall, done func(writeOutcome)) {
 	s.nextID++
 	call.Id = s.nextID
 	s.pending[call.Id] = done
+	s.queue = append(s.queue, call)
 	s.mu.Unlock()
-	if err := s.stream.Send(call); err != nil {
-		s.fail(s.brokenErr(err))
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// send writes the queued calls, every call queued meanwhile in one flush,
+// until the stream ends. A stream that cannot send breaks, and its calls
+// fail with it.
+func (s *writeStream) send(ctx context.Context) {
+	var raw drpc.Stream = s.stream
+	if g, ok := s.stream.(interface{ GetStream() drpc.Stream }); ok {
+		raw = g.GetStream()
+	}
+	w := transport.NewMessageWriter(raw)
+	var calls []*pb.WriteCall
+	for {
+		select {
+		case <-s.kick:
+		case <-ctx.Done():
+			return
+		}
+		s.mu.Lock()
+		calls, s.queue = s.queue, calls[:0]
+		s.mu.Unlock()
+		var err error
+		for i, call := range calls {
+			if err == nil {
+				err = w.Write(call)
+			}
+			calls[i] = nil
+		}
+		if err == nil {
+			err = w.Flush()
+		}
+		if err != nil {
+			s.fail(s.brokenErr(err))
+			return
+		}
 	}
 }
 

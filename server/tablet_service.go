@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync"
 
+	"storj.io/drpc"
+
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -146,16 +148,27 @@ const writesInFlight = 256
 // Writes serves a client's ordered stream of write calls: each call takes
 // its turn at its bucket's leader as it is read, so a writer's pipelined
 // batches are decided in the order it sent them, and is then served on a
-// goroutine of its own and answered as it completes.
+// goroutine of its own. One sender answers: it writes every result that is
+// ready and flushes them together, a write per burst rather than per call.
 func (t *tabletService) Writes(stream pb.DRPCTablet_WritesStream) error {
 	ctx := stream.Context()
-	var (
-		sendMu  sync.Mutex
-		sendErr error
-		wg      sync.WaitGroup
-	)
+	results := make(chan *pb.WriteResult, writesInFlight)
+	sent := make(chan struct{})
+	var raw drpc.Stream = stream
+	if g, ok := stream.(interface{ GetStream() drpc.Stream }); ok {
+		raw = g.GetStream()
+	}
+	go func() {
+		defer close(sent)
+		sendResults(transport.NewMessageWriter(raw), results)
+	}()
+	var wg sync.WaitGroup
+	defer func() {
+		wg.Wait() // every call answered (or its answer dropped) before the handler returns
+		close(results)
+		<-sent
+	}()
 	slots := make(chan struct{}, writesInFlight)
-	defer wg.Wait() // no goroutine sends once the handler has returned
 	for {
 		call, err := stream.Recv()
 		if err != nil {
@@ -180,12 +193,36 @@ func (t *tabletService) Writes(stream pb.DRPCTablet_WritesStream) error {
 			} else {
 				res.Response = resp
 			}
-			sendMu.Lock()
-			defer sendMu.Unlock()
-			if sendErr == nil {
-				sendErr = stream.Send(res)
-			}
+			results <- res // room for every call in flight: never blocks for long
 		})
+	}
+}
+
+// sendResults writes the results as they come, each burst in one flush,
+// until results closes. After a failed write it only drains: the stream is
+// gone and the client fails its calls.
+func sendResults(w *transport.MessageWriter, results <-chan *pb.WriteResult) {
+	var failed error
+	for res := range results {
+		if failed != nil {
+			continue
+		}
+		failed = w.Write(res)
+		for more := true; more && failed == nil; {
+			select {
+			case r, ok := <-results:
+				if !ok {
+					more = false
+					break
+				}
+				failed = w.Write(r)
+			default:
+				more = false
+			}
+		}
+		if failed == nil {
+			failed = w.Flush()
+		}
 	}
 }
 
