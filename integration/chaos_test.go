@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,10 +63,21 @@ func TestChaos(t *testing.T) {
 			t.Logf("verdicts:\n%s", chaos.Table(verdicts))
 		}
 	})
+	replaying := *chaosReplay != ""
 	for _, sc := range scenarios {
 		t.Run(sc.Name, func(t *testing.T) {
+			var run []uint64
 			for i := range seeds {
-				s := seed + uint64(i)
+				run = append(run, seed+uint64(i))
+			}
+			if !replaying {
+				for _, r := range sc.Regressions {
+					if !slices.Contains(run, r) {
+						run = append(run, r)
+					}
+				}
+			}
+			for _, s := range run {
 				v, err := chaos.Run(t.Context(), chaos.RunConfig{Scenario: sc, Seed: s, Duration: duration, Binary: floeBin,
 					Dir: t.TempDir(), ReplayDir: *chaosOut, Containers: *chaosContainers, Logf: func(format string, args ...any) { t.Logf(format, args...) }})
 				if err != nil {

@@ -60,10 +60,54 @@ func (r *Replica) noteDamage(ce *logstore.CorruptError) {
 	r.damagedAt = ce.Offset
 	r.mgr.log.Error("replica log damaged: leaving the ISR to fetch it again", "bucket", r.id.String(),
 		"offset", ce.Offset, "segment", ce.SegmentBase, "position", ce.Position, "err", ce.Err)
+	r.sendDamageReportLocked(ce.Offset, ce.Error())
+}
+
+// sendDamageReportLocked reports damage from offset on, in the background.
+func (r *Replica) sendDamageReportLocked(offset int64, reason string) {
 	report := &pb.ReportDamagedReplica{TableId: r.id.TableID, Bucket: r.id.Bucket, NodeId: r.mgr.cfg.NodeID,
-		NodeEpoch: uint64(r.core.NodeEpoch()), Offset: ce.Offset, Reason: ce.Error()}
-	requestID := []byte(fmt.Sprintf("damaged/%s/%d/%d/%d", r.id, r.mgr.cfg.NodeID, report.NodeEpoch, ce.Offset))
+		NodeEpoch: uint64(r.core.NodeEpoch()), Offset: offset, Reason: reason}
+	requestID := []byte(fmt.Sprintf("damaged/%s/%d/%d/%d", r.id, r.mgr.cfg.NodeID, report.NodeEpoch, offset))
 	r.mgr.goBackground(func() { r.reportDamage(report, requestID) })
+}
+
+// A replica whose log lost its tail (batches it had made durable are gone
+// after a restart: logstore.Log.LostTail) is damaged from there on, and
+// more: as a leader, its log would tell followers to truncate batches
+// that were acknowledged, and new writes would take their offsets. So
+// until it has given up leadership and cut the damage away it refuses
+// writes and follower fetches (NOT_LEADER, retriable), and it reports the
+// damage once it knows its assignment (the first metadata after opening).
+
+// reportLostTail sends the lost tail's damage report, once. A bucket with
+// one replica has nowhere to fetch from: it carries on with what is left.
+func (r *Replica) reportLostTail() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.tailLost || r.tailReported || r.closed {
+		return
+	}
+	if len(r.core.Replicas()) < 2 {
+		r.mgr.log.Error("replica lost its log's tail and has no peer to fetch it from: serving what is left",
+			"bucket", r.id.String(), "from_offset", r.damagedAt)
+		r.tailLost, r.damagedAt = false, -1
+		return
+	}
+	r.tailReported = true
+	r.mgr.log.Error("replica lost its log's tail: leaving the ISR to fetch it again", "bucket", r.id.String(),
+		"from_offset", r.damagedAt)
+	r.sendDamageReportLocked(r.damagedAt, fmt.Sprintf("batches made durable from offset %d on are missing after a restart", r.damagedAt))
+}
+
+// tailLostError refuses a leader's work while its lost tail is not cut
+// away; nil when nothing is lost. Holds mu.
+func (r *Replica) tailLostErrorLocked() error {
+	if !r.tailLost {
+		return nil
+	}
+	return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
+		"bucket %s: the replica on node %d lost its log's tail from offset %d and is handing leadership to an in-sync replica",
+		r.id, r.mgr.cfg.NodeID, r.damagedAt)
 }
 
 // reportDamage sends the report until the controller answers it (every
@@ -119,7 +163,7 @@ func (r *Replica) repairDamage() {
 	}
 	r.mu.Lock()
 	if r.damagedAt == at {
-		r.damagedAt = -1
+		r.damagedAt, r.tailLost = -1, false
 	}
 	r.mu.Unlock()
 }

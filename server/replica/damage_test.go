@@ -215,3 +215,130 @@ func TestFollowerWithoutBatchesIsNoEvidence(t *testing.T) {
 	default:
 	}
 }
+
+// TestLeaderWithLostTailStepsDown: a replica restarted with a log that
+// lost batches it had made durable (torn-tail chaos, seed 7: a leader
+// killed, its newest segment cut inside its last acknowledged batch,
+// restarted before the controller moved leadership, kept leading in a new
+// epoch and its followers truncated two acknowledged records) refuses
+// writes and follower fetches as a leader, reports the damage once it
+// knows its assignment, and, out of the ISR under another leader, is
+// repaired and fetches again.
+func TestLeaderWithLostTailStepsDown(t *testing.T) {
+	dir := t.TempDir()
+	m0 := newTestManager(t, dir)
+	r0 := openTestReplica(t, m0)
+	lead(r0, 3)
+	produceLeader(t, r0, writerBatchN(t, 100, 0, 5, strings.Repeat("a", 100)))
+	last := produceLeader(t, r0, writerBatchN(t, 100, 1, 5, strings.Repeat("b", 100)))
+	segs, _ := filepath.Glob(filepath.Join(r0.dir, "*.log"))
+	if len(segs) != 1 {
+		t.Fatalf("segments %v", segs)
+	}
+	crashed := t.TempDir()
+	copyDir(t, filepath.Dir(r0.dir), crashed) // the folder as a SIGKILL leaves it
+	m0.Close()
+	end := segmentEnd(t, Dir(crashed, testBucket))
+	if err := os.Truncate(filepath.Join(Dir(crashed, testBucket), filepath.Base(segs[0])), end-10); err != nil {
+		t.Fatal(err)
+	}
+
+	next := &pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 2, LeaderEpoch: 5,
+		BucketEpoch: 5, Replicas: []uint32{1, 2}, Isr: []uint32{2}}
+	meta := heldDamageMeta{damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10), answer: next}, make(chan struct{})}
+	m := newTestManager(t, crashed, func(c *Config) { c.Meta = meta })
+	r := openTestReplica(t, m)
+	m.mu.Lock()
+	m.replicas[testBucket] = r
+	m.tables[testBucket.TableID] = r.info.Load()
+	m.mu.Unlock()
+	if r.log.EndOffset() != last.BaseOffset {
+		t.Fatalf("reopened log ends at %d, want %d", r.log.EndOffset(), last.BaseOffset)
+	}
+	// Still the leader in the metadata, in a new epoch.
+	m.applyBucket(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 4,
+		BucketEpoch: 4, Replicas: []uint32{1, 2}, Isr: []uint32{1, 2}}, 9)
+	if _, err := r.produce(t.Context(), nil, writerBatchN(t, 101, 0, 1, "c"), AcksLeader, time.Second); err == nil ||
+		!strings.Contains(err.Error(), "lost its log's tail") {
+		t.Fatalf("write to a leader that lost its tail: %v, want NOT_LEADER naming the lost tail", err)
+	}
+	fb := &pb.FetchBucket{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Offset: last.LastOffset + 1,
+		LeaderEpoch: 4, LastFetchedEpoch: 3}
+	if err := r.serveFollower(2, 1, fb, 1<<20, &pb.FetchedBucket{}); err == nil || !strings.Contains(err.Error(), "lost its log's tail") {
+		t.Fatalf("follower fetch from a leader that lost its tail: %v, want NOT_LEADER", err)
+	}
+	select {
+	case rep := <-meta.reports:
+		if rep.Offset != last.BaseOffset {
+			t.Fatalf("report %v, want offset %d", rep, last.BaseOffset)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lost tail was not reported")
+	}
+	close(meta.release) // the controller answers: node 2 leads
+	deadline := time.Now().Add(10 * time.Second)
+	for r.isDamaged() {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica stayed damaged under another leader")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// heldDamageMeta answers damage reports once released.
+type heldDamageMeta struct {
+	damageMeta
+	release chan struct{}
+}
+
+func (m heldDamageMeta) ReportDamaged(ctx context.Context, report *pb.ReportDamagedReplica, id []byte) (*pb.BucketRecord, error) {
+	m.reports <- report
+	select {
+	case <-m.release:
+		return m.answer, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// copyDir copies a folder tree.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.Walk(from, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		dst := filepath.Join(to, rel)
+		if info.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// segmentEnd is where the batches of the folder's only segment end.
+func segmentEnd(t *testing.T, dir string) int64 {
+	t.Helper()
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	data, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := 0
+	for pos < len(data) {
+		n, ok := record.PeekSize(data[pos:])
+		if !ok || n == 0 || pos+n > len(data) {
+			break
+		}
+		pos += n
+	}
+	return int64(pos)
+}

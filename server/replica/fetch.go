@@ -218,6 +218,10 @@ func (r *Replica) serveFollower(follower uint32, nodeEpoch uint64, fb *pb.FetchB
 		r.mu.Unlock()
 		return err
 	}
+	if err := r.tailLostErrorLocked(); err != nil {
+		r.mu.Unlock()
+		return err
+	}
 	written := r.log.WrittenEnd()
 	out.LogStartOffset, out.LogEndOffset = r.log.StartOffset(), written
 	if lost, start := r.lostCommittedLocked(fb); lost {

@@ -318,6 +318,7 @@ func (m *Manager) applyBucket(b *pb.BucketRecord, index uint64) {
 		m.mu.Unlock()
 	}
 	r.assign(b, index)
+	r.reportLostTail()
 	if r.isDamaged() {
 		m.goBackground(r.repairDamage)
 	}

@@ -61,6 +61,9 @@ type Replica struct {
 	closed    bool
 	failed    error // the log failed: out of service for good (failure.go)
 	damagedAt int64 // the first damaged offset found and not yet cut away, -1: none (damage.go)
+	// tailLost: the damage is a lost tail (damage.go); tailReported: its
+	// report went out.
+	tailLost, tailReported bool
 }
 
 // Dir is the folder of bucket id's replica under a node's tablet folder.
@@ -88,6 +91,9 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 		latest = e
 	}
 	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable(), writersSaved: -1, damagedAt: -1}
+	if from, lost := l.LostTail(); lost {
+		r.damagedAt, r.tailLost = from, true
+	}
 	r.info.Store(info)
 	r.refreshRetention()
 	r.core = replication.New(replication.Config{Self: m.cfg.NodeID, NodeEpoch: int64(m.NodeEpoch()),

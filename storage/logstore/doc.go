@@ -89,6 +89,11 @@
 // Reads check each batch's length, checksum and base offset (which the
 // checksum does not cover) against the batch before it.
 //
+// A durable mark, the offset the log was durable to as of its last fsync,
+// is rewritten in place after every fsync that moved it (durablemark.go);
+// a log that opens ending before it lost batches it had made durable, and
+// says so ([Log.LostTail]) instead of passing the loss off as a torn tail.
+//
 // # Leader epochs
 //
 // The epoch cache maps each leader epoch to the first offset written in it;

@@ -46,6 +46,11 @@ type Log struct {
 	syncCond *sync.Cond
 	syncing  bool
 	durable  logPosition
+	// mark is the durable mark (durablemark.go), under syncMu; lostFrom
+	// is where the batches its mark named and Open did not find begin, -1
+	// when none were missing.
+	mark     *durableMark
+	lostFrom int64
 	// failure, once set, fails the log for good (see Failed); stopped says
 	// Close ran. Both wake every waiter.
 	failure error
@@ -105,7 +110,7 @@ func Open(cfg Config) (*Log, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("logstore: %w", err)
 	}
-	l := &Log{cfg: cfg, logger: cfg.Logger.With("log_dir", cfg.Dir), sched: cfg.Scheduler, bounds: noBounds}
+	l := &Log{cfg: cfg, logger: cfg.Logger.With("log_dir", cfg.Dir), sched: cfg.Scheduler, bounds: noBounds, lostFrom: -1}
 	if l.sched == nil {
 		// A log on its own (a tool, a test) gets a scheduler of its own;
 		// it holds no goroutine while the log is idle.

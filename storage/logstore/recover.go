@@ -31,6 +31,17 @@ func (l *Log) recover() error {
 	if rpErr != nil && !errors.Is(rpErr, os.ErrNotExist) {
 		l.logger.Warn("recovery point unreadable, scanning the whole last segment", "err", rpErr)
 	}
+	var marked int64
+	if l.mark, marked, err = openDurableMark(l.cfg.Dir); err != nil {
+		return err
+	}
+	defer func() {
+		if l.writtenEnd < marked {
+			l.lostFrom = l.writtenEnd
+			l.logger.Error("log ends before what it had made durable: batches lost from its end", "end_offset", l.writtenEnd,
+				"durable_mark", marked)
+		}
+	}()
 	if len(files) == 0 {
 		s, err := createSegment(l, 0)
 		if err != nil {

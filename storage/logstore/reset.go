@@ -46,8 +46,12 @@ func (l *Log) Reset(offset int64) error {
 	pos := logPosition{segmentBase: offset, pos: 0, offset: offset}
 	l.syncMu.Lock()
 	l.durable = pos
+	markErr := l.mark.set(offset)
 	l.syncCond.Broadcast()
 	l.syncMu.Unlock()
+	if markErr != nil {
+		return l.fail(markErr)
+	}
 	l.readableEnd.Store(offset)
 	l.writtenPub.Store(offset)
 	l.cpMu.Lock()

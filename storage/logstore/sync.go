@@ -98,6 +98,9 @@ func (l *Log) publishDurable(seg *segment, pos logPosition) bool {
 	}
 	if pos.offset > l.durable.offset || pos.segmentBase > l.durable.segmentBase {
 		l.durable = pos
+		if err := l.mark.set(pos.offset); err != nil {
+			l.logger.Warn("durable mark not written", "err", err) // only weakens what the next Open can tell
+		}
 		return true
 	}
 	return false

@@ -1,0 +1,73 @@
+package logstore
+
+import (
+	"os"
+	"testing"
+)
+
+// TestLostTailDetected: a log whose last durable batches vanished (the
+// segment file cut short after a crash, as a disk that drops fsynced
+// writes leaves it) opens with what it has and reports where the loss
+// begins; a torn batch that was never durable, and a truncation, report
+// nothing.
+func TestLostTailDetected(t *testing.T) {
+	l := openLog(t, Config{Dir: t.TempDir(), Sync: SyncAlways})
+	var infos []AppendInfo
+	for i := range 4 {
+		infos = append(infos, mustAppend(t, l, makeBatch(t, "a", 3, 50+i), 1))
+	}
+	crashed := crashCopy(t, l)
+	last := infos[len(infos)-1]
+	seg := segmentFile(crashed, 0)
+	size := segmentBytes(t, l, last)
+	if err := os.Truncate(seg, size-5); err != nil { // inside the last, acknowledged batch
+		t.Fatal(err)
+	}
+	got := openLog(t, Config{Dir: crashed})
+	if from, lost := got.LostTail(); !lost || from != last.BaseOffset {
+		t.Fatalf("LostTail() = %d, %v; want the last batch's offset %d", from, lost, last.BaseOffset)
+	}
+	if end := got.EndOffset(); end != last.BaseOffset {
+		t.Fatalf("end offset %d, want %d", end, last.BaseOffset)
+	}
+
+	// A clean log, and one truncated on purpose, have lost nothing.
+	if _, lost := l.LostTail(); lost {
+		t.Fatal("the log that was written reports a lost tail")
+	}
+	if err := l.Truncate(infos[1].BaseOffset); err != nil {
+		t.Fatal(err)
+	}
+	again := openLog(t, Config{Dir: crashCopy(t, l)})
+	if from, lost := again.LostTail(); lost {
+		t.Fatalf("a truncated log reports a lost tail from %d", from)
+	}
+
+	// Batches past the last fsync may be torn by a crash: no loss.
+	unsynced := openLog(t, Config{Dir: t.TempDir(), Sync: SyncNever})
+	mustAppend(t, unsynced, makeBatch(t, "b", 3, 50), 1)
+	if err := unsynced.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	tail := mustAppend(t, unsynced, makeBatch(t, "b", 3, 60), 1)
+	torn := crashCopy(t, unsynced)
+	if err := os.Truncate(segmentFile(torn, 0), segmentBytes(t, unsynced, tail)-5); err != nil {
+		t.Fatal(err)
+	}
+	reopened := openLog(t, Config{Dir: torn})
+	if from, lost := reopened.LostTail(); lost || reopened.EndOffset() != tail.BaseOffset {
+		t.Fatalf("a torn batch that was never durable: LostTail() = %d, %v, end %d", from, lost, reopened.EndOffset())
+	}
+}
+
+// segmentBytes is the size of the segment holding the batch, up to its
+// end, as the open log l has it.
+func segmentBytes(t *testing.T, l *Log, last AppendInfo) int64 {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.active.base != 0 {
+		t.Fatalf("the batches span segments (active at %d)", l.active.base)
+	}
+	return l.active.size
+}
