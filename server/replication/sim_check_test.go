@@ -18,6 +18,9 @@ func (w *simWorld) check() error {
 			if err := w.checkNode(n); err != nil {
 				return err
 			}
+			if err := n.log.checkCommitted(n.core.HW()); err != nil {
+				return fmt.Errorf("node %d: %w", n.id, err)
+			}
 		}
 	}
 	if err := w.checkAcked(live); err != nil {

@@ -57,7 +57,7 @@ var (
 )
 
 // simSteps is the length of one seeded run.
-const simSteps = 400
+const simSteps = 1000
 
 // simFailure is a broken property: the seed and step that broke it.
 type simFailure struct {
@@ -135,6 +135,9 @@ func TestSimulation(t *testing.T) {
 	t.Logf("%d seeds from %d: %+v", *simSeeds, *simFirst, total)
 	if total.acked == 0 {
 		t.Fatal("no write was acknowledged in any seed: the simulation checks nothing")
+	}
+	if total.writerAcked == 0 {
+		t.Fatal("no writer's batch was acknowledged in any seed: the writers' checks check nothing")
 	}
 	slices.SortFunc(fails, func(a, b *simFailure) int { return cmp.Compare(a.seed, b.seed) })
 	for i, f := range fails {
