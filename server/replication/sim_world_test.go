@@ -33,9 +33,10 @@ type simWorld struct {
 	nextWriterID    int64
 	nextConn        int
 	deliveryTimeout time.Duration
-	// acked is every acknowledged offset's entry; ackedOffsets lists them
-	// in acknowledgement order.
-	acked        map[int64]simEntry
+	// acked is every acknowledged offset's entry and the leader epoch it
+	// was first acknowledged in; ackedOffsets lists them in
+	// acknowledgement order.
+	acked        map[int64]simAck
 	ackedOffsets []int64
 	// leaders names the one run that led each epoch.
 	leaders map[int32]string
@@ -56,6 +57,14 @@ type simWrite struct {
 	entries     []simEntry
 	call        *simCall // nil: a plain producer's
 	dup         bool
+}
+
+// simAck is an acknowledged offset: its entry, and the leader epoch that
+// first acknowledged it (a writer's retry may be acknowledged as a
+// duplicate epochs after its batch was appended).
+type simAck struct {
+	entry simEntry
+	epoch int32
 }
 
 // simStats counts what a run did, to show the simulation is not vacuous.
@@ -90,7 +99,7 @@ func newSimWorld(seed uint64, traced bool) *simWorld {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	n := 3 + rng.IntN(3)
 	w := &simWorld{seed: seed, rng: rng, now: t0, lagMax: time.Duration(1+rng.IntN(4)) * time.Second,
-		minISR: 1 + rng.IntN(min(n-1, 3)), acked: map[int64]simEntry{}, leaders: map[int32]string{},
+		minISR: 1 + rng.IntN(min(n-1, 3)), acked: map[int64]simAck{}, leaders: map[int32]string{},
 		ctrlLeaderEpoch: -1, ctrlBucketEpoch: -1}
 	if traced {
 		w.trace = &strings.Builder{}
@@ -492,12 +501,12 @@ func (w *simWorld) acknowledge(wr simWrite) error {
 			return fmt.Errorf("node %d acknowledged offset %d with %d durable copies, min.insync.replicas is %d", n.id, o, copies, w.minISR)
 		}
 		if prev, ok := w.acked[o]; ok {
-			if wr.call != nil && prev == e {
+			if wr.call != nil && prev.entry == e {
 				continue // a writer's batch acknowledged again: a retry answered as a duplicate, or the first call after it
 			}
-			return fmt.Errorf("offset %d acknowledged twice: %+v and %+v", o, prev, e)
+			return fmt.Errorf("offset %d acknowledged twice: %+v and %+v", o, prev.entry, e)
 		}
-		w.acked[o] = e
+		w.acked[o] = simAck{entry: e, epoch: wr.epoch}
 		w.ackedOffsets = append(w.ackedOffsets, o)
 		w.stats.acked++
 	}
