@@ -21,9 +21,12 @@ type simNode struct {
 	metaIndex int64 // the newest metadata index applied in this run
 	// writers is the replica's writer table (rebuilt from the log when it
 	// opens or truncates); turns are the writers' calls that took their
-	// turn here, oldest first, not decided yet.
+	// turn here, oldest first, not decided yet; while stalled (a slow
+	// fsync holding the produce lock, say) none is decided, but the node
+	// leads, fetches and takes turns as before.
 	writers *WriterTable
 	turns   []simCall
+	stalled bool
 
 	// A follower has one fetch out at a time; its answer's batches wait
 	// for an fsync before the core hears of them.
@@ -208,7 +211,7 @@ func (w *simWorld) produce(n *simNode) {
 func (w *simWorld) crash(n *simNode, wipe bool) {
 	n.up, n.paused, n.core, n.run = false, false, nil, 0
 	n.fetching, n.fetched = false, nil
-	n.writers, n.turns = nil, nil
+	n.writers, n.turns, n.stalled = nil, nil, false
 	for _, wr := range w.writers {
 		if c := wr.conns[n.id]; c != nil && !c.broken {
 			w.breakConn(c)

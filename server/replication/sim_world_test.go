@@ -198,20 +198,34 @@ var simActions = []simAction{
 		w.writerStep(w.writers[w.rng.IntN(len(w.writers))])
 		return nil
 	}},
-	{16, "deliver call", func(w *simWorld) error {
+	{24, "deliver call", func(w *simWorld) error {
 		// A node often decides a call as soon as it took its turn.
-		if n := w.deliverCall(); n != nil && w.rng.IntN(2) == 0 {
+		if n := w.deliverCall(); n != nil && !n.stalled && w.rng.IntN(2) == 0 {
 			return w.decide(n)
 		}
 		return nil
 	}},
 	{12, "decide call", func(w *simWorld) error {
-		if n := w.pick(func(n *simNode) bool { return n.active() && len(n.turns) > 0 }); n != nil {
+		if n := w.pick(func(n *simNode) bool { return n.active() && !n.stalled && len(n.turns) > 0 }); n != nil {
 			return w.decide(n)
 		}
 		return nil
 	}},
-	{16, "deliver answer", func(w *simWorld) error {
+	{3, "stall writes", func(w *simWorld) error {
+		if n := w.pick(func(n *simNode) bool { return n.active() && !n.stalled }); n != nil {
+			n.stalled = true
+			w.logf("node %d stalls its writes", n.id)
+		}
+		return nil
+	}},
+	{2, "unstall writes", func(w *simWorld) error {
+		if n := w.pick(func(n *simNode) bool { return n.stalled }); n != nil {
+			n.stalled = false
+			w.logf("node %d decides writes again", n.id)
+		}
+		return nil
+	}},
+	{24, "deliver answer", func(w *simWorld) error {
 		// The writer's sender wakes at an answer and acts on it at once.
 		if wr := w.deliverReply(false); wr != nil {
 			w.writerStep(wr)

@@ -87,7 +87,7 @@ var (
 func (w *simWorld) newWriters() {
 	cfg := writeseq.Config{
 		MaxInFlight:    1 + w.rng.IntN(writeseq.MaxInFlight),
-		RequestTimeout: time.Duration(4+w.rng.IntN(9)) * time.Second,
+		RequestTimeout: time.Duration(20+w.rng.IntN(41)) * time.Second,
 		CallGrace:      500 * time.Millisecond,
 		Backoff:        backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second},
 	}
@@ -199,6 +199,7 @@ func (w *simWorld) answer(wr *simWriter, f *simFlight, call uint64, o writeseq.O
 	if o == writeseq.OutOfOrder {
 		w.stats.outOfOrder++
 	}
+	w.logf("writer %d: call %d for %d/%d answered %s %v", wr.id, call, f.WriterID(), f.Seq(), outcomeWord(o), err)
 	if wr.win.Answer(f, call, o, err, w.now) {
 		wr.leader = w.lookupLeader()
 	}
@@ -349,4 +350,8 @@ func (w *simWorld) ackWriterBatch(wr simWrite) error {
 	seqs[c.seq] = wr.first
 	w.stats.serverAcks++
 	return nil
+}
+
+func outcomeWord(o writeseq.Outcome) string {
+	return [...]string{"ok", "duplicate", "retriable", "timed out", "out of order", "final"}[o]
 }
