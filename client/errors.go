@@ -13,6 +13,10 @@ var (
 	// ErrWriterClosed is returned by writes to a closed writer, and fails the
 	// batches a Close gave up on.
 	ErrWriterClosed = errors.New("client: writer closed")
+	// ErrOutcomeUnknown fails a batch whose fate cannot be known: it was
+	// sent and not answered, then the batches before it failed and the
+	// writer gave up its writer id (docs/replication.md, Writers 5).
+	ErrOutcomeUnknown = errors.New("client: batch outcome unknown")
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("client: closed")
 	// ErrDeliveryTimeout fails a batch that was not acknowledged within the

@@ -31,6 +31,9 @@ type writeStreams struct {
 type writeOutcome struct {
 	resp *pb.ProduceResponse
 	err  error
+	// unanswered: the call went out on a stream that broke before the
+	// node answered it; the node may still decide it.
+	unanswered bool
 }
 
 // writeStream is one open stream to a node.
@@ -203,6 +206,6 @@ func (s *writeStream) fail(err error) {
 	s.mu.Unlock()
 	s.cancel()
 	for _, done := range pending {
-		done(writeOutcome{err: err})
+		done(writeOutcome{err: err, unanswered: true})
 	}
 }

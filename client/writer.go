@@ -107,7 +107,7 @@ func startWriter(t *Table, kind writerKind, opts AppendWriterOptions) (*writer, 
 	w.abort = cancel
 	w.senders = make([]*bucketSender, t.info.Buckets)
 	for b := range w.senders {
-		s := &bucketSender{w: w, bucket: int32(b), wakeCh: make(chan struct{}, 1), writerID: -1}
+		s := newBucketSender(w, int32(b))
 		w.senders[b] = s
 		w.wg.Go(func() { s.run(ctx) })
 	}

@@ -182,6 +182,12 @@ func (t *tabletService) Writes(stream pb.DRPCTablet_WritesStream) error {
 		case <-ctx.Done():
 			return nil
 		}
+		if ctx.Err() != nil {
+			// The client gave the stream up (its calls failed there, their
+			// retries may be on another stream already): a call read since
+			// takes no turn behind theirs.
+			return nil
+		}
 		run := t.m.StartWrite(call)
 		id := call.Id
 		wg.Go(func() {

@@ -113,7 +113,7 @@ func (r *Replica) remoteWriters(ctx context.Context, offset int64) *writerTable 
 		return t
 	}
 	for _, w := range ws {
-		t.remember(w.WriterID, writerBatch{seq: w.Sequence, base: w.BaseOffset, last: w.LastOffset, timestampMs: w.TimestampMs})
+		t.Remember(w.WriterID, replication.WriterBatch{Seq: w.Sequence, Base: w.BaseOffset, Last: w.LastOffset, TimestampMs: w.TimestampMs})
 	}
 	return t
 }

@@ -191,7 +191,7 @@ func (r *Replica) leaderFor(acks int32) (int32, error) {
 // answerDuplicate answers a retried batch with its original offsets, once
 // they are committed as acks asks.
 func (r *Replica) answerDuplicate(ctx context.Context, dup *writerBatch, acks, epoch int32, timeout time.Duration) (*pb.ProduceResponse, error) {
-	info := logstore.AppendInfo{BaseOffset: dup.base, LastOffset: dup.last, Timestamp: dup.timestampMs}
+	info := logstore.AppendInfo{BaseOffset: dup.Base, LastOffset: dup.Last, Timestamp: dup.TimestampMs}
 	resp, err := r.finishAppend(ctx, info, func() error { return nil }, acks, epoch, timeout)
 	if resp != nil {
 		resp.Duplicate = true

@@ -41,6 +41,7 @@ var storageErrorCodes = []struct {
 	{replication.ErrNotReplica, pb.ErrorCode_ERROR_CODE_FENCED},
 	{replication.ErrUnknownLeaderEpoch, pb.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH},
 	{replication.ErrOutOfRange, pb.ErrorCode_ERROR_CODE_OUT_OF_RANGE},
+	{replication.ErrOutOfOrderSequence, pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE},
 }
 
 // WireError maps an error of the log or KV store to the wire error its

@@ -39,7 +39,7 @@ func TestWriterTable(t *testing.T) {
 	// Retries of the last five are duplicates with their offsets.
 	for seq := int32(3); seq < 8; seq++ {
 		dup, err := wt.check(7, seq, false)
-		if err != nil || dup == nil || dup.base != int64(seq)*2 || dup.last != int64(seq)*2+1 {
+		if err != nil || dup == nil || dup.Base != int64(seq)*2 || dup.Last != int64(seq)*2+1 {
 			t.Fatalf("retry of seq %d: %+v %v", seq, dup, err)
 		}
 	}
@@ -76,12 +76,12 @@ func TestWriterSnapshotRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, offset, anchor, err := loadWriters(dir)
-	if err != nil || offset != 77 || len(got.writers) != 3 || anchor != (snapAnchor{epoch: 3, crc: 0xfeed}) {
-		t.Fatalf("load: %v offset %d writers %d anchor %+v", err, offset, len(got.writers), anchor)
+	if err != nil || offset != 77 || got.Len() != 3 || anchor != (snapAnchor{epoch: 3, crc: 0xfeed}) {
+		t.Fatalf("load: %v offset %d writers %d anchor %+v", err, offset, got.Len(), anchor)
 	}
 	for w := int64(1); w <= 3; w++ {
 		dup, err := got.check(w, 5, false)
-		if err != nil || dup == nil || dup.base != w*1000+10 {
+		if err != nil || dup == nil || dup.Base != w*1000+10 {
 			t.Fatalf("writer %d retry after reload: %+v %v", w, dup, err)
 		}
 		if d, err := got.check(w, 7, false); d != nil || err != nil {
@@ -107,7 +107,7 @@ func TestWriterSequenceWraps(t *testing.T) {
 		t.Fatalf("sequence 0 after MaxInt32: %v %v", dup, err)
 	}
 	wt.record(writerBatchOf(t, 7, 0, 4))
-	if dup, err := wt.check(7, math.MaxInt32, false); err != nil || dup == nil || dup.base != 2 {
+	if dup, err := wt.check(7, math.MaxInt32, false); err != nil || dup == nil || dup.Base != 2 {
 		t.Fatalf("retry of MaxInt32 after the wrap: %+v %v", dup, err)
 	}
 	if _, err := wt.check(7, math.MinInt32, false); !errors.Is(err, transport.ErrOutOfOrderSequence) {

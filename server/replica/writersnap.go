@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/storage/record"
 )
 
@@ -106,21 +107,21 @@ func (r *Replica) dropWriterSnapshot() error {
 // encodeWriters renders a writer table as of a log offset, whose last
 // batch is a.
 func encodeWriters(t *writerTable, offset int64, a snapAnchor) []byte {
-	buf := make([]byte, 0, writerSnapHeader+len(t.writers)*writerEntryBytes+4)
+	buf := make([]byte, 0, writerSnapHeader+t.Len()*writerEntryBytes+4)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(offset))
 	buf = binary.BigEndian.AppendUint32(buf, uint32(a.epoch))
 	buf = binary.BigEndian.AppendUint32(buf, a.crc)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(t.writers)))
-	for id, w := range t.writers {
-		buf = binary.BigEndian.AppendUint64(buf, uint64(id))
-		buf = append(buf, byte(w.n), byte(w.next))
-		for _, b := range w.batches {
-			buf = binary.BigEndian.AppendUint32(buf, uint32(b.seq))
-			buf = binary.BigEndian.AppendUint64(buf, uint64(b.base))
-			buf = binary.BigEndian.AppendUint64(buf, uint64(b.last))
-			buf = binary.BigEndian.AppendUint64(buf, uint64(b.timestampMs))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(t.Len()))
+	t.Histories(func(h replication.WriterHistory) {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(h.WriterID))
+		buf = append(buf, byte(h.N), byte(h.Next))
+		for _, b := range h.Batches {
+			buf = binary.BigEndian.AppendUint32(buf, uint32(b.Seq))
+			buf = binary.BigEndian.AppendUint64(buf, uint64(b.Base))
+			buf = binary.BigEndian.AppendUint64(buf, uint64(b.Last))
+			buf = binary.BigEndian.AppendUint64(buf, uint64(b.TimestampMs))
 		}
-	}
+	})
 	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
 }
 
@@ -152,21 +153,20 @@ func loadWriters(dir string) (*writerTable, int64, snapAnchor, error) {
 	t := newWriterTable()
 	for i := range n {
 		e := body[i*writerEntryBytes:]
-		w := &writerState{n: int(e[8]), next: int(e[9])}
-		if w.n > writersRemembered || w.next >= writersRemembered {
-			return nil, 0, snapAnchor{}, errBadWriterSnap
-		}
+		h := replication.WriterHistory{WriterID: int64(binary.BigEndian.Uint64(e)), N: int(e[8]), Next: int(e[9])}
 		p := e[10:]
 		for j := range writersRemembered {
-			w.batches[j] = writerBatch{
-				seq:         int32(binary.BigEndian.Uint32(p)),
-				base:        int64(binary.BigEndian.Uint64(p[4:])),
-				last:        int64(binary.BigEndian.Uint64(p[12:])),
-				timestampMs: int64(binary.BigEndian.Uint64(p[20:])),
+			h.Batches[j] = replication.WriterBatch{
+				Seq:         int32(binary.BigEndian.Uint32(p)),
+				Base:        int64(binary.BigEndian.Uint64(p[4:])),
+				Last:        int64(binary.BigEndian.Uint64(p[12:])),
+				TimestampMs: int64(binary.BigEndian.Uint64(p[20:])),
 			}
 			p = p[28:]
 		}
-		t.writers[int64(binary.BigEndian.Uint64(e))] = w
+		if !t.Restore(h) {
+			return nil, 0, snapAnchor{}, errBadWriterSnap
+		}
 	}
 	return t, offset, a, nil
 }

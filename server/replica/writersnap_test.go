@@ -28,7 +28,7 @@ func retryIsNew(t *testing.T, r *Replica, writer int64, seq int32) {
 	}
 	if dup != nil {
 		t.Fatalf("writer %d seq %d answered as a duplicate at offsets %d-%d, which hold another writer's batch now",
-			writer, seq, dup.base, dup.last)
+			writer, seq, dup.Base, dup.Last)
 	}
 }
 
@@ -64,7 +64,7 @@ func TestWriterSnapshotDroppedOnTruncation(t *testing.T) {
 
 	r2 := crashAndReopen(t, m, r)
 	retryIsNew(t, r2, 100, 1)
-	if dup, err := r2.writers.check(200, 0, false); err != nil || dup == nil || dup.base != 2 {
+	if dup, err := r2.writers.check(200, 0, false); err != nil || dup == nil || dup.Base != 2 {
 		t.Fatalf("the surviving batch is not remembered: %+v %v", dup, err)
 	}
 }
@@ -101,7 +101,7 @@ func TestWriterSnapshotUsedWhenItMatches(t *testing.T) {
 	produceLeader(t, r, writerBatchN(t, 100, 1, 2, "b"))
 	r2 := crashAndReopen(t, m, r)
 	for seq, base := range []int64{0, 2} {
-		if dup, err := r2.writers.check(100, int32(seq), false); err != nil || dup == nil || dup.base != base {
+		if dup, err := r2.writers.check(100, int32(seq), false); err != nil || dup == nil || dup.Base != base {
 			t.Fatalf("seq %d after reopen: %+v %v", seq, dup, err)
 		}
 	}

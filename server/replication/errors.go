@@ -3,7 +3,8 @@ package replication
 import "errors"
 
 // Refusals. The replica maps them to wire codes (with its own detail);
-// every one but ErrNotReplica and ErrOutOfRange is retriable.
+// every one but ErrNotReplica, ErrOutOfRange and ErrOutOfOrderSequence
+// is retriable.
 var (
 	// ErrNotLeader: this replica does not lead the bucket at the epoch the
 	// request needs.
@@ -22,6 +23,12 @@ var (
 	ErrUnknownLeaderEpoch = errors.New("replication: unknown leader epoch")
 	// ErrNotReplica: the fetching node is not an assigned replica.
 	ErrNotReplica = errors.New("replication: not a replica of the bucket")
+	// ErrOutOfOrderSequence: an idempotent writer's batch that is neither
+	// the next of its writer nor a remembered one, or a pipelined batch of
+	// a writer the bucket has no history of (WriterTable.Check; the
+	// *OutOfOrderError says which). Retriable only as the writer's rules
+	// say (docs/replication.md, Writers 5).
+	ErrOutOfOrderSequence = errors.New("replication: out of order sequence")
 	// ErrOutOfRange: an offset outside what the log holds.
 	ErrOutOfRange = errors.New("replication: offset out of range")
 )

@@ -18,6 +18,9 @@ func (w *simWorld) check() error {
 			if err := w.checkNode(n); err != nil {
 				return err
 			}
+			if err := n.log.checkCommitted(n.core.HW()); err != nil {
+				return fmt.Errorf("node %d: %w", n.id, err)
+			}
 		}
 	}
 	if err := w.checkAcked(live); err != nil {
@@ -48,22 +51,23 @@ func (w *simWorld) checkNode(n *simNode) error {
 }
 
 // checkAcked: no acknowledged write is lost. Every running ISR member of
-// the incarnation the controller knows holds it, every leader of its epoch
-// or a later one holds it, and so does every replica whose high watermark
-// passed it.
+// the incarnation the controller knows holds it, every leader of the epoch
+// that acknowledged it or a later one holds it, and so does every replica
+// whose high watermark passed it.
 func (w *simWorld) checkAcked(live []*simNode) error {
 	for _, n := range live {
 		inISR := slices.Contains(w.ctrl.isr, n.id) && w.ctrl.regs[n.id].incarnation == n.incarnation
 		role, epoch := n.role()
 		hw := n.core.HW()
 		for _, o := range w.ackedOffsets {
-			e := w.acked[o]
-			if !inISR && o >= hw && (role != RoleLeader || epoch < e.epoch) {
+			ack := w.acked[o]
+			e := ack.entry
+			if !inISR && o >= hw && (role != RoleLeader || epoch < ack.epoch) {
 				continue
 			}
 			if o >= n.log.end() {
-				return fmt.Errorf("acknowledged offset %d (epoch %d) lost on node %d (in ISR %v, %s of epoch %d, hw %d, log end %d)",
-					o, e.epoch, n.id, inISR, role, epoch, hw, n.log.end())
+				return fmt.Errorf("acknowledged offset %d (epoch %d, acknowledged in %d) lost on node %d (in ISR %v, %s of epoch %d, hw %d, log end %d)",
+					o, e.epoch, ack.epoch, n.id, inISR, role, epoch, hw, n.log.end())
 			}
 			if got := n.log.entries[o]; got != e {
 				return fmt.Errorf("acknowledged offset %d holds %+v on node %d, want %+v (in ISR %v, %s of epoch %d, hw %d)",

@@ -6,10 +6,25 @@ import (
 )
 
 // simEntry is one offset of a simulated log: the leader epoch that
-// appended it and its bytes (a unique id per produced record).
+// appended it and its bytes (a unique id per produced record); a writer's
+// batch also carries the writer id and sequence, and the entry's place in
+// it (pos of size). Entries of the plain producers have writer 0 and are
+// batches of their own.
 type simEntry struct {
-	epoch int32
-	data  uint64
+	epoch     int32
+	data      uint64
+	writer    int64
+	seq       int32
+	pos, size int8
+}
+
+// endsBatch says whether the entry is the last of its batch.
+func (e simEntry) endsBatch() bool { return e.pos+1 >= e.size }
+
+// batchKey names a writer's batch.
+type batchKey struct {
+	writer int64
+	seq    int32
 }
 
 // simEpoch is one epoch-cache entry: epoch starts at start.
@@ -27,6 +42,12 @@ type simLog struct {
 	synced       int64
 	epochs       []simEpoch
 	hwCheckpoint int64
+
+	// What the checks found committed in it: below checkedTo, where each
+	// row and each writer batch is.
+	checkedTo int64
+	rowAt     map[uint64]int64
+	batchAt   map[batchKey]int64
 }
 
 func (l *simLog) end() int64 { return int64(len(l.entries)) }
@@ -72,6 +93,9 @@ func (l *simLog) sync() { l.synced = l.end() }
 func (l *simLog) truncate(end int64) {
 	l.entries = l.entries[:end]
 	l.synced = min(l.synced, end)
+	if end < l.checkedTo {
+		l.checkedTo, l.rowAt, l.batchAt = 0, nil, nil
+	}
 	i := slices.IndexFunc(l.epochs, func(e simEpoch) bool { return e.start >= end })
 	if i >= 0 {
 		l.epochs = l.epochs[:i]
@@ -104,4 +128,46 @@ func (l *simLog) endOffsetFor(epoch int32) (int32, int64, bool) {
 // recovered is what the core is told of the log when it opens.
 func (l *simLog) recovered() Log {
 	return Log{HWCheckpoint: l.hwCheckpoint, DurableEnd: l.end(), LatestEpoch: l.latestEpoch()}
+}
+
+// record remembers the writer batches that end in entries, appended at
+// offset first, as the replica records what it appends or fetches.
+func record(t *WriterTable, entries []simEntry, first int64) {
+	for i, e := range entries {
+		if e.writer != 0 && e.endsBatch() {
+			last := first + int64(i)
+			t.Remember(e.writer, WriterBatch{Seq: e.seq, Base: last - int64(e.pos), Last: last})
+		}
+	}
+}
+
+// writerTable is what the log gives a replica that opens it or truncated
+// it: every writer batch it holds, in log order.
+func (l *simLog) writerTable() *WriterTable {
+	t := NewWriterTable()
+	record(t, l.entries, 0)
+	return t
+}
+
+// checkCommitted checks the log below hw, which is committed: no row and
+// no writer batch (writer id and sequence) is in it twice.
+func (l *simLog) checkCommitted(hw int64) error {
+	if l.rowAt == nil {
+		l.rowAt, l.batchAt = map[uint64]int64{}, map[batchKey]int64{}
+	}
+	for ; l.checkedTo < hw; l.checkedTo++ {
+		o, e := l.checkedTo, l.entries[l.checkedTo]
+		if prev, ok := l.rowAt[e.data]; ok {
+			return fmt.Errorf("row %d committed twice, at %d and %d", e.data, prev, o)
+		}
+		l.rowAt[e.data] = o
+		if e.writer != 0 && e.pos == 0 {
+			k := batchKey{e.writer, e.seq}
+			if prev, ok := l.batchAt[k]; ok {
+				return fmt.Errorf("batch %d/%d committed twice, at %d and %d", e.writer, e.seq, prev, o)
+			}
+			l.batchAt[k] = o
+		}
+	}
+	return nil
 }

@@ -19,6 +19,14 @@ type simNode struct {
 	wipedLogs []*simLog
 	core      *Bucket
 	metaIndex int64 // the newest metadata index applied in this run
+	// writers is the replica's writer table (rebuilt from the log when it
+	// opens or truncates); turns are the writers' calls that took their
+	// turn here, oldest first, not decided yet; while stalled (a slow
+	// fsync holding the produce lock, say) none is decided, but the node
+	// leads, fetches and takes turns as before.
+	writers *WriterTable
+	turns   []simCall
+	stalled bool
 
 	// A follower has one fetch out at a time; its answer's batches wait
 	// for an fsync before the core hears of them.
@@ -121,13 +129,16 @@ func (w *simWorld) startFetch(n *simNode) error {
 }
 
 // serveFetch answers a fetch on the node it was sent to, with whole
-// entries up to a random budget.
+// batches up to a random budget.
 func (w *simWorld) serveFetch(n *simNode, m simMsg) error {
 	l := LeaderLog{StartOffset: 0, WrittenEnd: n.log.end(), EpochEnd: n.log.endOffsetFor}
 	ans, eff, err := n.core.ServeFetch(m.fetch, l, w.now)
 	reply := simMsg{kind: msgFetchAnswer, from: n.id, to: m.from, toRun: m.fromRun, seq: m.seq, answer: ans, fetchErr: err}
 	if err == nil && !ans.Diverging && ans.To > ans.From {
 		k := 1 + w.rng.Int64N(min(ans.To-ans.From, 8))
+		for ans.From+k < ans.To && !n.log.entries[ans.From+k-1].endsBatch() {
+			k++
+		}
 		reply.entries = slices.Clone(n.log.entries[ans.From : ans.From+k])
 	}
 	w.send(reply)
@@ -155,6 +166,7 @@ func (w *simWorld) fetchAnswered(n *simNode, m simMsg) error {
 		w.logf("node %d truncates from %d to %d", n.id, n.log.end(), to)
 		w.stats.truncations++
 		n.log.truncate(to)
+		n.writers = n.log.writerTable()
 		n.core.Truncated(to)
 		return nil
 	}
@@ -164,6 +176,7 @@ func (w *simWorld) fetchAnswered(n *simNode, m simMsg) error {
 	if err := n.log.append(m.entries); err != nil {
 		return fmt.Errorf("node %d appending a fetch answer: %w", n.id, err)
 	}
+	record(n.writers, m.entries, a.From)
 	n.fetching = true
 	n.fetched = &simFetched{leader: m.from, epoch: a.LeaderEpoch, hw: a.HW}
 	if w.rng.IntN(2) == 0 {
@@ -198,6 +211,12 @@ func (w *simWorld) produce(n *simNode) {
 func (w *simWorld) crash(n *simNode, wipe bool) {
 	n.up, n.paused, n.core, n.run = false, false, nil, 0
 	n.fetching, n.fetched = false, nil
+	n.writers, n.turns, n.stalled = nil, nil, false
+	for _, wr := range w.writers {
+		if c := wr.conns[n.id]; c != nil && !c.broken {
+			w.breakConn(c)
+		}
+	}
 	n.log.crash()
 	if wipe {
 		n.wipedLogs = append(n.wipedLogs, n.log)
@@ -217,6 +236,7 @@ func (w *simWorld) restart(n *simNode, stale bool) error {
 	index, img := w.ctrl.register(n.id, n.incarnation)
 	n.nodeEpoch = index
 	n.core = New(Config{Self: n.id, ReplicaLagMax: w.lagMax, MinISR: w.minISR, NodeEpoch: index}, n.log.recovered())
+	n.writers = n.log.writerTable()
 	n.seenLeaderEpoch, n.seenBucketEpoch, n.seenHW, n.seenHWEpoch = -1, -1, 0, -1
 	w.logf("node %d restarts as run %d, node epoch %d, log end %d", n.id, n.run, index, n.log.end())
 	if stale {

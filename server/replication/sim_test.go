@@ -11,31 +11,41 @@ package replication
 // member, a re-registration raising the leader epoch of the buckets the node
 // leads, elections only from the ISR in assignment order, AdjustIsr as a
 // compare-and-set on the leader and both epochs with request-id dedupe);
-// acks=all producers; a network that delivers in any order, delays, drops
+// acks=all producers; pipelined idempotent writers, each driving the
+// client's sequencing rules (writeseq.Window) over one ordered connection
+// per node, whose calls take their turn at the node as they arrive and are
+// decided in turn order with the core and a real WriterTable
+// (sim_writer_test.go); a network that delivers in any order, delays, drops
 // and duplicates fetches, fetch answers, AdjustIsr requests and answers and
-// metadata images; and faults: crashes losing the unsynced tail, restarts
-// whose core first sees a stale image, wiped disks (new incarnations),
-// pauses, AdjustIsr timeouts (unknown outcomes) with late answers,
-// re-registrations of running nodes, and gossip that suspects down,
-// paused and now and then healthy nodes. Time is a simulated clock passed
-// to Tick and friends.
+// metadata images, and loses, delays and reorders the writers' answers;
+// and faults: crashes losing the unsynced tail, restarts whose core first
+// sees a stale image, wiped disks (new incarnations), pauses, stalled
+// write paths, broken writer connections, AdjustIsr timeouts (unknown
+// outcomes) with late answers, re-registrations of running nodes, and
+// gossip that suspects down, paused and now and then healthy nodes. Time
+// is a simulated clock passed to Tick and friends.
 //
 // After every step it checks: no acknowledged write lost (every running
-// ISR member, every leader of the write's epoch or later, and every replica
-// whose high watermark passed it holds its bytes at its offset); no two
-// replicas differ below both their high watermarks; one leader (one core
-// run) per epoch; a high watermark never past the durable end and never
-// back within a leader's epoch; epochs only grow (per run, and on the
-// controller); and the core's own invariants (a panic is a failure).
+// ISR member, every leader of the epoch that first acknowledged it or a
+// later one, and every replica whose high watermark passed it holds its
+// bytes at its offset); no two replicas differ below both their high
+// watermarks; one leader (one core run) per epoch; a high watermark never
+// past the durable end and never back within a leader's epoch; epochs only
+// grow (per run, and on the controller); every batch acknowledged to a
+// writer holds its rows at the offsets named, no row or writer batch is
+// committed twice in any log, and a writer's batches acknowledged under
+// one writer id are in sequence order; and the core's own invariants (a
+// panic is a failure).
 //
 // What it does not model: more than one bucket or table, the KV path,
-// writer idempotence and retries of writes (an unacknowledged write is
-// simply dropped), consumers, remote storage, Raft itself (the controller
-// is one linearizable state machine that is always reachable; its
-// failover is not simulated), partial fsyncs (a sync makes the whole
-// written log durable), torn or corrupt batches, log start offsets above
-// zero (no retention), and liveness (it checks safety, not progress;
-// the statistics it logs show progress happens).
+// acks=0 and acks=1, unclean elections, the writer-state snapshot and the
+// two-segment rebuild (a replica's writer table comes from its whole log),
+// consumers, remote storage, Raft itself (the controller is one
+// linearizable state machine that is always reachable; its failover is not
+// simulated), partial fsyncs (a sync makes the whole written log durable),
+// torn or corrupt batches, log start offsets above zero (no retention), and
+// liveness (it checks safety, not progress; the statistics it logs show
+// progress happens).
 //
 // Run: go test ./server/replication -run TestSimulation [-sim.seeds N]
 // [-sim.first K]; replay one seed with its trace: -sim.seed S -v.
@@ -57,7 +67,7 @@ var (
 )
 
 // simSteps is the length of one seeded run.
-const simSteps = 400
+const simSteps = 2000
 
 // simFailure is a broken property: the seed and step that broke it.
 type simFailure struct {
@@ -135,6 +145,9 @@ func TestSimulation(t *testing.T) {
 	t.Logf("%d seeds from %d: %+v", *simSeeds, *simFirst, total)
 	if total.acked == 0 {
 		t.Fatal("no write was acknowledged in any seed: the simulation checks nothing")
+	}
+	if total.writerAcked == 0 {
+		t.Fatal("no writer's batch was acknowledged in any seed: the writers' checks check nothing")
 	}
 	slices.SortFunc(fails, func(a, b *simFailure) int { return cmp.Compare(a.seed, b.seed) })
 	for i, f := range fails {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/floedb/floe/internal/writeseq"
 )
 
 // simWorld is one seeded run: the nodes, the controller, the network, the
@@ -25,9 +27,16 @@ type simWorld struct {
 	nextData uint64
 	nextRun  int
 	writes   []simWrite
-	// acked is every acknowledged offset's entry; ackedOffsets lists them
-	// in acknowledgement order.
-	acked        map[int64]simEntry
+	// The idempotent writers, and the numbering of writer ids and
+	// connections.
+	writers         []*simWriter
+	nextWriterID    int64
+	nextConn        int
+	deliveryTimeout time.Duration
+	// acked is every acknowledged offset's entry and the leader epoch it
+	// was first acknowledged in; ackedOffsets lists them in
+	// acknowledgement order.
+	acked        map[int64]simAck
 	ackedOffsets []int64
 	// leaders names the one run that led each epoch.
 	leaders map[int32]string
@@ -37,18 +46,37 @@ type simWorld struct {
 	stats simStats
 }
 
-// simWrite is an acks=all write waiting on its leader.
+// simWrite is an acks=all write waiting on its leader: a plain producer's,
+// or a writer's call (the batch it appended, or the earlier one it
+// duplicates).
 type simWrite struct {
 	node        uint32
 	run         int
 	epoch       int32
 	first, last int64
 	entries     []simEntry
+	call        *simCall // nil: a plain producer's
+	dup         bool
+}
+
+// simAck is an acknowledged offset: its entry, and the leader epoch that
+// first acknowledged it (a writer's retry may be acknowledged as a
+// duplicate epochs after its batch was appended).
+type simAck struct {
+	entry simEntry
+	epoch int32
 }
 
 // simStats counts what a run did, to show the simulation is not vacuous.
+// acked counts acknowledged offsets; writerAcked and writerFailed the
+// writers' batches completed either way, serverAcks the acknowledgements
+// nodes sent them (duplicates too), resent the calls after a batch's
+// first, resequenced the batches given a new writer id and sequence,
+// outOfOrder the OUT_OF_ORDER_SEQUENCE answers writers got.
 type simStats struct {
 	acked, failedWrites, leaderships, truncations, crashes, wipes int
+
+	writerAcked, writerFailed, serverAcks, calls, resent, resequenced, outOfOrder int
 }
 
 func (s *simStats) add(o simStats) {
@@ -58,13 +86,20 @@ func (s *simStats) add(o simStats) {
 	s.truncations += o.truncations
 	s.crashes += o.crashes
 	s.wipes += o.wipes
+	s.writerAcked += o.writerAcked
+	s.writerFailed += o.writerFailed
+	s.serverAcks += o.serverAcks
+	s.calls += o.calls
+	s.resent += o.resent
+	s.resequenced += o.resequenced
+	s.outOfOrder += o.outOfOrder
 }
 
 func newSimWorld(seed uint64, traced bool) *simWorld {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	n := 3 + rng.IntN(3)
 	w := &simWorld{seed: seed, rng: rng, now: t0, lagMax: time.Duration(1+rng.IntN(4)) * time.Second,
-		minISR: 1 + rng.IntN(min(n-1, 3)), acked: map[int64]simEntry{}, leaders: map[int32]string{},
+		minISR: 1 + rng.IntN(min(n-1, 3)), acked: map[int64]simAck{}, leaders: map[int32]string{},
 		ctrlLeaderEpoch: -1, ctrlBucketEpoch: -1}
 	if traced {
 		w.trace = &strings.Builder{}
@@ -80,8 +115,10 @@ func newSimWorld(seed uint64, traced bool) *simWorld {
 		nd := &simNode{id: id, up: true, run: w.nextRun, incarnation: 1, nodeEpoch: w.ctrl.regs[id].nodeEpoch, log: &simLog{},
 			seenLeaderEpoch: -1, seenBucketEpoch: -1, seenHWEpoch: -1}
 		nd.core = New(Config{Self: id, ReplicaLagMax: w.lagMax, MinISR: w.minISR, NodeEpoch: nd.nodeEpoch}, nd.log.recovered())
+		nd.writers = NewWriterTable()
 		w.nodes = append(w.nodes, nd)
 	}
+	w.newWriters()
 	w.broadcast(w.ctrl.images[len(w.ctrl.images)-1])
 	return w
 }
@@ -148,6 +185,60 @@ var simActions = []simAction{
 		leads := func(n *simNode) bool { return n.active() && n.core.role == RoleLeader }
 		if n := w.pick(leads); n != nil {
 			w.produce(n)
+		}
+		return nil
+	}},
+	{8, "write batch", func(w *simWorld) error {
+		wr := w.writers[w.rng.IntN(len(w.writers))]
+		w.writeBatch(wr)
+		w.writerStep(wr)
+		return nil
+	}},
+	{10, "writer", func(w *simWorld) error {
+		w.writerStep(w.writers[w.rng.IntN(len(w.writers))])
+		return nil
+	}},
+	{24, "deliver call", func(w *simWorld) error {
+		// A node often decides a call as soon as it took its turn.
+		if n := w.deliverCall(); n != nil && !n.stalled && w.rng.IntN(2) == 0 {
+			return w.decide(n)
+		}
+		return nil
+	}},
+	{12, "decide call", func(w *simWorld) error {
+		if n := w.pick(func(n *simNode) bool { return n.active() && !n.stalled && len(n.turns) > 0 }); n != nil {
+			return w.decide(n)
+		}
+		return nil
+	}},
+	{3, "stall writes", func(w *simWorld) error {
+		if n := w.pick(func(n *simNode) bool { return n.active() && !n.stalled }); n != nil {
+			n.stalled = true
+			w.logf("node %d stalls its writes", n.id)
+		}
+		return nil
+	}},
+	{2, "unstall writes", func(w *simWorld) error {
+		if n := w.pick(func(n *simNode) bool { return n.stalled }); n != nil {
+			n.stalled = false
+			w.logf("node %d decides writes again", n.id)
+		}
+		return nil
+	}},
+	{24, "deliver answer", func(w *simWorld) error {
+		// The writer's sender wakes at an answer and acts on it at once.
+		if wr := w.deliverReply(false); wr != nil {
+			w.writerStep(wr)
+		}
+		return nil
+	}},
+	{1, "lose answer", func(w *simWorld) error {
+		w.deliverReply(true)
+		return nil
+	}},
+	{1, "break connection", func(w *simWorld) error {
+		if cs := w.openConns(func(*simConn) bool { return true }); len(cs) > 0 {
+			w.breakConn(cs[w.rng.IntN(len(cs))])
 		}
 		return nil
 	}},
@@ -352,14 +443,15 @@ func (w *simWorld) controllerReceives(m simMsg) error {
 	return nil
 }
 
-// settleWrites answers the writes whose leader can now decide them.
+// settleWrites answers the writes whose leader can now decide them; a
+// writer's call gets its answer on its connection.
 func (w *simWorld) settleWrites() error {
 	var err error
 	w.writes = slices.DeleteFunc(w.writes, func(wr simWrite) bool {
 		n := w.node(wr.node)
 		if !n.live() || n.run != wr.run {
 			w.stats.failedWrites++
-			return true // the leader died: the outcome is unknown to the writer
+			return true // the leader died: the outcome is unknown to the writer (its connection broke)
 		}
 		if n.paused || err != nil {
 			return false
@@ -368,11 +460,24 @@ func (w *simWorld) settleWrites() error {
 		switch {
 		case ackErr != nil:
 			w.stats.failedWrites++
+			if wr.call != nil {
+				w.reply(*wr.call, simReply{outcome: writeseq.Retriable, err: ackErr})
+			}
 			return true
 		case !done:
 			return false
 		}
-		err = w.acknowledge(wr)
+		if err = w.acknowledge(wr); err != nil || wr.call == nil {
+			return true
+		}
+		if err = w.ackWriterBatch(wr); err != nil {
+			return true
+		}
+		r := simReply{outcome: writeseq.OK, base: wr.first, last: wr.last}
+		if wr.dup {
+			r.outcome = writeseq.Duplicate
+		}
+		w.reply(*wr.call, r)
 		return true
 	})
 	return err
@@ -410,9 +515,12 @@ func (w *simWorld) acknowledge(wr simWrite) error {
 			return fmt.Errorf("node %d acknowledged offset %d with %d durable copies, min.insync.replicas is %d", n.id, o, copies, w.minISR)
 		}
 		if prev, ok := w.acked[o]; ok {
-			return fmt.Errorf("offset %d acknowledged twice: %+v and %+v", o, prev, e)
+			if wr.call != nil && prev.entry == e {
+				continue // a writer's batch acknowledged again: a retry answered as a duplicate, or the first call after it
+			}
+			return fmt.Errorf("offset %d acknowledged twice: %+v and %+v", o, prev.entry, e)
 		}
-		w.acked[o] = e
+		w.acked[o] = simAck{entry: e, epoch: wr.epoch}
 		w.ackedOffsets = append(w.ackedOffsets, o)
 		w.stats.acked++
 	}
