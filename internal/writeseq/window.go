@@ -73,21 +73,21 @@ type Flight[T any] struct {
 	// Item is the caller's batch.
 	Item T
 
-	deadline  time.Time
-	writerID  int64 // -1: not sequenced yet
-	seq       int32
-	attempts  int
-	call      uint64 // the call out for it, 0 when none
+	deadline time.Time
+	writerID int64 // -1: not sequenced yet
+	seq      int32
+	attempts int
+	call     uint64 // the call out for it, 0 when none
 	// unanswered: a call of it under its writer id got no answer from the
 	// node (TimedOut): a copy may still be on its way there.
 	unanswered bool
-	callEnds  time.Time
-	pipelined bool // the call out (or the last one) was sent pipelined
-	acked     bool
-	failure   Failure
-	cause     error
-	failedAt  time.Time
-	lastErr   error // what the last call failed with
+	callEnds   time.Time
+	pipelined  bool // the call out (or the last one) was sent pipelined
+	acked      bool
+	failure    Failure
+	cause      error
+	failedAt   time.Time
+	lastErr    error // what the last call failed with
 }
 
 // WriterID is the writer id the batch is sequenced under, -1 when it
