@@ -123,7 +123,9 @@ func TestAppendWriterRetriesExactlyOnce(t *testing.T) {
 func TestFlushReturnsErrors(t *testing.T) {
 	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "events", 1)
-	w := newWriter(t, tbl, AppendWriterOptions{})
+	// One batch for the ten rows: a linger of its own is waited even with
+	// nothing in flight (the default sends a lone row at once).
+	w := newWriter(t, tbl, AppendWriterOptions{Linger: time.Hour})
 	fc.leaderProxy(tbl, 0).FailCalls(testcluster.RPCProduce, pb.ErrorCode_ERROR_CODE_INVALID_RECORD, 1)
 	failed := appendIDs(t, w, tbl, 0, 10)
 	err := w.Flush(guardCtx(t))
