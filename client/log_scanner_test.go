@@ -238,7 +238,7 @@ func TestScannerStartPositions(t *testing.T) {
 func TestScannerErrors(t *testing.T) {
 	fc, c := startCluster(t)
 	tbl := openTable(t, fc, c, "events", 2)
-	w := newWriter(t, tbl, AppendWriterOptions{})
+	w := newWriter(t, tbl, AppendWriterOptions{Linger: time.Hour}) // one batch per bucket: the damage below is in the only one
 	produce(t, w, tbl, 0, 20)
 	s := newScanner(t, tbl, LogScannerOptions{MaxWait: 20 * time.Millisecond})
 	if _, err := s.Poll(guardCtx(t)); !errors.Is(err, ErrNotSubscribed) {
