@@ -294,7 +294,13 @@ func (s *bucketSender) handleResults(ctx context.Context, now time.Time) {
 		}
 		if s.win.Answer(r.f, r.call, outcomeOf(r.out), err, now) {
 			s.w.opts.Logger.Debug("batch failed, retrying", "bucket", s.bucket, "attempt", r.f.Attempts(), "error", err)
-			_ = s.w.t.refreshAfter(ctx, r.f.Item.version) // a failed refresh shows up as the next attempt's error
+			// Bounded: the table's refresh is shared by its senders, and a
+			// metadata service that does not answer must not hold them all
+			// past their batches' time (a failed refresh shows up as the
+			// next attempt's error).
+			rctx, cancel := context.WithTimeout(ctx, min(s.w.opts.RequestTimeout, max(time.Until(r.f.Deadline()), time.Millisecond)))
+			_ = s.w.t.refreshAfter(rctx, r.f.Item.version)
+			cancel()
 		}
 	}
 }

@@ -1,8 +1,10 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/floedb/floe/internal/testcluster"
 	"github.com/floedb/floe/storage/record"
@@ -122,5 +124,44 @@ func TestPipelineNewWriterAfterRefusal(t *testing.T) {
 		if res.Offset != r.Offset {
 			t.Fatalf("acknowledged row %d names offset %d, stored at %d", i, res.Offset, r.Offset)
 		}
+	}
+}
+
+// TestSendersDoNotWaitOnAStuckRefresh: when the metadata service stops
+// answering, a sender's refresh after a failed call gives up in time, so the
+// table's senders (which share one refresh) fail their batches at their
+// DeliveryTimeout instead of waiting on the refresh for good (the chaos
+// suite's wiped-node run hung so while a full disk had stopped its nodes).
+func TestSendersDoNotWaitOnAStuckRefresh(t *testing.T) {
+	cl, err := testcluster.Start(t.Context(), testcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	db := testcluster.NameFor(t.Name())
+	if _, err := cl.CreateTable(t.Context(), testcluster.TableSpec{Database: db, Name: "events", Schema: testSchema, Buckets: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Connect(t.Context(), cl.Addrs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tbl, err := c.Table(t.Context(), db, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every write is refused as by a node that no longer leads, and every
+	// metadata lookup waits at the proxy: the nodes accept connections and
+	// never answer, as nodes stuck on a full disk do.
+	for _, nd := range cl.Nodes() {
+		release := nd.Proxy().Hold("/floe.v1.Meta/GetTable", testcluster.FromClients)
+		t.Cleanup(release)
+		nd.Proxy().FailCalls(testcluster.RPCProduce, pb.ErrorCode_ERROR_CODE_NOT_LEADER, 1_000_000)
+	}
+	w := newWriter(t, tbl, AppendWriterOptions{DeliveryTimeout: 2 * time.Second, RequestTimeout: 300 * time.Millisecond})
+	f := appendIDs(t, w, tbl, 0, 1)[0]
+	if _, err := f.Wait(guardCtx(t)); !errors.Is(err, ErrDeliveryTimeout) {
+		t.Fatalf("write with every node unreachable: %v, want a delivery timeout", err)
 	}
 }
