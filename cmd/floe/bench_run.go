@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,6 +14,9 @@ type benchCaller struct {
 	misses int64 // lookups of absent keys
 	errors int64
 	lat    *reservoir
+	// acked, when set, counts the acknowledged writes of every caller of
+	// the run as they come, for per-interval rates.
+	acked *atomic.Int64
 }
 
 // benchRun is what runCallers measured.
@@ -88,6 +92,9 @@ func (c *benchCaller) sendGroups(runCtx, drainCtx context.Context, batch int, se
 			}
 			c.done++
 			c.lat.add(time.Since(s.t0))
+			if c.acked != nil {
+				c.acked.Add(1)
+			}
 		}
 	}
 }

@@ -93,6 +93,9 @@ type benchResult struct {
 	RecordBytes int     `json:"record_bytes"`
 	Acks        string  `json:"acks"`
 	TargetRate  float64 `json:"target_rate,omitempty"`
+	// Sustained (bench upsert): throughput per interval, first and last
+	// window, disk space against live data.
+	Sustained *sustainedResult `json:"sustained,omitempty"`
 }
 
 func newBenchResult(mode string, f *benchFlags, records, errs int64, elapsed time.Duration, lat latencyStats) benchResult {
@@ -122,6 +125,17 @@ func printBenchResult(env *cliEnv, title string, res benchResult) error {
 	fmt.Fprintf(w, "throughput\t%.0f records/s\t%.2f MB/s\n", res.OpsPerS, res.MBPerS)
 	fmt.Fprintf(w, "latency (ms)\tp50 %.3f\tp99 %.3f\tp99.9 %.3f\tmax %.3f\tmean %.3f\n",
 		res.P50Ms, res.P99Ms, res.P999Ms, res.MaxMs, res.MeanMs)
+	if s := res.Sustained; s != nil {
+		if s.WindowS > 0 {
+			fmt.Fprintf(w, "first %.0f s\t%.0f records/s\n", s.WindowS, s.FirstOpsPerS)
+			fmt.Fprintf(w, "last %.0f s\t%.0f records/s\t%.2f of the first\n", s.WindowS, s.LastOpsPerS, s.LastToFirst)
+		}
+		if len(s.KVDirBytes) > 0 {
+			fmt.Fprintf(w, "kv folders\t%s\n", formatDirs(s.KVDirBytes))
+			fmt.Fprintf(w, "live data\t%.1f MiB\t%d keys\n", float64(s.LiveBytes)/(1<<20), s.LiveKeys)
+			fmt.Fprintf(w, "space held\t%.2fx the live data (largest folder)\n", s.SpaceAmp)
+		}
+	}
 	return flushWithJSON(env, w, res)
 }
 

@@ -12,16 +12,21 @@ import (
 
 func benchUpsertCmd(env *cliEnv) clientCmd {
 	var f kvBenchFlags
+	var sf sustainFlags
 	return clientCmd{summary: "upsert throughput and latency of a primary-key table", streaming: true,
-		usage: "bench upsert [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--keys 1000000] [--record-bytes 1024] [--acks all] [--batch 1] [--shared-writer]",
+		usage: "bench upsert [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--keys 1000000] [--record-bytes 1024] [--acks all] [--batch 1] [--shared-writer] [--interval 10s] [--window 20s] [--kv-dir DIR,...]",
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs)
+			sf.register(fs)
 			fs.IntVar(&f.batch, "batch", 1, "rows each goroutine upserts before waiting for their acks (1: one row at a time)")
 			fs.BoolVar(&f.sharedWriter, "shared-writer", false,
 				"the goroutines share one writer, as a service's request handlers would: it batches their rows, sending a bucket's batch when it fills or --linger after its first row")
 		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
 			if err := f.validate(); err != nil {
+				return err
+			}
+			if err := sf.validate(f.keys); err != nil {
 				return err
 			}
 			stop, err := f.startProfile()
@@ -33,7 +38,7 @@ func benchUpsertCmd(env *cliEnv) clientCmd {
 			if err != nil {
 				return err
 			}
-			res, err := benchUpsert(ctx, tbl, &f)
+			res, err := benchUpsert(ctx, tbl, &f, &sf, intervalReporter(env.stderr, sf.dirs))
 			if err != nil {
 				return err
 			}
@@ -47,8 +52,9 @@ func benchUpsertCmd(env *cliEnv) clientCmd {
 		}}
 }
 
-// benchUpsert runs the writers for --duration and waits for their acks.
-func benchUpsert(ctx context.Context, tbl *client.Table, f *kvBenchFlags) (benchResult, error) {
+// benchUpsert runs the writers for --duration and waits for their acks,
+// calling report after every --interval.
+func benchUpsert(ctx context.Context, tbl *client.Table, f *kvBenchFlags, sf *sustainFlags, report func(time.Duration, float64)) (benchResult, error) {
 	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.duration+benchDrainTimeout)
 	defer cancel()
 	var shared *client.UpsertWriter
@@ -59,20 +65,52 @@ func benchUpsert(ctx context.Context, tbl *client.Table, f *kvBenchFlags) (bench
 		}
 		defer shared.Close(drainCtx)
 	}
-	r, err := runCallers(ctx, &f.benchFlags, func(runCtx context.Context, c *benchCaller, _ int) error {
-		return upsertRows(runCtx, drainCtx, c, tbl, f, shared)
-	})
+	rowBytes, err := kvRowBytes(tbl, f.recordBytes)
 	if err != nil {
 		return benchResult{}, err
 	}
-	return newBenchResult("upsert", &f.benchFlags, r.done, r.errors, r.elapsed, r.lat), nil
+	var live *keySet
+	if len(sf.dirs) > 0 {
+		live = newKeySet(f.keys)
+	}
+	meter := startIntervalMeter(ctx, sf.interval, f.duration, report)
+	r, err := runCallers(ctx, &f.benchFlags, func(runCtx context.Context, c *benchCaller, _ int) error {
+		c.acked = &meter.acked
+		return upsertRows(runCtx, drainCtx, c, tbl, f, shared, live)
+	})
+	rates := meter.wait()
+	if err != nil {
+		return benchResult{}, err
+	}
+	res := newBenchResult("upsert", &f.benchFlags, r.done, r.errors, r.elapsed, r.lat)
+	if sf.interval > 0 || len(sf.dirs) > 0 {
+		s := &sustainedResult{IntervalS: sf.interval.Seconds(), IntervalOpsPerS: rates}
+		s.compareWindows(sf.interval, sf.window)
+		if err := s.sizeDirs(sf.dirs, live, rowBytes); err != nil {
+			return benchResult{}, err
+		}
+		res.Sustained = s
+	}
+	return res, nil
+}
+
+// kvRowBytes is the size of the benchmark's encoded rows, the same for
+// every key.
+func kvRowBytes(tbl *client.Table, valueBytes int) (int, error) {
+	rows, err := newKVRows(tbl, valueBytes)
+	if err != nil {
+		return 0, err
+	}
+	row, err := rows.rowOf(0)
+	return len(row), err
 }
 
 // upsertRows writes random keys in groups of --batch until runCtx ends,
-// waiting for each group's acks within drainCtx. Errors of single rows are
-// counted, not returned. With a shared writer it leaves sending to the
-// writer's linger; with its own, it flushes each group.
-func upsertRows(runCtx, drainCtx context.Context, c *benchCaller, tbl *client.Table, f *kvBenchFlags, shared *client.UpsertWriter) error {
+// waiting for each group's acks within drainCtx, and adds each
+// acknowledged key to live (nil: none). Errors of single rows are counted,
+// not returned. With a shared writer it leaves sending to the writer's
+// linger; with its own, it flushes each group.
+func upsertRows(runCtx, drainCtx context.Context, c *benchCaller, tbl *client.Table, f *kvBenchFlags, shared *client.UpsertWriter, live *keySet) error {
 	w, flush := shared, func(context.Context) error { return nil }
 	if w == nil {
 		var err error
@@ -87,7 +125,8 @@ func upsertRows(runCtx, drainCtx context.Context, c *benchCaller, tbl *client.Ta
 		return err
 	}
 	c.sendGroups(runCtx, drainCtx, f.batch, func() (sentRow, bool) {
-		row, err := rows.rowOf(rand.Int64N(f.keys))
+		key := rand.Int64N(f.keys)
+		row, err := rows.rowOf(key)
 		if err != nil {
 			c.errors++
 			return sentRow{}, false
@@ -98,7 +137,13 @@ func upsertRows(runCtx, drainCtx context.Context, c *benchCaller, tbl *client.Ta
 			c.countError(runCtx)
 			return sentRow{}, false
 		}
-		return sentRow{func(ctx context.Context) error { _, err := fut.Wait(ctx); return err }, t0}, true
+		return sentRow{func(ctx context.Context) error {
+			_, err := fut.Wait(ctx)
+			if err == nil && live != nil {
+				live.add(key)
+			}
+			return err
+		}, t0}, true
 	}, flush)
 	return nil
 }

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/bits"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/floedb/floe/internal/diskusage"
+)
+
+// maxTrackedKeys bounds the key set bench upsert keeps to size the live
+// data (--kv-dir): one bit a key, 128 MiB at most.
+const maxTrackedKeys = 1 << 30
+
+// sustainFlags are bench upsert's flags for a sustained run: throughput
+// per interval, the first window against the last, and the disk space the
+// nodes' KV folders hold against the live data.
+type sustainFlags struct {
+	interval time.Duration
+	window   time.Duration
+	kvDirs   string // comma-separated
+
+	dirs []string // parsed from kvDirs
+}
+
+func (f *sustainFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&f.interval, "interval", 10*time.Second, "report the throughput of every interval (0: none)")
+	fs.DurationVar(&f.window, "window", 20*time.Second,
+		"compare the throughput of the first and the last window of the run (whole intervals; needs a run of two windows)")
+	fs.StringVar(&f.kvDirs, "kv-dir", "",
+		"comma-separated KV folders of the nodes (DATA/tablet/kv) to size every interval and at the end, against the live data (the keys this run wrote times the row size: start from an empty table)")
+}
+
+func (f *sustainFlags) validate(keys int64) error {
+	switch {
+	case f.interval < 0:
+		return fmt.Errorf("%w: --interval must not be negative", errUsage)
+	case f.window < 0:
+		return fmt.Errorf("%w: --window must not be negative", errUsage)
+	case f.kvDirs != "" && keys > maxTrackedKeys:
+		return fmt.Errorf("%w: --kv-dir needs --keys of at most %d", errUsage, maxTrackedKeys)
+	}
+	f.dirs = nil
+	for d := range strings.SplitSeq(f.kvDirs, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			f.dirs = append(f.dirs, d)
+		}
+	}
+	return nil
+}
+
+// sustainedResult is what a sustained run adds to bench upsert's result.
+type sustainedResult struct {
+	IntervalS       float64   `json:"interval_s"`
+	IntervalOpsPerS []float64 `json:"interval_ops_per_s"`
+	// The mean throughput of the first and the last window, and last over
+	// first; absent when the run is shorter than two windows.
+	WindowS      float64 `json:"window_s,omitempty"`
+	FirstOpsPerS float64 `json:"first_ops_per_s,omitempty"`
+	LastOpsPerS  float64 `json:"last_ops_per_s,omitempty"`
+	LastToFirst  float64 `json:"last_to_first,omitempty"`
+	// KVDirBytes is the disk space each --kv-dir holds once every ack is
+	// in; LiveBytes the rows of the keys written (LiveKeys) times the row
+	// size; SpaceAmp the largest folder over LiveBytes.
+	KVDirBytes []int64 `json:"kv_dir_bytes,omitempty"`
+	LiveKeys   int64   `json:"live_keys,omitempty"`
+	LiveBytes  int64   `json:"live_bytes,omitempty"`
+	SpaceAmp   float64 `json:"space_amp,omitempty"`
+}
+
+// compareWindows sets the window figures from the interval rates.
+func (r *sustainedResult) compareWindows(interval, window time.Duration) {
+	if interval <= 0 || window <= 0 {
+		return
+	}
+	n := max(1, int(window/interval))
+	if len(r.IntervalOpsPerS) < 2*n {
+		return
+	}
+	mean := func(rates []float64) float64 {
+		sum := 0.0
+		for _, v := range rates {
+			sum += v
+		}
+		return sum / float64(len(rates))
+	}
+	r.WindowS = (time.Duration(n) * interval).Seconds()
+	r.FirstOpsPerS = mean(r.IntervalOpsPerS[:n])
+	r.LastOpsPerS = mean(r.IntervalOpsPerS[len(r.IntervalOpsPerS)-n:])
+	if r.FirstOpsPerS > 0 {
+		r.LastToFirst = r.LastOpsPerS / r.FirstOpsPerS
+	}
+}
+
+// sizeDirs sets KVDirBytes and SpaceAmp from the folders and the live data.
+func (r *sustainedResult) sizeDirs(dirs []string, live *keySet, rowBytes int) error {
+	if len(dirs) == 0 {
+		return nil
+	}
+	sizes, err := dirsBytes(dirs)
+	if err != nil {
+		return err
+	}
+	r.KVDirBytes = sizes
+	r.LiveKeys = live.count()
+	r.LiveBytes = r.LiveKeys * int64(rowBytes)
+	if r.LiveBytes > 0 {
+		r.SpaceAmp = float64(slices.Max(sizes)) / float64(r.LiveBytes)
+	}
+	return nil
+}
+
+// dirsBytes returns the disk space each folder holds.
+func dirsBytes(dirs []string) ([]int64, error) {
+	sizes := make([]int64, len(dirs))
+	for i, d := range dirs {
+		n, err := diskusage.Bytes(d)
+		if err != nil {
+			return nil, err
+		}
+		sizes[i] = n
+	}
+	return sizes, nil
+}
+
+// formatDirs is the folders' sizes for a report line.
+func formatDirs(sizes []int64) string {
+	parts := make([]string, len(sizes))
+	for i, n := range sizes {
+		parts[i] = fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// intervalMeter counts a run's acknowledged writes (acked, added to by
+// the callers) and samples the count every interval until the run's
+// duration is over.
+type intervalMeter struct {
+	acked atomic.Int64
+	done  chan struct{}
+	rates []float64 // written by the sampler until done is closed
+}
+
+// startIntervalMeter samples every interval for duration (a last, shorter
+// interval included), calling report with each interval's end and rate.
+func startIntervalMeter(ctx context.Context, interval, duration time.Duration, report func(end time.Duration, opsPerS float64)) *intervalMeter {
+	m := &intervalMeter{done: make(chan struct{})}
+	if interval <= 0 {
+		close(m.done)
+		return m
+	}
+	go func() {
+		defer close(m.done)
+		start := time.Now()
+		end := time.NewTimer(duration)
+		defer end.Stop()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		last, lastAt := int64(0), start
+		sample := func(now time.Time) {
+			n := m.acked.Load()
+			rate := float64(n-last) / max(now.Sub(lastAt).Seconds(), 1e-9)
+			m.rates = append(m.rates, rate)
+			report(now.Sub(start), rate)
+			last, lastAt = n, now
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-end.C:
+				if now.Sub(lastAt) >= interval/2 {
+					sample(now) // a last interval long enough to say something
+				}
+				return
+			case now := <-tick.C:
+				sample(now)
+			}
+		}
+	}()
+	return m
+}
+
+// wait returns the rates of the intervals, once the duration is over.
+func (m *intervalMeter) wait() []float64 {
+	<-m.done
+	return m.rates
+}
+
+// intervalReporter prints one line per interval to w, with the folders'
+// sizes when there are any.
+func intervalReporter(w io.Writer, dirs []string) func(time.Duration, float64) {
+	return func(end time.Duration, opsPerS float64) {
+		line := fmt.Sprintf("%6.0f s  %9.0f records/s", end.Seconds(), opsPerS)
+		if len(dirs) > 0 {
+			if sizes, err := dirsBytes(dirs); err == nil {
+				line += "  kv " + formatDirs(sizes)
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// keySet is a set of key indexes in [0, n), safe for concurrent adds.
+type keySet struct {
+	words []atomic.Uint64
+}
+
+func newKeySet(n int64) *keySet { return &keySet{words: make([]atomic.Uint64, (n+63)/64)} }
+
+func (s *keySet) add(i int64) { s.words[i/64].Or(1 << (i % 64)) }
+
+func (s *keySet) count() int64 {
+	n := 0
+	for i := range s.words {
+		n += bits.OnesCount64(s.words[i].Load())
+	}
+	return int64(n)
+}
