@@ -1,6 +1,7 @@
 package kvstore
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 )
@@ -11,6 +12,12 @@ const (
 	DefaultBlockCacheBytes int64 = 0
 	DefaultIndexCacheBytes int64 = 0
 	DefaultNumMemtables          = 2
+	// DefaultValueThresholdBytes keeps rows up to 256 bytes in the LSM
+	// tree and puts larger ones in the value log.
+	DefaultValueThresholdBytes int64 = 256
+	// DefaultGCDiscardRatio rewrites a value-log file once half of it is
+	// garbage.
+	DefaultGCDiscardRatio = 0.5
 )
 
 // Config configures a node's DB. The zero value of every field but Dir
@@ -33,6 +40,15 @@ type Config struct {
 	// NumMemtables is how many memtables Badger keeps, the active one
 	// included, before it stalls writes; default 2.
 	NumMemtables int
+	// ValueThresholdBytes: rows larger than this live in Badger's value
+	// log, the others in its LSM tree; default
+	// DefaultValueThresholdBytes. At most 15% of MemTableBytes (Badger's
+	// limit on one write).
+	ValueThresholdBytes int64
+	// GCDiscardRatio is the share of a value-log file that must be garbage
+	// (overwritten or deleted rows) before CollectGarbage rewrites it;
+	// default DefaultGCDiscardRatio.
+	GCDiscardRatio float64
 	// SyncWrites makes every Apply fsync the Badger value log before it
 	// returns. The bucket logs are the durable copy, so it is off by
 	// default: a crash loses a tail of the database's writes, and each
@@ -60,6 +76,12 @@ func (cfg Config) withDefaults() Config {
 	if cfg.NumMemtables == 0 {
 		cfg.NumMemtables = DefaultNumMemtables
 	}
+	if cfg.ValueThresholdBytes == 0 {
+		cfg.ValueThresholdBytes = DefaultValueThresholdBytes
+	}
+	if cfg.GCDiscardRatio == 0 {
+		cfg.GCDiscardRatio = DefaultGCDiscardRatio
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -81,6 +103,13 @@ func (cfg Config) Validate() error {
 		return fmt.Errorf("%w: IndexCacheBytes %d is negative", ErrInvalidConfig, cfg.IndexCacheBytes)
 	case cfg.NumMemtables < 0 || cfg.NumMemtables == 1 || cfg.NumMemtables > 16:
 		return fmt.Errorf("%w: NumMemtables %d, want 0 (default) or 2 to 16", ErrInvalidConfig, cfg.NumMemtables)
+	case cfg.ValueThresholdBytes < 0 || cfg.ValueThresholdBytes > 1<<20:
+		return fmt.Errorf("%w: ValueThresholdBytes %d, want 0 (default) to 1 MiB", ErrInvalidConfig, cfg.ValueThresholdBytes)
+	case cfg.GCDiscardRatio < 0 || cfg.GCDiscardRatio >= 1:
+		return fmt.Errorf("%w: GCDiscardRatio %g, want 0 (default) or a share in (0, 1)", ErrInvalidConfig, cfg.GCDiscardRatio)
+	}
+	if mt := cmp.Or(cfg.MemTableBytes, DefaultMemTableBytes); cmp.Or(cfg.ValueThresholdBytes, DefaultValueThresholdBytes) > mt*15/100 {
+		return fmt.Errorf("%w: ValueThresholdBytes %d is more than 15%% of a %d-byte memtable", ErrInvalidConfig, cfg.ValueThresholdBytes, mt)
 	}
 	return nil
 }

@@ -14,13 +14,6 @@ import (
 // holding the rows of every primary-key bucket replica of a node, rows of
 // about a kilobyte.
 const (
-	// valueThresholdBytes keeps rows up to 256 bytes in the LSM tree and
-	// puts larger ones in the value log (WiscKey): compactions then move
-	// keys and pointers, not kilobyte rows, which nearly doubles upsert
-	// throughput on a CPU-bound node; a point read of a large row costs one
-	// more read, from the mapped value log. Overwritten rows leave garbage
-	// there, which CollectGarbage reclaims.
-	valueThresholdBytes = 256
 	// valueLogFileBytes bounds each value-log file (Badger's default is
 	// 1 GiB): a collection rewrites one file, so smaller files reclaim
 	// space in smaller steps.
@@ -66,8 +59,9 @@ func (id StoreID) prefix() []byte {
 //
 // A DB is safe for concurrent use.
 type DB struct {
-	bdb   *badger.DB
-	cache *RowCache
+	bdb            *badger.DB
+	cache          *RowCache
+	gcDiscardRatio float64
 
 	mu     sync.Mutex
 	open   map[StoreID]*Store
@@ -90,7 +84,7 @@ func OpenDB(cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kvstore: open %s: %w", cfg.Dir, err)
 	}
-	return &DB{bdb: bdb, cache: cfg.RowCache, open: map[StoreID]*Store{}}, nil
+	return &DB{bdb: bdb, cache: cfg.RowCache, gcDiscardRatio: cfg.GCDiscardRatio, open: map[StoreID]*Store{}}, nil
 }
 
 func badgerOptions(cfg Config) badger.Options {
@@ -103,7 +97,7 @@ func badgerOptions(cfg Config) badger.Options {
 		WithCompression(options.None). // CPU is scarcer than disk; the log holds the compact copy
 		WithIndexCacheSize(cfg.IndexCacheBytes).
 		WithNumCompactors(numCompactors).
-		WithValueThreshold(valueThresholdBytes).
+		WithValueThreshold(cfg.ValueThresholdBytes).
 		WithValueLogFileSize(valueLogFileBytes).
 		WithBaseTableSize(baseTableBytes).
 		WithBaseLevelSize(baseLevelBytes).
@@ -242,7 +236,7 @@ func (db *DB) CollectGarbage(maxFiles int) (int, error) {
 	}
 	n := 0
 	for n < maxFiles {
-		err := db.bdb.RunValueLogGC(gcDiscardRatio)
+		err := db.bdb.RunValueLogGC(db.gcDiscardRatio)
 		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
 			return n, nil
 		}

@@ -23,7 +23,14 @@ func TestConfigValidate(t *testing.T) {
 		{"negative block cache", Config{Dir: "x", BlockCacheBytes: -1}, false},
 		{"negative index cache", Config{Dir: "x", IndexCacheBytes: -1}, false},
 		{"one memtable", Config{Dir: "x", NumMemtables: 1}, false},
-		{"explicit", Config{Dir: "x", MemTableBytes: 4 << 20, NumMemtables: 3, SyncWrites: true, Logger: slog.Default()}, true},
+		{"negative value threshold", Config{Dir: "x", ValueThresholdBytes: -1}, false},
+		{"value threshold over 1 MiB", Config{Dir: "x", ValueThresholdBytes: 1<<20 + 1}, false},
+		{"value threshold over a write", Config{Dir: "x", MemTableBytes: 1 << 20, ValueThresholdBytes: 200 << 10}, false},
+		{"value threshold within a write", Config{Dir: "x", MemTableBytes: 1 << 20, ValueThresholdBytes: 100 << 10}, true},
+		{"negative discard ratio", Config{Dir: "x", GCDiscardRatio: -0.5}, false},
+		{"discard ratio of one", Config{Dir: "x", GCDiscardRatio: 1}, false},
+		{"explicit", Config{Dir: "x", MemTableBytes: 4 << 20, NumMemtables: 3, ValueThresholdBytes: 4 << 10, GCDiscardRatio: 0.7,
+			SyncWrites: true, Logger: slog.Default()}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
