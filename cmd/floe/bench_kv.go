@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"flag"
 	"fmt"
+	"io"
 	"slices"
+	"time"
 
 	"github.com/floedb/floe/client"
 	"github.com/floedb/floe/storage/record"
@@ -23,12 +25,32 @@ type kvBenchFlags struct {
 	replication int
 	// sharedWriter (bench upsert): the callers share one writer.
 	sharedWriter bool
+	// load: upsert every key first (registerLoad).
+	load bool
 }
 
 func (f *kvBenchFlags) register(fs *flag.FlagSet) {
 	f.registerAs(fs, "bench.kv", "DB.TABLE; created with '"+kvBenchSchema+"', PRIMARY KEY (id) if missing")
 	fs.Int64Var(&f.keys, "keys", 1_000_000, "keys are drawn at random from [0, keys)")
 	fs.IntVar(&f.replication, "replication", 0, "replication of a table created by the benchmark (0: the cluster's default, 3 with 3+ nodes)")
+}
+
+func (f *kvBenchFlags) registerLoad(fs *flag.FlagSet) {
+	fs.BoolVar(&f.load, "load", false, "first upsert every key of [0, keys) (with --record-bytes values)")
+}
+
+// loadIfAsked upserts every key first with --load, reporting the time it
+// took to w.
+func (f *kvBenchFlags) loadIfAsked(ctx context.Context, w io.Writer, tbl *client.Table) error {
+	if !f.load {
+		return nil
+	}
+	start := time.Now()
+	if err := loadKeys(ctx, tbl, f); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	fmt.Fprintf(w, "loaded %s in %v\n", plural(f.keys, "key"), time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 func (f *kvBenchFlags) validate() error {

@@ -14,13 +14,13 @@ import (
 
 func benchLookupCmd(env *cliEnv) clientCmd {
 	var f kvBenchFlags
-	var load, linearizable bool
+	var linearizable bool
 	return clientCmd{summary: "lookup throughput and latency of a primary-key table", streaming: true,
 		usage: "bench lookup [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--keys 1000000] [--batch 1] [--load] [--linearizable]",
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs)
 			fs.IntVar(&f.batch, "batch", 1, "keys per LookupBatch call (1: single-key Lookup calls, which one lookuper coalesces)")
-			fs.BoolVar(&load, "load", false, "first upsert every key of [0, keys) (with --record-bytes values)")
+			f.registerLoad(fs)
 			fs.BoolVar(&linearizable, "linearizable", false, "linearizable lookups")
 		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
@@ -36,12 +36,8 @@ func benchLookupCmd(env *cliEnv) clientCmd {
 			if err != nil {
 				return err
 			}
-			if load {
-				start := time.Now()
-				if err := loadKeys(ctx, tbl, &f); err != nil {
-					return fmt.Errorf("load: %w", err)
-				}
-				fmt.Fprintf(env.stderr, "loaded %s in %v\n", plural(int64(f.keys), "key"), time.Since(start).Round(time.Millisecond))
+			if err := f.loadIfAsked(ctx, env.stderr, tbl); err != nil {
+				return err
 			}
 			res, err := benchLookup(ctx, tbl, &f, linearizable)
 			if err != nil {

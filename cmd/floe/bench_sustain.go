@@ -216,6 +216,13 @@ func newKeySet(n int64) *keySet { return &keySet{words: make([]atomic.Uint64, (n
 
 func (s *keySet) add(i int64) { s.words[i/64].Or(1 << (i % 64)) }
 
+// addAll adds every key of [0, n).
+func (s *keySet) addAll(n int64) {
+	for i := range n {
+		s.add(i)
+	}
+}
+
 func (s *keySet) count() int64 {
 	n := 0
 	for i := range s.words {

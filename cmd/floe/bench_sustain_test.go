@@ -55,11 +55,17 @@ func TestKeySetCountsDistinctKeys(t *testing.T) {
 	if n := s.count(); n != 1000 {
 		t.Fatalf("count %d, want 1000", n)
 	}
+	all := newKeySet(70)
+	all.add(3)
+	all.addAll(70)
+	if n := all.count(); n != 70 {
+		t.Fatalf("count after addAll %d, want 70", n)
+	}
 }
 
 // TestBenchUpsertSustained runs bench upsert with intervals and a KV
-// folder to size: the result carries the intervals, the folder's size and
-// the live data of the keys written.
+// folder to size, after loading every key: the result carries the
+// intervals, the folder's size and the live data of all the keys.
 func TestBenchUpsertSustained(t *testing.T) {
 	server := startCluster(t).server
 	kvDir := t.TempDir()
@@ -67,7 +73,7 @@ func TestBenchUpsertSustained(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCLI(t, "", "bench", "upsert", "--table", "bench.sustained", "--duration", "300ms",
-		"--interval", "100ms", "--window", "100ms", "--keys", "100", "--record-bytes", "64", "--kv-dir", kvDir, "--server", server)
+		"--interval", "100ms", "--window", "100ms", "--keys", "100", "--record-bytes", "64", "--kv-dir", kvDir, "--load", "--server", server)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -87,7 +93,7 @@ func TestBenchUpsertSustained(t *testing.T) {
 		t.Fatalf("intervals %v of %v s", s.IntervalOpsPerS, s.IntervalS)
 	case len(s.KVDirBytes) != 1 || s.KVDirBytes[0] <= 0:
 		t.Fatalf("kv folder sizes %v", s.KVDirBytes)
-	case s.LiveKeys <= 0 || s.LiveKeys > 100 || s.LiveBytes <= s.LiveKeys*64 || s.SpaceAmp <= 0:
+	case s.LiveKeys != 100 || s.LiveBytes <= s.LiveKeys*64 || s.SpaceAmp <= 0:
 		t.Fatalf("live data %d bytes of %d keys, space held %v", s.LiveBytes, s.LiveKeys, s.SpaceAmp)
 	}
 }

@@ -14,9 +14,10 @@ func benchUpsertCmd(env *cliEnv) clientCmd {
 	var f kvBenchFlags
 	var sf sustainFlags
 	return clientCmd{summary: "upsert throughput and latency of a primary-key table", streaming: true,
-		usage: "bench upsert [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--keys 1000000] [--record-bytes 1024] [--acks all] [--batch 1] [--shared-writer] [--interval 10s] [--window 20s] [--kv-dir DIR,...]",
+		usage: "bench upsert [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--keys 1000000] [--record-bytes 1024] [--acks all] [--batch 1] [--shared-writer] [--load] [--interval 10s] [--window 20s] [--kv-dir DIR,...]",
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs)
+			f.registerLoad(fs)
 			sf.register(fs)
 			fs.IntVar(&f.batch, "batch", 1, "rows each goroutine upserts before waiting for their acks (1: one row at a time)")
 			fs.BoolVar(&f.sharedWriter, "shared-writer", false,
@@ -36,6 +37,9 @@ func benchUpsertCmd(env *cliEnv) clientCmd {
 			defer stop()
 			tbl, err := openKVBenchTable(ctx, c, cf, &f)
 			if err != nil {
+				return err
+			}
+			if err := f.loadIfAsked(ctx, env.stderr, tbl); err != nil {
 				return err
 			}
 			res, err := benchUpsert(ctx, tbl, &f, &sf, intervalReporter(env.stderr, sf.dirs))
@@ -72,6 +76,9 @@ func benchUpsert(ctx context.Context, tbl *client.Table, f *kvBenchFlags, sf *su
 	var live *keySet
 	if len(sf.dirs) > 0 {
 		live = newKeySet(f.keys)
+		if f.load {
+			live.addAll(f.keys)
+		}
 	}
 	meter := startIntervalMeter(ctx, sf.interval, f.duration, report)
 	r, err := runCallers(ctx, &f.benchFlags, func(runCtx context.Context, c *benchCaller, _ int) error {
