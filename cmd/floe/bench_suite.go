@@ -85,22 +85,22 @@ var suiteTests = []suiteTest{
 	}},
 	{name: "upsert-1", kv: true, note: "one caller, one row at a time", run: func(ctx context.Context, s *suite) (benchResult, int, error) {
 		f := s.kvFlags(1, 1, false)
-		r, err := benchUpsert(ctx, s.kvTbl, &f)
+		r, err := benchUpsert(ctx, s.kvTbl, &f, &sustainFlags{}, nil)
 		return r, 1, err
 	}},
 	{name: "upsert-128", kv: true, note: "128 writers, one row at a time each", run: func(ctx context.Context, s *suite) (benchResult, int, error) {
 		f := s.kvFlags(128, 1, false)
-		r, err := benchUpsert(ctx, s.kvTbl, &f)
+		r, err := benchUpsert(ctx, s.kvTbl, &f, &sustainFlags{}, nil)
 		return r, 1, err
 	}},
 	{name: "upsert-128-shared", kv: true, note: "128 callers sharing one writer", run: func(ctx context.Context, s *suite) (benchResult, int, error) {
 		f := s.kvFlags(128, 1, true)
-		r, err := benchUpsert(ctx, s.kvTbl, &f)
+		r, err := benchUpsert(ctx, s.kvTbl, &f, &sustainFlags{}, nil)
 		return r, 1, err
 	}},
 	{name: "upsert-8x500", kv: true, note: "8 writers, batches of 500 rows", run: func(ctx context.Context, s *suite) (benchResult, int, error) {
 		f := s.kvFlags(8, 500, false)
-		r, err := benchUpsert(ctx, s.kvTbl, &f)
+		r, err := benchUpsert(ctx, s.kvTbl, &f, &sustainFlags{}, nil)
 		return r, 500, err
 	}},
 	{name: "lookup-128", kv: true, note: "128 callers, single-key lookups of loaded keys", run: func(ctx context.Context, s *suite) (benchResult, int, error) {
