@@ -56,7 +56,18 @@ func TestTableElect(t *testing.T) {
 		n, ok := registeredNode(c, preferred.ID)
 		return ok && n.Alive
 	})
-	out := mustCLI("table", "elect", "db.t", "--bucket", "0")
+	// The node answering the CLI may see the restarted replica alive
+	// before the controller does: until then the election keeps the
+	// current leader ("already led by ..."), and is asked again.
+	var out string
+	waitFor(t, 30*time.Second, "an election to pick the preferred replica", func() bool {
+		o, errOut, code := c.CLI("table", "elect", "db.t", "--bucket", "0")
+		if code != 0 && !strings.Contains(errOut, "already led by") {
+			t.Fatalf("floe table elect db.t --bucket 0: exit %d: %s", code, errOut)
+		}
+		out = o
+		return code == 0
+	})
 	after := describe()
 	if after.Leader != preferred.ID || after.LeaderEpoch <= b.LeaderEpoch || after.UncleanElections != 0 ||
 		out != fmt.Sprintf("bucket 0: leader %d, epoch %d\n", preferred.ID, after.LeaderEpoch) {
