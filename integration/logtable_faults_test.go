@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -213,12 +214,21 @@ func TestDamagedLeaderLogRepairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A byte inside the first batch's records, which the read below meets
+	// whatever the writer made of its batches.
+	head := make([]byte, 64<<10)
+	n, _ := f.ReadAt(head, 0)
+	size, ok := record.PeekSize(head[:n])
+	if !ok || size <= record.HeaderSize {
+		t.Fatalf("no whole first batch in %s", segs[0])
+	}
+	at := int64(record.HeaderSize + (size-record.HeaderSize)/2)
 	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, 200); err != nil {
+	if _, err := f.ReadAt(b, at); err != nil {
 		t.Fatal(err)
 	}
 	b[0] ^= 0xff
-	if _, err := f.WriteAt(b, 200); err != nil {
+	if _, err := f.WriteAt(b, at); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
