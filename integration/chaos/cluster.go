@@ -168,7 +168,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
-	if err := c.WaitReady(ctx, time.Minute); err != nil {
+	if err := c.WaitReady(ctx, 2*time.Minute); err != nil { // a loaded CI machine once took over a minute
 		return nil, err
 	}
 	return c, nil
