@@ -30,7 +30,13 @@ func (m damageMeta) ReportDamaged(_ context.Context, report *pb.ReportDamagedRep
 // metadata client is meta, registered as the manager's own.
 func managedReplica(t *testing.T, meta MetaClient) (*Manager, *Replica) {
 	t.Helper()
-	m := newTestManager(t, t.TempDir(), func(c *Config) { c.Meta = meta })
+	return managedReplicaIn(t, t.TempDir(), meta)
+}
+
+// managedReplicaIn is managedReplica over the data folder dir.
+func managedReplicaIn(t *testing.T, dir string, meta MetaClient) (*Manager, *Replica) {
+	t.Helper()
+	m := newTestManager(t, dir, func(c *Config) { c.Meta = meta })
 	r := openTestReplica(t, m)
 	m.mu.Lock()
 	m.replicas[testBucket] = r
@@ -246,12 +252,7 @@ func TestLeaderWithLostTailStepsDown(t *testing.T) {
 	next := &pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 2, LeaderEpoch: 5,
 		BucketEpoch: 5, Replicas: []uint32{1, 2}, Isr: []uint32{2}}
 	meta := heldDamageMeta{damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10), answer: next}, make(chan struct{})}
-	m := newTestManager(t, crashed, func(c *Config) { c.Meta = meta })
-	r := openTestReplica(t, m)
-	m.mu.Lock()
-	m.replicas[testBucket] = r
-	m.tables[testBucket.TableID] = r.info.Load()
-	m.mu.Unlock()
+	m, r := managedReplicaIn(t, crashed, meta)
 	if r.log.EndOffset() != last.BaseOffset {
 		t.Fatalf("reopened log ends at %d, want %d", r.log.EndOffset(), last.BaseOffset)
 	}
