@@ -39,6 +39,7 @@ var codes = map[pb.ErrorCode]codeInfo{
 	pb.ErrorCode_ERROR_CODE_CORRUPT:                          {"corrupt data", false},
 	pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND: {"not enough replicas after append", true},
 	pb.ErrorCode_ERROR_CODE_QUORUM_AT_RISK:                   {"quorum at risk", false},
+	pb.ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA:               {"ineligible replica", false},
 }
 
 // CodeName returns how a code reads in error messages ("not leader").

@@ -59,4 +59,5 @@ const (
 	codeNotEnoughReplicas = pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS
 	codeNotEmpty          = pb.ErrorCode_ERROR_CODE_NOT_EMPTY
 	codeUnknownNode       = pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE
+	codeIneligible        = pb.ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA
 )

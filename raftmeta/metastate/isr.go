@@ -82,11 +82,14 @@ func checkIsr(b *pb.BucketRecord, isr []uint32) ([]uint32, error) {
 	return out, nil
 }
 
-// checkMemberEpochs refuses (FENCED) an ISR change that adds a member
+// checkMemberEpochs refuses (INELIGIBLE_REPLICA) an ISR change that adds a member
 // registered again since the fetches the leader judged it by: it restarted
 // or was wiped, and may have lost what they reported (Kafka's KIP-903). An
 // entry for a node the change does not add is ignored; an added member
-// without one is not checked.
+// without one is not checked. It runs after the fence checks, so the
+// refusal also says the bucket is still at the change's epochs: unlike
+// FENCED, it tells the leader that the change was not, and will not be,
+// applied.
 func (a *applier) checkMemberEpochs(b *pb.BucketRecord, isr []uint32, epochs []*pb.MemberEpoch) error {
 	for i, e := range epochs {
 		id := e.GetNodeId()
@@ -107,7 +110,7 @@ func (a *applier) checkMemberEpochs(b *pb.BucketRecord, isr []uint32, epochs []*
 		case !ok:
 			return errorf(codeInvalidRequest, "table %d bucket %d: node %d is not registered", b.GetTableId(), b.GetBucket(), id)
 		case n.GetNodeEpoch() > e.GetNodeEpoch():
-			return errorf(codeFenced, "table %d bucket %d: node %d registered again at node epoch %d, after the fetches at node epoch %d that the leader judged it by",
+			return errorf(codeIneligible, "table %d bucket %d: node %d registered again at node epoch %d, after the fetches at node epoch %d that the leader judged it by",
 				b.GetTableId(), b.GetBucket(), id, n.GetNodeEpoch(), e.GetNodeEpoch())
 		case n.GetNodeEpoch() < e.GetNodeEpoch():
 			return errorf(codeInvalidRequest, "table %d bucket %d: node %d at node epoch %d, newer than its registration at %d",

@@ -185,7 +185,7 @@ func TestAdjustIsrMemberEpochs(t *testing.T) {
 	seen := nodeEpoch(2)
 	h.ok(registerNode(2, "", RoleTablet)) // node 2 restarts
 
-	wantRefused(t, h.apply(add(&pb.MemberEpoch{NodeId: 2, NodeEpoch: seen})), pb.ErrorCode_ERROR_CODE_FENCED,
+	wantRefused(t, h.apply(add(&pb.MemberEpoch{NodeId: 2, NodeEpoch: seen})), pb.ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA,
 		"node 2 registered again", fmt.Sprint(nodeEpoch(2)))
 	wantRefused(t, h.apply(add(&pb.MemberEpoch{NodeId: 2, NodeEpoch: nodeEpoch(2) + 1})), pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "newer")
 	wantRefused(t, h.apply(add(&pb.MemberEpoch{NodeId: 2, NodeEpoch: nodeEpoch(2)}, &pb.MemberEpoch{NodeId: 2, NodeEpoch: nodeEpoch(2)})),

@@ -58,9 +58,6 @@ func (r *Replica) sendProposalLocked(p *replication.Proposal) {
 	})
 }
 
-// proposalOutcome classifies an AdjustIsr answer: a refusal only when the
-// controller says the change was not applied; anything else without an
-// answer is unknown.
 // memberEpochs lists the node epochs the proposal knows for its ISR's
 // members (0, unknown, is left out): the controller refuses to add a member
 // registered again since the fetches that made it eligible.
@@ -74,6 +71,10 @@ func memberEpochs(p *replication.Proposal) []*pb.MemberEpoch {
 	return out
 }
 
+// proposalOutcome classifies an AdjustIsr answer: a refusal only when the
+// controller says the change was not applied (INVALID_REQUEST,
+// UNKNOWN_TABLE, INELIGIBLE_REPLICA); FENCED says only that the bucket
+// moved; anything else without an answer is unknown.
 func proposalOutcome(b *pb.BucketRecord, err error) (replication.Outcome, *replication.Assignment) {
 	if err == nil && b != nil {
 		return replication.Committed, &replication.Assignment{Leader: b.Leader, LeaderEpoch: b.LeaderEpoch,
@@ -84,7 +85,7 @@ func proposalOutcome(b *pb.BucketRecord, err error) (replication.Outcome, *repli
 		switch te.Code {
 		case pb.ErrorCode_ERROR_CODE_FENCED:
 			return replication.Fenced, nil
-		case pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE:
+		case pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE, pb.ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA:
 			return replication.Refused, nil
 		}
 	}

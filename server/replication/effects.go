@@ -94,19 +94,21 @@ type Outcome int8
 const (
 	// Committed: the controller answered with the bucket as committed.
 	Committed Outcome = iota
-	// Refused: the controller refused the change (fenced, invalid): it was
-	// not and will not be applied.
+	// Refused: the controller refused the change while the bucket was at
+	// the proposal's epochs (invalid, or a member it adds is ineligible):
+	// it was not and will not be applied.
 	Refused
 	// Unknown: no answer (timeout, lost reply, controller change); the
 	// change may or may not be committed.
 	Unknown
-	// Fenced: the controller refused the attempt because the bucket moved
-	// on (a newer leader or bucket epoch) or a member it adds registered
-	// again. On a first attempt that is a refusal. After an attempt whose
-	// outcome was unknown it tells nothing: the move may be that attempt's
-	// own commit, answered as a refusal because the controller no longer
-	// remembers the request id. The proposal then stays pending, as for
-	// Unknown, until the metadata shows the bucket.
+	// Fenced: the controller refused the attempt because the bucket had
+	// moved on (a newer leader or bucket epoch). That tells nothing of the
+	// proposal's own fate, even for what the leader sent once: the
+	// transport retries a forwarded proposal under its request id, and a
+	// copy that reaches a controller that has forgotten the id, after
+	// another copy committed, is fenced by the epoch that commit raised.
+	// The proposal stays pending, as for Unknown, until the metadata shows
+	// the bucket past the proposal's epoch, which it will: the bucket moved.
 	Fenced
 )
 

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -217,46 +218,56 @@ func TestProposalOutcomeUnknownKeepsLargerISR(t *testing.T) {
 	wantHW(t, b, 20)
 }
 
-// docs/replication.md, ISR changes 2: a retry of a proposal whose first outcome was unknown is
-// answered FENCED when the controller no longer remembers its request id
-// and the first attempt did commit (the bucket moved on by that commit).
-// That answer tells nothing, so the larger ISR keeps counting until the
-// metadata shows the bucket; taken as a refusal, the HW would pass the
-// added member while the controller holds it in the ISR and may elect it.
-func TestFencedRetryKeepsLargerISR(t *testing.T) {
-	b := leaderOf(t, []uint32{1, 2}, 0)
-	b.DurableEnd(10)
-	fetch(t, b, 2, 10, 10, t0)
-	_, eff := fetch(t, b, 3, 10, 10, t0) // 3 caught up: proposed in
-	p := eff.Propose
-	if p == nil || len(p.ISR) != 3 {
-		t.Fatalf("expansion not proposed: %+v", eff)
+// docs/replication.md, ISR changes 2: FENCED tells nothing of a
+// proposal's fate, so the larger ISR keeps counting until the metadata
+// shows the bucket; taken as a refusal, the HW would pass the added member
+// while the controller holds it in the ISR and may elect it. A retry after
+// an unknown outcome is fenced when the controller no longer remembers the
+// request id and the first attempt did commit; so is a proposal the leader
+// sent once, when the transport retried it under its id (found by the
+// simulation at seed 16513).
+func TestFencedKeepsLargerISR(t *testing.T) {
+	for _, retried := range []bool{false, true} {
+		t.Run(fmt.Sprintf("retried=%v", retried), func(t *testing.T) {
+			b := leaderOf(t, []uint32{1, 2}, 0)
+			b.DurableEnd(10)
+			fetch(t, b, 2, 10, 10, t0)
+			_, eff := fetch(t, b, 3, 10, 10, t0) // 3 caught up: proposed in
+			p := eff.Propose
+			if p == nil || len(p.ISR) != 3 {
+				t.Fatalf("expansion not proposed: %+v", eff)
+			}
+			now := t0.Add(time.Second)
+			if retried {
+				b.ProposalOutcome(p.ID, Unknown, nil, now)
+				retry := b.Tick(now.Add(5 * time.Second)).Propose
+				if retry == nil || retry.ID != p.ID || retry.Attempts != 2 {
+					t.Fatalf("retry %+v, want the same proposal %v", retry, p)
+				}
+			}
+			b.ProposalOutcome(p.ID, Fenced, nil, now)
+			if b.Pending() == nil {
+				t.Fatal("a FENCED answer cleared the proposal: another attempt or copy of it may have committed")
+			}
+			b.DurableEnd(20)
+			fetch(t, b, 2, 20, 20, now)
+			wantHW(t, b, 10) // 3 still counts
+			// The metadata stream shows the expansion committed.
+			b.Assign(Assignment{Leader: 1, LeaderEpoch: 1, BucketEpoch: 2, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2, 3}}, 20, now)
+			if b.Pending() != nil {
+				t.Fatal("a later bucket epoch left the proposal pending")
+			}
+			wantHW(t, b, 10)
+			fetch(t, b, 3, 20, 20, now)
+			wantHW(t, b, 20)
+		})
 	}
-	now := t0.Add(time.Second)
-	b.ProposalOutcome(p.ID, Unknown, nil, now)
-	retry := b.Tick(now.Add(5 * time.Second)).Propose
-	if retry == nil || retry.ID != p.ID || retry.Attempts != 2 {
-		t.Fatalf("retry %+v, want the same proposal %v", retry, p)
-	}
-	b.ProposalOutcome(p.ID, Fenced, nil, now)
-	if b.Pending() == nil {
-		t.Fatal("a FENCED answer to a retry cleared the proposal: its first attempt may have committed")
-	}
-	b.DurableEnd(20)
-	fetch(t, b, 2, 20, 20, now)
-	wantHW(t, b, 10) // 3 still counts
-	// The metadata stream shows the expansion committed.
-	b.Assign(Assignment{Leader: 1, LeaderEpoch: 1, BucketEpoch: 2, Replicas: []uint32{1, 2, 3}, ISR: []uint32{1, 2, 3}}, 20, now)
-	if b.Pending() != nil {
-		t.Fatal("a later bucket epoch left the proposal pending")
-	}
-	wantHW(t, b, 10)
-	fetch(t, b, 3, 20, 20, now)
-	wantHW(t, b, 20)
 }
 
-// docs/replication.md, ISR changes 2: a FENCED answer to a first attempt is a refusal.
-func TestFencedFirstAttemptIsARefusal(t *testing.T) {
+// docs/replication.md, ISR changes 2: a refusal (the controller saw the
+// bucket at the proposal's epochs) clears the proposal at once, so the HW
+// stops waiting for the member it would have added.
+func TestRefusedExpansionStopsCountingMember(t *testing.T) {
 	b := leaderOf(t, []uint32{1, 2}, 0)
 	b.DurableEnd(10)
 	fetch(t, b, 2, 10, 10, t0)
@@ -264,10 +275,14 @@ func TestFencedFirstAttemptIsARefusal(t *testing.T) {
 	if eff.Propose == nil {
 		t.Fatal("expansion not proposed")
 	}
-	b.ProposalOutcome(eff.Propose.ID, Fenced, nil, t0)
+	b.DurableEnd(20)
+	fetch(t, b, 2, 20, 20, t0)
+	wantHW(t, b, 10)
+	b.ProposalOutcome(eff.Propose.ID, Refused, nil, t0)
 	if b.Pending() != nil {
-		t.Fatal("a FENCED first attempt left the proposal pending")
+		t.Fatal("a refused proposal is still pending")
 	}
+	wantHW(t, b, 20)
 }
 
 // docs/replication.md, ISR changes 2: a shrink takes effect only once

@@ -117,14 +117,6 @@ func (b *Bucket) ProposalOutcome(id uint64, o Outcome, committed *Assignment, no
 		return Effects{}
 	}
 	var eff Effects
-	if o == Fenced {
-		// After an unknown outcome, FENCED may be the first attempt's own
-		// commit seen from the outside (see Fenced).
-		o = Refused
-		if p.Attempts > 1 {
-			o = Unknown
-		}
-	}
 	switch o {
 	case Committed:
 		b.pending = nil
@@ -136,10 +128,10 @@ func (b *Bucket) ProposalOutcome(id uint64, o Outcome, committed *Assignment, no
 	case Refused:
 		b.pending = nil
 		eff.Merge(b.maybeAdvanceHW())
-	case Unknown:
-		// Keep the larger ISR and resend the same proposal later: the
-		// first attempt may be committed, and only the metadata stream
-		// or the controller's answer to the retry can say.
+	case Unknown, Fenced:
+		// Keep the larger ISR and resend the same proposal later: an
+		// attempt may be committed, and only the metadata stream or the
+		// controller's answer to a retry can say (see Fenced).
 		p.inFlight = false
 		delay := proposalRetryMin << min(p.Attempts-1, 5)
 		p.retryAt = now.Add(min(delay, proposalRetryMax))

@@ -194,7 +194,7 @@ func (c *simController) applyAdjust(req simAdjust) simAdjustResult {
 		// KIP-903: a member added must be the run whose fetches made it
 		// eligible, not a node registered (maybe wiped) since.
 		if e := c.regs[id].nodeEpoch; !slices.Contains(c.isr, id) && req.nodeEpochs[i] != e {
-			return fence("ineligible: node %d at node epoch %d, registered at %d", id, req.nodeEpochs[i], e)
+			return refuse("ineligible: node %d at node epoch %d, registered at %d", id, req.nodeEpochs[i], e)
 		}
 	}
 	isr := inAssignmentOrder(c.replicas, req.isr)

@@ -66,6 +66,13 @@ var (
 	simSeed  = flag.Uint64("sim.seed", 0, "replay this one seed (with -v: print its trace)")
 )
 
+// simRegressions are seeds past the default range that once broke a
+// property; every run checks them too. A change to the simulation itself
+// may send a seed down another path, so each bug also has a unit test.
+var simRegressions = []uint64{
+	16513, // a FENCED answer to a duplicated first attempt taken as a refusal
+}
+
 // simSteps is the length of one seeded run.
 const simSteps = 2000
 
@@ -139,6 +146,11 @@ func TestSimulation(t *testing.T) {
 	}
 	for i := range *simSeeds {
 		seeds <- *simFirst + uint64(i)
+	}
+	for _, seed := range simRegressions {
+		if seed < *simFirst || seed >= *simFirst+uint64(*simSeeds) {
+			seeds <- seed
+		}
 	}
 	close(seeds)
 	wg.Wait()

@@ -80,6 +80,10 @@ const (
 	// quorum still needs; promoting a node that has not caught up). Not
 	// retriable as is: the message says what to do.
 	ErrorCode_ERROR_CODE_QUORUM_AT_RISK ErrorCode = 21
+	// An ISR change was refused because a member it adds registered again
+	// since the fetches that made it eligible (it restarted or was wiped:
+	// Kafka's KIP-903). The bucket did not move: the change was not applied.
+	ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA ErrorCode = 22
 )
 
 // Enum value maps for ErrorCode.
@@ -107,6 +111,7 @@ var (
 		19: "ERROR_CODE_CORRUPT",
 		20: "ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND",
 		21: "ERROR_CODE_QUORUM_AT_RISK",
+		22: "ERROR_CODE_INELIGIBLE_REPLICA",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_INTERNAL":                         0,
@@ -131,6 +136,7 @@ var (
 		"ERROR_CODE_CORRUPT":                          19,
 		"ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND": 20,
 		"ERROR_CODE_QUORUM_AT_RISK":                   21,
+		"ERROR_CODE_INELIGIBLE_REPLICA":               22,
 	}
 )
 
@@ -165,7 +171,7 @@ var File_errors_proto protoreflect.FileDescriptor
 
 const file_errors_proto_rawDesc = "" +
 	"\n" +
-	"\ferrors.proto\x12\afloe.v1*\xac\x05\n" +
+	"\ferrors.proto\x12\afloe.v1*\xcf\x05\n" +
 	"\tErrorCode\x12\x17\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\x00\x12\x19\n" +
 	"\x15ERROR_CODE_NOT_LEADER\x10\x01\x12\x15\n" +
@@ -189,7 +195,8 @@ const file_errors_proto_rawDesc = "" +
 	"\x19ERROR_CODE_BUCKET_OFFLINE\x10\x12\x12\x16\n" +
 	"\x12ERROR_CODE_CORRUPT\x10\x13\x12/\n" +
 	"+ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x14\x12\x1d\n" +
-	"\x19ERROR_CODE_QUORUM_AT_RISK\x10\x15B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\x19ERROR_CODE_QUORUM_AT_RISK\x10\x15\x12!\n" +
+	"\x1dERROR_CODE_INELIGIBLE_REPLICA\x10\x16B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_errors_proto_rawDescOnce sync.Once
