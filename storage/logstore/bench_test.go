@@ -80,10 +80,13 @@ func benchAppend(b *testing.B, p SyncPolicy) {
 }
 
 // runConcurrently spreads n operations over benchAppenders goroutines.
-func runConcurrently(n int, op func(worker int) error) {
+func runConcurrently(n int, op func(worker int) error) { runOn(benchAppenders, n, op) }
+
+// runOn spreads n operations over workers goroutines.
+func runOn(workers, n int, op func(worker int) error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for w := range benchAppenders {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
