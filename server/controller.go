@@ -17,8 +17,10 @@ const controllerTick = 100 * time.Millisecond
 // or that left, are fenced (FenceNodes): their leaderships move to another
 // in-sync replica with a new epoch and they leave the ISRs; offline buckets
 // get a leader back when an in-sync replica is alive again. It keeps no
-// state that matters for safety: a new controller starts its grace periods
-// afresh from what gossip says now.
+// state that matters for safety. A new controller counts a node's grace
+// from when its own gossip saw the node stop being alive: when the
+// metadata leader dies with a bucket leader (the same node), the grace
+// runs during the Raft election instead of after it.
 func (s *Server) controllerLoop(ctx context.Context) {
 	t := time.NewTicker(controllerTick)
 	defer t.Stop()
@@ -43,7 +45,7 @@ func (s *Server) controllerLoop(ctx context.Context) {
 		if err := view.catchUp(n.State()); err != nil {
 			continue
 		}
-		gone := s.goneNodes(view.nodeList(), g, deadSince)
+		gone := goneNodes(view.nodeList(), g.Member, deadSince, time.Now(), s.cfg.LivenessGrace)
 		if !view.needsFencing(gone) {
 			continue
 		}
@@ -58,16 +60,18 @@ func (s *Server) controllerLoop(ctx context.Context) {
 	}
 }
 
-// goneNodes lists registered tablet nodes that left, or that gossip has not
-// seen alive for the grace period.
-func (s *Server) goneNodes(nodes []*pb.NodeRecord, g *gossip.Gossip, deadSince map[uint32]time.Time) []uint32 {
-	now := time.Now()
+// goneNodes lists registered tablet nodes that left, or that gossip (member)
+// has not seen alive, as registered, for grace at now. A node's grace runs
+// from when gossip saw it change (Member.Since) if gossip knows it, else
+// from when deadSince first recorded it not alive.
+func goneNodes(nodes []*pb.NodeRecord, member func(uint32) (gossip.Member, bool), deadSince map[uint32]time.Time,
+	now time.Time, grace time.Duration) []uint32 {
 	var gone []uint32
 	for _, rec := range nodes {
 		if !slices.Contains(rec.Roles, RoleTablet) {
 			continue
 		}
-		m, ok := g.Member(rec.Id)
+		m, ok := member(rec.Id)
 		switch {
 		case aliveAsRegistered(rec, m, ok):
 			delete(deadSince, rec.Id)
@@ -76,10 +80,13 @@ func (s *Server) goneNodes(nodes []*pb.NodeRecord, g *gossip.Gossip, deadSince m
 		default:
 			since, seen := deadSince[rec.Id]
 			if !seen {
-				deadSince[rec.Id] = now
 				since = now
+				if ok && !m.Since.IsZero() && m.Since.Before(now) {
+					since = m.Since
+				}
+				deadSince[rec.Id] = since
 			}
-			if now.Sub(since) >= s.cfg.LivenessGrace {
+			if now.Sub(since) >= grace {
 				gone = append(gone, rec.Id)
 			}
 		}
