@@ -9,6 +9,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/floedb/floe/internal/backoff"
 )
 
 // S3 is an ObjectStore in an S3 bucket, through minio-go. Put is one PUT up
@@ -75,8 +77,26 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	return s, nil
 }
 
-// checkBucket makes sure the bucket is there, creating it if create says so.
+// checkBucket makes sure the bucket is there, creating it if create says
+// so. A transient failure (the server unreachable, a 5xx such as
+// InternalError or SlowDown: versitygw answers InternalError to one of
+// several nodes creating the bucket at once) is retried with backoff until
+// ctx ends; a refusal (denied, a bad name, the bucket missing without
+// create) is returned at once.
 func (s *S3) checkBucket(ctx context.Context, region string, create bool) error {
+	retry := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: true}
+	for {
+		err := s.checkBucketOnce(ctx, region, create)
+		if err == nil || !transientS3(err) {
+			return err
+		}
+		if !retry.Wait(ctx) {
+			return fmt.Errorf("%w (retried until %v)", err, context.Cause(ctx))
+		}
+	}
+}
+
+func (s *S3) checkBucketOnce(ctx context.Context, region string, create bool) error {
 	exists, err := s.client.BucketExists(ctx, s.bucket)
 	if err != nil {
 		return fmt.Errorf("tiering: s3 %s: bucket %s: %w", s.endpoint, s.bucket, err)

@@ -1,8 +1,10 @@
 package tiering
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/minio/minio-go/v7"
@@ -35,4 +37,24 @@ func errorCode(err error) string {
 		return resp.Code
 	}
 	return ""
+}
+
+// transientS3 reports whether an S3 call may succeed if sent again as it
+// is: the server did not answer (a network error, a timeout), or answered
+// with a 5xx or a code that says to slow down or try again. A 4xx refusal
+// (denied, bad name, no such bucket) is not, nor is an ended context.
+func transientS3(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var resp minio.ErrorResponse
+	if !errors.As(err, &resp) {
+		var netErr net.Error
+		return errors.As(err, &netErr) // no answer from the server
+	}
+	switch resp.Code {
+	case "InternalError", "SlowDown", "ServiceUnavailable", "RequestTimeout", "OperationAborted":
+		return true
+	}
+	return resp.StatusCode >= http.StatusInternalServerError || resp.StatusCode == http.StatusTooManyRequests
 }

@@ -3,8 +3,14 @@ package tiering_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/floedb/floe/internal/s3test"
@@ -144,5 +150,59 @@ func TestS3CredentialsFromEnvironment(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
 	if _, err := tiering.NewS3(t.Context(), cfg); err == nil {
 		t.Fatal("NewS3 with a wrong secret from the environment succeeded")
+	}
+}
+
+// TestS3CreateBucketRetriesTransientErrors: a server answering
+// InternalError to CreateBucket (versitygw does to one of several nodes
+// creating the bucket at once; a chaos run's node exited on it at start) is
+// asked again until it succeeds, while a refusal (AccessDenied) comes back
+// at once.
+func TestS3CreateBucketRetriesTransientErrors(t *testing.T) {
+	cfg := s3test.Fake(t)
+	var creates atomic.Int32
+	answer := func(status int, code string) func(w http.ResponseWriter) {
+		return func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>injected</Message></Error>`, code)
+		}
+	}
+	var fail func(w http.ResponseWriter)
+	target := &url.URL{Scheme: "http", Host: cfg.Endpoint}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// CreateBucket is a PUT of the bucket itself, path style.
+		if r.Method == http.MethodPut && strings.Count(strings.Trim(r.URL.Path, "/"), "/") == 0 && r.URL.RawQuery == "" {
+			if creates.Add(1) <= 3 && fail != nil {
+				fail(w)
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cfg.Endpoint = srv.Listener.Addr().String()
+	cfg.CreateBucket = true
+
+	fail = answer(http.StatusInternalServerError, "InternalError")
+	cfg.Bucket = "floe-created-late"
+	s, err := tiering.NewS3(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("NewS3 with CreateBucket failing 3 times with InternalError: %v", err)
+	}
+	if n := creates.Load(); n != 4 {
+		t.Fatalf("CreateBucket sent %d times, want 4 (3 failures, then the one that made it)", n)
+	}
+	put(t, s, "k", "v")
+
+	creates.Store(0)
+	fail = answer(http.StatusForbidden, "AccessDenied")
+	cfg.Bucket = "floe-denied"
+	if _, err := tiering.NewS3(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("NewS3 with CreateBucket denied: %v, want the refusal", err)
+	}
+	if n := creates.Load(); n != 1 {
+		t.Fatalf("a denied CreateBucket was sent %d times, want 1", n)
 	}
 }
