@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The bench suite on a fresh local 3-node cluster (RF 3, acks=all, fsync
+# on), then the peer kit (../shared/bench/peers, when present) back to
+# back, so the ratios come from one run on one machine.
+#
+#   bash deploy/bench-compare.sh [OUT]     # default /tmp/floe-bench-compare
+#   SUITES="nats redis" DUR=5s CONC=1,64,128 bash deploy/bench-compare.sh
+cd "$(dirname "$0")/.."
+out=${1:-/tmp/floe-bench-compare}
+set -eu
+mkdir -p "$out"; rm -rf "$out"/n1 "$out"/n2 "$out"/n3 "$out"/pids "$out"/peers "$out"/floe.jsonl
+CGO_ENABLED=0 go build -o "$out/floe" ./cmd/floe
+stop() { for p in $(cat "$out"/pids 2>/dev/null); do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap stop EXIT
+for i in 1 2 3; do
+  "$out/floe" serve --id $i --roles meta,tablet --data-dir "$out/n$i" \
+    --listen 127.0.0.1:79${i}0 --gossip 127.0.0.1:79${i}1 --http 127.0.0.1:79${i}2 \
+    --join 127.0.0.1:7910,127.0.0.1:7920,127.0.0.1:7930 --bootstrap-expect 3 >"$out/n$i.log" 2>&1 &
+  echo $! >>"$out/pids"
+done
+export FLOE_SERVER=127.0.0.1:7910,127.0.0.1:7920,127.0.0.1:7930
+"$out/floe" cluster status --wait 60s >/dev/null
+# ready means the registered tablet nodes are live; wait for all three to register
+for _ in $(seq 1 120); do
+  [ "$("$out/floe" cluster status -o json | grep -o '"tablet"' | wc -l)" -ge 3 ] && break; sleep 0.5
+done
+"$out/floe" bench suite --duration 10s --replication 3 -o json | tee "$out/floe.jsonl"
+stop; trap - EXIT; sync
+if [ -x ../shared/bench/peers/run.sh ]; then
+  SUITES="${SUITES:-phys nats redis}" DUR="${DUR:-5s}" CONC="${CONC:-1,64,128}" OUT="$out/peers" ../shared/bench/peers/run.sh
+else
+  echo "no ../shared/bench/peers/run.sh: peers not measured"
+fi
