@@ -36,7 +36,7 @@ func serveSpec(env *cliEnv) cmdSpec {
 			logSync := fs.String("log-sync", "always", "fsync policy of bucket logs: always, interval or never")
 			snapshotThreshold := fs.Uint64("raft-snapshot-threshold", 0, "Raft log entries between snapshots (0: default 8192)")
 			snapshotInterval := fs.Duration("raft-snapshot-interval", 0, "how often Raft checks whether to snapshot (0: default 2m)")
-			kvMemtable := fs.Int64("kv-memtable-bytes", 0, "memtable size of the node's Badger database, which all its primary-key bucket replicas share (0: 64 MiB); also bounds one apply transaction")
+			kvMemtable := fs.Int64("kv-memtable-bytes", 0, "memtable size of the node's Badger database, which all its primary-key bucket replicas share (0: 16 MiB); also bounds one apply transaction")
 			kvBlockCache := fs.Int64("kv-block-cache-bytes", 0, "block cache of the node's Badger database (0: none; tables are read through the page cache)")
 			kvIndexCache := fs.Int64("kv-index-cache-bytes", 0, "memory bound of the table indexes and bloom filters of the node's Badger database (0: unbounded, all in memory)")
 			kvRowCache := fs.Int64("kv-row-cache-bytes", 0, "memory for recently read rows of primary-key tables, shared by the node's buckets; filled by lookups, outside the Go heap (0: a quarter of the machine's or cgroup's memory, -1: none)")

@@ -149,7 +149,7 @@ func BenchmarkUpdateWithGC(b *testing.B) {
 		}
 		if batches++; batches%60 == 0 {
 			gcStart := time.Now()
-			n, err := s.db.CollectGarbage(1)
+			n, err := s.db.CollectGarbage(1, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

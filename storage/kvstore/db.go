@@ -31,6 +31,13 @@ const (
 	// rows: a point read, and each row the value-log collector checks, then
 	// searches fewer tables.
 	baseLevelBytes = 64 << 20
+	// levelZeroTables is how many flushed memtables wait in L0 before
+	// Badger compacts them into the sorted level (its default is 5). The
+	// compaction drops the overwritten versions of keys and is what tells
+	// the value-log collector where garbage is: with 5, a node
+	// overwriting 1 KiB rows at full speed kept every value-log file it
+	// wrote for minutes, the collector seeing no garbage at all.
+	levelZeroTables = 1
 )
 
 // StoreID names the store of one bucket replica in a DB.
@@ -101,6 +108,7 @@ func badgerOptions(cfg Config) badger.Options {
 		WithValueLogFileSize(valueLogFileBytes).
 		WithBaseTableSize(baseTableBytes).
 		WithBaseLevelSize(baseLevelBytes).
+		WithNumLevelZeroTables(levelZeroTables).
 		WithNumVersionsToKeep(1).
 		WithDetectConflicts(false). // each store has one writer: its Apply
 		WithMetricsEnabled(false)   // Badger's metrics are process-global expvars
@@ -221,11 +229,19 @@ func parseStoreKey(key []byte) (StoreID, error) {
 	return StoreID{Table: table, Bucket: uint32(bucket)}, nil
 }
 
-// CollectGarbage rewrites up to maxFiles value-log files that are mostly
-// garbage (overwritten or deleted rows of any store) and returns how many
-// it rewrote. It competes with writes for I/O, so callers run it now and
-// then, not in a loop.
-func (db *DB) CollectGarbage(maxFiles int) (int, error) {
+// CollectGarbage rewrites up to maxFiles value-log files of which at
+// least minDiscard (a share in (0, 1); 0: Config.GCDiscardRatio) is
+// garbage (overwritten or deleted rows of any store), the most garbage
+// first, and returns how many it rewrote. It competes with writes for I/O
+// and CPU (it looks up every row of a file to tell live from dead), so
+// callers run it now and then, not in a loop.
+func (db *DB) CollectGarbage(maxFiles int, minDiscard float64) (int, error) {
+	if minDiscard < 0 || minDiscard >= 1 {
+		return 0, fmt.Errorf("%w: discard share %g, want 0 (the configured one) or a share in (0, 1)", ErrInvalidConfig, minDiscard)
+	}
+	if minDiscard == 0 {
+		minDiscard = db.gcDiscardRatio
+	}
 	db.gcMu.Lock()
 	defer db.gcMu.Unlock()
 	db.mu.Lock()
@@ -236,7 +252,7 @@ func (db *DB) CollectGarbage(maxFiles int) (int, error) {
 	}
 	n := 0
 	for n < maxFiles {
-		err := db.bdb.RunValueLogGC(db.gcDiscardRatio)
+		err := db.bdb.RunValueLogGC(minDiscard)
 		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
 			return n, nil
 		}

@@ -248,14 +248,14 @@ func TestCollectGarbage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.db.CollectGarbage(2); err != nil {
+	if _, err := s.db.CollectGarbage(2, 0); err != nil {
 		t.Fatalf("CollectGarbage = %v", err)
 	}
 	if got, ok, err := s.Get([]byte("k007")); err != nil || !ok || !bytes.Equal(got, row) {
 		t.Fatalf("after GC: %v %v", ok, err)
 	}
 	s.db.Close()
-	if _, err := s.db.CollectGarbage(1); !errors.Is(err, ErrClosed) {
+	if _, err := s.db.CollectGarbage(1, 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("CollectGarbage after Close = %v, want ErrClosed", err)
 	}
 }
