@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"storj.io/drpc"
@@ -140,6 +141,11 @@ func (s *writeStream) send(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+		// Callers woken by the same answers (a group commit acks many at
+		// once) are runnable now: let them queue their next calls first,
+		// so one flush carries them all. With nothing else to run this
+		// returns at once.
+		runtime.Gosched()
 		s.mu.Lock()
 		calls, s.queue = s.queue, calls[:0]
 		s.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 
 	"storj.io/drpc"
@@ -214,6 +215,10 @@ func sendResults(w *transport.MessageWriter, results <-chan *pb.WriteResult) {
 			continue
 		}
 		failed = w.Write(res)
+		// Write calls completed by the same event (a group commit, a high
+		// watermark moving) are finishing now: let them hand over their
+		// results first, so one flush carries them all.
+		runtime.Gosched()
 		for more := true; more && failed == nil; {
 			select {
 			case r, ok := <-results:
