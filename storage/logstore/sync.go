@@ -1,6 +1,9 @@
 package logstore
 
-import "fmt"
+import (
+	"fmt"
+	"runtime"
+)
 
 // waitDurable blocks until everything below end is fsynced. The first waiter
 // to find no fsync running becomes the syncer; the others wait for it, and
@@ -30,6 +33,11 @@ func (l *Log) waitDurable(end, gen int64) error {
 		}
 		l.syncing = true
 		l.syncMu.Unlock()
+		// Appends that arrived with this one (requests read from the same
+		// socket buffer, writers woken by the same acks) are runnable
+		// now: let them write first, so this fsync covers them too. With
+		// nothing else to run this returns at once.
+		runtime.Gosched()
 		err := l.syncOnce()
 		l.syncMu.Lock()
 		l.syncing = false
