@@ -21,7 +21,7 @@ func BenchmarkDurableMark(b *testing.B) {
 		}
 	}
 	b.Run("set", func(b *testing.B) {
-		m, _, err := openDurableMark(b.TempDir())
+		m, _, err := openDurableMark(b.TempDir(), newMarkFiles(openMarkFiles))
 		if err != nil {
 			b.Fatal(err)
 		}

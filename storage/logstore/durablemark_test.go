@@ -1,7 +1,9 @@
 package logstore
 
 import (
+	"fmt"
 	"os"
+	"sync"
 	"testing"
 )
 
@@ -70,4 +72,72 @@ func segmentBytes(t *testing.T, l *Log, last AppendInfo) int64 {
 		t.Fatalf("the batches span segments (active at %d)", l.active.base)
 	}
 	return l.active.size
+}
+
+// TestDurableMarkFilesBounded: the logs of one scheduler keep at most
+// openMarkFiles mark files open between writes, the least recently
+// written closed first; a mark whose file was closed, or whose log
+// closed, still reads back as last written, and nothing stays open after
+// the logs close. Many logs setting their marks at once share the set
+// safely (run with -race).
+func TestDurableMarkFilesBounded(t *testing.T) {
+	sched, err := NewScheduler(SchedulerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Close()
+	const logs = openMarkFiles + 40
+	dirs := make([]string, logs)
+	ls := make([]*Log, logs)
+	for i := range ls {
+		dirs[i] = t.TempDir()
+		ls[i] = openLog(t, Config{Dir: dirs[i], Sync: SyncAlways, Scheduler: sched})
+	}
+	openMarks := func() int {
+		n := 0
+		for _, l := range ls {
+			l.mark.mu.Lock()
+			if l.mark.f != nil {
+				n++
+			}
+			l.mark.mu.Unlock()
+		}
+		return n
+	}
+	var wg sync.WaitGroup
+	for round := range 3 {
+		for i, l := range ls {
+			wg.Go(func() {
+				if _, err := l.Append(makeBatch(t, fmt.Sprint(i), 1, 10+round), 0); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := openMarks(); n > openMarkFiles {
+			t.Fatalf("round %d: %d mark files open, bound %d", round, n, openMarkFiles)
+		}
+	}
+	// Every log wrote its mark since the last eviction settled: the
+	// bound's worth of files is open, no more and no fewer.
+	if n := openMarks(); n != openMarkFiles {
+		t.Fatalf("%d mark files open after %d logs wrote, want the bound %d", n, logs, openMarkFiles)
+	}
+	for i, l := range ls {
+		end := l.EndOffset()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		m, at, err := openDurableMark(dirs[i], newMarkFiles(1))
+		if err != nil || at != end {
+			t.Fatalf("log %d: mark reads %d (%v), want its end %d", i, at, err, end)
+		}
+		m.close()
+	}
+	if n := openMarks(); n != 0 {
+		t.Fatalf("%d mark files open after every log closed", n)
+	}
+	if n := sched.marks.lru.Len(); n != 0 {
+		t.Fatalf("%d marks still listed after every log closed", n)
+	}
 }

@@ -168,6 +168,7 @@ func (l *Log) Close() error {
 // releaseAll closes every segment (readers keep the mappings they hold)
 // and the log's own scheduler.
 func (l *Log) releaseAll() {
+	l.mark.close()
 	if p := l.segs.Load(); p != nil {
 		l.segs.Store(&[]*segment{})
 		for _, s := range *p {

@@ -32,7 +32,7 @@ func (l *Log) recover() error {
 		l.logger.Warn("recovery point unreadable, scanning the whole last segment", "err", rpErr)
 	}
 	var marked int64
-	if l.mark, marked, err = openDurableMark(l.cfg.Dir); err != nil {
+	if l.mark, marked, err = openDurableMark(l.cfg.Dir, l.sched.marks); err != nil {
 		return err
 	}
 	defer func() {

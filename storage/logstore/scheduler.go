@@ -73,6 +73,8 @@ func (c SchedulerConfig) withDefaults() SchedulerConfig {
 type Scheduler struct {
 	cfg      SchedulerConfig
 	segments *segmentCache
+	// marks holds the logs' durable-mark files open (openMarkFiles).
+	marks *markFiles
 	// syncs holds a token per fsync running (MaxSyncs).
 	syncs chan struct{}
 
@@ -98,7 +100,7 @@ func newScheduler(cfg SchedulerConfig, manual bool) (*Scheduler, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Scheduler{cfg: cfg, segments: newSegmentCache(cfg.MaxOpenSegments), syncs: make(chan struct{}, cfg.MaxSyncs), manual: manual}
+	s := &Scheduler{cfg: cfg, segments: newSegmentCache(cfg.MaxOpenSegments), marks: newMarkFiles(openMarkFiles), syncs: make(chan struct{}, cfg.MaxSyncs), manual: manual}
 	s.idle = sync.NewCond(&s.mu)
 	if !manual {
 		s.timer = time.AfterFunc(time.Hour, s.fire)
