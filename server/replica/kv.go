@@ -49,8 +49,9 @@ type KV interface {
 	// the log below it may leave local disk once it is remote.
 	AppliedOffset() (int64, error)
 	// Snapshot stores a snapshot of the store's rows in remote storage
-	// (parts the previous snapshots stored are reused) and returns it,
-	// not yet committed.
+	// (parts the previous snapshots stored are reused), holding at least
+	// every write committed before the call, and returns it, not yet
+	// committed.
 	Snapshot(ctx context.Context, cfg tiering.KVSnapshotConfig, leaderEpoch int32, previous []string) (tiering.KVSnapshotResult, error)
 	// Restore replaces the store's rows with those of the snapshot at
 	// manifestKey and returns the offset they cover.

@@ -13,6 +13,12 @@ import (
 // Snapshot stores a snapshot of the store's committed rows, read from one
 // view with the offset they cover.
 func (kv *kvReplica) Snapshot(ctx context.Context, cfg tiering.KVSnapshotConfig, leaderEpoch int32, previous []string) (tiering.KVSnapshotResult, error) {
+	// Every write acknowledged before the call is in the snapshot: the
+	// store first applies up to the high watermark as the call found it
+	// (the applier runs behind it).
+	if _, _, err := kv.readFence(ctx, false); err != nil {
+		return tiering.KVSnapshotResult{}, err
+	}
 	src := func(fn func(key, row []byte) error) (int64, error) { return kv.store.Load().Export(fn) }
 	return tiering.TakeKVSnapshot(ctx, cfg, leaderEpoch, previous, src)
 }
