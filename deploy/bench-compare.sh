@@ -25,7 +25,9 @@ for _ in $(seq 1 120); do
   [ "$("$out/floe" cluster status -o json | grep -o '"tablet"' | wc -l)" -ge 3 ] && break; sleep 0.5
 done
 "$out/floe" bench suite --duration 10s --replication 3 -o json | tee "$out/floe.jsonl"
-stop; trap - EXIT; sync
+stop; trap - EXIT
+# the nodes' data (gigabytes after the upsert tests) goes; their logs stay
+rm -rf "$out"/n1 "$out"/n2 "$out"/n3; sync
 if [ -x ../shared/bench/peers/run.sh ]; then
   SUITES="${SUITES:-phys nats redis}" DUR="${DUR:-5s}" CONC="${CONC:-1,64,128}" OUT="$out/peers" ../shared/bench/peers/run.sh
 else
