@@ -114,12 +114,12 @@ func (m *durableMark) set(offset int64) error {
 	binary.BigEndian.PutUint64(m.buf[4:], uint64(offset))
 	binary.BigEndian.PutUint32(m.buf[12:], crc32.Checksum(m.buf[:12], castagnoli))
 	m.mu.Lock()
-	closed := m.closed
+	if m.closed {
+		m.mu.Unlock()
+		return nil // an fsync that finished after Close: Close wrote the mark
+	}
 	err := m.writeLocked()
 	m.mu.Unlock()
-	if closed {
-		return nil
-	}
 	if err != nil {
 		m.files.forget(m)
 		return fmt.Errorf("logstore: durable mark: %w", err)
@@ -132,9 +132,6 @@ func (m *durableMark) set(offset int64) error {
 // writeLocked writes buf at the start of the file, opening it if it is
 // closed; a failed write closes it, so the next set starts afresh.
 func (m *durableMark) writeLocked() error {
-	if m.closed {
-		return nil // an fsync that finished after Close: Close wrote the mark
-	}
 	if m.f == nil {
 		f, err := os.OpenFile(m.path, os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -155,6 +152,10 @@ func (m *durableMark) writeLocked() error {
 func (m *durableMark) closeFile() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.closeFileLocked()
+}
+
+func (m *durableMark) closeFileLocked() {
 	if m.f != nil {
 		m.f.Close()
 		m.f = nil
@@ -167,10 +168,10 @@ func (m *durableMark) close() {
 		return
 	}
 	m.mu.Lock()
-	m.closed = true
+	m.closed = true // a set that starts after this writes nothing
+	m.closeFileLocked()
 	m.mu.Unlock()
 	m.files.forget(m)
-	m.closeFile()
 }
 
 // LostTail reports whether the log ended, when it was opened, before the

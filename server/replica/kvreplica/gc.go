@@ -89,10 +89,13 @@ func (t *Tables) collectGarbageRound(target gcTarget, rest func(time.Duration) b
 		}
 		files += n
 		t.log.Debug("KV value-log GC", "files_rewritten", n, "backlog", backlog, "took", took)
-		if !backlog && !rest(took*gcRestFactor) {
-			return files
+		if backlog {
+			if t.closing() {
+				return files
+			}
+			continue
 		}
-		if backlog && t.closing() {
+		if !rest(took * gcRestFactor) {
 			return files
 		}
 	}
