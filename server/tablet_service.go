@@ -31,6 +31,33 @@ func (t *tabletService) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.Fe
 	return t.m.Fetch(ctx, req)
 }
 
+// Fetches serves a follower's stream of fetches: each request is read,
+// answered as Fetch answers it, and only then is the next one read. A
+// failed fetch ends the stream with its error, as it would end the call;
+// the follower opens a new stream for its next round.
+func (t *tabletService) Fetches(stream pb.DRPCTablet_FetchesStream) error {
+	ctx := stream.Context()
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		resp, err := t.m.Fetch(ctx, req)
+		if err != nil {
+			return err
+		}
+		if err := stream.Send(resp); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
 func (t *tabletService) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
 	return t.m.ListOffsets(ctx, req)
 }
@@ -83,6 +110,14 @@ func (g *tabletGate) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.Fetch
 		return nil, err
 	}
 	return t.Fetch(ctx, req)
+}
+
+func (g *tabletGate) Fetches(stream pb.DRPCTablet_FetchesStream) error {
+	t, err := g.service()
+	if err != nil {
+		return err
+	}
+	return t.Fetches(stream)
 }
 
 func (g *tabletGate) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {

@@ -36,6 +36,7 @@ func serveSpec(env *cliEnv) cmdSpec {
 			logSync := fs.String("log-sync", "always", "fsync policy of bucket logs: always, interval or never")
 			snapshotThreshold := fs.Uint64("raft-snapshot-threshold", 0, "Raft log entries between snapshots (0: default 8192)")
 			snapshotInterval := fs.Duration("raft-snapshot-interval", 0, "how often Raft checks whether to snapshot (0: default 2m)")
+			kvValueThreshold := fs.Int64("kv-value-threshold-bytes", 0, "rows larger than this go to the value log of the node's Badger database, smaller ones stay in its LSM tree (0: 256)")
 			kvMemtable := fs.Int64("kv-memtable-bytes", 0, "memtable size of the node's Badger database, which all its primary-key bucket replicas share (0: 16 MiB); also bounds one apply transaction")
 			kvBlockCache := fs.Int64("kv-block-cache-bytes", 0, "block cache of the node's Badger database (0: none; tables are read through the page cache)")
 			kvIndexCache := fs.Int64("kv-index-cache-bytes", 0, "memory bound of the table indexes and bloom filters of the node's Badger database (0: unbounded, all in memory)")
@@ -77,7 +78,7 @@ func serveSpec(env *cliEnv) cmdSpec {
 					Advertise: *advertise, Gossip: g, Join: splitList(*join), BootstrapExpect: *bootstrapExpect,
 					Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, RaftTrailingLogs: *trailingLogs, MaxBatchBytes: *maxBatch, LogSync: sync,
 					GossipProfile: *gossipProfile, LivenessGrace: *grace,
-					KV:                   kvstore.Config{MemTableBytes: *kvMemtable, BlockCacheBytes: *kvBlockCache, IndexCacheBytes: *kvIndexCache},
+					KV:                   kvstore.Config{MemTableBytes: *kvMemtable, ValueThresholdBytes: *kvValueThreshold, BlockCacheBytes: *kvBlockCache, IndexCacheBytes: *kvIndexCache},
 					KVBufferBytes:        *kvBuffer,
 					KVRowCacheBytes:      *kvRowCache,
 					RaftSnapshotInterval: *snapshotInterval, Logger: logger,

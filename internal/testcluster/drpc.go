@@ -28,6 +28,16 @@ type drpcConn struct {
 	mu      sync.Mutex
 	replies map[uint64]*replyFault   // by stream: what to do with the node's answer
 	writes  map[uint64]*writesStream // by stream: the client write streams (RPCWrites)
+	fetches map[uint64]*fetchStream  // by stream: the follower fetch streams (RPCFetches)
+}
+
+// fetchStream is a follower's stream of fetches (Tablet.Fetches) passing
+// the proxy: each fetch on it counts as an RPCFetch call of its caller and
+// is delayed or held as one. Only holds are armed for nodes' calls (see
+// Hold), so nothing on the way back changes.
+type fetchStream struct {
+	from Caller
+	msg  []byte // the frames of the fetch being gathered
 }
 
 // writesStream is a client's ordered write stream (Tablet.Writes) passing
@@ -54,7 +64,8 @@ type replyFault struct {
 }
 
 func newDRPCConn(p *Proxy, pc *proxyConn) *drpcConn {
-	return &drpcConn{p: p, pc: pc, replies: map[uint64]*replyFault{}, writes: map[uint64]*writesStream{}}
+	return &drpcConn{p: p, pc: pc, replies: map[uint64]*replyFault{}, writes: map[uint64]*writesStream{},
+		fetches: map[uint64]*fetchStream{}}
 }
 
 // frameReader reads whole frames, each with its bytes on the wire.
@@ -138,16 +149,27 @@ func (c *drpcConn) pumpCalls() {
 				c.writes[fr.ID.Stream] = &writesStream{lose: map[uint64]*fault{}}
 				c.mu.Unlock()
 			}
+			if rpc == RPCFetches {
+				c.mu.Lock()
+				c.fetches[fr.ID.Stream] = &fetchStream{from: from}
+				c.mu.Unlock()
+			}
 			if _, err := c.pc.node.Write(out); err != nil {
 				return
 			}
 			continue
 		case drpcwire.KindMessage:
 			c.mu.Lock()
-			ws := c.writes[fr.ID.Stream]
+			ws, fs := c.writes[fr.ID.Stream], c.fetches[fr.ID.Stream]
 			c.mu.Unlock()
-			if ws != nil {
+			switch {
+			case ws != nil:
 				if !c.writeCall(ws, fr, raw) {
+					return
+				}
+				continue
+			case fs != nil:
+				if !c.fetchCall(fs, fr, raw) {
 					return
 				}
 				continue
@@ -175,6 +197,11 @@ func (c *drpcConn) startCall(stream uint64, rpc string, from Caller) bool {
 	for s := range c.writes {
 		if s < stream {
 			delete(c.writes, s)
+		}
+	}
+	for s := range c.fetches {
+		if s < stream {
+			delete(c.fetches, s)
 		}
 	}
 	c.mu.Unlock()
@@ -270,6 +297,33 @@ func (c *drpcConn) writeCall(ws *writesStream, fr drpcwire.Frame, raw []byte) bo
 		c.mu.Lock()
 		ws.lose[call.Id] = f
 		c.mu.Unlock()
+	}
+	_, err := c.pc.node.Write(out)
+	return err == nil
+}
+
+// fetchCall passes on one frame of a fetch stream: once a fetch is whole,
+// it waits out the proxy's delay and any hold armed for RPCFetch calls of
+// its caller, then goes to the node. False: the connection is gone.
+func (c *drpcConn) fetchCall(fs *fetchStream, fr drpcwire.Frame, raw []byte) bool {
+	fs.msg = append(fs.msg, raw...)
+	if !fr.Done {
+		return true
+	}
+	out := fs.msg
+	fs.msg = nil
+	f, delay := c.p.callArrived(RPCFetch, fs.from)
+	if delay > 0 && !c.sleep(delay) {
+		return false
+	}
+	if f != nil && f.kind == holdCall {
+		select {
+		case <-f.release:
+		case <-c.pc.closed:
+			return false
+		case <-c.p.done:
+			return false
+		}
 	}
 	_, err := c.pc.node.Write(out)
 	return err == nil

@@ -23,12 +23,15 @@ const (
 
 // The RPCs tests aim faults at. The calls of a client's ordered write
 // stream (RPCWrites) count as RPCProduce and RPCPutKV calls, each meeting
-// the faults armed for its kind (RewriteReply excepted).
+// the faults armed for its kind (RewriteReply excepted); the fetches of a
+// follower's fetch stream (RPCFetches) count as RPCFetch calls from nodes,
+// each meeting the holds and the delay.
 const (
 	RPCProduce      = "/floe.v1.Tablet/Produce"
 	RPCPutKV        = "/floe.v1.Tablet/PutKv"
 	RPCWrites       = "/floe.v1.Tablet/Writes"
 	RPCFetch        = "/floe.v1.Tablet/Fetch"
+	RPCFetches      = "/floe.v1.Tablet/Fetches"
 	RPCLookup       = "/floe.v1.Tablet/Lookup"
 	RPCPrefixLookup = "/floe.v1.Tablet/PrefixLookup"
 	RPCListOffsets  = "/floe.v1.Tablet/ListOffsets"

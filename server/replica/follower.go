@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
@@ -25,6 +27,99 @@ type fetcher struct {
 	// (owned by run).
 	reps []*Replica
 	gen  uint64
+
+	// stream is the open Fetches stream to the leader node at streamAddr,
+	// nil when none is; endStream cancels it. unary: the leader node
+	// serves no Fetches stream (an older version), so each fetch is one
+	// Fetch call. All owned by run.
+	stream     pb.DRPCTablet_FetchesClient
+	streamAddr string
+	endStream  context.CancelFunc
+	unary      bool
+}
+
+// fetchTimeout bounds one fetch: the leader's long poll and a margin.
+const fetchTimeout = DefaultFollowerMaxWait + 5*time.Second
+
+// fetch sends one fetch to the leader node at addr and returns its answer:
+// on the fetcher's stream to the node, opened on first use, or as one
+// call to a node that serves no stream. One fetch is out at a time, so
+// the stream carries exactly the sequence of calls the follower would
+// make, at one write each way per fetch instead of a call's opening and
+// closing packets. A failed or late answer ends the stream; the next
+// fetch opens another.
+func (f *fetcher) fetch(addr string, req *pb.FetchRequest) (*pb.FetchResponse, error) {
+	if f.unary {
+		ctx, cancel := context.WithTimeout(f.ctx, fetchTimeout)
+		defer cancel()
+		return f.m.cfg.Dialer.Tablet(addr).Fetch(ctx, req)
+	}
+	if f.stream != nil && f.streamAddr != addr {
+		f.closeStream() // the leader node moved
+	}
+	var resp *pb.FetchResponse
+	err := f.openStream(addr)
+	if err == nil {
+		late := time.AfterFunc(fetchTimeout, f.endStream)
+		resp, err = exchangeFetch(f.stream, req)
+		if !late.Stop() || err != nil {
+			f.closeStream()
+		}
+	}
+	if err != nil && isUnknownRPC(err) {
+		f.unary = true
+		f.m.log.Info("leader node serves no fetch stream: fetching with single calls", "leader", f.leader, "err", err)
+		return f.fetch(addr, req)
+	}
+	return resp, err
+}
+
+// openStream opens a stream to the leader node at addr unless one is open.
+func (f *fetcher) openStream(addr string) error {
+	if f.stream != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	st, err := f.m.cfg.Dialer.Tablet(addr).Fetches(ctx)
+	if err != nil {
+		cancel()
+		return err
+	}
+	f.stream, f.streamAddr, f.endStream = st, addr, cancel
+	return nil
+}
+
+// exchangeFetch sends req on st and receives its answer.
+func exchangeFetch(st pb.DRPCTablet_FetchesClient, req *pb.FetchRequest) (*pb.FetchResponse, error) {
+	// A send fails with io.EOF once the leader ended the stream; the
+	// receive then says why.
+	if err := st.Send(req); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	resp, err := st.Recv()
+	if errors.Is(err, io.EOF) {
+		return nil, errFetchStreamEnded
+	}
+	return resp, err
+}
+
+// errFetchStreamEnded: the leader node ended the fetch stream without an
+// error (it is shutting down its connections).
+var errFetchStreamEnded = errors.New("replica: the leader node ended the fetch stream")
+
+// closeStream ends the fetcher's stream, if one is open.
+func (f *fetcher) closeStream() {
+	if f.stream == nil {
+		return
+	}
+	f.endStream()
+	f.stream, f.streamAddr, f.endStream = nil, "", nil
+}
+
+// isUnknownRPC reports whether err is a node's answer to a method it does
+// not serve (DRPC's mux names it "unknown rpc").
+func isUnknownRPC(err error) bool {
+	return strings.Contains(err.Error(), "unknown rpc")
 }
 
 // following returns the replicas following the leader, listing them again
@@ -54,6 +149,7 @@ func (m *Manager) ensureFetcher(leader uint32) {
 
 func (f *fetcher) run() {
 	defer f.m.wg.Done()
+	defer f.closeStream()
 	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second, Jitter: true}
 	for f.ctx.Err() == nil {
 		reps := f.following()
@@ -114,9 +210,7 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	if len(req.Buckets) == 0 {
 		return errNothingToFetch
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, DefaultFollowerMaxWait+5*time.Second)
-	defer cancel()
-	resp, err := f.m.cfg.Dialer.Tablet(addr).Fetch(ctx, req)
+	resp, err := f.fetch(addr, req)
 	if err != nil {
 		return err
 	}

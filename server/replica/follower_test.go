@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -28,6 +29,83 @@ func (l *refusingLeader) Fetch(_ context.Context, req *pb.FetchRequest) (*pb.Fet
 }
 
 func (l *refusingLeader) DRPCConn() drpc.Conn { return nil }
+
+// Fetches: this leader serves single calls only, as a node of an older
+// version does; the fetcher falls back to them.
+func (l *refusingLeader) Fetches(context.Context) (pb.DRPCTablet_FetchesClient, error) {
+	return nil, errors.New(`protocol error: unknown rpc: "/floe.v1.Tablet/Fetches"`)
+}
+
+// streamingLeader serves follower fetches on streams, answering each with
+// a refusal of every bucket, or failing the stream once failNext is set.
+type streamingLeader struct {
+	refusingLeader
+	streams  []*fakeFetchStream
+	failNext bool
+}
+
+func (l *streamingLeader) Fetches(ctx context.Context) (pb.DRPCTablet_FetchesClient, error) {
+	st := &fakeFetchStream{l: l, ctx: ctx}
+	l.streams = append(l.streams, st)
+	return st, nil
+}
+
+type fakeFetchStream struct {
+	drpc.Stream
+	l    *streamingLeader
+	ctx  context.Context
+	reqs []*pb.FetchRequest
+}
+
+func (s *fakeFetchStream) Send(req *pb.FetchRequest) error {
+	s.reqs = append(s.reqs, req)
+	return s.ctx.Err()
+}
+
+func (s *fakeFetchStream) Recv() (*pb.FetchResponse, error) {
+	if s.l.failNext {
+		s.l.failNext = false
+		return nil, errors.New("connection reset")
+	}
+	return s.l.Fetch(s.ctx, s.reqs[len(s.reqs)-1])
+}
+
+// TestFetcherKeepsOneStream: a fetcher sends its fetches to a leader node
+// on one stream, round after round; a stream that fails is ended and the
+// next round opens another; a node that serves no stream gets single
+// calls.
+func TestFetcherKeepsOneStream(t *testing.T) {
+	leader := &streamingLeader{}
+	m, r := followerOfNode2(t, leader, []uint32{1, 2})
+	f := &fetcher{m: m, leader: 2, ctx: t.Context()}
+	for range 3 {
+		_ = f.fetchOnce([]*Replica{r}) // refused: an answer, the stream stays
+	}
+	if len(leader.streams) != 1 || len(leader.streams[0].reqs) != 3 || leader.fetches != 3 {
+		t.Fatalf("%d streams opened, %d fetches answered, want one stream carrying 3", len(leader.streams), leader.fetches)
+	}
+	leader.failNext = true
+	if err := f.fetchOnce([]*Replica{r}); err == nil || !strings.Contains(err.Error(), "connection reset") {
+		t.Fatalf("fetchOnce on a failing stream = %v, want its error", err)
+	}
+	if leader.streams[0].ctx.Err() == nil {
+		t.Fatal("the failed stream was not ended")
+	}
+	_ = f.fetchOnce([]*Replica{r})
+	if len(leader.streams) != 2 || len(leader.streams[1].reqs) != 1 {
+		t.Fatalf("%d streams opened after the failure, want a second one carrying the next fetch", len(leader.streams))
+	}
+
+	old := &refusingLeader{}
+	m, r = followerOfNode2(t, old, []uint32{1, 2})
+	f = &fetcher{m: m, leader: 2, ctx: t.Context()}
+	for range 2 {
+		_ = f.fetchOnce([]*Replica{r})
+	}
+	if !f.unary || old.fetches != 2 {
+		t.Fatalf("unary %v, %d single calls, want the fetcher to fall back to 2 calls", f.unary, old.fetches)
+	}
+}
 
 type fixedDialer struct{ c pb.DRPCTabletClient }
 

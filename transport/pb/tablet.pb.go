@@ -1796,10 +1796,11 @@ const file_tablet_proto_rawDesc = "" +
 	"OffsetSpec\x12\x16\n" +
 	"\x12OFFSET_SPEC_LATEST\x10\x00\x12\x18\n" +
 	"\x14OFFSET_SPEC_EARLIEST\x10\x01\x12\x19\n" +
-	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\xca\x04\n" +
+	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\x88\x05\n" +
 	"\x06Tablet\x12<\n" +
 	"\aProduce\x12\x17.floe.v1.ProduceRequest\x1a\x18.floe.v1.ProduceResponse\x126\n" +
-	"\x05Fetch\x12\x15.floe.v1.FetchRequest\x1a\x16.floe.v1.FetchResponse\x12H\n" +
+	"\x05Fetch\x12\x15.floe.v1.FetchRequest\x1a\x16.floe.v1.FetchResponse\x12<\n" +
+	"\aFetches\x12\x15.floe.v1.FetchRequest\x1a\x16.floe.v1.FetchResponse(\x010\x01\x12H\n" +
 	"\vListOffsets\x12\x1b.floe.v1.ListOffsetsRequest\x1a\x1c.floe.v1.ListOffsetsResponse\x128\n" +
 	"\x05PutKv\x12\x15.floe.v1.PutKvRequest\x1a\x18.floe.v1.ProduceResponse\x129\n" +
 	"\x06Lookup\x12\x16.floe.v1.LookupRequest\x1a\x17.floe.v1.LookupResponse\x12K\n" +
@@ -1861,24 +1862,26 @@ var file_tablet_proto_depIdxs = []int32{
 	22, // 9: floe.v1.SnapshotKVResponse.snapshot:type_name -> floe.v1.KVSnapshot
 	10, // 10: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
 	13, // 11: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
-	17, // 12: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	3,  // 13: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
-	4,  // 14: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
-	6,  // 15: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
-	19, // 16: floe.v1.Tablet.SnapshotKV:input_type -> floe.v1.SnapshotKVRequest
-	8,  // 17: floe.v1.Tablet.ScanRows:input_type -> floe.v1.ScanRowsRequest
-	1,  // 18: floe.v1.Tablet.Writes:input_type -> floe.v1.WriteCall
-	11, // 19: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
-	16, // 20: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
-	18, // 21: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	11, // 22: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
-	5,  // 23: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
-	7,  // 24: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
-	20, // 25: floe.v1.Tablet.SnapshotKV:output_type -> floe.v1.SnapshotKVResponse
-	9,  // 26: floe.v1.Tablet.ScanRows:output_type -> floe.v1.ScanRowsResponse
-	2,  // 27: floe.v1.Tablet.Writes:output_type -> floe.v1.WriteResult
-	19, // [19:28] is the sub-list for method output_type
-	10, // [10:19] is the sub-list for method input_type
+	13, // 12: floe.v1.Tablet.Fetches:input_type -> floe.v1.FetchRequest
+	17, // 13: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	3,  // 14: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
+	4,  // 15: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
+	6,  // 16: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
+	19, // 17: floe.v1.Tablet.SnapshotKV:input_type -> floe.v1.SnapshotKVRequest
+	8,  // 18: floe.v1.Tablet.ScanRows:input_type -> floe.v1.ScanRowsRequest
+	1,  // 19: floe.v1.Tablet.Writes:input_type -> floe.v1.WriteCall
+	11, // 20: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
+	16, // 21: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
+	16, // 22: floe.v1.Tablet.Fetches:output_type -> floe.v1.FetchResponse
+	18, // 23: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	11, // 24: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
+	5,  // 25: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
+	7,  // 26: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
+	20, // 27: floe.v1.Tablet.SnapshotKV:output_type -> floe.v1.SnapshotKVResponse
+	9,  // 28: floe.v1.Tablet.ScanRows:output_type -> floe.v1.ScanRowsResponse
+	2,  // 29: floe.v1.Tablet.Writes:output_type -> floe.v1.WriteResult
+	20, // [20:30] is the sub-list for method output_type
+	10, // [10:20] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name

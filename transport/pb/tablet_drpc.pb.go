@@ -40,6 +40,7 @@ type DRPCTabletClient interface {
 
 	Produce(ctx context.Context, in *ProduceRequest) (*ProduceResponse, error)
 	Fetch(ctx context.Context, in *FetchRequest) (*FetchResponse, error)
+	Fetches(ctx context.Context) (DRPCTablet_FetchesClient, error)
 	ListOffsets(ctx context.Context, in *ListOffsetsRequest) (*ListOffsetsResponse, error)
 	PutKv(ctx context.Context, in *PutKvRequest) (*ProduceResponse, error)
 	Lookup(ctx context.Context, in *LookupRequest) (*LookupResponse, error)
@@ -75,6 +76,45 @@ func (c *drpcTabletClient) Fetch(ctx context.Context, in *FetchRequest) (*FetchR
 		return nil, err
 	}
 	return out, nil
+}
+
+func (c *drpcTabletClient) Fetches(ctx context.Context) (DRPCTablet_FetchesClient, error) {
+	stream, err := c.cc.NewStream(ctx, "/floe.v1.Tablet/Fetches", drpcEncoding_File_tablet_proto{})
+	if err != nil {
+		return nil, err
+	}
+	x := &drpcTablet_FetchesClient{stream}
+	return x, nil
+}
+
+type DRPCTablet_FetchesClient interface {
+	drpc.Stream
+	Send(*FetchRequest) error
+	Recv() (*FetchResponse, error)
+}
+
+type drpcTablet_FetchesClient struct {
+	drpc.Stream
+}
+
+func (x *drpcTablet_FetchesClient) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcTablet_FetchesClient) Send(m *FetchRequest) error {
+	return x.MsgSend(m, drpcEncoding_File_tablet_proto{})
+}
+
+func (x *drpcTablet_FetchesClient) Recv() (*FetchResponse, error) {
+	m := new(FetchResponse)
+	if err := x.MsgRecv(m, drpcEncoding_File_tablet_proto{}); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (x *drpcTablet_FetchesClient) RecvMsg(m *FetchResponse) error {
+	return x.MsgRecv(m, drpcEncoding_File_tablet_proto{})
 }
 
 func (c *drpcTabletClient) ListOffsets(ctx context.Context, in *ListOffsetsRequest) (*ListOffsetsResponse, error) {
@@ -173,6 +213,7 @@ func (x *drpcTablet_WritesClient) RecvMsg(m *WriteResult) error {
 type DRPCTabletServer interface {
 	Produce(context.Context, *ProduceRequest) (*ProduceResponse, error)
 	Fetch(context.Context, *FetchRequest) (*FetchResponse, error)
+	Fetches(DRPCTablet_FetchesStream) error
 	ListOffsets(context.Context, *ListOffsetsRequest) (*ListOffsetsResponse, error)
 	PutKv(context.Context, *PutKvRequest) (*ProduceResponse, error)
 	Lookup(context.Context, *LookupRequest) (*LookupResponse, error)
@@ -190,6 +231,10 @@ func (s *DRPCTabletUnimplementedServer) Produce(context.Context, *ProduceRequest
 
 func (s *DRPCTabletUnimplementedServer) Fetch(context.Context, *FetchRequest) (*FetchResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCTabletUnimplementedServer) Fetches(DRPCTablet_FetchesStream) error {
+	return drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
 func (s *DRPCTabletUnimplementedServer) ListOffsets(context.Context, *ListOffsetsRequest) (*ListOffsetsResponse, error) {
@@ -222,7 +267,7 @@ func (s *DRPCTabletUnimplementedServer) Writes(DRPCTablet_WritesStream) error {
 
 type DRPCTabletDescription struct{}
 
-func (DRPCTabletDescription) NumMethods() int { return 9 }
+func (DRPCTabletDescription) NumMethods() int { return 10 }
 
 func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -245,6 +290,14 @@ func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver
 					)
 			}, DRPCTabletServer.Fetch, true
 	case 2:
+		return "/floe.v1.Tablet/Fetches", drpcEncoding_File_tablet_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return nil, srv.(DRPCTabletServer).
+					Fetches(
+						&drpcTablet_FetchesStream{in1.(drpc.Stream)},
+					)
+			}, DRPCTabletServer.Fetches, true
+	case 3:
 		return "/floe.v1.Tablet/ListOffsets", drpcEncoding_File_tablet_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCTabletServer).
@@ -253,7 +306,7 @@ func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver
 						in1.(*ListOffsetsRequest),
 					)
 			}, DRPCTabletServer.ListOffsets, true
-	case 3:
+	case 4:
 		return "/floe.v1.Tablet/PutKv", drpcEncoding_File_tablet_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCTabletServer).
@@ -262,7 +315,7 @@ func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver
 						in1.(*PutKvRequest),
 					)
 			}, DRPCTabletServer.PutKv, true
-	case 4:
+	case 5:
 		return "/floe.v1.Tablet/Lookup", drpcEncoding_File_tablet_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCTabletServer).
@@ -271,7 +324,7 @@ func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver
 						in1.(*LookupRequest),
 					)
 			}, DRPCTabletServer.Lookup, true
-	case 5:
+	case 6:
 		return "/floe.v1.Tablet/PrefixLookup", drpcEncoding_File_tablet_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCTabletServer).
@@ -280,7 +333,7 @@ func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver
 						in1.(*PrefixLookupRequest),
 					)
 			}, DRPCTabletServer.PrefixLookup, true
-	case 6:
+	case 7:
 		return "/floe.v1.Tablet/SnapshotKV", drpcEncoding_File_tablet_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCTabletServer).
@@ -289,7 +342,7 @@ func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver
 						in1.(*SnapshotKVRequest),
 					)
 			}, DRPCTabletServer.SnapshotKV, true
-	case 7:
+	case 8:
 		return "/floe.v1.Tablet/ScanRows", drpcEncoding_File_tablet_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCTabletServer).
@@ -298,7 +351,7 @@ func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver
 						in1.(*ScanRowsRequest),
 					)
 			}, DRPCTabletServer.ScanRows, true
-	case 8:
+	case 9:
 		return "/floe.v1.Tablet/Writes", drpcEncoding_File_tablet_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return nil, srv.(DRPCTabletServer).
@@ -353,6 +406,36 @@ func (x *drpcTablet_FetchStream) SendAndClose(m *FetchResponse) error {
 		return err
 	}
 	return x.CloseSend()
+}
+
+type DRPCTablet_FetchesStream interface {
+	drpc.Stream
+	Send(*FetchResponse) error
+	Recv() (*FetchRequest, error)
+}
+
+type drpcTablet_FetchesStream struct {
+	drpc.Stream
+}
+
+func (x *drpcTablet_FetchesStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcTablet_FetchesStream) Send(m *FetchResponse) error {
+	return x.MsgSend(m, drpcEncoding_File_tablet_proto{})
+}
+
+func (x *drpcTablet_FetchesStream) Recv() (*FetchRequest, error) {
+	m := new(FetchRequest)
+	if err := x.MsgRecv(m, drpcEncoding_File_tablet_proto{}); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (x *drpcTablet_FetchesStream) RecvMsg(m *FetchRequest) error {
+	return x.MsgRecv(m, drpcEncoding_File_tablet_proto{})
 }
 
 type DRPCTablet_ListOffsetsStream interface {
