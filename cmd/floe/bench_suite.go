@@ -149,6 +149,11 @@ func benchSuiteCmd(env *cliEnv) clientCmd {
 			if err := f.validate(); err != nil {
 				return err
 			}
+			stop, err := f.startProfile()
+			if err != nil {
+				return err
+			}
+			defer stop()
 			asJSON := cf.output == "json" // one line per test in the peer kit's results.jsonl shape
 			picked, err := pickSuiteTests(tests)
 			if err != nil {
