@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -305,6 +306,41 @@ func TestBenchSmoke(t *testing.T) {
 				t.Fatalf("result %s", lines[len(lines)-1])
 			}
 		})
+	}
+}
+
+// TestBenchSuiteSmoke: the suite runs the tests it is given, prints one
+// JSON line per test in the peer kit's shape, and --cpuprofile profiles
+// the client.
+func TestBenchSuiteSmoke(t *testing.T) {
+	server := startCluster(t).server
+	profile := filepath.Join(t.TempDir(), "client.pprof")
+	code, out, errOut := runCLI(t, "", "bench", "suite", "--tests", "append-1,upsert-1,lookup-128", "--duration", "100ms",
+		"--keys", "200", "--record-bytes", "64", "--cpuprofile", profile, "-o", "json", "--server", server)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var tests []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var row struct {
+			Kind      string  `json:"kind"`
+			Test      string  `json:"test"`
+			OpsPerSec float64 `json:"ops_per_sec"`
+			Errors    int     `json:"errors"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("line is not JSON: %q", line)
+		}
+		if row.Kind != "floe" || row.OpsPerSec <= 0 || row.Errors != 0 {
+			t.Fatalf("result %s", line)
+		}
+		tests = append(tests, row.Test)
+	}
+	if got := strings.Join(tests, ","); got != "append-1,upsert-1,lookup-128" {
+		t.Fatalf("tests run: %s", got)
+	}
+	if st, err := os.Stat(profile); err != nil || st.Size() == 0 {
+		t.Fatalf("--cpuprofile wrote no profile: %v", err)
 	}
 }
 
