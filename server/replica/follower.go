@@ -52,7 +52,11 @@ func (f *fetcher) fetch(addr string, req *pb.FetchRequest) (*pb.FetchResponse, e
 	if f.unary {
 		ctx, cancel := context.WithTimeout(f.ctx, fetchTimeout)
 		defer cancel()
-		return f.m.cfg.Dialer.Tablet(addr).Fetch(ctx, req)
+		resp, err := f.m.cfg.Dialer.Tablet(addr).Fetch(ctx, req)
+		if err != nil {
+			f.unary = false // the node may be back upgraded: the next fetch tries a stream again
+		}
+		return resp, err
 	}
 	if f.stream != nil && f.streamAddr != addr {
 		f.closeStream() // the leader node moved

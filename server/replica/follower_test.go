@@ -16,10 +16,15 @@ import (
 type refusingLeader struct {
 	pb.DRPCTabletClient
 	fetches int
+	fail    bool // the next Fetch fails, as when the node restarts
 }
 
 func (l *refusingLeader) Fetch(_ context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
 	l.fetches++
+	if l.fail {
+		l.fail = false
+		return nil, errors.New("connection reset")
+	}
 	resp := &pb.FetchResponse{}
 	for _, b := range req.Buckets {
 		resp.Buckets = append(resp.Buckets, &pb.FetchedBucket{TableId: b.TableId, Bucket: b.Bucket,
@@ -104,6 +109,11 @@ func TestFetcherKeepsOneStream(t *testing.T) {
 	}
 	if !f.unary || old.fetches != 2 {
 		t.Fatalf("unary %v, %d single calls, want the fetcher to fall back to 2 calls", f.unary, old.fetches)
+	}
+	old.fail = true
+	_ = f.fetchOnce([]*Replica{r})
+	if f.unary {
+		t.Fatal("a failed single call left the fetcher on calls: an upgraded node would never get a stream")
 	}
 }
 
