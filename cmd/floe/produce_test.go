@@ -272,14 +272,16 @@ func TestConsumeStopsAtHighWatermark(t *testing.T) {
 }
 
 // TestBenchSmoke runs both benchmarks briefly against the cluster and reads
-// the JSON result on their last line.
+// the JSON result on their last line. Each run lasts long enough for a
+// writer's first batch, which waits for a writer id committed through the
+// metadata Raft group (over 100 ms on a loaded CI machine).
 func TestBenchSmoke(t *testing.T) {
 	server := startCluster(t).server
 	for _, args := range [][]string{
-		{"bench", "produce", "--duration", "100ms", "--record-bytes", "64", "--concurrency", "2"},
-		{"bench", "produce", "--duration", "100ms", "--record-bytes", "64", "--batching", "--acks", "1"},
-		{"bench", "produce", "--duration", "100ms", "--batch", "10", "--table", "bench.other"},
-		{"bench", "e2e", "--duration", "200ms", "--rate", "2000", "--record-bytes", "16"},
+		{"bench", "produce", "--duration", "1s", "--record-bytes", "64", "--concurrency", "2"},
+		{"bench", "produce", "--duration", "1s", "--record-bytes", "64", "--batching", "--acks", "1"},
+		{"bench", "produce", "--duration", "1s", "--batch", "10", "--table", "bench.other"},
+		{"bench", "e2e", "--duration", "1s", "--rate", "2000", "--record-bytes", "16"},
 	} {
 		t.Run(strings.Join(args[1:], " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, "", append(args, "--server", server)...)
@@ -315,7 +317,7 @@ func TestBenchSmoke(t *testing.T) {
 func TestBenchSuiteSmoke(t *testing.T) {
 	server := startCluster(t).server
 	profile := filepath.Join(t.TempDir(), "client.pprof")
-	code, out, errOut := runCLI(t, "", "bench", "suite", "--tests", "append-1,upsert-1,lookup-128", "--duration", "100ms",
+	code, out, errOut := runCLI(t, "", "bench", "suite", "--tests", "append-1,upsert-1,lookup-128", "--duration", "1s",
 		"--keys", "200", "--record-bytes", "64", "--cpuprofile", profile, "-o", "json", "--server", server)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
