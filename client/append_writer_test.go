@@ -166,7 +166,10 @@ func TestDeliveryTimeout(t *testing.T) {
 	if err := tbl.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	w := newWriter(t, tbl, AppendWriterOptions{DeliveryTimeout: 200 * time.Millisecond})
+	// The batch first takes the writer its id, a metadata commit: the
+	// timeout leaves room for it under load (CI once spent all of 200 ms
+	// there), so what the batch runs out of time on is the missing leader.
+	w := newWriter(t, tbl, AppendWriterOptions{DeliveryTimeout: 2 * time.Second})
 	f := appendIDs(t, w, tbl, 0, 1)[0]
 	_, err := f.Wait(guardCtx(t))
 	if !errors.Is(err, ErrDeliveryTimeout) || !errors.Is(err, ErrNoLeader) {
