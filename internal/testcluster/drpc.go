@@ -210,13 +210,7 @@ func (c *drpcConn) startCall(stream uint64, rpc string, from Caller) bool {
 	}
 	switch f.kind {
 	case holdCall:
-		select {
-		case <-f.release:
-			return true
-		case <-c.pc.closed:
-		case <-c.p.done:
-		}
-		return false
+		return c.awaitRelease(f)
 	case failCall:
 		// The answer's message id starts at 1 on every stream.
 		_ = c.writeError(drpcwire.ID{Stream: stream, Message: 1}, f)
@@ -283,11 +277,7 @@ func (c *drpcConn) writeCall(ws *writesStream, fr drpcwire.Frame, raw []byte) bo
 	switch {
 	case f == nil:
 	case f.kind == holdCall:
-		select {
-		case <-f.release:
-		case <-c.pc.closed:
-			return false
-		case <-c.p.done:
+		if !c.awaitRelease(f) {
 			return false
 		}
 	case f.kind == failCall:
@@ -316,17 +306,23 @@ func (c *drpcConn) fetchCall(fs *fetchStream, fr drpcwire.Frame, raw []byte) boo
 	if delay > 0 && !c.sleep(delay) {
 		return false
 	}
-	if f != nil && f.kind == holdCall {
-		select {
-		case <-f.release:
-		case <-c.pc.closed:
-			return false
-		case <-c.p.done:
-			return false
-		}
+	if f != nil && f.kind == holdCall && !c.awaitRelease(f) {
+		return false
 	}
 	_, err := c.pc.node.Write(out)
 	return err == nil
+}
+
+// awaitRelease waits until the hold f is released; false: the connection
+// or the proxy closed first.
+func (c *drpcConn) awaitRelease(f *fault) bool {
+	select {
+	case <-f.release:
+		return true
+	case <-c.pc.closed:
+	case <-c.p.done:
+	}
+	return false
 }
 
 // writeResult sends the caller one whole result message on a write stream,
