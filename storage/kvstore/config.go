@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // Defaults of Config, for the one database of a node.
@@ -18,6 +19,9 @@ const (
 	// DefaultGCDiscardRatio rewrites a value-log file once half of it is
 	// garbage.
 	DefaultGCDiscardRatio = 0.5
+	// DefaultCloseTimeout is far above what flushing the memtables takes
+	// on a working disk (a second or two for 2 × 16 MiB).
+	DefaultCloseTimeout = 30 * time.Second
 )
 
 // Config configures a node's DB. The zero value of every field but Dir
@@ -65,6 +69,12 @@ type Config struct {
 	RowCache *RowCache
 	// Logger receives Badger's messages; nil discards them.
 	Logger *slog.Logger
+	// CloseTimeout bounds how long Close waits for Badger to flush its
+	// memtables and close its files; default DefaultCloseTimeout. Badger
+	// retries a failing flush forever (a full or vanished disk), and a
+	// node must still stop then: the bucket logs hold every applied row,
+	// so what the flush did not write is replayed on the next open.
+	CloseTimeout time.Duration
 }
 
 // withDefaults returns cfg with zero fields set to their defaults.
@@ -90,6 +100,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.CloseTimeout == 0 {
+		cfg.CloseTimeout = DefaultCloseTimeout
+	}
 	return cfg
 }
 
@@ -110,6 +123,8 @@ func (cfg Config) Validate() error {
 		return fmt.Errorf("%w: NumMemtables %d, want 0 (default) or 2 to 16", ErrInvalidConfig, cfg.NumMemtables)
 	case cfg.ValueThresholdBytes < 0 || cfg.ValueThresholdBytes > 1<<20:
 		return fmt.Errorf("%w: ValueThresholdBytes %d, want 0 (default) to 1 MiB", ErrInvalidConfig, cfg.ValueThresholdBytes)
+	case cfg.CloseTimeout < 0:
+		return fmt.Errorf("%w: CloseTimeout %v is negative", ErrInvalidConfig, cfg.CloseTimeout)
 	case cfg.GCDiscardRatio < 0 || cfg.GCDiscardRatio >= 1:
 		return fmt.Errorf("%w: GCDiscardRatio %g, want 0 (default) or a share in (0, 1)", ErrInvalidConfig, cfg.GCDiscardRatio)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -69,6 +70,7 @@ type DB struct {
 	bdb            *badger.DB
 	cache          *RowCache
 	gcDiscardRatio float64
+	closeTimeout   time.Duration
 
 	mu     sync.Mutex
 	open   map[StoreID]*Store
@@ -91,7 +93,7 @@ func OpenDB(cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kvstore: open %s: %w", cfg.Dir, err)
 	}
-	return &DB{bdb: bdb, cache: cfg.RowCache, gcDiscardRatio: cfg.GCDiscardRatio, open: map[StoreID]*Store{}}, nil
+	return &DB{bdb: bdb, cache: cfg.RowCache, gcDiscardRatio: cfg.GCDiscardRatio, closeTimeout: cfg.CloseTimeout, open: map[StoreID]*Store{}}, nil
 }
 
 func badgerOptions(cfg Config) badger.Options {
@@ -286,8 +288,21 @@ func (db *DB) Close() error {
 	for _, s := range open {
 		s.Close()
 	}
-	if err := db.bdb.Close(); err != nil {
-		return fmt.Errorf("kvstore: close: %w", err)
+	// Badger's Close waits for its memtables to flush, and a flush that
+	// fails is retried forever: past closeTimeout the close is abandoned
+	// (its goroutine and files stay until the process exits) so the node
+	// can stop. Nothing acknowledged is lost: the bucket logs hold it.
+	done := make(chan error, 1)
+	go func() { done <- db.bdb.Close() }()
+	timer := time.NewTimer(db.closeTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("kvstore: close: %w", err)
+		}
+		return nil
+	case <-timer.C:
+		return fmt.Errorf("%w: Badger did not flush and close within %v (a failing disk? its log says why); abandoned, the bucket logs replay what it did not write", ErrCloseTimeout, db.closeTimeout)
 	}
-	return nil
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -206,5 +208,40 @@ func TestDBDropManyLeavesTheRest(t *testing.T) {
 		if len(got) != 2 || !bytes.Equal(got[0], []byte(id.String())) {
 			t.Fatalf("kept store %s scans %q", id, got)
 		}
+	}
+}
+
+// TestDBCloseGivesUpOnAFailingFlush: Badger retries a memtable flush that
+// fails forever, and its Close waits for that flush. With the database's
+// folder gone, Close must still return, with ErrCloseTimeout, so a node on
+// a failed disk can stop.
+func TestDBCloseGivesUpOnAFailingFlush(t *testing.T) {
+	dir := t.TempDir()
+	db, err := OpenDB(Config{Dir: dir, CloseTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := db.Open(StoreID{Table: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply([]Change{{Key: []byte("k"), Row: []byte("v"), Kind: record.Insert}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- db.Close() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrCloseTimeout) {
+			t.Fatalf("Close = %v, want ErrCloseTimeout", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close still waiting on Badger's flush after a minute")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("second Close = %v, want nil (already closed)", err)
 	}
 }

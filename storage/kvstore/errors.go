@@ -1,6 +1,10 @@
 package kvstore
 
-import "github.com/floedb/floe/storage/kvstore/kverr"
+import (
+	"errors"
+
+	"github.com/floedb/floe/storage/kvstore/kverr"
+)
 
 // The store's sentinel errors, declared in package kverr (documented there)
 // so that mapping them does not link Badger.
@@ -16,3 +20,7 @@ var (
 	ErrDeleteDisabled = kverr.ErrDeleteDisabled
 	ErrInvalidScan    = kverr.ErrInvalidScan
 )
+
+// ErrCloseTimeout: DB.Close gave up waiting for Badger (Config.CloseTimeout).
+// Only a stopping node sees it, so it has no wire code.
+var ErrCloseTimeout = errors.New("kvstore: close timed out")
