@@ -1,6 +1,7 @@
 package kvstore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -62,9 +63,22 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []ui
 		}
 	}
 	err = s.view(func(txn *badger.Txn) error {
+		var batch *cacheBatch // the cache's rows of keys, when many
+		if s.cache != nil && len(keys) >= minCacheBatch {
+			batch = s.cacheLookup(keys)
+			defer batch.release()
+		}
 		for i, key := range keys {
 			start := len(data)
-			if s.cache != nil {
+			switch {
+			case batch != nil:
+				if sp := batch.spans[i]; sp.n > 0 {
+					data = append(data, batch.rows[sp.at:sp.at+int(sp.n)]...)
+					found(i, start)
+					continue
+				}
+				ck = batch.keys[i]
+			case s.cache != nil:
 				ck = cacheKey(ck, s.cacheID, key)
 				var hit bool
 				if data, hit = s.cache.appendRow(data, ck); hit {
@@ -95,6 +109,25 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []ui
 		return dst, nil, err
 	}
 	return data, sizes, nil
+}
+
+// cacheLookup reads the cached rows of keys in one batch; the caller
+// releases it.
+func (s *Store) cacheLookup(keys [][]byte) *cacheBatch {
+	b := cacheBatches.Get().(*cacheBatch)
+	b.reset(len(keys))
+	for _, key := range keys { // as cacheKey, end to end
+		b.keyBuf = binary.BigEndian.AppendUint64(b.keyBuf, s.cacheID)
+		b.keyBuf = append(b.keyBuf, key...)
+	}
+	at := 0
+	for i, key := range keys {
+		n := 8 + len(key)
+		b.keys[i] = b.keyBuf[at : at+n : at+n]
+		at += n
+	}
+	s.cache.lookupRows(b)
+	return b
 }
 
 // fill caches row under cache key ck unless an Apply committed since

@@ -231,3 +231,92 @@ func TestRowCacheCachesWritesOnlyWhenAsked(t *testing.T) {
 		t.Fatal("a store that stopped caching its writes cached a new row")
 	}
 }
+
+// TestRowCacheBatchAgreesWithKeyByKey churns a ring that laps many times
+// and, after every few puts, reads a batch of keys (cached, lapped, never
+// put, repeated) through lookupRows: each answer must be what appendRow
+// gives for the key.
+func TestRowCacheBatchAgreesWithKeyByKey(t *testing.T) {
+	c := NewRowCache(64 << 10)
+	always := func() bool { return true }
+	hits, misses := 0, 0
+	for i := range 6000 {
+		k := fmt.Appendf(nil, "key-%d", i%1500)
+		switch i % 11 {
+		case 0:
+			c.remove(k)
+		default:
+			c.put(k, fmt.Appendf(nil, "row-%d-%s", i, make([]byte, i%200)), always)
+		}
+		if i%13 != 0 {
+			continue
+		}
+		b := cacheBatches.Get().(*cacheBatch)
+		b.reset(40)
+		for j := range b.keys {
+			b.keys[j] = fmt.Appendf(nil, "key-%d", (i*31+j*7919)%1700) // some never put
+		}
+		b.keys[39] = b.keys[0] // a key twice in one batch
+		c.lookupRows(b)
+		for j, k := range b.keys {
+			want, ok := c.appendRow(nil, k)
+			sp := b.spans[j]
+			got := b.rows[sp.at : sp.at+int(sp.n)]
+			if ok != (sp.n > 0) || string(got) != string(want) {
+				t.Fatalf("round %d key %s: batch %q (found %v), key by key %q (found %v)", i, k, got, sp.n > 0, want, ok)
+			}
+			if ok {
+				hits++
+			} else {
+				misses++
+			}
+		}
+		b.release()
+	}
+	if hits == 0 || misses == 0 {
+		t.Fatalf("%d hits, %d misses: the test needs both", hits, misses)
+	}
+}
+
+// TestGetBatchMixesCacheAndStore reads batches large enough for the
+// batched cache read, of keys cached, stored but not cached, deleted and
+// never written, in every order: each row must be the stored one.
+func TestGetBatchMixesCacheAndStore(t *testing.T) {
+	s := openCached(t, NewRowCache(1<<20))
+	var entries []Change
+	for i := range 200 {
+		entries = append(entries, Change{Key: fmt.Appendf(nil, "k%03d", i), Row: fmt.Appendf(nil, "v%03d-%s", i, make([]byte, i)), Kind: record.Insert})
+	}
+	if err := s.Apply(entries, 200); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply([]Change{{Key: []byte("k007"), Kind: record.Delete}}, 201); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i += 3 { // every third key cached
+		if _, _, err := s.Get(fmt.Appendf(nil, "k%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 20 {
+		keys := make([][]byte, 10+round*5)
+		for j := range keys {
+			keys[j] = fmt.Appendf(nil, "k%03d", (round*37+j*13)%230) // past 199: never written
+		}
+		rows, err := s.GetBatch(keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, k := range keys {
+			var i int
+			fmt.Sscanf(string(k), "k%03d", &i)
+			want := ""
+			if i < 200 && i != 7 {
+				want = string(entries[i].Row)
+			}
+			if string(rows[j]) != want || (rows[j] == nil) != (want == "") {
+				t.Fatalf("round %d key %s: %q, want %q", round, k, rows[j], want)
+			}
+		}
+	}
+}
