@@ -45,13 +45,22 @@ func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error
 }
 
 // AppendPacked is GetPacked appending the rows to dst, which it grows at
-// most once when it lacks the room.
+// most once when it lacks the room. Rows come from the row cache, else
+// from one Badger view, which a read the cache answers whole never opens.
 func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []uint32, err error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return dst, nil, ErrClosed
+	}
 	data = dst
 	sizes = make([]uint32, len(keys))
-	commits := s.commits.Load() // before the read's snapshot: see fill
-	bk := make([]byte, 0, 64)
-	var ck []byte
+	commits := s.commits.Load() // before any read: see fill
+	var batch *cacheBatch
+	if s.cache != nil {
+		batch = s.cacheLookup(keys)
+		defer batch.release()
+	}
 	// found records key i's row, just appended at start, and after the
 	// first one makes room for as many rows of its size as keys remain.
 	sized := false
@@ -62,29 +71,18 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []ui
 			data = slices.Grow(data, (len(data)-start)*(len(keys)-i-1))
 		}
 	}
-	err = s.view(func(txn *badger.Txn) error {
-		var batch *cacheBatch // the cache's rows of keys, when many
-		if s.cache != nil && len(keys) >= minCacheBatch {
-			batch = s.cacheLookup(keys)
-			defer batch.release()
-		}
+	bk := make([]byte, 0, 64)
+	read := func(txn *badger.Txn) error {
 		for i, key := range keys {
 			start := len(data)
-			switch {
-			case batch != nil:
+			var ck []byte
+			if batch != nil {
 				if sp := batch.spans[i]; sp.n > 0 {
 					data = append(data, batch.rows[sp.at:sp.at+int(sp.n)]...)
 					found(i, start)
 					continue
 				}
 				ck = batch.keys[i]
-			case s.cache != nil:
-				ck = cacheKey(ck, s.cacheID, key)
-				var hit bool
-				if data, hit = s.cache.appendRow(data, ck); hit {
-					found(i, start)
-					continue
-				}
 			}
 			bk = s.appendRowKey(bk[:0], key)
 			item, err := txn.Get(bk)
@@ -104,7 +102,12 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []ui
 			s.fill(ck, data[start:], commits)
 		}
 		return nil
-	})
+	}
+	if batch != nil && batch.hits == len(keys) {
+		err = read(nil) // the cache had every row: no view, no read timestamp
+	} else {
+		err = s.db.bdb.View(read)
+	}
 	if err != nil {
 		return dst, nil, err
 	}
@@ -130,7 +133,7 @@ func (s *Store) cacheLookup(keys [][]byte) *cacheBatch {
 	return b
 }
 
-// fill caches row under cache key ck unless an Apply committed since
+// fill caches row under cache key ck (nil: no cache) unless an Apply committed since
 // commits was read, before the read began: the row might then be older
 // than the store. Apply counts its commit before it invalidates, and both
 // that check and the invalidation run under the cache shard's lock, so a

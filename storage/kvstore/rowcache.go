@@ -124,18 +124,6 @@ func (c *RowCache) locate(k []byte) (*rowCacheShard, uint64) {
 	return &c.shards[h&(rowCacheShards-1)], slotHash(h >> 5) // the low bits chose the shard
 }
 
-// appendRow appends the cached row of k to dst.
-func (c *RowCache) appendRow(dst, k []byte) ([]byte, bool) {
-	sh, h := c.locate(k)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	row, ok := sh.lookupLocked(h, k)
-	if !ok {
-		return dst, false
-	}
-	return append(dst, row...), true
-}
-
 // put caches row under k if still() holds, checked under the shard's lock.
 func (c *RowCache) put(k, row []byte, still func() bool) {
 	if !c.fits(k, row) {

@@ -6,10 +6,6 @@ import (
 	"sync"
 )
 
-// minCacheBatch is the fewest keys a read looks up in the row cache as one
-// batch (lookupRows); fewer go one at a time (appendRow).
-const minCacheBatch = 8
-
 // maxPooledCacheBatchBytes bounds the row buffer a cacheBatch keeps for
 // the next read: larger ones, from rare huge reads, go to the collector.
 const maxPooledCacheBatchBytes = 4 << 20
@@ -33,6 +29,7 @@ type cacheBatch struct {
 	lens   []uint64 // by order index: key length << 32 | row length
 	spans  []cacheSpan
 	rows   []byte
+	hits   int // spans with a row
 }
 
 var cacheBatches = sync.Pool{New: func() any { return new(cacheBatch) }}
@@ -59,6 +56,7 @@ func (b *cacheBatch) reset(n int) {
 	b.lens = resize(b.lens, n)
 	b.spans = resize(b.spans, n)
 	b.rows = b.rows[:0]
+	b.hits = 0
 }
 
 func resize[T any](s []T, n int) []T {
@@ -140,6 +138,7 @@ func (sh *rowCacheShard) lookupRowsLocked(b *cacheBatch, lo, hi int32) {
 			continue // another key with the same hash
 		}
 		b.spans[i] = cacheSpan{at: len(b.rows), n: uint32(rowLen)}
+		b.hits++
 		b.rows = append(b.rows, entry[keyLen:]...)
 	}
 }

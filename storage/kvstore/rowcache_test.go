@@ -2,6 +2,7 @@ package kvstore
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,19 @@ import (
 
 	"github.com/floedb/floe/storage/record"
 )
+
+// appendRow appends the cached row of k to dst: a read of one key, the
+// reference the batched read (lookupRows) is checked against.
+func (c *RowCache) appendRow(dst, k []byte) ([]byte, bool) {
+	sh, h := c.locate(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	row, ok := sh.lookupLocked(h, k)
+	if !ok {
+		return dst, false
+	}
+	return append(dst, row...), true
+}
 
 func openCached(t *testing.T, c *RowCache) *Store {
 	t.Helper()
@@ -318,5 +332,23 @@ func TestGetBatchMixesCacheAndStore(t *testing.T) {
 				t.Fatalf("round %d key %s: %q, want %q", round, k, rows[j], want)
 			}
 		}
+	}
+}
+
+// TestRowCacheClosedStore: a read the cache could answer whole opens no
+// Badger view, and must still refuse once the store is closed.
+func TestRowCacheClosedStore(t *testing.T) {
+	s := openCached(t, NewRowCache(1<<20))
+	if err := s.Apply([]Change{{Key: []byte("k"), Row: []byte("v"), Kind: record.Insert}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the first read fills the cache, the second hits it
+		if row, ok, err := s.Get([]byte("k")); err != nil || !ok || string(row) != "v" {
+			t.Fatalf("Get = %q %v %v", row, ok, err)
+		}
+	}
+	s.Close()
+	if _, _, err := s.Get([]byte("k")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get of a cached row after Close = %v, want ErrClosed", err)
 	}
 }
