@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
 
 	"storj.io/drpc"
@@ -184,26 +183,18 @@ const writesInFlight = 256
 // Writes serves a client's ordered stream of write calls: each call takes
 // its turn at its bucket's leader as it is read, so a writer's pipelined
 // batches are decided in the order it sent them, and is then served on a
-// goroutine of its own. One sender answers: it writes every result that is
-// ready and flushes them together, a write per burst rather than per call.
+// goroutine of its own, which also answers it (resultWriter): no goroutine
+// is woken per answer, and answers that finish while one is being written
+// go out together, a write per burst rather than per call.
 func (t *tabletService) Writes(stream pb.DRPCTablet_WritesStream) error {
 	ctx := stream.Context()
-	results := make(chan *pb.WriteResult, writesInFlight)
-	sent := make(chan struct{})
 	var raw drpc.Stream = stream
 	if g, ok := stream.(interface{ GetStream() drpc.Stream }); ok {
 		raw = g.GetStream()
 	}
-	go func() {
-		defer close(sent)
-		sendResults(transport.NewMessageWriter(raw), results)
-	}()
+	results := &resultWriter{w: transport.NewMessageWriter(raw)}
 	var wg sync.WaitGroup
-	defer func() {
-		wg.Wait() // every call answered (or its answer dropped) before the handler returns
-		close(results)
-		<-sent
-	}()
+	defer wg.Wait() // every call answered (or its answer dropped) before the handler returns
 	slots := make(chan struct{}, writesInFlight)
 	for {
 		call, err := stream.Recv()
@@ -235,41 +226,54 @@ func (t *tabletService) Writes(stream pb.DRPCTablet_WritesStream) error {
 			} else {
 				res.Response = resp
 			}
-			results <- res // room for every call in flight: never blocks for long
+			results.send(res)
 		})
 	}
 }
 
-// sendResults writes the results as they come, each burst in one flush,
-// until results closes. After a failed write it only drains: the stream is
-// gone and the client fails its calls.
-func sendResults(w *transport.MessageWriter, results <-chan *pb.WriteResult) {
-	var failed error
-	for res := range results {
-		if failed != nil {
-			continue
-		}
-		failed = w.Write(res)
-		// Write calls completed by the same event (a group commit, a high
-		// watermark moving) are finishing now: let them hand over their
-		// results first, so one flush carries them all.
-		runtime.Gosched()
-		for more := true; more && failed == nil; {
-			select {
-			case r, ok := <-results:
-				if !ok {
-					more = false
-					break
-				}
-				failed = w.Write(r)
-			default:
-				more = false
+// resultWriter answers the calls of one Writes stream. A call's goroutine
+// queues its result and, unless another is writing, becomes the writer: it
+// writes every queued result, flushes them together and repeats while more
+// queued meanwhile. After a failed write results are only dropped: the
+// stream is gone and the client fails its calls.
+type resultWriter struct {
+	w *transport.MessageWriter
+
+	mu      sync.Mutex
+	queue   []*pb.WriteResult
+	spare   []*pb.WriteResult // the last batch written, reused as the next queue
+	writing bool
+	failed  error
+}
+
+func (rw *resultWriter) send(res *pb.WriteResult) {
+	rw.mu.Lock()
+	rw.queue = append(rw.queue, res)
+	if rw.writing {
+		rw.mu.Unlock()
+		return // the writer takes it with the next batch
+	}
+	rw.writing = true
+	for len(rw.queue) > 0 {
+		batch := rw.queue
+		rw.queue = rw.spare[:0]
+		failed := rw.failed
+		rw.mu.Unlock()
+		for _, r := range batch {
+			if failed == nil {
+				failed = rw.w.Write(r)
 			}
 		}
 		if failed == nil {
-			failed = w.Flush()
+			failed = rw.w.Flush()
 		}
+		clear(batch)
+		rw.mu.Lock()
+		rw.failed = failed
+		rw.spare = batch
 	}
+	rw.writing = false
+	rw.mu.Unlock()
 }
 
 // runWrite runs a write call, turning a panic into the call's INTERNAL
