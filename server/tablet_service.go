@@ -192,7 +192,7 @@ func (t *tabletService) Writes(stream pb.DRPCTablet_WritesStream) error {
 	if g, ok := stream.(interface{ GetStream() drpc.Stream }); ok {
 		raw = g.GetStream()
 	}
-	results := &resultWriter{w: transport.NewMessageWriter(raw)}
+	results := newResultWriter(transport.NewMessageWriter(raw))
 	var wg sync.WaitGroup
 	defer wg.Wait() // every call answered (or its answer dropped) before the handler returns
 	slots := make(chan struct{}, writesInFlight)
@@ -234,20 +234,36 @@ func (t *tabletService) Writes(stream pb.DRPCTablet_WritesStream) error {
 // resultWriter answers the calls of one Writes stream. A call's goroutine
 // queues its result and, unless another is writing, becomes the writer: it
 // writes every queued result, flushes them together and repeats while more
-// queued meanwhile. After a failed write results are only dropped: the
-// stream is gone and the client fails its calls.
+// queued meanwhile. At most writesInFlight results wait: past that a call
+// waits (holding its slot) until the writer takes them, so a client that
+// stops reading its answers stops the reading of its calls, through TCP,
+// instead of growing the queue. After a failed write results are only
+// dropped: the stream is gone and the client fails its calls.
 type resultWriter struct {
 	w *transport.MessageWriter
 
 	mu      sync.Mutex
+	taken   sync.Cond // the writer took the queue; L is mu
 	queue   []*pb.WriteResult
 	spare   []*pb.WriteResult // the last batch written, reused as the next queue
 	writing bool
+	waiting int // calls waiting for the writer to take the queue
 	failed  error
+}
+
+func newResultWriter(w *transport.MessageWriter) *resultWriter {
+	rw := &resultWriter{w: w}
+	rw.taken.L = &rw.mu
+	return rw
 }
 
 func (rw *resultWriter) send(res *pb.WriteResult) {
 	rw.mu.Lock()
+	for rw.writing && len(rw.queue) >= writesInFlight {
+		rw.waiting++
+		rw.taken.Wait()
+		rw.waiting--
+	}
 	rw.queue = append(rw.queue, res)
 	if rw.writing {
 		rw.mu.Unlock()
@@ -258,6 +274,7 @@ func (rw *resultWriter) send(res *pb.WriteResult) {
 		batch := rw.queue
 		rw.queue = rw.spare[:0]
 		failed := rw.failed
+		rw.taken.Broadcast()
 		rw.mu.Unlock()
 		for _, r := range batch {
 			if failed == nil {
