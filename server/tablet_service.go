@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 
 	"storj.io/drpc"
@@ -270,6 +271,12 @@ func (rw *resultWriter) send(res *pb.WriteResult) {
 		return // the writer takes it with the next batch
 	}
 	rw.writing = true
+	// Calls completed by the same event (a group commit, a high watermark
+	// moving) are finishing now: let them queue their results first, so
+	// one flush carries them all.
+	rw.mu.Unlock()
+	runtime.Gosched()
+	rw.mu.Lock()
 	for len(rw.queue) > 0 {
 		batch := rw.queue
 		rw.queue = rw.spare[:0]
