@@ -1,7 +1,6 @@
 package kvstore
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -119,9 +118,8 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []ui
 func (s *Store) cacheLookup(keys [][]byte) *cacheBatch {
 	b := cacheBatches.Get().(*cacheBatch)
 	b.reset(len(keys))
-	for _, key := range keys { // as cacheKey, end to end
-		b.keyBuf = binary.BigEndian.AppendUint64(b.keyBuf, s.cacheID)
-		b.keyBuf = append(b.keyBuf, key...)
+	for _, key := range keys {
+		b.keyBuf = appendCacheKey(b.keyBuf, s.cacheID, key)
 	}
 	at := 0
 	for i, key := range keys {
@@ -133,11 +131,12 @@ func (s *Store) cacheLookup(keys [][]byte) *cacheBatch {
 	return b
 }
 
-// fill caches row under cache key ck (nil: no cache) unless an Apply committed since
-// commits was read, before the read began: the row might then be older
-// than the store. Apply counts its commit before it invalidates, and both
-// that check and the invalidation run under the cache shard's lock, so a
-// stale row is either never cached or invalidated after it was.
+// fill caches row under cache key ck (nil: no cache) unless an Apply
+// committed since commits was read, before the read began: the row might
+// then be older than the store. Apply counts its commit before it
+// invalidates, and both that check and the invalidation run under the
+// cache shard's lock, so a stale row is either never cached or
+// invalidated after it was.
 func (s *Store) fill(ck, row []byte, commits uint64) {
 	if s.cache == nil {
 		return

@@ -115,13 +115,25 @@ func (c *RowCache) storeID() uint64 { return c.nextStore.Add(1) }
 
 // cacheKey is the store id followed by the store key.
 func cacheKey(dst []byte, store uint64, key []byte) []byte {
-	dst = binary.BigEndian.AppendUint64(dst[:0], store)
+	return appendCacheKey(dst[:0], store, key)
+}
+
+// appendCacheKey appends the cache key of key in store to dst.
+func appendCacheKey(dst []byte, store uint64, key []byte) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, store)
 	return append(dst, key...)
 }
 
 func (c *RowCache) locate(k []byte) (*rowCacheShard, uint64) {
-	h := maphash.Bytes(c.seed, k)
-	return &c.shards[h&(rowCacheShards-1)], slotHash(h >> 5) // the low bits chose the shard
+	shard, h := c.split(k)
+	return &c.shards[shard], h
+}
+
+// split returns the shard of k and its hash in the shard's index: the low
+// bits of k's hash choose the shard, the others make the slot hash.
+func (c *RowCache) split(k []byte) (shard uint8, h uint64) {
+	full := maphash.Bytes(c.seed, k)
+	return uint8(full & (rowCacheShards - 1)), slotHash(full >> 5)
 }
 
 // put caches row under k if still() holds, checked under the shard's lock.
@@ -167,12 +179,8 @@ func (c *RowCache) fits(k, row []byte) bool {
 // lookupLocked returns the row of k in the ring (valid until the shard's
 // next append), dropping an index entry the ring has overwritten.
 func (sh *rowCacheShard) lookupLocked(h uint64, k []byte) ([]byte, bool) {
-	p, ok := sh.index.get(h)
+	p, ok := sh.positionLocked(h)
 	if !ok {
-		return nil, false
-	}
-	if !sh.intact(p) { // overwritten by a later lap
-		sh.index.remove(h)
 		return nil, false
 	}
 	at := p % uint64(len(sh.ring))
@@ -183,6 +191,20 @@ func (sh *rowCacheShard) lookupLocked(h uint64, k []byte) ([]byte, bool) {
 		return nil, false // another key with the same hash
 	}
 	return entry[keyLen:], true
+}
+
+// positionLocked returns the ring position of the entry of hash h, dropping
+// an index entry the ring has overwritten.
+func (sh *rowCacheShard) positionLocked(h uint64) (uint64, bool) {
+	p, ok := sh.index.get(h)
+	if !ok {
+		return 0, false
+	}
+	if !sh.intact(p) { // overwritten by a later lap
+		sh.index.remove(h)
+		return 0, false
+	}
+	return p, true
 }
 
 // appendLocked writes an entry at the head of the ring and indexes it. An

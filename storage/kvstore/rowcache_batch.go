@@ -2,7 +2,6 @@ package kvstore
 
 import (
 	"encoding/binary"
-	"hash/maphash"
 	"sync"
 )
 
@@ -76,11 +75,8 @@ func (c *RowCache) lookupRows(b *cacheBatch) {
 	n := len(b.keys)
 	var count [rowCacheShards + 1]int32
 	for i, k := range b.keys {
-		h := maphash.Bytes(c.seed, k)
-		s := uint8(h & (rowCacheShards - 1)) // as locate
-		b.shard[i] = s
-		b.hash[i] = slotHash(h >> 5)
-		count[s+1]++
+		b.shard[i], b.hash[i] = c.split(k)
+		count[b.shard[i]+1]++
 	}
 	for s := 1; s <= rowCacheShards; s++ {
 		count[s] += count[s-1] // count[s]: the first order index of shard s
@@ -106,13 +102,8 @@ func (sh *rowCacheShard) lookupRowsLocked(b *cacheBatch, lo, hi int32) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	for j := lo; j < hi; j++ {
-		h := b.hash[b.order[j]]
-		p, ok := sh.index.get(h)
-		switch {
-		case !ok:
-			p = noEntry
-		case !sh.intact(p): // overwritten by a later lap
-			sh.index.remove(h)
+		p, ok := sh.positionLocked(b.hash[b.order[j]])
+		if !ok {
 			p = noEntry
 		}
 		b.pos[j] = p
