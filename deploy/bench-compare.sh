@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bench suite on a fresh local 3-node cluster (RF 3, acks=all, fsync
 # on), then the peer kit (../shared/bench/peers, when present) back to
-# back, so the ratios come from one run on one machine.
+# back, so the ratios come from one run on one machine; last, the targets'
+# table (floe bench compare, also in OUT/compare.txt).
 #
 #   bash deploy/bench-compare.sh [OUT]     # default /tmp/floe-bench-compare
 #   SUITES="nats redis" DUR=5s CONC=1,64,128 bash deploy/bench-compare.sh
@@ -30,6 +31,9 @@ stop; trap - EXIT
 rm -rf "$out"/n1 "$out"/n2 "$out"/n3; sync
 if [ -x ../shared/bench/peers/run.sh ]; then
   SUITES="${SUITES:-phys nats redis}" DUR="${DUR:-5s}" CONC="${CONC:-1,64,128}" OUT="$out/peers" ../shared/bench/peers/run.sh
+  # the targets, Floe's figure against its peer's from this run (exit 1
+  # when one is not met; the table is the result either way)
+  echo; "$out/floe" bench compare "$out/floe.jsonl" "$out/peers/results.jsonl" | tee "$out/compare.txt" || true
 else
   echo "no ../shared/bench/peers/run.sh: peers not measured"
 fi

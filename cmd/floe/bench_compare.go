@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// benchTarget is one of the write and read targets: a suite test against
+// a peer's row (a ratio of throughputs), or against a latency bound.
+type benchTarget struct {
+	test string // the suite test (suiteRow.Test)
+	// peer: the peer kit's row, by system prefix ("redis" matches any
+	// redis-* row), test name and concurrency. Empty for a latency bound.
+	peerSystem, peerTest string
+	peerConc             int
+	minRatio             float64 // Floe's ops/s at least this times the peer's
+	// percentile ("p50", "p99") at most maxMs, for a latency bound.
+	percentile string
+	maxMs      float64
+}
+
+// benchTargets are the targets of small writes at high concurrency (3
+// local nodes, RF 3, acks=all, fsync on, 1 KiB): what `floe bench
+// compare` checks a suite run against.
+var benchTargets = []benchTarget{
+	{test: "append-64", peerSystem: "nats-jetstream", peerTest: "append sync (publish+ack)", peerConc: 64, minRatio: 1},
+	{test: "append-64-shared", peerSystem: "nats-jetstream", peerTest: "append sync (publish+ack)", peerConc: 64, minRatio: 2},
+	{test: "upsert-128-shared", peerSystem: "redis-aof-always", peerTest: "upsert (SET)", peerConc: 128, minRatio: 1},
+	{test: "upsert-128", peerSystem: "nats-kv", peerTest: "upsert (put)", peerConc: 128, minRatio: 2},
+	{test: "upsert-8x500", peerSystem: "redis-aof-always", peerTest: "upsert (SET)", peerConc: 128, minRatio: 1.2},
+	{test: "lookup-32x500", peerSystem: "redis", peerTest: "point lookup (GET) pipelined", minRatio: 1.2},
+	{test: "upsert-1", percentile: "p50", maxMs: 1.0},
+	{test: "append-1", percentile: "p50", maxMs: 0.5},
+	{test: "e2e-10000", percentile: "p99", maxMs: 10},
+}
+
+// peerRow is the part of a line of the peer kit's results.jsonl that the
+// comparison reads (suite lines have the same fields).
+type peerRow struct {
+	Kind        string  `json:"kind"`
+	System      string  `json:"system"`
+	Test        string  `json:"test"`
+	Concurrency int     `json:"concurrency"`
+	OpsPerSec   float64 `json:"ops_per_sec"`
+	P50us       float64 `json:"p50_us"`
+	P99us       float64 `json:"p99_us"`
+}
+
+// readResultLines reads JSON lines of suite or peer-kit results; lines
+// that are not JSON objects (a tee'd progress line) are skipped.
+func readResultLines(r io.Reader) ([]peerRow, error) {
+	var rows []peerRow
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var row peerRow
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			return nil, fmt.Errorf("line %q: %w", clip(line, 80), err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, sc.Err()
+}
+
+// clip shortens s to n bytes for a message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// comparison is one target checked: the figures, the ratio or bound, and
+// whether it is met. Missing says which side had no row.
+type comparison struct {
+	Test    string  `json:"test"`
+	Floe    float64 `json:"floe"`           // ops/s, or the percentile in ms
+	Peer    float64 `json:"peer,omitempty"` // the peer's ops/s
+	PeerRow string  `json:"peer_row,omitempty"`
+	Ratio   float64 `json:"ratio,omitempty"`
+	Target  string  `json:"target"`
+	Met     bool    `json:"met"`
+	Missing string  `json:"missing,omitempty"`
+}
+
+// compareResults checks every target against the rows of one suite run
+// and one peer-kit run.
+func compareResults(floe, peers []peerRow) []comparison {
+	var out []comparison
+	for _, t := range benchTargets {
+		c := comparison{Test: t.test}
+		f, ok := findRow(floe, func(r peerRow) bool { return r.System == "floe" && r.Test == t.test })
+		if t.percentile != "" {
+			c.Target = fmt.Sprintf("%s <= %g ms", t.percentile, t.maxMs)
+			if !ok {
+				c.Missing = "floe"
+			} else {
+				c.Floe = f.P50us / 1000
+				if t.percentile == "p99" {
+					c.Floe = f.P99us / 1000
+				}
+				c.Met = c.Floe <= t.maxMs
+			}
+			out = append(out, c)
+			continue
+		}
+		c.Target = fmt.Sprintf(">= %gx %s", t.minRatio, t.peerSystem)
+		p, pok := findRow(peers, func(r peerRow) bool {
+			return r.Kind == "peer" && strings.HasPrefix(r.System, t.peerSystem) && r.Test == t.peerTest &&
+				(t.peerConc == 0 || r.Concurrency == t.peerConc)
+		})
+		switch {
+		case !ok:
+			c.Missing = "floe"
+		case !pok:
+			c.Missing = "peer"
+		default:
+			c.Floe, c.Peer = f.OpsPerSec, p.OpsPerSec
+			c.PeerRow = fmt.Sprintf("%s %s at %d", p.System, p.Test, p.Concurrency)
+			c.Target = fmt.Sprintf(">= %gx %s", t.minRatio, p.System)
+			if p.OpsPerSec > 0 {
+				c.Ratio = f.OpsPerSec / p.OpsPerSec
+			}
+			c.Met = c.Ratio >= t.minRatio
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func findRow(rows []peerRow, match func(peerRow) bool) (peerRow, bool) {
+	for _, r := range rows {
+		if match(r) {
+			return r, true
+		}
+	}
+	return peerRow{}, false
+}
+
+func benchCompareSpec(env *cliEnv) cmdSpec {
+	var output string
+	return cmdSpec{usage: "bench compare SUITE.jsonl PEERS.jsonl [--output text|json]",
+		summary: "check a `bench suite -o json` run against the peer kit's results.jsonl from the same machine: ratios and targets",
+		define: func(fs *flag.FlagSet) runFunc {
+			fs.StringVar(&output, "output", "text", "output format: text or json")
+			return func(_ context.Context, pos []string) error {
+				if len(pos) != 2 {
+					return fmt.Errorf("%w: want SUITE.jsonl and PEERS.jsonl, got %d arguments", errUsage, len(pos))
+				}
+				if output != "text" && output != "json" {
+					return fmt.Errorf("%w: --output %q: want text or json", errUsage, output)
+				}
+				var sides [2][]peerRow
+				for i, path := range pos {
+					f, err := os.Open(path)
+					if err != nil {
+						return err
+					}
+					rows, err := readResultLines(f)
+					f.Close()
+					if err != nil {
+						return fmt.Errorf("%s: %w", path, err)
+					}
+					if len(rows) == 0 {
+						return fmt.Errorf("%s: no result lines", path)
+					}
+					sides[i] = rows
+				}
+				// A target not met exits 1, after the table.
+				cmp := compareResults(sides[0], sides[1])
+				if output == "json" {
+					enc := json.NewEncoder(env.stdout)
+					enc.SetEscapeHTML(false)
+					for _, c := range cmp {
+						if err := enc.Encode(c); err != nil {
+							return err
+						}
+					}
+				} else if err := printComparison(env.stdout, cmp); err != nil {
+					return err
+				}
+				if missed := countMissed(cmp); missed > 0 {
+					return fmt.Errorf("%d of %d targets not met", missed, len(cmp))
+				}
+				return nil
+			}
+		}}
+}
+
+func countMissed(cmp []comparison) int {
+	n := 0
+	for _, c := range cmp {
+		if !c.Met {
+			n++
+		}
+	}
+	return n
+}
+
+// printComparison prints the comparison as a table.
+func printComparison(w io.Writer, cmp []comparison) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TEST\tFLOE\tPEER\tRATIO\tTARGET\tMET\t")
+	for _, c := range cmp {
+		met := "yes"
+		if !c.Met {
+			met = "no"
+		}
+		switch {
+		case c.Missing != "":
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\tno (no %s row)\t\n", c.Test, c.Target, c.Missing)
+		case c.PeerRow == "":
+			fmt.Fprintf(tw, "%s\t%.2f ms\t-\t-\t%s\t%s\t\n", c.Test, c.Floe, c.Target, met)
+		default:
+			fmt.Fprintf(tw, "%s\t%.0f/s\t%.0f/s\t%.2fx\t%s\t%s\t\n", c.Test, c.Floe, c.Peer, c.Ratio, c.Target, met)
+		}
+	}
+	return tw.Flush()
+}
