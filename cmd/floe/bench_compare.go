@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -41,22 +42,11 @@ var benchTargets = []benchTarget{
 	{test: "e2e-10000", percentile: "p99", maxMs: 10},
 }
 
-// peerRow is the part of a line of the peer kit's results.jsonl that the
-// comparison reads (suite lines have the same fields).
-type peerRow struct {
-	Kind        string  `json:"kind"`
-	System      string  `json:"system"`
-	Test        string  `json:"test"`
-	Concurrency int     `json:"concurrency"`
-	OpsPerSec   float64 `json:"ops_per_sec"`
-	P50us       float64 `json:"p50_us"`
-	P99us       float64 `json:"p99_us"`
-}
-
-// readResultLines reads JSON lines of suite or peer-kit results; lines
-// that are not JSON objects (a tee'd progress line) are skipped.
-func readResultLines(r io.Reader) ([]peerRow, error) {
-	var rows []peerRow
+// readResultLines reads JSON lines of suite or peer-kit results (a suite
+// line has the peer kit's fields); lines that are not JSON objects (a
+// tee'd progress line) are skipped.
+func readResultLines(r io.Reader) ([]suiteRow, error) {
+	var rows []suiteRow
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -64,7 +54,7 @@ func readResultLines(r io.Reader) ([]peerRow, error) {
 		if !strings.HasPrefix(line, "{") {
 			continue
 		}
-		var row peerRow
+		var row suiteRow
 		if err := json.Unmarshal([]byte(line), &row); err != nil {
 			return nil, fmt.Errorf("line %q: %w", clip(line, 80), err)
 		}
@@ -96,11 +86,11 @@ type comparison struct {
 
 // compareResults checks every target against the rows of one suite run
 // and one peer-kit run.
-func compareResults(floe, peers []peerRow) []comparison {
+func compareResults(floe, peers []suiteRow) []comparison {
 	var out []comparison
 	for _, t := range benchTargets {
 		c := comparison{Test: t.test}
-		f, ok := findRow(floe, func(r peerRow) bool { return r.System == "floe" && r.Test == t.test })
+		f, ok := findRow(floe, func(r suiteRow) bool { return r.System == "floe" && r.Test == t.test })
 		if t.percentile != "" {
 			c.Target = fmt.Sprintf("%s <= %g ms", t.percentile, t.maxMs)
 			if !ok {
@@ -116,7 +106,7 @@ func compareResults(floe, peers []peerRow) []comparison {
 			continue
 		}
 		c.Target = fmt.Sprintf(">= %gx %s", t.minRatio, t.peerSystem)
-		p, pok := findRow(peers, func(r peerRow) bool {
+		p, pok := findRow(peers, func(r suiteRow) bool {
 			return r.Kind == "peer" && strings.HasPrefix(r.System, t.peerSystem) && r.Test == t.peerTest &&
 				(t.peerConc == 0 || r.Concurrency == t.peerConc)
 		})
@@ -139,13 +129,12 @@ func compareResults(floe, peers []peerRow) []comparison {
 	return out
 }
 
-func findRow(rows []peerRow, match func(peerRow) bool) (peerRow, bool) {
-	for _, r := range rows {
-		if match(r) {
-			return r, true
-		}
+// findRow is the first row that matches.
+func findRow(rows []suiteRow, match func(suiteRow) bool) (suiteRow, bool) {
+	if i := slices.IndexFunc(rows, match); i >= 0 {
+		return rows[i], true
 	}
-	return peerRow{}, false
+	return suiteRow{}, false
 }
 
 func benchCompareSpec(env *cliEnv) cmdSpec {
@@ -161,7 +150,7 @@ func benchCompareSpec(env *cliEnv) cmdSpec {
 				if output != "text" && output != "json" {
 					return fmt.Errorf("%w: --output %q: want text or json", errUsage, output)
 				}
-				var sides [2][]peerRow
+				var sides [2][]suiteRow
 				for i, path := range pos {
 					f, err := os.Open(path)
 					if err != nil {
