@@ -25,7 +25,9 @@ export FLOE_SERVER=127.0.0.1:7910,127.0.0.1:7920,127.0.0.1:7930
 for _ in $(seq 1 120); do
   [ "$("$out/floe" cluster status -o json | grep -o '"tablet"' | wc -l)" -ge 3 ] && break; sleep 0.5
 done
-"$out/floe" bench suite --duration 10s --replication 3 -o json | tee "$out/floe.jsonl"
+# --node-pids: each line carries the nodes' CPU time per op (and the
+# client's), as the peer kit's lines carry their servers'
+"$out/floe" bench suite --duration 10s --replication 3 --node-pids "$(paste -sd, "$out/pids")" -o json | tee "$out/floe.jsonl"
 stop; trap - EXIT
 # the nodes' data (gigabytes after the upsert tests) goes; their logs stay
 rm -rf "$out"/n1 "$out"/n2 "$out"/n3; sync

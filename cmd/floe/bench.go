@@ -36,8 +36,10 @@ type benchFlags struct {
 	linger      time.Duration
 	maxInFlight int
 	cpuProfile  string
+	nodePIDs    string
 
 	ackMode client.Acks // parsed from acks
+	pids    []int       // parsed from nodePIDs
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
@@ -56,6 +58,7 @@ func (f *benchFlags) registerAs(fs *flag.FlagSet, table, tableUsage string) {
 	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, fmt.Sprintf("batches of a bucket a writer has on their way at once, 1 to %d (0: the writer's default, %d)",
 		client.MaxInFlightLimit, client.DefaultMaxInFlight))
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this client to the file (go tool pprof)")
+	fs.StringVar(&f.nodePIDs, "node-pids", "", "comma-separated process ids of the nodes, when they run on this machine: report their CPU time per operation beside the client's (the peer kit's server_cpu_us_per_op)")
 }
 
 // appendOptions are the options of the benchmark's append writers.
@@ -92,6 +95,9 @@ func (f *benchFlags) validate() error {
 	var err error
 	if f.ackMode, err = client.ParseAcks(f.acks); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if f.pids, err = parseNodePIDs(f.nodePIDs); err != nil {
+		return err
 	}
 	switch {
 	case f.duration <= 0:

@@ -82,6 +82,12 @@ type comparison struct {
 	Target  string  `json:"target"`
 	Met     bool    `json:"met"`
 	Missing string  `json:"missing,omitempty"`
+	// CPU time per operation, nodes (servers) and client together, of
+	// each side: set when both rows have their servers' (a suite run with
+	// --node-pids). Unlike the ratio of throughputs it hardly moves with
+	// how fast the machine is that day.
+	FloeCPUusOp float64 `json:"floe_cpu_us_per_op,omitempty"`
+	PeerCPUusOp float64 `json:"peer_cpu_us_per_op,omitempty"`
 }
 
 // compareResults checks every target against the rows of one suite run
@@ -123,10 +129,21 @@ func compareResults(floe, peers []suiteRow) []comparison {
 				c.Ratio = f.OpsPerSec / p.OpsPerSec
 			}
 			c.Met = c.Ratio >= t.minRatio
+			if fc, pc, ok := cpuPerOp(f), cpuPerOp(p), f.ServerCPUs > 0 && p.ServerCPUs > 0; ok {
+				c.FloeCPUusOp, c.PeerCPUusOp = fc, pc
+			}
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// cpuPerOp is a row's server and client CPU time per operation, in µs.
+func cpuPerOp(r suiteRow) float64 {
+	if r.Ops <= 0 {
+		return 0
+	}
+	return (r.ServerCPUs + r.ClientCPUs) / float64(r.Ops) * 1e6
 }
 
 // findRow is the first row that matches.
@@ -200,19 +217,23 @@ func countMissed(cmp []comparison) int {
 // printComparison prints the comparison as a table.
 func printComparison(w io.Writer, cmp []comparison) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TEST\tFLOE\tPEER\tRATIO\tTARGET\tMET\t")
+	fmt.Fprintln(tw, "TEST\tFLOE\tPEER\tRATIO\tTARGET\tMET\tCPU µS/OP FLOE/PEER\t")
 	for _, c := range cmp {
 		met := "yes"
 		if !c.Met {
 			met = "no"
 		}
+		cpu := "-"
+		if c.FloeCPUusOp > 0 {
+			cpu = fmt.Sprintf("%.1f/%.1f", c.FloeCPUusOp, c.PeerCPUusOp)
+		}
 		switch {
 		case c.Missing != "":
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\tno (no %s row)\t\n", c.Test, c.Target, c.Missing)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\tno (no %s row)\t-\t\n", c.Test, c.Target, c.Missing)
 		case c.PeerRow == "":
-			fmt.Fprintf(tw, "%s\t%.2f ms\t-\t-\t%s\t%s\t\n", c.Test, c.Floe, c.Target, met)
+			fmt.Fprintf(tw, "%s\t%.2f ms\t-\t-\t%s\t%s\t-\t\n", c.Test, c.Floe, c.Target, met)
 		default:
-			fmt.Fprintf(tw, "%s\t%.0f/s\t%.0f/s\t%.2fx\t%s\t%s\t\n", c.Test, c.Floe, c.Peer, c.Ratio, c.Target, met)
+			fmt.Fprintf(tw, "%s\t%.0f/s\t%.0f/s\t%.2fx\t%s\t%s\t%s\t\n", c.Test, c.Floe, c.Peer, c.Ratio, c.Target, met, cpu)
 		}
 	}
 	return tw.Flush()

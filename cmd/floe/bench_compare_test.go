@@ -13,18 +13,18 @@ import (
 const (
 	compareSuiteLines = `[1/9] append-1 (one caller), 10s
 {"kind":"floe","system":"floe","test":"append-1","concurrency":1,"ops_per_sec":1500,"p50_us":450,"p99_us":1300}
-{"kind":"floe","system":"floe","test":"append-64","concurrency":64,"ops_per_sec":12000,"p50_us":4000,"p99_us":9000}
+{"kind":"floe","system":"floe","test":"append-64","concurrency":64,"ops":120000,"ops_per_sec":12000,"p50_us":4000,"p99_us":9000,"server_cpu_s":16.8,"client_cpu_s":4.2,"server_cpu_us_per_op":140,"client_cpu_us_per_op":35}
 {"kind":"floe","system":"floe","test":"append-64-shared","concurrency":64,"ops_per_sec":21000,"p50_us":2600,"p99_us":5000}
 {"kind":"floe","system":"floe","test":"e2e-10000","concurrency":1,"ops_per_sec":10000,"p50_us":1100,"p99_us":12500}
 {"kind":"floe","system":"floe","test":"upsert-1","concurrency":1,"ops_per_sec":1200,"p50_us":820,"p99_us":1800}
-{"kind":"floe","system":"floe","test":"upsert-128","concurrency":128,"ops_per_sec":11000,"p50_us":10000,"p99_us":37000}
+{"kind":"floe","system":"floe","test":"upsert-128","concurrency":128,"ops":110000,"ops_per_sec":11000,"p50_us":10000,"p99_us":37000,"client_cpu_s":3}
 {"kind":"floe","system":"floe","test":"upsert-8x500","concurrency":8,"pipeline":500,"ops_per_sec":30000,"p50_us":110000,"p99_us":320000}
 {"kind":"floe","system":"floe","test":"lookup-32x500","concurrency":32,"pipeline":500,"ops_per_sec":900000,"p50_us":22000,"p99_us":51000}
 `
 	comparePeerLines = `{"kind":"phys","name":"append+fdatasync 1024B","ops_per_sec":4000,"p50_us":230}
 {"kind":"peer","system":"nats-jetstream","test":"append sync (publish+ack)","concurrency":1,"ops_per_sec":4000,"p50_us":224}
-{"kind":"peer","system":"nats-jetstream","test":"append sync (publish+ack)","concurrency":64,"ops_per_sec":10000,"p50_us":2800}
-{"kind":"peer","system":"nats-kv","test":"upsert (put)","concurrency":128,"ops_per_sec":5000,"p50_us":6000}
+{"kind":"peer","system":"nats-jetstream","test":"append sync (publish+ack)","concurrency":64,"ops":50000,"ops_per_sec":10000,"p50_us":2800,"server_cpu_s":6.5,"client_cpu_s":1.5,"server_cpu_us_per_op":130}
+{"kind":"peer","system":"nats-kv","test":"upsert (put)","concurrency":128,"ops":25000,"ops_per_sec":5000,"p50_us":6000,"server_cpu_s":5,"client_cpu_s":1}
 {"kind":"peer","system":"redis-aof-everysec","test":"upsert (SET)","concurrency":128,"ops_per_sec":99000,"p50_us":1100}
 {"kind":"peer","system":"redis-aof-always","test":"upsert (SET)","concurrency":128,"ops_per_sec":25000,"p50_us":1800}
 {"kind":"peer","system":"redis-aof-everysec","test":"point lookup (GET) pipelined","concurrency":4,"pipeline":64,"ops_per_sec":750000,"p50_us":276}
@@ -77,6 +77,14 @@ func TestCompareResults(t *testing.T) {
 	if c := got["e2e-10000"]; c.Floe != 12.5 {
 		t.Errorf("e2e-10000 is judged by its p99: %v ms, want 12.5", c.Floe)
 	}
+	// CPU per op, servers and client together, when both rows have their
+	// servers': (16.8+4.2) s / 120000 against (6.5+1.5) s / 50000.
+	if c := got["append-64"]; c.FloeCPUusOp != 175 || c.PeerCPUusOp != 160 {
+		t.Errorf("append-64 CPU per op: floe %v, peer %v; want 175 and 160", c.FloeCPUusOp, c.PeerCPUusOp)
+	}
+	if c := got["upsert-128"]; c.FloeCPUusOp != 0 || c.PeerCPUusOp != 0 {
+		t.Errorf("upsert-128: a suite row without the nodes' CPU gives no CPU comparison: %+v", c)
+	}
 }
 
 // TestBenchCompareCommand: the table goes to stdout and a target not met
@@ -93,7 +101,8 @@ func TestBenchCompareCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "2 of 9 targets not met") {
 		t.Fatalf("exit %d, stderr %q: want 1 and the count of targets not met", code, stderr)
 	}
-	if !strings.Contains(stdout, "lookup-32x500") || !strings.Contains(stdout, "1.20x") || !strings.Contains(stdout, "redis-aof-everysec") {
+	if !strings.Contains(stdout, "lookup-32x500") || !strings.Contains(stdout, "1.20x") || !strings.Contains(stdout, "redis-aof-everysec") ||
+		!strings.Contains(stdout, "175.0/160.0") {
 		t.Fatalf("table:\n%s", stdout)
 	}
 	if code, _, stderr := runCLI(t, "", "bench", "compare", suite, empty); code != 1 || !strings.Contains(stderr, "no result lines") {

@@ -90,7 +90,7 @@ func benchE2E(ctx context.Context, cf *clientFlags, tbl *client.Table, f *benchF
 	defer cancel()
 	defer w.Close(drainCtx)
 
-	start := time.Now()
+	start, cpu := time.Now(), markCPU(f.pids)
 	writers := &e2eWriters{done: make(chan struct{})}
 	var wg sync.WaitGroup
 	runCtx, stop := context.WithTimeout(ctx, f.duration)
@@ -142,7 +142,7 @@ func benchE2E(ctx context.Context, cf *clientFlags, tbl *client.Table, f *benchF
 	}
 	<-writers.done
 	elapsed := time.Since(start)
-	res := newBenchResult("e2e", f, seen, writers.failed.Load(), elapsed, mergeLatencies([]*reservoir{lat}))
+	res := newBenchResult("e2e", f, seen, writers.failed.Load(), elapsed, mergeLatencies([]*reservoir{lat}), cpu.since())
 	res.Missing = max(writers.acked.Load()-seen, 0)
 	res.TargetRate = rate
 	return res, nil

@@ -96,7 +96,7 @@ func benchLookup(ctx context.Context, tbl *client.Table, f *kvBenchFlags, linear
 	if err != nil {
 		return benchResult{}, err
 	}
-	res := newBenchResult("lookup", &f.benchFlags, r.done+r.misses, r.errors, r.elapsed, r.lat)
+	res := newBenchResult("lookup", &f.benchFlags, r.done+r.misses, r.errors, r.elapsed, r.lat, r.cpu)
 	res.MBPerS = float64(r.done) * float64(f.recordBytes) / 1e6 / max(r.elapsed.Seconds(), 1e-9)
 	res.Misses = &r.misses
 	return res, nil

@@ -90,7 +90,7 @@ func benchProduce(ctx context.Context, tbl *client.Table, f *benchFlags, batch i
 	if err != nil {
 		return benchResult{}, err
 	}
-	return newBenchResult("produce", f, r.done, r.errors, r.elapsed, r.lat), nil
+	return newBenchResult("produce", f, r.done, r.errors, r.elapsed, r.lat, r.cpu), nil
 }
 
 // produceRows appends until runCtx ends, then waits for the acks (bounded

@@ -24,6 +24,7 @@ type benchRun struct {
 	done, misses, errors int64
 	elapsed              time.Duration
 	lat                  latencyStats
+	cpu                  cpuUse // over elapsed
 }
 
 // runCallers runs --concurrency callers until --duration ends (run gets the
@@ -34,7 +35,7 @@ func runCallers(ctx context.Context, f *benchFlags, run func(runCtx context.Cont
 	defer cancel()
 	callers := make([]*benchCaller, f.concurrency)
 	errs := make([]error, f.concurrency)
-	start := time.Now()
+	start, cpu := time.Now(), markCPU(f.pids)
 	var wg sync.WaitGroup
 	for i := range callers {
 		c := &benchCaller{lat: newReservoir(maxLatencySamples / f.concurrency)}
@@ -42,7 +43,7 @@ func runCallers(ctx context.Context, f *benchFlags, run func(runCtx context.Cont
 		wg.Go(func() { errs[i] = run(runCtx, c, i) })
 	}
 	wg.Wait()
-	r := benchRun{elapsed: time.Since(start)}
+	r := benchRun{elapsed: time.Since(start), cpu: cpu.since()}
 	if err := errors.Join(errs...); err != nil {
 		return r, err
 	}

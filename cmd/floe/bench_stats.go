@@ -96,9 +96,10 @@ type benchResult struct {
 	// Sustained (bench upsert): throughput per interval, first and last
 	// window, disk space against live data.
 	Sustained *sustainedResult `json:"sustained,omitempty"`
+	cpuResult
 }
 
-func newBenchResult(mode string, f *benchFlags, records, errs int64, elapsed time.Duration, lat latencyStats) benchResult {
+func newBenchResult(mode string, f *benchFlags, records, errs int64, elapsed time.Duration, lat latencyStats, cpu cpuUse) benchResult {
 	secs := max(elapsed.Seconds(), 1e-9)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return benchResult{
@@ -106,6 +107,7 @@ func newBenchResult(mode string, f *benchFlags, records, errs int64, elapsed tim
 		OpsPerS: float64(records) / secs, MBPerS: float64(records) * float64(f.recordBytes) / 1e6 / secs,
 		P50Ms: ms(lat.p50), P99Ms: ms(lat.p99), P999Ms: ms(lat.p999), MaxMs: ms(lat.max), MeanMs: ms(lat.mean),
 		Concurrency: f.concurrency, RecordBytes: f.recordBytes, Acks: f.ackMode.String(),
+		cpuResult: cpu.result(records),
 	}
 }
 
@@ -125,6 +127,7 @@ func printBenchResult(env *cliEnv, title string, res benchResult) error {
 	fmt.Fprintf(w, "throughput\t%.0f records/s\t%.2f MB/s\n", res.OpsPerS, res.MBPerS)
 	fmt.Fprintf(w, "latency (ms)\tp50 %.3f\tp99 %.3f\tp99.9 %.3f\tmax %.3f\tmean %.3f\n",
 		res.P50Ms, res.P99Ms, res.P999Ms, res.MaxMs, res.MeanMs)
+	fmt.Fprintf(w, "cpu (µs/record)\t%s\n", res.cpuLine())
 	if s := res.Sustained; s != nil {
 		if s.WindowS > 0 {
 			fmt.Fprintf(w, "first %.0f s\t%.0f records/s\n", s.WindowS, s.FirstOpsPerS)

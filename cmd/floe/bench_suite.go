@@ -35,6 +35,7 @@ type suiteRow struct {
 	MaxUs       float64 `json:"max_us"`
 	Durability  string  `json:"durability,omitempty"`
 	Note        string  `json:"note,omitempty"`
+	cpuResult
 }
 
 // suiteTest is one benchmark of the suite.
@@ -224,7 +225,7 @@ func (s *suite) row(t suiteTest, res benchResult, batch int) suiteRow {
 	r := suiteRow{Kind: "floe", System: "floe", Test: t.name, Concurrency: res.Concurrency, ValueSize: res.RecordBytes,
 		Ops: res.Records, Errors: res.Errors, Seconds: res.DurationS, OpsPerSec: res.OpsPerS, MBPerSec: res.MBPerS,
 		P50us: us(res.P50Ms), P99us: us(res.P99Ms), P999us: us(res.P999Ms), MaxUs: us(res.MaxMs),
-		Durability: s.rfLabel, Note: t.note}
+		Durability: s.rfLabel, Note: t.note, cpuResult: res.cpuResult}
 	if batch > 1 {
 		r.Pipeline = batch
 	}
@@ -237,20 +238,24 @@ func (s *suite) row(t suiteTest, res benchResult, batch int) suiteRow {
 // printSuite prints the suite's rows as a table.
 func printSuite(env *cliEnv, rows []suiteRow) error {
 	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TEST\tCONC\tBATCH\tOPS/S\tMB/S\tP50 MS\tP99 MS\tP999 MS\tERRORS\t")
+	fmt.Fprintln(w, "TEST\tCONC\tBATCH\tOPS/S\tMB/S\tP50 MS\tP99 MS\tP999 MS\tERRORS\tNODES µS/OP\tCLIENT µS/OP\t")
 	for _, r := range rows {
 		batch := "-"
 		if r.Pipeline > 0 {
 			batch = fmt.Sprint(r.Pipeline)
 		}
-		fmt.Fprintf(w, "%s\t%d\t%s\t%.0f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t\n", r.Test, r.Concurrency, batch, r.OpsPerSec, r.MBPerSec,
-			r.P50us/1000, r.P99us/1000, r.P999us/1000, r.Errors)
+		nodes := "-"
+		if r.ServerCPUs > 0 {
+			nodes = fmt.Sprintf("%.1f", r.ServerCPUusOp)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%s\t%.0f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%.1f\t\n", r.Test, r.Concurrency, batch, r.OpsPerSec, r.MBPerSec,
+			r.P50us/1000, r.P99us/1000, r.P999us/1000, r.Errors, nodes, r.ClientCPUusOp)
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	if len(rows) > 0 {
-		fmt.Fprintf(env.stdout, "(%s; ops are records or keys; --output json gives the peer kit's fields)\n", rows[0].Durability)
+		fmt.Fprintf(env.stdout, "(%s; ops are records or keys; CPU is per op, the nodes' with --node-pids; --output json gives the peer kit's fields)\n", rows[0].Durability)
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func benchUpsert(ctx context.Context, tbl *client.Table, f *kvBenchFlags, sf *su
 	if err != nil {
 		return benchResult{}, err
 	}
-	res := newBenchResult("upsert", &f.benchFlags, r.done, r.errors, r.elapsed, r.lat)
+	res := newBenchResult("upsert", &f.benchFlags, r.done, r.errors, r.elapsed, r.lat, r.cpu)
 	if sf.interval > 0 || len(sf.dirs) > 0 {
 		s := &sustainedResult{IntervalS: sf.interval.Seconds(), IntervalOpsPerS: rates}
 		s.compareWindows(sf.interval, sf.window)

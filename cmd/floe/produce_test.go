@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -313,28 +314,35 @@ func TestBenchSmoke(t *testing.T) {
 }
 
 // TestBenchSuiteSmoke: the suite runs the tests it is given, prints one
-// JSON line per test in the peer kit's shape, and --cpuprofile profiles
-// the client.
+// JSON line per test in the peer kit's shape, with the CPU time per op of
+// the nodes --node-pids names (here the test process, which runs the
+// cluster) and of the client, and --cpuprofile profiles the client.
 func TestBenchSuiteSmoke(t *testing.T) {
 	server := startCluster(t).server
 	profile := filepath.Join(t.TempDir(), "client.pprof")
 	code, out, errOut := runCLI(t, "", "bench", "suite", "--tests", "append-1,upsert-1,lookup-128", "--duration", "500ms",
-		"--keys", "200", "--record-bytes", "64", "--cpuprofile", profile, "-o", "json", "--server", server)
+		"--keys", "200", "--record-bytes", "64", "--cpuprofile", profile, "--node-pids", strconv.Itoa(os.Getpid()), "-o", "json", "--server", server)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var tests []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var row struct {
-			Kind      string  `json:"kind"`
-			Test      string  `json:"test"`
-			OpsPerSec float64 `json:"ops_per_sec"`
-			Errors    int     `json:"errors"`
+			Kind          string  `json:"kind"`
+			Test          string  `json:"test"`
+			OpsPerSec     float64 `json:"ops_per_sec"`
+			Errors        int     `json:"errors"`
+			ServerCPUs    float64 `json:"server_cpu_s"`
+			ServerCPUusOp float64 `json:"server_cpu_us_per_op"`
+			ClientCPUusOp float64 `json:"client_cpu_us_per_op"`
 		}
 		if err := json.Unmarshal([]byte(line), &row); err != nil {
 			t.Fatalf("line is not JSON: %q", line)
 		}
-		if row.Kind != "floe" || row.OpsPerSec <= 0 || row.Errors != 0 {
+		// The client runs in the node's process: the nodes' CPU time holds
+		// the client's.
+		if row.Kind != "floe" || row.OpsPerSec <= 0 || row.Errors != 0 || row.ServerCPUs <= 0 ||
+			row.ClientCPUusOp <= 0 || row.ServerCPUusOp < row.ClientCPUusOp/2 {
 			t.Fatalf("result %s", line)
 		}
 		tests = append(tests, row.Test)
