@@ -39,6 +39,9 @@ func (h *afterReplyHooks) run() {
 type hookedStream struct {
 	drpc.Stream
 	ctx context.Context
+	// manualFlush: the stream flushes at its end, not after each message
+	// (a unary call's: its reply and the end go in one write).
+	manualFlush bool
 }
 
 func (s *hookedStream) Context() context.Context { return s.ctx }

@@ -12,11 +12,15 @@ import (
 // in one go: Write buffers (the stream's writer flushes on its own once its
 // buffer fills), Flush sends what is buffered.
 
-// MessageWriter writes a stream's messages, buffered until Flush.
+// MessageWriter writes a stream's messages, buffered until Flush. One
+// goroutine at a time may use it.
 type MessageWriter struct {
 	raw rawStream
 	// fallback: the stream cannot buffer; every Write sends.
 	fallback drpc.Stream
+	// buf is where Write marshals: the stream copies a message out of it
+	// before RawWrite returns, so it serves the next one.
+	buf []byte
 }
 
 // unwrapper is a stream wrapping another (hookedStream, poolStream).
@@ -57,9 +61,12 @@ func (w *MessageWriter) Write(msg proto.Message) error {
 	if w.fallback != nil {
 		return w.fallback.MsgSend(msg, protoEncoding{})
 	}
-	data, err := proto.Marshal(msg)
+	data, err := proto.MarshalOptions{}.MarshalAppend(w.buf[:0], msg)
 	if err != nil {
 		return err
+	}
+	if cap(data) <= maxPooledReplyBytes {
+		w.buf = data
 	}
 	return FromWire(w.raw.RawWrite(drpcwire.KindMessage, data))
 }

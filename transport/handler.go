@@ -41,16 +41,18 @@ func (h *handler) HandleRPC(stream drpc.Stream, rpc string) (err error) {
 	if err := h.checkCluster(stream.Context()); err != nil {
 		return err
 	}
+	manual := false
 	if s, ok := stream.(interface{ SetManualFlush(bool) }); ok && h.next.unary[rpc] {
 		// The reply waits in the stream's buffer for the end of the
 		// stream, which flushes both in one write.
 		s.SetManualFlush(true)
+		manual = true
 	}
 	// The mux sends a unary reply before it returns, so hooks run after it.
 	hooks := &afterReplyHooks{}
 	defer hooks.run()
 	ctx := context.WithValue(stream.Context(), afterReplyKey{}, hooks)
-	return h.next.HandleRPC(&hookedStream{Stream: stream, ctx: ctx}, rpc)
+	return h.next.HandleRPC(&hookedStream{Stream: stream, ctx: ctx, manualFlush: manual}, rpc)
 }
 
 // checkCluster refuses a call whose caller names another cluster than this
