@@ -31,6 +31,15 @@ func (kv *kvReplica) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.Loo
 	}
 	keys := kv.t.keys
 	storeKeys := make([][]byte, len(req.Keys))
+	// The store keys go end to end in one buffer (a key is its primary key
+	// bytes, after a bucket-key prefix in the prefix layout); a slice taken
+	// before the buffer grows keeps the old array, whose bytes stay as
+	// they were.
+	size := 0
+	for _, k := range req.Keys {
+		size += 2*len(k) + 8
+	}
+	keyBuf := make([]byte, 0, size)
 	for i, k := range req.Keys {
 		if len(k) > kvstore.MaxKeyBytes {
 			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d: %d bytes over the %d-byte limit", i, len(k), kvstore.MaxKeyBytes)
@@ -38,10 +47,12 @@ func (kv *kvReplica) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.Loo
 		if err := record.ValidateRow(keys.KeySchema(), k); err != nil {
 			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d is not a key of table %s: %v", i, kv.t.name, err)
 		}
+		start := len(keyBuf)
 		var err error
-		if storeKeys[i], err = keys.StoreKey(nil, k); err != nil {
+		if keyBuf, err = keys.StoreKey(keyBuf, k); err != nil {
 			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d: %v", i, err)
 		}
+		storeKeys[i] = keyBuf[start:len(keyBuf):len(keyBuf)]
 	}
 	epoch, st, err := kv.readFence(ctx, req.Linearizable)
 	if err != nil {
