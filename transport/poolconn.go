@@ -38,7 +38,9 @@ func (c *poolConn) Unblocked() <-chan struct{} { return c.pool.unblocked }
 // MaxMessageBytes is refused with TOO_LARGE before anything is sent.
 func (c *poolConn) Invoke(ctx context.Context, rpc string, enc drpc.Encoding, in, out drpc.Message) error {
 	p := c.pool
-	data, err := p.marshal(rpc, enc, in)
+	bp := replyBufs.Get().(*[]byte)
+	defer putBuf(bp)
+	data, err := p.marshal(rpc, enc, in, bp)
 	if err != nil {
 		return err
 	}
@@ -153,7 +155,9 @@ func (s *poolStream) MsgSend(msg drpc.Message, enc drpc.Encoding) error {
 	if !ok {
 		return s.wrap(s.Stream.MsgSend(msg, enc))
 	}
-	data, err := s.pool.marshal("stream message", enc, msg)
+	bp := replyBufs.Get().(*[]byte)
+	defer putBuf(bp)
+	data, err := s.pool.marshal("stream message", enc, msg, bp)
 	if err != nil {
 		return err
 	}
@@ -184,9 +188,13 @@ func (s *poolStream) wrap(err error) error {
 	return callError(s.ctx, s.pc, err)
 }
 
-// marshal encodes a request and checks it against MaxMessageBytes.
-func (p *Pool) marshal(what string, enc drpc.Encoding, msg drpc.Message) ([]byte, error) {
-	data, err := drpcenc.MarshalAppend(msg, enc, nil)
+// marshal encodes a request into *buf, which keeps the grown buffer, and
+// checks it against MaxMessageBytes. The stream's writer copies what it is
+// given before RawWrite returns, so the caller gives *buf back to the pool
+// once the write is done.
+func (p *Pool) marshal(what string, enc drpc.Encoding, msg drpc.Message, buf *[]byte) ([]byte, error) {
+	data, err := drpcenc.MarshalAppend(msg, enc, (*buf)[:0])
+	*buf = data[:0]
 	if err != nil {
 		return nil, Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "%s: cannot encode: %v", what, err)
 	}

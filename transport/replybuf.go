@@ -7,20 +7,28 @@ import (
 	"storj.io/drpc/drpcwire"
 )
 
-// A served stream's messages are marshaled into buffers the server keeps
-// for the next message rather than into a fresh one each: DRPC marshals a
-// reply into its stream's buffer, and every unary call has a stream of its
-// own, so each reply would otherwise be a new allocation of the reply's
-// size (a 500-key lookup's ~170 KiB answer: most of a node's allocated
-// bytes under batched lookups). The stream's writer copies a message into
-// its frame buffer (or writes it out) before RawWrite returns, so the
-// buffer is free again then.
+// Messages are marshaled into buffers kept for the next message rather
+// than into a fresh one each: a served stream's (DRPC marshals into its
+// stream's buffer, and every unary call has a stream of its own, so each
+// reply was a new allocation of its size: a 500-key lookup's ~170 KiB
+// answer, most of a node's allocated bytes under batched lookups), and a
+// client's requests and stream messages. A stream's writer copies a
+// message into its frame buffer (or writes it out) before RawWrite
+// returns, so the buffer is free again then.
 
 // maxPooledReplyBytes bounds the buffers kept: a rare huge reply's goes to
 // the garbage collector.
 const maxPooledReplyBytes = 8 << 20
 
 var replyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// putBuf gives a marshal buffer back to the pool, unless it grew too large
+// to keep.
+func putBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledReplyBytes {
+		replyBufs.Put(bp)
+	}
+}
 
 // appendMarshaler is an encoding that marshals into a given buffer (the
 // generated DRPC encodings are).
@@ -41,10 +49,8 @@ func (s *hookedStream) MsgSend(msg drpc.Message, enc drpc.Encoding) error {
 	if err == nil {
 		err = raw.RawWrite(drpcwire.KindMessage, data)
 	}
-	if cap(data) <= maxPooledReplyBytes {
-		*bp = data[:0]
-		replyBufs.Put(bp)
-	}
+	*bp = data[:0]
+	putBuf(bp)
 	if err != nil || s.manualFlush {
 		return err
 	}

@@ -131,3 +131,31 @@ func TestMessageWriterReusesItsBuffer(t *testing.T) {
 		t.Fatalf("%.2f allocations per Write, want none", allocs)
 	}
 }
+
+// TestPoolMarshalKeepsItsBuffer: a request is marshaled into the buffer
+// given, which keeps what it grew to for the next one; a request over
+// MaxMessageBytes is refused with TOO_LARGE all the same.
+func TestPoolMarshalKeepsItsBuffer(t *testing.T) {
+	p := NewPool(PoolConfig{MaxMessageBytes: 100 << 10})
+	defer p.Close()
+	req := &pb.LookupRequest{TableId: 7, Keys: [][]byte{bytes.Repeat([]byte("k"), 40<<10)}}
+	buf := new([]byte)
+	data, err := p.marshal("lookup", tabletEncoding{}, req, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &pb.LookupRequest{}
+	if err := proto.Unmarshal(data, got); err != nil || !proto.Equal(got, req) {
+		t.Fatalf("the request does not read back (%v)", err)
+	}
+	if cap(*buf) < len(data) || len(*buf) != 0 {
+		t.Fatalf("buffer len %d cap %d after a %d-byte request: want it kept, empty", len(*buf), cap(*buf), len(data))
+	}
+	if allocs := testing.AllocsPerRun(50, func() { _, _ = p.marshal("lookup", tabletEncoding{}, req, buf) }); allocs != 0 {
+		t.Fatalf("%.1f allocations marshaling into a buffer large enough", allocs)
+	}
+	huge := &pb.LookupRequest{Keys: [][]byte{make([]byte, 200<<10)}}
+	if _, err := p.marshal("lookup", tabletEncoding{}, huge, buf); func() pb.ErrorCode { c, _ := WireCodeOf(err); return c }() != pb.ErrorCode_ERROR_CODE_TOO_LARGE {
+		t.Fatalf("a request over MaxMessageBytes: %v", err)
+	}
+}
