@@ -42,25 +42,13 @@ func (r *rawRecorder) MsgSend(drpc.Message, drpc.Encoding) error {
 	return nil
 }
 
-type tabletEncoding struct{}
-
-func (tabletEncoding) Marshal(msg drpc.Message) ([]byte, error) {
-	return proto.Marshal(msg.(proto.Message))
-}
-func (tabletEncoding) MarshalAppend(buf []byte, msg drpc.Message) ([]byte, error) {
-	return proto.MarshalOptions{}.MarshalAppend(buf, msg.(proto.Message))
-}
-func (tabletEncoding) Unmarshal(buf []byte, msg drpc.Message) error {
-	return proto.Unmarshal(buf, msg.(proto.Message))
-}
-
 // marshalOnly has no MarshalAppend: such a stream's message goes the
 // stream's own way.
 type marshalOnly struct{}
 
-func (marshalOnly) Marshal(msg drpc.Message) ([]byte, error) { return tabletEncoding{}.Marshal(msg) }
+func (marshalOnly) Marshal(msg drpc.Message) ([]byte, error) { return protoEncoding{}.Marshal(msg) }
 func (marshalOnly) Unmarshal(buf []byte, msg drpc.Message) error {
-	return tabletEncoding{}.Unmarshal(buf, msg)
+	return protoEncoding{}.Unmarshal(buf, msg)
 }
 
 // TestHookedStreamSendsFromPooledBuffers: each message is written whole and
@@ -74,7 +62,7 @@ func TestHookedStreamSendsFromPooledBuffers(t *testing.T) {
 		rec := &rawRecorder{}
 		s := &hookedStream{Stream: rec, ctx: context.Background(), manualFlush: manual}
 		for _, m := range []*pb.LookupResponse{big, small, big} {
-			if err := s.MsgSend(m, tabletEncoding{}); err != nil {
+			if err := s.MsgSend(m, protoEncoding{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -99,7 +87,7 @@ func TestHookedStreamSendsFromPooledBuffers(t *testing.T) {
 	// Once a buffer is pooled, a reply allocates nothing (the pool may
 	// lose its buffer to a collection now and then).
 	rec.lastOnly = true
-	allocs := testing.AllocsPerRun(100, func() { _ = s.MsgSend(big, tabletEncoding{}) })
+	allocs := testing.AllocsPerRun(100, func() { _ = s.MsgSend(big, protoEncoding{}) })
 	if allocs >= 0.5 {
 		t.Fatalf("%.2f allocations per big reply, want none", allocs)
 	}
@@ -140,7 +128,7 @@ func TestPoolMarshalKeepsItsBuffer(t *testing.T) {
 	defer p.Close()
 	req := &pb.LookupRequest{TableId: 7, Keys: [][]byte{bytes.Repeat([]byte("k"), 40<<10)}}
 	buf := new([]byte)
-	data, err := p.marshal("lookup", tabletEncoding{}, req, buf)
+	data, err := p.marshal("lookup", protoEncoding{}, req, buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,11 +139,11 @@ func TestPoolMarshalKeepsItsBuffer(t *testing.T) {
 	if cap(*buf) < len(data) || len(*buf) != 0 {
 		t.Fatalf("buffer len %d cap %d after a %d-byte request: want it kept, empty", len(*buf), cap(*buf), len(data))
 	}
-	if allocs := testing.AllocsPerRun(50, func() { _, _ = p.marshal("lookup", tabletEncoding{}, req, buf) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(50, func() { _, _ = p.marshal("lookup", protoEncoding{}, req, buf) }); allocs != 0 {
 		t.Fatalf("%.1f allocations marshaling into a buffer large enough", allocs)
 	}
 	huge := &pb.LookupRequest{Keys: [][]byte{make([]byte, 200<<10)}}
-	if _, err := p.marshal("lookup", tabletEncoding{}, huge, buf); func() pb.ErrorCode { c, _ := WireCodeOf(err); return c }() != pb.ErrorCode_ERROR_CODE_TOO_LARGE {
+	if _, err := p.marshal("lookup", protoEncoding{}, huge, buf); func() pb.ErrorCode { c, _ := WireCodeOf(err); return c }() != pb.ErrorCode_ERROR_CODE_TOO_LARGE {
 		t.Fatalf("a request over MaxMessageBytes: %v", err)
 	}
 }

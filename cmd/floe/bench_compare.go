@@ -84,8 +84,8 @@ type comparison struct {
 	Missing string  `json:"missing,omitempty"`
 	// CPU time per operation, nodes (servers) and client together, of
 	// each side: set when both rows have their servers' (a suite run with
-	// --node-pids). Unlike the ratio of throughputs it hardly moves with
-	// how fast the machine is that day.
+	// --node-pids). It moves less than the ratio of throughputs with how
+	// fast the machine is that day.
 	FloeCPUusOp float64 `json:"floe_cpu_us_per_op,omitempty"`
 	PeerCPUusOp float64 `json:"peer_cpu_us_per_op,omitempty"`
 }
@@ -129,8 +129,8 @@ func compareResults(floe, peers []suiteRow) []comparison {
 				c.Ratio = f.OpsPerSec / p.OpsPerSec
 			}
 			c.Met = c.Ratio >= t.minRatio
-			if fc, pc, ok := cpuPerOp(f), cpuPerOp(p), f.ServerCPUs > 0 && p.ServerCPUs > 0; ok {
-				c.FloeCPUusOp, c.PeerCPUusOp = fc, pc
+			if f.ServerCPUs > 0 && p.ServerCPUs > 0 {
+				c.FloeCPUusOp, c.PeerCPUusOp = cpuPerOp(f), cpuPerOp(p)
 			}
 		}
 		out = append(out, c)

@@ -12,12 +12,13 @@ import (
 // (utime+stime of /proc/PID/stat, for the PIDs --node-pids names: nodes
 // on this machine) and the benchmark's own (getrusage), over the same
 // window as its throughput. Per operation, it is the cost of a record, a
-// row or a key whatever the machine's speed that day, which throughput
-// ratios against peers measured minutes apart are not.
+// row or a key, which moves less with the machine's speed that day than
+// throughput ratios against peers measured minutes apart do.
 
-// userHZ is the unit of /proc/PID/stat's utime and stime: USER_HZ, 100 on
-// every Linux architecture Go supports.
-const userHZ = 100
+// clockTicksPerSecond is the unit of utime and stime in /proc/PID/stat
+// (sysconf(_SC_CLK_TCK), `getconf CLK_TCK`). The kernel exports USER_HZ to
+// user space, which is 100 on every Linux architecture Go supports.
+const clockTicksPerSecond = 100
 
 // parseNodePIDs reads --node-pids: comma-separated process ids, each of a
 // running process whose CPU time this machine shows.
@@ -73,7 +74,7 @@ func statCPUSeconds(stat string) (float64, error) {
 		}
 		ticks += n
 	}
-	return float64(ticks) / userHZ, nil
+	return float64(ticks) / clockTicksPerSecond, nil
 }
 
 // selfCPUSeconds is the CPU time this process has used so far.

@@ -17,11 +17,6 @@ import (
 	"time"
 )
 
-// clockTicksPerSecond is the unit of utime and stime in /proc/PID/stat
-// (sysconf(_SC_CLK_TCK), `getconf CLK_TCK`). The kernel exports USER_HZ to
-// user space, which is 100 on every Linux architecture Go supports.
-const clockTicksPerSecond = 100
-
 // densityStopTimeout bounds a node's clean stop after SIGTERM; past it the
 // node is killed and the benchmark fails.
 const densityStopTimeout = 30 * time.Second
@@ -120,29 +115,8 @@ func (n *densityNode) stop() error {
 
 // cpuTime is the CPU time the node used so far, user and system.
 func (n *densityNode) cpuTime() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name, field 2, is in parentheses and may hold spaces:
-	// count the fields after it. utime and stime are fields 14 and 15.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, errors.New("/proc stat: no command name")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, errors.New("/proc stat: too few fields")
-	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc stat: %w", err)
-		}
-		ticks += v
-	}
-	return time.Duration(ticks) * time.Second / clockTicksPerSecond, nil
+	secs, err := procCPUSeconds(n.cmd.Process.Pid)
+	return time.Duration(secs * float64(time.Second)), err
 }
 
 // rssBytes is the node's resident memory, VmRSS.

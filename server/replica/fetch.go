@@ -59,12 +59,12 @@ func (m *Manager) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchRes
 			resp, _, _ := m.fetchOnce(ctx, req, total)
 			return resp, nil
 		}
-		// Woken by an append: the appends that came with it (the other
-		// requests read from the same socket buffers, writers woken by the
-		// same acks) are runnable now. Letting them write first makes this
-		// answer carry them too: one fetch, one write and one fsync on the
-		// follower for all of them instead of one each. With nothing else
-		// to run this returns at once.
+		// Woken by a change, most often an append: the appends that came
+		// with it (the other requests read from the same socket buffers,
+		// writers woken by the same acks) are runnable now. Letting them
+		// write first makes this answer carry them too: one fetch, one
+		// write and one fsync on the follower for all of them instead of
+		// one each. With nothing else to run this returns at once.
 		runtime.Gosched()
 	}
 }
