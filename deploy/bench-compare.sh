@@ -2,7 +2,8 @@
 # The bench suite on a fresh local 3-node cluster (RF 3, acks=all, fsync
 # on), then the peer kit (../shared/bench/peers, when present) back to
 # back, so the ratios come from one run on one machine; last, the targets'
-# table (floe bench compare, also in OUT/compare.txt).
+# table (floe bench compare, also in OUT/compare.txt). Before the nodes
+# start, floe bench floor measures what the machine allows them.
 #
 #   bash deploy/bench-compare.sh [OUT]     # default /tmp/floe-bench-compare
 #   SUITES="nats redis" DUR=5s CONC=1,64,128 bash deploy/bench-compare.sh
@@ -11,6 +12,11 @@ out=${1:-/tmp/floe-bench-compare}
 set -eu
 mkdir -p "$out"; rm -rf "$out"/n1 "$out"/n2 "$out"/n3 "$out"/pids "$out"/peers "$out"/floe.jsonl
 CGO_ENABLED=0 go build -o "$out/floe" ./cmd/floe
+# the machine's floor first, with nothing else running: an fdatasync with
+# 1, 2 and 3 writers at once (the three nodes' logs share this disk) and
+# the round trip between idle processes; floe bench compare shows the
+# latency targets against the least an acks=all write can take here
+"$out/floe" bench floor --dir "$out" --output json | tee "$out/floe.jsonl"
 stop() { for p in $(cat "$out"/pids 2>/dev/null); do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap stop EXIT
 for i in 1 2 3; do
@@ -27,7 +33,7 @@ for _ in $(seq 1 120); do
 done
 # --node-pids: each line carries the nodes' CPU time per op (and the
 # client's), as the peer kit's lines carry their servers'
-"$out/floe" bench suite --duration 10s --replication 3 --node-pids "$(paste -sd, "$out/pids")" -o json | tee "$out/floe.jsonl"
+"$out/floe" bench suite --duration 10s --replication 3 --node-pids "$(paste -sd, "$out/pids")" -o json | tee -a "$out/floe.jsonl"
 stop; trap - EXIT
 # the nodes' data (gigabytes after the upsert tests) goes; their logs stay
 rm -rf "$out"/n1 "$out"/n2 "$out"/n3; sync

@@ -25,6 +25,11 @@ type benchTarget struct {
 	// percentile ("p50", "p99") at most maxMs, for a latency bound.
 	percentile string
 	maxMs      float64
+	// floorReplicas, for a latency bound on one caller's acks=all writes:
+	// the local replicas the write waits for, whose logs share the test
+	// machine's disk; bench floor's floor-acks-all-N row is then the least
+	// the write can wait.
+	floorReplicas int
 }
 
 // benchTargets are the targets of small writes at high concurrency (3
@@ -37,8 +42,8 @@ var benchTargets = []benchTarget{
 	{test: "upsert-128", peerSystem: "nats-kv", peerTest: "upsert (put)", peerConc: 128, minRatio: 2},
 	{test: "upsert-8x500", peerSystem: "redis-aof-always", peerTest: "upsert (SET)", peerConc: 128, minRatio: 1.2},
 	{test: "lookup-32x500", peerSystem: "redis", peerTest: "point lookup (GET) pipelined", minRatio: 1.2},
-	{test: "upsert-1", percentile: "p50", maxMs: 1.0},
-	{test: "append-1", percentile: "p50", maxMs: 0.5},
+	{test: "upsert-1", percentile: "p50", maxMs: 1.0, floorReplicas: 3},
+	{test: "append-1", percentile: "p50", maxMs: 0.5, floorReplicas: 3},
 	{test: "e2e-10000", percentile: "p99", maxMs: 10},
 }
 
@@ -88,6 +93,13 @@ type comparison struct {
 	// fast the machine is that day.
 	FloeCPUusOp float64 `json:"floe_cpu_us_per_op,omitempty"`
 	PeerCPUusOp float64 `json:"peer_cpu_us_per_op,omitempty"`
+	// FloorMs, for a latency bound with a bench floor row (either file):
+	// the same percentile of the least such a write can wait on this
+	// machine (two idle round trips and an fdatasync on the shared disk).
+	// A bound below it cannot be met here (BelowFloor).
+	FloorMs    float64 `json:"floor_ms,omitempty"`
+	FloorRow   string  `json:"floor_row,omitempty"`
+	BelowFloor bool    `json:"below_floor,omitempty"`
 }
 
 // compareResults checks every target against the rows of one suite run
@@ -107,6 +119,9 @@ func compareResults(floe, peers []suiteRow) []comparison {
 					c.Floe = f.P99us / 1000
 				}
 				c.Met = c.Floe <= t.maxMs
+			}
+			if t.floorReplicas > 0 {
+				setFloor(&c, t, slices.Concat(floe, peers))
 			}
 			out = append(out, c)
 			continue
@@ -136,6 +151,21 @@ func compareResults(floe, peers []suiteRow) []comparison {
 		out = append(out, c)
 	}
 	return out
+}
+
+// setFloor sets c's floor from the bench floor row of t's replicas, when
+// there is one.
+func setFloor(c *comparison, t benchTarget, rows []suiteRow) {
+	test := fmt.Sprintf("floor-acks-all-%d", t.floorReplicas)
+	d, ok := findRow(rows, func(r suiteRow) bool { return r.System == "machine" && r.Test == test && r.P50us > 0 })
+	if !ok {
+		return
+	}
+	c.FloorMs, c.FloorRow = d.P50us/1000, "floor"
+	if t.percentile == "p99" {
+		c.FloorMs = d.P99us / 1000
+	}
+	c.BelowFloor = t.maxMs < c.FloorMs
 }
 
 // cpuPerOp is a row's server and client CPU time per operation, in µs.
@@ -230,6 +260,13 @@ func printComparison(w io.Writer, cmp []comparison) error {
 		switch {
 		case c.Missing != "":
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\tno (no %s row)\t-\t\n", c.Test, c.Target, c.Missing)
+		case c.FloorRow != "":
+			// The peer's column holds the machine's floor, the ratio
+			// Floe's figure over it.
+			if c.BelowFloor {
+				met += " (bound below the machine's floor)"
+			}
+			fmt.Fprintf(tw, "%s\t%.2f ms\t%s %.2f ms\t%.2fx\t%s\t%s\t-\t\n", c.Test, c.Floe, c.FloorRow, c.FloorMs, c.Floe/c.FloorMs, c.Target, met)
 		case c.PeerRow == "":
 			fmt.Fprintf(tw, "%s\t%.2f ms\t-\t-\t%s\t%s\t-\t\n", c.Test, c.Floe, c.Target, met)
 		default:

@@ -112,3 +112,52 @@ func TestBenchCompareCommand(t *testing.T) {
 		t.Fatalf("one file: exit %d, want 2 (usage)", code)
 	}
 }
+
+// TestCompareFloor: with bench floor's rows in a file, the latency bounds
+// on one caller's acks=all writes carry the machine's floor (two idle
+// round trips and an fdatasync of three at once), and a bound below it is
+// flagged as such; the floor says nothing of whether the bound is met.
+func TestCompareFloor(t *testing.T) {
+	floor := `{"kind":"phys","system":"machine","test":"fsync-3","concurrency":3,"ops_per_sec":4500,"p50_us":300,"p99_us":1300}
+{"kind":"phys","system":"machine","test":"rtt-idle","concurrency":1,"p50_us":150,"p99_us":400}
+{"kind":"phys","system":"machine","test":"floor-acks-all-2","concurrency":1,"p50_us":500,"p99_us":2000}
+{"kind":"phys","system":"machine","test":"floor-acks-all-3","concurrency":1,"p50_us":650,"p99_us":2100}
+`
+	floe := mustRows(t, floor+compareSuiteLines)
+	peers := mustRows(t, comparePeerLines)
+	got := map[string]comparison{}
+	for _, c := range compareResults(floe, peers) {
+		got[c.Test] = c
+	}
+	if c := got["append-1"]; c.FloorRow != "floor" || c.FloorMs != 0.65 || !c.BelowFloor || !c.Met {
+		t.Errorf("append-1 (bound 0.5 ms, floor of 3 replicas 0.65 ms, measured 0.45): %+v", c)
+	}
+	if c := got["upsert-1"]; c.FloorMs != 0.65 || c.BelowFloor || !c.Met {
+		t.Errorf("upsert-1 (bound 1 ms over the 0.65 ms floor): %+v", c)
+	}
+	if c := got["e2e-10000"]; c.FloorRow != "" {
+		t.Errorf("e2e has no floor (its writer batches): %+v", c)
+	}
+	// Without the rows, no floor.
+	for _, c := range compareResults(mustRows(t, compareSuiteLines), peers) {
+		if c.FloorRow != "" || c.BelowFloor {
+			t.Errorf("%s: a floor without bench floor rows: %+v", c.Test, c)
+		}
+	}
+	var out strings.Builder
+	if err := printComparison(&out, compareResults(floe, peers)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "floor 0.65 ms") || !strings.Contains(out.String(), "below the machine's floor") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+}
+
+func mustRows(t *testing.T, text string) []suiteRow {
+	t.Helper()
+	rows, err := readResultLines(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}

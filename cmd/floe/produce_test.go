@@ -97,6 +97,14 @@ func TestProduceLinesReportsLine(t *testing.T) {
 var shared = testcluster.Shared{Options: testcluster.Options{Nodes: 2}}
 
 func TestMain(m *testing.M) {
+	if os.Getenv(floorEchoEnv) != "" {
+		// bench floor's echo child (TestBenchFloor runs this binary as it).
+		if err := runFloorEcho(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	// KV snapshots need remote storage; the tiering rounds themselves
 	// (an hour apart) never run in a test.
 	remoteDir, err := os.MkdirTemp("", "floe-cli-remote-")

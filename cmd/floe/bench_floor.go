@@ -1,0 +1,434 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// bench floor measures what this machine allows a local cluster before any
+// of Floe runs: what a durable write costs on the disk, and what a message
+// between two idle processes costs.
+//
+// Disk: writers each append records to their own file, prepared as the log
+// prepares its segments (allocated ahead in chunks), and fdatasync after
+// every record. One writer is one node's commit; N writers at once is what
+// N replicas whose logs share this disk pay, each waiting for its own flush
+// while the device serves the others'.
+//
+// Round trip: a child process (this binary again) echoes messages over
+// loopback TCP, with a pause before each (idle: both processes asleep when
+// it arrives, as the nodes are between one caller's writes) and without
+// (busy).
+//
+// An acks=all write by one caller to N local replicas waits for at least
+// two such idle round trips (client to leader to follower, and back) and
+// the follower's fdatasync, which shares the disk with the other
+// replicas': the floor-acks-all-N row, whatever the software does.
+
+// diskChunkBytes is how far ahead a writer's file is allocated, as the
+// log's preallocation does once a segment is busy.
+const diskChunkBytes = 8 << 20
+
+// floorEchoEnv set makes this binary the echo child of bench floor.
+const floorEchoEnv = "FLOE_BENCH_FLOOR_ECHO"
+
+// floorFlags are the flags of bench floor.
+type floorFlags struct {
+	dir         string
+	writers     string
+	duration    time.Duration
+	recordBytes int
+	pause       time.Duration
+	binary      string
+	output      string
+
+	counts []int // parsed from writers
+}
+
+func (f *floorFlags) validate() error {
+	switch {
+	case f.duration <= 0:
+		return fmt.Errorf("%w: --duration must be positive", errUsage)
+	case f.recordBytes < 1 || f.recordBytes > 16<<20:
+		return fmt.Errorf("%w: --record-bytes must be in [1, 16 MiB]", errUsage)
+	case f.pause <= 0 || f.pause > time.Second:
+		return fmt.Errorf("%w: --pause must be in (0, 1s]", errUsage)
+	case f.output != "text" && f.output != "json":
+		return fmt.Errorf("%w: --output must be text or json", errUsage)
+	}
+	counts, err := parseWriterCounts(f.writers)
+	if err != nil {
+		return err
+	}
+	f.counts = counts
+	return nil
+}
+
+// parseWriterCounts reads --writers: comma-separated counts, each in
+// [1, 64].
+func parseWriterCounts(list string) ([]int, error) {
+	var counts []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 64 {
+			return nil, fmt.Errorf("%w: --writers: %q is not a count in [1, 64]", errUsage, s)
+		}
+		counts = append(counts, n)
+	}
+	return counts, nil
+}
+
+func benchFloorSpec(env *cliEnv) cmdSpec {
+	var f floorFlags
+	return cmdSpec{usage: "bench floor [--dir DIR] [--writers 1,2,3] [--duration 3s] [--record-bytes 1024] [--pause 1ms] [--output text|json]",
+		summary: "what this machine allows a local cluster: fdatasync with 1, 2, 3 writers at once, the round trip between idle processes, and the least an acks=all write can take",
+		define: func(fs *flag.FlagSet) runFunc {
+			fs.StringVar(&f.dir, "dir", "", "a folder on the disk to measure, where the nodes' data goes (default: the system's temporary folder); the benchmark's files are removed at the end")
+			fs.StringVar(&f.writers, "writers", "1,2,3", "comma-separated writer counts, one row each: 1 is a node's commit, N the commit of N replicas sharing this disk")
+			fs.DurationVar(&f.duration, "duration", 3*time.Second, "how long each row measures")
+			fs.IntVar(&f.recordBytes, "record-bytes", 1024, "bytes appended before each fdatasync, and of each round trip's message")
+			fs.DurationVar(&f.pause, "pause", time.Millisecond, "the pause before each idle round trip")
+			fs.StringVar(&f.binary, "binary", "", "the floe binary the echo child runs (default: this one)")
+			fs.StringVar(&f.output, "output", "text", "output format: text, or json (one line per row, the peer kit's physical-limit fields)")
+			return func(ctx context.Context, pos []string) error {
+				if os.Getenv(floorEchoEnv) != "" {
+					return runFloorEcho(os.Stdin, os.Stdout)
+				}
+				if len(pos) != 0 {
+					return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
+				}
+				if err := f.validate(); err != nil {
+					return err
+				}
+				rows, err := benchFloor(ctx, env, &f)
+				if err != nil {
+					return err
+				}
+				if f.output == "json" {
+					for _, r := range rows {
+						line, _ := json.Marshal(r)
+						fmt.Fprintln(env.stdout, string(line))
+					}
+					return nil
+				}
+				return printFloorRows(env, &f, rows)
+			}
+		}}
+}
+
+// benchFloor measures the disk, then the round trips, and adds the floor
+// of an acks=all write for each writer count above one.
+func benchFloor(ctx context.Context, env *cliEnv, f *floorFlags) ([]suiteRow, error) {
+	dir, err := os.MkdirTemp(f.dir, "floe-bench-floor-")
+	if err != nil {
+		return nil, fmt.Errorf("bench floor: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	var rows []suiteRow
+	for _, n := range f.counts {
+		fmt.Fprintf(env.stderr, "fdatasync, %s at once, %v\n", plural(int64(n), "writer"), f.duration)
+		row, err := diskRound(ctx, dir, n, f)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	fmt.Fprintf(env.stderr, "round trips to an echoing child process, idle and busy, %v each\n", f.duration)
+	idle, busy, err := roundTrips(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, idle, busy)
+	for _, d := range rows[:len(f.counts)] {
+		if d.Concurrency > 1 {
+			rows = append(rows, acksAllFloor(d, idle))
+		}
+	}
+	return rows, nil
+}
+
+// acksAllFloor is the least one caller's acks=all write to disk.Concurrency
+// local replicas can take: two idle round trips and the follower's
+// fdatasync while the others sync too (sums of the percentiles: a floor,
+// not a prediction).
+func acksAllFloor(disk, idle suiteRow) suiteRow {
+	n := disk.Concurrency
+	return suiteRow{Kind: "phys", System: "machine", Test: fmt.Sprintf("floor-acks-all-%d", n), Concurrency: 1, ValueSize: disk.ValueSize,
+		P50us: 2*idle.P50us + disk.P50us, P99us: 2*idle.P99us + disk.P99us,
+		Durability: fmt.Sprintf("fdatasync on %d replicas sharing one disk", n),
+		Note:       fmt.Sprintf("2 idle round trips + one fdatasync of %s at once: the least one caller's acks=all write to %d local replicas waits", plural(int64(n), "writer"), n)}
+}
+
+// diskRound runs n writers at once for the flags' duration and sums them
+// up in one row.
+func diskRound(ctx context.Context, dir string, n int, f *floorFlags) (suiteRow, error) {
+	writers := make([]*diskWriter, n)
+	for i := range writers {
+		w, err := newDiskWriter(filepath.Join(dir, fmt.Sprintf("writers-%d-%d", n, i)))
+		if err != nil {
+			return suiteRow{}, err
+		}
+		defer w.close()
+		writers[i] = w
+	}
+	lat := make([]*reservoir, n)
+	errs := make([]error, n)
+	record := make([]byte, f.recordBytes)
+	for i := range record {
+		record[i] = byte(i)
+	}
+	mark := markCPU(nil)
+	start := time.Now()
+	deadline := start.Add(f.duration)
+	var wg sync.WaitGroup
+	for i, w := range writers {
+		lat[i] = newReservoir(maxLatencySamples / n)
+		wg.Go(func() {
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				t := time.Now()
+				if err := w.append(record); err != nil {
+					errs[i] = err
+					return
+				}
+				lat[i].add(time.Since(t))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	use := mark.since()
+	if err := errors.Join(errs...); err != nil {
+		return suiteRow{}, fmt.Errorf("bench floor: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return suiteRow{}, err
+	}
+	st := mergeLatencies(lat)
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	secs := max(elapsed.Seconds(), 1e-9)
+	return suiteRow{Kind: "phys", System: "machine", Test: fmt.Sprintf("fsync-%d", n), Concurrency: n, ValueSize: f.recordBytes,
+		Ops: st.count, Seconds: elapsed.Seconds(), OpsPerSec: float64(st.count) / secs,
+		MBPerSec: float64(st.count) * float64(f.recordBytes) / 1e6 / secs,
+		P50us:    us(st.p50), P99us: us(st.p99), P999us: us(st.p999), MaxUs: us(st.max),
+		Durability: "pwrite + fdatasync of every record",
+		Note:       fmt.Sprintf("%s at once, each on its own preallocated file", plural(int64(n), "writer")),
+		// The CPU time is the kernel's work for a write and its flush,
+		// almost all of it: the loop around them does nothing else.
+		cpuResult: use.result(st.count)}, nil
+}
+
+// diskWriter appends to one file the way a log segment is written.
+type diskWriter struct {
+	f         *os.File
+	size      int64
+	allocated int64
+}
+
+func newDiskWriter(path string) (*diskWriter, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("bench floor: %w", err)
+	}
+	return &diskWriter{f: f}, nil
+}
+
+// append writes b at the end and makes it durable: fdatasync, or a full
+// fsync when the write grew the file's allocation (its length must be
+// durable then, as the log's first sync after a preallocation is).
+func (w *diskWriter) append(b []byte) error {
+	end := w.size + int64(len(b))
+	full := false
+	if end > w.allocated {
+		grow := max(end, w.allocated+diskChunkBytes)
+		err := unix.Fallocate(int(w.f.Fd()), 0, w.allocated, grow-w.allocated)
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+			err = w.f.Truncate(grow)
+		}
+		if err != nil {
+			return fmt.Errorf("allocate %s: %w", w.f.Name(), err)
+		}
+		w.allocated, full = grow, true
+	}
+	if _, err := w.f.WriteAt(b, w.size); err != nil {
+		return err
+	}
+	w.size = end
+	if full {
+		return w.f.Sync()
+	}
+	if err := unix.Fdatasync(int(w.f.Fd())); err != nil {
+		return fmt.Errorf("fdatasync %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
+func (w *diskWriter) close() { _ = w.f.Close() }
+
+// roundTrips starts the echo child and times round trips to it: with
+// --pause before each (idle), then back to back (busy).
+func roundTrips(ctx context.Context, f *floorFlags) (idle, busy suiteRow, err error) {
+	binary := f.binary
+	if binary == "" {
+		if binary, err = os.Executable(); err != nil {
+			return idle, busy, fmt.Errorf("bench floor: %w", err)
+		}
+	}
+	cmd := exec.CommandContext(ctx, binary, "bench", "floor")
+	cmd.Env = append(os.Environ(), floorEchoEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return idle, busy, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return idle, busy, err
+	}
+	if err := cmd.Start(); err != nil {
+		return idle, busy, fmt.Errorf("bench floor: start the echo child %s: %w", binary, err)
+	}
+	defer func() {
+		stdin.Close() // the child exits when its stdin closes
+		_ = cmd.Wait()
+	}()
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		return idle, busy, fmt.Errorf("bench floor: the echo child %s gave no address: %w", binary, err)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", strings.TrimSpace(addr))
+	if err != nil {
+		return idle, busy, fmt.Errorf("bench floor: dial the echo child: %w", err)
+	}
+	defer conn.Close()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	if idle, err = timeRoundTrips(ctx, conn, f, f.pause); err != nil {
+		return idle, busy, err
+	}
+	busy, err = timeRoundTrips(ctx, conn, f, 0)
+	return idle, busy, err
+}
+
+// timeRoundTrips sends messages of the record size and waits for each
+// echo, pausing before each, for the flags' duration.
+func timeRoundTrips(ctx context.Context, conn net.Conn, f *floorFlags, pause time.Duration) (suiteRow, error) {
+	msg := make([]byte, f.recordBytes)
+	back := make([]byte, f.recordBytes)
+	lat := newReservoir(maxLatencySamples)
+	start := time.Now()
+	deadline := start.Add(f.duration)
+	if err := conn.SetDeadline(deadline.Add(10 * time.Second)); err != nil {
+		return suiteRow{}, err
+	}
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		if pause > 0 {
+			time.Sleep(pause)
+		}
+		t := time.Now()
+		if _, err := conn.Write(msg); err != nil {
+			return suiteRow{}, fmt.Errorf("bench floor: round trip: %w", err)
+		}
+		if _, err := io.ReadFull(conn, back); err != nil {
+			return suiteRow{}, fmt.Errorf("bench floor: round trip: %w", err)
+		}
+		lat.add(time.Since(t))
+	}
+	if err := ctx.Err(); err != nil {
+		return suiteRow{}, err
+	}
+	st := mergeLatencies([]*reservoir{lat})
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	elapsed := time.Since(start)
+	test, note := "rtt-busy", "round trips back to back to an echoing process over loopback TCP"
+	if pause > 0 {
+		test, note = "rtt-idle", fmt.Sprintf("round trips to an echoing process over loopback TCP, %v apart: both processes idle when a message arrives", pause)
+	}
+	// No CPU time: this process's would be mostly its pauses' timers.
+	return suiteRow{Kind: "phys", System: "machine", Test: test, Concurrency: 1, ValueSize: f.recordBytes,
+		Ops: st.count, Seconds: elapsed.Seconds(), OpsPerSec: float64(st.count) / max(elapsed.Seconds(), 1e-9),
+		P50us: us(st.p50), P99us: us(st.p99), P999us: us(st.p999), MaxUs: us(st.max), Note: note}, nil
+}
+
+// runFloorEcho is the echo child: it listens on a loopback port, prints
+// the address on out, and echoes what one connection sends until the
+// connection or in closes.
+func runFloorEcho(in io.Reader, out io.Writer) error {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer lis.Close()
+	go func() {
+		_, _ = io.Copy(io.Discard, in)
+		lis.Close()
+		os.Exit(0)
+	}()
+	if _, err := fmt.Fprintln(out, lis.Addr().String()); err != nil {
+		return err
+	}
+	conn, err := lis.Accept()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	_, err = io.Copy(conn, conn)
+	return err
+}
+
+// printFloorRows prints bench floor's table and the floors it implies.
+func printFloorRows(env *cliEnv, f *floorFlags, rows []suiteRow) error {
+	fmt.Fprintf(env.stdout, "floe bench floor: %d-byte records and messages\n", f.recordBytes)
+	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TEST\tWHAT\tOPS/S\tP50 MS\tP99 MS\tP999 MS\tMAX MS\tCPU µS/OP\t")
+	for _, r := range rows {
+		if strings.HasPrefix(r.Test, "floor-") {
+			continue
+		}
+		what, cpu := r.Note, "-"
+		switch {
+		case r.Test == "fsync-1":
+			what = "pwrite + fdatasync, 1 writer"
+		case strings.HasPrefix(r.Test, "fsync-"):
+			what = fmt.Sprintf("pwrite + fdatasync, %d writers at once", r.Concurrency)
+		case r.Test == "rtt-idle":
+			what = fmt.Sprintf("loopback round trip to an idle process (%v apart)", f.pause)
+		case r.Test == "rtt-busy":
+			what = "loopback round trip, back to back"
+		}
+		if r.ClientCPUusOp > 0 {
+			cpu = fmt.Sprintf("%.1f", r.ClientCPUusOp)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t\n", r.Test, what, r.OpsPerSec,
+			r.P50us/1000, r.P99us/1000, r.P999us/1000, r.MaxUs/1000, cpu)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if strings.HasPrefix(r.Test, "floor-") {
+			fmt.Fprintf(env.stdout, "%s: p50 %.3f ms, p99 %.3f ms (%s)\n", r.Test, r.P50us/1000, r.P99us/1000, r.Note)
+		}
+	}
+	return nil
+}
