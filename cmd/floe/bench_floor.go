@@ -142,7 +142,11 @@ func benchFloor(ctx context.Context, env *cliEnv, f *floorFlags) ([]suiteRow, er
 	defer os.RemoveAll(dir)
 	var rows []suiteRow
 	for _, n := range f.counts {
-		fmt.Fprintf(env.stderr, "fdatasync, %s at once, %v\n", plural(int64(n), "writer"), f.duration)
+		if n == 1 {
+			fmt.Fprintf(env.stderr, "fdatasync, 1 writer, %v\n", f.duration)
+		} else {
+			fmt.Fprintf(env.stderr, "fdatasync, %d writers at once, %v\n", n, f.duration)
+		}
 		row, err := diskRound(ctx, dir, n, f)
 		if err != nil {
 			return nil, err
@@ -227,10 +231,18 @@ func diskRound(ctx context.Context, dir string, n int, f *floorFlags) (suiteRow,
 		MBPerSec: float64(st.count) * float64(f.recordBytes) / 1e6 / secs,
 		P50us:    us(st.p50), P99us: us(st.p99), P999us: us(st.p999), MaxUs: us(st.max),
 		Durability: "pwrite + fdatasync of every record",
-		Note:       fmt.Sprintf("%s at once, each on its own preallocated file", plural(int64(n), "writer")),
+		Note:       diskNote(n),
 		// The CPU time is the kernel's work for a write and its flush,
 		// almost all of it: the loop around them does nothing else.
 		cpuResult: use.result(st.count)}, nil
+}
+
+// diskNote says what a disk row measured.
+func diskNote(n int) string {
+	if n == 1 {
+		return "1 writer on a preallocated file"
+	}
+	return fmt.Sprintf("%d writers at once, each on its own preallocated file", n)
 }
 
 // diskWriter appends to one file the way a log segment is written.
