@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/floedb/floe/storage/logstore"
 	"golang.org/x/sys/unix"
 )
 
@@ -142,11 +143,7 @@ func benchFloor(ctx context.Context, env *cliEnv, f *floorFlags) ([]suiteRow, er
 	defer os.RemoveAll(dir)
 	var rows []suiteRow
 	for _, n := range f.counts {
-		if n == 1 {
-			fmt.Fprintf(env.stderr, "fdatasync, 1 writer, %v\n", f.duration)
-		} else {
-			fmt.Fprintf(env.stderr, "fdatasync, %d writers at once, %v\n", n, f.duration)
-		}
+		fmt.Fprintf(env.stderr, "%s, %v\n", diskNote(n), f.duration)
 		row, err := diskRound(ctx, dir, n, f)
 		if err != nil {
 			return nil, err
@@ -240,9 +237,9 @@ func diskRound(ctx context.Context, dir string, n int, f *floorFlags) (suiteRow,
 // diskNote says what a disk row measured.
 func diskNote(n int) string {
 	if n == 1 {
-		return "1 writer on a preallocated file"
+		return "pwrite + fdatasync, 1 writer"
 	}
-	return fmt.Sprintf("%d writers at once, each on its own preallocated file", n)
+	return fmt.Sprintf("pwrite + fdatasync, %d writers at once, a file each", n)
 }
 
 // diskWriter appends to one file the way a log segment is written.
@@ -268,12 +265,8 @@ func (w *diskWriter) append(b []byte) error {
 	full := false
 	if end > w.allocated {
 		grow := max(end, w.allocated+diskChunkBytes)
-		err := unix.Fallocate(int(w.f.Fd()), 0, w.allocated, grow-w.allocated)
-		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
-			err = w.f.Truncate(grow)
-		}
-		if err != nil {
-			return fmt.Errorf("allocate %s: %w", w.f.Name(), err)
+		if err := logstore.Allocate(w.f, w.allocated, grow); err != nil {
+			return err
 		}
 		w.allocated, full = grow, true
 	}
@@ -369,9 +362,9 @@ func timeRoundTrips(ctx context.Context, conn net.Conn, f *floorFlags, pause tim
 	st := mergeLatencies([]*reservoir{lat})
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 	elapsed := time.Since(start)
-	test, note := "rtt-busy", "round trips back to back to an echoing process over loopback TCP"
+	test, note := "rtt-busy", "loopback round trip, back to back"
 	if pause > 0 {
-		test, note = "rtt-idle", fmt.Sprintf("round trips to an echoing process over loopback TCP, %v apart: both processes idle when a message arrives", pause)
+		test, note = "rtt-idle", fmt.Sprintf("loopback round trip to an idle process (%v apart)", pause)
 	}
 	// No CPU time: this process's would be mostly its pauses' timers.
 	return suiteRow{Kind: "phys", System: "machine", Test: test, Concurrency: 1, ValueSize: f.recordBytes,
@@ -417,21 +410,11 @@ func printFloorRows(env *cliEnv, f *floorFlags, rows []suiteRow) error {
 		if strings.HasPrefix(r.Test, "floor-") {
 			continue
 		}
-		what, cpu := r.Note, "-"
-		switch {
-		case r.Test == "fsync-1":
-			what = "pwrite + fdatasync, 1 writer"
-		case strings.HasPrefix(r.Test, "fsync-"):
-			what = fmt.Sprintf("pwrite + fdatasync, %d writers at once", r.Concurrency)
-		case r.Test == "rtt-idle":
-			what = fmt.Sprintf("loopback round trip to an idle process (%v apart)", f.pause)
-		case r.Test == "rtt-busy":
-			what = "loopback round trip, back to back"
-		}
+		cpu := "-"
 		if r.ClientCPUusOp > 0 {
 			cpu = fmt.Sprintf("%.1f", r.ClientCPUusOp)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t\n", r.Test, what, r.OpsPerSec,
+		fmt.Fprintf(w, "%s\t%s\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t\n", r.Test, r.Note, r.OpsPerSec,
 			r.P50us/1000, r.P99us/1000, r.P999us/1000, r.MaxUs/1000, cpu)
 	}
 	if err := w.Flush(); err != nil {
