@@ -15,9 +15,11 @@ func reportDamaged(node uint32, nodeEpoch uint64) *pb.Command {
 
 // TestReportDamagedReplica: a replica that found damage in its log leaves
 // the ISR and, if it led, its leadership, with both epochs raised, as a
-// lost replica does; the last member leaves too, taking the bucket offline
-// until an unclean election. A report from an earlier registration of the
-// node is FENCED, a replica already out of the ISR changes nothing.
+// lost replica does. The ISR's last member stays (it holds the only copy
+// of what was acknowledged after the damage), unless what it reports is a
+// lost tail: then it leaves too, taking the bucket offline until an
+// unclean election. A report from an earlier registration of the node is
+// FENCED, a replica already out of the ISR changes nothing.
 func TestReportDamagedReplica(t *testing.T) {
 	h := incarnationFixture(t, 1)
 	epochOf := func(id uint32) uint64 {
@@ -47,9 +49,16 @@ func TestReportDamagedReplica(t *testing.T) {
 		t.Fatalf("a second report changed the bucket: %v", res)
 	}
 	h.ok(reportDamaged(3, epochOf(3)))
-	h.ok(reportDamaged(2, epochOf(2)))
+	want = bk([]uint32{1, 2, 3}, 2, []uint32{2}, 5, 9)
+	if res := h.ok(reportDamaged(2, epochOf(2))); !res.GetUnchanged() || !proto.Equal(h.bucket(1, 0), want) {
+		t.Fatalf("after the last in-sync replica reported damage: %v (unchanged %v), want %v unchanged",
+			h.bucket(1, 0), res.GetUnchanged(), want)
+	}
+	lostTail := reportDamaged(2, epochOf(2))
+	lostTail.GetReportDamagedReplica().LostTail = true
+	h.ok(lostTail)
 	want = bk([]uint32{1, 2, 3}, 0, nil, 6, 10)
 	if b := h.bucket(1, 0); !proto.Equal(b, want) {
-		t.Fatalf("after the last in-sync replica reported damage: %v, want %v", b, want)
+		t.Fatalf("after the last in-sync replica reported a lost tail: %v, want %v", b, want)
 	}
 }

@@ -24,11 +24,20 @@ import (
 // it cuts its log back to the damaged offset and fetches the rest again
 // from the leader, rejoining the ISR when caught up. It never cuts its log
 // while in the ISR: an in-sync replica missing acknowledged data could be
-// elected. A bucket whose only in-sync replica is damaged goes offline
-// until an unclean election, as after a wiped disk.
+// elected.
 //
-// A bucket with one replica has nowhere to fetch from: its reads of the
-// damaged range fail with CORRUPT and nothing else changes.
+// The only in-sync copy never does any of it (rule "damage and the last
+// copy" 1): with ISR {self} the writes after the damage were acknowledged
+// by this replica alone, and cutting its log would delete them. It keeps
+// its log and its leadership, answers CORRUPT for the damaged batch, and
+// serves the rest; so does a bucket with one replica. The controller
+// applies the same rule to a report (the ISR may have shrunk to the
+// reporter since it looked), and a replica whose report it left unchanged
+// settles as the last copy (settleLastCopy).
+//
+// A lost tail (below) is different: nothing after the loss is left to
+// keep, and the bucket goes offline until an unclean election, as after a
+// wiped disk.
 
 // damageReportTimeout bounds one attempt of a damage report.
 const damageReportTimeout = 10 * time.Second
@@ -40,33 +49,81 @@ func (r *Replica) readError(err error) error {
 	if !errors.As(err, &ce) {
 		return WireError(err)
 	}
-	if len(r.replicas()) < 2 {
-		return WireError(err)
+	if !r.noteDamage(ce) {
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_CORRUPT,
+			"bucket %s: the batch at offset %d is damaged on node %d, which holds the only in-sync copy; it keeps the records after it (read from the next batch on): %v",
+			r.id, ce.Offset, r.mgr.cfg.NodeID, ce.Err)
 	}
-	r.noteDamage(ce)
 	return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
 		"bucket %s: the replica on node %d found its log damaged at offset %d and is handing leadership to an in-sync replica: %v",
 		r.id, r.mgr.cfg.NodeID, ce.Offset, ce.Err)
 }
 
 // noteDamage records damage at ce.Offset and reports it, once per damaged
-// offset: a lower offset found later is reported again.
-func (r *Replica) noteDamage(ce *logstore.CorruptError) {
+// offset (a lower offset found later is reported again), unless the
+// replica holds the only in-sync copy: then it reports false, and the
+// damaged batch is answered CORRUPT while the replica keeps its log.
+func (r *Replica) noteDamage(ce *logstore.CorruptError) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.otherInSyncCopyLocked() {
+		return false
+	}
+	r.noteLossLocked(ce, false)
+	return true
+}
+
+// noteLostCommitted records that this leader lost records that were
+// committed before its epoch (a follower saw a high watermark past its
+// epoch start) and reports it as a loss, which takes even the ISR's last
+// member out: a replica that has the records may lead after an unclean
+// election. Its log is cut only if an in-sync replica holds the records.
+func (r *Replica) noteLostCommitted(ce *logstore.CorruptError) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.noteLossLocked(ce, true)
+}
+
+// noteLossLocked records damage at ce.Offset and reports it, once per
+// offset. Holds mu.
+func (r *Replica) noteLossLocked(ce *logstore.CorruptError, lost bool) {
 	if r.closed || (r.damagedAt >= 0 && r.damagedAt <= ce.Offset) {
 		return
 	}
 	r.damagedAt = ce.Offset
 	r.mgr.log.Error("replica log damaged: leaving the ISR to fetch it again", "bucket", r.id.String(),
 		"offset", ce.Offset, "segment", ce.SegmentBase, "position", ce.Position, "err", ce.Err)
-	r.sendDamageReportLocked(ce.Offset, ce.Error())
+	r.sendDamageReportLocked(ce.Offset, ce.Error(), lost)
 }
 
-// sendDamageReportLocked reports damage from offset on, in the background.
-func (r *Replica) sendDamageReportLocked(offset int64, reason string) {
+// otherInSyncCopyLocked reports whether a committed ISR member other than
+// this replica holds the records, so that this one may leave the ISR and
+// cut a damaged log back. Holds mu.
+func (r *Replica) otherInSyncCopyLocked() bool {
+	return slices.ContainsFunc(r.core.ISR(), func(id uint32) bool { return id != r.mgr.cfg.NodeID })
+}
+
+// settleLastCopy ends the handling of damage at offset that the
+// controller left unchanged because this replica is the ISR's only member:
+// it keeps its log, leads on, and answers CORRUPT for the damaged batch.
+func (r *Replica) settleLastCopy(offset int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.damagedAt != offset || r.tailLost || r.otherInSyncCopyLocked() ||
+		!slices.Contains(r.core.ISR(), r.mgr.cfg.NodeID) {
+		return
+	}
+	r.damagedAt = -1
+	r.mgr.log.Error("replica log damaged, and it holds the only in-sync copy: keeping the log; reads of the damaged batch answer CORRUPT",
+		"bucket", r.id.String(), "offset", offset)
+}
+
+// sendDamageReportLocked reports damage from offset on, in the background;
+// lostTail says the log lost its tail there rather than holding a damaged
+// batch.
+func (r *Replica) sendDamageReportLocked(offset int64, reason string, lostTail bool) {
 	report := &pb.ReportDamagedReplica{TableId: r.id.TableID, Bucket: r.id.Bucket, NodeId: r.mgr.cfg.NodeID,
-		NodeEpoch: uint64(r.core.NodeEpoch()), Offset: offset, Reason: reason}
+		NodeEpoch: uint64(r.core.NodeEpoch()), Offset: offset, Reason: reason, LostTail: lostTail}
 	requestID := []byte(fmt.Sprintf("damaged/%s/%d/%d/%d", r.id, r.mgr.cfg.NodeID, report.NodeEpoch, offset))
 	r.mgr.goBackground(func() { r.reportDamage(report, requestID) })
 }
@@ -96,7 +153,7 @@ func (r *Replica) reportLostTail() {
 	r.tailReported = true
 	r.mgr.log.Error("replica lost its log's tail: leaving the ISR to fetch it again", "bucket", r.id.String(),
 		"from_offset", r.damagedAt)
-	r.sendDamageReportLocked(r.damagedAt, fmt.Sprintf("batches made durable from offset %d on are missing after a restart", r.damagedAt))
+	r.sendDamageReportLocked(r.damagedAt, fmt.Sprintf("batches made durable from offset %d on are missing after a restart", r.damagedAt), true)
 }
 
 // tailLostError refuses a leader's work while its lost tail is not cut
@@ -130,6 +187,9 @@ func (r *Replica) reportDamage(report *pb.ReportDamagedReplica, requestID []byte
 			if b != nil {
 				r.mgr.applyBucket(b, 0)
 			}
+			if !report.LostTail {
+				r.settleLastCopy(report.Offset)
+			}
 			return
 		case !transport.IsRetriable(err) && !errors.Is(err, context.DeadlineExceeded):
 			r.mgr.log.Error("damaged replica report refused", "bucket", r.id.String(), "err", err)
@@ -143,17 +203,19 @@ func (r *Replica) reportDamage(report *pb.ReportDamagedReplica, requestID []byte
 }
 
 // repairDamage cuts the log back to the damaged offset once the replica
-// is out of the ISR and follows (or the bucket is offline).
+// is out of the ISR and another replica's ISR holds the records; a lost
+// tail (nothing after it to keep) is cut away in an offline bucket too.
 func (r *Replica) repairDamage() {
 	r.produceMu.Lock()
 	defer r.produceMu.Unlock()
 	r.mu.Lock()
-	at := r.damagedAt
+	at, lostTail := r.damagedAt, r.tailLost
 	role, _, _, _ := r.stateLocked()
 	inISR := slices.Contains(r.core.ISR(), r.mgr.cfg.NodeID)
+	heldElsewhere := r.otherInSyncCopyLocked()
 	closed := r.closed || r.failed != nil
 	r.mu.Unlock()
-	if at < 0 || inISR || role == replication.RoleLeader || closed {
+	if at < 0 || inISR || role == replication.RoleLeader || closed || (!lostTail && !heldElsewhere) {
 		return
 	}
 	r.mgr.log.Info("cutting a damaged log back to fetch it again", "bucket", r.id.String(), "to_offset", at,

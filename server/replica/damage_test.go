@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -87,6 +88,11 @@ func TestDamagedLeaderLeavesAndRefetches(t *testing.T) {
 	if r.log.EndOffset() != 10 {
 		t.Fatalf("log end %d, want 10", r.log.EndOffset())
 	}
+	// Node 2 joins the ISR: it holds the records too, so the damaged
+	// replica may leave and cut its log.
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
+		BucketEpoch: 4, Replicas: []uint32{1, 2}, Isr: []uint32{1, 2}}, 10)
+	next.BucketEpoch = 5
 	flipByte(t, r.dir, record.HeaderSize+20) // inside the first batch's records
 
 	resp, err := m.Fetch(t.Context(), &pb.FetchRequest{Buckets: []*pb.FetchBucket{{
@@ -342,4 +348,86 @@ func segmentEnd(t *testing.T, dir string) int64 {
 		pos += n
 	}
 	return int64(pos)
+}
+
+// TestDamagedLastInSyncCopyKeepsItsLog: replicas [1, 2] with ISR {1}
+// (min.insync.replicas 1: node 1 alone acknowledged the writes). A flipped
+// bit in batch 0 of node 1's log must not cost the acknowledged batches
+// after it: node 1 reports nothing, keeps leading and its whole log,
+// answers CORRUPT for the damaged batch and serves the next one. Before,
+// the report took node 1 out of the ISR and repairDamage cut its log back
+// to offset 0.
+func TestDamagedLastInSyncCopyKeepsItsLog(t *testing.T) {
+	meta := damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10)}
+	m, r := managedReplica(t, meta)
+	r.setNodeEpoch(7)
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
+		BucketEpoch: 3, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 9)
+	produceLeader(t, r, writerBatchN(t, 100, 0, 5, strings.Repeat("a", 100)))
+	produceLeader(t, r, writerBatchN(t, 100, 1, 5, strings.Repeat("b", 100)))
+	flipByte(t, r.dir, record.HeaderSize+20)
+
+	fetch := func(offset int64) *pb.FetchedBucket {
+		t.Helper()
+		resp, err := m.Fetch(t.Context(), &pb.FetchRequest{Buckets: []*pb.FetchBucket{{
+			TableId: testBucket.TableID, Bucket: testBucket.Bucket, Offset: offset}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Buckets[0]
+	}
+	if fb := fetch(0); fb.ErrorCode != pb.ErrorCode_ERROR_CODE_CORRUPT || !strings.Contains(fb.Error, "only in-sync copy") {
+		t.Fatalf("read of the damaged batch on the last in-sync copy: %v %q, want CORRUPT naming the last copy", fb.ErrorCode, fb.Error)
+	}
+	if r.isDamaged() {
+		t.Fatal("the last in-sync copy took up damage handling (a report, then a cut)")
+	}
+	if fb := fetch(5); fb.Error != "" || len(fb.Records) == 0 {
+		t.Fatalf("read after the damaged batch: %v %q, %d bytes; want the second batch", fb.ErrorCode, fb.Error, len(fb.Records))
+	}
+	if role, _, _, _ := r.state(); role != replication.RoleLeader || r.log.EndOffset() != 10 {
+		t.Fatalf("role %v, log end %d: want the leader keeping all 10 records", role, r.log.EndOffset())
+	}
+}
+
+// TestDamageReportLeftUnchangedOnTheLastCopy: a replica that reported
+// damage while the ISR was {1, 2} but finds, in the controller's answer,
+// the ISR shrunk to itself (the controller refuses to take the last copy
+// out) settles as the last copy: it keeps its log and leadership and stops
+// counting itself damaged, so its reads answer CORRUPT from then on.
+func TestDamageReportLeftUnchangedOnTheLastCopy(t *testing.T) {
+	shrunk := &pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
+		BucketEpoch: 5, Replicas: []uint32{1, 2}, Isr: []uint32{1}}
+	meta := damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10), answer: shrunk}
+	m, r := managedReplica(t, meta)
+	r.setNodeEpoch(7)
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
+		BucketEpoch: 3, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 9)
+	produceLeader(t, r, writerBatchN(t, 100, 0, 5, strings.Repeat("a", 100)))
+	produceLeader(t, r, writerBatchN(t, 100, 1, 5, strings.Repeat("b", 100)))
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
+		BucketEpoch: 4, Replicas: []uint32{1, 2}, Isr: []uint32{1, 2}}, 10)
+	flipByte(t, r.dir, record.HeaderSize+20)
+
+	resp, err := m.Fetch(t.Context(), &pb.FetchRequest{Buckets: []*pb.FetchBucket{{
+		TableId: testBucket.TableID, Bucket: testBucket.Bucket, Offset: 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fb := resp.Buckets[0]; fb.ErrorCode != pb.ErrorCode_ERROR_CODE_NOT_LEADER {
+		t.Fatalf("read of the damaged batch with node 2 in sync: %v %q, want NOT_LEADER", fb.ErrorCode, fb.Error)
+	}
+	if rep := <-meta.reports; rep.LostTail || rep.Offset != 0 {
+		t.Fatalf("report %v, want damage at offset 0", rep)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for r.isDamaged() {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not settle as the last copy after the controller left the bucket unchanged")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if role, _, _, _ := r.state(); role != replication.RoleLeader || r.log.EndOffset() != 10 {
+		t.Fatalf("role %v, log end %d: want the leader keeping all 10 records", role, r.log.EndOffset())
+	}
 }

@@ -240,7 +240,7 @@ func (r *Replica) serveFollower(follower uint32, nodeEpoch uint64, fb *pb.FetchB
 		// them; the leader steps down as damaged instead, and an in-sync
 		// replica that has them leads.
 		r.mu.Unlock()
-		r.noteDamage(&logstore.CorruptError{Offset: start, SegmentBase: -1, Position: -1,
+		r.noteLostCommitted(&logstore.CorruptError{Offset: start, SegmentBase: -1, Position: -1,
 			Err: fmt.Errorf("follower %d's high watermark %d is past this leader's epoch start %d: committed records lost", follower, fb.HighWatermark, start)})
 		return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
 			"bucket %s: the leader on node %d lost committed records (its epoch starts at %d, follower %d's high watermark is %d) and is handing leadership to an in-sync replica",

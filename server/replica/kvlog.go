@@ -45,7 +45,7 @@ func (r *Replica) EndOffset() int64   { return r.log.EndOffset() }
 func (r *Replica) ReadBelow(from, below int64, maxBytes int) (*logstore.Records, error) {
 	recs, err := r.log.ReadBelow(from, below, maxBytes)
 	var ce *logstore.CorruptError
-	if errors.As(err, &ce) && len(r.replicas()) > 1 {
+	if errors.As(err, &ce) {
 		if role, _, _, _ := r.state(); role == replication.RoleLeader {
 			r.noteDamage(ce)
 		}

@@ -1469,7 +1469,14 @@ type ReportDamagedReplica struct {
 	// The first offset the damage makes unreadable.
 	Offset int64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
 	// What is wrong, for the log.
-	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The replica lost records (its log's tail, made durable and gone after a
+	// restart, or records committed before its epoch that a follower had),
+	// rather than finding a damaged batch inside its log.
+	// A damaged batch never takes the ISR's last member out: it is the only
+	// copy of what was acknowledged after the damage, and it keeps serving
+	// it. A lost tail has nothing left to keep, and does.
+	LostTail      bool `protobuf:"varint,7,opt,name=lost_tail,json=lostTail,proto3" json:"lost_tail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1544,6 +1551,13 @@ func (x *ReportDamagedReplica) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *ReportDamagedReplica) GetLostTail() bool {
+	if x != nil {
+		return x.LostTail
+	}
+	return false
 }
 
 // AllocateWriterId hands out the next idempotent writer id (> 0).
@@ -2853,7 +2867,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12)\n" +
 	"\x10expected_version\x18\x05 \x01(\x03R\x0fexpectedVersion\x121\n" +
 	"\n" +
-	"remote_log\x18\x06 \x01(\v2\x12.floe.v1.RemoteLogR\tremoteLog\"\xb1\x01\n" +
+	"remote_log\x18\x06 \x01(\v2\x12.floe.v1.RemoteLogR\tremoteLog\"\xce\x01\n" +
 	"\x14ReportDamagedReplica\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x17\n" +
@@ -2861,7 +2875,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\n" +
 	"node_epoch\x18\x04 \x01(\x04R\tnodeEpoch\x12\x16\n" +
 	"\x06offset\x18\x05 \x01(\x03R\x06offset\x12\x16\n" +
-	"\x06reason\x18\x06 \x01(\tR\x06reason\"\x12\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x1b\n" +
+	"\tlost_tail\x18\a \x01(\bR\blostTail\"\x12\n" +
 	"\x10AllocateWriterId\"\xee\x01\n" +
 	"\tAdjustIsr\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
