@@ -8,6 +8,7 @@ import (
 
 	"github.com/floedb/floe/internal/backoff"
 	"github.com/floedb/floe/server/replica"
+	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -100,6 +101,15 @@ func (s *Server) tierOnce(ctx context.Context, rl *tiering.RemoteLog) {
 		round, err := rl.Tier(rctx, b)
 		if round.Changed {
 			s.replicas.NoteRemoteLog(l.ID, remoteLogOf(round.Committed, l.LeaderEpoch))
+		}
+		var ce *logstore.CorruptError
+		if errors.As(err, &ce) {
+			// Never data to commit: damage on this leader's disk.
+			if !s.replicas.NoteDamage(l.ID, ce) {
+				s.log.Error("a sealed segment to upload is damaged, and this node holds the only in-sync copy: it stays local, unread past the damaged batch",
+					"bucket", l.ID.String(), "offset", ce.Offset, "err", err)
+			}
+			return
 		}
 		if err != nil && ctx.Err() == nil {
 			level := s.log.Warn

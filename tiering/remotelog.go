@@ -319,6 +319,10 @@ func (r *RemoteLog) uploadSegment(ctx context.Context, b *LeaderBucket, base int
 		return RemoteSegment{}, err
 	}
 	defer s.Close()
+	ws, err := verifySegment(s.Data(), s.Bytes, s.BaseOffset, s.NextOffset)
+	if err != nil {
+		return RemoteSegment{}, err
+	}
 	dataKey, indexKey, writersKey := segmentKeys(r.cfg.Root, b.TableID, b.Bucket, s.BaseOffset, b.LeaderEpoch)
 	if err := r.cfg.Store.Put(ctx, dataKey, s.Data(), s.Bytes); err != nil {
 		return RemoteSegment{}, fmt.Errorf("tiering: upload segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
@@ -326,10 +330,6 @@ func (r *RemoteLog) uploadSegment(ctx context.Context, b *LeaderBucket, base int
 	ix := s.Index.Marshal()
 	if err := r.cfg.Store.Put(ctx, indexKey, bytes.NewReader(ix), int64(len(ix))); err != nil {
 		return RemoteSegment{}, fmt.Errorf("tiering: upload index of segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
-	}
-	ws, err := scanWriters(s.Data(), s.Bytes)
-	if err != nil {
-		return RemoteSegment{}, err
 	}
 	if err := putWriters(ctx, r.cfg.Store, writersKey, ws); err != nil {
 		return RemoteSegment{}, fmt.Errorf("tiering: upload writer state of segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)

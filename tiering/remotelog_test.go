@@ -51,12 +51,13 @@ func (c *fakeController) handle() Handle {
 }
 
 type tierFixture struct {
-	t     *testing.T
-	store *Folder
-	ctl   *fakeController
-	rl    *RemoteLog
-	log   *logstore.Log
-	now   time.Time
+	t      *testing.T
+	store  *Folder
+	ctl    *fakeController
+	rl     *RemoteLog
+	log    *logstore.Log
+	logDir string
+	now    time.Time
 }
 
 func newTierFixture(t *testing.T) *tierFixture {
@@ -70,7 +71,8 @@ func newTierFixture(t *testing.T) *tierFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.log, err = logstore.Open(logstore.Config{Dir: t.TempDir(), SegmentMaxBytes: 64 << 10,
+	f.logDir = t.TempDir()
+	f.log, err = logstore.Open(logstore.Config{Dir: f.logDir, SegmentMaxBytes: 64 << 10,
 		Now: func() time.Time { return f.now }})
 	if err != nil {
 		t.Fatal(err)

@@ -5,10 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"sort"
-
-	"github.com/floedb/floe/storage/record"
 )
 
 // writersPerSegment is how many batches per idempotent writer a segment's
@@ -24,39 +20,6 @@ type WriterBatch struct {
 	BaseOffset  int64 `json:"base_offset"`
 	LastOffset  int64 `json:"last_offset"`
 	TimestampMs int64 `json:"timestamp_ms"`
-}
-
-// scanWriters reads the batch headers of a segment's size bytes and
-// returns, per idempotent writer, its last writersPerSegment batches, all
-// in offset order.
-func scanWriters(data io.ReaderAt, size int64) ([]WriterBatch, error) {
-	last := map[int64][]WriterBatch{}
-	header := make([]byte, record.HeaderSize)
-	for pos := int64(0); pos < size; {
-		if _, err := data.ReadAt(header, pos); err != nil {
-			return nil, fmt.Errorf("tiering: writer state: batch header at byte %d: %w", pos, err)
-		}
-		n, ok := record.PeekSize(header)
-		if !ok {
-			return nil, fmt.Errorf("%w: writer state: bad batch header at byte %d", record.ErrCorruptBatch, pos)
-		}
-		b := record.Batch(header)
-		if id := b.WriterID(); id != record.NoWriterID {
-			ws := append(last[id], WriterBatch{WriterID: id, Sequence: b.BatchSequence(), BaseOffset: b.BaseOffset(),
-				LastOffset: b.BaseOffset() + int64(b.LastOffsetDelta()), TimestampMs: b.CommitTimestamp()})
-			if len(ws) > writersPerSegment {
-				ws = ws[1:]
-			}
-			last[id] = ws
-		}
-		pos += int64(n)
-	}
-	var out []WriterBatch
-	for _, ws := range last {
-		out = append(out, ws...)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].BaseOffset < out[j].BaseOffset })
-	return out, nil
 }
 
 // Writers reads the writer state uploaded with a remote segment (nil for

@@ -243,3 +243,16 @@ func (r *Replica) replicas() []uint32 {
 	defer r.mu.Unlock()
 	return r.core.Replicas()
 }
+
+// NoteDamage hands damage found outside a read (an upload's verification
+// of a sealed segment) to the bucket's damage path, as a reader's would
+// be. It reports false when the replica holds the only in-sync copy and
+// keeps its log.
+func (m *Manager) NoteDamage(id BucketID, ce *logstore.CorruptError) bool {
+	r := m.replica(id)
+	if r == nil {
+		return false
+	}
+	role, _, _, _ := r.state()
+	return role == replication.RoleLeader && r.noteDamage(ce)
+}

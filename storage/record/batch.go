@@ -212,6 +212,15 @@ func (b Batch) ComputeCRC() uint32 {
 	return crc32.Checksum(b[crcStart:b.Size()], castagnoli)
 }
 
+// CRCStart is the byte position in a batch where its checksum starts: a
+// reader that streams a batch instead of holding it whole (an upload's
+// verification) checksums from there to the batch's end with UpdateCRC.
+const CRCStart = crcStart
+
+// UpdateCRC adds p to a batch checksum being computed piecewise (start
+// from 0); the result over [CRCStart, Size()) equals ComputeCRC.
+func UpdateCRC(crc uint32, p []byte) uint32 { return crc32.Update(crc, castagnoli, p) }
+
 // PeekSize reads the size of the batch starting at data[0] from its length
 // field without validating anything else. ok is false when data is shorter
 // than a header or the length is impossible.

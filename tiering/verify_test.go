@@ -1,0 +1,107 @@
+package tiering
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/storage/record"
+)
+
+// TestTierRefusesDamagedSegment: a sealed segment with one flipped payload
+// byte is never uploaded or committed. The round commits the good segments
+// before it and fails with a *logstore.CorruptError at the damaged batch's
+// offset (the leader's damage path takes it from there). Before, upload
+// copied the segment byte for byte, checking only batch headers; once
+// committed, local retention deleted every replica's good copy and the
+// batch stayed CORRUPT for ever.
+func TestTierRefusesDamagedSegment(t *testing.T) {
+	f := newTierFixture(t)
+	f.appendBatches(200, 3)
+	segs := f.log.Segments()
+	if len(segs) < 4 {
+		t.Fatalf("%d segments; the test needs more", len(segs))
+	}
+	files, err := filepath.Glob(filepath.Join(f.logDir, "*.log"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("segment files %v: %v", files, err)
+	}
+	slices.Sort(files)
+	flipFileByte(t, files[1], record.HeaderSize+40) // inside segment 1's first batch's payload
+
+	round, err := f.rl.Tier(t.Context(), f.bucket(f.log.EndOffset()))
+	var ce *logstore.CorruptError
+	if !errors.As(err, &ce) || ce.Offset != segs[1].BaseOffset || !errors.Is(err, record.ErrCorruptBatch) {
+		t.Fatalf("round over a damaged segment: %v; want a corrupt log at offset %d", err, segs[1].BaseOffset)
+	}
+	if round.Uploaded != 1 || f.ctl.handle().EndOffset != segs[0].NextOffset {
+		t.Fatalf("round %+v, committed %+v; want only segment 0 (ending at %d) committed", round, f.ctl.handle(), segs[0].NextOffset)
+	}
+	damaged := fmt.Sprintf("/log/%020d-", segs[1].BaseOffset)
+	for _, k := range f.keys() {
+		if strings.Contains(k, damaged) {
+			t.Fatalf("the damaged segment went up as %s", k)
+		}
+	}
+}
+
+// TestVerifySegmentDamage: every kind of damage a segment can carry is
+// found: a flipped payload byte (CRC), a header whose length runs past the
+// segment, a batch out of the offset sequence, a segment that ends early.
+func TestVerifySegmentDamage(t *testing.T) {
+	f := newTierFixture(t)
+	f.appendBatches(3, 3)
+	recs, err := f.log.ReadBelow(0, f.log.EndOffset(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := slices.Clone(recs.Data)
+	recs.Release()
+	first := record.Batch(good).Size()
+	if _, err := verifySegment(strings.NewReader(string(good)), int64(len(good)), 0, 3); err != nil {
+		t.Fatalf("intact segment: %v", err)
+	}
+	cases := []struct {
+		name   string
+		damage func(b []byte) []byte
+		next   int64
+		offset int64
+	}{
+		{"payload byte", func(b []byte) []byte { b[first+record.HeaderSize+5] ^= 1; return b }, 3, 1},
+		{"length past the end", func(b []byte) []byte { b[first+8] = 0x7f; return b }, 3, 1},
+		{"offset sequence", func(b []byte) []byte { b[first+7] ^= 4; return b }, 3, 1},
+		{"ends early", func(b []byte) []byte { return b[:2*first] }, 3, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data := c.damage(slices.Clone(good))
+			_, err := verifySegment(strings.NewReader(string(data)), int64(len(data)), 0, c.next)
+			var ce *logstore.CorruptError
+			if !errors.As(err, &ce) || ce.Offset != c.offset {
+				t.Fatalf("got %v, want damage at offset %d", err, c.offset)
+			}
+		})
+	}
+}
+
+func flipFileByte(t *testing.T, path string, pos int64) {
+	t.Helper()
+	file, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	b := make([]byte, 1)
+	if _, err := file.ReadAt(b, pos); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := file.WriteAt(b, pos); err != nil {
+		t.Fatal(err)
+	}
+}
