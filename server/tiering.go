@@ -140,7 +140,7 @@ func forEachBounded[T any](items []T, n int, f func(T)) {
 
 // remoteLogOf converts tiering's handle to the metadata's remote log.
 func remoteLogOf(h tiering.Handle, leaderEpoch int32) *pb.RemoteLog {
-	return &pb.RemoteLog{ManifestKey: h.ManifestKey, StartOffset: h.StartOffset, EndOffset: h.EndOffset,
+	return &pb.RemoteLog{ManifestKey: h.ManifestKey, StartOffset: h.StartOffset, EndOffset: h.EndOffset, RunStartOffset: h.RunStart,
 		Version: h.Version, LeaderEpoch: leaderEpoch, Segments: h.Segments, Bytes: h.Bytes, MaxTimestamp: h.MaxTimestamp}
 }
 

@@ -18,11 +18,14 @@ var ErrBadManifest = errors.New("tiering: bad remote manifest")
 // current (pb.RemoteLog), so a reader that has the committed key reads a
 // consistent list.
 //
-// Segments are ordered by base offset and by next offset, both strictly,
-// and leave no gap: each starts at or before the previous one's end. Two
-// may overlap when leadership moved between uploads (each replica rolls
-// its own segments): the offsets both hold are the same batches, and
-// Find picks one.
+// Segments are ordered by base offset and by next offset, both strictly.
+// Two may overlap when leadership moved between uploads (each replica
+// rolls its own segments): the offsets both hold are the same batches, and
+// Find picks one. They leave no gap, but one: a leader restored from a KV
+// snapshot starts its log at the snapshot's offset, which may lie past the
+// remote end, and it keeps the older segments (the remote start moves
+// forward only by log.ttl) and uploads from its own start. No segment holds
+// the offsets between; RunStart is where the newest gap-free run begins.
 type Manifest struct {
 	Format   int             `json:"format"`
 	TableID  uint64          `json:"table_id"`
@@ -94,11 +97,27 @@ func (m *Manifest) MaxTimestamp() int64 {
 	return ts
 }
 
+// RunStart is where the newest gap-free run of segments starts: the
+// manifest's start unless it has a gap (see Manifest).
+func (m *Manifest) RunStart() int64 {
+	for i := len(m.Segments) - 1; i > 0; i-- {
+		if m.Segments[i].BaseOffset > m.Segments[i-1].NextOffset {
+			return m.Segments[i].BaseOffset
+		}
+	}
+	return m.Start()
+}
+
 // Find returns the segment holding offset: the newest one starting at or
-// before it, which ends furthest on.
+// before it, which ends furthest on. An offset in a gap (see Manifest) is
+// answered with the first segment after it, whose batches a reader takes
+// up from there, as it would past records that expired.
 func (m *Manifest) Find(offset int64) (RemoteSegment, bool) {
 	for i := len(m.Segments) - 1; i >= 0; i-- {
 		if s := m.Segments[i]; s.BaseOffset <= offset {
+			if offset >= s.NextOffset && i+1 < len(m.Segments) {
+				return m.Segments[i+1], true
+			}
 			return s, offset < s.NextOffset
 		}
 	}
@@ -138,7 +157,7 @@ func (m *Manifest) Validate() error {
 		if i == 0 {
 			continue
 		}
-		if p := m.Segments[i-1]; s.BaseOffset <= p.BaseOffset || s.NextOffset <= p.NextOffset || s.BaseOffset > p.NextOffset {
+		if p := m.Segments[i-1]; s.BaseOffset <= p.BaseOffset || s.NextOffset <= p.NextOffset {
 			return fmt.Errorf("%w: segment %d [%d, %d) does not follow [%d, %d)", ErrBadManifest, i,
 				s.BaseOffset, s.NextOffset, p.BaseOffset, p.NextOffset)
 		}

@@ -20,14 +20,24 @@ import (
 // (pb.RemoteLog): which manifest is current, and what it holds. The zero
 // Handle is a bucket that has uploaded nothing.
 type Handle struct {
-	ManifestKey  string
-	StartOffset  int64
-	EndOffset    int64
+	ManifestKey string
+	StartOffset int64
+	EndOffset   int64
+	// RunStart is where the newest gap-free run of segments starts
+	// (Manifest.RunStart); 0 from metadata stored before it was kept,
+	// which then means StartOffset (see CoveredFrom).
+	RunStart     int64
 	Version      int64
 	Segments     int32
 	Bytes        int64
 	MaxTimestamp int64
 }
+
+// CoveredFrom is where the remote log holds every offset up to its end:
+// the newest gap-free run's start. Local retention deletes only segments
+// in [CoveredFrom, EndOffset), and a follower catching up from remote
+// storage reads from there.
+func (h Handle) CoveredFrom() int64 { return max(h.StartOffset, h.RunStart) }
 
 // LeaderBucket is a bucket this node leads, as one tiering round sees it.
 type LeaderBucket struct {
@@ -178,6 +188,11 @@ func (r *RemoteLog) Tier(ctx context.Context, b *LeaderBucket) (Round, error) {
 		round.Committed = cur.handle
 		return round, uploadErr
 	}
+	if len(cur.manifest.Segments) > 0 && m.Start() > cur.manifest.Start() && round.Expired == 0 {
+		// Rule "remote storage" 5: only log.ttl moves the remote start.
+		panic(fmt.Sprintf("tiering: table %d bucket %d: a round moved the remote start from %d to %d without expiring a segment",
+			b.TableID, b.Bucket, cur.manifest.Start(), m.Start()))
+	}
 	next, err := r.commit(ctx, b, cur, m)
 	if err != nil {
 		return round, errors.Join(uploadErr, err)
@@ -281,10 +296,11 @@ const maxManifestBytes = 64 << 20
 
 // upload copies the sealed segments below the high watermark that end past
 // the manifest, oldest first, and appends them to it. A segment that
-// starts past the manifest's end (the local log lost what lies between to
-// retention, or this replica's log starts later) begins a new remote log:
-// a remote log has no gaps, and what preceded the gap is older than what
-// retention deleted.
+// starts past the manifest's end (this replica's log starts later: it was
+// restored from a KV snapshot, or a replica that had what lies between
+// lost it) leaves a gap: the older segments stay, since only log.ttl moves
+// the remote start, and whatever copies of the gap's offsets replicas hold
+// stay too (local retention keeps what the remote log does not cover).
 func (r *RemoteLog) upload(ctx context.Context, b *LeaderBucket, m *Manifest, round *Round) error {
 	for _, seg := range b.Log.Segments() {
 		if round.Uploaded >= r.cfg.MaxSegmentsPerRound {
@@ -301,9 +317,8 @@ func (r *RemoteLog) upload(ctx context.Context, b *LeaderBucket, m *Manifest, ro
 			return err
 		}
 		if len(m.Segments) > 0 && rs.BaseOffset > m.End() {
-			r.log.Warn("remote log restarts after a gap: the local log no longer holds what the remote log lacks",
+			r.log.Warn("remote log continues after a gap: the leader's log starts past the remote end; no segment holds the offsets between",
 				"table", b.TableID, "bucket", b.Bucket, "remote_end", m.End(), "segment_base", rs.BaseOffset)
-			m.Segments = m.Segments[:0]
 		}
 		m.Segments = append(m.Segments, rs)
 		round.Uploaded++
@@ -373,11 +388,12 @@ func (r *RemoteLog) commit(ctx context.Context, b *LeaderBucket, cur *cachedMani
 	if err := r.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
 		return Handle{}, fmt.Errorf("tiering: write manifest %s: %w", key, err)
 	}
-	next := Handle{ManifestKey: key, StartOffset: m.Start(), EndOffset: m.End(), Segments: int32(len(m.Segments)),
-		Bytes: m.Bytes(), MaxTimestamp: m.MaxTimestamp()}
+	next := Handle{ManifestKey: key, StartOffset: m.Start(), EndOffset: m.End(), RunStart: m.RunStart(),
+		Segments: int32(len(m.Segments)), Bytes: m.Bytes(), MaxTimestamp: m.MaxTimestamp()}
 	if len(m.Segments) == 0 {
 		// An empty remote log keeps its place: the end it reached.
 		next.StartOffset, next.EndOffset, next.MaxTimestamp = cur.handle.EndOffset, cur.handle.EndOffset, math.MinInt64
+		next.RunStart = next.StartOffset
 	}
 	committed, err := r.cfg.Commit.CommitRemoteLog(ctx, b, cur.handle.Version, next)
 	if err != nil {

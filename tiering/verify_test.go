@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
@@ -103,5 +104,54 @@ func flipFileByte(t *testing.T, path string, pos int64) {
 	b[0] ^= 0xff
 	if _, err := file.WriteAt(b, pos); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTierRestoredLeaderKeepsRemoteStart: the remote log ends at E; the
+// bucket's new leader was restored from a KV snapshot at S > E, so its log
+// starts at S. Its first upload keeps [0, E) (only log.ttl moves the
+// remote start) and continues at S with a gap between, and the handle
+// says the remote log covers every offset from S only. A read in the gap
+// is answered from the first segment after it. Before, the upload was
+// taken as "the remote log restarts after a gap" and the manifest dropped
+// [0, E).
+func TestTierRestoredLeaderKeepsRemoteStart(t *testing.T) {
+	f := newTierFixture(t)
+	f.appendBatches(200, 3)
+	first := f.tier(f.bucket(f.log.EndOffset()))
+	e := first.Committed.EndOffset
+	if first.Committed.StartOffset != 0 || e == 0 {
+		t.Fatalf("first leader committed %+v", first.Committed)
+	}
+
+	// The restored replica's log starts at S, past E.
+	s := f.log.EndOffset() + 500
+	restored, err := logstore.Open(logstore.Config{Dir: t.TempDir(), SegmentMaxBytes: 64 << 10, Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	if err := restored.Reset(s); err != nil {
+		t.Fatal(err)
+	}
+	f.log = restored
+	f.ctl.epoch = 4
+	f.appendBatches(200, 4)
+	round := f.tier(f.bucket(restored.EndOffset()))
+	got := round.Committed
+	if got.StartOffset != 0 || got.RunStart != s || got.CoveredFrom() != s || got.EndOffset <= s {
+		t.Fatalf("after the restored leader's upload: %+v; want start 0 kept, covered from %d, ending past it", got, s)
+	}
+	r, err := NewReader(ReaderConfig{Store: f.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{0, e - 1} {
+		if loc, err := r.Locate(t.Context(), got, off); err != nil || loc.Segment.BaseOffset > off {
+			t.Fatalf("offset %d below the gap: %+v, %v", off, loc, err)
+		}
+	}
+	if loc, err := r.Locate(t.Context(), got, e+10); err != nil || loc.Segment.BaseOffset != s {
+		t.Fatalf("offset %d in the gap: %+v, %v; want the segment starting at %d", e+10, loc, err, s)
 	}
 }

@@ -32,7 +32,8 @@ func (a *applier) commitRemoteLog(c *pb.CommitRemoteLog) (*pb.CommandResult, err
 	case next == nil || next.GetManifestKey() == "" || len(next.GetManifestKey()) > maxManifestKeyBytes:
 		return nil, errorf(codeInvalidRequest, "table %d bucket %d: a remote log needs a manifest key of 1 to %d bytes",
 			b.GetTableId(), b.GetBucket(), maxManifestKeyBytes)
-	case next.GetStartOffset() < 0 || next.GetStartOffset() > next.GetEndOffset() || next.GetSegments() < 0 || next.GetBytes() < 0:
+	case next.GetStartOffset() < 0 || next.GetStartOffset() > next.GetEndOffset() || next.GetSegments() < 0 || next.GetBytes() < 0 ||
+		next.GetRunStartOffset() < 0 || next.GetRunStartOffset() > next.GetEndOffset():
 		return nil, errorf(codeInvalidRequest, "table %d bucket %d: remote log [%d, %d) with %d segments, %d bytes",
 			b.GetTableId(), b.GetBucket(), next.GetStartOffset(), next.GetEndOffset(), next.GetSegments(), next.GetBytes())
 	case cur != nil && next.GetEndOffset() < cur.GetEndOffset():

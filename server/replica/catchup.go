@@ -36,19 +36,23 @@ func (r *Replica) behindLeaderStart(fb *pb.FetchedBucket) bool {
 func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, error) {
 	end := r.log.EndOffset()
 	rl := r.remote.Load()
+	// A remote log with a gap (a leader restored from a KV snapshot) holds
+	// every offset only from its newest run's start: below it a follower
+	// could not build a log without a hole.
+	covered := HandleOf(rl).CoveredFrom()
 	a := &fetchedAppend{r: r, leader: leader, epoch: epoch, hw: fb.HighWatermark, wait: func() error { return nil }}
 	// A primary-key replica this far behind takes its newest committed KV
 	// snapshot, then the changelog after it, rather than replaying all.
 	// The changelog after its offset must be there: on the leader, or in
 	// the remote log up to the leader's start.
 	replayable := func(offset int64) bool {
-		return offset >= fb.LogStartOffset || (rl.GetSegments() > 0 && offset >= rl.StartOffset && rl.EndOffset >= fb.LogStartOffset)
+		return offset >= fb.LogStartOffset || (rl.GetSegments() > 0 && offset >= covered && rl.EndOffset >= fb.LogStartOffset)
 	}
 	if ok, err := r.restoreFromSnapshot(ctx, replayable); ok || err != nil {
 		return a, err
 	}
 	readable := r.mgr.cfg.Remote != nil && rl != nil
-	if readable && end >= rl.StartOffset && end < rl.EndOffset {
+	if readable && end >= covered && end < rl.EndOffset {
 		if cut, err := r.truncateToRemote(ctx); err != nil || cut {
 			return nil, err // after a cut, the next fetch goes on from the new end
 		}
@@ -73,11 +77,11 @@ func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch in
 		return a, nil
 	}
 	start := fb.LogStartOffset
-	if rl != nil && rl.Segments > 0 && rl.StartOffset < start && rl.EndOffset >= start {
+	if rl != nil && rl.Segments > 0 && covered < start && rl.EndOffset >= start {
 		if !readable {
 			return nil, fmt.Errorf("the leader's local log starts at %d and this node has no remote storage to read the rest from (give it the cluster's --remote-dir or --s3-* flags)", start)
 		}
-		start = rl.StartOffset // what lies below the follower's end there is gone
+		start = covered // what lies below the follower's end there is gone
 	}
 	if r.kv != nil {
 		// The changelog it lacks is gone and no snapshot covers it: a
@@ -137,7 +141,7 @@ func (r *Replica) truncateToRemote(ctx context.Context) (bool, error) {
 	if ok && found == last && remoteEnd >= end {
 		return false, nil
 	}
-	start := max(r.remote.Load().GetStartOffset(), r.log.StartOffset())
+	start := max(HandleOf(r.remote.Load()).CoveredFrom(), r.log.StartOffset())
 	to := max(replication.TruncationPoint(found, remoteEnd, r.log.EndOffsetForEpoch), start)
 	if !ok {
 		to = start // every remote epoch is newer than this tail's: none of it can be vouched for

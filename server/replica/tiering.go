@@ -60,7 +60,8 @@ func (r *Replica) RemoteLog() *pb.RemoteLog { return r.remote.Load() }
 // from anywhere, a primary-key table's only below its newest committed KV
 // snapshot (a replica without the changelog restores from it).
 func (r *Replica) refreshRetention() {
-	b := logstore.RetentionBounds{RemoteEnd: r.remote.Load().GetEndOffset(), ExpireBelow: math.MaxInt64}
+	rl := r.remote.Load()
+	b := logstore.RetentionBounds{RemoteStart: HandleOf(rl).CoveredFrom(), RemoteEnd: rl.GetEndOffset(), ExpireBelow: math.MaxInt64}
 	if r.table().primaryKey {
 		applied := int64(0)
 		if r.kv != nil {
@@ -191,7 +192,7 @@ func HandleOf(rl *pb.RemoteLog) tiering.Handle {
 	if rl == nil {
 		return tiering.Handle{}
 	}
-	return tiering.Handle{ManifestKey: rl.ManifestKey, StartOffset: rl.StartOffset, EndOffset: rl.EndOffset,
+	return tiering.Handle{ManifestKey: rl.ManifestKey, StartOffset: rl.StartOffset, EndOffset: rl.EndOffset, RunStart: rl.RunStartOffset,
 		Version: rl.Version, Segments: rl.Segments, Bytes: rl.Bytes, MaxTimestamp: rl.MaxTimestamp}
 }
 

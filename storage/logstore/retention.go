@@ -6,10 +6,15 @@ import "math"
 // log does not: what remote storage holds, and what must stay whatever its
 // age (a primary-key table's changelog above its newest snapshot).
 type RetentionBounds struct {
-	// RemoteEnd: the offsets below it are in committed remote storage, so
-	// the local rules (Config.LocalRetentionSegments, LocalRetentionAge)
-	// may delete a sealed segment wholly below it. Zero: nothing is remote.
-	RemoteEnd int64
+	// RemoteStart and RemoteEnd: the offsets in [RemoteStart, RemoteEnd)
+	// are in committed remote storage, so the local rules
+	// (Config.LocalRetentionSegments, LocalRetentionAge) may delete a
+	// sealed segment wholly inside. Below RemoteStart the remote log holds
+	// nothing (it starts later, or has a gap there), and what the log holds
+	// there is the only copy: only the size and age rules take it. Zero
+	// RemoteEnd: nothing is remote.
+	RemoteStart int64
+	RemoteEnd   int64
 	// ExpireBelow: the size and age rules (Config.RetentionBytes,
 	// RetentionAge) delete only segments wholly below it. A new log has
 	// no such limit (math.MaxInt64).
@@ -26,7 +31,7 @@ func (l *Log) SetRetentionBounds(b RetentionBounds) {
 	defer l.mu.Unlock()
 	old := l.bounds
 	l.bounds = b
-	if b.RemoteEnd > old.RemoteEnd || b.ExpireBelow > old.ExpireBelow {
+	if b.RemoteEnd > old.RemoteEnd || b.RemoteStart < old.RemoteStart || b.ExpireBelow > old.ExpireBelow {
 		l.armAt(taskRetentionAge, l.sched.now())
 	}
 }
@@ -41,8 +46,8 @@ func (l *Log) Bounds() RetentionBounds {
 // EnforceRetention deletes the oldest sealed segments that a rule lets go:
 // while the log is over RetentionBytes (keeping at least that much), or
 // their newest batch is older than RetentionAge, both only below
-// RetentionBounds.ExpireBelow; or, below RetentionBounds.RemoteEnd, by the
-// local rules. The active segment is never deleted, and the log stays
+// RetentionBounds.ExpireBelow; or, inside [RemoteStart, RemoteEnd) of the
+// bounds, by the local rules. The active segment is never deleted, and the log stays
 // gap-free: deletion stops at the first segment no rule lets go. It returns
 // how many segments went. The scheduler calls it after writes
 // (RetentionBytes), when the oldest sealed segment expires (the ages) and
@@ -66,7 +71,7 @@ func (l *Log) EnforceRetention() (int, error) {
 		expirable := s.nextOffset <= l.bounds.ExpireBelow
 		bySize := expirable && l.cfg.RetentionBytes > 0 && total-s.size >= l.cfg.RetentionBytes
 		byAge := expirable && l.cfg.RetentionAge > 0 && olderThan(s, l.cfg.RetentionAge.Milliseconds())
-		remote := s.nextOffset <= l.bounds.RemoteEnd
+		remote := s.base >= l.bounds.RemoteStart && s.nextOffset <= l.bounds.RemoteEnd
 		byLocalCount := remote && l.cfg.LocalRetentionSegments > 0 && sealed-i-1 >= l.cfg.LocalRetentionSegments
 		byLocalAge := remote && l.cfg.LocalRetentionAge > 0 && olderThan(s, l.cfg.LocalRetentionAge.Milliseconds())
 		if !bySize && !byAge && !byLocalCount && !byLocalAge {
@@ -86,7 +91,7 @@ func (l *Log) EnforceRetention() (int, error) {
 	}
 	for _, s := range segs[:n] {
 		l.logger.Info("retention deleted segment", "base_offset", s.base, "next_offset", s.nextOffset, "bytes", s.size,
-			"remote", s.nextOffset <= l.bounds.RemoteEnd)
+			"remote", s.base >= l.bounds.RemoteStart && s.nextOffset <= l.bounds.RemoteEnd)
 		if err := s.remove(); err != nil {
 			return 0, err
 		}

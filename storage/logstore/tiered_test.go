@@ -43,6 +43,22 @@ func TestLocalRetentionOnlyBelowRemoteEnd(t *testing.T) {
 	}
 }
 
+// TestLocalRetentionOnlyAboveRemoteStart: the local rules delete nothing
+// the remote log does not hold, below its end or not: segments below the
+// remote start (a gap left by a leader restored from a KV snapshot, or a
+// remote log that starts later) are the only copy. Before, retention
+// compared with the remote end only, and a replica deleted the changelog
+// below a restored leader's snapshot offset, which no manifest held.
+func TestLocalRetentionOnlyAboveRemoteStart(t *testing.T) {
+	l := openLog(t, Config{Dir: t.TempDir(), SegmentMaxBytes: 64 << 10, LocalRetentionSegments: 1})
+	fillSegments(t, l, 6)
+	segs := l.Segments()
+	l.SetRetentionBounds(RetentionBounds{RemoteStart: segs[2].BaseOffset, RemoteEnd: l.EndOffset(), ExpireBelow: 1 << 62})
+	enforceRetentionTo(t, l, 0, "nothing below the remote start goes, so nothing after it either (the log stays gap-free)")
+	l.SetRetentionBounds(RetentionBounds{RemoteStart: 0, RemoteEnd: l.EndOffset(), ExpireBelow: 1 << 62})
+	enforceRetentionTo(t, l, segs[len(segs)-2].BaseOffset, "all remote: the newest sealed segment and the active one stay")
+}
+
 // TestLocalRetentionByAge: a remote segment older than LocalRetentionAge
 // goes even within the count; one not remote stays however old.
 func TestLocalRetentionByAge(t *testing.T) {

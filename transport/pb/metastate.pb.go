@@ -670,9 +670,16 @@ type RemoteLog struct {
 	Segments int32 `protobuf:"varint,6,opt,name=segments,proto3" json:"segments,omitempty"`
 	Bytes    int64 `protobuf:"varint,7,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	// The newest commit timestamp (ms) in the remote segments.
-	MaxTimestamp  int64 `protobuf:"varint,8,opt,name=max_timestamp,json=maxTimestamp,proto3" json:"max_timestamp,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxTimestamp int64 `protobuf:"varint,8,opt,name=max_timestamp,json=maxTimestamp,proto3" json:"max_timestamp,omitempty"`
+	// Where the newest gap-free run of segments starts (0 on a record stored
+	// before this field: then start_offset). Below it the remote log may have
+	// a gap, left where a leader restored from a KV snapshot started its log
+	// past the remote end: no segment holds those offsets, so local copies
+	// of them may not go, and a follower catching up treats the remote log
+	// as starting here.
+	RunStartOffset int64 `protobuf:"varint,9,opt,name=run_start_offset,json=runStartOffset,proto3" json:"run_start_offset,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RemoteLog) Reset() {
@@ -757,6 +764,13 @@ func (x *RemoteLog) GetBytes() int64 {
 func (x *RemoteLog) GetMaxTimestamp() int64 {
 	if x != nil {
 		return x.MaxTimestamp
+	}
+	return 0
+}
+
+func (x *RemoteLog) GetRunStartOffset() int64 {
+	if x != nil {
+		return x.RunStartOffset
 	}
 	return 0
 }
@@ -2804,7 +2818,7 @@ const file_metastate_proto_rawDesc = "" +
 	"created_ms\x18\x03 \x01(\x03R\tcreatedMs\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12\x12\n" +
 	"\x04rows\x18\x05 \x01(\x03R\x04rows\x12\x14\n" +
-	"\x05bytes\x18\x06 \x01(\x03R\x05bytes\"\x84\x02\n" +
+	"\x05bytes\x18\x06 \x01(\x03R\x05bytes\"\xae\x02\n" +
 	"\tRemoteLog\x12!\n" +
 	"\fmanifest_key\x18\x01 \x01(\tR\vmanifestKey\x12!\n" +
 	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\x12\x1d\n" +
@@ -2814,7 +2828,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12\x1a\n" +
 	"\bsegments\x18\x06 \x01(\x05R\bsegments\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12#\n" +
-	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\"\xae\a\n" +
+	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\x12(\n" +
+	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xae\a\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
