@@ -89,7 +89,8 @@ func (s *Server) tierOnce(ctx context.Context, rl *tiering.RemoteLog) {
 		rctx, cancel := context.WithTimeout(ctx, tieringRoundTimeout)
 		defer cancel()
 		b := &tiering.LeaderBucket{TableID: l.ID.TableID, Bucket: l.ID.Bucket, Log: l.Log, LeaderEpoch: l.LeaderEpoch,
-			HighWatermark: l.HighWatermark, Committed: replica.HandleOf(l.Remote), TTL: l.TTL, ExpireBelow: 1<<63 - 1}
+			HighWatermark: l.HighWatermark, Committed: replica.HandleOf(l.Remote), TTL: l.TTL, ExpireBelow: 1<<63 - 1,
+			Fenced: l.RemoteFenced, Divergence: l.Divergence}
 		if l.PrimaryKey {
 			// The changelog below the newest KV snapshot only may expire:
 			// a replica without it restores from the snapshot.
@@ -151,10 +152,21 @@ type remoteCommitter struct{ s *Server }
 // the same request id: a retry after an unknown outcome gets the first
 // attempt's answer.
 func (c remoteCommitter) CommitRemoteLog(ctx context.Context, b *tiering.LeaderBucket, expected int64, next tiering.Handle) (tiering.Handle, error) {
+	return c.commit(ctx, b, &pb.CommitRemoteLog{TableId: b.TableID, Bucket: b.Bucket, LeaderId: c.s.cfg.NodeID,
+		LeaderEpoch: b.LeaderEpoch, ExpectedVersion: expected, RemoteLog: remoteLogOf(next, b.LeaderEpoch)})
+}
+
+// CutRemoteLog proposes the cut of a fenced remote log, as CommitRemoteLog.
+func (c remoteCommitter) CutRemoteLog(ctx context.Context, b *tiering.LeaderBucket, expected int64, next tiering.Handle, cutOffset int64) (tiering.Handle, error) {
+	return c.commit(ctx, b, &pb.CommitRemoteLog{TableId: b.TableID, Bucket: b.Bucket, LeaderId: c.s.cfg.NodeID,
+		LeaderEpoch: b.LeaderEpoch, ExpectedVersion: expected, RemoteLog: remoteLogOf(next, b.LeaderEpoch),
+		FenceCut: true, CutOffset: cutOffset})
+}
+
+func (c remoteCommitter) commit(ctx context.Context, b *tiering.LeaderBucket, commit *pb.CommitRemoteLog) (tiering.Handle, error) {
 	req := &pb.CommitRemoteLogRequest{
-		RequestId: fmt.Appendf(nil, "remote/%d/%d/%s", b.TableID, b.Bucket, next.ManifestKey),
-		Commit: &pb.CommitRemoteLog{TableId: b.TableID, Bucket: b.Bucket, LeaderId: c.s.cfg.NodeID, LeaderEpoch: b.LeaderEpoch,
-			ExpectedVersion: expected, RemoteLog: remoteLogOf(next, b.LeaderEpoch)},
+		RequestId: fmt.Appendf(nil, "remote/%d/%d/%s", b.TableID, b.Bucket, commit.RemoteLog.ManifestKey),
+		Commit:    commit,
 	}
 	var resp *pb.CommitRemoteLogResponse
 	err := c.s.commitWithRetry(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {

@@ -57,6 +57,13 @@ type LeaderBucket struct {
 	// table's changelog above its newest snapshot stays).
 	TTL         time.Duration
 	ExpireBelow int64
+	// Fenced: an unclean election made a new history, and the remote log
+	// copies the old one until it is cut where the two part (remote
+	// storage 6). Divergence answers that point for a manifest from the
+	// leader's log: the first offset the manifest holds that the leader
+	// holds otherwise (ok false: none). Required when Fenced.
+	Fenced     bool
+	Divergence func(*Manifest) (offset int64, ok bool)
 }
 
 // Committer commits a bucket's new remote log through the controller.
@@ -65,6 +72,10 @@ type Committer interface {
 	// be at expectedVersion, with next, fenced by b's leader epoch. It
 	// returns the handle as committed (with its new version).
 	CommitRemoteLog(ctx context.Context, b *LeaderBucket, expectedVersion int64, next Handle) (Handle, error)
+	// CutRemoteLog commits next as the remote log of b after an unclean
+	// election, cut at cutOffset (it holds nothing at or past it): the
+	// metadata drops the KV snapshots past cutOffset and lifts the fence.
+	CutRemoteLog(ctx context.Context, b *LeaderBucket, expectedVersion int64, next Handle, cutOffset int64) (Handle, error)
 }
 
 // RemoteLogConfig configures a RemoteLog.
@@ -171,6 +182,9 @@ type Round struct {
 // refused commit deletes nothing (the next round starts again from the
 // committed metadata).
 func (r *RemoteLog) Tier(ctx context.Context, b *LeaderBucket) (Round, error) {
+	if b.Fenced {
+		return r.cut(ctx, b)
+	}
 	if !r.mayHaveWork(b) {
 		return Round{Committed: b.Committed}, nil
 	}
@@ -193,7 +207,7 @@ func (r *RemoteLog) Tier(ctx context.Context, b *LeaderBucket) (Round, error) {
 		panic(fmt.Sprintf("tiering: table %d bucket %d: a round moved the remote start from %d to %d without expiring a segment",
 			b.TableID, b.Bucket, cur.manifest.Start(), m.Start()))
 	}
-	next, err := r.commit(ctx, b, cur, m)
+	next, err := r.commit(ctx, b, cur, m, -1)
 	if err != nil {
 		return round, errors.Join(uploadErr, err)
 	}
@@ -378,8 +392,60 @@ func (r *RemoteLog) expire(b *LeaderBucket, m *Manifest) []RemoteSegment {
 	return expired
 }
 
-// commit writes the manifest under a new key and commits it.
-func (r *RemoteLog) commit(ctx context.Context, b *LeaderBucket, cur *cachedManifest, m *Manifest) (Handle, error) {
+// cut is the round of a bucket fenced by an unclean election: it keeps
+// the segments of the committed manifest wholly below the point where the
+// leader's log parts from them, or below the manifest's end when it does
+// not, and commits that as a fence cut; the KV snapshots past the point go
+// with it (the metadata drops them), since below the remote end is all of
+// the old history the leader can compare with. The dropped segments'
+// objects are deleted after the commit. Uploads resume next round.
+func (r *RemoteLog) cut(ctx context.Context, b *LeaderBucket) (Round, error) {
+	cur, err := r.current(ctx, b)
+	if err != nil {
+		return Round{}, err
+	}
+	at := cur.manifest.End()
+	if len(cur.manifest.Segments) == 0 {
+		at = cur.handle.EndOffset
+	}
+	if d, ok := b.Divergence(cur.manifest); ok {
+		at = min(at, d)
+	}
+	m := &Manifest{Format: ManifestFormat, TableID: b.TableID, Bucket: b.Bucket}
+	var dropped []RemoteSegment
+	for _, s := range cur.manifest.Segments {
+		if s.NextOffset <= at {
+			m.Segments = append(m.Segments, s)
+		} else {
+			dropped = append(dropped, s)
+		}
+	}
+	r.log.Warn("cutting the remote log after an unclean election: the leader's history parts from it there",
+		"table", b.TableID, "bucket", b.Bucket, "cut_offset", at, "remote_end", cur.handle.EndOffset, "segments_dropped", len(dropped))
+	next, err := r.commit(ctx, b, cur, m, at)
+	if err != nil {
+		return Round{}, err
+	}
+	var garbage []string
+	if cur.handle.ManifestKey != "" {
+		garbage = append(garbage, cur.handle.ManifestKey)
+	}
+	for _, s := range dropped {
+		garbage = append(garbage, s.DataKey, s.IndexKey)
+		if s.WritersKey != "" {
+			garbage = append(garbage, s.WritersKey)
+		}
+	}
+	if err := r.cfg.Store.Delete(ctx, garbage...); err != nil {
+		r.log.Warn("deleting the segments a cut dropped (they stay as garbage until the bucket's next leadership sweeps them)",
+			"table", b.TableID, "bucket", b.Bucket, "objects", len(garbage), "err", err)
+	}
+	return Round{Committed: next, Changed: true}, nil
+}
+
+// commit writes the manifest under a new key and commits it: as the cut of
+// a fenced remote log at cutAt when that is not negative.
+func (r *RemoteLog) commit(ctx context.Context, b *LeaderBucket, cur *cachedManifest, m *Manifest, cutAt int64) (Handle, error) {
 	data, err := m.Marshal()
 	if err != nil {
 		return Handle{}, err // a bug: the rounds build only valid manifests
@@ -391,11 +457,20 @@ func (r *RemoteLog) commit(ctx context.Context, b *LeaderBucket, cur *cachedMani
 	next := Handle{ManifestKey: key, StartOffset: m.Start(), EndOffset: m.End(), RunStart: m.RunStart(),
 		Segments: int32(len(m.Segments)), Bytes: m.Bytes(), MaxTimestamp: m.MaxTimestamp()}
 	if len(m.Segments) == 0 {
-		// An empty remote log keeps its place: the end it reached.
-		next.StartOffset, next.EndOffset, next.MaxTimestamp = cur.handle.EndOffset, cur.handle.EndOffset, math.MinInt64
-		next.RunStart = next.StartOffset
+		// An empty remote log keeps its place: the end it reached, or
+		// where a cut left it.
+		place := cur.handle.EndOffset
+		if cutAt >= 0 {
+			place = min(place, cutAt)
+		}
+		next.StartOffset, next.EndOffset, next.RunStart, next.MaxTimestamp = place, place, place, math.MinInt64
 	}
-	committed, err := r.cfg.Commit.CommitRemoteLog(ctx, b, cur.handle.Version, next)
+	var committed Handle
+	if cutAt >= 0 {
+		committed, err = r.cfg.Commit.CutRemoteLog(ctx, b, cur.handle.Version, next, cutAt)
+	} else {
+		committed, err = r.cfg.Commit.CommitRemoteLog(ctx, b, cur.handle.Version, next)
+	}
 	if err != nil {
 		// Refused or unknown: the manifest written is garbage unless the
 		// commit landed; either way the next round rereads the metadata.

@@ -22,7 +22,8 @@ type fakeController struct {
 	epoch     int32 // the bucket's current leader epoch
 	committed Handle
 	commits   int
-	refuse    error // when set, every commit fails with it
+	cuts      []int64 // the cut offsets of fence cuts
+	refuse    error   // when set, every commit fails with it
 }
 
 var errFencedForTest = fmt.Errorf("fenced")
@@ -41,6 +42,26 @@ func (c *fakeController) CommitRemoteLog(_ context.Context, b *LeaderBucket, exp
 	next.Version = expected + 1
 	c.committed = next
 	c.commits++
+	return next, nil
+}
+
+// CutRemoteLog takes a fence cut as the metadata does: anything at or
+// below the cut, whatever the committed end.
+func (c *fakeController) CutRemoteLog(_ context.Context, b *LeaderBucket, expected int64, next Handle, cutOffset int64) (Handle, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.refuse != nil:
+		return Handle{}, c.refuse
+	case b.LeaderEpoch != c.epoch || expected != c.committed.Version:
+		return Handle{}, fmt.Errorf("%w: epoch %d/%d, version %d/%d", errFencedForTest, b.LeaderEpoch, c.epoch, expected, c.committed.Version)
+	case next.EndOffset > cutOffset:
+		return Handle{}, fmt.Errorf("cut at %d ends at %d", cutOffset, next.EndOffset)
+	}
+	next.Version = expected + 1
+	c.committed = next
+	c.commits++
+	c.cuts = append(c.cuts, cutOffset)
 	return next, nil
 }
 

@@ -79,7 +79,8 @@ func (a *applier) electLeaders(c *pb.ElectLeaders) (*pb.CommandResult, error) {
 // "First" skips draining replicas (nil: none) unless no other one
 // qualifies, so an election does not hand back what a drain moved. A new
 // leader raises the leader and bucket epochs, and the ISR members that are
-// not live leave the ISR.
+// not live leave the ISR. An unclean election fences the bucket's remote
+// log and KV snapshots (BucketRecord.remote_fence_epoch).
 func electBucket(b *pb.BucketRecord, live, draining func(id uint32) bool, unclean bool) (bool, *Error) {
 	notLive := func(id uint32) bool { return !live(id) }
 	next := electable(b, notLive, draining)
@@ -106,5 +107,11 @@ func electBucket(b *pb.BucketRecord, live, draining func(id uint32) bool, unclea
 	b.Leader = next
 	b.LeaderEpoch++
 	b.BucketEpoch++
+	if outsideISR && (b.GetRemoteLog().GetManifestKey() != "" || len(b.GetKvSnapshots()) > 0) {
+		// A new history: the remote log and KV snapshots copy the old
+		// one until the new leader cuts them where the two part
+		// (remote storage 6).
+		b.RemoteFenceEpoch = b.LeaderEpoch
+	}
 	return outsideISR, nil
 }

@@ -23,6 +23,10 @@ func (a *applier) commitKVSnapshot(c *pb.CommitKVSnapshot) (*pb.CommandResult, e
 	if err := checkLeader(b, c.GetLeaderId(), c.GetLeaderEpoch()); err != nil {
 		return nil, err
 	}
+	if fence := b.GetRemoteFenceEpoch(); fence != 0 {
+		return nil, errorf(codeFenced, "table %d bucket %d: KV snapshots await their cut after the unclean election of leader epoch %d",
+			b.GetTableId(), b.GetBucket(), fence)
+	}
 	snap := c.GetSnapshot()
 	snaps := b.GetKvSnapshots()
 	switch {

@@ -1,6 +1,8 @@
 package metastate
 
 import (
+	"slices"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/floedb/floe/transport/pb"
@@ -14,6 +16,11 @@ const maxManifestKeyBytes = 1024
 // epoch and builds on the committed version; INVALID_REQUEST when the new
 // remote log ends before the committed one or starts before it, or is
 // malformed. The version rises by one; leader and bucket epochs stay.
+//
+// After an unclean election (remote_fence_epoch) only a fence cut is
+// taken: the remote log as cut at the new leader's divergence point, which
+// may end before the committed one; the KV snapshots past that point go
+// and the fence is lifted.
 func (a *applier) commitRemoteLog(c *pb.CommitRemoteLog) (*pb.CommandResult, error) {
 	b, err := a.bucketRecord(c.GetTableId(), c.GetBucket())
 	if err != nil {
@@ -27,7 +34,16 @@ func (a *applier) commitRemoteLog(c *pb.CommitRemoteLog) (*pb.CommandResult, err
 		return nil, errorf(codeFenced, "table %d bucket %d: remote log version %d expected, current is %d",
 			b.GetTableId(), b.GetBucket(), c.GetExpectedVersion(), cur.GetVersion())
 	}
+	switch fence := b.GetRemoteFenceEpoch(); {
+	case fence != 0 && !c.GetFenceCut():
+		return nil, errorf(codeFenced, "table %d bucket %d: the remote log awaits its cut after the unclean election of leader epoch %d",
+			b.GetTableId(), b.GetBucket(), fence)
+	case fence == 0 && c.GetFenceCut():
+		return nil, errorf(codeFenced, "table %d bucket %d: no unclean election fences the remote log (cut already committed?)",
+			b.GetTableId(), b.GetBucket())
+	}
 	next := c.GetRemoteLog()
+	cut := c.GetFenceCut()
 	switch {
 	case next == nil || next.GetManifestKey() == "" || len(next.GetManifestKey()) > maxManifestKeyBytes:
 		return nil, errorf(codeInvalidRequest, "table %d bucket %d: a remote log needs a manifest key of 1 to %d bytes",
@@ -36,10 +52,13 @@ func (a *applier) commitRemoteLog(c *pb.CommitRemoteLog) (*pb.CommandResult, err
 		next.GetRunStartOffset() < 0 || next.GetRunStartOffset() > next.GetEndOffset():
 		return nil, errorf(codeInvalidRequest, "table %d bucket %d: remote log [%d, %d) with %d segments, %d bytes",
 			b.GetTableId(), b.GetBucket(), next.GetStartOffset(), next.GetEndOffset(), next.GetSegments(), next.GetBytes())
-	case cur != nil && next.GetEndOffset() < cur.GetEndOffset():
+	case cut && (next.GetEndOffset() > c.GetCutOffset() || c.GetCutOffset() < 0):
+		return nil, errorf(codeInvalidRequest, "table %d bucket %d: a remote log cut at %d ends at %d",
+			b.GetTableId(), b.GetBucket(), c.GetCutOffset(), next.GetEndOffset())
+	case !cut && cur != nil && next.GetEndOffset() < cur.GetEndOffset():
 		return nil, errorf(codeInvalidRequest, "table %d bucket %d: remote log end %d before the committed end %d",
 			b.GetTableId(), b.GetBucket(), next.GetEndOffset(), cur.GetEndOffset())
-	case cur != nil && next.GetStartOffset() < cur.GetStartOffset():
+	case !cut && cur != nil && next.GetStartOffset() < cur.GetStartOffset():
 		return nil, errorf(codeInvalidRequest, "table %d bucket %d: remote log start %d before the committed start %d",
 			b.GetTableId(), b.GetBucket(), next.GetStartOffset(), cur.GetStartOffset())
 	}
@@ -47,6 +66,14 @@ func (a *applier) commitRemoteLog(c *pb.CommitRemoteLog) (*pb.CommandResult, err
 	rl.Version = cur.GetVersion() + 1
 	rl.LeaderEpoch = b.GetLeaderEpoch()
 	b.RemoteLog = rl
+	if cut {
+		// Snapshots at or below the cut hold a log prefix both histories
+		// share; those past it hold the old one.
+		b.KvSnapshots = slices.DeleteFunc(slices.Clone(b.GetKvSnapshots()), func(s *pb.KVSnapshot) bool {
+			return s.GetOffset() > c.GetCutOffset()
+		})
+		b.RemoteFenceEpoch = 0
+	}
 	if err := a.putBucket(b); err != nil {
 		return nil, err
 	}

@@ -144,3 +144,55 @@ func TestCommitKVSnapshot(t *testing.T) {
 		t.Fatal("a refused snapshot commit changed the state")
 	}
 }
+
+// TestUncleanElectionFencesRemoteCopies: an unclean election of a bucket
+// with a remote log and KV snapshots fences them (remote storage 6): a
+// plain remote-log commit and a KV snapshot commit are refused until the
+// new leader commits the remote log cut at its divergence point, which may
+// end below the committed end, drops the snapshots past the point and
+// lifts the fence. A clean election fences nothing. Before, electBucket
+// kept the old manifest and snapshots as they were, and the new leader's
+// history was served from them below the remote end.
+func TestUncleanElectionFencesRemoteCopies(t *testing.T) {
+	r := []uint32{1, 2, 3}
+	withCopies := func(b *pb.BucketRecord) *pb.BucketRecord {
+		b.RemoteLog = &pb.RemoteLog{ManifestKey: "m/old", StartOffset: 0, EndOffset: 500, Version: 3, LeaderEpoch: 3}
+		b.KvSnapshots = []*pb.KVSnapshot{{ManifestKey: "s/1", Offset: 200}, {ManifestKey: "s/2", Offset: 450}}
+		return b
+	}
+	live := func(id uint32) bool { return id != 1 }
+
+	clean := withCopies(bk(r, 0, []uint32{1, 2}, 3, 3))
+	if _, refusal := electBucket(clean, live, nil, true); refusal != nil || clean.GetRemoteFenceEpoch() != 0 {
+		t.Fatalf("clean election: %v, fence %d; want no fence", refusal, clean.GetRemoteFenceEpoch())
+	}
+	noCopies := bk(r, 0, []uint32{1}, 3, 3)
+	if _, refusal := electBucket(noCopies, live, nil, true); refusal != nil || noCopies.GetRemoteFenceEpoch() != 0 {
+		t.Fatalf("unclean election without remote copies: %v, fence %d; want no fence", refusal, noCopies.GetRemoteFenceEpoch())
+	}
+
+	h := bucketFixture(t, 3, 1, 2, 3)
+	b := withCopies(bk(r, 0, []uint32{1}, 3, 3))
+	if _, refusal := electBucket(b, live, nil, true); refusal != nil || b.GetRemoteFenceEpoch() != 4 || b.GetLeader() != 2 {
+		t.Fatalf("unclean election: %v, %v; want node 2 leading with the copies fenced at epoch 4", refusal, b)
+	}
+	setBucket(t, h.s, b)
+
+	wantRefused(t, h.apply(commitRemote(b, 2, 3, 0, 600)), pb.ErrorCode_ERROR_CODE_FENCED, "awaits its cut")
+	snap := &pb.Command{Op: &pb.Command_CommitKvSnapshot{CommitKvSnapshot: &pb.CommitKVSnapshot{TableId: 1, Bucket: 0,
+		LeaderId: 2, LeaderEpoch: 4, Retained: 2, Snapshot: &pb.KVSnapshot{ManifestKey: "s/3", Offset: 600}}}}
+	wantRefused(t, h.apply(snap), pb.ErrorCode_ERROR_CODE_FENCED, "await their cut")
+
+	cut := commitRemote(b, 2, 3, 0, 180)
+	cut.GetCommitRemoteLog().FenceCut, cut.GetCommitRemoteLog().CutOffset = true, 300
+	res := h.ok(cut)
+	got := res.GetBucket()
+	if got.GetRemoteFenceEpoch() != 0 || got.GetRemoteLog().GetEndOffset() != 180 || got.GetRemoteLog().GetVersion() != 4 ||
+		len(got.GetKvSnapshots()) != 1 || got.GetKvSnapshots()[0].GetOffset() != 200 {
+		t.Fatalf("after the cut at 300: %v; want the fence lifted, the remote log ending at 180, only the snapshot at 200 left", got)
+	}
+	again := commitRemote(got, 2, 4, 0, 180)
+	again.GetCommitRemoteLog().FenceCut, again.GetCommitRemoteLog().CutOffset = true, 300
+	wantRefused(t, h.apply(again), pb.ErrorCode_ERROR_CODE_FENCED, "no unclean election")
+	h.ok(commitRemote(got, 2, 4, 0, 700))
+}

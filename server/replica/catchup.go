@@ -34,6 +34,9 @@ func (r *Replica) behindLeaderStart(fb *pb.FetchedBucket) bool {
 //     leader's local start. A primary-key replica cannot (its store needs
 //     every change): it waits, saying why.
 func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, error) {
+	if r.remoteFenced() {
+		return nil, r.errRemoteFenced() // they may hold another history: wait for the cut
+	}
 	end := r.log.EndOffset()
 	rl := r.remote.Load()
 	// A remote log with a gap (a leader restored from a KV snapshot) holds
@@ -158,6 +161,9 @@ func (r *Replica) truncateToRemote(ctx context.Context) (bool, error) {
 // from on, about maxBytes, for a KV store that needs the changelog below
 // the local log's start; nil when the remote log does not hold from.
 func (r *Replica) ReadRemoteBelow(ctx context.Context, from int64, maxBytes int) ([]byte, error) {
+	if r.remoteFenced() {
+		return nil, r.errRemoteFenced()
+	}
 	if !r.inRemote(from) {
 		return nil, nil
 	}

@@ -194,6 +194,9 @@ func (r *Replica) serveConsumer(ctx context.Context, fb *pb.FetchBucket, budget 
 	from, to, err := r.core.ConsumerRange(fb.Offset, out.LogStartOffset, out.LogEndOffset)
 	if errors.Is(err, replication.ErrOutOfRange) && fb.Offset < out.LogStartOffset && r.inRemote(fb.Offset) {
 		r.mu.Unlock()
+		if r.remoteFenced() {
+			return r.errRemoteFenced()
+		}
 		return r.serveRemote(ctx, fb, budget, out)
 	}
 	if r.closed {

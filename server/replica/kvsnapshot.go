@@ -30,6 +30,15 @@ func (r *Replica) noteKVSnapshots(snaps []*pb.KVSnapshot) {
 	r.refreshRetention()
 }
 
+// setKVSnapshots records the bucket's committed KV snapshots as the
+// metadata stream has them, in commit order: a fence cut after an unclean
+// election may have dropped the newest.
+func (r *Replica) setKVSnapshots(snaps []*pb.KVSnapshot) {
+	next := append([]*pb.KVSnapshot(nil), snaps...)
+	r.kvSnaps.Store(&next)
+	r.refreshRetention()
+}
+
 func newestOf(snaps []*pb.KVSnapshot) *pb.KVSnapshot {
 	if len(snaps) == 0 {
 		return nil

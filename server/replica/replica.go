@@ -37,6 +37,10 @@ type Replica struct {
 	// kvSnaps are the bucket's committed KV snapshots, oldest first, as
 	// last seen (primary-key tables; kvsnapshot.go).
 	kvSnaps atomic.Pointer[[]*pb.KVSnapshot]
+	// remoteFence is the bucket's remote_fence_epoch as last assigned:
+	// non-zero while an unclean election's cut of the remote copies is
+	// pending (tiering.go).
+	remoteFence atomic.Int32
 	// uncleanElections is the bucket's count of unclean elections, as last
 	// seen: after one, a leader may lack committed records by choice.
 	uncleanElections atomic.Int32

@@ -16,8 +16,9 @@ func (r *Replica) assign(b *pb.BucketRecord, index uint64) {
 	if r.closed {
 		return
 	}
+	r.remoteFence.Store(b.RemoteFenceEpoch)
 	r.noteRemoteLog(b.RemoteLog)
-	r.noteKVSnapshots(b.KvSnapshots)
+	r.setKVSnapshots(b.KvSnapshots)
 	r.uncleanElections.Store(b.UncleanElections)
 	wasLeading := r.leadingLocked()
 	eff := r.core.Assign(replication.Assignment{Leader: b.Leader, LeaderEpoch: b.LeaderEpoch, BucketEpoch: b.BucketEpoch,

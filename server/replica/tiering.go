@@ -62,6 +62,12 @@ func (r *Replica) RemoteLog() *pb.RemoteLog { return r.remote.Load() }
 func (r *Replica) refreshRetention() {
 	rl := r.remote.Load()
 	b := logstore.RetentionBounds{RemoteStart: HandleOf(rl).CoveredFrom(), RemoteEnd: rl.GetEndOffset(), ExpireBelow: math.MaxInt64}
+	fenced := r.remoteFenced()
+	if fenced {
+		// The remote log may hold another history than this log's (an
+		// unclean election): nothing goes on its strength until the cut.
+		b.RemoteStart, b.RemoteEnd = 0, 0
+	}
 	if r.table().primaryKey {
 		applied := int64(0)
 		if r.kv != nil {
@@ -71,6 +77,9 @@ func (r *Replica) refreshRetention() {
 		}
 		b.RemoteEnd = min(b.RemoteEnd, applied)
 		b.ExpireBelow = min(r.newestKVSnapshot().GetOffset(), applied)
+		if fenced {
+			b.ExpireBelow = 0 // the snapshots may go with the cut
+		}
 	}
 	if b != r.log.Bounds() {
 		r.log.SetRetentionBounds(b)
@@ -95,6 +104,33 @@ type LeaderLog struct {
 	AppliedOffset    int64
 	SnapshotInterval time.Duration
 	SnapshotRetained int
+	// RemoteFenced: an unclean election fenced the bucket's remote log
+	// and KV snapshots; this leader's round cuts them (Divergence).
+	RemoteFenced bool
+}
+
+// Divergence is the first offset the manifest holds that this leader's
+// log holds in another leader epoch or not at all (below the log's start
+// it is taken as agreeing: the manifest is the only copy left); ok is
+// false when they agree. The rule is the protocol core's
+// (replication.Divergence).
+func (l LeaderLog) Divergence(m *tiering.Manifest) (int64, bool) {
+	var remote []replication.EpochSpan
+	for _, s := range m.Segments {
+		for i, e := range s.Epochs {
+			end := s.NextOffset
+			if i+1 < len(s.Epochs) {
+				end = s.Epochs[i+1].StartOffset
+			}
+			remote = append(remote, replication.EpochSpan{Epoch: e.Epoch, Start: e.StartOffset, End: end})
+		}
+	}
+	epochs := l.Log.Epochs()
+	starts := make([]replication.EpochSpan, len(epochs))
+	for i, e := range epochs {
+		starts[i] = replication.EpochSpan{Epoch: e.Epoch, Start: e.StartOffset}
+	}
+	return replication.Divergence(remote, replication.Spans(starts, l.Log.EndOffset()), l.Log.StartOffset())
 }
 
 // LeaderLogs lists the buckets this node leads, and on the way refreshes
@@ -119,7 +155,7 @@ func (m *Manager) LeaderLogs() []LeaderLog {
 		}
 		info := r.table()
 		l := LeaderLog{ID: r.id, Log: r.log, LeaderEpoch: epoch, HighWatermark: hw,
-			Remote: r.remote.Load(), TTL: info.props.LogTTL, PrimaryKey: info.primaryKey,
+			Remote: r.remote.Load(), RemoteFenced: r.remoteFenced(), TTL: info.props.LogTTL, PrimaryKey: info.primaryKey,
 			SnapshotInterval: info.props.KVSnapshotInterval, SnapshotRetained: info.props.KVSnapshotRetained}
 		if r.kv != nil {
 			l.KVSnapshots = r.kvSnapshots()
@@ -136,6 +172,18 @@ func (m *Manager) NoteRemoteLog(id BucketID, rl *pb.RemoteLog) {
 	if r := m.replica(id); r != nil {
 		r.noteRemoteLog(rl)
 	}
+}
+
+// remoteFenced says an unclean election fenced the bucket's remote log and
+// KV snapshots and their cut is not committed yet (remote storage 6): no
+// read, restore or retention may rely on them meanwhile.
+func (r *Replica) remoteFenced() bool { return r.remoteFence.Load() != 0 }
+
+// errRemoteFenced refuses, retriably, what would read the fenced copies.
+func (r *Replica) errRemoteFenced() error {
+	return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE,
+		"bucket %s: the remote log and KV snapshots await their cut after the unclean election of leader epoch %d",
+		r.id, r.remoteFence.Load())
 }
 
 // inRemote says whether offset is in the bucket's committed remote log and

@@ -456,9 +456,16 @@ type BucketRecord struct {
 	RemoteLog *RemoteLog `protobuf:"bytes,9,opt,name=remote_log,json=remoteLog,proto3" json:"remote_log,omitempty"`
 	// The bucket's committed KV snapshots (primary-key tables), oldest
 	// first, at most the table's kv.snapshot.retained.
-	KvSnapshots   []*KVSnapshot `protobuf:"bytes,10,rep,name=kv_snapshots,json=kvSnapshots,proto3" json:"kv_snapshots,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	KvSnapshots []*KVSnapshot `protobuf:"bytes,10,rep,name=kv_snapshots,json=kvSnapshots,proto3" json:"kv_snapshots,omitempty"`
+	// Set by an unclean election, to the leader epoch it started, when the
+	// bucket has a remote log or KV snapshots: they are copies of the old
+	// leader's history, which the new one may contradict from some offset
+	// on. Until a leader cuts them there (CommitRemoteLog.fence_cut), no
+	// replica reads or restores from them, deletes a local copy on their
+	// strength, or commits a new one. 0: no fence.
+	RemoteFenceEpoch int32 `protobuf:"varint,11,opt,name=remote_fence_epoch,json=remoteFenceEpoch,proto3" json:"remote_fence_epoch,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *BucketRecord) Reset() {
@@ -559,6 +566,13 @@ func (x *BucketRecord) GetKvSnapshots() []*KVSnapshot {
 		return x.KvSnapshots
 	}
 	return nil
+}
+
+func (x *BucketRecord) GetRemoteFenceEpoch() int32 {
+	if x != nil {
+		return x.RemoteFenceEpoch
+	}
+	return 0
 }
 
 // KVSnapshot is a primary-key bucket's store as of a log offset, in remote
@@ -1389,8 +1403,15 @@ type CommitRemoteLog struct {
 	LeaderEpoch     int32                  `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
 	ExpectedVersion int64                  `protobuf:"varint,5,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
 	RemoteLog       *RemoteLog             `protobuf:"bytes,6,opt,name=remote_log,json=remoteLog,proto3" json:"remote_log,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Cut the fenced copies of an unclean election (remote_fence_epoch) at
+	// the leader's divergence point cut_offset: remote_log then lists only
+	// segments below it (its end may fall below the committed one), the KV
+	// snapshots past it are dropped, and the fence is lifted. Refused without
+	// a fence; a plain commit is refused with one.
+	FenceCut      bool  `protobuf:"varint,7,opt,name=fence_cut,json=fenceCut,proto3" json:"fence_cut,omitempty"`
+	CutOffset     int64 `protobuf:"varint,8,opt,name=cut_offset,json=cutOffset,proto3" json:"cut_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommitRemoteLog) Reset() {
@@ -1465,14 +1486,29 @@ func (x *CommitRemoteLog) GetRemoteLog() *RemoteLog {
 	return nil
 }
 
+func (x *CommitRemoteLog) GetFenceCut() bool {
+	if x != nil {
+		return x.FenceCut
+	}
+	return false
+}
+
+func (x *CommitRemoteLog) GetCutOffset() int64 {
+	if x != nil {
+		return x.CutOffset
+	}
+	return 0
+}
+
 // ReportDamagedReplica is a tablet node saying that its replica of a bucket
 // found damage in its log (a batch that fails its checksum) from offset on:
 // the replica can no longer vouch for what it holds there. It leaves the
-// ISR even as its last member, and if it led, the first other ISR member in
-// assignment order leads with a new epoch (none: the bucket goes offline
-// until an unclean election); both epochs rise as for a lost replica. Out
-// of the ISR, the replica cuts its log back to offset and fetches the rest
-// again. Refused (FENCED) unless node_epoch is the node's current
+// ISR, and if it led, the first other ISR member in assignment order leads
+// with a new epoch; both epochs rise as for a lost replica. Out of the ISR,
+// the replica cuts its log back to offset and fetches the rest again. The
+// ISR's last member stays (it holds the only copy of what was acknowledged
+// after the damage) unless it reports lost records (lost_tail): then the
+// bucket goes offline until an unclean election. Refused (FENCED) unless node_epoch is the node's current
 // registration, so a report from an earlier run changes nothing.
 type ReportDamagedReplica struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -2796,7 +2832,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\rcreated_at_ms\x18\v \x01(\x03R\vcreatedAtMs\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe5\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x93\x03\n" +
 	"\fBucketRecord\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1a\n" +
@@ -2809,7 +2845,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\n" +
 	"remote_log\x18\t \x01(\v2\x12.floe.v1.RemoteLogR\tremoteLog\x126\n" +
 	"\fkv_snapshots\x18\n" +
-	" \x03(\v2\x13.floe.v1.KVSnapshotR\vkvSnapshots\"\xb3\x01\n" +
+	" \x03(\v2\x13.floe.v1.KVSnapshotR\vkvSnapshots\x12,\n" +
+	"\x12remote_fence_epoch\x18\v \x01(\x05R\x10remoteFenceEpoch\"\xb3\x01\n" +
 	"\n" +
 	"KVSnapshot\x12!\n" +
 	"\fmanifest_key\x18\x01 \x01(\tR\vmanifestKey\x12\x16\n" +
@@ -2874,7 +2911,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\tleader_id\x18\x03 \x01(\rR\bleaderId\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12/\n" +
 	"\bsnapshot\x18\x05 \x01(\v2\x13.floe.v1.KVSnapshotR\bsnapshot\x12\x1a\n" +
-	"\bretained\x18\x06 \x01(\x05R\bretained\"\xe2\x01\n" +
+	"\bretained\x18\x06 \x01(\x05R\bretained\"\x9e\x02\n" +
 	"\x0fCommitRemoteLog\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
@@ -2882,7 +2919,10 @@ const file_metastate_proto_rawDesc = "" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12)\n" +
 	"\x10expected_version\x18\x05 \x01(\x03R\x0fexpectedVersion\x121\n" +
 	"\n" +
-	"remote_log\x18\x06 \x01(\v2\x12.floe.v1.RemoteLogR\tremoteLog\"\xce\x01\n" +
+	"remote_log\x18\x06 \x01(\v2\x12.floe.v1.RemoteLogR\tremoteLog\x12\x1b\n" +
+	"\tfence_cut\x18\a \x01(\bR\bfenceCut\x12\x1d\n" +
+	"\n" +
+	"cut_offset\x18\b \x01(\x03R\tcutOffset\"\xce\x01\n" +
 	"\x14ReportDamagedReplica\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x17\n" +

@@ -1,0 +1,81 @@
+package tiering
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/storage/record"
+)
+
+// TestTierCutsFencedRemoteLog: leader A (epoch 3) uploaded [0, E). After
+// an unclean election, leader B (epoch 5) holds A's epoch-3 batches only
+// up to P < E, then its own. Its first round, fenced, commits the remote
+// log cut at P (no segment at or past it), deletes the dropped segments'
+// objects, and its next round uploads its own history from the cut on: a
+// read at P then returns B's batch, never A's.
+func TestTierCutsFencedRemoteLog(t *testing.T) {
+	f := newTierFixture(t)
+	f.appendBatches(300, 3)
+	first := f.tier(f.bucket(f.log.EndOffset()))
+	e := first.Committed.EndOffset
+	segsA := f.log.Segments()
+	p := segsA[1].BaseOffset + 10 // inside A's second segment
+
+	b, err := logstore.Open(logstore.Config{Dir: t.TempDir(), SegmentMaxBytes: 64 << 10, Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	f.log = b
+	f.appendBatches(int(p), 3)
+	f.appendBatches(300, 5)
+	f.ctl.epoch = 5
+
+	lb := f.bucket(b.EndOffset())
+	lb.Fenced = true
+	var askedEnd int64 = -1
+	lb.Divergence = func(m *Manifest) (int64, bool) {
+		askedEnd = m.End()
+		return p, true
+	}
+	round := f.tier(lb)
+	if askedEnd != e || len(f.ctl.cuts) != 1 || f.ctl.cuts[0] != p {
+		t.Fatalf("divergence asked of a manifest ending at %d, cuts %v; want the committed manifest (end %d) cut at %d", askedEnd, f.ctl.cuts, e, p)
+	}
+	cut := round.Committed
+	if cut.EndOffset != segsA[1].BaseOffset || cut.StartOffset != 0 {
+		t.Fatalf("after the cut: %+v; want [0, %d): the segments wholly below %d", cut, segsA[1].BaseOffset, p)
+	}
+	for _, k := range f.keys() {
+		var base int64
+		var epoch int32
+		if _, err := fmt.Sscanf(k, "cluster-a/t7/b2/log/%d-%d.", &base, &epoch); err == nil && base >= segsA[1].BaseOffset && epoch == 3 {
+			t.Fatalf("object %s of a dropped segment is still there", k)
+		}
+	}
+
+	lb = f.bucket(b.EndOffset())
+	next := f.tier(lb)
+	if next.Uploaded == 0 || next.Committed.EndOffset <= p {
+		t.Fatalf("round after the cut: %+v; want B's segments uploaded past %d", next, p)
+	}
+	r, err := NewReader(ReaderConfig{Store: f.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := r.Locate(t.Context(), next.Committed, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := r.ReadBatches(t.Context(), loc, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it := record.NewBatchIterator(data, true); it.Next(); {
+		if bt := it.Batch(); bt.LastOffset() >= p && bt.LeaderEpoch() != 5 {
+			t.Fatalf("remote batch [%d, %d] at or past the cut is of epoch %d, not the new leader's 5", bt.BaseOffset(), bt.LastOffset(), bt.LeaderEpoch())
+		}
+	}
+}
