@@ -20,7 +20,7 @@ type consumeOptions struct {
 	limit   int64 // 0: no limit
 	follow  bool
 	buckets []int32 // nil: all
-	noMeta  bool    // the row's columns only, as produce takes them
+	noMeta  bool    // no _bucket, _offset, _timestamp: the row's columns, and a changelog's _change
 }
 
 // consumeCmd prints a log table's rows, or a primary-key table's
@@ -35,7 +35,7 @@ func consumeCmd(env *cliEnv) clientCmd {
 			fs.Int64Var(&o.limit, "limit", 0, "stop after this many rows (0: no limit)")
 			fs.BoolVar(&o.follow, "follow", false, "keep reading new rows; without it, stop at the high watermark seen at start")
 			fs.StringVar(&buckets, "buckets", "", "comma-separated buckets to read (default: all)")
-			fs.BoolVar(&o.noMeta, "no-meta", false, "print the row's columns only (no _bucket, _offset, _timestamp, _change): lines that floe produce takes back")
+			fs.BoolVar(&o.noMeta, "no-meta", false, "print the row's columns without _bucket, _offset and _timestamp (a primary-key table's changelog keeps _change, which says whether the row was written or deleted): lines that floe produce takes back and applies")
 		},
 		check: func(pos []string) error {
 			if _, _, err := tableName(pos[0]); err != nil {
@@ -129,8 +129,7 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 	err = pollRange(ctx, s, ranges, o.follow, func(r client.ScanRecord) error {
 		var err error
 		if o.noMeta {
-			line, err = codec.AppendJSON(line[:0], r.Row)
-			line = append(line, '\n')
+			line, err = appendNoMetaJSON(line[:0], codec, r, changelog)
 		} else {
 			line, err = appendRecordJSON(line[:0], codec, r, changelog)
 		}
@@ -179,24 +178,49 @@ func isConsumeField(name string) bool {
 // then _bucket, _offset and _timestamp (RFC 3339, milliseconds, UTC), and
 // for a changelog _change (+I, -U, +U, -D).
 func appendRecordJSON(dst []byte, codec *record.JSONCodec, r client.ScanRecord, changelog bool) ([]byte, error) {
+	return appendLineJSON(dst, codec, r, true, changelog)
+}
+
+// appendNoMetaJSON appends a record as consume --no-meta prints it: the
+// row's columns, and for a changelog _change, without which a line would
+// not say whether its row was written or deleted (piped into produce, a
+// delete would write the row back).
+func appendNoMetaJSON(dst []byte, codec *record.JSONCodec, r client.ScanRecord, changelog bool) ([]byte, error) {
+	return appendLineJSON(dst, codec, r, false, changelog)
+}
+
+// appendLineJSON appends the row's columns, with position its _bucket,
+// _offset and _timestamp, with changelog its _change, and a newline.
+func appendLineJSON(dst []byte, codec *record.JSONCodec, r client.ScanRecord, position, changelog bool) ([]byte, error) {
 	start := len(dst)
 	dst, err := codec.AppendJSON(dst, r.Row)
 	if err != nil {
 		return dst, err
 	}
+	if !position && !changelog {
+		return append(dst, '\n'), nil
+	}
 	dst = dst[:len(dst)-1] // the closing brace
-	if len(dst) > start+1 {
-		dst = append(dst, ',')
+	sep := func() {
+		if len(dst) > start+1 {
+			dst = append(dst, ',')
+		}
 	}
-	dst = append(dst, `"_bucket":`...)
-	dst = strconv.AppendInt(dst, int64(r.Bucket), 10)
-	dst = append(dst, `,"_offset":`...)
-	dst = strconv.AppendInt(dst, r.Offset, 10)
-	dst = append(dst, `,"_timestamp":"`...)
-	dst = r.Timestamp.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+	if position {
+		sep()
+		dst = append(dst, `"_bucket":`...)
+		dst = strconv.AppendInt(dst, int64(r.Bucket), 10)
+		dst = append(dst, `,"_offset":`...)
+		dst = strconv.AppendInt(dst, r.Offset, 10)
+		dst = append(dst, `,"_timestamp":"`...)
+		dst = r.Timestamp.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+		dst = append(dst, '"')
+	}
 	if changelog {
-		dst = append(dst, `","_change":"`...)
+		sep()
+		dst = append(dst, `"_change":"`...)
 		dst = append(dst, r.Change.String()...)
+		dst = append(dst, '"')
 	}
-	return append(dst, "\"}\n"...), nil
+	return append(dst, "}\n"...), nil
 }

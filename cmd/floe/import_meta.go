@@ -26,7 +26,12 @@ const (
 // metaSplitter takes the members floe consume adds to a row (_bucket,
 // _offset, _timestamp, _change; column names never start with _) out of
 // JSON objects, reusing one buffer.
-type metaSplitter struct{ buf []byte }
+type metaSplitter struct {
+	buf []byte
+	// stated: the last object split had a _change member (its change is
+	// then what the line says, not the default).
+	stated bool
+}
 
 // split returns object without its meta members, and what its _change
 // says. Other members are kept byte for byte, so the row's codec sees them
@@ -34,6 +39,7 @@ type metaSplitter struct{ buf []byte }
 // as it is, for the codec to report. The result is valid until the next
 // call.
 func (s *metaSplitter) split(object []byte) ([]byte, lineChange, error) {
+	s.stated = false
 	if !bytes.Contains(object, []byte(`"_`)) {
 		return object, changeWrite, nil // the usual line: nothing to take out
 	}
@@ -42,7 +48,7 @@ func (s *metaSplitter) split(object []byte) ([]byte, lineChange, error) {
 	if err != nil || !ok {
 		return object, changeWrite, err
 	}
-	s.buf = out
+	s.buf, s.stated = out, m.seen
 	return out, m.change, nil
 }
 

@@ -14,11 +14,12 @@ import (
 )
 
 // produceCmd appends JSON lines, one object per row, to a log table, or
-// upserts (or deletes) them in a primary-key table.
+// upserts (or deletes) them in a primary-key table; lines floe consume
+// prints are taken as they are, their _change applied.
 func produceCmd(env *cliEnv) clientCmd {
 	var file, acks, columns string
 	var del bool
-	return clientCmd{summary: "append JSON lines to a log table, or upsert or delete them in a primary-key table", nargs: 1, streaming: true,
+	return clientCmd{summary: "append JSON lines to a log table, or upsert or delete them in a primary-key table (applying the _change of lines floe consume prints)", nargs: 1, streaming: true,
 		usage: "produce DB.TABLE [--file F] [--acks all|1|0] [--delete] [--columns a,b]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&file, "file", "", "read JSON lines from this file instead of stdin")
@@ -86,15 +87,40 @@ type lineWriter struct {
 	close func(ctx context.Context) error
 	stats func() client.WriterStats
 	verb  string // "produced", "upserted", "deleted"
+	// changes counts the lines of a primary-key table whose _change made
+	// them deletes or passed them over; nil for a log table.
+	changes *lineChanges
 }
+
+// lineChanges counts what the _change of produced lines did besides the
+// writer's usual verb.
+type lineChanges struct {
+	deleted, passed int64
+}
+
+// Lines floe consume prints carry _bucket, _offset and _timestamp, which
+// produce drops, and on a primary-key table _change, which produce applies
+// as floe table import does (import_meta.go): +A, +I and +U write the row,
+// -D deletes its key, -U (an update's old row, its +U follows) is passed
+// over. So a changelog piped from consume into produce does in the copy
+// what it did in the source: a delete read as a write would bring its row
+// back.
 
 func newAppendLines(tbl *client.Table, opts client.AppendWriterOptions) (lineWriter, error) {
 	w, err := tbl.NewAppendWriter(opts)
 	if err != nil {
 		return lineWriter{}, err
 	}
+	var meta metaSplitter
 	return lineWriter{verb: "produced", close: w.Close, stats: w.Stats, write: func(ctx context.Context, object []byte) error {
-		_, err := w.AppendJSON(ctx, object)
+		cols, change, err := meta.split(object)
+		if err != nil {
+			return err
+		}
+		if change != changeWrite {
+			return fmt.Errorf("%w: a log table takes rows to append; -U and -D are a primary-key table's changes", errBadChange)
+		}
+		_, err = w.AppendJSON(ctx, cols)
 		return err
 	}}, nil
 }
@@ -104,16 +130,35 @@ func newUpsertLines(tbl *client.Table, opts client.UpsertWriterOptions, del bool
 	if err != nil {
 		return lineWriter{}, err
 	}
+	var meta metaSplitter
+	changes := &lineChanges{}
+	lw := lineWriter{verb: "upserted", close: w.Close, stats: w.Stats, changes: changes}
 	if del {
-		return lineWriter{verb: "deleted", close: w.Close, stats: w.Stats, write: func(ctx context.Context, object []byte) error {
-			_, err := w.DeleteJSON(ctx, object)
-			return err
-		}}, nil
+		lw.verb = "deleted"
 	}
-	return lineWriter{verb: "upserted", close: w.Close, stats: w.Stats, write: func(ctx context.Context, object []byte) error {
-		_, err := w.UpsertJSON(ctx, object)
+	lw.write = func(ctx context.Context, object []byte) error {
+		cols, change, err := meta.split(object)
+		if err != nil {
+			return err
+		}
+		if del && meta.stated && change != changeDelete {
+			return fmt.Errorf("%w: --delete takes keys to delete, and this line's _change is not -D", errBadChange)
+		}
+		switch {
+		case change == changeSkip:
+			changes.passed++
+			return nil
+		case change == changeDelete && !del:
+			changes.deleted++
+			_, err = w.DeleteJSON(ctx, cols)
+		case del:
+			_, err = w.DeleteJSON(ctx, cols)
+		default:
+			_, err = w.UpsertJSON(ctx, cols)
+		}
 		return err
-	}}, nil
+	}
+	return lw, nil
 }
 
 // produce writes the JSON lines of in, then waits for them. Rows before a
@@ -122,7 +167,7 @@ func produce(ctx context.Context, env *cliEnv, cf *clientFlags, w lineWriter, in
 	start := time.Now()
 	st, readErr := produceLines(ctx, in, w.write)
 	return closeWriter(ctx, cf, w.close, readErr, func(acked bool) {
-		printProduceSummary(env, cf, w.verb, st, w.stats(), time.Since(start), acked)
+		printProduceSummary(env, cf, w, st, time.Since(start), acked)
 	})
 }
 
@@ -148,12 +193,20 @@ func closeWriter(ctx context.Context, cf *clientFlags, closeFn func(context.Cont
 	return nil
 }
 
-func printProduceSummary(env *cliEnv, cf *clientFlags, verb string, st lineStats, ws client.WriterStats,
-	elapsed time.Duration, acked bool) {
+func printProduceSummary(env *cliEnv, cf *clientFlags, w lineWriter, st lineStats, elapsed time.Duration, acked bool) {
+	ws := w.stats()
 	rate := float64(st.rows) / max(elapsed.Seconds(), 1e-9)
+	var ch lineChanges
+	if w.changes != nil {
+		ch = *w.changes
+	}
 	if cf.output == "json" {
-		b, _ := json.Marshal(map[string]any{"rows": st.rows, "bytes": st.bytes, "seconds": elapsed.Seconds(),
-			"rows_per_s": rate, "acknowledged": ws.Acknowledged, "failed": ws.Failed, "all_acknowledged": acked})
+		res := map[string]any{"rows": st.rows, "bytes": st.bytes, "seconds": elapsed.Seconds(),
+			"rows_per_s": rate, "acknowledged": ws.Acknowledged, "failed": ws.Failed, "all_acknowledged": acked}
+		if w.changes != nil {
+			res["deleted"], res["passed_over"] = ch.deleted, ch.passed
+		}
+		b, _ := json.Marshal(res)
 		fmt.Fprintln(env.stderr, string(b))
 		return
 	}
@@ -162,7 +215,16 @@ func printProduceSummary(env *cliEnv, cf *clientFlags, verb string, st lineStats
 			plural(ws.Acknowledged, "row"), plural(ws.Failed, "row"), st.bytes, elapsed.Round(time.Millisecond))
 		return
 	}
-	fmt.Fprintf(env.stderr, "%s %s, %d bytes in %v (%.0f rows/s)\n", verb, plural(st.rows, "row"), st.bytes,
+	// Lines whose _change made them deletes or passed them over are not
+	// the verb's.
+	done := w.verb + " " + plural(st.rows-ch.deleted-ch.passed, "row")
+	if ch.deleted > 0 {
+		done += ", deleted " + plural(ch.deleted, "row")
+	}
+	if ch.passed > 0 {
+		done += ", passed over " + plural(ch.passed, "-U row")
+	}
+	fmt.Fprintf(env.stderr, "%s, %d bytes in %v (%.0f rows/s)\n", done, st.bytes,
 		elapsed.Round(time.Millisecond), rate)
 }
 

@@ -207,6 +207,8 @@ func (r *Replica) finishAppend(ctx context.Context, info logstore.AppendInfo, wa
 	// their fetch and fsync overlap the leader's.
 	r.mgr.notify()
 	if acks == AcksNone {
+		// Answered now, committed like any other write once durable.
+		r.syncInBackground(info.LastOffset+1, wait)
 		return resp, nil
 	}
 	if err := wait(); err != nil {
@@ -222,13 +224,7 @@ func (r *Replica) finishAppend(ctx context.Context, info logstore.AppendInfo, wa
 		}
 		return nil, r.wireError(err)
 	}
-	r.mu.Lock()
-	if r.failed == nil && !r.closed {
-		// The log is durable to its end as of this sync: the core may move
-		// the high watermark (and notifies followers when it does).
-		r.performLocked(r.core.DurableEnd(r.log.EndOffset()))
-	}
-	r.mu.Unlock()
+	r.reportDurable()
 	if acks == AcksLeader {
 		return resp, nil
 	}

@@ -61,7 +61,8 @@ type Replica struct {
 
 	mu        sync.Mutex
 	core      *replication.Bucket
-	hwWaiters []hwWaiter // writes waiting for the high watermark (leader)
+	hwWaiters []hwWaiter     // writes waiting for the high watermark (leader)
+	bgSync    backgroundSync // acks=0 writes made durable in the background (backgroundsync.go)
 	closed    bool
 	failed    error // the log failed: out of service for good (failure.go)
 	damagedAt int64 // the first damaged offset found and not yet cut away, -1: none (damage.go)
