@@ -24,7 +24,7 @@ func checkStored(t *pb.TableRecord) (unusable, invalid string) {
 			return fmt.Sprintf("column %q: %v", c.GetName(), err), ""
 		}
 	}
-	tbl := tableprop.Table{Replication: int(t.GetReplication()), PrimaryKey: len(t.GetPrimaryKey()) > 0}
+	tbl := tableprop.Table{Replication: int(t.GetReplication()), PrimaryKey: len(t.GetPrimaryKey()) > 0, CreatedChecks: t.GetChecks()}
 	if _, err := tableprop.ParseStored(t.GetProperties(), tbl); err != nil {
 		return err.Error(), ""
 	}

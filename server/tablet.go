@@ -168,7 +168,7 @@ func (s *Server) maxBatchBytes() int {
 func (s *Server) maxBatchFor(t *pb.TableRecord) int {
 	segment := tableprop.DefaultLogSegmentBytes
 	v, err := tableprop.ParseStored(t.GetProperties(), tableprop.Table{Replication: int(t.GetReplication()),
-		PrimaryKey: len(t.GetPrimaryKey()) > 0})
+		PrimaryKey: len(t.GetPrimaryKey()) > 0, CreatedChecks: t.GetChecks()})
 	_, set := t.GetProperties()[tableprop.LogSegmentBytes]
 	switch {
 	case err == nil && (set || s.cfg.SegmentMaxBytes == 0):

@@ -119,6 +119,11 @@ type Property struct {
 	Description string
 	// Since is the create-table checks version that introduced it.
 	Since uint32
+	// Before is the value of a stored table created before the property
+	// existed, when it differs from Default: such a table keeps what it was
+	// created with (log.ttl: forever, since it kept every record). Empty:
+	// Default.
+	Before string
 }
 
 // Accepts describes the accepted values, as error messages and the README
@@ -147,7 +152,7 @@ var properties = []Property{
 		Description: "segments in remote storage older than this leave local disk even within log.local.segments"},
 	{Name: LogSegmentBytes, Range: "64KiB to 1GiB (bytes, or with KiB, MiB or GiB)", Default: "256MiB", Since: checksTiering,
 		Description: "a log segment rolls at this size"},
-	{Name: LogTTL, Range: "a duration of at least 1s, or forever", Default: "7d", Since: checksTiering,
+	{Name: LogTTL, Range: "a duration of at least 1s, or forever", Default: "7d", Since: checksTiering, Before: Forever,
 		Description: "records older than this are deleted, locally and remotely (a primary-key table's changelog only below its newest snapshot)"},
 	{Name: MergeEngine, Values: []string{MergeLastRow, MergeFirstRow, MergeVersioned}, Default: MergeLastRow, PrimaryKeyOnly: true, Since: checksRegistry,
 		Description: "first_row ignores later upserts of a key; versioned keeps the row with the larger version"},
@@ -194,6 +199,12 @@ type Table struct {
 	// by (metastate.CreateTableChecks, ≥ 1): properties introduced later
 	// are unknown to it. Zero: LatestChecks.
 	Checks uint32
+	// CreatedChecks is, for ParseStored, the create-table checks version
+	// the stored table was created under (pb.TableRecord.checks; 0: a
+	// record from before log.ttl, which does not say): a property
+	// introduced later that the table does not set takes its Before value,
+	// not the default of new tables. Parse ignores it.
+	CreatedChecks uint32
 }
 
 // Values are a table's properties, defaults filled in.
@@ -246,8 +257,12 @@ func Parse(props map[string]string, t Table) (Values, error) {
 // older builds) and properties of primary-key tables on a log table are
 // ignored, and a min.insync.replicas above the replication factor counts as
 // the replication factor (every replica, the most it can ask for; before,
-// every acks=all write failed). A value it cannot read (min.insync.replicas=abc,
-// merge-engine=newest) is an *Error: the table is unusable.
+// every acks=all write failed). A property the table could not set when
+// it was created (Table.CreatedChecks) and does not set keeps the value
+// tables had before the property existed (Property.Before): log.ttl is
+// forever for a table from before it, 7d only for tables created since. A
+// value it cannot read (min.insync.replicas=abc, merge-engine=newest) is
+// an *Error: the table is unusable.
 func ParseStored(props map[string]string, t Table) (Values, error) {
 	return parse(props, t, false)
 }
@@ -262,6 +277,11 @@ func parse(props map[string]string, t Table, strict bool) (Values, error) {
 	checks := t.Checks
 	if checks == 0 {
 		checks = LatestChecks
+	}
+	if !strict {
+		if err := setBefore(&v, props, t); err != nil {
+			return Values{}, err
+		}
 	}
 	keys := make([]string, 0, len(props))
 	for k := range props {
@@ -318,4 +338,20 @@ func parse(props map[string]string, t Table, strict bool) (Values, error) {
 		return Values{}, &Error{Property: VersionColumn, Value: v.VersionColumn, Problem: "only for merge-engine=versioned"}
 	}
 	return v, nil
+}
+
+// setBefore gives the properties introduced after t.CreatedChecks, which
+// the table could not set when it was created and props does not, their
+// Before values.
+func setBefore(v *Values, props map[string]string, t Table) error {
+	for _, p := range properties {
+		_, set := props[p.Name]
+		if set || p.Before == "" || p.Since <= t.CreatedChecks || (p.PrimaryKeyOnly && !t.PrimaryKey) {
+			continue
+		}
+		if err := parseTiering(v, p.Name, p.Before); err != nil {
+			return err
+		}
+	}
+	return nil
 }

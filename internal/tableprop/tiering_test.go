@@ -91,3 +91,41 @@ func TestParseByChecksVersion(t *testing.T) {
 		t.Fatalf("latest: %+v, %v", v, err)
 	}
 }
+
+// TestParseStoredLogTTL: a stored table created before log.ttl existed
+// (its record's checks version below the tiering one, or unrecorded) and
+// without the property keeps every record, as it did when it was created;
+// a table created since gets the 7-day default, and one that sets log.ttl
+// gets what it set, whenever it was created.
+func TestParseStoredLogTTL(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		props   map[string]string
+		created uint32
+		want    time.Duration
+	}{
+		{"stored before the registry", nil, 0, 0},
+		{"stored by the registry's first version", nil, checksRegistry, 0},
+		{"primary-key table stored before log.ttl", nil, checksRegistry, 0},
+		{"created since log.ttl", nil, checksTiering, DefaultLogTTL},
+		{"created by a later version", nil, LatestChecks + 1, DefaultLogTTL},
+		{"set, stored before the registry", map[string]string{LogTTL: "1d"}, 0, 24 * time.Hour},
+		{"set forever, created since", map[string]string{LogTTL: Forever}, checksTiering, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			table := Table{Replication: 3, CreatedChecks: tt.created, PrimaryKey: strings.HasPrefix(tt.name, "primary-key")}
+			v, err := ParseStored(tt.props, table)
+			if err != nil || v.LogTTL != tt.want {
+				t.Fatalf("ParseStored(%v, created under %d) log.ttl = %v, %v; want %v", tt.props, tt.created, v.LogTTL, err, tt.want)
+			}
+			if v.LogSegmentBytes != DefaultLogSegmentBytes {
+				t.Fatalf("log.segment.bytes %d: only log.ttl keeps its value from before", v.LogSegmentBytes)
+			}
+		})
+	}
+	// A new table gets the default whatever CreatedChecks says: Parse
+	// reads a table being created.
+	if v, err := Parse(nil, Table{Replication: 3}); err != nil || v.LogTTL != DefaultLogTTL {
+		t.Fatalf("Parse of a new table: log.ttl %v, %v; want %v", v.LogTTL, err, DefaultLogTTL)
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/floedb/floe/internal/tableprop"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -521,5 +523,51 @@ func TestCreateTableChecksV0(t *testing.T) {
 		} else {
 			wantRefused(t, res, pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "reserved")
 		}
+	}
+}
+
+// TestCreatedChecksDecideLogTTL: a table record keeps the create-table
+// checks version its create was applied by, and the replicas' reading of
+// it (tableprop.ParseStored) gives a table from before log.ttl existed no
+// age retention, as it had, and one created since the 7-day default. A
+// record stored by a build that did not record the version reads as from
+// before log.ttl.
+func TestCreatedChecksDecideLogTTL(t *testing.T) {
+	h := newHarness(t)
+	h.tabletNodes(3)
+	h.ok(createDB("sales"))
+	logTTL := func(rec *pb.TableRecord) time.Duration {
+		t.Helper()
+		v, err := tableprop.ParseStored(rec.GetProperties(), tableprop.Table{Replication: int(rec.GetReplication()),
+			PrimaryKey: len(rec.GetPrimaryKey()) > 0, CreatedChecks: rec.GetChecks()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.LogTTL
+	}
+	for _, tt := range []struct {
+		checks uint32
+		want   time.Duration
+	}{
+		{0, 0},
+		{1, 0},
+		{CreateTableChecks, tableprop.DefaultLogTTL},
+	} {
+		name := fmt.Sprintf("v%d", tt.checks)
+		res := h.ok(createTable(ordersTable("sales", name, func(c *pb.CreateTable) { c.Checks = tt.checks })))
+		rec := res.GetTable()
+		if rec.GetChecks() != tt.checks {
+			t.Fatalf("%s: the record keeps checks %d, want %d", name, rec.GetChecks(), tt.checks)
+		}
+		if got := logTTL(rec); got != tt.want {
+			t.Fatalf("%s: log.ttl %v, want %v", name, got, tt.want)
+		}
+	}
+	// As a build from before the field stored it: the same record, less
+	// the version.
+	old := proto.Clone(h.ok(createTable(ordersTable("sales", "unrecorded", nil))).GetTable()).(*pb.TableRecord)
+	old.Checks = 0
+	if got := logTTL(old); got != 0 {
+		t.Fatalf("a record without its checks version: log.ttl %v, want forever", got)
 	}
 }

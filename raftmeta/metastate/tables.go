@@ -79,6 +79,9 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 		Replication: replication,
 		Properties:  maps.Clone(c.GetProperties()),
 		CreatedAtMs: a.appendedAtMs,
+		// The defaults of the properties it did not set depend on it
+		// (tableprop.ParseStored): log.ttl is 7d only from version 2 on.
+		Checks: c.GetChecks(),
 	}
 	if err := a.putTable(rec); err != nil {
 		return nil, err

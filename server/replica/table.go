@@ -51,7 +51,8 @@ func newTableInfo(t *pb.TableRecord, kv KVTables) (*tableInfo, error) {
 	}
 	info := &tableInfo{id: t.Id, name: t.Database + "." + t.Name, schema: s, schemaID: cur.Id,
 		primaryKey: len(t.PrimaryKey) > 0, replication: int(t.Replication)}
-	props, err := tableprop.ParseStored(t.Properties, tableprop.Table{Replication: info.replication, PrimaryKey: info.primaryKey})
+	props, err := tableprop.ParseStored(t.Properties, tableprop.Table{Replication: info.replication, PrimaryKey: info.primaryKey,
+		CreatedChecks: t.GetChecks()})
 	if err != nil {
 		return nil, fmt.Errorf("%w: table %s: %w", ErrUnusableTable, info.name, err)
 	}

@@ -6,7 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/floedb/floe/internal/tableprop"
+	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -73,5 +76,32 @@ func TestLastPerBucket(t *testing.T) {
 	}
 	if unique := in[1:]; !slices.Equal(lastPerBucket(unique), unique) {
 		t.Fatal("records of distinct buckets changed")
+	}
+}
+
+// TestLogTTLOfTablesFromBeforeIt: a table stored before log.ttl existed
+// (its record without the checks version that brought it) and not setting
+// it gives its replicas' logs no age retention, as it had; a table created
+// since retains 7 days by default.
+func TestLogTTLOfTablesFromBeforeIt(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		checks uint32
+		want   time.Duration
+	}{
+		{"stored before log.ttl", 0, 0},
+		{"created since", tableprop.LatestChecks, tableprop.DefaultLogTTL},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			info, err := newTableInfo(&pb.TableRecord{Id: testBucket.TableID, Database: "db", Name: "events", Buckets: 1,
+				Replication: 1, Checks: tt.checks,
+				Schemas: []*pb.SchemaVersion{{Id: 1, Columns: []*pb.Column{{Name: "v", Type: "STRING"}}}}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := logConfig(logstore.Config{}, t.TempDir(), nil, info).RetentionAge; got != tt.want {
+				t.Fatalf("log retention age %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

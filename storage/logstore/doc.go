@@ -93,6 +93,8 @@
 // is rewritten in place after every fsync that moved it (durablemark.go);
 // a log that opens ending before it lost batches it had made durable, and
 // says so ([Log.LostTail]) instead of passing the loss off as a torn tail.
+// A truncation or reset lowers the mark and fsyncs it before it cuts
+// anything, so no power cut leaves a mark above what the disk still holds.
 //
 // # Leader epochs
 //

@@ -26,7 +26,15 @@ import (
 // cannot tell, since it is checkpointed lazily. The log opens with what it
 // has and says so (LostTail); the replica treats the range as damaged and
 // fetches it again from a peer, instead of serving a log that lacks what
-// it once acknowledged. A truncation lowers the mark before it cuts.
+// it once acknowledged.
+//
+// A truncation (or reset) lowers the mark, and that write is fsynced before
+// anything is cut: otherwise a power loss could keep the higher mark from
+// the page cache's earlier flush while the cut, which reaches the disk
+// whenever the kernel writes it back, is kept too, and the next Open would
+// report batches the truncation removed on purpose as lost. Between two
+// lowerings the mark only grows, so the disk holds no value above the last
+// one written, and a cut needs a lowering only when it goes below that.
 const durableMarkFile = "durable-end"
 
 // durableMarkBytes: magic (4) | offset (8) | CRC-32C of the previous (4).
@@ -46,6 +54,11 @@ type durableMark struct {
 	f      *os.File   // open between writes while in files; nil: closed
 	closed bool       // the log closed: no more writes
 	elem   *list.Element
+
+	// observe, when set (tests only), learns every offset written to the
+	// file and whether that write was fsynced, so a test can tell what a
+	// power loss may leave on disk.
+	observe func(offset int64, synced bool)
 }
 
 // markFiles is the set of durable-mark files a Scheduler's logs keep
@@ -104,9 +117,17 @@ func openDurableMark(dir string, files *markFiles) (*durableMark, int64, error) 
 	return m, m.at, nil
 }
 
-// set records offset as the durable end. Callers serialize their sets
-// (the log's syncMu); an eviction may close the file meanwhile.
-func (m *durableMark) set(offset int64) error {
+// set records offset as the durable end, in the page cache. Callers
+// serialize their sets (the log's syncMu); an eviction may close the file
+// meanwhile.
+func (m *durableMark) set(offset int64) error { return m.write(offset, false) }
+
+// lower records offset, below the mark, and fsyncs it before it returns:
+// see durableMarkFile for why a lowered mark must be on disk before the
+// cut it announces.
+func (m *durableMark) lower(offset int64) error { return m.write(offset, true) }
+
+func (m *durableMark) write(offset int64, durable bool) error {
 	if m == nil || offset == m.at {
 		return nil
 	}
@@ -119,6 +140,12 @@ func (m *durableMark) set(offset int64) error {
 		return nil // an fsync that finished after Close: Close wrote the mark
 	}
 	err := m.writeLocked()
+	if err == nil && durable {
+		if err = m.f.Sync(); err != nil {
+			m.closeFileLocked()
+			err = fmt.Errorf("%w: %v", ErrSyncFailed, err)
+		}
+	}
 	m.mu.Unlock()
 	if err != nil {
 		m.files.forget(m)
@@ -126,6 +153,9 @@ func (m *durableMark) set(offset int64) error {
 	}
 	m.files.touch(m)
 	m.at = offset
+	if m.observe != nil {
+		m.observe(offset, durable)
+	}
 	return nil
 }
 
@@ -178,4 +208,21 @@ func (m *durableMark) close() {
 // offset its durable mark held, and from where its batches are missing.
 func (l *Log) LostTail() (from int64, lost bool) {
 	return l.lostFrom, l.lostFrom >= 0
+}
+
+// lowerDurableMark lowers the mark to offset, durably, when it names more:
+// a truncation or reset calls it before it removes anything. A failure
+// fails the log (the cut must not go ahead, and the mark's state on disk
+// is unknown).
+func (l *Log) lowerDurableMark(offset int64) error {
+	l.syncMu.Lock()
+	var err error
+	if l.mark != nil && l.mark.at > offset {
+		err = l.mark.lower(offset)
+	}
+	l.syncMu.Unlock()
+	if err != nil {
+		return l.fail(err)
+	}
+	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestLostTailDetected: a log whose last durable batches vanished (the
@@ -152,4 +154,64 @@ func TestDurableMarkFilesBounded(t *testing.T) {
 	if n := sched.marks.lru.Len(); n != 0 {
 		t.Fatalf("%d marks still listed after every log closed", n)
 	}
+}
+
+// TestPowerLossAfterTruncate: a truncation lowers the durable mark, and a
+// power cut at any point after it (while the cut is being synced, or after
+// new batches were appended, some not yet synced) leaves a mark no higher
+// than the log the disk holds: reopening reports no lost tail, and keeps
+// every batch that was durable and not truncated.
+func TestPowerLossAfterTruncate(t *testing.T) {
+	dir := t.TempDir()
+	pl := newPowerLoss(t, dir)
+	var cutting atomic.Bool
+	var duringCut []string
+	l := openLog(t, Config{Dir: dir, Sync: SyncAlways, RecoveryPointInterval: time.Hour,
+		FsyncFault: func(base int64) error {
+			if cutting.Load() {
+				// The cut is written, not yet synced.
+				duringCut = append(duringCut, pl.images()...)
+			}
+			return pl.fsync(base)
+		}})
+	var infos []AppendInfo
+	for i := range 4 {
+		infos = append(infos, mustAppend(t, l, makeBatch(t, "old", 3, 40+i), 1))
+	}
+	pl.follow(l) // the mark, at the end of the fourth batch, is on disk
+	to := infos[2].BaseOffset
+	cutting.Store(true)
+	if err := l.Truncate(to); err != nil {
+		t.Fatal(err)
+	}
+	cutting.Store(false)
+	if len(duringCut) == 0 {
+		t.Fatal("the truncation synced nothing")
+	}
+	check := func(when string, images []string, wantEnd int64) {
+		t.Helper()
+		for _, img := range images {
+			got, err := Open(Config{Dir: img})
+			if err != nil {
+				t.Fatalf("%s: open: %v", when, err)
+			}
+			from, lost := got.LostTail()
+			end := got.EndOffset()
+			got.Close()
+			if lost {
+				t.Fatalf("%s: reopened with a lost tail from %d (end %d): the truncated batches were never lost", when, from, end)
+			}
+			if end < wantEnd {
+				t.Fatalf("%s: reopened ending at %d, want at least %d", when, end, wantEnd)
+			}
+		}
+	}
+	check("power cut while the truncation syncs", duringCut, to)
+	check("power cut after the truncation", pl.images(), to)
+
+	again := mustAppend(t, l, makeBatch(t, "new", 3, 50), 2)
+	if _, _, err := l.AppendPending(makeBatch(t, "unsynced", 3, 50), 2); err != nil {
+		t.Fatal(err)
+	}
+	check("power cut after appending again", pl.images(), again.LastOffset+1)
 }

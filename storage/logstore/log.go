@@ -72,6 +72,16 @@ type Log struct {
 	job      *job
 	tasksMu  sync.Mutex
 	taskDue  [numTasks]time.Time
+
+	hooks hooks
+}
+
+// hooks are points where a test stops a log mid-operation to run
+// something in the window it leaves; nil in production.
+type hooks struct {
+	// resetRenamed runs in Reset once the old segment files are renamed
+	// away, before the new one is created.
+	resetRenamed func()
 }
 
 // logPosition locates an offset on disk: the segment holding it and the byte

@@ -198,6 +198,11 @@ func (l *Log) offsetForTimestamp(ts int64) (int64, bool, error) {
 		if i < len(segs)-1 && seg.index.maxTime() < ts {
 			continue // sealed and wholly older: no need to open it
 		}
+		if seg.readable.Load() == 0 {
+			// Nothing to scan. Nor is there a file yet when Reset has
+			// just published the segment.
+			continue
+		}
 		m, err := seg.acquire()
 		if errors.Is(err, errSegmentGone) {
 			continue

@@ -12,10 +12,19 @@ import (
 // for their fsync fail with ErrTruncated; readers holding views keep
 // their bytes.
 //
-// Crash safety: the old segments are first renamed away oldest first (a
-// crash leaves a suffix of them: a valid log, as after retention), then
-// the new segment is created and the recovery point moved to it, then the
-// renamed files are removed (recovery removes any left).
+// Readers racing a reset see the old log or the new one, never a segment
+// whose file is gone: the new, empty log is published first (nothing in
+// it is readable, so no reader opens its file before it exists), then the
+// old segments are closed, so a reader that picked one before reloads the
+// list instead of opening a renamed file (errSegmentGone), and only then
+// are their files renamed away.
+//
+// Crash safety: the durable mark is lowered durably first (a crash that
+// leaves no segment at all must not read as a lost tail), then the old
+// segments are renamed away oldest first (a crash leaves a suffix of them:
+// a valid log, as after retention), then the new segment is created and
+// the recovery point moved to it, then the renamed files are removed
+// (recovery removes any left).
 func (l *Log) Reset(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -26,18 +35,30 @@ func (l *Log) Reset(offset int64) error {
 		return fmt.Errorf("logstore: reset to %d, not past the end %d (use Truncate)", offset, l.writtenEnd)
 	}
 	old := *l.segs.Load()
+	next := newSegment(l, offset) // its file is created below
 	l.truncGen.Add(1)
+	l.readableEnd.Store(offset)
+	l.writtenPub.Store(offset)
+	l.publishSegments([]*segment{next})
+	for _, s := range old {
+		s.close()
+	}
+	if err := l.lowerDurableMark(0); err != nil {
+		return err
+	}
 	for _, s := range old {
 		if err := os.Rename(s.path(logSuffix), s.path(logSuffix+deletedSuffix)); err != nil {
 			return l.fail(fmt.Errorf("logstore: reset: %w", err))
 		}
 		s.removeIndexes()
 	}
+	if l.hooks.resetRenamed != nil {
+		l.hooks.resetRenamed()
+	}
 	if err := syncDir(l.cfg.Dir); err != nil {
 		return l.fail(err)
 	}
-	next, err := createSegment(l, offset)
-	if err != nil {
+	if err := next.create(); err != nil {
 		return l.fail(err)
 	}
 	if err := syncDir(l.cfg.Dir); err != nil {
@@ -52,10 +73,8 @@ func (l *Log) Reset(offset int64) error {
 	if markErr != nil {
 		return l.fail(markErr)
 	}
-	l.readableEnd.Store(offset)
-	l.writtenPub.Store(offset)
 	l.cpMu.Lock()
-	err = l.writeRecoveryPointLocked(pos)
+	err := l.writeRecoveryPointLocked(pos)
 	l.cpMu.Unlock()
 	if err != nil {
 		return l.fail(err)
@@ -63,11 +82,9 @@ func (l *Log) Reset(offset int64) error {
 	if err := l.epochs.truncateFromEnd(0); err != nil {
 		return l.fail(err)
 	}
-	l.publishSegments([]*segment{next})
 	l.active, l.writtenEnd = next, offset
 	for _, s := range old {
 		_ = os.Remove(s.path(logSuffix + deletedSuffix))
-		s.close()
 	}
 	l.logger.Info("reset log", "start_offset", offset)
 	return nil

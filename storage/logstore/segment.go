@@ -92,14 +92,22 @@ func newSegment(l *Log, base int64) *segment {
 // createSegment creates the (empty, active) segment file for base.
 func createSegment(l *Log, base int64) (*segment, error) {
 	s := newSegment(l, base)
-	f, err := os.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("logstore: create segment: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("logstore: create segment: %w", err)
+	if err := s.create(); err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// create creates s's (empty) file.
+func (s *segment) create() error {
+	f, err := os.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("logstore: create segment: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("logstore: create segment: %w", err)
+	}
+	return nil
 }
 
 func roundUpPage(n int64) int64 {
@@ -255,12 +263,15 @@ func (s *segment) removeIndexes() {
 	_ = os.Remove(s.path(timeIndexSuffix))
 }
 
-// remove unlinks the segment's files and closes it; readers still holding
-// its mapping keep it until they release.
+// remove closes the segment and unlinks its files; readers still holding
+// its mapping keep it until they release. Closed first: a reader that
+// picked the segment before it left the list then finds it gone
+// (errSegmentGone) and reloads the list, where opening the unlinked file
+// would fail with an error no caller can act on.
 func (s *segment) remove() error {
+	s.close()
 	err := os.Remove(s.path(logSuffix))
 	s.removeIndexes()
-	s.close()
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("logstore: delete segment %d: %w", s.base, err)
 	}

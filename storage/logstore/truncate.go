@@ -46,16 +46,14 @@ func (l *Log) Truncate(to int64) error {
 	if l.durable.offset > newEnd {
 		l.durable = newPos
 	}
-	// Lowered before the cut: a crash in between leaves a mark at or
-	// below what is left.
-	if l.mark != nil && l.mark.at > newEnd {
-		if err := l.mark.set(newEnd); err != nil {
-			l.syncMu.Unlock()
-			return l.fail(err)
-		}
-	}
 	l.syncCond.Broadcast()
 	l.syncMu.Unlock()
+	// The mark goes down on disk before anything is cut: whenever power
+	// fails, the disk then holds a mark at or below what is left (see
+	// durableMarkFile).
+	if err := l.lowerDurableMark(newEnd); err != nil {
+		return err
+	}
 	if l.readableEnd.Load() > newEnd {
 		l.readableEnd.Store(newEnd)
 	}

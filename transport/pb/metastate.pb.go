@@ -316,13 +316,19 @@ type TableRecord struct {
 	Database   string                 `protobuf:"bytes,3,opt,name=database,proto3" json:"database,omitempty"`
 	Name       string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	// Oldest first; the last one is current.
-	Schemas       []*SchemaVersion  `protobuf:"bytes,5,rep,name=schemas,proto3" json:"schemas,omitempty"`
-	PrimaryKey    []string          `protobuf:"bytes,6,rep,name=primary_key,json=primaryKey,proto3" json:"primary_key,omitempty"`
-	BucketKey     []string          `protobuf:"bytes,7,rep,name=bucket_key,json=bucketKey,proto3" json:"bucket_key,omitempty"`
-	Buckets       int32             `protobuf:"varint,8,opt,name=buckets,proto3" json:"buckets,omitempty"`
-	Replication   int32             `protobuf:"varint,9,opt,name=replication,proto3" json:"replication,omitempty"`
-	Properties    map[string]string `protobuf:"bytes,10,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	CreatedAtMs   int64             `protobuf:"varint,11,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	Schemas     []*SchemaVersion  `protobuf:"bytes,5,rep,name=schemas,proto3" json:"schemas,omitempty"`
+	PrimaryKey  []string          `protobuf:"bytes,6,rep,name=primary_key,json=primaryKey,proto3" json:"primary_key,omitempty"`
+	BucketKey   []string          `protobuf:"bytes,7,rep,name=bucket_key,json=bucketKey,proto3" json:"bucket_key,omitempty"`
+	Buckets     int32             `protobuf:"varint,8,opt,name=buckets,proto3" json:"buckets,omitempty"`
+	Replication int32             `protobuf:"varint,9,opt,name=replication,proto3" json:"replication,omitempty"`
+	Properties  map[string]string `protobuf:"bytes,10,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	CreatedAtMs int64             `protobuf:"varint,11,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	// The create-table checks version the table was created under
+	// (CreateTable.checks): a property introduced after it, which the table
+	// could not set, keeps the value tables had before it existed, not the
+	// default of new tables (log.ttl: forever, not 7d). 0: created by a
+	// build that did not record it, before log.ttl existed.
+	Checks        uint32 `protobuf:"varint,12,opt,name=checks,proto3" json:"checks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -430,6 +436,13 @@ func (x *TableRecord) GetProperties() map[string]string {
 func (x *TableRecord) GetCreatedAtMs() int64 {
 	if x != nil {
 		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *TableRecord) GetChecks() uint32 {
+	if x != nil {
+		return x.Checks
 	}
 	return 0
 }
@@ -2811,7 +2824,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\bnullable\x18\x03 \x01(\bR\bnullable\"J\n" +
 	"\rSchemaVersion\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12)\n" +
-	"\acolumns\x18\x02 \x03(\v2\x0f.floe.v1.ColumnR\acolumns\"\xc5\x03\n" +
+	"\acolumns\x18\x02 \x03(\v2\x0f.floe.v1.ColumnR\acolumns\"\xdd\x03\n" +
 	"\vTableRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1f\n" +
 	"\vdatabase_id\x18\x02 \x01(\x04R\n" +
@@ -2829,7 +2842,8 @@ const file_metastate_proto_rawDesc = "" +
 	"properties\x18\n" +
 	" \x03(\v2$.floe.v1.TableRecord.PropertiesEntryR\n" +
 	"properties\x12\"\n" +
-	"\rcreated_at_ms\x18\v \x01(\x03R\vcreatedAtMs\x1a=\n" +
+	"\rcreated_at_ms\x18\v \x01(\x03R\vcreatedAtMs\x12\x16\n" +
+	"\x06checks\x18\f \x01(\rR\x06checks\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x93\x03\n" +

@@ -30,7 +30,8 @@ func (t *Tables) Table(rec *pb.TableRecord, name string, schema record.Schema) (
 		return nil, err
 	}
 	kv := &table{tables: t, name: name, schema: schema, keys: keys, engine: kvstore.LastRow()}
-	props, err := tableprop.ParseStored(rec.Properties, tableprop.Table{Replication: int(rec.Replication), PrimaryKey: true})
+	props, err := tableprop.ParseStored(rec.Properties, tableprop.Table{Replication: int(rec.Replication), PrimaryKey: true,
+		CreatedChecks: rec.GetChecks()})
 	if err != nil {
 		return nil, fmt.Errorf("kvreplica: table %s: %w", name, err)
 	}
