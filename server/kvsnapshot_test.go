@@ -82,7 +82,9 @@ func (m *snapshotMeta) apply(cmd *pb.Command) *pb.CommandResult {
 }
 
 // read is the bucket's committed record now.
-func (m *snapshotMeta) read(context.Context) (*pb.BucketRecord, error) { return m.st.Bucket(m.table, 0) }
+func (m *snapshotMeta) read(context.Context) (*pb.BucketRecord, error) {
+	return m.st.Bucket(m.table, 0)
+}
 
 func (m *snapshotMeta) bucket() *pb.BucketRecord {
 	m.t.Helper()

@@ -120,8 +120,10 @@ func kvManifestKey(root string, tableID uint64, bucket int32, offset int64, lead
 }
 
 // TakeKVSnapshot reads every row of src into parts, uploads the parts no
-// committed snapshot (previous, their manifest keys) already stored, then
-// the manifest, and returns it for the caller to commit.
+// committed snapshot (previous, their manifest keys) already stored, under
+// leaderEpoch's prefix, then the manifest, and returns it for the caller
+// to commit. A reused part keeps the key it was stored under, whichever
+// leader stored it.
 func TakeKVSnapshot(ctx context.Context, cfg KVSnapshotConfig, leaderEpoch int32, previous []string, src KVSource) (KVSnapshotResult, error) {
 	// known maps a part's rows' hash to the key it is stored under: parts
 	// an earlier leader stored keep their key (and epoch) when reused.

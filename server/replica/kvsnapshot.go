@@ -71,42 +71,43 @@ type KVLeader struct {
 // INVALID_REQUEST for a table without a primary key, NOT_LEADER when it
 // does not lead the bucket.
 func (m *Manager) KVLeader(id BucketID) (KVLeader, error) {
+	_, lead, err := m.kvLeader(id)
+	return lead, err
+}
+
+func (m *Manager) kvLeader(id BucketID) (*Replica, KVLeader, error) {
 	r := m.replica(id)
 	if r == nil {
-		return KVLeader{}, m.missingReplica(id)
+		return nil, KVLeader{}, m.missingReplica(id)
 	}
 	info := r.table()
 	if r.kv == nil {
-		return KVLeader{}, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+		return nil, KVLeader{}, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
 			"table %s has no primary key: only primary-key tables have KV snapshots", info.name)
 	}
 	role, leader, epoch, _ := r.state()
 	if role != replication.RoleLeader {
-		return KVLeader{}, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
+		return nil, KVLeader{}, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
 			"node %d does not lead bucket %s (leader: node %d)", m.cfg.NodeID, id, leader)
 	}
-	return KVLeader{Database: info.database, Table: info.table, LeaderEpoch: epoch, Retained: info.props.KVSnapshotRetained}, nil
+	return r, KVLeader{Database: info.database, Table: info.table, LeaderEpoch: epoch, Retained: info.props.KVSnapshotRetained}, nil
 }
 
 // TakeKVSnapshot stores a snapshot of a primary-key bucket this node leads
 // at leaderEpoch in remote storage (under root in store), reusing the
 // parts of committed (the bucket's committed snapshots as the metadata
-// lists them, which the commit will name the version of), and returns it
-// for the caller to commit. NOT_LEADER when the node no longer leads at
+// lists them; the commit names that list's version), and returns it for
+// the caller to commit. NOT_LEADER when the node no longer leads at
 // leaderEpoch.
 func (m *Manager) TakeKVSnapshot(ctx context.Context, id BucketID, store tiering.ObjectStore, root string,
 	leaderEpoch int32, committed []*pb.KVSnapshot) (tiering.KVSnapshotResult, error) {
-	lead, err := m.KVLeader(id)
+	r, lead, err := m.kvLeader(id)
 	if err != nil {
 		return tiering.KVSnapshotResult{}, err
 	}
 	if lead.LeaderEpoch != leaderEpoch {
 		return tiering.KVSnapshotResult{}, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
 			"node %d leads bucket %s at leader epoch %d, not %d", m.cfg.NodeID, id, lead.LeaderEpoch, leaderEpoch)
-	}
-	r := m.replica(id)
-	if r == nil {
-		return tiering.KVSnapshotResult{}, m.missingReplica(id)
 	}
 	previous := make([]string, 0, len(committed))
 	for _, s := range committed {
