@@ -72,7 +72,7 @@ func (s *Server) snapshotBucket(ctx context.Context, id replica.BucketID) (*pb.S
 	cfg := tiering.KVSnapshotConfig{Store: s.cfg.Remote, Root: root, TableID: id.TableID, Bucket: id.Bucket}
 	n, err := collectKVSnapshots(ctx, cfg, s.cfg.NodeID, lead.LeaderEpoch, read)
 	switch {
-	case errors.Is(err, transport.ErrNotLeader):
+	case errors.Is(err, errDeposed):
 		s.log.Info("not deleting objects of dropped KV snapshots: the bucket has a newer leader, which will", "bucket", id.String(), "err", err)
 	case err != nil:
 		s.log.Warn("deleting objects of dropped KV snapshots (collected after the next snapshot)", "bucket", id.String(), "err", err)
@@ -85,14 +85,18 @@ func (s *Server) snapshotBucket(ctx context.Context, id replica.BucketID) (*pb.S
 		ReusedParts: int32(taken.ReusedParts)}, nil
 }
 
+// errDeposed: a KV snapshot collection found that the node no longer leads
+// the bucket at the epoch it committed in, and deleted nothing.
+var errDeposed = errors.New("server: deposed before collecting KV snapshots")
+
 // collectKVSnapshots deletes the bucket's KV snapshot objects that no
 // snapshot committed when it runs references (read gives the bucket's
 // record then, at least as new as the caller's commit), only while that
 // record still names node the leader at leaderEpoch, the epoch the caller
-// committed in: NOT_LEADER otherwise, and nothing is deleted, since a
-// newer leader's snapshots may be stored and not committed yet. Objects a
-// newer leader writes after the check name its epoch, which
-// tiering.CollectKVSnapshots leaves alone.
+// committed in: errDeposed (and NOT_LEADER) otherwise, and nothing is
+// deleted, since a newer leader's snapshots may be stored and not
+// committed yet. Objects a newer leader writes after the check name its
+// epoch, which tiering.CollectKVSnapshots leaves alone.
 func collectKVSnapshots(ctx context.Context, cfg tiering.KVSnapshotConfig, node uint32, leaderEpoch int32,
 	read func(context.Context) (*pb.BucketRecord, error)) (int, error) {
 	b, err := read(ctx)
@@ -100,7 +104,7 @@ func collectKVSnapshots(ctx context.Context, cfg tiering.KVSnapshotConfig, node 
 		return 0, err
 	}
 	if err := leadsAt(b, node, leaderEpoch); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%w: %w", errDeposed, err)
 	}
 	retained := make([]string, 0, len(b.GetKvSnapshots()))
 	for _, k := range b.GetKvSnapshots() {

@@ -178,8 +178,8 @@ func TestKVCollectDeposedLeader(t *testing.T) {
 			}
 			n, err := collectKVSnapshots(ctx, cfg, a.GetLeader(), a.GetLeaderEpoch(), readA)
 			switch {
-			case !tc.stale && !errors.Is(err, transport.ErrNotLeader):
-				t.Fatalf("A's collection after B's commit: %d deleted, %v; want NOT_LEADER", n, err)
+			case !tc.stale && (!errors.Is(err, errDeposed) || !errors.Is(err, transport.ErrNotLeader)):
+				t.Fatalf("A's collection after B's commit: %d deleted, %v; want errDeposed, NOT_LEADER", n, err)
 			case !tc.stale && !slices.Equal(storedKeys(t, store), before):
 				t.Fatalf("a deposed leader's collection deleted objects:\nbefore %v\nafter  %v", before, storedKeys(t, store))
 			case tc.stale && err != nil:
