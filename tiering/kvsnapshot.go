@@ -13,6 +13,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -23,8 +24,13 @@ import (
 // A KV snapshot is a primary-key bucket's rows as of a log offset, stored
 // as a manifest and parts:
 //
-//	ROOT/t<table>/b<bucket>/kv/parts/<sha-256 of the part's rows>.part
+//	ROOT/t<table>/b<bucket>/kv/parts/<leader epoch>/<sha-256 of the part's rows>.part
 //	ROOT/t<table>/b<bucket>/kv/snapshots/<offset, 20 digits>-<leader epoch>-<nonce>.json
+//
+// The leader epoch in both is the one of the leader that wrote the object
+// (parts of builds before it have none: kv/parts/<sha-256>.part), so that
+// collection can tell a newer leadership's objects, maybe not committed
+// yet, from its own (kvcollect.go).
 //
 // Rows are cut into parts at content-defined boundaries: after a key whose
 // CRC-32C has its low kvPartBits bits zero (about 4,096 rows a part), or at
@@ -104,18 +110,31 @@ func kvPrefix(root string, tableID uint64, bucket int32) string {
 	return bucketPrefix(root, tableID, bucket) + "kv/"
 }
 
+// kvPartsPrefix is where the leader of leaderEpoch puts parts, ending in "/".
+func kvPartsPrefix(root string, tableID uint64, bucket int32, leaderEpoch int32) string {
+	return fmt.Sprintf("%sparts/%d/", kvPrefix(root, tableID, bucket), leaderEpoch)
+}
+
+func kvManifestKey(root string, tableID uint64, bucket int32, offset int64, leaderEpoch int32, nonce string) string {
+	return fmt.Sprintf("%ssnapshots/%020d-%d-%s.json", kvPrefix(root, tableID, bucket), offset, leaderEpoch, nonce)
+}
+
 // TakeKVSnapshot reads every row of src into parts, uploads the parts no
-// committed snapshot (previous, their manifest keys) already stored, then
-// the manifest, and returns it for the caller to commit.
+// committed snapshot (previous, their manifest keys) already stored, under
+// leaderEpoch's prefix, then the manifest, and returns it for the caller
+// to commit. A reused part keeps the key it was stored under, whichever
+// leader stored it.
 func TakeKVSnapshot(ctx context.Context, cfg KVSnapshotConfig, leaderEpoch int32, previous []string, src KVSource) (KVSnapshotResult, error) {
-	known := map[string]bool{}
+	// known maps a part's rows' hash to the key it is stored under: parts
+	// an earlier leader stored keep their key (and epoch) when reused.
+	known := map[string]string{}
 	for _, key := range previous {
 		m, err := ReadKVManifest(ctx, cfg.Store, key)
 		if err != nil {
 			return KVSnapshotResult{}, err
 		}
 		for _, p := range m.Parts {
-			known[p.Key] = true
+			known[path.Base(p.Key)] = p.Key
 		}
 	}
 	spool, err := os.MkdirTemp(cfg.TempDir, "kv-snapshot-")
@@ -125,7 +144,7 @@ func TakeKVSnapshot(ctx context.Context, cfg KVSnapshotConfig, leaderEpoch int32
 	defer os.RemoveAll(spool)
 	m := &KVManifest{Format: kvManifestFormat, TableID: cfg.TableID, Bucket: cfg.Bucket, LeaderEpoch: leaderEpoch,
 		CreatedMs: time.Now().UnixMilli()}
-	w := &partSpool{dir: spool, prefix: kvPrefix(cfg.Root, cfg.TableID, cfg.Bucket) + "parts/"}
+	w := &partSpool{dir: spool, prefix: kvPartsPrefix(cfg.Root, cfg.TableID, cfg.Bucket, leaderEpoch)}
 	defer func() {
 		if w.enc != nil {
 			w.enc.Close()
@@ -146,25 +165,26 @@ func TakeKVSnapshot(ctx context.Context, cfg KVSnapshotConfig, leaderEpoch int32
 	m.Offset = offset
 	res := KVSnapshotResult{Manifest: m}
 	for i, p := range w.parts {
+		if key, ok := known[path.Base(p.Key)]; ok {
+			p.Key = key
+			res.ReusedParts++
+		} else {
+			if err := putFile(ctx, cfg.Store, p.Key, p.path, p.Bytes); err != nil {
+				return KVSnapshotResult{}, fmt.Errorf("tiering: KV snapshot part %d of table %d bucket %d: %w", i, cfg.TableID, cfg.Bucket, err)
+			}
+			known[path.Base(p.Key)] = p.Key // the same rows twice in one snapshot go up once
+			res.UploadedBytes += p.Bytes
+		}
 		m.Parts = append(m.Parts, p.KVPart)
 		m.Rows += p.Rows
 		m.RawBytes += p.RawBytes
 		m.Bytes += p.Bytes
-		if known[p.Key] {
-			res.ReusedParts++
-			continue
-		}
-		if err := putFile(ctx, cfg.Store, p.Key, p.path, p.Bytes); err != nil {
-			return KVSnapshotResult{}, fmt.Errorf("tiering: KV snapshot part %d of table %d bucket %d: %w", i, cfg.TableID, cfg.Bucket, err)
-		}
-		known[p.Key] = true // the same rows twice in one snapshot go up once
-		res.UploadedBytes += p.Bytes
 	}
 	data, err := json.MarshalIndent(m, "", " ")
 	if err != nil {
 		return KVSnapshotResult{}, err
 	}
-	res.ManifestKey = fmt.Sprintf("%ssnapshots/%020d-%d-%s.json", kvPrefix(cfg.Root, cfg.TableID, cfg.Bucket), offset, leaderEpoch, nonce())
+	res.ManifestKey = kvManifestKey(cfg.Root, cfg.TableID, cfg.Bucket, offset, leaderEpoch, nonce())
 	if err := cfg.Store.Put(ctx, res.ManifestKey, bytes.NewReader(data), int64(len(data))); err != nil {
 		return KVSnapshotResult{}, fmt.Errorf("tiering: KV snapshot manifest: %w", err)
 	}
@@ -346,37 +366,4 @@ func readAll(ctx context.Context, store ObjectStore, key string, limit int64) ([
 		return nil, fmt.Errorf("%s: over %d bytes", key, limit)
 	}
 	return data, nil
-}
-
-// CollectKVSnapshots deletes the bucket's snapshot objects that the
-// retained snapshots (their manifest keys) do not reference: manifests of
-// dropped or never-committed snapshots and the parts only they used. Only
-// the bucket's leader collects, right after its own commit, so no
-// snapshot of its own is being written meanwhile; another (deposed)
-// leader's snapshot in flight would be refused at its commit.
-func CollectKVSnapshots(ctx context.Context, cfg KVSnapshotConfig, retained []string) (int, error) {
-	keep := map[string]bool{}
-	for _, key := range retained {
-		keep[key] = true
-		m, err := ReadKVManifest(ctx, cfg.Store, key)
-		if err != nil {
-			return 0, err
-		}
-		for _, p := range m.Parts {
-			keep[p.Key] = true
-		}
-	}
-	var garbage []string
-	if err := cfg.Store.List(ctx, kvPrefix(cfg.Root, cfg.TableID, cfg.Bucket), func(o ObjectInfo) error {
-		if !keep[o.Key] {
-			garbage = append(garbage, o.Key)
-		}
-		return nil
-	}); err != nil {
-		return 0, err
-	}
-	if len(garbage) == 0 {
-		return 0, nil
-	}
-	return len(garbage), cfg.Store.Delete(ctx, garbage...)
 }

@@ -91,7 +91,7 @@ func TestKVSnapshotRoundTrip(t *testing.T) {
 
 	// Collecting with only the second retained keeps it restorable and
 	// deletes the parts only the first used.
-	n, err := CollectKVSnapshots(ctx, cfg, []string{second.ManifestKey})
+	n, err := CollectKVSnapshots(ctx, cfg, 3, []string{second.ManifestKey})
 	if err != nil || n == 0 {
 		t.Fatalf("collected %d objects: %v", n, err)
 	}

@@ -103,10 +103,13 @@
 // remote start. Leader and bucket epochs stay.
 //
 // A primary-key bucket's record also lists its committed KV snapshots
-// (pb.KVSnapshot: manifest key, log offset), oldest first.
+// (pb.KVSnapshot: manifest key, log offset, version), oldest first.
 // CommitKVSnapshot appends one, FENCED unless from the current leader at
-// its epoch, never below the newest's offset, and drops the oldest down to
-// the table's kv.snapshot.retained.
+// its epoch and naming the list's version it built on (the newest's
+// version: the index of the commit that appended it), never below the
+// newest's offset, and drops the oldest down to the table's
+// kv.snapshot.retained. A commit from a build before versions names none:
+// it is applied as then while the newest has no version, FENCED after.
 //
 // # Bucket index
 //

@@ -65,45 +65,69 @@ func (r *Replica) NewestKVSnapshot() *pb.KVSnapshot { return r.newestKVSnapshot(
 // none).
 func (r *Replica) RemoteStore() tiering.ObjectStore { return r.mgr.cfg.RemoteStore }
 
-// TakenKVSnapshot is a KV snapshot a leader stored, for the server to
-// commit.
-type TakenKVSnapshot struct {
-	tiering.KVSnapshotResult
-	LeaderEpoch int32
-	// Committed are the snapshots committed before it (their manifest
-	// keys), and Retained the table's kv.snapshot.retained.
-	Committed []string
-	Retained  int
+// KVLeader is a primary-key bucket this node leads, as its replica knows
+// it: what the server needs to read the bucket's committed metadata and
+// take a snapshot on it.
+type KVLeader struct {
+	// Database and Table name the bucket's table.
+	Database, Table string
+	LeaderEpoch     int32
+	// Retained is the table's kv.snapshot.retained.
+	Retained int
 }
 
-// TakeKVSnapshot stores a snapshot of a primary-key bucket this node leads
-// in remote storage (under root in store), reusing the parts its committed
-// snapshots stored, and returns it for the caller to commit.
-func (m *Manager) TakeKVSnapshot(ctx context.Context, id BucketID, store tiering.ObjectStore, root string) (TakenKVSnapshot, error) {
+// KVLeader says which leadership of a primary-key bucket this node holds:
+// INVALID_REQUEST for a table without a primary key, NOT_LEADER when it
+// does not lead the bucket.
+func (m *Manager) KVLeader(id BucketID) (KVLeader, error) {
+	_, lead, err := m.kvLeader(id)
+	return lead, err
+}
+
+func (m *Manager) kvLeader(id BucketID) (*Replica, KVLeader, error) {
 	r := m.replica(id)
 	if r == nil {
-		return TakenKVSnapshot{}, m.missingReplica(id)
+		return nil, KVLeader{}, m.missingReplica(id)
 	}
+	info := r.table()
 	if r.kv == nil {
-		return TakenKVSnapshot{}, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
-			"table %s has no primary key: only primary-key tables have KV snapshots", r.table().name)
+		return nil, KVLeader{}, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+			"table %s has no primary key: only primary-key tables have KV snapshots", info.name)
 	}
 	role, leader, epoch, _ := r.state()
 	if role != replication.RoleLeader {
-		return TakenKVSnapshot{}, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
+		return nil, KVLeader{}, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
 			"node %d does not lead bucket %s (leader: node %d)", m.cfg.NodeID, id, leader)
 	}
-	var committed []string
-	for _, s := range r.kvSnapshots() {
-		committed = append(committed, s.ManifestKey)
+	return r, KVLeader{Database: info.database, Table: info.table, LeaderEpoch: epoch, Retained: info.props.KVSnapshotRetained}, nil
+}
+
+// TakeKVSnapshot stores a snapshot of a primary-key bucket this node leads
+// at leaderEpoch in remote storage (under root in store), reusing the
+// parts of committed (the bucket's committed snapshots as the metadata
+// lists them; the commit names that list's version), and returns it for
+// the caller to commit. NOT_LEADER when the node no longer leads at
+// leaderEpoch.
+func (m *Manager) TakeKVSnapshot(ctx context.Context, id BucketID, store tiering.ObjectStore, root string,
+	leaderEpoch int32, committed []*pb.KVSnapshot) (tiering.KVSnapshotResult, error) {
+	r, lead, err := m.kvLeader(id)
+	if err != nil {
+		return tiering.KVSnapshotResult{}, err
+	}
+	if lead.LeaderEpoch != leaderEpoch {
+		return tiering.KVSnapshotResult{}, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
+			"node %d leads bucket %s at leader epoch %d, not %d", m.cfg.NodeID, id, lead.LeaderEpoch, leaderEpoch)
+	}
+	previous := make([]string, 0, len(committed))
+	for _, s := range committed {
+		previous = append(previous, s.GetManifestKey())
 	}
 	cfg := tiering.KVSnapshotConfig{Store: store, Root: root, TableID: id.TableID, Bucket: id.Bucket, TempDir: r.dir}
-	res, err := r.kv.Snapshot(ctx, cfg, epoch, committed)
+	res, err := r.kv.Snapshot(ctx, cfg, leaderEpoch, previous)
 	if err != nil {
-		return TakenKVSnapshot{}, fmt.Errorf("replica: KV snapshot of bucket %s: %w", id, err)
+		return tiering.KVSnapshotResult{}, fmt.Errorf("replica: KV snapshot of bucket %s: %w", id, err)
 	}
-	return TakenKVSnapshot{KVSnapshotResult: res, LeaderEpoch: epoch, Committed: committed,
-		Retained: r.table().props.KVSnapshotRetained}, nil
+	return res, nil
 }
 
 // NoteKVSnapshots records the KV snapshots a commit of this node's leader

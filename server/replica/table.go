@@ -19,6 +19,9 @@ type tableInfo struct {
 	replication int
 	minISR      int
 	kv          KVTable // primary-key tables only
+	// database and table name it in the metadata (name is both, for
+	// messages), to read it by name.
+	database, table string
 	// props are the table's properties; segmentBytesSet says it set
 	// log.segment.bytes itself (else the node's default may apply).
 	props           tableprop.Values
@@ -50,7 +53,7 @@ func newTableInfo(t *pb.TableRecord, kv KVTables) (*tableInfo, error) {
 		s.Columns = append(s.Columns, record.Column{Name: c.Name, Type: typ, Nullable: c.Nullable})
 	}
 	info := &tableInfo{id: t.Id, name: t.Database + "." + t.Name, schema: s, schemaID: cur.Id,
-		primaryKey: len(t.PrimaryKey) > 0, replication: int(t.Replication)}
+		primaryKey: len(t.PrimaryKey) > 0, replication: int(t.Replication), database: t.Database, table: t.Name}
 	props, err := tableprop.ParseStored(t.Properties, tableprop.Table{Replication: info.replication, PrimaryKey: info.primaryKey,
 		CreatedChecks: t.GetChecks()})
 	if err != nil {

@@ -601,7 +601,13 @@ type KVSnapshot struct {
 	LeaderEpoch int32 `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
 	Rows        int64 `protobuf:"varint,5,opt,name=rows,proto3" json:"rows,omitempty"`
 	// Stored (compressed) bytes of its parts.
-	Bytes         int64 `protobuf:"varint,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Bytes int64 `protobuf:"varint,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// The metadata (Raft) index of the commit that appended it, set by the
+	// state machine; 0 for a snapshot committed without an expected_version
+	// (by a build before versions). The newest snapshot's version is the
+	// version of the bucket's list (0: empty, or stored before versions),
+	// which CommitKVSnapshot.expected_version names.
+	Version       int64 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -674,6 +680,13 @@ func (x *KVSnapshot) GetRows() int64 {
 func (x *KVSnapshot) GetBytes() int64 {
 	if x != nil {
 		return x.Bytes
+	}
+	return 0
+}
+
+func (x *KVSnapshot) GetVersion() int64 {
+	if x != nil {
+		return x.Version
 	}
 	return 0
 }
@@ -1308,22 +1321,34 @@ func (x *BucketDrain) GetTable() string {
 
 // CommitKVSnapshot is a primary-key bucket leader's commit of a KV
 // snapshot it stored. Refused (FENCED) unless leader_id and leader_epoch
-// are the bucket's current leader and epoch; INVALID_REQUEST when its
-// offset is below the newest committed snapshot's, its manifest key is
-// empty or over 1,024 bytes, or retained is not 1 to 100. The snapshot is
-// appended and the oldest dropped until retained are left; the result's
-// bucket lists them. The leader deletes the objects only dropped
-// snapshots referenced, after the commit.
+// are the bucket's current leader and epoch and expected_version is the
+// version of the committed list (KVSnapshot.version of the newest, 0:
+// none) the snapshot builds on: its parts reuse those of the listed
+// snapshots, which a commit in between may have dropped and collected.
+// INVALID_REQUEST when its offset is below the newest committed
+// snapshot's, its manifest key is empty or over 1,024 bytes, or retained
+// is not 1 to 100. The snapshot is appended with the commit's index as its
+// version and the oldest dropped until retained are left; the result's
+// bucket lists them. The leader then collects, from the list committed
+// when it runs (server/kvsnapshot.go), the objects no retained snapshot
+// references.
+//
+// A command without expected_version is an older build's: applied as it
+// was (no compare, version 0), so a log replayed after an upgrade gives
+// the state it gave, while the newest committed snapshot has no version;
+// once it has one, such a command is FENCED (it cannot say what it builds
+// on), and its node's snapshots resume when the node is upgraded.
 type CommitKVSnapshot struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TableId       uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
-	Bucket        int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
-	LeaderId      uint32                 `protobuf:"varint,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	LeaderEpoch   int32                  `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
-	Snapshot      *KVSnapshot            `protobuf:"bytes,5,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
-	Retained      int32                  `protobuf:"varint,6,opt,name=retained,proto3" json:"retained,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	TableId         uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket          int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	LeaderId        uint32                 `protobuf:"varint,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderEpoch     int32                  `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	Snapshot        *KVSnapshot            `protobuf:"bytes,5,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Retained        int32                  `protobuf:"varint,6,opt,name=retained,proto3" json:"retained,omitempty"`
+	ExpectedVersion *int64                 `protobuf:"varint,7,opt,name=expected_version,json=expectedVersion,proto3,oneof" json:"expected_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CommitKVSnapshot) Reset() {
@@ -1394,6 +1419,13 @@ func (x *CommitKVSnapshot) GetSnapshot() *KVSnapshot {
 func (x *CommitKVSnapshot) GetRetained() int32 {
 	if x != nil {
 		return x.Retained
+	}
+	return 0
+}
+
+func (x *CommitKVSnapshot) GetExpectedVersion() int64 {
+	if x != nil && x.ExpectedVersion != nil {
+		return *x.ExpectedVersion
 	}
 	return 0
 }
@@ -2860,7 +2892,7 @@ const file_metastate_proto_rawDesc = "" +
 	"remote_log\x18\t \x01(\v2\x12.floe.v1.RemoteLogR\tremoteLog\x126\n" +
 	"\fkv_snapshots\x18\n" +
 	" \x03(\v2\x13.floe.v1.KVSnapshotR\vkvSnapshots\x12,\n" +
-	"\x12remote_fence_epoch\x18\v \x01(\x05R\x10remoteFenceEpoch\"\xb3\x01\n" +
+	"\x12remote_fence_epoch\x18\v \x01(\x05R\x10remoteFenceEpoch\"\xcd\x01\n" +
 	"\n" +
 	"KVSnapshot\x12!\n" +
 	"\fmanifest_key\x18\x01 \x01(\tR\vmanifestKey\x12\x16\n" +
@@ -2869,7 +2901,8 @@ const file_metastate_proto_rawDesc = "" +
 	"created_ms\x18\x03 \x01(\x03R\tcreatedMs\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12\x12\n" +
 	"\x04rows\x18\x05 \x01(\x03R\x04rows\x12\x14\n" +
-	"\x05bytes\x18\x06 \x01(\x03R\x05bytes\"\xae\x02\n" +
+	"\x05bytes\x18\x06 \x01(\x03R\x05bytes\x12\x18\n" +
+	"\aversion\x18\a \x01(\x03R\aversion\"\xae\x02\n" +
 	"\tRemoteLog\x12!\n" +
 	"\fmanifest_key\x18\x01 \x01(\tR\vmanifestKey\x12!\n" +
 	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\x12\x1d\n" +
@@ -2918,14 +2951,16 @@ const file_metastate_proto_rawDesc = "" +
 	"\x04code\x18\x03 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1a\n" +
 	"\bdatabase\x18\x05 \x01(\tR\bdatabase\x12\x14\n" +
-	"\x05table\x18\x06 \x01(\tR\x05table\"\xd2\x01\n" +
+	"\x05table\x18\x06 \x01(\tR\x05table\"\x97\x02\n" +
 	"\x10CommitKVSnapshot\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
 	"\tleader_id\x18\x03 \x01(\rR\bleaderId\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12/\n" +
 	"\bsnapshot\x18\x05 \x01(\v2\x13.floe.v1.KVSnapshotR\bsnapshot\x12\x1a\n" +
-	"\bretained\x18\x06 \x01(\x05R\bretained\"\x9e\x02\n" +
+	"\bretained\x18\x06 \x01(\x05R\bretained\x12.\n" +
+	"\x10expected_version\x18\a \x01(\x03H\x00R\x0fexpectedVersion\x88\x01\x01B\x13\n" +
+	"\x11_expected_version\"\x9e\x02\n" +
 	"\x0fCommitRemoteLog\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
@@ -3160,6 +3195,7 @@ func file_metastate_proto_init() {
 		(*Command_CommitKvSnapshot)(nil),
 		(*Command_DrainNode)(nil),
 	}
+	file_metastate_proto_msgTypes[12].OneofWrappers = []any{}
 	file_metastate_proto_msgTypes[19].OneofWrappers = []any{}
 	file_metastate_proto_msgTypes[28].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
