@@ -97,6 +97,32 @@ func (m *Manifest) MaxTimestamp() int64 {
 	return ts
 }
 
+// Add appends seg, an uploaded segment that ends past the manifest, and
+// reports whether it starts past the end (a gap: see Manifest). The older
+// segments stay whatever the gap: only log.ttl moves the remote start
+// (remote storage 5).
+func (m *Manifest) Add(seg RemoteSegment) (gap bool) {
+	gap = len(m.Segments) > 0 && seg.BaseOffset > m.End()
+	m.Segments = append(m.Segments, seg)
+	return gap
+}
+
+// CutAt keeps the segments wholly below offset and returns those it drops:
+// an unclean election's cut at the new leader's divergence point (remote
+// storage 6).
+func (m *Manifest) CutAt(offset int64) (dropped []RemoteSegment) {
+	kept := m.Segments[:0:0]
+	for _, s := range m.Segments {
+		if s.NextOffset <= offset {
+			kept = append(kept, s)
+		} else {
+			dropped = append(dropped, s)
+		}
+	}
+	m.Segments = kept
+	return dropped
+}
+
 // RunStart is where the newest gap-free run of segments starts: the
 // manifest's start unless it has a gap (see Manifest).
 func (m *Manifest) RunStart() int64 {

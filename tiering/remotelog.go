@@ -330,11 +330,10 @@ func (r *RemoteLog) upload(ctx context.Context, b *LeaderBucket, m *Manifest, ro
 		if err != nil {
 			return err
 		}
-		if len(m.Segments) > 0 && rs.BaseOffset > m.End() {
+		if end := m.End(); m.Add(rs) {
 			r.log.Warn("remote log continues after a gap: the leader's log starts past the remote end; no segment holds the offsets between",
-				"table", b.TableID, "bucket", b.Bucket, "remote_end", m.End(), "segment_base", rs.BaseOffset)
+				"table", b.TableID, "bucket", b.Bucket, "remote_end", end, "segment_base", rs.BaseOffset)
 		}
-		m.Segments = append(m.Segments, rs)
 		round.Uploaded++
 		round.UploadedBytes += rs.Bytes
 	}
@@ -411,15 +410,9 @@ func (r *RemoteLog) cut(ctx context.Context, b *LeaderBucket) (Round, error) {
 	if d, ok := b.Divergence(cur.manifest); ok {
 		at = min(at, d)
 	}
-	m := &Manifest{Format: ManifestFormat, TableID: b.TableID, Bucket: b.Bucket}
-	var dropped []RemoteSegment
-	for _, s := range cur.manifest.Segments {
-		if s.NextOffset <= at {
-			m.Segments = append(m.Segments, s)
-		} else {
-			dropped = append(dropped, s)
-		}
-	}
+	m := &Manifest{Format: ManifestFormat, TableID: b.TableID, Bucket: b.Bucket,
+		Segments: append([]RemoteSegment(nil), cur.manifest.Segments...)}
+	dropped := m.CutAt(at)
 	r.log.Warn("cutting the remote log after an unclean election: the leader's history parts from it there",
 		"table", b.TableID, "bucket", b.Bucket, "cut_offset", at, "remote_end", cur.handle.EndOffset, "segments_dropped", len(dropped))
 	next, err := r.commit(ctx, b, cur, m, at)

@@ -99,9 +99,7 @@ func (r *Replica) noteLossLocked(ce *logstore.CorruptError, lost bool) {
 // otherInSyncCopyLocked reports whether a committed ISR member other than
 // this replica holds the records, so that this one may leave the ISR and
 // cut a damaged log back. Holds mu.
-func (r *Replica) otherInSyncCopyLocked() bool {
-	return slices.ContainsFunc(r.core.ISR(), func(id uint32) bool { return id != r.mgr.cfg.NodeID })
-}
+func (r *Replica) otherInSyncCopyLocked() bool { return r.core.OtherInSyncCopy() }
 
 // settleLastCopy ends the handling of damage at offset that the
 // controller left unchanged because this replica is the ISR's only member:
@@ -209,13 +207,11 @@ func (r *Replica) repairDamage() {
 	r.produceMu.Lock()
 	defer r.produceMu.Unlock()
 	r.mu.Lock()
-	at, lostTail := r.damagedAt, r.tailLost
-	role, _, _, _ := r.stateLocked()
-	inISR := slices.Contains(r.core.ISR(), r.mgr.cfg.NodeID)
-	heldElsewhere := r.otherInSyncCopyLocked()
+	at := r.damagedAt
+	mayCut := r.core.MayCutDamaged(r.tailLost)
 	closed := r.closed || r.failed != nil
 	r.mu.Unlock()
-	if at < 0 || inISR || role == replication.RoleLeader || closed || (!lostTail && !heldElsewhere) {
+	if at < 0 || !mayCut || closed {
 		return
 	}
 	r.mgr.log.Info("cutting a damaged log back to fetch it again", "bucket", r.id.String(), "to_offset", at,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/floedb/floe/server/replication"
@@ -60,27 +59,17 @@ func (r *Replica) RemoteLog() *pb.RemoteLog { return r.remote.Load() }
 // from anywhere, a primary-key table's only below its newest committed KV
 // snapshot (a replica without the changelog restores from it).
 func (r *Replica) refreshRetention() {
-	rl := r.remote.Load()
-	b := logstore.RetentionBounds{RemoteStart: HandleOf(rl).CoveredFrom(), RemoteEnd: rl.GetEndOffset(), ExpireBelow: math.MaxInt64}
-	fenced := r.remoteFenced()
-	if fenced {
-		// The remote log may hold another history than this log's (an
-		// unclean election): nothing goes on its strength until the cut.
-		b.RemoteStart, b.RemoteEnd = 0, 0
-	}
-	if r.table().primaryKey {
-		applied := int64(0)
-		if r.kv != nil {
-			if a, err := r.kv.AppliedOffset(); err == nil {
-				applied = a
-			}
-		}
-		b.RemoteEnd = min(b.RemoteEnd, applied)
-		b.ExpireBelow = min(r.newestKVSnapshot().GetOffset(), applied)
-		if fenced {
-			b.ExpireBelow = 0 // the snapshots may go with the cut
+	h := HandleOf(r.remote.Load())
+	pk := r.table().primaryKey
+	applied := int64(0)
+	if pk && r.kv != nil {
+		if a, err := r.kv.AppliedOffset(); err == nil {
+			applied = a
 		}
 	}
+	rule := replication.LocalRetention(replication.RemoteView{Start: h.StartOffset, CoveredFrom: h.CoveredFrom(),
+		End: h.EndOffset, Fenced: r.remoteFenced()}, pk, applied, r.newestKVSnapshot().GetOffset())
+	b := logstore.RetentionBounds{RemoteStart: rule.RemoteStart, RemoteEnd: rule.RemoteEnd, ExpireBelow: rule.ExpireBelow}
 	if b != r.log.Bounds() {
 		r.log.SetRetentionBounds(b)
 	}

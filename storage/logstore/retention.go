@@ -21,6 +21,12 @@ type RetentionBounds struct {
 	ExpireBelow int64
 }
 
+// Remote says whether remote storage holds every offset of [base, next),
+// so the local rules may delete a segment holding them.
+func (b RetentionBounds) Remote(base, next int64) bool {
+	return base >= b.RemoteStart && next <= b.RemoteEnd
+}
+
 // noBounds is a new log's bounds: nothing remote, everything may expire.
 var noBounds = RetentionBounds{ExpireBelow: math.MaxInt64}
 
@@ -71,7 +77,7 @@ func (l *Log) EnforceRetention() (int, error) {
 		expirable := s.nextOffset <= l.bounds.ExpireBelow
 		bySize := expirable && l.cfg.RetentionBytes > 0 && total-s.size >= l.cfg.RetentionBytes
 		byAge := expirable && l.cfg.RetentionAge > 0 && olderThan(s, l.cfg.RetentionAge.Milliseconds())
-		remote := s.base >= l.bounds.RemoteStart && s.nextOffset <= l.bounds.RemoteEnd
+		remote := l.bounds.Remote(s.base, s.nextOffset)
 		byLocalCount := remote && l.cfg.LocalRetentionSegments > 0 && sealed-i-1 >= l.cfg.LocalRetentionSegments
 		byLocalAge := remote && l.cfg.LocalRetentionAge > 0 && olderThan(s, l.cfg.LocalRetentionAge.Milliseconds())
 		if !bySize && !byAge && !byLocalCount && !byLocalAge {
@@ -91,7 +97,7 @@ func (l *Log) EnforceRetention() (int, error) {
 	}
 	for _, s := range segs[:n] {
 		l.logger.Info("retention deleted segment", "base_offset", s.base, "next_offset", s.nextOffset, "bytes", s.size,
-			"remote", s.base >= l.bounds.RemoteStart && s.nextOffset <= l.bounds.RemoteEnd)
+			"remote", l.bounds.Remote(s.base, s.nextOffset))
 		if err := s.remove(); err != nil {
 			return 0, err
 		}

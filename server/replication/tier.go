@@ -1,0 +1,75 @@
+package replication
+
+import "math"
+
+// The rules of the rarer paths that decide what a replica may throw away:
+// its damaged log, and its local copies of what remote storage holds. The
+// replica (server/replica) asks them; the tier simulation (simtier_test.go)
+// drives them with remote storage, retention, KV snapshots, damage and
+// unclean elections.
+
+// OtherInSyncCopy reports whether a committed ISR member other than this
+// replica holds the records: only then may a replica that found damage
+// in its log leave the ISR for it and cut the log back (damage and the
+// last copy 1). The ISR's only member keeps its log and answers CORRUPT
+// for the damaged batch: it holds the only copy of what was acknowledged
+// after it.
+func (b *Bucket) OtherInSyncCopy() bool {
+	for _, id := range b.isr {
+		if id != b.cfg.Self {
+			return true
+		}
+	}
+	return false
+}
+
+// MayCutDamaged says whether a replica with damage from some offset on may
+// cut its log back there now: out of the ISR and not leading, and another
+// in-sync replica holds the records; lost records (a lost tail: nothing
+// after the loss is left) need only the first two.
+func (b *Bucket) MayCutDamaged(lostRecords bool) bool {
+	for _, id := range b.isr {
+		if id == b.cfg.Self {
+			return false
+		}
+	}
+	return b.role != RoleLeader && (lostRecords || b.OtherInSyncCopy())
+}
+
+// RemoteView is what a replica knows of its bucket's committed remote log.
+type RemoteView struct {
+	// Start and End bound the remote log; CoveredFrom is where it holds
+	// every offset up to End (past a gap a restored leader left).
+	Start, CoveredFrom, End int64
+	// Fenced: an unclean election fenced the remote log and KV snapshots
+	// until their cut (remote storage 6).
+	Fenced bool
+}
+
+// Retention is what a replica's local retention may delete: sealed
+// segments wholly inside [RemoteStart, RemoteEnd) by the local rules
+// (remote storage holds them), and by size and age only below ExpireBelow.
+type Retention struct {
+	RemoteStart, RemoteEnd, ExpireBelow int64
+}
+
+// LocalRetention decides the bounds of a replica's local retention
+// (remote storage 2, 5, 6): local copies go only where the remote log holds
+// every offset, never while an unclean election's fence is up (the remote
+// log may hold another history there), and a primary-key replica's
+// changelog only below what its store applied, and by age only below its
+// newest KV snapshot (a replica without the changelog restores from it).
+func LocalRetention(v RemoteView, primaryKey bool, applied, newestSnapshot int64) Retention {
+	r := Retention{RemoteStart: max(v.Start, v.CoveredFrom), RemoteEnd: v.End, ExpireBelow: math.MaxInt64}
+	if v.Fenced {
+		r.RemoteStart, r.RemoteEnd = 0, 0
+	}
+	if primaryKey {
+		r.RemoteEnd = min(r.RemoteEnd, applied)
+		r.ExpireBelow = min(newestSnapshot, applied)
+		if v.Fenced {
+			r.ExpireBelow = 0 // the snapshots may go with the cut
+		}
+	}
+	return r
+}
