@@ -45,15 +45,35 @@ func TestTierCutsFencedRemoteLog(t *testing.T) {
 		t.Fatalf("divergence asked of a manifest ending at %d, cuts %v; want the committed manifest (end %d) cut at %d", askedEnd, f.ctl.cuts, e, p)
 	}
 	cut := round.Committed
-	if cut.EndOffset != segsA[1].BaseOffset || cut.StartOffset != 0 {
-		t.Fatalf("after the cut: %+v; want [0, %d): the segments wholly below %d", cut, segsA[1].BaseOffset, p)
+	if cut.EndOffset != p || cut.StartOffset != 0 {
+		t.Fatalf("after the cut: %+v; want [0, %d): segment 1 shortened to end at the cut", cut, p)
 	}
 	for _, k := range f.keys() {
 		var base int64
 		var epoch int32
-		if _, err := fmt.Sscanf(k, "cluster-a/t7/b2/log/%d-%d.", &base, &epoch); err == nil && base >= segsA[1].BaseOffset && epoch == 3 {
+		if _, err := fmt.Sscanf(k, "cluster-a/t7/b2/log/%d-%d.", &base, &epoch); err == nil && base > segsA[1].BaseOffset && epoch == 3 {
 			t.Fatalf("object %s of a dropped segment is still there", k)
 		}
+	}
+	r, err := NewReader(ReaderConfig{Store: f.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The shortened segment serves what it still holds, up to the cut.
+	loc, err := r.Locate(t.Context(), cut, p-1)
+	if err != nil || loc.Segment.BaseOffset != segsA[1].BaseOffset {
+		t.Fatalf("offset %d after the cut: %+v, %v", p-1, loc, err)
+	}
+	data, err := r.ReadBatches(t.Context(), loc, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := int64(-1)
+	for it := record.NewBatchIterator(data, true); it.Next(); {
+		last = it.Batch().LastOffset()
+	}
+	if last != p-1 {
+		t.Fatalf("the shortened segment reads up to offset %d, want %d", last, p-1)
 	}
 
 	lb = f.bucket(b.EndOffset())
@@ -61,15 +81,11 @@ func TestTierCutsFencedRemoteLog(t *testing.T) {
 	if next.Uploaded == 0 || next.Committed.EndOffset <= p {
 		t.Fatalf("round after the cut: %+v; want B's segments uploaded past %d", next, p)
 	}
-	r, err := NewReader(ReaderConfig{Store: f.store})
+	loc, err = r.Locate(t.Context(), next.Committed, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	loc, err := r.Locate(t.Context(), next.Committed, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := r.ReadBatches(t.Context(), loc, 64<<10)
+	data, err = r.ReadBatches(t.Context(), loc, 64<<10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,14 @@ type RemoteSegment struct {
 	// WritersKey holds the idempotent writers' last batches in the
 	// segment (WriterBatch, JSON); "" when uploaded without.
 	WritersKey string `json:"writers_key,omitempty"`
+	// ObjectBytes is the size of the data object when the segment holds
+	// only its first Bytes: a segment an unclean election's cut shortened
+	// (CutAt), whose index still describes the whole object. 0: Bytes.
+	ObjectBytes int64 `json:"object_bytes,omitempty"`
 }
+
+// objectBytes is the size of the segment's data object.
+func (s RemoteSegment) objectBytes() int64 { return max(s.ObjectBytes, s.Bytes) }
 
 // EpochStart says a leader epoch's batches start at an offset.
 type EpochStart struct {
@@ -100,27 +107,58 @@ func (m *Manifest) MaxTimestamp() int64 {
 // Add appends seg, an uploaded segment that ends past the manifest, and
 // reports whether it starts past the end (a gap: see Manifest). The older
 // segments stay whatever the gap: only log.ttl moves the remote start
-// (remote storage 5).
-func (m *Manifest) Add(seg RemoteSegment) (gap bool) {
+// (remote storage 5), but those seg holds whole (a segment a cut
+// shortened, re-uploaded from the same base by the new leader) are
+// replaced, and returned: nothing references their objects any more.
+func (m *Manifest) Add(seg RemoteSegment) (gap bool, replaced []RemoteSegment) {
 	gap = len(m.Segments) > 0 && seg.BaseOffset > m.End()
+	for n := len(m.Segments); n > 0 && m.Segments[n-1].BaseOffset >= seg.BaseOffset; n-- {
+		replaced = append(replaced, m.Segments[n-1])
+		m.Segments = m.Segments[:n-1]
+	}
 	m.Segments = append(m.Segments, seg)
-	return gap
+	return gap, replaced
 }
 
-// CutAt keeps the segments wholly below offset and returns those it drops:
-// an unclean election's cut at the new leader's divergence point (remote
-// storage 6).
-func (m *Manifest) CutAt(offset int64) (dropped []RemoteSegment) {
+// CutAt is an unclean election's cut at the new leader's divergence point
+// (remote storage 6): the segments wholly below offset stay, one that holds
+// it is shortened to end there (shorten answers the byte position of the
+// batch at offset in it; ok false: drop it whole), and the rest go. It
+// returns the segments whose objects nothing references any more. A
+// segment is shortened rather than dropped because its offsets below the
+// new leader's log start may be the only copy left.
+func (m *Manifest) CutAt(offset int64, shorten func(s RemoteSegment, offset int64) (bytes int64, ok bool)) (dropped []RemoteSegment) {
 	kept := m.Segments[:0:0]
 	for _, s := range m.Segments {
-		if s.NextOffset <= offset {
+		switch {
+		case s.NextOffset <= offset:
 			kept = append(kept, s)
-		} else {
-			dropped = append(dropped, s)
+			continue
+		case s.BaseOffset < offset:
+			if n, ok := shorten(s, offset); ok && n > 0 && n < s.Bytes {
+				kept = append(kept, s.shortened(offset, n))
+				continue
+			}
 		}
+		dropped = append(dropped, s)
 	}
 	m.Segments = kept
 	return dropped
+}
+
+// shortened is s holding only its batches below next, the first bytes of
+// its object.
+func (s RemoteSegment) shortened(next, bytes int64) RemoteSegment {
+	s.ObjectBytes = s.objectBytes()
+	s.NextOffset, s.Bytes = next, bytes
+	epochs := make([]EpochStart, 0, len(s.Epochs))
+	for _, e := range s.Epochs {
+		if e.StartOffset < next {
+			epochs = append(epochs, e)
+		}
+	}
+	s.Epochs = epochs
+	return s
 }
 
 // RunStart is where the newest gap-free run of segments starts: the
@@ -168,7 +206,7 @@ func (m *Manifest) Validate() error {
 	}
 	for i, s := range m.Segments {
 		switch {
-		case s.BaseOffset < 0 || s.NextOffset <= s.BaseOffset || s.Bytes <= 0:
+		case s.BaseOffset < 0 || s.NextOffset <= s.BaseOffset || s.Bytes <= 0 || (s.ObjectBytes != 0 && s.ObjectBytes < s.Bytes):
 			return fmt.Errorf("%w: segment %d holds [%d, %d) in %d bytes", ErrBadManifest, i, s.BaseOffset, s.NextOffset, s.Bytes)
 		case ValidateKey(s.DataKey) != nil || ValidateKey(s.IndexKey) != nil || (s.WritersKey != "" && ValidateKey(s.WritersKey) != nil):
 			return fmt.Errorf("%w: segment %d: keys %q, %q", ErrBadManifest, i, s.DataKey, s.IndexKey)

@@ -111,7 +111,7 @@ func (r *Reader) index(ctx context.Context, seg RemoteSegment) (*logstore.Segmen
 	if err != nil {
 		return nil, fmt.Errorf("tiering: read segment index: %w", err)
 	}
-	ix, err := logstore.DecodeSegmentIndex(seg.BaseOffset, seg.Bytes, data)
+	ix, err := logstore.DecodeSegmentIndex(seg.BaseOffset, seg.objectBytes(), data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", seg.IndexKey, err)
 	}

@@ -7,13 +7,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/storage/record"
 )
 
 // Handle is a bucket's committed remote log as the metadata holds it
@@ -171,6 +174,10 @@ type Round struct {
 	// committed a new one.
 	Committed Handle
 	Changed   bool
+
+	// replaced are the segments uploads replaced (Manifest.Add): garbage
+	// once the round commits.
+	replaced []RemoteSegment
 }
 
 // Tier runs one round for a bucket this node leads: upload the sealed
@@ -218,7 +225,10 @@ func (r *RemoteLog) Tier(ctx context.Context, b *LeaderBucket) (Round, error) {
 	if cur.handle.ManifestKey != "" {
 		garbage = append(garbage, cur.handle.ManifestKey)
 	}
-	for _, s := range expired {
+	for _, s := range append(expired, round.replaced...) {
+		if s.DataKey == "" || slices.ContainsFunc(m.Segments, func(k RemoteSegment) bool { return k.DataKey == s.DataKey }) {
+			continue // re-uploaded under the same keys (same base, same epoch)
+		}
 		garbage = append(garbage, s.DataKey, s.IndexKey)
 		if s.WritersKey != "" {
 			garbage = append(garbage, s.WritersKey)
@@ -330,10 +340,13 @@ func (r *RemoteLog) upload(ctx context.Context, b *LeaderBucket, m *Manifest, ro
 		if err != nil {
 			return err
 		}
-		if end := m.End(); m.Add(rs) {
+		end := m.End()
+		gap, replaced := m.Add(rs)
+		if gap {
 			r.log.Warn("remote log continues after a gap: the leader's log starts past the remote end; no segment holds the offsets between",
 				"table", b.TableID, "bucket", b.Bucket, "remote_end", end, "segment_base", rs.BaseOffset)
 		}
+		round.replaced = append(round.replaced, replaced...)
 		round.Uploaded++
 		round.UploadedBytes += rs.Bytes
 	}
@@ -412,7 +425,18 @@ func (r *RemoteLog) cut(ctx context.Context, b *LeaderBucket) (Round, error) {
 	}
 	m := &Manifest{Format: ManifestFormat, TableID: b.TableID, Bucket: b.Bucket,
 		Segments: append([]RemoteSegment(nil), cur.manifest.Segments...)}
-	dropped := m.CutAt(at)
+	var shortenErr error
+	dropped := m.CutAt(at, func(s RemoteSegment, offset int64) (int64, bool) {
+		n, err := r.batchPosition(ctx, s, offset)
+		if err != nil {
+			shortenErr = err
+		}
+		return n, err == nil
+	})
+	if shortenErr != nil {
+		// Dropping the segment whole could lose offsets only it holds.
+		return Round{}, fmt.Errorf("tiering: cut the remote log of table %d bucket %d at %d: %w", b.TableID, b.Bucket, at, shortenErr)
+	}
 	r.log.Warn("cutting the remote log after an unclean election: the leader's history parts from it there",
 		"table", b.TableID, "bucket", b.Bucket, "cut_offset", at, "remote_end", cur.handle.EndOffset, "segments_dropped", len(dropped))
 	next, err := r.commit(ctx, b, cur, m, at)
@@ -434,6 +458,39 @@ func (r *RemoteLog) cut(ctx context.Context, b *LeaderBucket) (Round, error) {
 			"table", b.TableID, "bucket", b.Bucket, "objects", len(garbage), "err", err)
 	}
 	return Round{Committed: next, Changed: true}, nil
+}
+
+// batchPosition is the byte position of the batch starting at offset in
+// segment s: found from the index's floor, reading batch headers on.
+func (r *RemoteLog) batchPosition(ctx context.Context, s RemoteSegment, offset int64) (int64, error) {
+	ix, err := r.reader.index(ctx, s)
+	if err != nil {
+		return 0, err
+	}
+	header := make([]byte, record.HeaderSize)
+	for pos := ix.PositionFor(offset); pos < s.Bytes; {
+		body, err := r.cfg.Store.Get(ctx, s.DataKey, pos, record.HeaderSize)
+		if err != nil {
+			return 0, err
+		}
+		_, err = io.ReadFull(body, header)
+		body.Close()
+		if err != nil {
+			return 0, fmt.Errorf("tiering: batch header at byte %d of %s: %w", pos, s.DataKey, err)
+		}
+		n, ok := record.PeekSize(header)
+		b := record.Batch(header)
+		switch {
+		case !ok:
+			return 0, fmt.Errorf("%w: batch header at byte %d of %s", record.ErrCorruptBatch, pos, s.DataKey)
+		case b.BaseOffset() == offset:
+			return pos, nil
+		case b.BaseOffset() > offset:
+			return 0, fmt.Errorf("tiering: no batch starts at offset %d in %s (one starts at %d)", offset, s.DataKey, b.BaseOffset())
+		}
+		pos += int64(n)
+	}
+	return 0, fmt.Errorf("tiering: offset %d is past segment %s", offset, s.DataKey)
 }
 
 // commit writes the manifest under a new key and commits it: as the cut of
