@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -46,5 +48,31 @@ func TestProduceRefusesBatchInflatingPastLimit(t *testing.T) {
 	if !errors.As(err, &te) || te.Code != pb.ErrorCode_ERROR_CODE_TOO_LARGE ||
 		!strings.Contains(err.Error(), MaxBatchBytesFlag) || !strings.Contains(err.Error(), "65536-byte") {
 		t.Fatalf("produce of a %d-byte batch inflating to 256 KiB: %v; want TOO_LARGE naming the 65536-byte limit and %s", len(batch), err, MaxBatchBytesFlag)
+	}
+}
+
+// A fetch naming many buckets gets an answer no larger than its byte limit:
+// the buckets past it are left out (their callers ask again), as Kafka's
+// fetch.max.bytes, instead of one error entry each in an answer no client
+// can receive.
+func TestFetchAnswerBoundedAcrossBuckets(t *testing.T) {
+	m := newTestManager(t, t.TempDir())
+	const maxBytes = 64 << 10
+	req := &pb.FetchRequest{MaxBytes: maxBytes}
+	for i := range 10000 {
+		req.Buckets = append(req.Buckets, &pb.FetchBucket{TableId: 1000 + uint64(i), Offset: 0, LeaderEpoch: -1, LastFetchedEpoch: -1})
+	}
+	resp, err := m.Fetch(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size := proto.Size(resp); size > maxBytes || len(resp.Buckets) == 0 || len(resp.Buckets) == len(req.Buckets) {
+		t.Fatalf("fetch of %d buckets with max_bytes %d: %d buckets in %d bytes; want some, within the limit",
+			len(req.Buckets), maxBytes, len(resp.Buckets), size)
+	}
+	for i, fb := range resp.Buckets {
+		if fb.TableId != req.Buckets[i].TableId || fb.ErrorCode != pb.ErrorCode_ERROR_CODE_NOT_LEADER {
+			t.Fatalf("answer %d: table %d, %v; want table %d, not leader", i, fb.TableId, fb.ErrorCode, req.Buckets[i].TableId)
+		}
 	}
 }
