@@ -145,3 +145,21 @@ func (s *hookedStream) MsgRecv(msg drpc.Message, enc drpc.Encoding) error {
 	}
 	return s.Stream.MsgRecv(msg, enc)
 }
+
+// FieldLimiter checks encoded requests against field limits as a Server
+// does, for code that decodes requests itself (and fuzz tests of the
+// handlers' decoding).
+type FieldLimiter struct{ limits fieldLimits }
+
+// NewFieldLimiter resolves limits; it fails as NewServer's Serve would.
+func NewFieldLimiter(limits []FieldLimit) (*FieldLimiter, error) {
+	fl, err := newFieldLimits(limits)
+	if err != nil {
+		return nil, err
+	}
+	return &FieldLimiter{limits: fl}, nil
+}
+
+// Check returns the TOO_LARGE error a Server refuses buf with, an encoded
+// msg, or nil.
+func (l *FieldLimiter) Check(buf []byte, msg proto.Message) error { return l.limits.check(buf, msg) }
