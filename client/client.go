@@ -83,7 +83,7 @@ func (c *Client) Close() error {
 // writers and scanners.
 func (c *Client) batchCodec() (*record.Codec, error) {
 	c.codecOnce.Do(func() {
-		c.codec, c.codecErr = record.NewCodec()
+		c.codec, c.codecErr = record.NewCodec(record.CodecConfig{})
 	})
 	if c.codec == nil && c.codecErr == nil {
 		return nil, transport.ErrPoolClosed

@@ -193,6 +193,9 @@ func (n *Node) State() *metastate.State { return n.state }
 // outcome cannot be known (ErrUnknownOutcome) the caller retries with the
 // same request id.
 func (n *Node) Propose(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	if res := metastate.Precheck(cmd); res != nil {
+		return res, nil // decided without the log: nothing invalid is logged
+	}
 	data, err := proto.Marshal(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("raftmeta: encode command: %w", err)

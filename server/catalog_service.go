@@ -28,17 +28,27 @@ func (m *metaService) DropDatabase(ctx context.Context, req *pb.DropDatabaseRequ
 }
 
 func (m *metaService) CreateTable(ctx context.Context, req *pb.CreateTableRequest) (*pb.CommandResponse, error) {
+	cmd, err := createTableCommand(req, m.s.liveTabletNodes())
+	if err != nil {
+		return nil, err
+	}
+	return m.command(ctx, cmd)
+}
+
+// createTableCommand is the command a CreateTable request proposes, with
+// the tablet nodes seen alive.
+func createTableCommand(req *pb.CreateTableRequest, liveNodes []uint32) (*pb.Command, error) {
 	columns, pk, err := tableColumns(req.Schema, req.PrimaryKey)
 	if err != nil {
 		return nil, err
 	}
-	return m.command(ctx, &pb.Command{RequestId: requestID(req.RequestId), Op: &pb.Command_CreateTable{
+	return &pb.Command{RequestId: requestID(req.RequestId), Op: &pb.Command_CreateTable{
 		CreateTable: &pb.CreateTable{
 			Database: req.Database, Name: req.Name, Columns: columns, PrimaryKey: pk,
 			BucketKey: req.BucketKey, Buckets: req.Buckets, Replication: req.Replication,
-			Properties: req.Properties, IfNotExists: req.IfNotExists, LiveNodes: m.s.liveTabletNodes(),
+			Properties: req.Properties, IfNotExists: req.IfNotExists, LiveNodes: liveNodes,
 			Checks: metastate.CreateTableChecks,
-		}}})
+		}}}, nil
 }
 
 // tableColumns parses and checks a schema in the CLI syntax, with the

@@ -169,14 +169,21 @@ func (s *Server) selfInfo() *pb.PeerInfo {
 	return &pb.PeerInfo{NodeId: s.cfg.NodeID, RpcAddress: s.advertise, Roles: s.cfg.Roles}
 }
 
-// rememberPeer records a peer met through Hello.
+// rememberPeer records a peer met through Hello. The table is bounded
+// (maxHelloPeers) and takes only usable entries: every later Hello answers
+// with its meta peers, and a node once told of 500,000 made every answer
+// too large for a plain client to receive, for good.
 func (s *Server) rememberPeer(p *pb.PeerInfo) {
-	if p == nil || p.NodeId == 0 || p.RpcAddress == "" || p.NodeId == s.cfg.NodeID {
+	if !usablePeer(p) || p.NodeId == s.cfg.NodeID {
 		return
 	}
 	s.peersMu.Lock()
-	s.peers[p.NodeId] = p
-	s.peersMu.Unlock()
+	defer s.peersMu.Unlock()
+	if _, known := s.peers[p.NodeId]; !known && len(s.peers) >= maxHelloPeers {
+		s.log.Debug("peer table full: not remembering a peer met through hello", "peer", p.NodeId, "max_peers", maxHelloPeers)
+		return
+	}
+	s.peers[p.NodeId] = &pb.PeerInfo{NodeId: p.NodeId, RpcAddress: p.RpcAddress, Roles: p.Roles}
 }
 
 // helloAll greets every --join address and every peer met so far.

@@ -106,6 +106,7 @@ func New(cfg Config) (*Server, error) {
 		MaxMessageBytes: cfg.MaxMessageBytes,
 		IdleTimeout:     cfg.IdleTimeout,
 		ClusterID:       clusterID,
+		FieldLimits:     requestFieldLimits(),
 		Logger:          s.log,
 	})
 	if err := pb.DRPCRegisterMeta(s.rpc.Mux(), &metaService{s: s}); err != nil {

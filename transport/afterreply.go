@@ -42,6 +42,8 @@ type hookedStream struct {
 	// manualFlush: the stream flushes at its end, not after each message
 	// (a unary call's: its reply and the end go in one write).
 	manualFlush bool
+	// limits are checked on every message received (fieldlimit.go).
+	limits fieldLimits
 }
 
 func (s *hookedStream) Context() context.Context { return s.ctx }

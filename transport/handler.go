@@ -26,6 +26,7 @@ const MetadataClusterID = "floe-cluster-id"
 type handler struct {
 	next      *Mux
 	clusterID func() string
+	limits    fieldLimits
 	log       *slog.Logger
 }
 
@@ -52,7 +53,7 @@ func (h *handler) HandleRPC(stream drpc.Stream, rpc string) (err error) {
 	hooks := &afterReplyHooks{}
 	defer hooks.run()
 	ctx := context.WithValue(stream.Context(), afterReplyKey{}, hooks)
-	return h.next.HandleRPC(&hookedStream{Stream: stream, ctx: ctx, manualFlush: manual}, rpc)
+	return h.next.HandleRPC(&hookedStream{Stream: stream, ctx: ctx, manualFlush: manual, limits: h.limits}, rpc)
 }
 
 // checkCluster refuses a call whose caller names another cluster than this

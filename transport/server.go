@@ -36,6 +36,10 @@ type ServerConfig struct {
 	// Calls naming another cluster are refused with CLUSTER_MISMATCH. nil:
 	// never known.
 	ClusterID func() string
+	// FieldLimits bound the elements of repeated request fields, counted in
+	// the encoded message and refused with TOO_LARGE before it is decoded
+	// (fieldlimit.go). nil: none.
+	FieldLimits []FieldLimit
 	// Logger receives the server's messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -78,8 +82,12 @@ type Server struct {
 func NewServer(cfg ServerConfig) *Server {
 	s := &Server{invalid: cfg.Validate(), mux: newMux()}
 	s.cfg = cfg.withDefaults()
+	limits, err := newFieldLimits(cfg.FieldLimits)
+	if err != nil && s.invalid == nil {
+		s.invalid = err
+	}
 	s.drpc = drpcserver.NewWithOptions(
-		&handler{next: s.mux, clusterID: s.cfg.ClusterID, log: s.cfg.Logger},
+		&handler{next: s.mux, clusterID: s.cfg.ClusterID, limits: limits, log: s.cfg.Logger},
 		drpcserver.Options{Manager: drpcmanager.Options{
 			Reader:            drpcwire.ReaderOptions{MaximumBufferSize: s.cfg.MaxMessageBytes + readerSlackBytes},
 			InactivityTimeout: s.cfg.IdleTimeout,

@@ -120,8 +120,11 @@ func (n *densityNode) cpuTime() (time.Duration, error) {
 }
 
 // rssBytes is the node's resident memory, VmRSS.
-func (n *densityNode) rssBytes() (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", n.cmd.Process.Pid))
+func (n *densityNode) rssBytes() (int64, error) { return procRSSBytes(n.cmd.Process.Pid) }
+
+// procRSSBytes is a process's resident memory, VmRSS of /proc/PID/status.
+func procRSSBytes(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}

@@ -78,7 +78,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		leafCmd(consumeCmd(env).spec(env), ""),
 		leafCmd(lookupCmd(env).spec(env), ""),
 		groupCmd("bench", "measure throughput and latency (produce, e2e, upsert, lookup, suite), idle cost (density), what the machine allows (floor), and compare a suite run with the peers' (compare)",
-			append(clientSpecs(env, benchCmds(env)), benchDensitySpec(env), benchFloorSpec(env), benchCompareSpec(env))),
+			append(clientSpecs(env, benchCmds(env)), benchDensitySpec(env), benchFloorSpec(env), benchCompareSpec(env), benchHostileSpec(env))),
 		groupCmd("log", "inspect and verify log folders on disk (dump, verify)", logSpecs(env)),
 		groupCmd("schema", "parse and check a table schema", schemaSpecs(env)),
 		leafCmd(versionSpec(env), ""),

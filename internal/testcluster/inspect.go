@@ -281,7 +281,7 @@ func (c *Cluster) Records(ctx context.Context, database, name string, bucket int
 	if err != nil {
 		return nil, err
 	}
-	codec, err := record.NewCodec()
+	codec, err := record.NewCodec(record.CodecConfig{})
 	if err != nil {
 		return nil, err
 	}

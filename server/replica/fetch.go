@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/transport"
@@ -15,9 +18,20 @@ import (
 
 // Fetch limits.
 const (
-	maxFetchWait       = 30 * time.Second
-	defaultFetchBytes  = 1 << 20
-	maxFetchBytesTotal = 12 << 20 // below the 16 MiB message limit
+	maxFetchWait      = 30 * time.Second
+	defaultFetchBytes = 1 << 20
+	// maxFetchBytesTotal bounds a fetch's whole answer, encoded: below the
+	// 16 MiB message limit a client built with the transport's defaults
+	// takes. A consumer's max_bytes lowers it.
+	maxFetchBytesTotal = 12 << 20
+	// MaxFetchBuckets bounds the buckets of one fetch request (the
+	// Server refuses more before decoding it); a follower that follows
+	// more on one leader takes turns among them.
+	MaxFetchBuckets = 16384
+	// fetchBucketReserve is room kept in a fetch's answer for one more
+	// bucket's fields besides its records (an error text, a remote
+	// segment's URL).
+	fetchBucketReserve = 4 << 10
 )
 
 // Fetch serves consumers (replica_id 0: data below the high watermark) and
@@ -121,18 +135,25 @@ func (m *Manager) checkFollower(id uint32, epoch uint64) error {
 	return nil
 }
 
-// fetchOnce reads every requested bucket once. It returns the answer, its
-// record bytes, and whether it must go back now whatever its size (an
-// error, a divergence, a remote segment reference).
+// fetchOnce reads the requested buckets once, in request order, until the
+// encoded answer reaches total: as Kafka's fetch.max.bytes, the buckets
+// past that point are left out of the answer (the first is always in), and
+// their callers ask again. It returns the answer, its record bytes, and
+// whether it must go back now whatever its size (an error, a divergence, a
+// remote segment reference).
 func (m *Manager) fetchOnce(ctx context.Context, req *pb.FetchRequest, total int) (*pb.FetchResponse, int, bool) {
-	resp := &pb.FetchResponse{Buckets: make([]*pb.FetchedBucket, 0, len(req.Buckets))}
+	resp := &pb.FetchResponse{Buckets: make([]*pb.FetchedBucket, 0, min(len(req.Buckets), 64))}
 	bytes, answerNow := 0, false
+	encoded := 0 // the answer's encoded size so far
 	for _, fb := range req.Buckets {
+		if len(resp.Buckets) > 0 && encoded+fetchBucketReserve > total {
+			break
+		}
 		budget := int(fb.MaxBytes)
 		if budget <= 0 {
 			budget = defaultFetchBytes
 		}
-		budget = min(budget, total-bytes)
+		budget = min(budget, total-encoded-fetchBucketReserve)
 		out := &pb.FetchedBucket{TableId: fb.TableId, Bucket: fb.Bucket}
 		id := BucketID{TableID: fb.TableId, Bucket: fb.Bucket}
 		var err error
@@ -153,6 +174,7 @@ func (m *Manager) fetchOnce(ctx context.Context, req *pb.FetchRequest, total int
 			answerNow = true
 		}
 		bytes += len(out.Records)
+		encoded += protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(out))
 		resp.Buckets = append(resp.Buckets, out)
 		if out.Diverging || out.Remote != nil {
 			// Nothing to wait for: the follower truncates, the consumer

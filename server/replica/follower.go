@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,10 @@ type fetcher struct {
 	streamAddr string
 	endStream  context.CancelFunc
 	unary      bool
+	// turn is where the next fetch's window starts when more replicas
+	// follow leader than one request may name (MaxFetchBuckets). Owned
+	// by run.
+	turn int
 }
 
 // fetchTimeout bounds one fetch: the leader's long poll and a margin.
@@ -192,6 +197,13 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	addr := f.m.nodeAddress(f.leader)
 	if addr == "" {
 		return errNoAddress
+	}
+	if len(reps) > MaxFetchBuckets {
+		// More than a request may name: a window of them, moving on
+		// each round, so each is fetched in turn.
+		start := f.turn % len(reps)
+		reps = slices.Concat(reps[start:], reps[:start])[:MaxFetchBuckets]
+		f.turn += MaxFetchBuckets
 	}
 	req := &pb.FetchRequest{ReplicaId: f.m.cfg.NodeID, NodeEpoch: f.m.NodeEpoch(),
 		MaxWaitMs: int32(DefaultFollowerMaxWait / time.Millisecond), MinBytes: 1, MaxBytes: maxFetchBytesTotal}

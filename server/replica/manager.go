@@ -78,7 +78,7 @@ func New(cfg Config) (*Manager, error) {
 	if m.hw, err = loadHWCheckpoint(cfg.Dir); err != nil {
 		m.log.Warn("high-watermark checkpoint unreadable: replicas start from lower high watermarks", "err", err)
 	}
-	codec, err := record.NewCodec()
+	codec, err := record.NewCodec(record.CodecConfig{MaxBatchBytes: min(cfg.MaxBatchBytes, record.MaxBatchSize)})
 	if err != nil {
 		return nil, err
 	}

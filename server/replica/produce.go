@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/floedb/floe/storage/logstore"
@@ -35,7 +36,7 @@ func (m *Manager) writeTarget(tableID uint64, bucket, acks int32, batchBytes int
 		return nil, 0, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "acks must be -1 (all), 0 or 1, not %d", acks)
 	}
 	if batchBytes > m.cfg.MaxBatchBytes {
-		return nil, 0, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "batch of %d bytes over the %d-byte limit", batchBytes, m.cfg.MaxBatchBytes)
+		return nil, 0, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "batch of %d bytes over the %d-byte limit (%s)", batchBytes, m.cfg.MaxBatchBytes, MaxBatchBytesFlag)
 	}
 	timeout := DefaultProduceTimeout
 	if timeoutMs > 0 {
@@ -86,7 +87,7 @@ func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
 	}
 	it, _, err := b.Records(r.mgr.codec(), nil)
 	if err != nil {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+		return nil, RecordsError(err)
 	}
 	for it.Next() {
 		rec := it.Record()
@@ -101,6 +102,20 @@ func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
 	}
 	return b, nil
+}
+
+// MaxBatchBytesFlag is the setting that raises Config.MaxBatchBytes, named
+// in the errors of requests it refuses.
+const MaxBatchBytesFlag = "floe serve --max-batch-bytes"
+
+// RecordsError is the wire error of a produced batch whose records cannot
+// be read: TOO_LARGE, naming the limit, for a payload that inflates past
+// it; INVALID_RECORD for anything else.
+func RecordsError(err error) error {
+	if errors.Is(err, record.ErrDecompressedTooLarge) {
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "%v (%s)", err, MaxBatchBytesFlag)
+	}
+	return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
 }
 
 // wholeBatch checks that data is exactly one batch with a valid CRC.

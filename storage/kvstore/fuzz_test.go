@@ -33,7 +33,7 @@ func FuzzAppendChanges(f *testing.F) {
 		batch, _ := b.Build()
 		f.Add([]byte(batch), int64(0))
 	}
-	codec, err := record.NewCodec()
+	codec, err := record.NewCodec(record.CodecConfig{})
 	if err != nil {
 		f.Fatal(err)
 	}

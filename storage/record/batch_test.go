@@ -23,7 +23,7 @@ func buildBatch(t testing.TB, opts BatchOptions, records ...string) Batch {
 }
 
 func TestBatchRoundTrip(t *testing.T) {
-	codec, err := NewCodec()
+	codec, err := NewCodec(CodecConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestRecordIteratorAllocs(t *testing.T) {
 // FuzzBatchDecode feeds arbitrary bytes to the batch and record decoders: they
 // must never panic, and whatever Check accepts must iterate consistently.
 func FuzzBatchDecode(f *testing.F) {
-	codec, err := NewCodec()
+	codec, err := NewCodec(CodecConfig{})
 	if err != nil {
 		f.Fatal(err)
 	}

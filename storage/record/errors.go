@@ -2,6 +2,7 @@ package record
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 )
 
@@ -44,6 +45,31 @@ var (
 	// type, such as a malformed DATE or base64 string.
 	ErrInvalidValue = errors.New("record: invalid value")
 )
+
+// ErrDecompressedTooLarge marks a compressed batch whose payload inflates
+// past the codec's limit (CodecConfig.MaxBatchBytes). Errors matching it are
+// *LimitError.
+var ErrDecompressedTooLarge = errors.New("record: decompressed batch over the limit")
+
+// LimitError is a compressed batch refused for what it inflates to.
+type LimitError struct {
+	// Offset is the batch's base offset as its header says.
+	Offset int64
+	// AtLeastBytes is how large the batch was found to be uncompressed
+	// (header included) when decompression stopped: at least this.
+	AtLeastBytes int
+	// LimitBytes is the codec's limit.
+	LimitBytes int
+}
+
+// Error returns a message naming the size and the limit.
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("record: zstd batch at offset %d inflates to at least %d bytes, over the %d-byte batch limit",
+		e.Offset, e.AtLeastBytes, e.LimitBytes)
+}
+
+// Unwrap returns ErrDecompressedTooLarge.
+func (e *LimitError) Unwrap() error { return ErrDecompressedTooLarge }
 
 // ColumnError is an error about the value of one column. Its Err wraps the
 // sentinels that classify it (ErrWrongType, ErrOverflow, ...), so

@@ -42,7 +42,7 @@ func (kv *kvReplica) checkRows(b record.Batch, targets []int32) ([]kvWrite, erro
 	relaxed := keyOnlySchema(info.schema)
 	it, _, err := b.Records(kv.r.Codec(), nil)
 	if err != nil {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+		return nil, replica.RecordsError(err)
 	}
 	writes := make([]kvWrite, 0, b.RecordCount())
 	for it.Next() {

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/floedb/floe/client"
+)
+
+// bench hostile sends a node the requests that once exhausted it (a zstd
+// payload inflating to 1 GiB, a fetch of 1M buckets, a lookup of 7M keys,
+// a Hello of 500k peers, a 15 MiB database name) and the connections that
+// hold its resources (a Writes stream stalled mid-message, idle and
+// prefix-only Raft connections), each from several connections for a
+// while, as a normal client produces and looks up meanwhile. It reports,
+// per attack, the node's peak resident memory above its idle level,
+// whether it stayed up, and how the normal client fared.
+
+const hostileDatabase = "bench_hostile"
+
+// hostileFlags are the flags of bench hostile.
+type hostileFlags struct {
+	addr     string
+	nodePIDs string
+	binary   string
+	dataDir  string
+	duration time.Duration
+	conns    int
+	attacks  string
+	output   string
+
+	pid    int // the node's pid; 0: unknown, no memory figures
+	chosen []hostileAttack
+}
+
+func (f *hostileFlags) validate() error {
+	switch {
+	case f.duration <= 0:
+		return fmt.Errorf("%w: --duration must be positive", errUsage)
+	case f.conns < 1 || f.conns > 256:
+		return fmt.Errorf("%w: --conns must be in [1, 256]", errUsage)
+	case f.output != "text" && f.output != "json":
+		return fmt.Errorf("%w: --output must be text or json", errUsage)
+	}
+	pids, err := parseNodePIDs(f.nodePIDs)
+	if err != nil {
+		return err
+	}
+	if len(pids) > 1 {
+		return fmt.Errorf("%w: --node-pids: bench hostile measures one node", errUsage)
+	}
+	if len(pids) == 1 {
+		f.pid = pids[0]
+	}
+	all := hostileAttacks()
+	if f.attacks == "" {
+		f.chosen = all
+		return nil
+	}
+	for _, name := range strings.Split(f.attacks, ",") {
+		i := slices.IndexFunc(all, func(a hostileAttack) bool { return a.name == strings.TrimSpace(name) })
+		if i < 0 {
+			return fmt.Errorf("%w: --attacks: unknown attack %q", errUsage, name)
+		}
+		f.chosen = append(f.chosen, all[i])
+	}
+	return nil
+}
+
+// hostileRow is what one attack did to the node.
+type hostileRow struct {
+	Attack string `json:"attack"`
+	About  string `json:"about"`
+	Conns  int    `json:"conns"`
+	// Attempts and Refused count the attack's requests (or connections)
+	// and those the node refused or closed.
+	Attempts int64  `json:"attempts"`
+	Refused  int64  `json:"refused"`
+	LastErr  string `json:"last_error,omitempty"`
+	// Memory, in bytes: the node's VmRSS idle (before the first attack),
+	// before this one, and the peak during it.
+	IdleRSS   int64 `json:"idle_rss_bytes,omitempty"`
+	BeforeRSS int64 `json:"before_rss_bytes,omitempty"`
+	PeakRSS   int64 `json:"peak_rss_bytes,omitempty"`
+	// NodeUp: the node still answered a normal call after the attack.
+	NodeUp bool `json:"node_up"`
+	// The normal client's writes and lookups during the attack.
+	ClientOK     int64  `json:"client_ok"`
+	ClientErrors int64  `json:"client_errors"`
+	ClientErr    string `json:"client_last_error,omitempty"`
+}
+
+func benchHostileSpec(env *cliEnv) cmdSpec {
+	var f hostileFlags
+	return cmdSpec{usage: "bench hostile [--addr HOST:PORT --node-pids PID | --binary PATH] [--duration 30s] [--conns 8] [--attacks a,b] [-o text|json]",
+		summary: "send a node hostile requests and connections while a client writes; report its peak memory, whether it stayed up and the client's successes",
+		define: func(fs *flag.FlagSet) runFunc {
+			fs.StringVar(&f.addr, "addr", "", "the node to attack (default: start a floe dev node of --binary on a temporary folder)")
+			fs.StringVar(&f.nodePIDs, "node-pids", "", "the process id of the --addr node, for its memory (/proc/PID/status)")
+			fs.StringVar(&f.binary, "binary", "", "the floe binary of the node started without --addr (default: this one)")
+			fs.StringVar(&f.dataDir, "data-dir", "", "the started node's folder (default: a temporary one, removed at the end)")
+			fs.DurationVar(&f.duration, "duration", 30*time.Second, "how long each attack runs")
+			fs.IntVar(&f.conns, "conns", 8, "connections sending each request attack at once")
+			names := make([]string, 0, 8)
+			for _, a := range hostileAttacks() {
+				names = append(names, a.name)
+			}
+			fs.StringVar(&f.attacks, "attacks", "", "comma-separated attacks to run (default all): "+strings.Join(names, ", "))
+			fs.StringVar(&f.output, "output", "text", "output format: text or json")
+			return func(ctx context.Context, pos []string) error {
+				if len(pos) != 0 {
+					return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
+				}
+				if err := f.validate(); err != nil {
+					return err
+				}
+				rows, err := benchHostile(ctx, env, &f)
+				if err != nil {
+					return err
+				}
+				if f.output == "json" {
+					for _, r := range rows {
+						line, _ := json.Marshal(r)
+						fmt.Fprintln(env.stdout, string(line))
+					}
+					return nil
+				}
+				printHostileRows(env, rows)
+				return nil
+			}
+		}}
+}
+
+// benchHostile starts or finds the node, sets up the tables, and runs each
+// attack in turn.
+func benchHostile(ctx context.Context, env *cliEnv, f *hostileFlags) ([]hostileRow, error) {
+	addr := f.addr
+	if addr == "" {
+		binary, dir := f.binary, f.dataDir
+		var err error
+		if binary == "" {
+			if binary, err = os.Executable(); err != nil {
+				return nil, err
+			}
+		}
+		if dir == "" {
+			if dir, err = os.MkdirTemp("", "floe-hostile-"); err != nil {
+				return nil, err
+			}
+			defer os.RemoveAll(dir)
+		}
+		node, err := newDensityNode(binary, dir, env.stderr)
+		if err != nil {
+			return nil, err
+		}
+		if err := node.start(); err != nil {
+			return nil, err
+		}
+		defer node.stop()
+		readyCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		err = retryUntil(readyCtx, func() error { return node.ready(readyCtx) })
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("the node never became ready: %w", err)
+		}
+		addr, f.pid = node.addr, node.cmd.Process.Pid
+	}
+	c, err := client.Connect(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	target, normal, err := setupHostile(ctx, c, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer normal.close(ctx)
+	idle := hostileRSS(f.pid)
+	var rows []hostileRow
+	for _, a := range f.chosen {
+		fmt.Fprintf(env.stderr, "%s: %s, %v\n", a.name, a.about, f.duration)
+		row := runHostile(ctx, f, a, target, normal)
+		row.IdleRSS = idle
+		rows = append(rows, row)
+		if ctx.Err() != nil {
+			return rows, ctx.Err()
+		}
+	}
+	return rows, nil
+}
+
+// hostileNormal is the well-behaved client: it appends to the log table
+// and looks up the primary-key table.
+type hostileNormal struct {
+	writer *client.AppendWriter
+	lookup *client.Lookuper
+}
+
+func (n *hostileNormal) close(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = n.writer.Close(ctx)
+	n.lookup.Close()
+}
+
+// once writes a row and looks one up, waiting for both.
+func (n *hostileNormal) once(ctx context.Context) error {
+	fut, err := n.writer.AppendJSON(ctx, []byte(`{"id":1,"payload":"aGk="}`))
+	if err != nil {
+		return err
+	}
+	if _, err := fut.Wait(ctx); err != nil {
+		return err
+	}
+	_, found, err := n.lookup.LookupJSON(ctx, []byte(`{"id":"k1"}`))
+	if err == nil && !found {
+		err = errors.New("the lookup's key is missing")
+	}
+	return err
+}
+
+// setupHostile creates the tables, writes the key the normal client looks
+// up, and returns the attacks' target and the normal client.
+func setupHostile(ctx context.Context, c *client.Client, addr string) (*hostileTarget, *hostileNormal, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := c.Admin().CreateDatabase(ctx, hostileDatabase, client.IfNotExists()); err != nil {
+		return nil, nil, err
+	}
+	for _, spec := range []client.TableSpec{
+		{Database: hostileDatabase, Name: "events", Schema: benchSchema, Buckets: 1},
+		{Database: hostileDatabase, Name: "kv", Schema: kvBenchSchema, PrimaryKey: []string{"id"}, Buckets: 1},
+	} {
+		if _, err := c.Admin().CreateTable(ctx, spec, client.IfNotExists()); err != nil {
+			return nil, nil, err
+		}
+	}
+	events, err := c.Table(ctx, hostileDatabase, "events")
+	if err != nil {
+		return nil, nil, err
+	}
+	kv, err := c.Table(ctx, hostileDatabase, "kv")
+	if err != nil {
+		return nil, nil, err
+	}
+	up, err := kv.NewUpsertWriter(client.UpsertWriterOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	err = retryUntil(ctx, func() error {
+		fut, err := up.UpsertJSON(ctx, []byte(`{"id":"k1","v":"aGk="}`))
+		if err != nil {
+			return err
+		}
+		_, err = fut.Wait(ctx)
+		return err
+	})
+	_ = up.Close(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("write the lookup's key: %w", err)
+	}
+	writer, err := events.NewAppendWriter(client.AppendWriterOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	lookup, err := kv.NewLookuper(client.LookuperOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	normal := &hostileNormal{writer: writer, lookup: lookup}
+	if err := retryUntil(ctx, func() error { return normal.once(ctx) }); err != nil {
+		return nil, nil, fmt.Errorf("the normal client: %w", err)
+	}
+	schema := events.Info().SchemaID
+	return &hostileTarget{addr: addr, logTableID: events.ID(), logSchemaID: int16(schema), kvTableID: kv.ID(),
+		dialTimeout: 5 * time.Second, callDeadline: 30 * time.Second}, normal, nil
+}
+
+// runHostile runs one attack for the flags' duration beside the normal
+// client and a memory sampler.
+func runHostile(ctx context.Context, f *hostileFlags, a hostileAttack, t *hostileTarget, normal *hostileNormal) hostileRow {
+	conns := a.conns
+	if conns == 0 {
+		conns = f.conns
+	}
+	row := hostileRow{Attack: a.name, About: a.about, Conns: conns, BeforeRSS: hostileRSS(f.pid)}
+	attackCtx, stop := context.WithTimeout(ctx, f.duration)
+	defer stop()
+	var wg sync.WaitGroup
+	var attempts, refused atomic.Int64
+	var errMu sync.Mutex
+	for range conns {
+		wg.Go(func() {
+			for attackCtx.Err() == nil {
+				attempts.Add(1)
+				if err := a.run(attackCtx, t); err != nil && attackCtx.Err() == nil {
+					refused.Add(1)
+					errMu.Lock()
+					row.LastErr = err.Error()
+					errMu.Unlock()
+					// A closed connection comes back at once: pace the
+					// retries so they measure the node, not the loop.
+					select {
+					case <-time.After(50 * time.Millisecond):
+					case <-attackCtx.Done():
+					}
+				}
+			}
+		})
+	}
+	var ok, failed atomic.Int64
+	var lastClientErr atomic.Value
+	wg.Go(func() {
+		for attackCtx.Err() == nil {
+			callCtx, cancel := context.WithTimeout(attackCtx, 10*time.Second)
+			err := normal.once(callCtx)
+			cancel()
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case attackCtx.Err() == nil:
+				failed.Add(1)
+				lastClientErr.Store(err.Error())
+			}
+		}
+	})
+	peak := row.BeforeRSS
+	tick := time.NewTicker(100 * time.Millisecond)
+	for attackCtx.Err() == nil {
+		select {
+		case <-tick.C:
+			peak = max(peak, hostileRSS(f.pid))
+		case <-attackCtx.Done():
+		}
+	}
+	tick.Stop()
+	wg.Wait()
+	row.PeakRSS = max(peak, hostileRSS(f.pid))
+	row.Attempts, row.Refused = attempts.Load(), refused.Load()
+	row.ClientOK, row.ClientErrors = ok.Load(), failed.Load()
+	if s, _ := lastClientErr.Load().(string); s != "" {
+		row.ClientErr = s
+	}
+	upCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	row.NodeUp = hostileAlive(f.pid) && normal.once(upCtx) == nil
+	cancel()
+	return row
+}
+
+// hostileRSS is the node's VmRSS in bytes, 0 when its pid is unknown or
+// unreadable.
+func hostileRSS(pid int) int64 {
+	if pid == 0 {
+		return 0
+	}
+	rss, err := procRSSBytes(pid)
+	if err != nil {
+		return 0
+	}
+	return rss
+}
+
+// hostileAlive reports whether process pid exists (true when unknown).
+func hostileAlive(pid int) bool {
+	return pid == 0 || syscall.Kill(pid, 0) == nil
+}
+
+func printHostileRows(env *cliEnv, rows []hostileRow) {
+	mib := func(b int64) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f", float64(b)/(1<<20))
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "attack\tconns\tattempts\trefused\tidle MiB\tpeak above idle MiB\tnode up\tclient ok\tclient errors\tlast refusal")
+	for _, r := range rows {
+		above := "-"
+		if r.IdleRSS > 0 {
+			above = mib(max(r.PeakRSS-r.IdleRSS, 1))
+		}
+		last := r.LastErr
+		if len(last) > 90 {
+			last = last[:90] + "…"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%v\t%d\t%d\t%s\n", r.Attack, r.Conns, r.Attempts, r.Refused, mib(r.IdleRSS), above,
+			r.NodeUp, r.ClientOK, r.ClientErrors, last)
+	}
+	tw.Flush()
+	for _, r := range rows {
+		if r.ClientErr != "" {
+			fmt.Fprintf(env.stdout, "%s: the normal client's last error: %s\n", r.Attack, r.ClientErr)
+		}
+	}
+}
