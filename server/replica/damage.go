@@ -66,7 +66,7 @@ func (r *Replica) readError(err error) error {
 func (r *Replica) noteDamage(ce *logstore.CorruptError) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.otherInSyncCopyLocked() {
+	if !r.otherInSyncCopyLocked() || ce.Offset == r.keptDamageAt {
 		return false
 	}
 	r.noteLossLocked(ce, false)
@@ -201,17 +201,40 @@ func (r *Replica) reportDamage(report *pb.ReportDamagedReplica, requestID []byte
 }
 
 // repairDamage cuts the log back to the damaged offset once the replica
-// is out of the ISR and another replica's ISR holds the records; a lost
-// tail (nothing after it to keep) is cut away in an offline bucket too.
+// is out of the ISR and another replica's ISR holds the records from there
+// on; a lost tail (nothing after it to keep) is cut away in an offline
+// bucket too. Holding them from there on is the leader's to say
+// (ListOffsetsResponse.held_from): an in-sync replica restored from a KV
+// snapshot starts its log at the snapshot, and what lies below may be on
+// this replica alone. Then it keeps its log, damaged batch and all (as the
+// last copy does: keepDamage), and fetches on from its end.
 func (r *Replica) repairDamage() {
+	r.mu.Lock()
+	at, lostTail := r.damagedAt, r.tailLost
+	_, leader, _, _ := r.stateLocked()
+	mayCut := at >= 0 && r.core.MayCutDamaged(lostTail, at, at)
+	r.mu.Unlock()
+	if !mayCut {
+		return
+	}
+	heldFrom := int64(0)
+	if !lostTail {
+		var ok bool
+		if heldFrom, ok = r.leaderHeldFrom(leader, at); !ok {
+			return
+		}
+	}
 	r.produceMu.Lock()
 	defer r.produceMu.Unlock()
 	r.mu.Lock()
-	at := r.damagedAt
-	mayCut := r.core.MayCutDamaged(r.tailLost)
+	sameDamage := r.damagedAt == at && r.tailLost == lostTail
+	mayCut = r.core.MayCutDamaged(lostTail, at, heldFrom)
 	closed := r.closed || r.failed != nil
+	if sameDamage && !mayCut && !closed && r.core.MayCutDamaged(lostTail, at, at) {
+		r.keepDamageLocked(at, heldFrom)
+	}
 	r.mu.Unlock()
-	if at < 0 || !mayCut || closed {
+	if !sameDamage || !mayCut || closed {
 		return
 	}
 	r.mgr.log.Info("cutting a damaged log back to fetch it again", "bucket", r.id.String(), "to_offset", at,
@@ -224,6 +247,48 @@ func (r *Replica) repairDamage() {
 		r.damagedAt, r.tailLost = -1, false
 	}
 	r.mu.Unlock()
+}
+
+// keepDamageLocked settles damage at offset that no other copy can repair:
+// the leader's readable copies start at heldFrom, past it. The replica
+// keeps its log and fetches on from its end; reads of the damaged batch,
+// should it lead, answer CORRUPT. Holds mu.
+func (r *Replica) keepDamageLocked(offset, heldFrom int64) {
+	r.damagedAt, r.keptDamageAt = -1, offset
+	r.mgr.log.Error("replica log damaged, and the records after the damage are held by no other copy: keeping the log; reads of the damaged batch answer CORRUPT",
+		"bucket", r.id.String(), "offset", offset, "leader_held_from", heldFrom)
+}
+
+// leaderHeldFrom asks the bucket's leader where its readable copies start,
+// until it answers, the damage or the leader changes, or the node stops.
+func (r *Replica) leaderHeldFrom(leader uint32, at int64) (int64, bool) {
+	ctx, cancel := r.mgr.untilStopped(context.Background())
+	defer cancel()
+	pace := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: true}
+	for {
+		if leader == 0 {
+			return 0, false // offline: the next metadata starts the repair again
+		}
+		actx, acancel := context.WithTimeout(ctx, damageReportTimeout)
+		resp, err := r.mgr.cfg.Dialer.Tablet(r.mgr.nodeAddress(leader)).ListOffsets(actx, &pb.ListOffsetsRequest{
+			TableId: r.id.TableID, Bucket: r.id.Bucket, Spec: pb.OffsetSpec_OFFSET_SPEC_EARLIEST})
+		acancel()
+		if err == nil {
+			return resp.GetHeldFrom(), true
+		}
+		r.mu.Lock()
+		_, now, _, _ := r.stateLocked()
+		changed := r.damagedAt != at || now != leader
+		r.mu.Unlock()
+		if ctx.Err() != nil || changed {
+			return 0, false
+		}
+		r.mgr.log.Warn("asking the leader where its copies start, to repair a damaged log; retrying", "bucket", r.id.String(),
+			"leader", leader, "err", err)
+		if !pace.Wait(ctx) {
+			return 0, false
+		}
+	}
 }
 
 // isDamaged reports whether damage was found and not cut away yet.

@@ -27,8 +27,20 @@ func (m damageMeta) ReportDamaged(_ context.Context, report *pb.ReportDamagedRep
 	return m.answer, nil
 }
 
+// heldFromLeader is node 2 leading the bucket: it refuses fetches and
+// answers ListOffsets saying its readable copies start at heldFrom.
+type heldFromLeader struct {
+	refusingLeader
+	heldFrom int64
+}
+
+func (l *heldFromLeader) ListOffsets(context.Context, *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
+	return &pb.ListOffsetsResponse{HeldFrom: l.heldFrom}, nil
+}
+
 // managedReplica opens the test bucket's replica in a manager whose
-// metadata client is meta, registered as the manager's own.
+// metadata client is meta, registered as the manager's own; node 2, at a
+// known address, leads with every offset held.
 func managedReplica(t *testing.T, meta MetaClient) (*Manager, *Replica) {
 	t.Helper()
 	return managedReplicaIn(t, t.TempDir(), meta)
@@ -37,7 +49,16 @@ func managedReplica(t *testing.T, meta MetaClient) (*Manager, *Replica) {
 // managedReplicaIn is managedReplica over the data folder dir.
 func managedReplicaIn(t *testing.T, dir string, meta MetaClient) (*Manager, *Replica) {
 	t.Helper()
-	m := newTestManager(t, dir, func(c *Config) { c.Meta = meta })
+	return managedReplicaWith(t, dir, meta, &heldFromLeader{})
+}
+
+// managedReplicaWith is managedReplicaIn with leader as node 2.
+func managedReplicaWith(t *testing.T, dir string, meta MetaClient, leader pb.DRPCTabletClient) (*Manager, *Replica) {
+	t.Helper()
+	m := newTestManager(t, dir, func(c *Config) { c.Meta = meta; c.Dialer = fixedDialer{leader} })
+	m.mu.Lock()
+	m.nodes[2] = &pb.NodeRecord{Id: 2, RpcAddress: "127.0.0.1:1"}
+	m.mu.Unlock()
 	r := openTestReplica(t, m)
 	m.mu.Lock()
 	m.replicas[testBucket] = r
@@ -429,5 +450,48 @@ func TestDamageReportLeftUnchangedOnTheLastCopy(t *testing.T) {
 	}
 	if role, _, _, _ := r.state(); role != replication.RoleLeader || r.log.EndOffset() != 10 {
 		t.Fatalf("role %v, log end %d: want the leader keeping all 10 records", role, r.log.EndOffset())
+	}
+}
+
+// TestDamageBelowTheLeadersCopiesIsKept: the replica found damage at
+// offset 0 and left the ISR for node 2, whose readable copies start at 5
+// (it was restored from a KV snapshot there): the records after the damage
+// are on this replica alone, so it keeps its log instead of cutting it
+// back, stops counting itself damaged (it fetches on from its end), and a
+// read of the damaged batch answers CORRUPT from then on. Found by the tier
+// simulation; before, the cut lost every record after the damage.
+func TestDamageBelowTheLeadersCopiesIsKept(t *testing.T) {
+	next := &pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 2, LeaderEpoch: 4,
+		BucketEpoch: 5, Replicas: []uint32{1, 2}, Isr: []uint32{2}}
+	meta := damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10), answer: next}
+	_, r := managedReplicaWith(t, t.TempDir(), meta, &heldFromLeader{heldFrom: 5})
+	r.setNodeEpoch(7)
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
+		BucketEpoch: 3, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 9)
+	produceLeader(t, r, writerBatchN(t, 100, 0, 5, strings.Repeat("a", 100)))
+	produceLeader(t, r, writerBatchN(t, 100, 1, 5, strings.Repeat("b", 100)))
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
+		BucketEpoch: 4, Replicas: []uint32{1, 2}, Isr: []uint32{1, 2}}, 10)
+	flipByte(t, r.dir, record.HeaderSize+20)
+
+	if _, err := r.ReadBelow(0, 10, 1<<20); err == nil {
+		t.Fatal("the damaged batch read back")
+	}
+	<-meta.reports
+	deadline := time.Now().Add(10 * time.Second)
+	for r.isDamaged() {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica neither cut nor kept its damaged log")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r.log.EndOffset() != 10 {
+		t.Fatalf("log end %d: the replica cut records no other copy holds", r.log.EndOffset())
+	}
+	r.mu.Lock()
+	kept := r.keptDamageAt
+	r.mu.Unlock()
+	if kept != 0 {
+		t.Fatalf("kept damage at %d, want 0", kept)
 	}
 }

@@ -301,7 +301,7 @@ func (m *Manager) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (
 	if role != replication.RoleLeader {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d does not lead bucket %s (leader: node %d)", m.cfg.NodeID, id, leader)
 	}
-	resp := &pb.ListOffsetsResponse{LeaderEpoch: epoch}
+	resp := &pb.ListOffsetsResponse{LeaderEpoch: epoch, HeldFrom: r.heldFrom()}
 	switch req.Spec {
 	case pb.OffsetSpec_OFFSET_SPEC_EARLIEST:
 		resp.Offset = r.log.StartOffset()

@@ -66,6 +66,9 @@ type Replica struct {
 	closed    bool
 	failed    error // the log failed: out of service for good (failure.go)
 	damagedAt int64 // the first damaged offset found and not yet cut away, -1: none (damage.go)
+	// keptDamageAt is damage no other copy could repair, kept with the log
+	// (keepDamageLocked), -1: none. Its reads answer CORRUPT.
+	keptDamageAt int64
 	// tailLost: the damage is a lost tail (damage.go); tailReported: its
 	// report went out.
 	tailLost, tailReported bool
@@ -95,7 +98,7 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	if e, ok := l.LatestEpoch(); ok {
 		latest = e
 	}
-	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable(), writersSaved: -1, damagedAt: -1}
+	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable(), writersSaved: -1, damagedAt: -1, keptDamageAt: -1}
 	if from, lost := l.LostTail(); lost {
 		r.damagedAt, r.tailLost = from, true
 	}

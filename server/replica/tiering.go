@@ -59,7 +59,6 @@ func (r *Replica) RemoteLog() *pb.RemoteLog { return r.remote.Load() }
 // from anywhere, a primary-key table's only below its newest committed KV
 // snapshot (a replica without the changelog restores from it).
 func (r *Replica) refreshRetention() {
-	h := HandleOf(r.remote.Load())
 	pk := r.table().primaryKey
 	applied := int64(0)
 	if pk && r.kv != nil {
@@ -67,8 +66,7 @@ func (r *Replica) refreshRetention() {
 			applied = a
 		}
 	}
-	rule := replication.LocalRetention(replication.RemoteView{Start: h.StartOffset, CoveredFrom: h.CoveredFrom(),
-		End: h.EndOffset, Fenced: r.remoteFenced()}, pk, applied, r.newestKVSnapshot().GetOffset())
+	rule := replication.LocalRetention(r.remoteView(), pk, applied, r.newestKVSnapshot().GetOffset())
 	b := logstore.RetentionBounds{RemoteStart: rule.RemoteStart, RemoteEnd: rule.RemoteEnd, ExpireBelow: rule.ExpireBelow}
 	if b != r.log.Bounds() {
 		r.log.SetRetentionBounds(b)
@@ -161,6 +159,23 @@ func (m *Manager) NoteRemoteLog(id BucketID, rl *pb.RemoteLog) {
 	if r := m.replica(id); r != nil {
 		r.noteRemoteLog(rl)
 	}
+}
+
+// remoteView is the bucket's committed remote log as the protocol core's
+// rules take it.
+func (r *Replica) remoteView() replication.RemoteView {
+	h := HandleOf(r.remote.Load())
+	return replication.RemoteView{Start: h.StartOffset, CoveredFrom: h.CoveredFrom(), End: h.EndOffset, Fenced: r.remoteFenced()}
+}
+
+// heldFrom is where this leader's readable copies start (HeldFrom): its
+// log's start, or below it a remote log that reaches it and that this node
+// can read.
+func (r *Replica) heldFrom() int64 {
+	if r.mgr.cfg.Remote == nil {
+		return r.log.StartOffset()
+	}
+	return replication.HeldFrom(r.log.StartOffset(), r.remoteView())
 }
 
 // remoteFenced says an unclean election fenced the bucket's remote log and

@@ -23,17 +23,30 @@ func (b *Bucket) OtherInSyncCopy() bool {
 	return false
 }
 
-// MayCutDamaged says whether a replica with damage from some offset on may
+// MayCutDamaged says whether a replica with damage from damagedAt on may
 // cut its log back there now: out of the ISR and not leading, and another
 // in-sync replica holds the records; lost records (a lost tail: nothing
-// after the loss is left) need only the first two.
-func (b *Bucket) MayCutDamaged(lostRecords bool) bool {
+// after the loss is left) need only the first two. Holding them means
+// from damagedAt on: heldFrom is where the leader's readable copies start
+// (HeldFrom). An in-sync replica restored from a KV snapshot starts its
+// log at the snapshot's offset, and what lies below may be on this
+// replica alone; it keeps its log then, damaged batch and all.
+func (b *Bucket) MayCutDamaged(lostRecords bool, damagedAt, heldFrom int64) bool {
 	for _, id := range b.isr {
 		if id == b.cfg.Self {
 			return false
 		}
 	}
-	return b.role != RoleLeader && (lostRecords || b.OtherInSyncCopy())
+	return b.role != RoleLeader && (lostRecords || (b.OtherInSyncCopy() && damagedAt >= heldFrom))
+}
+
+// HeldFrom is where a leader's readable copies start: its log's start, or
+// below it the covered start of a remote log (not fenced) that reaches it.
+func HeldFrom(localStart int64, v RemoteView) int64 {
+	if !v.Fenced && v.End >= localStart && v.CoveredFrom < localStart && v.End > v.CoveredFrom {
+		return max(v.CoveredFrom, v.Start)
+	}
+	return localStart
 }
 
 // RemoteView is what a replica knows of its bucket's committed remote log.

@@ -1485,9 +1485,14 @@ func (x *ListOffsetsRequest) GetTimestampMs() int64 {
 }
 
 type ListOffsetsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Offset        int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
-	LeaderEpoch   int32                  `protobuf:"varint,2,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Offset      int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	LeaderEpoch int32                  `protobuf:"varint,2,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	// Every offset from here up holds a readable copy through this leader:
+	// its log, or below its start the remote log where that holds every
+	// offset. A replica that found damage in its log cuts it back only to an
+	// offset at or past it: below, it may hold the only copy.
+	HeldFrom      int64 `protobuf:"varint,3,opt,name=held_from,json=heldFrom,proto3" json:"held_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1532,6 +1537,13 @@ func (x *ListOffsetsResponse) GetOffset() int64 {
 func (x *ListOffsetsResponse) GetLeaderEpoch() int32 {
 	if x != nil {
 		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *ListOffsetsResponse) GetHeldFrom() int64 {
+	if x != nil {
+		return x.HeldFrom
 	}
 	return 0
 }
@@ -1780,10 +1792,11 @@ const file_tablet_proto_rawDesc = "" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12'\n" +
 	"\x04spec\x18\x03 \x01(\x0e2\x13.floe.v1.OffsetSpecR\x04spec\x12!\n" +
-	"\ftimestamp_ms\x18\x04 \x01(\x03R\vtimestampMs\"P\n" +
+	"\ftimestamp_ms\x18\x04 \x01(\x03R\vtimestampMs\"m\n" +
 	"\x13ListOffsetsResponse\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12!\n" +
-	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch\"F\n" +
+	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch\x12\x1b\n" +
+	"\theld_from\x18\x03 \x01(\x03R\bheldFrom\"F\n" +
 	"\x11SnapshotKVRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\"\xa5\x01\n" +
