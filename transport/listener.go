@@ -120,19 +120,24 @@ func Listen(addr string, cfg ListenerConfig) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen on %s: %w", addr, err)
 	}
+	return newListener(tcp, cfg), nil
+}
+
+// newListener routes the connections of base; cfg has its defaults.
+func newListener(base net.Listener, cfg ListenerConfig) *Listener {
 	l := &Listener{
 		cfg:     cfg,
-		base:    tcp,
+		base:    base,
 		pending: newPendingSet(cfg.HandshakeTimeout, cfg.MaxPendingConns, cfg.Logger),
 		rpcCap:  newConnCap(cfg.MaxConns, cfg.Logger),
 		runDone: make(chan struct{}),
 	}
-	l.mux = drpcmigrate.NewListenMux(&acceptRetrier{Listener: tcp, log: cfg.Logger, pending: l.pending}, prefixBytes)
+	l.mux = drpcmigrate.NewListenMux(&acceptRetrier{Listener: base, log: cfg.Logger, pending: l.pending}, prefixBytes)
 	l.drpc = newRouteListener(l.mux.Route(drpcmigrate.DRPCHeader), l.rpcCap.admit)
 	l.raft = newRouteListener(l.mux.Route(RaftHeader), nil) // RaftStreamLayer bounds its own
 	l.pumps.Go(l.drpc.pump)
 	l.pumps.Go(l.raft.pump)
-	return l, nil
+	return l
 }
 
 // DRPC returns the listener of DRPC connections (prefix already consumed), for
