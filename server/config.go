@@ -47,6 +47,17 @@ type Config struct {
 	MaxMessageBytes int
 	// IdleTimeout closes connections that send nothing. Default 60 s.
 	IdleTimeout time.Duration
+	// MessageTimeout bounds how long a request message, once started, may
+	// take to arrive whole (transport.ServerConfig.MessageTimeout). 0:
+	// transport's default, 30 s.
+	MessageTimeout time.Duration
+	// MaxRPCConns bounds the DRPC connections the node serves at once
+	// (transport.ListenerConfig.MaxConns). 0: transport's default, 4096.
+	MaxRPCConns int
+	// MaxRaftConns bounds the incoming Raft connections, a share DRPC
+	// clients cannot take (transport.ListenerConfig.MaxRaftConns). 0:
+	// transport's default, 64.
+	MaxRaftConns int
 	// GossipProfile picks memberlist timings: "local" (the default: a dead
 	// node is detected in about a second) or "lan" (memberlist's LAN
 	// defaults, several seconds).
@@ -128,6 +139,12 @@ func (c *Config) Validate() error {
 	}
 	if c.TieringInterval < 0 {
 		return errors.New("server: --tiering-interval must not be negative")
+	}
+	if c.MessageTimeout < 0 {
+		return errors.New("server: --rpc-message-timeout must not be negative")
+	}
+	if c.MaxRPCConns < 0 || c.MaxRaftConns < 0 {
+		return errors.New("server: --max-rpc-conns and --max-raft-conns must not be negative")
 	}
 	kv := c.KV
 	kv.Dir = c.DataDir // set by the node; here only to check the sizes

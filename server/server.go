@@ -93,7 +93,11 @@ func New(cfg Config) (*Server, error) {
 	knownID := id.ClusterID // a copy: adoptClusterID writes s.id under idMu
 	s.clusterID.Store(&knownID)
 
-	s.lis, err = transport.Listen(cfg.Listen, transport.ListenerConfig{})
+	s.lis, err = transport.Listen(cfg.Listen, transport.ListenerConfig{
+		MaxConns:     cfg.MaxRPCConns,
+		MaxRaftConns: cfg.MaxRaftConns,
+		Logger:       s.log,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Listen, err)
 	}
@@ -105,6 +109,7 @@ func New(cfg Config) (*Server, error) {
 	s.rpc = transport.NewServer(transport.ServerConfig{
 		MaxMessageBytes: cfg.MaxMessageBytes,
 		IdleTimeout:     cfg.IdleTimeout,
+		MessageTimeout:  cfg.MessageTimeout,
 		ClusterID:       clusterID,
 		FieldLimits:     requestFieldLimits(),
 		Logger:          s.log,

@@ -20,6 +20,24 @@
 // clients cannot pile up. One port means one address per node to configure,
 // advertise and open in a firewall, and one place to add TLS later.
 //
+// # Connection limits
+//
+// Every state a connection can be in is bounded in time or in number, and
+// no bound makes the accept loop wait:
+//
+//   - no protocol yet: HandshakeTimeout, and at most MaxPendingConns (1024);
+//     a new one closes the oldest, which a real client (it sends its prefix
+//     at once) never is for long;
+//   - DRPC: at most MaxConns (4096, --max-rpc-conns); the first call of one
+//     more is answered UNAVAILABLE naming the flag. A request message once
+//     started must arrive within ServerConfig.MessageTimeout (30 s,
+//     --rpc-message-timeout), and a connection between calls closes after
+//     ServerConfig.IdleTimeout;
+//   - Raft handshake: HandshakeTimeout, at most 64 at once, a new one
+//     closing the oldest, so silent connections cannot delay a real peer;
+//   - Raft: at most MaxRaftConns (64, --max-raft-conns), a share DRPC
+//     clients cannot take; one more closes the idlest.
+//
 // # Raft handshake
 //
 // After its prefix a Raft connection introduces its cluster:
@@ -30,7 +48,10 @@
 // RaftStreamLayer (a raft.StreamLayer) writes this when dialing and checks it
 // when accepting. A connection from another cluster is closed without an
 // answer and logged; the dialer's Dial then fails. Handshakes run in their
-// own goroutines, so a slow peer holds up no one else.
+// own goroutines, so a slow peer holds up no one else. Accept hands a
+// connection to Raft once the first byte of its first RPC has arrived (within
+// the handshake timeout): Raft's transport gives each connection a 256 KiB
+// buffer, which an idle one should not hold.
 //
 // # Errors on the wire
 //

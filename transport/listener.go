@@ -16,8 +16,20 @@ import (
 // connections start with drpcmigrate.DRPCHeader ("DRPC!!!1").
 const RaftHeader = "FLOERAFT"
 
-// DefaultHandshakeTimeout is ListenerConfig.HandshakeTimeout's default.
-const DefaultHandshakeTimeout = 10 * time.Second
+// Defaults of the zero ListenerConfig.
+const (
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultMaxConns         = 4096
+	DefaultMaxRaftConns     = 64
+	DefaultMaxPendingConns  = 1024
+)
+
+// The floe serve flags that set the connection limits, named in refusals
+// and logs so that whoever meets a limit knows which knob it is.
+const (
+	maxConnsFlag     = "--max-rpc-conns"
+	maxRaftConnsFlag = "--max-raft-conns"
+)
 
 // prefixBytes is the length of every protocol prefix.
 const prefixBytes = len(RaftHeader)
@@ -29,14 +41,32 @@ type ListenerConfig struct {
 	// connection still unclaimed after it is closed. The Raft stream layer
 	// also bounds its cluster handshake with it. Default 10 s.
 	HandshakeTimeout time.Duration
+	// MaxConns bounds the DRPC connections open at once. One more is
+	// answered UNAVAILABLE (naming --max-rpc-conns, which sets it) and
+	// closed. Default 4096.
+	MaxConns int
+	// MaxRaftConns bounds the Raft connections handed to Raft at once, a
+	// share of their own that DRPC clients cannot take. One more closes
+	// the one idle longest (its peer redials). Enforced by the
+	// RaftStreamLayer; set by --max-raft-conns. Default 64.
+	MaxRaftConns int
+	// MaxPendingConns bounds the connections that have not yet been
+	// taken by their protocol (prefix not read, or not accepted yet). One
+	// more closes the oldest of them: real clients send their prefix at
+	// once, so the oldest is the likeliest to be silent. Default 1024.
+	MaxPendingConns int
 	// Logger receives the listener's messages; nil discards them.
 	Logger *slog.Logger
 }
 
 // Validate reports the first invalid field.
 func (c *ListenerConfig) Validate() error {
-	if c.HandshakeTimeout < 0 {
+	switch {
+	case c.HandshakeTimeout < 0:
 		return fmt.Errorf("transport: listener config: HandshakeTimeout %v is negative", c.HandshakeTimeout)
+	case c.MaxConns < 0, c.MaxRaftConns < 0, c.MaxPendingConns < 0:
+		return fmt.Errorf("transport: listener config: negative MaxConns %d, MaxRaftConns %d or MaxPendingConns %d",
+			c.MaxConns, c.MaxRaftConns, c.MaxPendingConns)
 	}
 	return nil
 }
@@ -44,6 +74,15 @@ func (c *ListenerConfig) Validate() error {
 func (c ListenerConfig) withDefaults() ListenerConfig {
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxRaftConns == 0 {
+		c.MaxRaftConns = DefaultMaxRaftConns
+	}
+	if c.MaxPendingConns == 0 {
+		c.MaxPendingConns = DefaultMaxPendingConns
 	}
 	c.Logger = orDiscard(c.Logger)
 	return c
@@ -59,6 +98,7 @@ type Listener struct {
 	pending *pendingSet
 	drpc    *routeListener
 	raft    *routeListener
+	rpcCap  *connCap // DRPC connections served
 
 	pumps sync.WaitGroup // the routes' goroutines
 
@@ -80,18 +120,24 @@ func Listen(addr string, cfg ListenerConfig) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen on %s: %w", addr, err)
 	}
+	return newListener(tcp, cfg), nil
+}
+
+// newListener routes the connections of base; cfg has its defaults.
+func newListener(base net.Listener, cfg ListenerConfig) *Listener {
 	l := &Listener{
 		cfg:     cfg,
-		base:    tcp,
-		pending: newPendingSet(cfg.HandshakeTimeout, cfg.Logger),
+		base:    base,
+		pending: newPendingSet(cfg.HandshakeTimeout, cfg.MaxPendingConns, cfg.Logger),
+		rpcCap:  newConnCap(cfg.MaxConns, cfg.Logger),
 		runDone: make(chan struct{}),
 	}
-	l.mux = drpcmigrate.NewListenMux(&acceptRetrier{Listener: tcp, log: cfg.Logger, pending: l.pending}, prefixBytes)
-	l.drpc = newRouteListener(l.mux.Route(drpcmigrate.DRPCHeader))
-	l.raft = newRouteListener(l.mux.Route(RaftHeader))
+	l.mux = drpcmigrate.NewListenMux(&acceptRetrier{Listener: base, log: cfg.Logger, pending: l.pending}, prefixBytes)
+	l.drpc = newRouteListener(l.mux.Route(drpcmigrate.DRPCHeader), l.rpcCap.admit)
+	l.raft = newRouteListener(l.mux.Route(RaftHeader), nil) // RaftStreamLayer bounds its own
 	l.pumps.Go(l.drpc.pump)
 	l.pumps.Go(l.raft.pump)
-	return l, nil
+	return l
 }
 
 // DRPC returns the listener of DRPC connections (prefix already consumed), for
@@ -184,6 +230,7 @@ func (l *Listener) shutdown() {
 	_ = l.mux.Default().Close()
 	l.pending.closeAll()
 	l.pumps.Wait()
+	l.rpcCap.close()
 }
 
 // orDiscard returns logger, or a logger that discards when it is nil.

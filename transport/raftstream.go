@@ -27,7 +27,7 @@ import (
 const (
 	maxClusterIDBytes   = 255
 	raftHandshakeOK     = byte(0x01)
-	maxRaftHandshakes   = 64 // handshakes in progress at once
+	maxRaftHandshakes   = 64 // handshakes in progress at once; see startHandshake
 	defaultRaftDialWait = DefaultHandshakeTimeout
 )
 
@@ -44,16 +44,18 @@ type RaftStreamLayer struct {
 	log         *slog.Logger
 
 	ready   chan net.Conn // handshaken connections, for Accept
-	slots   chan struct{} // one per handshake in progress
 	done    chan struct{} // closed by Close
 	lisDone chan struct{} // closed when the Raft listener fails
 	lisErr  error         // why, set before lisDone closes
+	conns   *raftConnSet  // handed to Raft
+	evicted sampledLog    // handshakes closed to make room
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 
 	mu          sync.Mutex
-	handshaking map[net.Conn]struct{}
+	handshaking map[net.Conn]uint64 // → arrival order
+	arrivals    uint64
 }
 
 var _ raft.StreamLayer = (*RaftStreamLayer)(nil)
@@ -87,16 +89,17 @@ func NewRaftStreamLayer(l *Listener, cfg RaftStreamConfig) *RaftStreamLayer {
 		timeout:     l.cfg.HandshakeTimeout,
 		log:         orDiscard(cfg.Logger),
 		ready:       make(chan net.Conn),
-		slots:       make(chan struct{}, maxRaftHandshakes),
 		done:        make(chan struct{}),
 		lisDone:     make(chan struct{}),
-		handshaking: make(map[net.Conn]struct{}),
+		conns:       newRaftConnSet(l.cfg.MaxRaftConns, orDiscard(cfg.Logger)),
+		handshaking: make(map[net.Conn]uint64),
 	}
 	s.wg.Go(s.acceptLoop)
 	return s
 }
 
-// Accept returns the next connection from a peer of the same cluster.
+// Accept returns the next connection from a peer of the same cluster, once
+// the first byte of its first RPC has arrived (see raftconns.go).
 func (s *RaftStreamLayer) Accept() (net.Conn, error) {
 	select {
 	case conn := <-s.ready:
@@ -177,38 +180,58 @@ func (s *RaftStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration
 // a goroutine of its own, so a slow peer delays nobody else.
 func (s *RaftStreamLayer) acceptLoop() {
 	for {
-		select {
-		case s.slots <- struct{}{}:
-		case <-s.done:
-			return
-		}
 		conn, err := s.lis.Accept()
 		if err != nil {
-			<-s.slots
 			s.lisErr = err
 			close(s.lisDone)
 			return
 		}
-		s.mu.Lock()
-		select {
-		case <-s.done:
-			s.mu.Unlock()
+		if !s.startHandshake(conn) {
 			_ = conn.Close()
-			<-s.slots
 			return
-		default:
 		}
-		s.handshaking[conn] = struct{}{}
-		s.mu.Unlock()
-		s.wg.Go(func() {
-			defer func() { <-s.slots }()
-			s.handshake(conn)
-		})
+		s.wg.Go(func() { s.handshake(conn) })
 	}
 }
 
-// handshake checks one incoming connection's cluster id, answers it and
-// hands it to Accept; any other connection is closed.
+// startHandshake registers conn as handshaking; false once Close has been
+// called. Handshakes in progress are bounded, but a new one never waits for
+// a slot: it closes the handshake that started first. Waiting would let
+// connections that send the prefix and nothing more hold every slot until
+// they time out, and a real peer, whose whole handshake comes in one
+// packet, wait as long.
+func (s *RaftStreamLayer) startHandshake(conn net.Conn) bool {
+	s.mu.Lock()
+	if s.closing() {
+		s.mu.Unlock()
+		return false
+	}
+	var oldest net.Conn
+	if len(s.handshaking) >= maxRaftHandshakes {
+		first := ^uint64(0)
+		for c, n := range s.handshaking {
+			if n < first {
+				oldest, first = c, n
+			}
+		}
+		delete(s.handshaking, oldest)
+	}
+	s.arrivals++
+	s.handshaking[conn] = s.arrivals
+	s.mu.Unlock()
+	if oldest != nil {
+		if suppressed, ok := s.evicted.allow(); ok {
+			s.log.Warn("closing the oldest raft handshake in progress to make room for a new one",
+				"remote_addr", oldest.RemoteAddr().String(), "handshakes", maxRaftHandshakes, "suppressed", suppressed)
+		}
+		_ = oldest.Close()
+	}
+	return true
+}
+
+// handshake checks one incoming connection's cluster id, answers it, waits
+// for the first byte of its first RPC and hands it to Accept; any other
+// connection is closed.
 func (s *RaftStreamLayer) handshake(conn net.Conn) {
 	remote := conn.RemoteAddr().String()
 	got, wantIncarnation, err := s.readHello(conn)
@@ -220,27 +243,45 @@ func (s *RaftStreamLayer) handshake(conn net.Conn) {
 		s.log.Warn("refusing raft connection meant for an earlier incarnation of this node",
 			"remote_addr", remote, "expected_incarnation", wantIncarnation, "incarnation", s.incarnation)
 		err = errIncarnationRefused
-	} else if err != nil && !s.closing() {
+	} else if err != nil && !s.closing() && s.stillHandshaking(conn) {
 		s.log.Warn("raft handshake failed", "remote_addr", remote, "error", err)
 	}
 	if err == nil {
 		_, err = conn.Write([]byte{raftHandshakeOK})
 	}
+	var first [1]byte
+	if err == nil {
+		// Still under readHello's deadline.
+		if _, err = io.ReadFull(conn, first[:]); err != nil {
+			s.log.Debug("closing raft connection that sent no RPC after its handshake", "remote_addr", remote, "error", err)
+		}
+	}
 	if err == nil {
 		err = conn.SetDeadline(time.Time{})
 	}
 	s.mu.Lock()
+	_, mine := s.handshaking[conn] // not closed to make room
 	delete(s.handshaking, conn)
 	s.mu.Unlock()
-	if err != nil {
+	if err != nil || !mine {
 		_ = conn.Close()
 		return
 	}
+	rc := s.conns.admit(conn, first[0])
 	select {
-	case s.ready <- conn:
+	case s.ready <- rc:
 	case <-s.done:
-		_ = conn.Close()
+		_ = rc.Close()
 	}
+}
+
+// stillHandshaking reports whether conn is still in its handshake, that is
+// not closed to make room for another.
+func (s *RaftStreamLayer) stillHandshaking(conn net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.handshaking[conn]
+	return ok
 }
 
 // closing reports whether Close has been called.

@@ -31,15 +31,16 @@ func exchange(t *testing.T, from, to *transport.RaftStreamLayer, addr string) {
 		t.Fatalf("dial: %v", err)
 	}
 	defer out.Close()
+	// Accept returns a connection once its first RPC starts arriving.
+	if _, err := out.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
 	in, ok := <-accepted
 	if !ok {
 		t.FailNow()
 	}
 	defer in.Close()
 
-	if _, err := out.Write([]byte("ping")); err != nil {
-		t.Fatal(err)
-	}
 	buf := make([]byte, 4)
 	if _, err := io.ReadFull(in, buf); err != nil || string(buf) != "ping" {
 		t.Fatalf("acceptor read %q, %v", buf, err)
@@ -94,6 +95,9 @@ func TestRaftRefusesAnotherCluster(t *testing.T) {
 		t.Fatalf("a dial from the same cluster: %v", err)
 	}
 	defer conn.Close()
+	if _, err := conn.Write([]byte{0}); err != nil {
+		t.Fatal(err)
+	}
 	in := <-accepted // the first connection Accept returns is the friend's
 	defer in.Close()
 	if in.RemoteAddr().String() != conn.LocalAddr().String() {

@@ -21,31 +21,62 @@ import (
 // protocol's Accept claims it, a pending connection is closed once
 // HandshakeTimeout has passed, and each route has a goroutine that keeps
 // taking connections off the mux (routeListener.pump).
+//
+// Pending connections are also bounded in number (MaxPendingConns), and a
+// new one never waits for room: it closes the oldest pending one. Refusing
+// the newcomer instead would let a client that opens connections and sends
+// nothing lock every real client out, Raft peers included, for as long as
+// the handshake timeout.
 
 // pendingSet holds the connections accepted but not yet claimed.
 type pendingSet struct {
 	timeout time.Duration
+	max     int
 	log     *slog.Logger
+	evicted sampledLog
 
-	mu     sync.Mutex
-	conns  map[*pendingConn]struct{}
-	closed bool
+	mu       sync.Mutex
+	conns    map[*pendingConn]struct{}
+	arrivals uint64
+	closed   bool
 }
 
-func newPendingSet(timeout time.Duration, logger *slog.Logger) *pendingSet {
-	return &pendingSet{timeout: timeout, log: logger, conns: make(map[*pendingConn]struct{})}
+func newPendingSet(timeout time.Duration, maxConns int, logger *slog.Logger) *pendingSet {
+	return &pendingSet{timeout: timeout, max: maxConns, log: logger, conns: make(map[*pendingConn]struct{})}
 }
 
-// add registers a new connection; false when the set is closed.
+// add registers a new connection, closing the oldest pending one if the set
+// is full; false when the set is closed.
 func (s *pendingSet) add(conn net.Conn) (*pendingConn, bool) {
 	pc := &pendingConn{Conn: conn, set: s, gone: make(chan struct{})}
+	var oldest *pendingConn
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil, false
 	}
+	if len(s.conns) >= s.max {
+		for c := range s.conns {
+			if oldest == nil || c.arrival < oldest.arrival {
+				oldest = c
+			}
+		}
+		delete(s.conns, oldest)
+	}
+	s.arrivals++
+	pc.arrival = s.arrivals
 	s.conns[pc] = struct{}{}
 	pc.timer = time.AfterFunc(s.timeout, pc.expire)
+	s.mu.Unlock()
+	if oldest != nil {
+		if suppressed, ok := s.evicted.allow(); ok {
+			s.log.Warn("closing the oldest connection without a protocol yet to make room for a new one",
+				"remote_addr", oldest.RemoteAddr().String(), "max_pending_conns", s.max, "suppressed", suppressed)
+		}
+		oldest.timer.Stop()
+		close(oldest.gone)
+		_ = oldest.Conn.Close()
+	}
 	return pc, true
 }
 
@@ -76,9 +107,10 @@ func (s *pendingSet) closeAll() {
 // pendingConn is a connection between TCP accept and its protocol's Accept.
 type pendingConn struct {
 	net.Conn
-	set   *pendingSet
-	timer *time.Timer
-	gone  chan struct{} // closed when the connection is closed unclaimed
+	set     *pendingSet
+	arrival uint64 // order of arrival, for making room
+	timer   *time.Timer
+	gone    chan struct{} // closed when the connection is closed unclaimed
 }
 
 // expire closes the connection if no protocol has claimed it yet.
@@ -160,6 +192,7 @@ func isTemporaryAcceptError(err error) bool {
 // runs no Raft) holds nothing beyond HandshakeTimeout either.
 type routeListener struct {
 	route   net.Listener // the mux's
+	admit   admitFunc    // nil: every connection is admitted
 	conns   chan *pendingConn
 	closing chan struct{} // closed by Close
 	done    chan struct{} // closed when pump returns
@@ -167,9 +200,15 @@ type routeListener struct {
 	once    sync.Once
 }
 
-func newRouteListener(route net.Listener) *routeListener {
+// admitFunc decides whether a claimed connection may be served: it returns
+// the connection to serve, or false when it has refused (and disposed of)
+// it.
+type admitFunc func(net.Conn) (net.Conn, bool)
+
+func newRouteListener(route net.Listener, admit admitFunc) *routeListener {
 	return &routeListener{
 		route:   route,
+		admit:   admit,
 		conns:   make(chan *pendingConn),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -207,10 +246,15 @@ func (r *routeListener) Accept() (net.Conn, error) {
 	for {
 		select {
 		case pc := <-r.conns:
-			if pc.claim() {
+			if !pc.claim() {
+				continue // closed for waiting too long: take the next one
+			}
+			if r.admit == nil {
 				return pc.Conn, nil
 			}
-			// Closed for waiting too long: take the next one.
+			if conn, ok := r.admit(pc.Conn); ok {
+				return conn, nil
+			}
 		case <-r.done:
 			return nil, r.err
 		}

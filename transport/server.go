@@ -18,6 +18,7 @@ import (
 const (
 	DefaultMaxMessageBytes   = 16 << 20
 	DefaultServerIdleTimeout = 60 * time.Second
+	DefaultMessageTimeout    = 30 * time.Second
 
 	maxMessageBytesLimit = 1 << 30
 )
@@ -32,6 +33,13 @@ type ServerConfig struct {
 	// IdleTimeout closes a connection on which no call starts for this
 	// long. A call in progress, however long, is not idle. Default 60 s.
 	IdleTimeout time.Duration
+	// MessageTimeout bounds how long a packet the caller has started (a
+	// request message, a stream's next message, even one frame header) may
+	// take to arrive in full; a caller that stalls inside one is sent
+	// TIMEOUT and its connection closed. The wait between whole messages
+	// of a stream is not bounded by it. Default 30 s: a 16 MiB message at
+	// about 0.5 MiB/s. Set by floe serve's --rpc-message-timeout.
+	MessageTimeout time.Duration
 	// ClusterID returns the node's cluster id, "" while it is unknown.
 	// Calls naming another cluster are refused with CLUSTER_MISMATCH. nil:
 	// never known.
@@ -51,6 +59,8 @@ func (c *ServerConfig) Validate() error {
 		return fmt.Errorf("transport: server config: MaxMessageBytes %d not in [0, %d]", c.MaxMessageBytes, maxMessageBytesLimit)
 	case c.IdleTimeout < 0:
 		return fmt.Errorf("transport: server config: IdleTimeout %v is negative", c.IdleTimeout)
+	case c.MessageTimeout < 0:
+		return fmt.Errorf("transport: server config: MessageTimeout %v is negative", c.MessageTimeout)
 	}
 	return nil
 }
@@ -61,6 +71,9 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultServerIdleTimeout
+	}
+	if c.MessageTimeout == 0 {
+		c.MessageTimeout = DefaultMessageTimeout
 	}
 	c.Logger = orDiscard(c.Logger)
 	return c
@@ -144,7 +157,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 
 // serveConn runs the calls of one connection, one after another.
 func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
-	tr := newLimitedConn(conn, s.cfg.MaxMessageBytes, s.cfg.Logger)
+	tr := newLimitedConn(conn, s.cfg.MaxMessageBytes, s.cfg.MessageTimeout, s.cfg.Logger)
 	err := s.drpc.ServeOne(ctx, tr)
 	s.cfg.Logger.Debug("connection closed", "remote_addr", conn.RemoteAddr().String(), "error", err)
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"storj.io/drpc/drpcwire"
 
@@ -41,12 +42,14 @@ const refusedMessageID = 1 << 62
 const readerSlackBytes = 64 << 10
 
 // limitedConn is a server connection whose incoming packets are at most
-// maxBytes. Read is called by one goroutine (the DRPC manager's reader).
+// maxBytes and arrive within messageTimeout once started (readdeadline.go).
+// Read is called by one goroutine (the DRPC manager's reader).
 type limitedConn struct {
 	net.Conn
-	r        *bufio.Reader
-	maxBytes uint64
-	log      *slog.Logger
+	r              *bufio.Reader // reads through fill
+	maxBytes       uint64
+	messageTimeout time.Duration // 0: packets may take forever
+	log            *slog.Logger
 
 	writeMu sync.Mutex // keeps injected packets whole among the server's writes
 
@@ -59,15 +62,23 @@ type limitedConn struct {
 	packet     drpcwire.ID
 	packetSize uint64 // data bytes of packet so far
 	invoked    uint64 // last stream whose invoke was passed on
+
+	headerOpen  bool   // a frame header is read in part
+	packetOpen  bool   // the last frame header read was not its packet's last
+	stream      uint64 // stream of the last frame header read
+	packetSeq   uint64 // packets started so far
+	deadlineFor uint64 // packetSeq the read deadline was set for; 0: none set
 }
 
-func newLimitedConn(conn net.Conn, maxBytes int, logger *slog.Logger) *limitedConn {
-	return &limitedConn{
-		Conn:     conn,
-		r:        bufio.NewReaderSize(conn, 32<<10),
-		maxBytes: uint64(maxBytes),
-		log:      logger,
+func newLimitedConn(conn net.Conn, maxBytes int, messageTimeout time.Duration, logger *slog.Logger) *limitedConn {
+	c := &limitedConn{
+		Conn:           conn,
+		maxBytes:       uint64(maxBytes),
+		messageTimeout: messageTimeout,
+		log:            logger,
 	}
+	c.r = bufio.NewReaderSize(readerFunc(c.fill), 32<<10)
+	return c
 }
 
 // Write writes p (whole frames, as DRPC's writer always does) atomically with
@@ -114,6 +125,10 @@ func (c *limitedConn) nextFrame() error {
 	if err != nil {
 		return err // io.EOF here is a clean end between frames
 	}
+	if !c.packetOpen {
+		c.packetSeq++
+	}
+	c.headerOpen = true
 	var fields [3]uint64 // stream id, message id, data length
 	for i := range fields {
 		if fields[i], err = binary.ReadUvarint(c.r); err != nil {
@@ -124,6 +139,7 @@ func (c *limitedConn) nextFrame() error {
 	length := fields[2]
 	kind := drpcwire.Kind((control & 0b01111110) >> 1)
 	done := control&0b00000001 != 0
+	c.headerOpen, c.packetOpen, c.stream = false, !done, id.Stream
 
 	if c.dropping && id.Stream == c.dropStream {
 		c.remaining, c.discard = length, true
@@ -160,14 +176,8 @@ func (c *limitedConn) refuse(id drpcwire.ID, kind drpcwire.Kind, size uint64) er
 	c.log.Warn("refusing an over-size packet", "remote_addr", c.RemoteAddr().String(),
 		"stream", id.Stream, "kind", kind.String(), "bytes_at_least", size, "max_message_bytes", c.maxBytes)
 
-	refusal := ToWire(Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE,
+	frame := errorFrame(id.Stream, Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE,
 		"%s packet of at least %d bytes is over the server's %d-byte limit", kind, size, c.maxBytes))
-	frame := drpcwire.AppendFrame(nil, drpcwire.Frame{
-		ID:   drpcwire.ID{Stream: id.Stream, Message: refusedMessageID},
-		Kind: drpcwire.KindError,
-		Done: true,
-		Data: drpcwire.MarshalError(refusal),
-	})
 	c.writeMu.Lock()
 	_, err := c.Conn.Write(frame)
 	c.writeMu.Unlock()
@@ -185,6 +195,17 @@ func (c *limitedConn) refuse(id drpcwire.ID, kind drpcwire.Kind, size uint64) er
 		})
 	}
 	return nil
+}
+
+// errorFrame is a frame failing stream with err, as the server's own error
+// replies do; its message id is refusedMessageID.
+func errorFrame(stream uint64, err error) []byte {
+	return drpcwire.AppendFrame(nil, drpcwire.Frame{
+		ID:   drpcwire.ID{Stream: stream, Message: refusedMessageID},
+		Kind: drpcwire.KindError,
+		Done: true,
+		Data: drpcwire.MarshalError(ToWire(err)),
+	})
 }
 
 // unexpectedEOF turns io.EOF inside a frame into io.ErrUnexpectedEOF.

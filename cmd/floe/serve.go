@@ -12,6 +12,7 @@ import (
 	"github.com/floedb/floe/server"
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/transport"
 )
 
 // serveSpec is `floe serve`: one node of a cluster, with the roles asked for.
@@ -43,6 +44,9 @@ func serveSpec(env *cliEnv) cmdSpec {
 			kvRowCache := fs.Int64("kv-row-cache-bytes", 0, "memory for recently read rows of primary-key tables, shared by the node's buckets; filled by lookups, outside the Go heap (0: a quarter of the machine's or cgroup's memory, -1: none)")
 			kvBuffer := fs.Int64("kv-buffer-bytes", 0, "uncommitted upserts a primary-key bucket leader holds before it refuses more until followers catch up (0: 64 MiB)")
 			trailingLogs := fs.Uint64("raft-trailing-logs", 0, "Raft log entries a snapshot leaves behind for lagging followers (0: default 10240)")
+			maxRPCConns := fs.Int("max-rpc-conns", transport.DefaultMaxConns, "DRPC connections served at once; a call on one more is answered UNAVAILABLE")
+			maxRaftConns := fs.Int("max-raft-conns", transport.DefaultMaxRaftConns, "incoming Raft connections held at once (a share of their own); one more closes the idlest")
+			messageTimeout := fs.Duration("rpc-message-timeout", transport.DefaultMessageTimeout, "how long a request message, once started, may take to arrive whole before the connection is closed")
 			remote := defineRemoteFlags(fs, "tier sealed log segments to this folder (shared by every tablet node, e.g. a network mount); default: no tiering", true)
 			return func(ctx context.Context, pos []string) error {
 				var err error
@@ -78,6 +82,7 @@ func serveSpec(env *cliEnv) cmdSpec {
 					Advertise: *advertise, Gossip: g, Join: splitList(*join), BootstrapExpect: *bootstrapExpect,
 					Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, RaftTrailingLogs: *trailingLogs, MaxBatchBytes: *maxBatch, LogSync: sync,
 					GossipProfile: *gossipProfile, LivenessGrace: *grace,
+					MaxRPCConns: *maxRPCConns, MaxRaftConns: *maxRaftConns, MessageTimeout: *messageTimeout,
 					KV:                   kvstore.Config{MemTableBytes: *kvMemtable, ValueThresholdBytes: *kvValueThreshold, BlockCacheBytes: *kvBlockCache, IndexCacheBytes: *kvIndexCache},
 					KVBufferBytes:        *kvBuffer,
 					KVRowCacheBytes:      *kvRowCache,
