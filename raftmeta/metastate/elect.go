@@ -7,13 +7,12 @@ import (
 	"github.com/floedb/floe/transport/pb"
 )
 
-const (
-	// maxLiveNodes bounds the node ids of one ElectLeaders.
-	maxLiveNodes = 1 << 16
-	// maxReplicaLogs bounds the replica log states of one ElectLeaders:
-	// a whole table of MaxBuckets buckets with 16 live replicas each.
-	maxReplicaLogs = MaxBuckets * 16
-)
+// maxLiveNodes bounds the node ids of one ElectLeaders.
+const maxLiveNodes = 1 << 16
+
+// MaxReplicaLogs bounds the replica log states of one ElectLeaders: a
+// whole table of MaxBuckets buckets with 16 live replicas each.
+const MaxReplicaLogs = MaxBuckets * 16
 
 // electLeaders is an operator's election of leaders for one bucket of a table
 // or all of them; electBucket says how each bucket is decided. Buckets that
@@ -80,8 +79,8 @@ func (a *applier) electLeaders(c *pb.ElectLeaders) (*pb.CommandResult, error) {
 // and node; INVALID_REQUEST for too many, a second state of the same
 // replica, or a state no log can have.
 func replicaLogsByBucket(logs []*pb.ReplicaLog) (map[int32]map[uint32]*pb.ReplicaLog, error) {
-	if len(logs) > maxReplicaLogs {
-		return nil, errorf(codeInvalidRequest, "elect leaders: %d replica log states exceed %d", len(logs), maxReplicaLogs)
+	if len(logs) > MaxReplicaLogs {
+		return nil, errorf(codeInvalidRequest, "elect leaders: %d replica log states exceed %d", len(logs), MaxReplicaLogs)
 	}
 	out := map[int32]map[uint32]*pb.ReplicaLog{}
 	for _, l := range logs {

@@ -168,7 +168,7 @@ func TestElectLeadersCarriesReplicaLogs(t *testing.T) {
 	wantRefused(t, h.apply(elect(replicaLog(1, -2, 10))), pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "latest epoch -2")
 	wantRefused(t, h.apply(elect(replicaLog(1, 2, -1))), pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "end offset -1")
 	tooMany := elect()
-	for i := range maxReplicaLogs + 1 {
+	for i := range MaxReplicaLogs + 1 {
 		tooMany.GetElectLeaders().ReplicaLogs = append(tooMany.GetElectLeaders().ReplicaLogs, replicaLog(uint32(i), 0, 0))
 	}
 	wantRefused(t, h.apply(tooMany), pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "exceed")
