@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -32,13 +34,63 @@ type Election struct {
 	Err error `json:"-"`
 	// Reason is Err's text, for JSON output.
 	Reason string `json:"reason,omitempty"`
+	// Ranking is an unclean election's live replicas, best first: the
+	// first leads. See Why.
+	Ranking []ElectionCandidate `json:"ranking,omitempty"`
+}
+
+// ElectionCandidate is a live replica an unclean election ranked: the one
+// whose log holds the latest leader epoch first, of those the longest log,
+// then assignment order; a replica whose node did not report its log after
+// every one that did, and a draining one last.
+type ElectionCandidate struct {
+	Node uint32 `json:"node"`
+	// LogKnown: the node reported the replica's log, LatestEpoch (-1: none)
+	// and EndOffset.
+	LogKnown    bool  `json:"log_known"`
+	LatestEpoch int32 `json:"latest_epoch"`
+	EndOffset   int64 `json:"end_offset"`
+	Draining    bool  `json:"draining,omitempty"`
+}
+
+// Why says why an unclean election chose its leader, "" for any other:
+// "node 2: log ends at 1200 in epoch 7; node 1: 900 in epoch 7".
+func (e Election) Why() string {
+	var b strings.Builder
+	for i, c := range e.Ranking {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "node %d: ", c.Node)
+		switch {
+		case !c.LogKnown:
+			b.WriteString("log unknown (no answer)")
+		case i == 0:
+			fmt.Fprintf(&b, "log ends at %d", c.EndOffset)
+		default:
+			fmt.Fprintf(&b, "%d", c.EndOffset)
+		}
+		if c.LogKnown {
+			if c.LatestEpoch < 0 {
+				b.WriteString(" in no epoch")
+			} else {
+				fmt.Fprintf(&b, " in epoch %d", c.LatestEpoch)
+			}
+		}
+		if c.Draining {
+			b.WriteString(" (draining)")
+		}
+	}
+	return b.String()
 }
 
 // ElectLeaders elects bucket leaders of a table. A clean election makes each
 // bucket's first live in-sync replica (in assignment order) its leader:
 // leadership goes back to the preferred replica, and an offline bucket whose
 // in-sync replica returned serves again. With Unclean, a bucket without a
-// live in-sync replica takes a live replica from outside the ISR.
+// live in-sync replica takes a live replica from outside the ISR: the one
+// whose log holds the latest leader epoch, of those the longest
+// (Election.Why says which).
 //
 // The result lists every bucket tried. The call fails when no bucket got a
 // leader, with the first bucket's reason; for a table or bucket that does not
@@ -58,6 +110,10 @@ func (a *Admin) ElectLeaders(ctx context.Context, database, table string, opts E
 	out := make([]Election, 0, len(resp.Buckets))
 	for _, e := range resp.Buckets {
 		el := Election{Bucket: bucketFromPB(e.Bucket), Elected: e.Elected, Unclean: e.Unclean}
+		for _, c := range e.Candidates {
+			el.Ranking = append(el.Ranking, ElectionCandidate{Node: c.NodeId, LogKnown: c.LogKnown,
+				LatestEpoch: c.LatestEpoch, EndOffset: c.EndOffset, Draining: c.Draining})
+		}
 		if !e.Elected {
 			el.Err = &transport.Error{Code: e.Code, Message: e.Error}
 			el.Reason = el.Err.Error()

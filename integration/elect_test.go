@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/floedb/floe/client"
 )
 
 // TestTableElect drives `floe table elect` against a real cluster: refusals
@@ -178,4 +180,96 @@ func describeBucket(c *Cluster, table string) placedBucket {
 	}
 	c.CLIJSON(&desc, "table", "describe", table)
 	return desc.Placement[0]
+}
+
+// TestUncleanElectionPrefersLongestLog (rule "damage and the last copy"
+// 2): the replica first in assignment order holds less than another live
+// replica when the bucket goes offline; an unclean election must make the
+// one that holds more the leader, and its records stay readable. One meta
+// node and three tablet nodes, so stopping two replicas never costs the
+// metadata its quorum.
+//
+// Replicas A, B, C in assignment order. A is stopped after the first
+// records; B leads and takes more with C; B is paused, so C leads alone
+// and takes a few with acks=1; C is killed: offline, ISR {C}. A restarts
+// and B resumes, both out of the ISR: A holds the first records of an
+// older epoch, B those and more of a newer one.
+func TestUncleanElectionPrefersLongestLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of 4 nodes")
+	}
+	c := StartCluster(t, 1, ClusterOptions{Roles: "meta"})
+	for range 3 {
+		c.AddNode("tablet")
+	}
+	c.WaitRegistered(60 * time.Second)
+	ctx := t.Context()
+	cl := c.Client(ctx)
+	tbl := createLogTable(t, ctx, cl, "db", "u", 1)
+	describe := func() placedBucket { return describeBucket(c, "db.u") }
+	b := describe()
+	a, bNode, cNode := c.Nodes[b.Replicas[0]-1], c.Nodes[b.Replicas[1]-1], c.Nodes[b.Replicas[2]-1]
+	appendAcked(t, ctx, tbl, 0, 100)
+
+	c.Stop(a)
+	waitFor(t, 60*time.Second, "B to lead without A", func() bool {
+		b = describe()
+		return b.Leader == bNode.ID && !slices.Contains(b.ISR, a.ID)
+	})
+	appendAcked(t, ctx, tbl, 100, 300) // acks=all: B and C
+
+	c.Pause(bNode)
+	waitFor(t, 60*time.Second, "C to lead alone", func() bool {
+		b = describe()
+		return b.Leader == cNode.ID && slices.Equal(b.ISR, []uint32{cNode.ID})
+	})
+	waitFor(t, 30*time.Second, "a write only C holds", func() bool {
+		_, _, code := c.CLIInput(`{"id":1000,"payload":"c"}`+"\n", "produce", "db.u", "--acks", "1")
+		return code == 0
+	})
+	c.Kill(cNode)
+	waitFor(t, 60*time.Second, "the bucket offline", func() bool {
+		b = describe()
+		return b.Leader == 0
+	})
+	if !slices.Equal(b.ISR, []uint32{cNode.ID}) {
+		t.Fatalf("offline bucket %+v; want ISR [%d]", b, cNode.ID)
+	}
+
+	c.Resume(bNode)
+	c.Restart(a)
+	// The election elects among the nodes the controller (the only meta
+	// node, which answers cluster status too) sees alive.
+	waitFor(t, 60*time.Second, "A and B alive", func() bool {
+		na, okA := registeredNode(c, a.ID)
+		nb, okB := registeredNode(c, bNode.ID)
+		return okA && okB && na.Alive && nb.Alive
+	})
+	out := c.MustCLI("table", "elect", "db.u", "--unclean")
+	after := describe()
+	t.Logf("floe table elect --unclean: %s", out)
+	if after.Leader != bNode.ID || after.UncleanElections != 1 {
+		t.Fatalf("after the unclean election %+v; want node %d (B, the longer log of the newer epoch) to lead", after, bNode.ID)
+	}
+	wantWhy := fmt.Sprintf("chosen by log: node %d: log ends at 300 in epoch ", bNode.ID)
+	if !strings.Contains(out, wantWhy) || !strings.Contains(out, fmt.Sprintf("; node %d: 100 in epoch ", a.ID)) {
+		t.Fatalf("floe table elect printed %q; want it to say B's log ends at 300 and A's at 100", out)
+	}
+
+	waitFor(t, 30*time.Second, "the high watermark at B's end", func() bool {
+		ends, err := cl.Admin().ListOffsets(ctx, "db", "u", client.Latest())
+		return err == nil && ends[0] == 300
+	})
+	seen := map[int64]int{}
+	for _, r := range scanAll(t, ctx, tbl, 1) {
+		seen[r.id]++
+	}
+	for id := range int64(300) {
+		if seen[id] != 1 {
+			t.Fatalf("record %d read %d times after the unclean election", id, seen[id])
+		}
+	}
+	if len(seen) != 300 {
+		t.Fatalf("%d distinct records read, want the 300 B held (C's acks=1 write was lost with C)", len(seen))
+	}
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -83,10 +84,12 @@ type Node struct {
 type ClusterOptions struct {
 	// Extra flags for every `floe serve`.
 	ExtraArgs []string
+	// Roles of the n nodes (`floe serve --roles`); default "meta,tablet".
+	Roles string
 }
 
-// StartCluster starts n nodes with both roles forming one cluster, and waits
-// until it has a metadata leader that answers.
+// StartCluster starts n nodes with both roles (or opts.Roles) forming one
+// cluster, and waits until it has a metadata leader that answers.
 func StartCluster(t testing.TB, n int, opts ClusterOptions) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, dir: t.TempDir()}
@@ -102,7 +105,7 @@ func StartCluster(t testing.TB, n int, opts ClusterOptions) *Cluster {
 		addrs = append(addrs, nd.Addr)
 	}
 	for _, nd := range c.Nodes {
-		nd.args = append([]string{"serve", "--id", strconv.Itoa(int(nd.ID)), "--roles", "meta,tablet",
+		nd.args = append([]string{"serve", "--id", strconv.Itoa(int(nd.ID)), "--roles", cmp.Or(opts.Roles, "meta,tablet"),
 			"--data-dir", nd.DataDir, "--listen", nd.Addr, "--gossip", nd.Gossip,
 			"--join", strings.Join(addrs, ","), "--bootstrap-expect", strconv.Itoa(n), "--log-level", *logLevel},
 			opts.ExtraArgs...)

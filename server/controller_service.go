@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -46,8 +48,10 @@ func (m *metaService) WatchMetadata(req *pb.WatchMetadataRequest, stream pb.DRPC
 // ElectLeaders runs an operator's election of bucket leaders on the Raft
 // leader, which adds the tablet nodes gossip reports alive with their
 // registered incarnation: the state machine elects only among them. An
-// unclean election may lose acknowledged writes, so each is logged at warn
-// level.
+// unclean election also carries what those replicas' logs hold
+// (replicaLogs), so the one that holds the most leads. An unclean election
+// may lose acknowledged writes, so each is logged at warn level, with the
+// ranking that chose its leader.
 func (m *metaService) ElectLeaders(ctx context.Context, req *pb.ElectLeadersRequest) (*pb.ElectLeadersResponse, error) {
 	if req.Database == "" || req.Table == "" {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "elect leaders needs a database and a table")
@@ -59,25 +63,42 @@ func (m *metaService) ElectLeaders(ctx context.Context, req *pb.ElectLeadersRequ
 		if g == nil {
 			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d does not know which nodes are alive yet", m.s.cfg.NodeID)
 		}
-		res, err := n.Propose(ctx, &pb.Command{RequestId: id, Op: &pb.Command_ElectLeaders{ElectLeaders: &pb.ElectLeaders{
-			Database: req.Database, Table: req.Table, Bucket: req.Bucket, Unclean: req.Unclean,
-			LiveNodes: liveTablets(n.State().Nodes(), g),
-		}}})
-		if err != nil {
-			return err
-		}
-		if err := metastate.ResultError(res); err != nil {
-			return err
-		}
-		resp = &pb.ElectLeadersResponse{Buckets: res.GetElection().GetBuckets(), Index: res.GetIndex()}
-		m.s.logElections(req, resp)
-		return nil
+		var err error
+		resp, err = m.s.electLeaders(ctx, req, id, liveTablets(n.State().Nodes(), g))
+		return err
 	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
 		var err error
 		resp, err = c.ElectLeaders(ctx, req)
 		return err
 	})
 	return resp, err
+}
+
+// electLeaders proposes an operator's election with the tablet nodes live
+// lists, on the Raft leader; an unclean one carries what the live replicas'
+// logs hold (replicaLogs).
+func (s *Server) electLeaders(ctx context.Context, req *pb.ElectLeadersRequest, id []byte, live []uint32) (*pb.ElectLeadersResponse, error) {
+	n := s.node.Load()
+	var logs []*pb.ReplicaLog
+	if req.Unclean {
+		var err error
+		if logs, err = s.replicaLogs(ctx, n.State(), req.Database, req.Table, req.Bucket, live); err != nil {
+			return nil, err
+		}
+	}
+	res, err := n.Propose(ctx, &pb.Command{RequestId: id, Op: &pb.Command_ElectLeaders{ElectLeaders: &pb.ElectLeaders{
+		Database: req.Database, Table: req.Table, Bucket: req.Bucket, Unclean: req.Unclean,
+		LiveNodes: live, ReplicaLogs: logs,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	if err := metastate.ResultError(res); err != nil {
+		return nil, err
+	}
+	resp := &pb.ElectLeadersResponse{Buckets: res.GetElection().GetBuckets(), Index: res.GetIndex()}
+	s.logElections(req, resp)
+	return resp, nil
 }
 
 // logElections logs the leaders an operator's election chose: unclean ones
@@ -92,11 +113,28 @@ func (s *Server) logElections(req *pb.ElectLeadersRequest, resp *pb.ElectLeaders
 			"leader_epoch", b.LeaderEpoch, "index", resp.Index}
 		if e.Unclean {
 			s.log.Warn("unclean leader election: data only the old in-sync replicas held may be lost",
-				append(attrs, "unclean_elections", b.UncleanElections)...)
+				append(attrs, "unclean_elections", b.UncleanElections, "ranking", rankingForLog(e.Candidates))...)
 		} else {
 			s.log.Info("leader elected", attrs...)
 		}
 	}
+}
+
+// rankingForLog is an unclean election's ranking, best first, as one log
+// value: "2 epoch 7 end 1200, 1 epoch 7 end 900, 3 unknown".
+func rankingForLog(cs []*pb.ElectionCandidate) string {
+	parts := make([]string, 0, len(cs))
+	for _, c := range cs {
+		p := fmt.Sprintf("%d unknown", c.NodeId)
+		if c.LogKnown {
+			p = fmt.Sprintf("%d epoch %d end %d", c.NodeId, c.LatestEpoch, c.EndOffset)
+		}
+		if c.Draining {
+			p += " draining"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // DrainNode runs an operator's drain of a tablet node on the Raft leader,

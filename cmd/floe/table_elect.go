@@ -17,7 +17,7 @@ func tableElectCmd(env *cliEnv) clientCmd {
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&bucket, "bucket", -1, "elect only this bucket (default: every bucket)")
 			fs.BoolVar(&unclean, "unclean", false,
-				"let a bucket without a live in-sync replica take a replica outside the ISR as leader (loses what only the ISR held)")
+				"let a bucket without a live in-sync replica take the live replica holding the most (latest epoch, then longest log) as leader (loses what only the ISR held)")
 		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 			db, name, err := tableName(pos[0])
@@ -40,8 +40,8 @@ func tableElectCmd(env *cliEnv) clientCmd {
 				b := e.Bucket
 				switch {
 				case e.Unclean:
-					fmt.Fprintf(env.stdout, "bucket %d: leader %d, epoch %d (unclean election %d: it was not in sync)\n",
-						b.Bucket, b.Leader, b.LeaderEpoch, b.UncleanElections)
+					fmt.Fprintf(env.stdout, "bucket %d: leader %d, epoch %d (unclean election %d: it was not in sync)\n  chosen by log: %s\n",
+						b.Bucket, b.Leader, b.LeaderEpoch, b.UncleanElections, e.Why())
 				case e.Elected:
 					fmt.Fprintf(env.stdout, "bucket %d: leader %d, epoch %d\n", b.Bucket, b.Leader, b.LeaderEpoch)
 				default:

@@ -48,7 +48,8 @@ func TestElectBucket(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := proto.CloneOf(tc.b)
-			unclean, refusal := electBucket(b, func(id uint32) bool { return slices.Contains(tc.live, id) }, nil, tc.unclean)
+			el, refusal := electBucket(b, func(id uint32) bool { return slices.Contains(tc.live, id) }, nil, tc.unclean, noLogs)
+			unclean := el.unclean
 			if tc.want == nil {
 				if refusal == nil || refusal.Code != tc.wantCode || !proto.Equal(b, tc.b) {
 					t.Fatalf("refusal %v, bucket %v; want %v and no change", refusal, b, tc.wantCode)
@@ -60,6 +61,138 @@ func TestElectBucket(t *testing.T) {
 			}
 			checkBucketInvariants(t, b)
 		})
+	}
+}
+
+// noLogs knows no replica's log.
+func noLogs(uint32) *pb.ReplicaLog { return nil }
+
+// replicaLog is node id's log state of bucket 0: its latest leader epoch
+// and its end.
+func replicaLog(id uint32, epoch int32, end int64) *pb.ReplicaLog {
+	return &pb.ReplicaLog{NodeId: id, LatestEpoch: epoch, EndOffset: end}
+}
+
+// knownLog is a ranked replica whose log is known.
+func knownLog(id uint32, epoch int32, end int64) *pb.ElectionCandidate {
+	return &pb.ElectionCandidate{NodeId: id, LogKnown: true, LatestEpoch: epoch, EndOffset: end}
+}
+
+// TestElectBucketUncleanRanksByLog: an unclean election picks the live
+// replica with the longest log of the latest epoch, not the first in
+// assignment order (rule "damage and the last copy" 2). Replicas 1, 2, 3
+// in that order; the ISR's only member, 4, is dead.
+func TestElectBucketUncleanRanksByLog(t *testing.T) {
+	r := []uint32{1, 2, 3, 4}
+	unknown := func(id uint32) *pb.ElectionCandidate { return &pb.ElectionCandidate{NodeId: id} }
+	tests := []struct {
+		name     string
+		live     []uint32
+		logs     []*pb.ReplicaLog
+		draining []uint32
+		want     []*pb.ElectionCandidate // ranked; the first leads
+	}{
+		{"the longest log of the latest epoch, not the first replica",
+			[]uint32{1, 2, 3}, []*pb.ReplicaLog{replicaLog(1, 7, 900), replicaLog(2, 7, 1200), replicaLog(3, 6, 5000)}, nil,
+			[]*pb.ElectionCandidate{knownLog(2, 7, 1200), knownLog(1, 7, 900), knownLog(3, 6, 5000)}},
+		{"the epoch before the length: a cut replica of the latest epoch over a longer stale one",
+			[]uint32{1, 2}, []*pb.ReplicaLog{replicaLog(1, 5, 9999), replicaLog(2, 6, 10)}, nil,
+			[]*pb.ElectionCandidate{knownLog(2, 6, 10), knownLog(1, 5, 9999)}},
+		{"equal logs: assignment order",
+			[]uint32{1, 2, 3}, []*pb.ReplicaLog{replicaLog(3, 4, 100), replicaLog(2, 4, 100), replicaLog(1, 3, 100)}, nil,
+			[]*pb.ElectionCandidate{knownLog(2, 4, 100), knownLog(3, 4, 100), knownLog(1, 3, 100)}},
+		{"unknown after every known one, even an empty log",
+			[]uint32{1, 2, 3}, []*pb.ReplicaLog{replicaLog(3, -1, 0)}, nil,
+			[]*pb.ElectionCandidate{knownLog(3, -1, 0), unknown(1), unknown(2)}},
+		{"all unknown: assignment order",
+			[]uint32{2, 3}, nil, nil,
+			[]*pb.ElectionCandidate{unknown(2), unknown(3)}},
+		{"a dead replica's log does not count",
+			[]uint32{1, 2}, []*pb.ReplicaLog{replicaLog(1, 2, 10), replicaLog(2, 2, 5), replicaLog(4, 9, 900)}, nil,
+			[]*pb.ElectionCandidate{knownLog(1, 2, 10), knownLog(2, 2, 5)}},
+		{"a draining replica last, as in every election",
+			[]uint32{1, 2, 3}, []*pb.ReplicaLog{replicaLog(1, 7, 900), replicaLog(2, 7, 1200)}, []uint32{2},
+			[]*pb.ElectionCandidate{knownLog(1, 7, 900), unknown(3), {NodeId: 2, LogKnown: true, LatestEpoch: 7, EndOffset: 1200, Draining: true}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bk(r, 0, []uint32{4}, 8, 9)
+			logs := func(id uint32) *pb.ReplicaLog {
+				i := slices.IndexFunc(tc.logs, func(l *pb.ReplicaLog) bool { return l.GetNodeId() == id })
+				if i < 0 {
+					return nil
+				}
+				return tc.logs[i]
+			}
+			el, refusal := electBucket(b, func(id uint32) bool { return slices.Contains(tc.live, id) },
+				func(id uint32) bool { return slices.Contains(tc.draining, id) }, true, logs)
+			if refusal != nil {
+				t.Fatal(refusal)
+			}
+			leader := tc.want[0].GetNodeId()
+			want := withUnclean(bk(r, leader, []uint32{leader}, 9, 10), 1)
+			if !el.unclean || !proto.Equal(b, want) {
+				t.Fatalf("unclean %v, %v; want %v", el.unclean, b, want)
+			}
+			if !slices.EqualFunc(el.ranked, tc.want, func(x, y *pb.ElectionCandidate) bool { return proto.Equal(x, y) }) {
+				t.Fatalf("ranked %v, want %v", el.ranked, tc.want)
+			}
+			checkBucketInvariants(t, b)
+		})
+	}
+}
+
+// TestElectLeadersCarriesReplicaLogs: the command's replica log states
+// decide an unclean election, bucket by bucket, the result lists the
+// ranking, and a command with states no proposer sends is refused.
+func TestElectLeadersCarriesReplicaLogs(t *testing.T) {
+	h := newHarness(t)
+	h.tabletNodes(3)
+	h.ok(createDB("db"))
+	h.ok(createTable(ordersTable("db", "t", func(c *pb.CreateTable) { c.Buckets, c.Replication = 2, 3 })))
+	r := []uint32{1, 2, 3}
+	for bucket := range int32(2) {
+		setBucket(t, h.s, &pb.BucketRecord{TableId: 1, Bucket: bucket, Replicas: r, Isr: []uint32{3}, LeaderEpoch: 4, BucketEpoch: 4})
+	}
+	elect := func(logs ...*pb.ReplicaLog) *pb.Command {
+		c := electLeaders(-1, true, 1, 2)
+		c.GetElectLeaders().ReplicaLogs = logs
+		return c
+	}
+	onBucket := func(bucket int32, l *pb.ReplicaLog) *pb.ReplicaLog {
+		l.Bucket = bucket
+		return l
+	}
+
+	wantRefused(t, h.apply(elect(replicaLog(1, 2, 10), replicaLog(1, 3, 20))), pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "two log states", "node 1")
+	wantRefused(t, h.apply(elect(replicaLog(1, -2, 10))), pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "latest epoch -2")
+	wantRefused(t, h.apply(elect(replicaLog(1, 2, -1))), pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "end offset -1")
+	tooMany := elect()
+	for i := range MaxReplicaLogs + 1 {
+		tooMany.GetElectLeaders().ReplicaLogs = append(tooMany.GetElectLeaders().ReplicaLogs, replicaLog(uint32(i), 0, 0))
+	}
+	wantRefused(t, h.apply(tooMany), pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "exceed")
+
+	// Bucket 0: node 2 holds more of the same epoch; bucket 1: node 1
+	// holds the later epoch, node 2's log is unknown.
+	res := h.ok(elect(replicaLog(1, 3, 900), replicaLog(2, 3, 1200), onBucket(1, replicaLog(1, 3, 50))))
+	got := res.GetElection().GetBuckets()
+	want := []struct {
+		leader uint32
+		ranked []*pb.ElectionCandidate
+	}{
+		{2, []*pb.ElectionCandidate{knownLog(2, 3, 1200), knownLog(1, 3, 900)}},
+		{1, []*pb.ElectionCandidate{knownLog(1, 3, 50), {NodeId: 2}}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("result %v", res)
+	}
+	for i, w := range want {
+		e := got[i]
+		if !e.GetElected() || !e.GetUnclean() || e.GetBucket().GetLeader() != w.leader || h.bucket(1, int32(i)).GetLeader() != w.leader ||
+			!slices.EqualFunc(e.GetCandidates(), w.ranked, func(x, y *pb.ElectionCandidate) bool { return proto.Equal(x, y) }) {
+			t.Errorf("bucket %d: %v, want leader %d ranked %v", i, e, w.leader, w.ranked)
+		}
 	}
 }
 

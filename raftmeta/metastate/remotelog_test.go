@@ -163,17 +163,17 @@ func TestUncleanElectionFencesRemoteCopies(t *testing.T) {
 	live := func(id uint32) bool { return id != 1 }
 
 	clean := withCopies(bk(r, 0, []uint32{1, 2}, 3, 3))
-	if _, refusal := electBucket(clean, live, nil, true); refusal != nil || clean.GetRemoteFenceEpoch() != 0 {
+	if _, refusal := electBucket(clean, live, nil, true, noLogs); refusal != nil || clean.GetRemoteFenceEpoch() != 0 {
 		t.Fatalf("clean election: %v, fence %d; want no fence", refusal, clean.GetRemoteFenceEpoch())
 	}
 	noCopies := bk(r, 0, []uint32{1}, 3, 3)
-	if _, refusal := electBucket(noCopies, live, nil, true); refusal != nil || noCopies.GetRemoteFenceEpoch() != 0 {
+	if _, refusal := electBucket(noCopies, live, nil, true, noLogs); refusal != nil || noCopies.GetRemoteFenceEpoch() != 0 {
 		t.Fatalf("unclean election without remote copies: %v, fence %d; want no fence", refusal, noCopies.GetRemoteFenceEpoch())
 	}
 
 	h := bucketFixture(t, 3, 1, 2, 3)
 	b := withCopies(bk(r, 0, []uint32{1}, 3, 3))
-	if _, refusal := electBucket(b, live, nil, true); refusal != nil || b.GetRemoteFenceEpoch() != 4 || b.GetLeader() != 2 {
+	if _, refusal := electBucket(b, live, nil, true, noLogs); refusal != nil || b.GetRemoteFenceEpoch() != 4 || b.GetLeader() != 2 {
 		t.Fatalf("unclean election: %v, %v; want node 2 leading with the copies fenced at epoch 4", refusal, b)
 	}
 	setBucket(t, h.s, b)

@@ -1904,9 +1904,12 @@ func (x *FenceNodes) GetGone() []uint32 {
 // preferred replica, or bringing back an offline bucket whose in-sync replica
 // returned); it is refused (ALREADY_EXISTS) for a bucket that replica
 // already leads, and (NOT_ENOUGH_REPLICAS) for one without a live ISR member.
-// An unclean election does the same when it can, else makes the first live
-// replica in assignment order the leader and its only ISR member, and counts
-// it in the bucket's unclean_elections: what only the old ISR held is lost.
+// An unclean election does the same when it can, else makes the live
+// replica whose log holds the most (replica_logs: the latest leader epoch,
+// then the longest log, then assignment order; a replica without a log
+// state after every one with, a draining one last) the leader and its only
+// ISR member, and counts it in the bucket's unclean_elections: what only
+// the old ISR held is lost (rule "damage and the last copy" 2).
 // A new leader raises the leader and bucket epochs; ISR members that are not
 // live leave the ISR. The result lists every bucket tried
 // (CommandResult.election); the command is refused, with the first bucket's
@@ -1920,7 +1923,12 @@ type ElectLeaders struct {
 	Unclean bool   `protobuf:"varint,4,opt,name=unclean,proto3" json:"unclean,omitempty"`
 	// The tablet nodes the proposer sees alive with their registered
 	// incarnation: only they can be elected.
-	LiveNodes     []uint32 `protobuf:"varint,5,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
+	LiveNodes []uint32 `protobuf:"varint,5,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
+	// Unclean only: the log state the proposer gathered from the live
+	// replicas of the buckets without a live ISR member, at most one per
+	// bucket and node (INVALID_REQUEST otherwise). The election ranks by
+	// them; a replica without one ranks after every replica with one.
+	ReplicaLogs   []*ReplicaLog `protobuf:"bytes,6,rep,name=replica_logs,json=replicaLogs,proto3" json:"replica_logs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1990,6 +1998,167 @@ func (x *ElectLeaders) GetLiveNodes() []uint32 {
 	return nil
 }
 
+func (x *ElectLeaders) GetReplicaLogs() []*ReplicaLog {
+	if x != nil {
+		return x.ReplicaLogs
+	}
+	return nil
+}
+
+// ReplicaLog is what one node's replica of a bucket holds, as the node
+// reported it (Tablet.ReplicaLogs).
+type ReplicaLog struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Bucket int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// The newest leader epoch assigned to the replica's log, -1 for none.
+	LatestEpoch int32 `protobuf:"varint,3,opt,name=latest_epoch,json=latestEpoch,proto3" json:"latest_epoch,omitempty"`
+	// The end of what the log holds durably.
+	EndOffset     int64 `protobuf:"varint,4,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaLog) Reset() {
+	*x = ReplicaLog{}
+	mi := &file_metastate_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaLog) ProtoMessage() {}
+
+func (x *ReplicaLog) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaLog.ProtoReflect.Descriptor instead.
+func (*ReplicaLog) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ReplicaLog) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *ReplicaLog) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *ReplicaLog) GetLatestEpoch() int32 {
+	if x != nil {
+		return x.LatestEpoch
+	}
+	return 0
+}
+
+func (x *ReplicaLog) GetEndOffset() int64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
+// ElectionCandidate is a live replica an unclean election ranked, and what
+// it ranked by.
+type ElectionCandidate struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// The node reported the replica's log (ReplicaLog): latest_epoch and
+	// end_offset are set. Otherwise the replica ranked after every replica
+	// whose log is known.
+	LogKnown    bool  `protobuf:"varint,2,opt,name=log_known,json=logKnown,proto3" json:"log_known,omitempty"`
+	LatestEpoch int32 `protobuf:"varint,3,opt,name=latest_epoch,json=latestEpoch,proto3" json:"latest_epoch,omitempty"`
+	EndOffset   int64 `protobuf:"varint,4,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	// The node is draining: it ranked after every replica that is not.
+	Draining      bool `protobuf:"varint,5,opt,name=draining,proto3" json:"draining,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectionCandidate) Reset() {
+	*x = ElectionCandidate{}
+	mi := &file_metastate_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectionCandidate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectionCandidate) ProtoMessage() {}
+
+func (x *ElectionCandidate) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectionCandidate.ProtoReflect.Descriptor instead.
+func (*ElectionCandidate) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ElectionCandidate) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *ElectionCandidate) GetLogKnown() bool {
+	if x != nil {
+		return x.LogKnown
+	}
+	return false
+}
+
+func (x *ElectionCandidate) GetLatestEpoch() int32 {
+	if x != nil {
+		return x.LatestEpoch
+	}
+	return 0
+}
+
+func (x *ElectionCandidate) GetEndOffset() int64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
+func (x *ElectionCandidate) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
 // ElectionResult is the outcome of ElectLeaders, bucket by bucket.
 type ElectionResult struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2000,7 +2169,7 @@ type ElectionResult struct {
 
 func (x *ElectionResult) Reset() {
 	*x = ElectionResult{}
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2012,7 +2181,7 @@ func (x *ElectionResult) String() string {
 func (*ElectionResult) ProtoMessage() {}
 
 func (x *ElectionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2025,7 +2194,7 @@ func (x *ElectionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionResult.ProtoReflect.Descriptor instead.
 func (*ElectionResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{20}
+	return file_metastate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ElectionResult) GetBuckets() []*BucketElection {
@@ -2043,15 +2212,17 @@ type BucketElection struct {
 	Elected bool `protobuf:"varint,2,opt,name=elected,proto3" json:"elected,omitempty"`
 	Unclean bool `protobuf:"varint,3,opt,name=unclean,proto3" json:"unclean,omitempty"`
 	// Why no leader was elected (elected false).
-	Code          ErrorCode `protobuf:"varint,4,opt,name=code,proto3,enum=floe.v1.ErrorCode" json:"code,omitempty"`
-	Error         string    `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	Code  ErrorCode `protobuf:"varint,4,opt,name=code,proto3,enum=floe.v1.ErrorCode" json:"code,omitempty"`
+	Error string    `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	// An unclean election's live replicas, best first: the first leads.
+	Candidates    []*ElectionCandidate `protobuf:"bytes,6,rep,name=candidates,proto3" json:"candidates,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BucketElection) Reset() {
 	*x = BucketElection{}
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2234,7 @@ func (x *BucketElection) String() string {
 func (*BucketElection) ProtoMessage() {}
 
 func (x *BucketElection) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2247,7 @@ func (x *BucketElection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketElection.ProtoReflect.Descriptor instead.
 func (*BucketElection) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{21}
+	return file_metastate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BucketElection) GetBucket() *BucketRecord {
@@ -2114,6 +2285,13 @@ func (x *BucketElection) GetError() string {
 	return ""
 }
 
+func (x *BucketElection) GetCandidates() []*ElectionCandidate {
+	if x != nil {
+		return x.Candidates
+	}
+	return nil
+}
+
 // InitCluster is the first command of a cluster: it fixes the cluster id.
 type InitCluster struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2124,7 +2302,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2314,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +2327,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{22}
+	return file_metastate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -2168,7 +2346,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2180,7 +2358,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2193,7 +2371,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{23}
+	return file_metastate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -2213,7 +2391,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2225,7 +2403,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2238,7 +2416,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{24}
+	return file_metastate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -2266,7 +2444,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2456,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2469,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{25}
+	return file_metastate_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -2344,7 +2522,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2356,7 +2534,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +2547,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{26}
+	return file_metastate_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -2460,7 +2638,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[27]
+	mi := &file_metastate_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2472,7 +2650,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[27]
+	mi := &file_metastate_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2485,7 +2663,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{27}
+	return file_metastate_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -2535,7 +2713,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[28]
+	mi := &file_metastate_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2547,7 +2725,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[28]
+	mi := &file_metastate_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2560,7 +2738,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{28}
+	return file_metastate_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -2737,7 +2915,7 @@ type MetadataUpdate struct {
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[29]
+	mi := &file_metastate_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2927,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[29]
+	mi := &file_metastate_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2940,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{29}
+	return file_metastate_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -2996,23 +3174,41 @@ const file_metastate_proto_rawDesc = "" +
 	"node_epoch\x18\x02 \x01(\x04R\tnodeEpoch\" \n" +
 	"\n" +
 	"FenceNodes\x12\x12\n" +
-	"\x04gone\x18\x01 \x03(\rR\x04gone\"\xa1\x01\n" +
+	"\x04gone\x18\x01 \x03(\rR\x04gone\"\xd9\x01\n" +
 	"\fElectLeaders\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1b\n" +
 	"\x06bucket\x18\x03 \x01(\x05H\x00R\x06bucket\x88\x01\x01\x12\x18\n" +
 	"\aunclean\x18\x04 \x01(\bR\aunclean\x12\x1d\n" +
 	"\n" +
-	"live_nodes\x18\x05 \x03(\rR\tliveNodesB\t\n" +
-	"\a_bucket\"C\n" +
+	"live_nodes\x18\x05 \x03(\rR\tliveNodes\x126\n" +
+	"\freplica_logs\x18\x06 \x03(\v2\x13.floe.v1.ReplicaLogR\vreplicaLogsB\t\n" +
+	"\a_bucket\"\x7f\n" +
+	"\n" +
+	"ReplicaLog\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12!\n" +
+	"\flatest_epoch\x18\x03 \x01(\x05R\vlatestEpoch\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\x04 \x01(\x03R\tendOffset\"\xa7\x01\n" +
+	"\x11ElectionCandidate\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x1b\n" +
+	"\tlog_known\x18\x02 \x01(\bR\blogKnown\x12!\n" +
+	"\flatest_epoch\x18\x03 \x01(\x05R\vlatestEpoch\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\x04 \x01(\x03R\tendOffset\x12\x1a\n" +
+	"\bdraining\x18\x05 \x01(\bR\bdraining\"C\n" +
 	"\x0eElectionResult\x121\n" +
-	"\abuckets\x18\x01 \x03(\v2\x17.floe.v1.BucketElectionR\abuckets\"\xb1\x01\n" +
+	"\abuckets\x18\x01 \x03(\v2\x17.floe.v1.BucketElectionR\abuckets\"\xed\x01\n" +
 	"\x0eBucketElection\x12-\n" +
 	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\x12\x18\n" +
 	"\aelected\x18\x02 \x01(\bR\aelected\x12\x18\n" +
 	"\aunclean\x18\x03 \x01(\bR\aunclean\x12&\n" +
 	"\x04code\x18\x04 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\",\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\x12:\n" +
+	"\n" +
+	"candidates\x18\x06 \x03(\v2\x1a.floe.v1.ElectionCandidateR\n" +
+	"candidates\",\n" +
 	"\vInitCluster\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"7\n" +
@@ -3087,7 +3283,7 @@ func file_metastate_proto_rawDescGZIP() []byte {
 	return file_metastate_proto_rawDescData
 }
 
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_metastate_proto_goTypes = []any{
 	(*NodeRecord)(nil),           // 0: floe.v1.NodeRecord
 	(*DatabaseRecord)(nil),       // 1: floe.v1.DatabaseRecord
@@ -3109,32 +3305,34 @@ var file_metastate_proto_goTypes = []any{
 	(*MemberEpoch)(nil),          // 17: floe.v1.MemberEpoch
 	(*FenceNodes)(nil),           // 18: floe.v1.FenceNodes
 	(*ElectLeaders)(nil),         // 19: floe.v1.ElectLeaders
-	(*ElectionResult)(nil),       // 20: floe.v1.ElectionResult
-	(*BucketElection)(nil),       // 21: floe.v1.BucketElection
-	(*InitCluster)(nil),          // 22: floe.v1.InitCluster
-	(*RegisterNode)(nil),         // 23: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),       // 24: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),         // 25: floe.v1.DropDatabase
-	(*CreateTable)(nil),          // 26: floe.v1.CreateTable
-	(*DropTable)(nil),            // 27: floe.v1.DropTable
-	(*CommandResult)(nil),        // 28: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),       // 29: floe.v1.MetadataUpdate
-	nil,                          // 30: floe.v1.TableRecord.PropertiesEntry
-	nil,                          // 31: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),               // 32: floe.v1.ErrorCode
+	(*ReplicaLog)(nil),           // 20: floe.v1.ReplicaLog
+	(*ElectionCandidate)(nil),    // 21: floe.v1.ElectionCandidate
+	(*ElectionResult)(nil),       // 22: floe.v1.ElectionResult
+	(*BucketElection)(nil),       // 23: floe.v1.BucketElection
+	(*InitCluster)(nil),          // 24: floe.v1.InitCluster
+	(*RegisterNode)(nil),         // 25: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),       // 26: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),         // 27: floe.v1.DropDatabase
+	(*CreateTable)(nil),          // 28: floe.v1.CreateTable
+	(*DropTable)(nil),            // 29: floe.v1.DropTable
+	(*CommandResult)(nil),        // 30: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),       // 31: floe.v1.MetadataUpdate
+	nil,                          // 32: floe.v1.TableRecord.PropertiesEntry
+	nil,                          // 33: floe.v1.CreateTable.PropertiesEntry
+	(ErrorCode)(0),               // 34: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	2,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	3,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	30, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	32, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
 	7,  // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
 	6,  // 4: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
-	22, // 5: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	23, // 6: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	24, // 7: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	25, // 8: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	26, // 9: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	27, // 10: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	24, // 5: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	25, // 6: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	26, // 7: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	27, // 8: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	28, // 9: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	29, // 10: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
 	15, // 11: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
 	16, // 12: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
 	18, // 13: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
@@ -3146,31 +3344,33 @@ var file_metastate_proto_depIdxs = []int32{
 	0,  // 19: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
 	11, // 20: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
 	5,  // 21: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
-	32, // 22: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
+	34, // 22: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
 	6,  // 23: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
 	7,  // 24: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
 	17, // 25: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
-	21, // 26: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	5,  // 27: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	32, // 28: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	0,  // 29: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	2,  // 30: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	31, // 31: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	32, // 32: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	1,  // 33: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	4,  // 34: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	0,  // 35: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	5,  // 36: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	20, // 37: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	10, // 38: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
-	0,  // 39: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	4,  // 40: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	5,  // 41: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	20, // 26: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
+	23, // 27: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	5,  // 28: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	34, // 29: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	21, // 30: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
+	0,  // 31: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	2,  // 32: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	33, // 33: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	34, // 34: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	1,  // 35: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	4,  // 36: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	0,  // 37: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	5,  // 38: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	22, // 39: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	10, // 40: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
+	0,  // 41: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	4,  // 42: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	5,  // 43: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -3197,7 +3397,7 @@ func file_metastate_proto_init() {
 	}
 	file_metastate_proto_msgTypes[12].OneofWrappers = []any{}
 	file_metastate_proto_msgTypes[19].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[28].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[30].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
@@ -3212,7 +3412,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -70,6 +70,105 @@ func (OffsetSpec) EnumDescriptor() ([]byte, []int) {
 	return file_tablet_proto_rawDescGZIP(), []int{0}
 }
 
+type ReplicaLogsRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	// At most as many as a table may have buckets (INVALID_REQUEST).
+	Buckets       []int32 `protobuf:"varint,2,rep,packed,name=buckets,proto3" json:"buckets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaLogsRequest) Reset() {
+	*x = ReplicaLogsRequest{}
+	mi := &file_tablet_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaLogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaLogsRequest) ProtoMessage() {}
+
+func (x *ReplicaLogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaLogsRequest.ProtoReflect.Descriptor instead.
+func (*ReplicaLogsRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ReplicaLogsRequest) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *ReplicaLogsRequest) GetBuckets() []int32 {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+type ReplicaLogsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per bucket asked of which this node holds an open replica whose
+	// log has not failed, node_id this node's; the others are left out.
+	Logs          []*ReplicaLog `protobuf:"bytes,1,rep,name=logs,proto3" json:"logs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaLogsResponse) Reset() {
+	*x = ReplicaLogsResponse{}
+	mi := &file_tablet_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaLogsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaLogsResponse) ProtoMessage() {}
+
+func (x *ReplicaLogsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaLogsResponse.ProtoReflect.Descriptor instead.
+func (*ReplicaLogsResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ReplicaLogsResponse) GetLogs() []*ReplicaLog {
+	if x != nil {
+		return x.Logs
+	}
+	return nil
+}
+
 type WriteCall struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Chosen by the client, unique among its calls in flight on the stream;
@@ -86,7 +185,7 @@ type WriteCall struct {
 
 func (x *WriteCall) Reset() {
 	*x = WriteCall{}
-	mi := &file_tablet_proto_msgTypes[0]
+	mi := &file_tablet_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -98,7 +197,7 @@ func (x *WriteCall) String() string {
 func (*WriteCall) ProtoMessage() {}
 
 func (x *WriteCall) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[0]
+	mi := &file_tablet_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -111,7 +210,7 @@ func (x *WriteCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteCall.ProtoReflect.Descriptor instead.
 func (*WriteCall) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{0}
+	return file_tablet_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *WriteCall) GetId() uint64 {
@@ -176,7 +275,7 @@ type WriteResult struct {
 
 func (x *WriteResult) Reset() {
 	*x = WriteResult{}
-	mi := &file_tablet_proto_msgTypes[1]
+	mi := &file_tablet_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -188,7 +287,7 @@ func (x *WriteResult) String() string {
 func (*WriteResult) ProtoMessage() {}
 
 func (x *WriteResult) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[1]
+	mi := &file_tablet_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -201,7 +300,7 @@ func (x *WriteResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResult.ProtoReflect.Descriptor instead.
 func (*WriteResult) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{1}
+	return file_tablet_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *WriteResult) GetId() uint64 {
@@ -254,7 +353,7 @@ type PutKvRequest struct {
 
 func (x *PutKvRequest) Reset() {
 	*x = PutKvRequest{}
-	mi := &file_tablet_proto_msgTypes[2]
+	mi := &file_tablet_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -266,7 +365,7 @@ func (x *PutKvRequest) String() string {
 func (*PutKvRequest) ProtoMessage() {}
 
 func (x *PutKvRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[2]
+	mi := &file_tablet_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -279,7 +378,7 @@ func (x *PutKvRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutKvRequest.ProtoReflect.Descriptor instead.
 func (*PutKvRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{2}
+	return file_tablet_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PutKvRequest) GetTableId() uint64 {
@@ -346,7 +445,7 @@ type LookupRequest struct {
 
 func (x *LookupRequest) Reset() {
 	*x = LookupRequest{}
-	mi := &file_tablet_proto_msgTypes[3]
+	mi := &file_tablet_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -358,7 +457,7 @@ func (x *LookupRequest) String() string {
 func (*LookupRequest) ProtoMessage() {}
 
 func (x *LookupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[3]
+	mi := &file_tablet_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -371,7 +470,7 @@ func (x *LookupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupRequest.ProtoReflect.Descriptor instead.
 func (*LookupRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{3}
+	return file_tablet_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *LookupRequest) GetTableId() uint64 {
@@ -416,7 +515,7 @@ type LookupResponse struct {
 
 func (x *LookupResponse) Reset() {
 	*x = LookupResponse{}
-	mi := &file_tablet_proto_msgTypes[4]
+	mi := &file_tablet_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -428,7 +527,7 @@ func (x *LookupResponse) String() string {
 func (*LookupResponse) ProtoMessage() {}
 
 func (x *LookupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[4]
+	mi := &file_tablet_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -441,7 +540,7 @@ func (x *LookupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupResponse.ProtoReflect.Descriptor instead.
 func (*LookupResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{4}
+	return file_tablet_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *LookupResponse) GetRows() []byte {
@@ -480,7 +579,7 @@ type PrefixLookupRequest struct {
 
 func (x *PrefixLookupRequest) Reset() {
 	*x = PrefixLookupRequest{}
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -492,7 +591,7 @@ func (x *PrefixLookupRequest) String() string {
 func (*PrefixLookupRequest) ProtoMessage() {}
 
 func (x *PrefixLookupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -505,7 +604,7 @@ func (x *PrefixLookupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrefixLookupRequest.ProtoReflect.Descriptor instead.
 func (*PrefixLookupRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{5}
+	return file_tablet_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PrefixLookupRequest) GetTableId() uint64 {
@@ -556,7 +655,7 @@ type PrefixLookupResponse struct {
 
 func (x *PrefixLookupResponse) Reset() {
 	*x = PrefixLookupResponse{}
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +667,7 @@ func (x *PrefixLookupResponse) String() string {
 func (*PrefixLookupResponse) ProtoMessage() {}
 
 func (x *PrefixLookupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +680,7 @@ func (x *PrefixLookupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrefixLookupResponse.ProtoReflect.Descriptor instead.
 func (*PrefixLookupResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{6}
+	return file_tablet_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PrefixLookupResponse) GetRows() [][]byte {
@@ -623,7 +722,7 @@ type ScanRowsRequest struct {
 
 func (x *ScanRowsRequest) Reset() {
 	*x = ScanRowsRequest{}
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +734,7 @@ func (x *ScanRowsRequest) String() string {
 func (*ScanRowsRequest) ProtoMessage() {}
 
 func (x *ScanRowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +747,7 @@ func (x *ScanRowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRowsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRowsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{7}
+	return file_tablet_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ScanRowsRequest) GetTableId() uint64 {
@@ -709,7 +808,7 @@ type ScanRowsResponse struct {
 
 func (x *ScanRowsResponse) Reset() {
 	*x = ScanRowsResponse{}
-	mi := &file_tablet_proto_msgTypes[8]
+	mi := &file_tablet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -721,7 +820,7 @@ func (x *ScanRowsResponse) String() string {
 func (*ScanRowsResponse) ProtoMessage() {}
 
 func (x *ScanRowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[8]
+	mi := &file_tablet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -734,7 +833,7 @@ func (x *ScanRowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRowsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRowsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{8}
+	return file_tablet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ScanRowsResponse) GetRows() []byte {
@@ -800,7 +899,7 @@ type ProduceRequest struct {
 
 func (x *ProduceRequest) Reset() {
 	*x = ProduceRequest{}
-	mi := &file_tablet_proto_msgTypes[9]
+	mi := &file_tablet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +911,7 @@ func (x *ProduceRequest) String() string {
 func (*ProduceRequest) ProtoMessage() {}
 
 func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[9]
+	mi := &file_tablet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +924,7 @@ func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceRequest.ProtoReflect.Descriptor instead.
 func (*ProduceRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{9}
+	return file_tablet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ProduceRequest) GetTableId() uint64 {
@@ -884,7 +983,7 @@ type ProduceResponse struct {
 
 func (x *ProduceResponse) Reset() {
 	*x = ProduceResponse{}
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +995,7 @@ func (x *ProduceResponse) String() string {
 func (*ProduceResponse) ProtoMessage() {}
 
 func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1008,7 @@ func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceResponse.ProtoReflect.Descriptor instead.
 func (*ProduceResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{10}
+	return file_tablet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ProduceResponse) GetBaseOffset() int64 {
@@ -976,7 +1075,7 @@ type FetchBucket struct {
 
 func (x *FetchBucket) Reset() {
 	*x = FetchBucket{}
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1087,7 @@ func (x *FetchBucket) String() string {
 func (*FetchBucket) ProtoMessage() {}
 
 func (x *FetchBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1100,7 @@ func (x *FetchBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchBucket.ProtoReflect.Descriptor instead.
 func (*FetchBucket) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{11}
+	return file_tablet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FetchBucket) GetTableId() uint64 {
@@ -1076,7 +1175,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1088,7 +1187,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1101,7 +1200,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{12}
+	return file_tablet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FetchRequest) GetReplicaId() uint32 {
@@ -1173,7 +1272,7 @@ type FetchedBucket struct {
 
 func (x *FetchedBucket) Reset() {
 	*x = FetchedBucket{}
-	mi := &file_tablet_proto_msgTypes[13]
+	mi := &file_tablet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1284,7 @@ func (x *FetchedBucket) String() string {
 func (*FetchedBucket) ProtoMessage() {}
 
 func (x *FetchedBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[13]
+	mi := &file_tablet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1297,7 @@ func (x *FetchedBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchedBucket.ProtoReflect.Descriptor instead.
 func (*FetchedBucket) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{13}
+	return file_tablet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FetchedBucket) GetTableId() uint64 {
@@ -1309,7 +1408,7 @@ type RemoteSegmentRef struct {
 
 func (x *RemoteSegmentRef) Reset() {
 	*x = RemoteSegmentRef{}
-	mi := &file_tablet_proto_msgTypes[14]
+	mi := &file_tablet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1420,7 @@ func (x *RemoteSegmentRef) String() string {
 func (*RemoteSegmentRef) ProtoMessage() {}
 
 func (x *RemoteSegmentRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[14]
+	mi := &file_tablet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1433,7 @@ func (x *RemoteSegmentRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteSegmentRef.ProtoReflect.Descriptor instead.
 func (*RemoteSegmentRef) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{14}
+	return file_tablet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RemoteSegmentRef) GetUrl() string {
@@ -1381,7 +1480,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_tablet_proto_msgTypes[15]
+	mi := &file_tablet_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1492,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[15]
+	mi := &file_tablet_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1505,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{15}
+	return file_tablet_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FetchResponse) GetBuckets() []*FetchedBucket {
@@ -1428,7 +1527,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_tablet_proto_msgTypes[16]
+	mi := &file_tablet_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1539,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[16]
+	mi := &file_tablet_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1552,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{16}
+	return file_tablet_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListOffsetsRequest) GetTableId() uint64 {
@@ -1499,7 +1598,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_tablet_proto_msgTypes[17]
+	mi := &file_tablet_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1610,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[17]
+	mi := &file_tablet_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +1623,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{17}
+	return file_tablet_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListOffsetsResponse) GetOffset() int64 {
@@ -1558,7 +1657,7 @@ type SnapshotKVRequest struct {
 
 func (x *SnapshotKVRequest) Reset() {
 	*x = SnapshotKVRequest{}
-	mi := &file_tablet_proto_msgTypes[18]
+	mi := &file_tablet_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1570,7 +1669,7 @@ func (x *SnapshotKVRequest) String() string {
 func (*SnapshotKVRequest) ProtoMessage() {}
 
 func (x *SnapshotKVRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[18]
+	mi := &file_tablet_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1583,7 +1682,7 @@ func (x *SnapshotKVRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotKVRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotKVRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{18}
+	return file_tablet_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SnapshotKVRequest) GetTableId() uint64 {
@@ -1614,7 +1713,7 @@ type SnapshotKVResponse struct {
 
 func (x *SnapshotKVResponse) Reset() {
 	*x = SnapshotKVResponse{}
-	mi := &file_tablet_proto_msgTypes[19]
+	mi := &file_tablet_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1626,7 +1725,7 @@ func (x *SnapshotKVResponse) String() string {
 func (*SnapshotKVResponse) ProtoMessage() {}
 
 func (x *SnapshotKVResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[19]
+	mi := &file_tablet_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1639,7 +1738,7 @@ func (x *SnapshotKVResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotKVResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotKVResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{19}
+	return file_tablet_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SnapshotKVResponse) GetSnapshot() *KVSnapshot {
@@ -1674,7 +1773,12 @@ var File_tablet_proto protoreflect.FileDescriptor
 
 const file_tablet_proto_rawDesc = "" +
 	"\n" +
-	"\ftablet.proto\x12\afloe.v1\x1a\ferrors.proto\x1a\x0fmetastate.proto\"\x88\x01\n" +
+	"\ftablet.proto\x12\afloe.v1\x1a\ferrors.proto\x1a\x0fmetastate.proto\"I\n" +
+	"\x12ReplicaLogsRequest\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x18\n" +
+	"\abuckets\x18\x02 \x03(\x05R\abuckets\">\n" +
+	"\x13ReplicaLogsResponse\x12'\n" +
+	"\x04logs\x18\x01 \x03(\v2\x13.floe.v1.ReplicaLogR\x04logs\"\x88\x01\n" +
 	"\tWriteCall\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x123\n" +
 	"\aproduce\x18\x02 \x01(\v2\x17.floe.v1.ProduceRequestH\x00R\aproduce\x12.\n" +
@@ -1809,7 +1913,7 @@ const file_tablet_proto_rawDesc = "" +
 	"OffsetSpec\x12\x16\n" +
 	"\x12OFFSET_SPEC_LATEST\x10\x00\x12\x18\n" +
 	"\x14OFFSET_SPEC_EARLIEST\x10\x01\x12\x19\n" +
-	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\x88\x05\n" +
+	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\xd2\x05\n" +
 	"\x06Tablet\x12<\n" +
 	"\aProduce\x12\x17.floe.v1.ProduceRequest\x1a\x18.floe.v1.ProduceResponse\x126\n" +
 	"\x05Fetch\x12\x15.floe.v1.FetchRequest\x1a\x16.floe.v1.FetchResponse\x12<\n" +
@@ -1821,7 +1925,8 @@ const file_tablet_proto_rawDesc = "" +
 	"\n" +
 	"SnapshotKV\x12\x1a.floe.v1.SnapshotKVRequest\x1a\x1b.floe.v1.SnapshotKVResponse\x12?\n" +
 	"\bScanRows\x12\x18.floe.v1.ScanRowsRequest\x1a\x19.floe.v1.ScanRowsResponse\x126\n" +
-	"\x06Writes\x12\x12.floe.v1.WriteCall\x1a\x14.floe.v1.WriteResult(\x010\x01B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\x06Writes\x12\x12.floe.v1.WriteCall\x1a\x14.floe.v1.WriteResult(\x010\x01\x12H\n" +
+	"\vReplicaLogs\x12\x1b.floe.v1.ReplicaLogsRequest\x1a\x1c.floe.v1.ReplicaLogsResponseB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_tablet_proto_rawDescOnce sync.Once
@@ -1836,68 +1941,74 @@ func file_tablet_proto_rawDescGZIP() []byte {
 }
 
 var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_tablet_proto_goTypes = []any{
 	(OffsetSpec)(0),              // 0: floe.v1.OffsetSpec
-	(*WriteCall)(nil),            // 1: floe.v1.WriteCall
-	(*WriteResult)(nil),          // 2: floe.v1.WriteResult
-	(*PutKvRequest)(nil),         // 3: floe.v1.PutKvRequest
-	(*LookupRequest)(nil),        // 4: floe.v1.LookupRequest
-	(*LookupResponse)(nil),       // 5: floe.v1.LookupResponse
-	(*PrefixLookupRequest)(nil),  // 6: floe.v1.PrefixLookupRequest
-	(*PrefixLookupResponse)(nil), // 7: floe.v1.PrefixLookupResponse
-	(*ScanRowsRequest)(nil),      // 8: floe.v1.ScanRowsRequest
-	(*ScanRowsResponse)(nil),     // 9: floe.v1.ScanRowsResponse
-	(*ProduceRequest)(nil),       // 10: floe.v1.ProduceRequest
-	(*ProduceResponse)(nil),      // 11: floe.v1.ProduceResponse
-	(*FetchBucket)(nil),          // 12: floe.v1.FetchBucket
-	(*FetchRequest)(nil),         // 13: floe.v1.FetchRequest
-	(*FetchedBucket)(nil),        // 14: floe.v1.FetchedBucket
-	(*RemoteSegmentRef)(nil),     // 15: floe.v1.RemoteSegmentRef
-	(*FetchResponse)(nil),        // 16: floe.v1.FetchResponse
-	(*ListOffsetsRequest)(nil),   // 17: floe.v1.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),  // 18: floe.v1.ListOffsetsResponse
-	(*SnapshotKVRequest)(nil),    // 19: floe.v1.SnapshotKVRequest
-	(*SnapshotKVResponse)(nil),   // 20: floe.v1.SnapshotKVResponse
-	(ErrorCode)(0),               // 21: floe.v1.ErrorCode
-	(*KVSnapshot)(nil),           // 22: floe.v1.KVSnapshot
+	(*ReplicaLogsRequest)(nil),   // 1: floe.v1.ReplicaLogsRequest
+	(*ReplicaLogsResponse)(nil),  // 2: floe.v1.ReplicaLogsResponse
+	(*WriteCall)(nil),            // 3: floe.v1.WriteCall
+	(*WriteResult)(nil),          // 4: floe.v1.WriteResult
+	(*PutKvRequest)(nil),         // 5: floe.v1.PutKvRequest
+	(*LookupRequest)(nil),        // 6: floe.v1.LookupRequest
+	(*LookupResponse)(nil),       // 7: floe.v1.LookupResponse
+	(*PrefixLookupRequest)(nil),  // 8: floe.v1.PrefixLookupRequest
+	(*PrefixLookupResponse)(nil), // 9: floe.v1.PrefixLookupResponse
+	(*ScanRowsRequest)(nil),      // 10: floe.v1.ScanRowsRequest
+	(*ScanRowsResponse)(nil),     // 11: floe.v1.ScanRowsResponse
+	(*ProduceRequest)(nil),       // 12: floe.v1.ProduceRequest
+	(*ProduceResponse)(nil),      // 13: floe.v1.ProduceResponse
+	(*FetchBucket)(nil),          // 14: floe.v1.FetchBucket
+	(*FetchRequest)(nil),         // 15: floe.v1.FetchRequest
+	(*FetchedBucket)(nil),        // 16: floe.v1.FetchedBucket
+	(*RemoteSegmentRef)(nil),     // 17: floe.v1.RemoteSegmentRef
+	(*FetchResponse)(nil),        // 18: floe.v1.FetchResponse
+	(*ListOffsetsRequest)(nil),   // 19: floe.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),  // 20: floe.v1.ListOffsetsResponse
+	(*SnapshotKVRequest)(nil),    // 21: floe.v1.SnapshotKVRequest
+	(*SnapshotKVResponse)(nil),   // 22: floe.v1.SnapshotKVResponse
+	(*ReplicaLog)(nil),           // 23: floe.v1.ReplicaLog
+	(ErrorCode)(0),               // 24: floe.v1.ErrorCode
+	(*KVSnapshot)(nil),           // 25: floe.v1.KVSnapshot
 }
 var file_tablet_proto_depIdxs = []int32{
-	10, // 0: floe.v1.WriteCall.produce:type_name -> floe.v1.ProduceRequest
-	3,  // 1: floe.v1.WriteCall.put_kv:type_name -> floe.v1.PutKvRequest
-	11, // 2: floe.v1.WriteResult.response:type_name -> floe.v1.ProduceResponse
-	21, // 3: floe.v1.WriteResult.error_code:type_name -> floe.v1.ErrorCode
-	12, // 4: floe.v1.FetchRequest.buckets:type_name -> floe.v1.FetchBucket
-	21, // 5: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
-	15, // 6: floe.v1.FetchedBucket.remote:type_name -> floe.v1.RemoteSegmentRef
-	14, // 7: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
-	0,  // 8: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	22, // 9: floe.v1.SnapshotKVResponse.snapshot:type_name -> floe.v1.KVSnapshot
-	10, // 10: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
-	13, // 11: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
-	13, // 12: floe.v1.Tablet.Fetches:input_type -> floe.v1.FetchRequest
-	17, // 13: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	3,  // 14: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
-	4,  // 15: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
-	6,  // 16: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
-	19, // 17: floe.v1.Tablet.SnapshotKV:input_type -> floe.v1.SnapshotKVRequest
-	8,  // 18: floe.v1.Tablet.ScanRows:input_type -> floe.v1.ScanRowsRequest
-	1,  // 19: floe.v1.Tablet.Writes:input_type -> floe.v1.WriteCall
-	11, // 20: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
-	16, // 21: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
-	16, // 22: floe.v1.Tablet.Fetches:output_type -> floe.v1.FetchResponse
-	18, // 23: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	11, // 24: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
-	5,  // 25: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
-	7,  // 26: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
-	20, // 27: floe.v1.Tablet.SnapshotKV:output_type -> floe.v1.SnapshotKVResponse
-	9,  // 28: floe.v1.Tablet.ScanRows:output_type -> floe.v1.ScanRowsResponse
-	2,  // 29: floe.v1.Tablet.Writes:output_type -> floe.v1.WriteResult
-	20, // [20:30] is the sub-list for method output_type
-	10, // [10:20] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	23, // 0: floe.v1.ReplicaLogsResponse.logs:type_name -> floe.v1.ReplicaLog
+	12, // 1: floe.v1.WriteCall.produce:type_name -> floe.v1.ProduceRequest
+	5,  // 2: floe.v1.WriteCall.put_kv:type_name -> floe.v1.PutKvRequest
+	13, // 3: floe.v1.WriteResult.response:type_name -> floe.v1.ProduceResponse
+	24, // 4: floe.v1.WriteResult.error_code:type_name -> floe.v1.ErrorCode
+	14, // 5: floe.v1.FetchRequest.buckets:type_name -> floe.v1.FetchBucket
+	24, // 6: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
+	17, // 7: floe.v1.FetchedBucket.remote:type_name -> floe.v1.RemoteSegmentRef
+	16, // 8: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
+	0,  // 9: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
+	25, // 10: floe.v1.SnapshotKVResponse.snapshot:type_name -> floe.v1.KVSnapshot
+	12, // 11: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
+	15, // 12: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
+	15, // 13: floe.v1.Tablet.Fetches:input_type -> floe.v1.FetchRequest
+	19, // 14: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	5,  // 15: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
+	6,  // 16: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
+	8,  // 17: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
+	21, // 18: floe.v1.Tablet.SnapshotKV:input_type -> floe.v1.SnapshotKVRequest
+	10, // 19: floe.v1.Tablet.ScanRows:input_type -> floe.v1.ScanRowsRequest
+	3,  // 20: floe.v1.Tablet.Writes:input_type -> floe.v1.WriteCall
+	1,  // 21: floe.v1.Tablet.ReplicaLogs:input_type -> floe.v1.ReplicaLogsRequest
+	13, // 22: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
+	18, // 23: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
+	18, // 24: floe.v1.Tablet.Fetches:output_type -> floe.v1.FetchResponse
+	20, // 25: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	13, // 26: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
+	7,  // 27: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
+	9,  // 28: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
+	22, // 29: floe.v1.Tablet.SnapshotKV:output_type -> floe.v1.SnapshotKVResponse
+	11, // 30: floe.v1.Tablet.ScanRows:output_type -> floe.v1.ScanRowsResponse
+	4,  // 31: floe.v1.Tablet.Writes:output_type -> floe.v1.WriteResult
+	2,  // 32: floe.v1.Tablet.ReplicaLogs:output_type -> floe.v1.ReplicaLogsResponse
+	22, // [22:33] is the sub-list for method output_type
+	11, // [11:22] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -1907,7 +2018,7 @@ func file_tablet_proto_init() {
 	}
 	file_errors_proto_init()
 	file_metastate_proto_init()
-	file_tablet_proto_msgTypes[0].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[2].OneofWrappers = []any{
 		(*WriteCall_Produce)(nil),
 		(*WriteCall_PutKv)(nil),
 	}
@@ -1917,7 +2028,7 @@ func file_tablet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

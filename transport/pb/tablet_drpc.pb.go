@@ -48,6 +48,7 @@ type DRPCTabletClient interface {
 	SnapshotKV(ctx context.Context, in *SnapshotKVRequest) (*SnapshotKVResponse, error)
 	ScanRows(ctx context.Context, in *ScanRowsRequest) (*ScanRowsResponse, error)
 	Writes(ctx context.Context) (DRPCTablet_WritesClient, error)
+	ReplicaLogs(ctx context.Context, in *ReplicaLogsRequest) (*ReplicaLogsResponse, error)
 }
 
 type drpcTabletClient struct {
@@ -210,6 +211,15 @@ func (x *drpcTablet_WritesClient) RecvMsg(m *WriteResult) error {
 	return x.MsgRecv(m, drpcEncoding_File_tablet_proto{})
 }
 
+func (c *drpcTabletClient) ReplicaLogs(ctx context.Context, in *ReplicaLogsRequest) (*ReplicaLogsResponse, error) {
+	out := new(ReplicaLogsResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Tablet/ReplicaLogs", drpcEncoding_File_tablet_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 type DRPCTabletServer interface {
 	Produce(context.Context, *ProduceRequest) (*ProduceResponse, error)
 	Fetch(context.Context, *FetchRequest) (*FetchResponse, error)
@@ -221,6 +231,7 @@ type DRPCTabletServer interface {
 	SnapshotKV(context.Context, *SnapshotKVRequest) (*SnapshotKVResponse, error)
 	ScanRows(context.Context, *ScanRowsRequest) (*ScanRowsResponse, error)
 	Writes(DRPCTablet_WritesStream) error
+	ReplicaLogs(context.Context, *ReplicaLogsRequest) (*ReplicaLogsResponse, error)
 }
 
 type DRPCTabletUnimplementedServer struct{}
@@ -265,9 +276,13 @@ func (s *DRPCTabletUnimplementedServer) Writes(DRPCTablet_WritesStream) error {
 	return drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCTabletUnimplementedServer) ReplicaLogs(context.Context, *ReplicaLogsRequest) (*ReplicaLogsResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 type DRPCTabletDescription struct{}
 
-func (DRPCTabletDescription) NumMethods() int { return 10 }
+func (DRPCTabletDescription) NumMethods() int { return 11 }
 
 func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -359,6 +374,15 @@ func (DRPCTabletDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver
 						&drpcTablet_WritesStream{in1.(drpc.Stream)},
 					)
 			}, DRPCTabletServer.Writes, true
+	case 10:
+		return "/floe.v1.Tablet/ReplicaLogs", drpcEncoding_File_tablet_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCTabletServer).
+					ReplicaLogs(
+						ctx,
+						in1.(*ReplicaLogsRequest),
+					)
+			}, DRPCTabletServer.ReplicaLogs, true
 	default:
 		return "", nil, nil, nil, false
 	}
@@ -586,4 +610,24 @@ func (x *drpcTablet_WritesStream) Recv() (*WriteCall, error) {
 
 func (x *drpcTablet_WritesStream) RecvMsg(m *WriteCall) error {
 	return x.MsgRecv(m, drpcEncoding_File_tablet_proto{})
+}
+
+type DRPCTablet_ReplicaLogsStream interface {
+	drpc.Stream
+	SendAndClose(*ReplicaLogsResponse) error
+}
+
+type drpcTablet_ReplicaLogsStream struct {
+	drpc.Stream
+}
+
+func (x *drpcTablet_ReplicaLogsStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcTablet_ReplicaLogsStream) SendAndClose(m *ReplicaLogsResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_tablet_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
 }
