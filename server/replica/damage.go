@@ -230,6 +230,16 @@ func (r *Replica) repairDamage() {
 	r.mu.Unlock()
 }
 
+// fetchable reports whether the fetcher asks the leader for the replica's
+// batches: not while damage waits to be cut away (its log end would vouch
+// for the damaged range) nor while it catches up in the background
+// (catchuptask.go).
+func (r *Replica) fetchable() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.damagedAt < 0 && !r.catchUp.running
+}
+
 // isDamaged reports whether damage was found and not cut away yet.
 func (r *Replica) isDamaged() bool {
 	r.mu.Lock()

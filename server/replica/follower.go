@@ -184,8 +184,9 @@ func (f *fetcher) run() {
 }
 
 // errNothingToFetch: every replica following the leader waits for its
-// damaged log to be cut back; the fetcher backs off meanwhile.
-var errNothingToFetch = errors.New("replica: every replica to fetch for waits for its damage to be cut away")
+// damaged log to be cut back or catches up from remote storage; the
+// fetcher backs off meanwhile.
+var errNothingToFetch = errors.New("replica: every replica to fetch for waits for its damage to be cut away or catches up")
 
 // fetchOnce sends one Fetch for the given replicas and applies the answer.
 func (f *fetcher) fetchOnce(reps []*Replica) error {
@@ -198,9 +199,7 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	byID := map[BucketID]*Replica{}
 	epochs := map[BucketID]int32{}
 	for _, r := range reps {
-		if r.isDamaged() {
-			// Its log end would vouch for the damaged range: it fetches
-			// again once the damage is cut away (damage.go).
+		if !r.fetchable() {
 			continue
 		}
 		_, _, epoch, hw := r.state()
@@ -227,7 +226,7 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 			continue
 		}
 		delete(byID, id) // a bucket answered twice is applied once: its produce lock is held until finish
-		a, ok := r.appendFetched(f.ctx, f.leader, epochs[id], fb)
+		a, ok := r.appendFetched(f.leader, epochs[id], fb)
 		if !ok {
 			refused++
 		}
@@ -285,32 +284,24 @@ type fetchedAppend struct {
 // false when the leader refused the bucket. It returns the written bucket
 // (produce lock held) for syncFetched and finish, or nil when done with
 // it already.
-func (r *Replica) appendFetched(ctx context.Context, leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, bool) {
+func (r *Replica) appendFetched(leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, bool) {
 	r.produceMu.Lock()
 	role, curLeader, curEpoch, _ := r.state()
-	if role != replication.RoleFollower || curLeader != leader || curEpoch != epoch {
+	if role != replication.RoleFollower || curLeader != leader || curEpoch != epoch || r.catchingUp() {
 		r.produceMu.Unlock()
 		return nil, true // the role changed while the fetch was out
 	}
 	if r.behindLeaderStart(fb) {
-		a, err := r.catchUpFromRemote(ctx, leader, epoch, fb)
-		if err != nil {
-			r.produceMu.Unlock()
-			r.mgr.log.Warn("follower cannot catch up below its leader's log start", "bucket", r.id.String(), "leader", leader,
-				"end_offset", r.log.EndOffset(), "leader_start_offset", fb.LogStartOffset, "err", err)
-			return nil, false
-		}
-		return a, true
+		// Remote storage has what it lacks: a background task brings it,
+		// while this fetcher goes on for the other buckets.
+		r.produceMu.Unlock()
+		r.startCatchUp(leader, epoch, fb)
+		return nil, true
 	}
 	if fb.Error != "" {
 		r.produceMu.Unlock()
 		r.mgr.log.Debug("follower fetch refused", "bucket", r.id.String(), "leader", leader, "err", fb.Error)
 		return nil, false
-	}
-	if r.catchingUp {
-		r.catchingUp = false
-		r.mgr.log.Info("follower caught up from the remote log: fetching from its leader again", "bucket", r.id.String(),
-			"end_offset", r.log.EndOffset())
 	}
 	if fb.Diverging {
 		r.truncateDiverged(leader, fb)

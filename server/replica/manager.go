@@ -60,6 +60,9 @@ type Manager struct {
 	bgMu     sync.Mutex
 	bgClosed bool
 	bg       sync.WaitGroup
+	// catchUpSlots bounds the catch-up tasks running at once
+	// (catchuptask.go): a task holds a slot while it runs.
+	catchUpSlots chan struct{}
 }
 
 // New starts a manager with no replicas; Apply gives it some.
@@ -73,7 +76,8 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, replicas: map[BucketID]*Replica{}, tables: map[uint64]*tableInfo{},
 		unusable: map[uint64]error{},
-		nodes:    map[uint32]*pb.NodeRecord{}, fetchers: map[uint32]*fetcher{}, changed: make(chan struct{}), stop: make(chan struct{})}
+		nodes:    map[uint32]*pb.NodeRecord{}, fetchers: map[uint32]*fetcher{}, changed: make(chan struct{}), stop: make(chan struct{}),
+		catchUpSlots: make(chan struct{}, catchUpConcurrency)}
 	var err error
 	if m.hw, err = loadHWCheckpoint(cfg.Dir); err != nil {
 		m.log.Warn("high-watermark checkpoint unreadable: replicas start from lower high watermarks", "err", err)
@@ -448,19 +452,21 @@ func (m *Manager) untilStopped(parent context.Context) (context.Context, context
 	return ctx, cancel
 }
 
-// goBackground runs f on a goroutine Close waits for; after Close it does
-// not run f. f must return soon after m.stop closes.
-func (m *Manager) goBackground(f func()) {
+// goBackground runs f on a goroutine Close waits for and reports true;
+// after Close it does not run f and reports false. f must return soon
+// after m.stop closes.
+func (m *Manager) goBackground(f func()) bool {
 	m.bgMu.Lock()
 	defer m.bgMu.Unlock()
 	if m.bgClosed {
-		return
+		return false
 	}
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
 		f()
 	}()
+	return true
 }
 
 // waitChange waits for any change or until ctx ends / deadline passes.

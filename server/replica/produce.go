@@ -184,6 +184,9 @@ func (r *Replica) leaderFor(acks int32) (int32, error) {
 	if err := r.tailLostErrorLocked(); err != nil {
 		return 0, err
 	}
+	if err := r.catchingUpErrorLocked(); err != nil {
+		return 0, err
+	}
 	epoch, err := r.core.CheckWrite(int(acks))
 	return epoch, r.wireError(err)
 }

@@ -51,9 +51,6 @@ type Replica struct {
 	// turns orders client writes before produceMu (turns.go).
 	turns   turnGate
 	writers *writerTable
-	// catchingUp: the follower copies from the remote log (catchup.go);
-	// under produceMu.
-	catchingUp bool
 	// writersSaved is the log end the writer-state snapshot on disk was
 	// taken at, -1 when there is none: an idle replica's snapshot is not
 	// written again (writersnap.go).
@@ -63,6 +60,7 @@ type Replica struct {
 	core      *replication.Bucket
 	hwWaiters []hwWaiter     // writes waiting for the high watermark (leader)
 	bgSync    backgroundSync // acks=0 writes made durable in the background (backgroundsync.go)
+	catchUp   catchUp        // the follower's catch-up from remote storage (catchuptask.go)
 	closed    bool
 	failed    error // the log failed: out of service for good (failure.go)
 	damagedAt int64 // the first damaged offset found and not yet cut away, -1: none (damage.go)
@@ -175,7 +173,11 @@ func (r *Replica) close(remove bool) error {
 	r.mu.Lock()
 	r.closed = true
 	r.wakeAllHWWaitersLocked()
+	catchUpEnded := r.catchUp.stopLocked()
 	r.mu.Unlock()
+	if catchUpEnded != nil {
+		<-catchUpEnded // it changes the store and the log: both close next
+	}
 	r.mgr.followGen.Add(1)
 	r.mgr.notify()
 	var err error

@@ -77,6 +77,7 @@ func (r *Replica) performLocked(eff replication.Effects) {
 	}
 	if eff.RoleChanged {
 		r.wakeAllHWWaitersLocked()
+		r.catchUp.stopLocked() // what it brings was for the old role
 		if r.kv != nil {
 			// The rows a leader writes are the ones its next upserts of
 			// those keys merge against and lookups, which come to it, ask
