@@ -35,6 +35,8 @@ type gatedKVTables struct {
 	entered chan struct{}
 	gate    chan struct{}
 	once    sync.Once
+	// deaf: a restore does not notice its context ending.
+	deaf bool
 }
 
 func newGatedKVTables() *gatedKVTables {
@@ -54,9 +56,13 @@ type gatedKV struct {
 
 func (kv *gatedKV) Restore(ctx context.Context, _ tiering.ObjectStore, _ string) (int64, error) {
 	kv.g.once.Do(func() { close(kv.g.entered) })
+	done := ctx.Done()
+	if kv.g.deaf {
+		done = nil
+	}
 	select {
 	case <-kv.g.gate:
-	case <-ctx.Done():
+	case <-done:
 		return 0, ctx.Err()
 	}
 	kv.mu.Lock()
@@ -109,7 +115,50 @@ const catchUpSnapshotOffset = 25
 // restore ends, the restored bucket's log starts over at the snapshot's
 // offset and it follows its leader again.
 func TestCatchUpDoesNotStallOtherBuckets(t *testing.T) {
-	logBucket, pkBucket := BucketID{TableID: 7}, BucketID{TableID: 8}
+	c := startCatchUpCluster(t, false)
+	kv := c.kv
+	leader, follower := c.leader, c.follower
+	logBucket, pkBucket := catchUpLogBucket, catchUpPKBucket
+	defer close(kv.gate)
+	select {
+	case <-kv.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the primary-key follower did not start restoring its snapshot")
+	}
+
+	// The restore is under way: the log table's follower keeps up with
+	// its leader's writes all the same.
+	lr, fr := leader.replica(logBucket), follower.replica(logBucket)
+	start := time.Now()
+	for i := range 5 {
+		produceLeader(t, lr, writerBatchN(t, 100, int32(i), 3, "x"))
+	}
+	waitFor(t, 10*time.Second, "the log table's follower to copy its leader's writes while the other bucket restores", func() bool {
+		return fr.log.EndOffset() == lr.log.EndOffset()
+	})
+	t.Logf("log table's follower caught up with 5 new batches in %v while the other bucket restored", time.Since(start))
+
+	kv.gate <- struct{}{}
+	pr := follower.replica(pkBucket)
+	waitFor(t, 10*time.Second, "the restored follower's log to start over at the snapshot's offset", func() bool {
+		return pr.log.StartOffset() == catchUpSnapshotOffset && pr.log.EndOffset() == catchUpSnapshotOffset
+	})
+}
+
+// Buckets of the catch-up tests: a log table's and a primary-key table's.
+var catchUpLogBucket, catchUpPKBucket = BucketID{TableID: 7}, BucketID{TableID: 8}
+
+// catchUpCluster is node 2 leading both buckets and node 1 following
+// them, its primary-key replica below its leader's log start.
+type catchUpCluster struct {
+	leader, follower *Manager
+	kv               *gatedKVTables // the follower's
+	update           *pb.MetadataUpdate
+}
+
+func startCatchUpCluster(t *testing.T, deafRestore bool) *catchUpCluster {
+	t.Helper()
+	logBucket, pkBucket := catchUpLogBucket, catchUpPKBucket
 	store, err := tiering.NewFolder(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -136,34 +185,40 @@ func TestCatchUpDoesNotStallOtherBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	kv := newGatedKVTables()
-	defer close(kv.gate)
+	kv.deaf = deafRestore
 	follower := newTestManager(t, t.TempDir(), func(c *Config) {
 		c.KV, c.RemoteStore, c.Dialer = kv, store, fixedDialer{localLeader{m: leader}}
 	})
 	follower.Apply(update)
+	return &catchUpCluster{leader: leader, follower: follower, kv: kv, update: update}
+}
+
+// TestCatchUpDroppedOnRoleChange: a follower whose leader epoch changes
+// while it restores a KV snapshot drops the restore: its log is not
+// started over at the snapshot's offset, and its store, restored past
+// its log's end, is emptied to be rebuilt from the log. The replica then
+// rejoins its fetcher.
+func TestCatchUpDroppedOnRoleChange(t *testing.T) {
+	c := startCatchUpCluster(t, true)
 	select {
-	case <-kv.entered:
+	case <-c.kv.entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the primary-key follower did not start restoring its snapshot")
 	}
-
-	// The restore is under way: the log table's follower keeps up with
-	// its leader's writes all the same.
-	lr, fr := leader.replica(logBucket), follower.replica(logBucket)
-	start := time.Now()
-	for i := range 5 {
-		produceLeader(t, lr, writerBatchN(t, 100, int32(i), 3, "x"))
+	pr := c.follower.replica(catchUpPKBucket)
+	if !pr.catchingUp() {
+		t.Fatal("the restoring replica is not marked as catching up")
 	}
-	waitFor(t, 10*time.Second, "the log table's follower to copy its leader's writes while the other bucket restores", func() bool {
-		return fr.log.EndOffset() == lr.log.EndOffset()
-	})
-	t.Logf("log table's follower caught up with 5 new batches in %v while the other bucket restored", time.Since(start))
-
-	kv.gate <- struct{}{}
-	pr := follower.replica(pkBucket)
-	waitFor(t, 10*time.Second, "the restored follower's log to start over at the snapshot's offset", func() bool {
-		return pr.log.StartOffset() == catchUpSnapshotOffset && pr.log.EndOffset() == catchUpSnapshotOffset
-	})
+	pr.assign(&pb.BucketRecord{TableId: catchUpPKBucket.TableID, Leader: 2, LeaderEpoch: 2, BucketEpoch: 2,
+		Replicas: []uint32{2, 1}, Isr: []uint32{2}}, 11)
+	c.kv.gate <- struct{}{} // the restore completes, for the old epoch
+	waitFor(t, 10*time.Second, "the catch-up task to end", func() bool { return !pr.catchingUp() })
+	if start, end := pr.log.StartOffset(), pr.log.EndOffset(); start != 0 || end != 0 {
+		t.Fatalf("log [%d, %d) after a restore for an old epoch, want it left at [0, 0)", start, end)
+	}
+	if applied, _ := pr.kv.AppliedOffset(); applied != 0 {
+		t.Fatalf("store applied up to %d after its restore was dropped, want it emptied", applied)
+	}
 }
 
 // waitFor polls cond until it holds, failing the test after timeout.
