@@ -57,7 +57,7 @@ func (r *Replica) catchUpStep(ctx context.Context, leader uint32, epoch int32, f
 	if end >= fb.LogStartOffset {
 		return false, nil // the leader has the rest
 	}
-	rl := r.remote.Load()
+	rl := r.remote.log.Load()
 	// A remote log with a gap (a leader restored from a KV snapshot) holds
 	// every offset only from its newest run's start: below it a follower
 	// could not build a log without a hole.
@@ -122,7 +122,7 @@ func (r *Replica) appendRemote(leader uint32, epoch int32, end, leaderHW int64, 
 	_, wait, err := r.log.AppendReplicatedPending(data)
 	if err == nil {
 		for it := record.NewBatchIterator(data, false); it.Next(); {
-			r.writers.record(it.Batch())
+			r.writers.table.record(it.Batch())
 		}
 		err = wait()
 	}
@@ -145,7 +145,7 @@ func (r *Replica) startOver(offset int64, writers *writerTable) error {
 		r.maybeFail(err)
 		return err
 	}
-	r.writers = writers
+	r.writers.table = writers
 	return nil
 }
 
@@ -154,7 +154,7 @@ func (r *Replica) startOver(offset int64, writers *writerTable) error {
 // are still recognized), or an empty table when there is none to read.
 func (r *Replica) remoteWriters(ctx context.Context, offset int64) *writerTable {
 	t := newWriterTable()
-	rl := r.remote.Load()
+	rl := r.remote.log.Load()
 	if r.mgr.cfg.Remote == nil || rl == nil {
 		return t
 	}
@@ -180,7 +180,7 @@ func (r *Replica) truncateToRemote(ctx context.Context, leader uint32, epoch int
 	if lastBatchEpoch(r.log.Epochs(), end) < 0 || end == r.log.StartOffset() {
 		return false, nil
 	}
-	rl := r.remote.Load()
+	rl := r.remote.log.Load()
 	m, err := r.mgr.cfg.Remote.Manifest(ctx, HandleOf(rl))
 	if err != nil {
 		return false, err
@@ -227,7 +227,7 @@ func (r *Replica) ReadRemoteBelow(ctx context.Context, from int64, maxBytes int)
 func (r *Replica) readRemoteFrom(ctx context.Context, offset int64, maxBytes int) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, remoteCatchUpTimeout)
 	defer cancel()
-	h := HandleOf(r.remote.Load())
+	h := HandleOf(r.remote.log.Load())
 	loc, err := r.mgr.cfg.Remote.Locate(ctx, h, offset)
 	if err != nil {
 		return nil, err

@@ -160,7 +160,7 @@ func (r *Replica) lockFollowing(leader uint32, epoch int32, end int64) (release 
 	r.produceMu.Lock()
 	r.mu.Lock()
 	role, curLeader, curEpoch, _ := r.stateLocked()
-	damaged := r.damagedAt >= 0
+	damaged := r.damage.at >= 0
 	r.mu.Unlock()
 	if role != replication.RoleFollower || curLeader != leader || curEpoch != epoch || damaged || r.log.EndOffset() != end {
 		r.produceMu.Unlock()

@@ -39,6 +39,15 @@ import (
 // keep, and the bucket goes offline until an unclean election, as after a
 // wiped disk.
 
+// damage is what a replica knows of damage in its log; under Replica.mu.
+type damage struct {
+	// at is the first damaged offset found and not yet cut away, -1: none.
+	at int64
+	// tailLost: the damage is a lost tail (below); tailReported: its
+	// report went out.
+	tailLost, tailReported bool
+}
+
 // damageReportTimeout bounds one attempt of a damage report.
 const damageReportTimeout = 10 * time.Second
 
@@ -87,10 +96,10 @@ func (r *Replica) noteLostCommitted(ce *logstore.CorruptError) {
 // noteLossLocked records damage at ce.Offset and reports it, once per
 // offset. Holds mu.
 func (r *Replica) noteLossLocked(ce *logstore.CorruptError, lost bool) {
-	if r.closed || (r.damagedAt >= 0 && r.damagedAt <= ce.Offset) {
+	if r.closed || (r.damage.at >= 0 && r.damage.at <= ce.Offset) {
 		return
 	}
-	r.damagedAt = ce.Offset
+	r.damage.at = ce.Offset
 	r.mgr.log.Error("replica log damaged: leaving the ISR to fetch it again", "bucket", r.id.String(),
 		"offset", ce.Offset, "segment", ce.SegmentBase, "position", ce.Position, "err", ce.Err)
 	r.sendDamageReportLocked(ce.Offset, ce.Error(), lost)
@@ -109,11 +118,11 @@ func (r *Replica) otherInSyncCopyLocked() bool {
 func (r *Replica) settleLastCopy(offset int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.damagedAt != offset || r.tailLost || r.otherInSyncCopyLocked() ||
+	if r.damage.at != offset || r.damage.tailLost || r.otherInSyncCopyLocked() ||
 		!slices.Contains(r.core.ISR(), r.mgr.cfg.NodeID) {
 		return
 	}
-	r.damagedAt = -1
+	r.damage.at = -1
 	r.mgr.log.Error("replica log damaged, and it holds the only in-sync copy: keeping the log; reads of the damaged batch answer CORRUPT",
 		"bucket", r.id.String(), "offset", offset)
 }
@@ -141,30 +150,30 @@ func (r *Replica) sendDamageReportLocked(offset int64, reason string, lostTail b
 func (r *Replica) reportLostTail() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.tailLost || r.tailReported || r.closed {
+	if !r.damage.tailLost || r.damage.tailReported || r.closed {
 		return
 	}
 	if len(r.core.Replicas()) < 2 {
 		r.mgr.log.Error("replica lost its log's tail and has no peer to fetch it from: serving what is left",
-			"bucket", r.id.String(), "from_offset", r.damagedAt)
-		r.tailLost, r.damagedAt = false, -1
+			"bucket", r.id.String(), "from_offset", r.damage.at)
+		r.damage.tailLost, r.damage.at = false, -1
 		return
 	}
-	r.tailReported = true
+	r.damage.tailReported = true
 	r.mgr.log.Error("replica lost its log's tail: leaving the ISR to fetch it again", "bucket", r.id.String(),
-		"from_offset", r.damagedAt)
-	r.sendDamageReportLocked(r.damagedAt, fmt.Sprintf("batches made durable from offset %d on are missing after a restart", r.damagedAt), true)
+		"from_offset", r.damage.at)
+	r.sendDamageReportLocked(r.damage.at, fmt.Sprintf("batches made durable from offset %d on are missing after a restart", r.damage.at), true)
 }
 
 // tailLostError refuses a leader's work while its lost tail is not cut
 // away; nil when nothing is lost. Holds mu.
 func (r *Replica) tailLostErrorLocked() error {
-	if !r.tailLost {
+	if !r.damage.tailLost {
 		return nil
 	}
 	return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
 		"bucket %s: the replica on node %d lost its log's tail from offset %d and is handing leadership to an in-sync replica",
-		r.id, r.mgr.cfg.NodeID, r.damagedAt)
+		r.id, r.mgr.cfg.NodeID, r.damage.at)
 }
 
 // reportDamage sends the report until the controller answers it (every
@@ -209,7 +218,7 @@ func (r *Replica) repairDamage() {
 	r.produceMu.Lock()
 	defer r.produceMu.Unlock()
 	r.mu.Lock()
-	at, lostTail := r.damagedAt, r.tailLost
+	at, lostTail := r.damage.at, r.damage.tailLost
 	role, _, _, _ := r.stateLocked()
 	inISR := slices.Contains(r.core.ISR(), r.mgr.cfg.NodeID)
 	heldElsewhere := r.otherInSyncCopyLocked()
@@ -224,8 +233,8 @@ func (r *Replica) repairDamage() {
 		return
 	}
 	r.mu.Lock()
-	if r.damagedAt == at {
-		r.damagedAt, r.tailLost = -1, false
+	if r.damage.at == at {
+		r.damage.at, r.damage.tailLost = -1, false
 	}
 	r.mu.Unlock()
 }
@@ -237,14 +246,14 @@ func (r *Replica) repairDamage() {
 func (r *Replica) fetchable() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.damagedAt < 0 && !r.catchUp.running
+	return r.damage.at < 0 && !r.catchUp.running
 }
 
 // isDamaged reports whether damage was found and not cut away yet.
 func (r *Replica) isDamaged() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.damagedAt >= 0
+	return r.damage.at >= 0
 }
 
 // replicas is the bucket's assignment as the replica knows it.

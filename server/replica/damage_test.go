@@ -135,7 +135,7 @@ func TestDamagedReplicaDoesNotFetch(t *testing.T) {
 	leader := &refusingLeader{}
 	m, r := followerOfNode2(t, leader, []uint32{2})
 	r.mu.Lock()
-	r.damagedAt = 0
+	r.damage.at = 0
 	r.mu.Unlock()
 	f := &fetcher{m: m, leader: 2, ctx: t.Context()}
 	if err := f.fetchOnce([]*Replica{r}); !errors.Is(err, errNothingToFetch) {

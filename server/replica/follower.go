@@ -320,7 +320,7 @@ func (r *Replica) appendFetched(leader uint32, epoch int32, fb *pb.FetchedBucket
 		a.wait = wait
 		it := record.NewBatchIterator(fb.Records, false)
 		for it.Next() {
-			r.writers.record(it.Batch())
+			r.writers.table.record(it.Batch())
 		}
 	}
 	return a, true

@@ -18,12 +18,12 @@ func (r *Replica) noteKVSnapshots(snaps []*pb.KVSnapshot) {
 		return
 	}
 	for {
-		cur := r.kvSnaps.Load()
+		cur := r.remote.kvSnapshots.Load()
 		if cur != nil && len(*cur) > 0 && newestOf(*cur).GetOffset() > newestOf(snaps).GetOffset() {
 			return
 		}
 		next := append([]*pb.KVSnapshot(nil), snaps...)
-		if r.kvSnaps.CompareAndSwap(cur, &next) {
+		if r.remote.kvSnapshots.CompareAndSwap(cur, &next) {
 			break
 		}
 	}
@@ -35,7 +35,7 @@ func (r *Replica) noteKVSnapshots(snaps []*pb.KVSnapshot) {
 // election may have dropped the newest.
 func (r *Replica) setKVSnapshots(snaps []*pb.KVSnapshot) {
 	next := append([]*pb.KVSnapshot(nil), snaps...)
-	r.kvSnaps.Store(&next)
+	r.remote.kvSnapshots.Store(&next)
 	r.refreshRetention()
 }
 
@@ -48,7 +48,7 @@ func newestOf(snaps []*pb.KVSnapshot) *pb.KVSnapshot {
 
 // kvSnapshots returns the committed KV snapshots known, oldest first.
 func (r *Replica) kvSnapshots() []*pb.KVSnapshot {
-	if p := r.kvSnaps.Load(); p != nil {
+	if p := r.remote.kvSnapshots.Load(); p != nil {
 		return *p
 	}
 	return nil

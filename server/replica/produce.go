@@ -132,7 +132,7 @@ func (r *Replica) produce(ctx context.Context, turn *Turn, b record.Batch, acks 
 		if err != nil {
 			return info, nil, WireError(err)
 		}
-		r.writers.record(b)
+		r.writers.table.record(b)
 		return info, wait, nil
 	})
 }
@@ -153,7 +153,7 @@ func (r *Replica) write(ctx context.Context, turn *Turn, b record.Batch, acks in
 		r.produceMu.Unlock()
 		return nil, err
 	}
-	dup, err := r.writers.check(b.WriterID(), b.BatchSequence(), turn.pipelined)
+	dup, err := r.writers.table.check(b.WriterID(), b.BatchSequence(), turn.pipelined)
 	if err != nil {
 		r.produceMu.Unlock()
 		return nil, err

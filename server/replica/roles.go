@@ -16,7 +16,7 @@ func (r *Replica) assign(b *pb.BucketRecord, index uint64) {
 	if r.closed {
 		return
 	}
-	r.remoteFence.Store(b.RemoteFenceEpoch)
+	r.remote.fence.Store(b.RemoteFenceEpoch)
 	r.noteRemoteLog(b.RemoteLog)
 	r.setKVSnapshots(b.KvSnapshots)
 	r.uncleanElections.Store(b.UncleanElections)

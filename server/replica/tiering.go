@@ -39,11 +39,11 @@ func logConfig(tmpl logstore.Config, dir string, logger *slog.Logger, info *tabl
 // the one known, and lets the log's retention use it.
 func (r *Replica) noteRemoteLog(rl *pb.RemoteLog) {
 	for {
-		cur := r.remote.Load()
+		cur := r.remote.log.Load()
 		if rl == nil || (cur != nil && cur.GetVersion() >= rl.GetVersion()) {
 			return
 		}
-		if r.remote.CompareAndSwap(cur, rl) {
+		if r.remote.log.CompareAndSwap(cur, rl) {
 			break
 		}
 	}
@@ -51,7 +51,7 @@ func (r *Replica) noteRemoteLog(rl *pb.RemoteLog) {
 }
 
 // RemoteLog is the bucket's committed remote log as last seen (nil: none).
-func (r *Replica) RemoteLog() *pb.RemoteLog { return r.remote.Load() }
+func (r *Replica) RemoteLog() *pb.RemoteLog { return r.remote.log.Load() }
 
 // refreshRetention sets the log's retention bounds from what the replica
 // knows: local copies may go below the committed remote end, for a
@@ -60,7 +60,7 @@ func (r *Replica) RemoteLog() *pb.RemoteLog { return r.remote.Load() }
 // from anywhere, a primary-key table's only below its newest committed KV
 // snapshot (a replica without the changelog restores from it).
 func (r *Replica) refreshRetention() {
-	rl := r.remote.Load()
+	rl := r.remote.log.Load()
 	b := logstore.RetentionBounds{RemoteStart: HandleOf(rl).CoveredFrom(), RemoteEnd: rl.GetEndOffset(), ExpireBelow: math.MaxInt64}
 	fenced := r.remoteFenced()
 	if fenced {
@@ -155,7 +155,7 @@ func (m *Manager) LeaderLogs() []LeaderLog {
 		}
 		info := r.table()
 		l := LeaderLog{ID: r.id, Log: r.log, LeaderEpoch: epoch, HighWatermark: hw,
-			Remote: r.remote.Load(), RemoteFenced: r.remoteFenced(), TTL: info.props.LogTTL, PrimaryKey: info.primaryKey,
+			Remote: r.remote.log.Load(), RemoteFenced: r.remoteFenced(), TTL: info.props.LogTTL, PrimaryKey: info.primaryKey,
 			SnapshotInterval: info.props.KVSnapshotInterval, SnapshotRetained: info.props.KVSnapshotRetained}
 		if r.kv != nil {
 			l.KVSnapshots = r.kvSnapshots()
@@ -177,19 +177,19 @@ func (m *Manager) NoteRemoteLog(id BucketID, rl *pb.RemoteLog) {
 // remoteFenced says an unclean election fenced the bucket's remote log and
 // KV snapshots and their cut is not committed yet (remote storage 6): no
 // read, restore or retention may rely on them meanwhile.
-func (r *Replica) remoteFenced() bool { return r.remoteFence.Load() != 0 }
+func (r *Replica) remoteFenced() bool { return r.remote.fence.Load() != 0 }
 
 // errRemoteFenced refuses, retriably, what would read the fenced copies.
 func (r *Replica) errRemoteFenced() error {
 	return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE,
 		"bucket %s: the remote log and KV snapshots await their cut after the unclean election of leader epoch %d",
-		r.id, r.remoteFence.Load())
+		r.id, r.remote.fence.Load())
 }
 
 // inRemote says whether offset is in the bucket's committed remote log and
 // this node can read it.
 func (r *Replica) inRemote(offset int64) bool {
-	rl := r.remote.Load()
+	rl := r.remote.log.Load()
 	return r.mgr.cfg.Remote != nil && rl != nil && offset >= rl.StartOffset && offset < rl.EndOffset
 }
 
@@ -198,7 +198,7 @@ func (r *Replica) inRemote(offset int64) bool {
 // reads object storage itself (when the store presigns), else the batches,
 // read here.
 func (r *Replica) serveRemote(ctx context.Context, fb *pb.FetchBucket, budget int, out *pb.FetchedBucket) error {
-	h := HandleOf(r.remote.Load())
+	h := HandleOf(r.remote.log.Load())
 	loc, err := r.mgr.cfg.Remote.Locate(ctx, h, fb.Offset)
 	if err != nil {
 		return r.remoteError(fb.Offset, err)
@@ -247,7 +247,7 @@ func HandleOf(rl *pb.RemoteLog) tiering.Handle {
 // remoteBefore returns the committed remote log when it holds offsets
 // before localStart that this node can read, else nil.
 func (r *Replica) remoteBefore(localStart int64) *pb.RemoteLog {
-	rl := r.remote.Load()
+	rl := r.remote.log.Load()
 	if r.mgr.cfg.Remote == nil || rl == nil || rl.Segments == 0 || rl.StartOffset >= localStart {
 		return nil
 	}
