@@ -1,10 +1,12 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -217,16 +219,27 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	if err != nil {
 		return err
 	}
-	refused := 0
-	var appended []*fetchedAppend
+	type answer struct {
+		r  *Replica
+		fb *pb.FetchedBucket
+	}
+	answered := make([]answer, 0, len(resp.Buckets))
 	for _, fb := range resp.Buckets {
 		id := BucketID{TableID: fb.TableId, Bucket: fb.Bucket}
-		r := byID[id]
-		if r == nil {
-			continue
+		if r := byID[id]; r != nil {
+			delete(byID, id) // a bucket answered twice is applied once: its produce lock is held until released below
+			answered = append(answered, answer{r, fb})
 		}
-		delete(byID, id) // a bucket answered twice is applied once: its produce lock is held until finish
-		a, ok := r.appendFetched(f.leader, epochs[id], fb)
+	}
+	// In bucket order: two fetchers whose answers come in across a change
+	// of leaders may lock some of the same replicas at once (doc.go).
+	slices.SortFunc(answered, func(a, b answer) int {
+		return cmp.Or(cmp.Compare(a.r.id.TableID, b.r.id.TableID), cmp.Compare(a.r.id.Bucket, b.r.id.Bucket))
+	})
+	refused := 0
+	var appended []*fetchedAppend
+	for _, an := range answered {
+		a, ok := an.r.appendFetched(f.leader, epochs[an.r.id], an.fb)
 		if !ok {
 			refused++
 		}
@@ -236,7 +249,8 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	}
 	syncFetched(appended)
 	for _, a := range appended {
-		a.finish()
+		a.report()
+		a.release()
 	}
 	if refused > 0 && refused == len(resp.Buckets) {
 		// The leader node refuses every bucket (it no longer leads them
@@ -268,51 +282,58 @@ const followerSyncConcurrency = 16
 
 // fetchedAppend is one bucket of a follower fetch whose batches are
 // written and not yet durable. Its replica's produce lock is held from
-// appendFetched to finish, so no role change or truncation slips between
-// the write and the durable end the core learns.
+// appendFetched until release, so no role change or truncation slips
+// between the write and the durable end the core learns (report).
 type fetchedAppend struct {
-	r      *Replica
-	leader uint32
-	epoch  int32
-	hw     int64
-	wait   func() error // waits for the batches to be durable
-	err    error        // what wait returned
+	r       *Replica
+	leader  uint32
+	epoch   int32
+	hw      int64
+	wait    func() error // waits for the batches to be durable
+	err     error        // what wait returned
+	release func()       // gives back the produce lock appendFetched took
 }
 
 // appendFetched applies one bucket of a follower fetch up to the durable
 // wait: truncation on divergence, or writing the batches. It reports
 // false when the leader refused the bucket. It returns the written bucket
-// (produce lock held) for syncFetched and finish, or nil when done with
-// it already.
+// for syncFetched and report, holding the produce lock until its release
+// is called, or nil, holding nothing, when done with it already.
 func (r *Replica) appendFetched(leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, bool) {
 	r.produceMu.Lock()
+	a, ok := r.writeFetched(leader, epoch, fb)
+	if a == nil {
+		r.produceMu.Unlock()
+		return nil, ok
+	}
+	a.release = r.produceMu.Unlock
+	return a, ok
+}
+
+// writeFetched is appendFetched's work, with produceMu held.
+func (r *Replica) writeFetched(leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, bool) {
 	role, curLeader, curEpoch, _ := r.state()
 	if role != replication.RoleFollower || curLeader != leader || curEpoch != epoch || r.catchingUp() {
-		r.produceMu.Unlock()
 		return nil, true // the role changed while the fetch was out
 	}
 	if r.behindLeaderStart(fb) {
 		// Remote storage has what it lacks: a background task brings it,
 		// while this fetcher goes on for the other buckets.
-		r.produceMu.Unlock()
 		r.startCatchUp(leader, epoch, fb)
 		return nil, true
 	}
 	if fb.Error != "" {
-		r.produceMu.Unlock()
 		r.mgr.log.Debug("follower fetch refused", "bucket", r.id.String(), "leader", leader, "err", fb.Error)
 		return nil, false
 	}
 	if fb.Diverging {
 		r.truncateDiverged(leader, fb)
-		r.produceMu.Unlock()
 		return nil, true
 	}
 	a := &fetchedAppend{r: r, leader: leader, epoch: epoch, hw: fb.HighWatermark, wait: func() error { return nil }}
 	if len(fb.Records) > 0 {
 		_, wait, err := r.log.AppendReplicatedPending(fb.Records)
 		if err != nil {
-			r.produceMu.Unlock()
 			r.mgr.log.Error("append replicated batches", "bucket", r.id.String(), "err", err)
 			r.maybeFail(err)
 			return nil, true
@@ -334,20 +355,17 @@ func syncFetched(appended []*fetchedAppend) {
 	forEachConcurrently(appended, followerSyncConcurrency, func(a *fetchedAppend) { a.err = a.wait() })
 }
 
-// finish gives the core the follower's new durable end and the leader's
-// high watermark (the core moves its own to the minimum of the two), and
-// releases the produce lock appendFetched took.
-func (a *fetchedAppend) finish() {
+// report gives the core the follower's new durable end and the leader's
+// high watermark (the core moves its own to the minimum of the two), with
+// the produce lock still held.
+func (a *fetchedAppend) report() {
 	r := a.r
-	defer r.produceMu.Unlock()
 	if a.err != nil {
 		r.mgr.log.Error("append replicated batches", "bucket", r.id.String(), "err", a.err)
 		r.maybeFail(a.err)
 		return
 	}
-	r.mu.Lock()
-	r.performLocked(r.core.Fetched(a.leader, a.epoch, a.hw, r.log.EndOffset()))
-	r.mu.Unlock()
+	r.reportFetched(a.leader, a.epoch, a.hw)
 }
 
 // truncate cuts the log back to offset, with produceMu held, dropping the

@@ -19,11 +19,31 @@ import (
 
 var errNoAddress = errors.New("replica: no address known for the leader node")
 
-// Manager owns this node's bucket replicas.
+// Manager owns this node's bucket replicas. Its fields are grouped by
+// what guards them; doc.go gives the order its locks are taken in.
 type Manager struct {
+	// Set by New, never changed.
 	cfg Config
 	log *slog.Logger
+	// hw is the node's high-watermark checkpoint (hwcheckpoint.go), with
+	// its own lock.
+	hw   *hwCheckpoint
+	zstd *record.Codec
+	// logSched is the scheduler the Manager made for its replicas' logs
+	// (cfg.Log.Scheduler), nil when the caller gave one.
+	logSched *logstore.Scheduler
+	stop     chan struct{} // closed when Close begins
+	// catchUpSlots bounds the catch-up tasks running at once
+	// (catchuptask.go): a task holds a slot while it runs.
+	catchUpSlots chan struct{}
 
+	// followGen moves whenever a replica's role or leader may have
+	// changed or a replica closed: fetchers list the replicas they fetch
+	// for again only then, not on every round. Lock-free.
+	followGen atomic.Uint64
+
+	// mu guards the node's view of the metadata and the replicas and
+	// fetchers it keeps for it.
 	mu       sync.Mutex
 	replicas map[BucketID]*Replica
 	tables   map[uint64]*tableInfo
@@ -33,36 +53,24 @@ type Manager struct {
 	nodes     map[uint32]*pb.NodeRecord
 	nodeEpoch uint64
 	fetchers  map[uint32]*fetcher // by leader node id
-	// followGen moves whenever a replica's role or leader may have
-	// changed or a replica closed: fetchers list the replicas they fetch
-	// for again only then, not on every round.
-	followGen atomic.Uint64
-	// hw is the node's high-watermark checkpoint (hwcheckpoint.go).
-	hw *hwCheckpoint
 	// maxTableID is the largest table id the metadata has shown.
 	maxTableID uint64
 	closed     bool
-	zstd       *record.Codec
-	// logSched is the scheduler the Manager made for its replicas' logs
-	// (cfg.Log.Scheduler), nil when the caller gave one.
-	logSched *logstore.Scheduler
 
-	// chMu guards changed alone, so replicas can notify while holding their
-	// own lock (lock order elsewhere: m.mu before r.mu).
+	// chMu guards changed alone, so replicas can notify while holding
+	// their own lock.
 	chMu    sync.Mutex
 	changed chan struct{} // closed and replaced on any change a waiter may care about
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	// wg counts the goroutines Close stops first: housekeeping and the
+	// fetchers.
+	wg sync.WaitGroup
 
 	// bgMu orders goBackground with Close: no background work starts once
-	// Close began waiting for it.
+	// Close began waiting for it; bg counts that work.
 	bgMu     sync.Mutex
 	bgClosed bool
 	bg       sync.WaitGroup
-	// catchUpSlots bounds the catch-up tasks running at once
-	// (catchuptask.go): a task holds a slot while it runs.
-	catchUpSlots chan struct{}
 }
 
 // New starts a manager with no replicas; Apply gives it some.
