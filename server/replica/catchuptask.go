@@ -40,6 +40,15 @@ const catchUpConcurrency = 4
 // included (as kvreplica bounds a store's own restore).
 const catchUpTimeout = 5 * time.Minute
 
+// catchUpRetryMin and catchUpRetryMax pace the attempts of a follower
+// whose catch-up fails (remote storage unreachable, the remote copies
+// fenced, no snapshot to restore yet): the fetcher would otherwise start
+// one on every fetch of the bucket.
+const (
+	catchUpRetryMin = 200 * time.Millisecond
+	catchUpRetryMax = 5 * time.Second
+)
+
 // errCatchUpOutdated: the replica's role, epoch or log changed while its
 // catch-up read remote storage; what it read is dropped.
 var errCatchUpOutdated = errors.New("replica: the follower changed while it caught up: its catch-up is dropped")
@@ -52,7 +61,7 @@ type catchUp struct {
 	cancel  context.CancelFunc // cancels the running task
 	done    chan struct{}      // closed when the running task ended
 	// retry paces the attempts after failures (owned by the running task:
-	// one runs at a time).
+	// one runs at a time; the zero value takes catchUpRetryMin/Max).
 	retry backoff.Backoff
 }
 
@@ -142,6 +151,7 @@ func (r *Replica) runCatchUp(ctx context.Context, leader uint32, epoch int32, fb
 	}
 	r.mgr.log.Warn("follower cannot catch up below its leader's log start", "bucket", r.id.String(), "leader", leader,
 		"end_offset", r.log.EndOffset(), "leader_start_offset", fb.LogStartOffset, "err", err)
+	r.catchUp.retry.Min, r.catchUp.retry.Max, r.catchUp.retry.Jitter = catchUpRetryMin, catchUpRetryMax, true
 	r.catchUp.retry.Wait(ctx)
 }
 
