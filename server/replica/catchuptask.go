@@ -131,14 +131,14 @@ func (r *Replica) runCatchUp(ctx context.Context, leader uint32, epoch int32, fb
 		return
 	}
 	from := r.log.EndOffset()
-	r.mgr.log.Info("follower below its leader's log start: catching up from remote storage beside the fetches",
+	r.mgr.log.Info("follower catching up from the remote log: its leader's local log starts past it",
 		"bucket", r.id.String(), "leader", leader, "end_offset", from, "leader_start_offset", fb.LogStartOffset)
 	started := time.Now()
 	err := r.attemptCatchUp(ctx, leader, epoch, fb)
 	<-r.mgr.catchUpSlots
 	if err == nil {
 		r.catchUp.retry.Reset()
-		r.mgr.log.Info("follower caught up from remote storage: fetching from its leader again", "bucket", r.id.String(),
+		r.mgr.log.Info("follower caught up from the remote log: fetching from its leader again", "bucket", r.id.String(),
 			"from_offset", from, "end_offset", r.log.EndOffset(), "took", time.Since(started).Round(time.Millisecond))
 		return
 	}
