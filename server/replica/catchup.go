@@ -10,7 +10,8 @@ import (
 	"github.com/floedb/floe/transport/pb"
 )
 
-// remoteCatchUpTimeout bounds one catch-up read from remote storage.
+// remoteCatchUpTimeout bounds one catch-up read from remote storage
+// (within the attempt's catchUpTimeout).
 const remoteCatchUpTimeout = 30 * time.Second
 
 // behindLeaderStart says the leader refused a follower fetch because the
@@ -21,29 +22,46 @@ func (r *Replica) behindLeaderStart(fb *pb.FetchedBucket) bool {
 }
 
 // catchUpFromRemote brings a follower whose end is below its leader's
-// local log start (behindLeaderStart) toward it, with produceMu held, and
-// returns the written batches for syncFetched and finish like a fetch
-// would (nil when it wrote nothing):
+// local log start (behindLeaderStart) up to that start, as fb (the
+// leader's answer) showed it, step after step (catchUpStep). It runs in a
+// background task (catchuptask.go), not holding produceMu but for each
+// change to the log.
+func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch int32, fb *pb.FetchedBucket) error {
+	for ctx.Err() == nil {
+		more, err := r.catchUpStep(ctx, leader, epoch, fb)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// catchUpStep takes one step of catchUpFromRemote and reports whether
+// more are needed:
 //
 //   - the committed remote log holds the follower's end: copy the next
 //     batches from there (the leader's own, committed and identical on
-//     every replica), as much as one fetch would bring;
+//     every replica), as much as one fetch would bring, made durable and
+//     reported like fetched ones;
 //   - what the follower lacks is gone everywhere (below the remote log's
 //     start, or there is no remote log): a log table's replica starts over
 //     empty where the cluster's data starts, the remote start or else the
-//     leader's local start. A primary-key replica cannot (its store needs
-//     every change): it waits, saying why.
-func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, error) {
+//     leader's local start. A primary-key replica restores its newest KV
+//     snapshot when one fits, else it cannot (its store needs every
+//     change): it waits, saying why.
+func (r *Replica) catchUpStep(ctx context.Context, leader uint32, epoch int32, fb *pb.FetchedBucket) (bool, error) {
 	if r.remoteFenced() {
-		return nil, r.errRemoteFenced() // they may hold another history: wait for the cut
+		return false, r.errRemoteFenced() // they may hold another history: wait for the cut
 	}
 	end := r.log.EndOffset()
-	rl := r.remote.Load()
+	if end >= fb.LogStartOffset {
+		return false, nil // the leader has the rest
+	}
+	rl := r.remote.log.Load()
 	// A remote log with a gap (a leader restored from a KV snapshot) holds
 	// every offset only from its newest run's start: below it a follower
 	// could not build a log without a hole.
 	covered := HandleOf(rl).CoveredFrom()
-	a := &fetchedAppend{r: r, leader: leader, epoch: epoch, hw: fb.HighWatermark, wait: func() error { return nil }}
 	// A primary-key replica this far behind takes its newest committed KV
 	// snapshot, then the changelog after it, rather than replaying all.
 	// The changelog after its offset must be there: on the leader, or in
@@ -51,57 +69,84 @@ func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch in
 	replayable := func(offset int64) bool {
 		return offset >= fb.LogStartOffset || (rl.GetSegments() > 0 && offset >= covered && rl.EndOffset >= fb.LogStartOffset)
 	}
-	if ok, err := r.restoreFromSnapshot(ctx, replayable); ok || err != nil {
-		return a, err
+	if ok, err := r.restoreFromSnapshot(ctx, leader, epoch, fb.HighWatermark, replayable); ok || err != nil {
+		return false, err
 	}
 	readable := r.mgr.cfg.Remote != nil && rl != nil
 	if readable && end >= covered && end < rl.EndOffset {
-		if cut, err := r.truncateToRemote(ctx); err != nil || cut {
-			return nil, err // after a cut, the next fetch goes on from the new end
+		if cut, err := r.truncateToRemote(ctx, leader, epoch); err != nil || cut {
+			return cut, err // after a cut, the next step goes on from the new end
 		}
 		data, err := r.readRemoteFrom(ctx, end, DefaultFollowerFetchBytes)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
-		if !r.catchingUp {
-			r.catchingUp = true
-			r.mgr.log.Info("follower catching up from the remote log: its leader's local log starts past it",
-				"bucket", r.id.String(), "end_offset", end, "leader_start_offset", fb.LogStartOffset, "remote_end", rl.EndOffset)
-		}
-		_, wait, err := r.log.AppendReplicatedPending(data)
-		if err != nil {
-			r.maybeFail(err)
-			return nil, err
-		}
-		a.wait = wait
-		for it := record.NewBatchIterator(data, false); it.Next(); {
-			r.writers.record(it.Batch())
-		}
-		return a, nil
+		return true, r.appendRemote(leader, epoch, end, fb.HighWatermark, data)
 	}
 	start := fb.LogStartOffset
 	if rl != nil && rl.Segments > 0 && covered < start && rl.EndOffset >= start {
 		if !readable {
-			return nil, fmt.Errorf("the leader's local log starts at %d and this node has no remote storage to read the rest from (give it the cluster's --remote-dir or --s3-* flags)", start)
+			return false, fmt.Errorf("the leader's local log starts at %d and this node has no remote storage to read the rest from (give it the cluster's --remote-dir or --s3-* flags)", start)
 		}
 		start = covered // what lies below the follower's end there is gone
 	}
 	if r.kv != nil {
 		// The changelog it lacks is gone and no snapshot covers it: a
 		// store cannot skip changes.
-		return nil, fmt.Errorf("the cluster holds offsets from %d on, this primary-key replica ends at %d, and no KV snapshot it can read starts at or past %d", start, end, start)
+		return false, fmt.Errorf("the cluster holds offsets from %d on, this primary-key replica ends at %d, and no KV snapshot it can read starts at or past %d", start, end, start)
 	}
+	writers := r.remoteWriters(ctx, start)
+	release, err := r.lockFollowing(leader, epoch, end)
+	if err != nil {
+		return false, err
+	}
+	defer release()
 	r.mgr.log.Warn("follower's log ends below what the cluster still holds: starting it over there",
 		"bucket", r.id.String(), "end_offset", end, "start_offset", start, "leader", leader)
-	if err := r.dropWriterSnapshot(); err != nil {
-		return nil, err
+	if err := r.startOver(start, writers); err != nil {
+		return false, err
 	}
-	if err := r.log.Reset(start); err != nil {
+	r.reportFetched(leader, epoch, fb.HighWatermark)
+	return false, nil
+}
+
+// appendRemote appends batches read from the remote log at the
+// follower's end end, makes them durable and reports them to the core,
+// as a fetch's would be.
+func (r *Replica) appendRemote(leader uint32, epoch int32, end, leaderHW int64, data []byte) error {
+	release, err := r.lockFollowing(leader, epoch, end)
+	if err != nil {
+		return err
+	}
+	defer release()
+	_, wait, err := r.log.AppendReplicatedPending(data)
+	if err == nil {
+		for it := record.NewBatchIterator(data, false); it.Next(); {
+			r.writers.table.record(it.Batch())
+		}
+		err = wait()
+	}
+	if err != nil {
 		r.maybeFail(err)
-		return nil, err
+		return err
 	}
-	r.writers = r.remoteWriters(ctx, start)
-	return a, nil
+	r.reportFetched(leader, epoch, leaderHW)
+	return nil
+}
+
+// startOver starts the log over, empty, at offset, with writers as its
+// writer state, with produceMu held; the writer-state snapshot goes first
+// (it would vouch for batches the log no longer holds).
+func (r *Replica) startOver(offset int64, writers *writerTable) error {
+	if err := r.dropWriterSnapshot(); err != nil {
+		return err
+	}
+	if err := r.log.Reset(offset); err != nil {
+		r.maybeFail(err)
+		return err
+	}
+	r.writers.table = writers
+	return nil
 }
 
 // remoteWriters is the writer state of a replica starting over at offset:
@@ -109,7 +154,7 @@ func (r *Replica) catchUpFromRemote(ctx context.Context, leader uint32, epoch in
 // are still recognized), or an empty table when there is none to read.
 func (r *Replica) remoteWriters(ctx context.Context, offset int64) *writerTable {
 	t := newWriterTable()
-	rl := r.remote.Load()
+	rl := r.remote.log.Load()
 	if r.mgr.cfg.Remote == nil || rl == nil {
 		return t
 	}
@@ -125,26 +170,32 @@ func (r *Replica) remoteWriters(ctx context.Context, offset int64) *writerTable 
 	return t
 }
 
-// truncateToRemote checks the replica's tail against the committed remote
-// log's epochs, as a follower's fetch is checked against its leader's
-// (KIP-320): a tail the remote log does not hold the same way (batches of
-// an epoch that never committed them) is cut back first. It reports
-// whether it cut.
-func (r *Replica) truncateToRemote(ctx context.Context) (bool, error) {
+// truncateToRemote checks the follower's tail against the committed
+// remote log's epochs, as a follower's fetch is checked against its
+// leader's (KIP-320): a tail the remote log does not hold the same way
+// (batches of an epoch that never committed them) is cut back first. It
+// reports whether it cut.
+func (r *Replica) truncateToRemote(ctx context.Context, leader uint32, epoch int32) (bool, error) {
 	end := r.log.EndOffset()
-	last := lastBatchEpoch(r.log.Epochs(), end)
-	if last < 0 || end == r.log.StartOffset() {
+	if lastBatchEpoch(r.log.Epochs(), end) < 0 || end == r.log.StartOffset() {
 		return false, nil
 	}
-	m, err := r.mgr.cfg.Remote.Manifest(ctx, HandleOf(r.remote.Load()))
+	rl := r.remote.log.Load()
+	m, err := r.mgr.cfg.Remote.Manifest(ctx, HandleOf(rl))
 	if err != nil {
 		return false, err
 	}
+	release, err := r.lockFollowing(leader, epoch, end)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	last := lastBatchEpoch(r.log.Epochs(), end)
 	found, remoteEnd, ok := m.EndOffsetForEpoch(last)
 	if ok && found == last && remoteEnd >= end {
 		return false, nil
 	}
-	start := max(HandleOf(r.remote.Load()).CoveredFrom(), r.log.StartOffset())
+	start := max(HandleOf(rl).CoveredFrom(), r.log.StartOffset())
 	to := max(replication.TruncationPoint(found, remoteEnd, r.log.EndOffsetForEpoch), start)
 	if !ok {
 		to = start // every remote epoch is newer than this tail's: none of it can be vouched for
@@ -176,7 +227,7 @@ func (r *Replica) ReadRemoteBelow(ctx context.Context, from int64, maxBytes int)
 func (r *Replica) readRemoteFrom(ctx context.Context, offset int64, maxBytes int) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, remoteCatchUpTimeout)
 	defer cancel()
-	h := HandleOf(r.remote.Load())
+	h := HandleOf(r.remote.log.Load())
 	loc, err := r.mgr.cfg.Remote.Locate(ctx, h, offset)
 	if err != nil {
 		return nil, err

@@ -39,6 +39,18 @@ import (
 // keep, and the bucket goes offline until an unclean election, as after a
 // wiped disk.
 
+// damage is what a replica knows of damage in its log; under Replica.mu.
+type damage struct {
+	// at is the first damaged offset found and not yet cut away, -1: none.
+	at int64
+	// tailLost: the damage is a lost tail (below); tailReported: its
+	// report went out.
+	tailLost, tailReported bool
+	// kept is damage no other copy could repair, kept with the log
+	// (keepDamageLocked), -1: none. Its reads answer CORRUPT.
+	kept int64
+}
+
 // damageReportTimeout bounds one attempt of a damage report.
 const damageReportTimeout = 10 * time.Second
 
@@ -66,7 +78,7 @@ func (r *Replica) readError(err error) error {
 func (r *Replica) noteDamage(ce *logstore.CorruptError) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.otherInSyncCopyLocked() || ce.Offset == r.keptDamageAt {
+	if !r.otherInSyncCopyLocked() || ce.Offset == r.damage.kept {
 		return false
 	}
 	r.noteLossLocked(ce, false)
@@ -87,10 +99,10 @@ func (r *Replica) noteLostCommitted(ce *logstore.CorruptError) {
 // noteLossLocked records damage at ce.Offset and reports it, once per
 // offset. Holds mu.
 func (r *Replica) noteLossLocked(ce *logstore.CorruptError, lost bool) {
-	if r.closed || (r.damagedAt >= 0 && r.damagedAt <= ce.Offset) {
+	if r.closed || (r.damage.at >= 0 && r.damage.at <= ce.Offset) {
 		return
 	}
-	r.damagedAt = ce.Offset
+	r.damage.at = ce.Offset
 	r.mgr.log.Error("replica log damaged: leaving the ISR to fetch it again", "bucket", r.id.String(),
 		"offset", ce.Offset, "segment", ce.SegmentBase, "position", ce.Position, "err", ce.Err)
 	r.sendDamageReportLocked(ce.Offset, ce.Error(), lost)
@@ -107,11 +119,11 @@ func (r *Replica) otherInSyncCopyLocked() bool { return r.core.OtherInSyncCopy()
 func (r *Replica) settleLastCopy(offset int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.damagedAt != offset || r.tailLost || r.otherInSyncCopyLocked() ||
+	if r.damage.at != offset || r.damage.tailLost || r.otherInSyncCopyLocked() ||
 		!slices.Contains(r.core.ISR(), r.mgr.cfg.NodeID) {
 		return
 	}
-	r.damagedAt = -1
+	r.damage.at = -1
 	r.mgr.log.Error("replica log damaged, and it holds the only in-sync copy: keeping the log; reads of the damaged batch answer CORRUPT",
 		"bucket", r.id.String(), "offset", offset)
 }
@@ -139,30 +151,30 @@ func (r *Replica) sendDamageReportLocked(offset int64, reason string, lostTail b
 func (r *Replica) reportLostTail() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.tailLost || r.tailReported || r.closed {
+	if !r.damage.tailLost || r.damage.tailReported || r.closed {
 		return
 	}
 	if len(r.core.Replicas()) < 2 {
 		r.mgr.log.Error("replica lost its log's tail and has no peer to fetch it from: serving what is left",
-			"bucket", r.id.String(), "from_offset", r.damagedAt)
-		r.tailLost, r.damagedAt = false, -1
+			"bucket", r.id.String(), "from_offset", r.damage.at)
+		r.damage.tailLost, r.damage.at = false, -1
 		return
 	}
-	r.tailReported = true
+	r.damage.tailReported = true
 	r.mgr.log.Error("replica lost its log's tail: leaving the ISR to fetch it again", "bucket", r.id.String(),
-		"from_offset", r.damagedAt)
-	r.sendDamageReportLocked(r.damagedAt, fmt.Sprintf("batches made durable from offset %d on are missing after a restart", r.damagedAt), true)
+		"from_offset", r.damage.at)
+	r.sendDamageReportLocked(r.damage.at, fmt.Sprintf("batches made durable from offset %d on are missing after a restart", r.damage.at), true)
 }
 
 // tailLostError refuses a leader's work while its lost tail is not cut
 // away; nil when nothing is lost. Holds mu.
 func (r *Replica) tailLostErrorLocked() error {
-	if !r.tailLost {
+	if !r.damage.tailLost {
 		return nil
 	}
 	return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
 		"bucket %s: the replica on node %d lost its log's tail from offset %d and is handing leadership to an in-sync replica",
-		r.id, r.mgr.cfg.NodeID, r.damagedAt)
+		r.id, r.mgr.cfg.NodeID, r.damage.at)
 }
 
 // reportDamage sends the report until the controller answers it (every
@@ -207,10 +219,10 @@ func (r *Replica) reportDamage(report *pb.ReportDamagedReplica, requestID []byte
 // (ListOffsetsResponse.held_from): an in-sync replica restored from a KV
 // snapshot starts its log at the snapshot, and what lies below may be on
 // this replica alone. Then it keeps its log, damaged batch and all (as the
-// last copy does: keepDamage), and fetches on from its end.
+// last copy does: keepDamageLocked), and fetches on from its end.
 func (r *Replica) repairDamage() {
 	r.mu.Lock()
-	at, lostTail := r.damagedAt, r.tailLost
+	at, lostTail := r.damage.at, r.damage.tailLost
 	_, leader, _, _ := r.stateLocked()
 	mayCut := at >= 0 && r.core.MayCutDamaged(lostTail, at, at)
 	r.mu.Unlock()
@@ -227,7 +239,7 @@ func (r *Replica) repairDamage() {
 	r.produceMu.Lock()
 	defer r.produceMu.Unlock()
 	r.mu.Lock()
-	sameDamage := r.damagedAt == at && r.tailLost == lostTail
+	sameDamage := r.damage.at == at && r.damage.tailLost == lostTail
 	mayCut = r.core.MayCutDamaged(lostTail, at, heldFrom)
 	closed := r.closed || r.failed != nil
 	if sameDamage && !mayCut && !closed && r.core.MayCutDamaged(lostTail, at, at) {
@@ -243,8 +255,8 @@ func (r *Replica) repairDamage() {
 		return
 	}
 	r.mu.Lock()
-	if r.damagedAt == at {
-		r.damagedAt, r.tailLost = -1, false
+	if r.damage.at == at {
+		r.damage.at, r.damage.tailLost = -1, false
 	}
 	r.mu.Unlock()
 }
@@ -254,7 +266,7 @@ func (r *Replica) repairDamage() {
 // keeps its log and fetches on from its end; reads of the damaged batch,
 // should it lead, answer CORRUPT. Holds mu.
 func (r *Replica) keepDamageLocked(offset, heldFrom int64) {
-	r.damagedAt, r.keptDamageAt = -1, offset
+	r.damage.at, r.damage.kept = -1, offset
 	r.mgr.log.Error("replica log damaged, and the records after the damage are held by no other copy: keeping the log; reads of the damaged batch answer CORRUPT",
 		"bucket", r.id.String(), "offset", offset, "leader_held_from", heldFrom)
 }
@@ -278,7 +290,7 @@ func (r *Replica) leaderHeldFrom(leader uint32, at int64) (int64, bool) {
 		}
 		r.mu.Lock()
 		_, now, _, _ := r.stateLocked()
-		changed := r.damagedAt != at || now != leader
+		changed := r.damage.at != at || now != leader
 		r.mu.Unlock()
 		if ctx.Err() != nil || changed {
 			return 0, false
@@ -291,11 +303,21 @@ func (r *Replica) leaderHeldFrom(leader uint32, at int64) (int64, bool) {
 	}
 }
 
+// fetchable reports whether the fetcher asks the leader for the replica's
+// batches: not while damage waits to be cut away (its log end would vouch
+// for the damaged range) nor while it catches up in the background
+// (catchuptask.go).
+func (r *Replica) fetchable() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.damage.at < 0 && !r.catchUp.running
+}
+
 // isDamaged reports whether damage was found and not cut away yet.
 func (r *Replica) isDamaged() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.damagedAt >= 0
+	return r.damage.at >= 0
 }
 
 // replicas is the bucket's assignment as the replica knows it.

@@ -156,7 +156,7 @@ func TestDamagedReplicaDoesNotFetch(t *testing.T) {
 	leader := &refusingLeader{}
 	m, r := followerOfNode2(t, leader, []uint32{2})
 	r.mu.Lock()
-	r.damagedAt = 0
+	r.damage.at = 0
 	r.mu.Unlock()
 	f := &fetcher{m: m, leader: 2, ctx: t.Context()}
 	if err := f.fetchOnce([]*Replica{r}); !errors.Is(err, errNothingToFetch) {
@@ -489,7 +489,7 @@ func TestDamageBelowTheLeadersCopiesIsKept(t *testing.T) {
 		t.Fatalf("log end %d: the replica cut records no other copy holds", r.log.EndOffset())
 	}
 	r.mu.Lock()
-	kept := r.keptDamageAt
+	kept := r.damage.kept
 	r.mu.Unlock()
 	if kept != 0 {
 		t.Fatalf("kept damage at %d, want 0", kept)

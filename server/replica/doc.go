@@ -17,4 +17,31 @@
 // A replica whose log fails (an fsync or write error) goes out of service
 // for good and reports it (Config.OnFail): see failure.go. Storage and
 // core errors reach clients through one table of wire codes (wireerr.go).
+//
+// # Locks
+//
+// A goroutine holding one of these locks takes only locks further down
+// the list:
+//
+//  1. A client write's turn (turns.go): a write waits for its turn before
+//     it takes produceMu, and nothing holding a lock below waits for a
+//     turn. The turn gate's own lock is held only inside the gate.
+//  2. Replica.produceMu: every change to the replica's log content
+//     (appends, truncations, a reset) and its writer state, in write
+//     order. Only a follower fetch holds more than one replica's at once
+//     (one per bucket of the answer, while their fsyncs run), and it takes
+//     them in bucket order.
+//  3. The KV side's locks (package kvreplica: applyMu, then bufMu), which
+//     writes and truncations take under produceMu.
+//  4. Manager.mu: the node's view of the metadata, its replicas and
+//     fetchers.
+//  5. Replica.mu: the protocol core and the replica's life (closed,
+//     failed, damage, catch-up, waiting writes, background syncs).
+//  6. Leaves, taken under any of the above and taking nothing after them:
+//     Manager.chMu (the change signal), Manager.bgMu (starting background
+//     work), hwCheckpoint.mu, the KV applier's queue.
+//
+// Every lock is released in the function that took it; where the holding
+// passes on to the caller (a follower fetch's buckets stay locked until
+// their fsyncs are done), the function returns the release function.
 package replica

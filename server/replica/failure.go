@@ -45,6 +45,7 @@ func (r *Replica) failLocked(err error) {
 	r.mgr.log.Error("replica out of service: its log failed, so it can no longer say what is durable; "+
 		"restart the node to recover the log to its last durable point", "bucket", r.id.String(), "err", err)
 	r.wakeAllHWWaitersLocked()
+	r.catchUp.stopLocked()
 	if r.kv != nil {
 		r.kv.SetLeading(false)
 	}

@@ -51,7 +51,7 @@ func TestFencedRemoteCopiesAreNotUsed(t *testing.T) {
 	if fb := resp.Buckets[0]; fb.ErrorCode != pb.ErrorCode_ERROR_CODE_UNAVAILABLE || !strings.Contains(fb.Error, "await their cut") {
 		t.Fatalf("consumer read below the local start while fenced: %v %q; want UNAVAILABLE naming the cut", fb.ErrorCode, fb.Error)
 	}
-	if _, err := r.catchUpFromRemote(t.Context(), 2, 4, &pb.FetchedBucket{LogStartOffset: 30}); err == nil || !strings.Contains(err.Error(), "await their cut") {
+	if err := r.catchUpFromRemote(t.Context(), 2, 4, &pb.FetchedBucket{LogStartOffset: 30}); err == nil || !strings.Contains(err.Error(), "await their cut") {
 		t.Fatalf("catch-up while fenced: %v; want a refusal naming the cut", err)
 	}
 

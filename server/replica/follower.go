@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -189,8 +190,9 @@ func (f *fetcher) run() {
 }
 
 // errNothingToFetch: every replica following the leader waits for its
-// damaged log to be cut back; the fetcher backs off meanwhile.
-var errNothingToFetch = errors.New("replica: every replica to fetch for waits for its damage to be cut away")
+// damaged log to be cut back or catches up from remote storage; the
+// fetcher backs off meanwhile.
+var errNothingToFetch = errors.New("replica: every replica to fetch for waits for its damage to be cut away or catches up")
 
 // fetchOnce sends one Fetch for the given replicas and applies the answer.
 func (f *fetcher) fetchOnce(reps []*Replica) error {
@@ -210,9 +212,7 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	byID := map[BucketID]*Replica{}
 	epochs := map[BucketID]int32{}
 	for _, r := range reps {
-		if r.isDamaged() {
-			// Its log end would vouch for the damaged range: it fetches
-			// again once the damage is cut away (damage.go).
+		if !r.fetchable() {
 			continue
 		}
 		_, _, epoch, hw := r.state()
@@ -230,16 +230,27 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	if err != nil {
 		return err
 	}
-	refused := 0
-	var appended []*fetchedAppend
+	type answer struct {
+		r  *Replica
+		fb *pb.FetchedBucket
+	}
+	answered := make([]answer, 0, len(resp.Buckets))
 	for _, fb := range resp.Buckets {
 		id := BucketID{TableID: fb.TableId, Bucket: fb.Bucket}
-		r := byID[id]
-		if r == nil {
-			continue
+		if r := byID[id]; r != nil {
+			delete(byID, id) // a bucket answered twice is applied once: its produce lock is held until released below
+			answered = append(answered, answer{r, fb})
 		}
-		delete(byID, id) // a bucket answered twice is applied once: its produce lock is held until finish
-		a, ok := r.appendFetched(f.ctx, f.leader, epochs[id], fb)
+	}
+	// In bucket order: two fetchers whose answers come in across a change
+	// of leaders may lock some of the same replicas at once (doc.go).
+	slices.SortFunc(answered, func(a, b answer) int {
+		return cmp.Or(cmp.Compare(a.r.id.TableID, b.r.id.TableID), cmp.Compare(a.r.id.Bucket, b.r.id.Bucket))
+	})
+	refused := 0
+	var appended []*fetchedAppend
+	for _, an := range answered {
+		a, ok := an.r.appendFetched(f.leader, epochs[an.r.id], an.fb)
 		if !ok {
 			refused++
 		}
@@ -249,7 +260,8 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	}
 	syncFetched(appended)
 	for _, a := range appended {
-		a.finish()
+		a.report()
+		a.release()
 	}
 	if refused > 0 && refused == len(resp.Buckets) {
 		// The leader node refuses every bucket (it no longer leads them
@@ -281,59 +293,58 @@ const followerSyncConcurrency = 16
 
 // fetchedAppend is one bucket of a follower fetch whose batches are
 // written and not yet durable. Its replica's produce lock is held from
-// appendFetched to finish, so no role change or truncation slips between
-// the write and the durable end the core learns.
+// appendFetched until release, so no role change or truncation slips
+// between the write and the durable end the core learns (report).
 type fetchedAppend struct {
-	r      *Replica
-	leader uint32
-	epoch  int32
-	hw     int64
-	wait   func() error // waits for the batches to be durable
-	err    error        // what wait returned
+	r       *Replica
+	leader  uint32
+	epoch   int32
+	hw      int64
+	wait    func() error // waits for the batches to be durable
+	err     error        // what wait returned
+	release func()       // gives back the produce lock appendFetched took
 }
 
 // appendFetched applies one bucket of a follower fetch up to the durable
 // wait: truncation on divergence, or writing the batches. It reports
 // false when the leader refused the bucket. It returns the written bucket
-// (produce lock held) for syncFetched and finish, or nil when done with
-// it already.
-func (r *Replica) appendFetched(ctx context.Context, leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, bool) {
+// for syncFetched and report, holding the produce lock until its release
+// is called, or nil, holding nothing, when done with it already.
+func (r *Replica) appendFetched(leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, bool) {
 	r.produceMu.Lock()
-	role, curLeader, curEpoch, _ := r.state()
-	if role != replication.RoleFollower || curLeader != leader || curEpoch != epoch {
+	a, ok := r.writeFetched(leader, epoch, fb)
+	if a == nil {
 		r.produceMu.Unlock()
+		return nil, ok
+	}
+	a.release = r.produceMu.Unlock
+	return a, ok
+}
+
+// writeFetched is appendFetched's work, with produceMu held.
+func (r *Replica) writeFetched(leader uint32, epoch int32, fb *pb.FetchedBucket) (*fetchedAppend, bool) {
+	role, curLeader, curEpoch, _ := r.state()
+	if role != replication.RoleFollower || curLeader != leader || curEpoch != epoch || r.catchingUp() {
 		return nil, true // the role changed while the fetch was out
 	}
 	if r.behindLeaderStart(fb) {
-		a, err := r.catchUpFromRemote(ctx, leader, epoch, fb)
-		if err != nil {
-			r.produceMu.Unlock()
-			r.mgr.log.Warn("follower cannot catch up below its leader's log start", "bucket", r.id.String(), "leader", leader,
-				"end_offset", r.log.EndOffset(), "leader_start_offset", fb.LogStartOffset, "err", err)
-			return nil, false
-		}
-		return a, true
+		// Remote storage has what it lacks: a background task brings it,
+		// while this fetcher goes on for the other buckets.
+		r.startCatchUp(leader, epoch, fb)
+		return nil, true
 	}
 	if fb.Error != "" {
-		r.produceMu.Unlock()
 		r.mgr.log.Debug("follower fetch refused", "bucket", r.id.String(), "leader", leader, "err", fb.Error)
 		return nil, false
 	}
-	if r.catchingUp {
-		r.catchingUp = false
-		r.mgr.log.Info("follower caught up from the remote log: fetching from its leader again", "bucket", r.id.String(),
-			"end_offset", r.log.EndOffset())
-	}
 	if fb.Diverging {
 		r.truncateDiverged(leader, fb)
-		r.produceMu.Unlock()
 		return nil, true
 	}
 	a := &fetchedAppend{r: r, leader: leader, epoch: epoch, hw: fb.HighWatermark, wait: func() error { return nil }}
 	if len(fb.Records) > 0 {
 		_, wait, err := r.log.AppendReplicatedPending(fb.Records)
 		if err != nil {
-			r.produceMu.Unlock()
 			r.mgr.log.Error("append replicated batches", "bucket", r.id.String(), "err", err)
 			r.maybeFail(err)
 			return nil, true
@@ -341,7 +352,7 @@ func (r *Replica) appendFetched(ctx context.Context, leader uint32, epoch int32,
 		a.wait = wait
 		it := record.NewBatchIterator(fb.Records, false)
 		for it.Next() {
-			r.writers.record(it.Batch())
+			r.writers.table.record(it.Batch())
 		}
 	}
 	return a, true
@@ -355,20 +366,17 @@ func syncFetched(appended []*fetchedAppend) {
 	forEachConcurrently(appended, followerSyncConcurrency, func(a *fetchedAppend) { a.err = a.wait() })
 }
 
-// finish gives the core the follower's new durable end and the leader's
-// high watermark (the core moves its own to the minimum of the two), and
-// releases the produce lock appendFetched took.
-func (a *fetchedAppend) finish() {
+// report gives the core the follower's new durable end and the leader's
+// high watermark (the core moves its own to the minimum of the two), with
+// the produce lock still held.
+func (a *fetchedAppend) report() {
 	r := a.r
-	defer r.produceMu.Unlock()
 	if a.err != nil {
 		r.mgr.log.Error("append replicated batches", "bucket", r.id.String(), "err", a.err)
 		r.maybeFail(a.err)
 		return
 	}
-	r.mu.Lock()
-	r.performLocked(r.core.Fetched(a.leader, a.epoch, a.hw, r.log.EndOffset()))
-	r.mu.Unlock()
+	r.reportFetched(a.leader, a.epoch, a.hw)
 }
 
 // truncate cuts the log back to offset, with produceMu held, dropping the

@@ -82,7 +82,7 @@ func (r *Replica) Write(ctx context.Context, turn *Turn, b record.Batch, acks in
 			if err != nil {
 				return appended, WireError(err)
 			}
-			r.writers.record(batch)
+			r.writers.table.record(batch)
 			info, wait = appended, w
 			return appended, nil
 		})

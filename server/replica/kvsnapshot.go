@@ -18,12 +18,12 @@ func (r *Replica) noteKVSnapshots(snaps []*pb.KVSnapshot) {
 		return
 	}
 	for {
-		cur := r.kvSnaps.Load()
+		cur := r.remote.kvSnapshots.Load()
 		if cur != nil && len(*cur) > 0 && newestOf(*cur).GetOffset() > newestOf(snaps).GetOffset() {
 			return
 		}
 		next := append([]*pb.KVSnapshot(nil), snaps...)
-		if r.kvSnaps.CompareAndSwap(cur, &next) {
+		if r.remote.kvSnapshots.CompareAndSwap(cur, &next) {
 			break
 		}
 	}
@@ -35,7 +35,7 @@ func (r *Replica) noteKVSnapshots(snaps []*pb.KVSnapshot) {
 // election may have dropped the newest.
 func (r *Replica) setKVSnapshots(snaps []*pb.KVSnapshot) {
 	next := append([]*pb.KVSnapshot(nil), snaps...)
-	r.kvSnaps.Store(&next)
+	r.remote.kvSnapshots.Store(&next)
 	r.refreshRetention()
 }
 
@@ -48,7 +48,7 @@ func newestOf(snaps []*pb.KVSnapshot) *pb.KVSnapshot {
 
 // kvSnapshots returns the committed KV snapshots known, oldest first.
 func (r *Replica) kvSnapshots() []*pb.KVSnapshot {
-	if p := r.kvSnaps.Load(); p != nil {
+	if p := r.remote.kvSnapshots.Load(); p != nil {
 		return *p
 	}
 	return nil
@@ -141,29 +141,57 @@ func (m *Manager) NoteKVSnapshots(id BucketID, snaps []*pb.KVSnapshot) {
 // restoreFromSnapshot restores a primary-key follower far behind from
 // the newest committed KV snapshot, when it is past the follower's end and
 // the changelog after it is replayable, and starts its log over at the
-// snapshot's offset, with produceMu held. ok is false when there is no
-// such snapshot this node can read.
-func (r *Replica) restoreFromSnapshot(ctx context.Context, replayable func(offset int64) bool) (bool, error) {
+// snapshot's offset. ok is false when there is no such snapshot this node
+// can read.
+//
+// The download runs without produceMu: the replica is marked as catching
+// up (catchuptask.go), so the fetcher leaves it alone and it takes no
+// writes; taking the lock once before it waits out a write decided before
+// the mark. A restore whose replica changed meanwhile leaves a store ahead
+// of the log, which is emptied again (KV.DropAbove) and rebuilt.
+func (r *Replica) restoreFromSnapshot(ctx context.Context, leader uint32, epoch int32, leaderHW int64, replayable func(offset int64) bool) (bool, error) {
 	snap := r.newestKVSnapshot()
-	if r.kv == nil || r.mgr.cfg.RemoteStore == nil || snap == nil || snap.Offset <= r.log.EndOffset() || !replayable(snap.Offset) {
+	end := r.log.EndOffset()
+	if r.kv == nil || r.mgr.cfg.RemoteStore == nil || snap == nil || snap.Offset <= end || !replayable(snap.Offset) {
 		return false, nil
 	}
-	r.mgr.log.Info("restoring a primary-key replica from its newest KV snapshot", "bucket", r.id.String(),
-		"end_offset", r.log.EndOffset(), "snapshot_offset", snap.Offset, "manifest", snap.ManifestKey)
-	offset, err := r.kv.Restore(ctx, r.mgr.cfg.RemoteStore, snap.ManifestKey)
+	release, err := r.lockFollowing(leader, epoch, end)
 	if err != nil {
 		return false, err
 	}
-	if err := r.dropWriterSnapshot(); err != nil {
+	release()
+	r.mgr.log.Info("restoring a primary-key replica from its newest KV snapshot", "bucket", r.id.String(),
+		"end_offset", end, "snapshot_offset", snap.Offset, "manifest", snap.ManifestKey)
+	offset, err := r.kv.Restore(ctx, r.mgr.cfg.RemoteStore, snap.ManifestKey)
+	if err != nil {
+		return false, err // a restore cut short leaves a store that applied nothing
+	}
+	writers := r.remoteWriters(ctx, offset)
+	release, err = r.lockFollowing(leader, epoch, end)
+	if err != nil {
+		r.dropRestored()
 		return false, err
+	}
+	defer release()
+	if applied, err := r.kv.AppliedOffset(); err != nil || applied != offset {
+		// Something changed the store since (a truncation's DropAbove).
+		r.kv.DropAbove(r.log.EndOffset())
+		return false, fmt.Errorf("%w: the KV store applied up to %d after restoring to %d (%v)", errCatchUpOutdated, applied, offset, err)
 	}
 	// The store now says it applied below offset, past the log's end:
 	// the log starts over there (a crash before this leaves a store ahead
 	// of its log, which opening empties, and the restore runs again).
-	if err := r.log.Reset(offset); err != nil {
-		r.maybeFail(err)
+	if err := r.startOver(offset, writers); err != nil {
 		return false, err
 	}
-	r.writers = r.remoteWriters(ctx, offset)
+	r.reportFetched(leader, epoch, leaderHW)
 	return true, nil
+}
+
+// dropRestored empties a store restored past its log's end for a replica
+// that changed meanwhile: it is rebuilt from the log.
+func (r *Replica) dropRestored() {
+	r.produceMu.Lock()
+	defer r.produceMu.Unlock()
+	r.kv.DropAbove(r.log.EndOffset())
 }

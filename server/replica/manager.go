@@ -19,11 +19,31 @@ import (
 
 var errNoAddress = errors.New("replica: no address known for the leader node")
 
-// Manager owns this node's bucket replicas.
+// Manager owns this node's bucket replicas. Its fields are grouped by
+// what guards them; doc.go gives the order its locks are taken in.
 type Manager struct {
+	// Set by New, never changed.
 	cfg Config
 	log *slog.Logger
+	// hw is the node's high-watermark checkpoint (hwcheckpoint.go), with
+	// its own lock.
+	hw   *hwCheckpoint
+	zstd *record.Codec
+	// logSched is the scheduler the Manager made for its replicas' logs
+	// (cfg.Log.Scheduler), nil when the caller gave one.
+	logSched *logstore.Scheduler
+	stop     chan struct{} // closed when Close begins
+	// catchUpSlots bounds the catch-up tasks running at once
+	// (catchuptask.go): a task holds a slot while it runs.
+	catchUpSlots chan struct{}
 
+	// followGen moves whenever a replica's role or leader may have
+	// changed or a replica closed: fetchers list the replicas they fetch
+	// for again only then, not on every round. Lock-free.
+	followGen atomic.Uint64
+
+	// mu guards the node's view of the metadata and the replicas and
+	// fetchers it keeps for it.
 	mu       sync.Mutex
 	replicas map[BucketID]*Replica
 	tables   map[uint64]*tableInfo
@@ -33,30 +53,21 @@ type Manager struct {
 	nodes     map[uint32]*pb.NodeRecord
 	nodeEpoch uint64
 	fetchers  map[uint32]*fetcher // by leader node id
-	// followGen moves whenever a replica's role or leader may have
-	// changed or a replica closed: fetchers list the replicas they fetch
-	// for again only then, not on every round.
-	followGen atomic.Uint64
-	// hw is the node's high-watermark checkpoint (hwcheckpoint.go).
-	hw *hwCheckpoint
 	// maxTableID is the largest table id the metadata has shown.
 	maxTableID uint64
 	closed     bool
-	zstd       *record.Codec
-	// logSched is the scheduler the Manager made for its replicas' logs
-	// (cfg.Log.Scheduler), nil when the caller gave one.
-	logSched *logstore.Scheduler
 
-	// chMu guards changed alone, so replicas can notify while holding their
-	// own lock (lock order elsewhere: m.mu before r.mu).
+	// chMu guards changed alone, so replicas can notify while holding
+	// their own lock.
 	chMu    sync.Mutex
 	changed chan struct{} // closed and replaced on any change a waiter may care about
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	// wg counts the goroutines Close stops first: housekeeping and the
+	// fetchers.
+	wg sync.WaitGroup
 
 	// bgMu orders goBackground with Close: no background work starts once
-	// Close began waiting for it.
+	// Close began waiting for it; bg counts that work.
 	bgMu     sync.Mutex
 	bgClosed bool
 	bg       sync.WaitGroup
@@ -73,7 +84,8 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, replicas: map[BucketID]*Replica{}, tables: map[uint64]*tableInfo{},
 		unusable: map[uint64]error{},
-		nodes:    map[uint32]*pb.NodeRecord{}, fetchers: map[uint32]*fetcher{}, changed: make(chan struct{}), stop: make(chan struct{})}
+		nodes:    map[uint32]*pb.NodeRecord{}, fetchers: map[uint32]*fetcher{}, changed: make(chan struct{}), stop: make(chan struct{}),
+		catchUpSlots: make(chan struct{}, catchUpConcurrency)}
 	var err error
 	if m.hw, err = loadHWCheckpoint(cfg.Dir); err != nil {
 		m.log.Warn("high-watermark checkpoint unreadable: replicas start from lower high watermarks", "err", err)
@@ -448,19 +460,21 @@ func (m *Manager) untilStopped(parent context.Context) (context.Context, context
 	return ctx, cancel
 }
 
-// goBackground runs f on a goroutine Close waits for; after Close it does
-// not run f. f must return soon after m.stop closes.
-func (m *Manager) goBackground(f func()) {
+// goBackground runs f on a goroutine Close waits for and reports true;
+// after Close it does not run f and reports false. f must return soon
+// after m.stop closes.
+func (m *Manager) goBackground(f func()) bool {
 	m.bgMu.Lock()
 	defer m.bgMu.Unlock()
 	if m.bgClosed {
-		return
+		return false
 	}
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
 		f()
 	}()
+	return true
 }
 
 // waitChange waits for any change or until ctx ends / deadline passes.

@@ -147,7 +147,7 @@ func (r *Replica) produce(ctx context.Context, turn *Turn, b record.Batch, acks 
 		if err != nil {
 			return info, nil, WireError(err)
 		}
-		r.writers.record(b)
+		r.writers.table.record(b)
 		return info, wait, nil
 	})
 }
@@ -162,27 +162,42 @@ func (r *Replica) write(ctx context.Context, turn *Turn, b record.Batch, acks in
 	if turn == nil {
 		turn = r.TakeTurn(false)
 	}
-	turn.enter(r)
+	var d writeDecision
+	var err error
+	turn.run(r, func() { d, err = r.decideWrite(b, acks, turn.pipelined, appendFn) })
+	switch {
+	case err != nil:
+		return nil, err
+	case d.dup != nil:
+		return r.answerDuplicate(ctx, d.dup, acks, d.epoch, timeout)
+	}
+	return r.finishAppend(ctx, d.info, d.wait, acks, d.epoch, timeout)
+}
+
+// writeDecision is what a leader write decided under produceMu: a retry
+// to answer with its first offsets (dup), or the append made.
+type writeDecision struct {
+	epoch int32
+	dup   *writerBatch
+	info  logstore.AppendInfo
+	wait  func() error // waits for the append to be durable
+}
+
+// decideWrite checks, with produceMu held, that the replica may take the
+// write and its writer's sequence, and appends it with appendFn unless it
+// is a retry.
+func (r *Replica) decideWrite(b record.Batch, acks int32, pipelined bool,
+	appendFn func(epoch int32) (logstore.AppendInfo, func() error, error)) (writeDecision, error) {
 	epoch, err := r.leaderFor(acks)
 	if err != nil {
-		r.produceMu.Unlock()
-		return nil, err
+		return writeDecision{}, err
 	}
-	dup, err := r.writers.check(b.WriterID(), b.BatchSequence(), turn.pipelined)
-	if err != nil {
-		r.produceMu.Unlock()
-		return nil, err
+	d := writeDecision{epoch: epoch}
+	if d.dup, err = r.writers.table.check(b.WriterID(), b.BatchSequence(), pipelined); err != nil || d.dup != nil {
+		return d, err
 	}
-	if dup != nil {
-		r.produceMu.Unlock()
-		return r.answerDuplicate(ctx, dup, acks, epoch, timeout)
-	}
-	info, wait, err := appendFn(epoch)
-	r.produceMu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	return r.finishAppend(ctx, info, wait, acks, epoch, timeout)
+	d.info, d.wait, err = appendFn(epoch)
+	return d, err
 }
 
 // leaderFor asks the protocol core, with produceMu held, whether the
@@ -197,6 +212,9 @@ func (r *Replica) leaderFor(acks int32) (int32, error) {
 		return 0, err
 	}
 	if err := r.tailLostErrorLocked(); err != nil {
+		return 0, err
+	}
+	if err := r.catchingUpErrorLocked(); err != nil {
 		return 0, err
 	}
 	epoch, err := r.core.CheckWrite(int(acks))

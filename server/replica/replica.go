@@ -10,7 +10,6 @@ import (
 
 	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/storage/logstore"
-	"github.com/floedb/floe/transport/pb"
 )
 
 // BucketID names a bucket.
@@ -23,55 +22,45 @@ func (b BucketID) String() string { return fmt.Sprintf("%d/%d", b.TableID, b.Buc
 
 // Replica is this node's replica of one bucket: its log, and the protocol
 // core (package replication) that decides its role, high watermark and ISR.
-// The replica performs what the core decides.
+// The replica performs what the core decides. Its fields are grouped by
+// what guards them; doc.go gives the order its locks are taken in.
 type Replica struct {
-	id   BucketID
-	dir  string
-	log  *logstore.Log
-	mgr  *Manager
+	// Set at open, never changed.
+	id  BucketID
+	dir string
+	mgr *Manager
+	kv  KV // primary-key tables only
+	// log is safe for concurrent use; what changes its content (appends,
+	// truncations, a reset) runs under produceMu.
+	log *logstore.Log
+
+	// Read without a lock, each replaced whole.
 	info atomic.Pointer[tableInfo] // replaced when the table's metadata changes
-	kv   KV                        // primary-key tables only
-	// remote is the bucket's committed remote log, the newest version
-	// seen (tiering.go); nil: none.
-	remote atomic.Pointer[pb.RemoteLog]
-	// kvSnaps are the bucket's committed KV snapshots, oldest first, as
-	// last seen (primary-key tables; kvsnapshot.go).
-	kvSnaps atomic.Pointer[[]*pb.KVSnapshot]
-	// remoteFence is the bucket's remote_fence_epoch as last assigned:
-	// non-zero while an unclean election's cut of the remote copies is
-	// pending (tiering.go).
-	remoteFence atomic.Int32
+	// remote is what the metadata last said of the bucket's remote copies.
+	remote remoteCopies
 	// uncleanElections is the bucket's count of unclean elections, as last
 	// seen: after one, a leader may lack committed records by choice.
 	uncleanElections atomic.Int32
 
-	// produceMu orders the idempotence check with the append it decides,
-	// and the follower path's truncations and appends.
-	produceMu sync.Mutex
-	// turns orders client writes before produceMu (turns.go).
-	turns   turnGate
-	writers *writerTable
-	// catchingUp: the follower copies from the remote log (catchup.go);
-	// under produceMu.
-	catchingUp bool
-	// writersSaved is the log end the writer-state snapshot on disk was
-	// taken at, -1 when there is none: an idle replica's snapshot is not
-	// written again (writersnap.go).
-	writersSaved int64
+	// turns orders client writes before produceMu (turns.go); it has its
+	// own lock, never held while taking another.
+	turns turnGate
 
+	// produceMu orders the idempotence check with the append it decides,
+	// and the follower path's truncations and appends: every change to the
+	// log's content.
+	produceMu sync.Mutex
+	writers   writerState // under produceMu (writers.go)
+
+	// mu guards the protocol core and the replica's life and work.
 	mu        sync.Mutex
 	core      *replication.Bucket
+	closed    bool
+	failed    error          // the log failed: out of service for good (failure.go)
 	hwWaiters []hwWaiter     // writes waiting for the high watermark (leader)
 	bgSync    backgroundSync // acks=0 writes made durable in the background (backgroundsync.go)
-	closed    bool
-	failed    error // the log failed: out of service for good (failure.go)
-	damagedAt int64 // the first damaged offset found and not yet cut away, -1: none (damage.go)
-	// keptDamageAt is damage no other copy could repair, kept with the log
-	// (keepDamageLocked), -1: none. Its reads answer CORRUPT.
-	keptDamageAt int64
-	// tailLost: the damage is a lost tail (damage.go); tailReported: its
-	// report went out.
-	tailLost, tailReported bool
+	catchUp   catchUp        // the follower's catch-up from remote storage (catchuptask.go)
+	damage    damage         // damage found in the log and not yet cut away (damage.go)
 }
 
 // Dir is the folder of bucket id's replica under a node's tablet folder.
@@ -98,9 +87,9 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 	if e, ok := l.LatestEpoch(); ok {
 		latest = e
 	}
-	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: newWriterTable(), writersSaved: -1, damagedAt: -1, keptDamageAt: -1}
+	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: writerState{table: newWriterTable(), saved: -1}, damage: damage{at: -1, kept: -1}}
 	if from, lost := l.LostTail(); lost {
-		r.damagedAt, r.tailLost = from, true
+		r.damage.at, r.damage.tailLost = from, true
 	}
 	r.info.Store(info)
 	r.refreshRetention()
@@ -127,15 +116,15 @@ func (r *Replica) openWriters() error {
 		// An empty log has no writers to remember: no snapshot is
 		// needed until it holds a batch (a new table's thousands of
 		// buckets would otherwise each write one on the first round).
-		r.writersSaved = end
+		r.writers.saved = end
 		return nil
 	}
 	t, offset, anchor, err := loadWriters(r.dir)
 	if err == nil && offset >= r.log.StartOffset() && offset <= r.log.EndOffset() {
 		if a, err := r.anchorAt(offset); err == nil && a == anchor {
-			r.writers = t
+			r.writers.table = t
 			if offset == r.log.EndOffset() {
-				r.writersSaved = offset
+				r.writers.saved = offset
 			}
 			return r.replayWriters(offset)
 		}
@@ -149,7 +138,7 @@ func (r *Replica) openWriters() error {
 // so retries of batches appended before a restart are still recognized:
 // the fallback when no usable writer-state snapshot exists.
 func (r *Replica) rebuildWriters() error {
-	r.writers = newWriterTable()
+	r.writers.table = newWriterTable()
 	segs := r.log.Segments()
 	return r.replayWriters(segs[max(0, len(segs)-2)].BaseOffset)
 }
@@ -178,7 +167,11 @@ func (r *Replica) close(remove bool) error {
 	r.mu.Lock()
 	r.closed = true
 	r.wakeAllHWWaitersLocked()
+	catchUpEnded := r.catchUp.stopLocked()
 	r.mu.Unlock()
+	if catchUpEnded != nil {
+		<-catchUpEnded // it changes the store and the log: both close next
+	}
 	r.mgr.followGen.Add(1)
 	r.mgr.notify()
 	var err error

@@ -16,7 +16,7 @@ func (r *Replica) assign(b *pb.BucketRecord, index uint64) {
 	if r.closed {
 		return
 	}
-	r.remoteFence.Store(b.RemoteFenceEpoch)
+	r.remote.fence.Store(b.RemoteFenceEpoch)
 	r.noteRemoteLog(b.RemoteLog)
 	r.setKVSnapshots(b.KvSnapshots)
 	r.uncleanElections.Store(b.UncleanElections)
@@ -77,6 +77,7 @@ func (r *Replica) performLocked(eff replication.Effects) {
 	}
 	if eff.RoleChanged {
 		r.wakeAllHWWaitersLocked()
+		r.catchUp.stopLocked() // what it brings was for the old role
 		if r.kv != nil {
 			// The rows a leader writes are the ones its next upserts of
 			// those keys merge against and lookups, which come to it, ask

@@ -38,11 +38,11 @@ func logConfig(tmpl logstore.Config, dir string, logger *slog.Logger, info *tabl
 // the one known, and lets the log's retention use it.
 func (r *Replica) noteRemoteLog(rl *pb.RemoteLog) {
 	for {
-		cur := r.remote.Load()
+		cur := r.remote.log.Load()
 		if rl == nil || (cur != nil && cur.GetVersion() >= rl.GetVersion()) {
 			return
 		}
-		if r.remote.CompareAndSwap(cur, rl) {
+		if r.remote.log.CompareAndSwap(cur, rl) {
 			break
 		}
 	}
@@ -50,7 +50,7 @@ func (r *Replica) noteRemoteLog(rl *pb.RemoteLog) {
 }
 
 // RemoteLog is the bucket's committed remote log as last seen (nil: none).
-func (r *Replica) RemoteLog() *pb.RemoteLog { return r.remote.Load() }
+func (r *Replica) RemoteLog() *pb.RemoteLog { return r.remote.log.Load() }
 
 // refreshRetention sets the log's retention bounds from what the replica
 // knows: local copies may go below the committed remote end, for a
@@ -71,6 +71,23 @@ func (r *Replica) refreshRetention() {
 	if b != r.log.Bounds() {
 		r.log.SetRetentionBounds(b)
 	}
+}
+
+// remoteView is the bucket's committed remote log as the protocol core's
+// rules take it.
+func (r *Replica) remoteView() replication.RemoteView {
+	h := HandleOf(r.remote.log.Load())
+	return replication.RemoteView{Start: h.StartOffset, CoveredFrom: h.CoveredFrom(), End: h.EndOffset, Fenced: r.remoteFenced()}
+}
+
+// heldFrom is where this leader's readable copies start (HeldFrom): its
+// log's start, or below it a remote log that reaches it and that this node
+// can read.
+func (r *Replica) heldFrom() int64 {
+	if r.mgr.cfg.Remote == nil {
+		return r.log.StartOffset()
+	}
+	return replication.HeldFrom(r.log.StartOffset(), r.remoteView())
 }
 
 // LeaderLog is what tiering needs of a bucket this node leads.
@@ -142,7 +159,7 @@ func (m *Manager) LeaderLogs() []LeaderLog {
 		}
 		info := r.table()
 		l := LeaderLog{ID: r.id, Log: r.log, LeaderEpoch: epoch, HighWatermark: hw,
-			Remote: r.remote.Load(), RemoteFenced: r.remoteFenced(), TTL: info.props.LogTTL, PrimaryKey: info.primaryKey,
+			Remote: r.remote.log.Load(), RemoteFenced: r.remoteFenced(), TTL: info.props.LogTTL, PrimaryKey: info.primaryKey,
 			SnapshotInterval: info.props.KVSnapshotInterval, SnapshotRetained: info.props.KVSnapshotRetained}
 		if r.kv != nil {
 			l.KVSnapshots = r.kvSnapshots()
@@ -161,39 +178,22 @@ func (m *Manager) NoteRemoteLog(id BucketID, rl *pb.RemoteLog) {
 	}
 }
 
-// remoteView is the bucket's committed remote log as the protocol core's
-// rules take it.
-func (r *Replica) remoteView() replication.RemoteView {
-	h := HandleOf(r.remote.Load())
-	return replication.RemoteView{Start: h.StartOffset, CoveredFrom: h.CoveredFrom(), End: h.EndOffset, Fenced: r.remoteFenced()}
-}
-
-// heldFrom is where this leader's readable copies start (HeldFrom): its
-// log's start, or below it a remote log that reaches it and that this node
-// can read.
-func (r *Replica) heldFrom() int64 {
-	if r.mgr.cfg.Remote == nil {
-		return r.log.StartOffset()
-	}
-	return replication.HeldFrom(r.log.StartOffset(), r.remoteView())
-}
-
 // remoteFenced says an unclean election fenced the bucket's remote log and
 // KV snapshots and their cut is not committed yet (remote storage 6): no
 // read, restore or retention may rely on them meanwhile.
-func (r *Replica) remoteFenced() bool { return r.remoteFence.Load() != 0 }
+func (r *Replica) remoteFenced() bool { return r.remote.fence.Load() != 0 }
 
 // errRemoteFenced refuses, retriably, what would read the fenced copies.
 func (r *Replica) errRemoteFenced() error {
 	return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE,
 		"bucket %s: the remote log and KV snapshots await their cut after the unclean election of leader epoch %d",
-		r.id, r.remoteFence.Load())
+		r.id, r.remote.fence.Load())
 }
 
 // inRemote says whether offset is in the bucket's committed remote log and
 // this node can read it.
 func (r *Replica) inRemote(offset int64) bool {
-	rl := r.remote.Load()
+	rl := r.remote.log.Load()
 	return r.mgr.cfg.Remote != nil && rl != nil && offset >= rl.StartOffset && offset < rl.EndOffset
 }
 
@@ -202,7 +202,7 @@ func (r *Replica) inRemote(offset int64) bool {
 // reads object storage itself (when the store presigns), else the batches,
 // read here.
 func (r *Replica) serveRemote(ctx context.Context, fb *pb.FetchBucket, budget int, out *pb.FetchedBucket) error {
-	h := HandleOf(r.remote.Load())
+	h := HandleOf(r.remote.log.Load())
 	loc, err := r.mgr.cfg.Remote.Locate(ctx, h, fb.Offset)
 	if err != nil {
 		return r.remoteError(fb.Offset, err)
@@ -251,7 +251,7 @@ func HandleOf(rl *pb.RemoteLog) tiering.Handle {
 // remoteBefore returns the committed remote log when it holds offsets
 // before localStart that this node can read, else nil.
 func (r *Replica) remoteBefore(localStart int64) *pb.RemoteLog {
-	rl := r.remote.Load()
+	rl := r.remote.log.Load()
 	if r.mgr.cfg.Remote == nil || rl == nil || rl.Segments == 0 || rl.StartOffset >= localStart {
 		return nil
 	}

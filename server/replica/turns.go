@@ -75,16 +75,19 @@ func (r *Replica) TakeTurn(pipelined bool) *Turn {
 	return &Turn{gate: &r.turns, n: r.turns.take(), pipelined: pipelined}
 }
 
-// enter waits for the turn and takes produceMu, then lets the next turn
-// go, which then waits for produceMu behind this write.
-func (t *Turn) enter(r *Replica) {
+// run waits for the turn and runs fn under r's produceMu, letting the
+// next turn go once it holds the lock: the next write then waits for
+// produceMu behind this one.
+func (t *Turn) run(r *Replica, fn func()) {
 	if t.used {
 		panic("replica: a write turn used twice")
 	}
 	t.used = true
 	t.gate.wait(t.n)
 	r.produceMu.Lock()
+	defer r.produceMu.Unlock()
 	t.gate.pass()
+	fn()
 }
 
 // Forgo gives up a turn the write did not use (it failed before the write

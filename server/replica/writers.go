@@ -17,6 +17,15 @@ type writerTable struct {
 	*replication.WriterTable
 }
 
+// writerState is a replica's writer table and where its snapshot on disk
+// stands (writersnap.go); under Replica.produceMu.
+type writerState struct {
+	table *writerTable
+	// saved is the log end the snapshot on disk was taken at, -1 when
+	// there is none: an idle replica's snapshot is not written again.
+	saved int64
+}
+
 // writerBatch is one remembered batch of a writer.
 type writerBatch = replication.WriterBatch
 

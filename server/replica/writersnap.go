@@ -60,17 +60,17 @@ func (r *Replica) saveWritersLocked() error {
 	if written := r.log.WrittenEnd(); written != end {
 		return fmt.Errorf("replica: log written to %d but durable to %d after a sync", written, end)
 	}
-	if end == r.writersSaved {
+	if end == r.writers.saved {
 		return nil
 	}
 	a, err := r.anchorAt(end)
 	if err != nil {
 		return err
 	}
-	if err := writeWriterSnap(r.dir, encodeWriters(r.writers, end, a)); err != nil {
+	if err := writeWriterSnap(r.dir, encodeWriters(r.writers.table, end, a)); err != nil {
 		return err
 	}
-	r.writersSaved = end
+	r.writers.saved = end
 	return nil
 }
 
@@ -97,7 +97,7 @@ func (r *Replica) anchorAt(offset int64) (snapAnchor, error) {
 
 // dropWriterSnapshot removes the snapshot before the log is truncated.
 func (r *Replica) dropWriterSnapshot() error {
-	r.writersSaved = -1
+	r.writers.saved = -1
 	if err := os.Remove(filepath.Join(r.dir, writerSnapFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -180,7 +180,7 @@ func (r *Replica) replayWriters(from int64) error {
 		}
 		it := record.NewBatchIterator(recs.Data, false)
 		for it.Next() {
-			r.writers.record(it.Batch())
+			r.writers.table.record(it.Batch())
 		}
 		from = recs.NextOffset
 		recs.Release()

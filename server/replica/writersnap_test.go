@@ -22,7 +22,7 @@ func crashAndReopen(t *testing.T, m *Manager, r *Replica) *Replica {
 // duplicate (the log no longer holds it).
 func retryIsNew(t *testing.T, r *Replica, writer int64, seq int32) {
 	t.Helper()
-	dup, err := r.writers.check(writer, seq, false)
+	dup, err := r.writers.table.check(writer, seq, false)
 	if err != nil {
 		t.Fatalf("writer %d seq %d: %v", writer, seq, err)
 	}
@@ -64,7 +64,7 @@ func TestWriterSnapshotDroppedOnTruncation(t *testing.T) {
 
 	r2 := crashAndReopen(t, m, r)
 	retryIsNew(t, r2, 100, 1)
-	if dup, err := r2.writers.check(200, 0, false); err != nil || dup == nil || dup.Base != 2 {
+	if dup, err := r2.writers.table.check(200, 0, false); err != nil || dup == nil || dup.Base != 2 {
 		t.Fatalf("the surviving batch is not remembered: %+v %v", dup, err)
 	}
 }
@@ -101,7 +101,7 @@ func TestWriterSnapshotUsedWhenItMatches(t *testing.T) {
 	produceLeader(t, r, writerBatchN(t, 100, 1, 2, "b"))
 	r2 := crashAndReopen(t, m, r)
 	for seq, base := range []int64{0, 2} {
-		if dup, err := r2.writers.check(100, int32(seq), false); err != nil || dup == nil || dup.Base != base {
+		if dup, err := r2.writers.table.check(100, int32(seq), false); err != nil || dup == nil || dup.Base != base {
 			t.Fatalf("seq %d after reopen: %+v %v", seq, dup, err)
 		}
 	}

@@ -1,0 +1,23 @@
+package replica
+
+import (
+	"sync/atomic"
+
+	"github.com/floedb/floe/transport/pb"
+)
+
+// remoteCopies is what a replica knows of its bucket's copies in remote
+// storage, as the metadata (or this node's own commits) last showed them.
+// Readers take no lock: each field is replaced whole.
+type remoteCopies struct {
+	// log is the committed remote log, the newest version seen
+	// (tiering.go); nil: none.
+	log atomic.Pointer[pb.RemoteLog]
+	// kvSnapshots are the committed KV snapshots, oldest first
+	// (primary-key tables; kvsnapshot.go).
+	kvSnapshots atomic.Pointer[[]*pb.KVSnapshot]
+	// fence is the bucket's remote_fence_epoch as last assigned: non-zero
+	// while an unclean election's cut of the remote copies is pending
+	// (tiering.go).
+	fence atomic.Int32
+}
