@@ -398,7 +398,10 @@ func (r *RemoteLog) expire(b *LeaderBucket, m *Manifest) []RemoteSegment {
 // not, and commits that as a fence cut; the KV snapshots past the point go
 // with it (the metadata drops them), since below the remote end is all of
 // the old history the leader can compare with. The dropped segments'
-// objects are deleted after the commit. Uploads resume next round.
+// objects are deleted after the commit. Uploads resume next round, from
+// where the kept segments end: so the cut also drops the segments at or
+// past the start of the leader's local segment that holds the point
+// (keptBelow), which its first upload replaces.
 func (r *RemoteLog) cut(ctx context.Context, b *LeaderBucket) (Round, error) {
 	cur, err := r.current(ctx, b)
 	if err != nil {
@@ -411,17 +414,19 @@ func (r *RemoteLog) cut(ctx context.Context, b *LeaderBucket) (Round, error) {
 	if d, ok := b.Divergence(cur.manifest); ok {
 		at = min(at, d)
 	}
+	below := keptBelow(b.Log.Segments(), at)
 	m := &Manifest{Format: ManifestFormat, TableID: b.TableID, Bucket: b.Bucket}
 	var dropped []RemoteSegment
 	for _, s := range cur.manifest.Segments {
-		if s.NextOffset <= at {
+		if s.NextOffset <= below {
 			m.Segments = append(m.Segments, s)
 		} else {
 			dropped = append(dropped, s)
 		}
 	}
 	r.log.Warn("cutting the remote log after an unclean election: the leader's history parts from it there",
-		"table", b.TableID, "bucket", b.Bucket, "cut_offset", at, "remote_end", cur.handle.EndOffset, "segments_dropped", len(dropped))
+		"table", b.TableID, "bucket", b.Bucket, "cut_offset", at, "kept_below", below, "remote_end", cur.handle.EndOffset,
+		"segments_dropped", len(dropped))
 	next, err := r.commit(ctx, b, cur, m, at)
 	if err != nil {
 		return Round{}, err
@@ -441,6 +446,22 @@ func (r *RemoteLog) cut(ctx context.Context, b *LeaderBucket) (Round, error) {
 			"table", b.TableID, "bucket", b.Bucket, "objects", len(garbage), "err", err)
 	}
 	return Round{Committed: next, Changed: true}, nil
+}
+
+// keptBelow is the offset below which a cut at offset at keeps remote
+// segments: the start of the leader's local segment that holds offset at
+// or, active, will (its batches past at are its own history, so it need
+// not roll where the old leader's segment did), else at. Kept segments
+// ending past that start would leave the leader's uploads nothing that
+// follows them: its segment there has the same base as the last kept one
+// or a lower one.
+func keptBelow(local []logstore.SegmentInfo, at int64) int64 {
+	for _, s := range local {
+		if s.BaseOffset < at && (s.NextOffset > at || (!s.Sealed && s.NextOffset == at)) {
+			return s.BaseOffset
+		}
+	}
+	return at
 }
 
 // commit writes the manifest under a new key and commits it: as the cut of
