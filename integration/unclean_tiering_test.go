@@ -111,9 +111,12 @@ func TestUncleanElectionOverTieredLog(t *testing.T) {
 	t.Logf("node %d (B) leads in epoch %d", b.ID, elected.Bucket.LeaderEpoch)
 
 	// B's history: the records acknowledged after the election, at the
-	// offsets the producer was told.
+	// offsets the producer was told. The first goes alone, and short: B's
+	// segment holding its log end then need not roll where A's did (A's
+	// next batch was a full one), as the batches of a new history differ.
 	const written = 2500
-	offsets := appendRecorded(t, ctx, tbl, 100_000, written)
+	offsets := appendRecorded(t, ctx, tbl, 100_000, 1, "n")
+	offsets = append(offsets, appendRecorded(t, ctx, tbl, 100_001, written-1, strings.Repeat("n", 1000))...)
 	newFirst := slices.Min(offsets)
 	if newFirst < shared {
 		t.Fatalf("B wrote from offset %d, inside the %d records it held", newFirst, shared)
@@ -161,15 +164,14 @@ func TestUncleanElectionOverTieredLog(t *testing.T) {
 }
 
 // appendRecorded appends n rows with ids firstID, firstID+1, ... and
-// returns the offset the leader acknowledged each at.
-func appendRecorded(t *testing.T, ctx context.Context, tbl *client.Table, firstID int64, n int) []int64 {
+// payload pad, and returns the offset the leader acknowledged each at.
+func appendRecorded(t *testing.T, ctx context.Context, tbl *client.Table, firstID int64, n int, pad string) []int64 {
 	t.Helper()
 	w, err := tbl.NewAppendWriter(client.AppendWriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close(ctx)
-	pad := strings.Repeat("n", 1000)
 	futs := make([]*client.AppendFuture, n)
 	for i := range n {
 		if futs[i], err = w.Append(ctx, encodeRow(t, tbl, firstID+int64(i), pad)); err != nil {
@@ -213,9 +215,11 @@ func logLine(log, s string) string {
 }
 
 // checkManifestHistories reads the committed manifest from the remote
-// folder and checks that no segment mixes the two histories: the segments
-// below from hold only epochs up to oldEpoch (the old leader's), the others
-// only later ones.
+// folder and checks that it serves no offset from the old history past
+// the point where the new one starts: every span of a segment in an epoch
+// up to oldEpoch (the old leader's) ends by from, every span in a later
+// one starts at or after it. (A segment of the new leader may start in
+// the shared prefix, in the old epoch, and go on in its own.)
 func checkManifestHistories(t *testing.T, remoteDir, key string, from int64, oldEpoch int32) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(remoteDir, filepath.FromSlash(key)))
@@ -227,10 +231,14 @@ func checkManifestHistories(t *testing.T, remoteDir, key string, from int64, old
 		t.Fatal(err)
 	}
 	for _, s := range m.Segments {
-		for _, e := range s.Epochs {
-			if (s.BaseOffset < from) != (e.Epoch <= oldEpoch) || (s.BaseOffset < from && s.NextOffset > from) {
-				t.Fatalf("remote segment [%d, %d) with epochs %v mixes the history up to epoch %d with the one from offset %d",
-					s.BaseOffset, s.NextOffset, s.Epochs, oldEpoch, from)
+		for i, e := range s.Epochs {
+			end := s.NextOffset
+			if i+1 < len(s.Epochs) {
+				end = s.Epochs[i+1].StartOffset
+			}
+			if (e.Epoch <= oldEpoch && end > from) || (e.Epoch > oldEpoch && e.StartOffset < from) {
+				t.Fatalf("remote segment [%d, %d) with epochs %v serves [%d, %d) in epoch %d across the new history's start %d (old epochs up to %d)",
+					s.BaseOffset, s.NextOffset, s.Epochs, e.StartOffset, end, e.Epoch, from, oldEpoch)
 			}
 		}
 	}
