@@ -95,3 +95,77 @@ func TestTierCutsFencedRemoteLog(t *testing.T) {
 		}
 	}
 }
+
+// TestTierCutAtSegmentEndLeavesUploadsAFollow: the new leader's history
+// parts from the remote log exactly where one of the old leader's
+// segments ends (P), and its own batches from there on are smaller, so
+// its log did not roll at P: its segment holding P starts where the old
+// leader's last kept segment does. B's upload of that segment must replace
+// the kept one (Manifest.Add), or no upload can ever follow it (a segment
+// with the base of the one before is no valid successor) and the bucket's
+// tiering stalls for good. Found by the integration test
+// TestUncleanElectionOverTieredLog.
+func TestTierCutAtSegmentEndLeavesUploadsAFollow(t *testing.T) {
+	f := newTierFixture(t)
+	// Batches of 956 bytes leave room for a small one in each segment.
+	for range 300 {
+		f.appendSized(3, 900)
+	}
+	f.tier(f.bucket(f.log.EndOffset()))
+	segsA := f.log.Segments()
+	p := segsA[1].NextOffset // where A's second segment ends
+
+	b, err := logstore.Open(logstore.Config{Dir: t.TempDir(), SegmentMaxBytes: 64 << 10, Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	f.log = b
+	for range p {
+		f.appendSized(3, 900)
+	}
+	f.ctl.epoch = 5
+	for range 300 {
+		f.appendSized(5, 10)
+	}
+	straddles := false
+	for _, s := range b.Segments() {
+		straddles = straddles || (s.BaseOffset == segsA[1].BaseOffset && s.NextOffset > p)
+	}
+	if !straddles {
+		t.Fatalf("B's segments %+v: none starts at %d and goes past %d, as the test needs", b.Segments(), segsA[1].BaseOffset, p)
+	}
+
+	lb := f.bucket(b.EndOffset())
+	lb.Fenced = true
+	lb.Divergence = func(*Manifest) (int64, bool) { return p, true }
+	cut := f.tier(lb).Committed
+	for range 3 {
+		if _, err := f.rl.Tier(t.Context(), f.bucket(b.EndOffset())); err != nil {
+			t.Fatalf("a round after the cut to [%d, %d): %v", cut.StartOffset, cut.EndOffset, err)
+		}
+	}
+	if end := f.ctl.handle().EndOffset; end <= p {
+		t.Fatalf("remote log ends at %d after the rounds following the cut; want B's segments uploaded past %d", end, p)
+	}
+	if len(f.ctl.cuts) != 1 || f.ctl.cuts[0] != p || cut.EndOffset != p {
+		t.Fatalf("cuts %v, remote log after the cut %+v; want the cut at %d, ending there", f.ctl.cuts, cut, p)
+	}
+}
+
+// appendSized appends a batch of one record of payloadBytes at leader
+// epoch epoch.
+func (f *tierFixture) appendSized(epoch int32, payloadBytes int) {
+	f.t.Helper()
+	bb := record.NewBatchBuilder(record.BatchOptions{Format: record.PayloadRaw, AppendOnly: true}, 0)
+	if err := bb.Append(record.AppendOnly, make([]byte, payloadBytes)); err != nil {
+		f.t.Fatal(err)
+	}
+	batch, err := bb.Build()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.log.Append(batch, epoch); err != nil {
+		f.t.Fatal(err)
+	}
+}
