@@ -347,16 +347,5 @@ func (m *Manager) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (
 // election a leader may lack committed records by the operator's choice,
 // and the check is off. With r.mu held.
 func (r *Replica) lostCommittedLocked(fb *pb.FetchBucket) (bool, int64) {
-	_, _, epoch := r.core.Role()
-	// A follower without a batch (LastFetchedEpoch -1: new, or started
-	// over at a snapshot's offset) has a high watermark no higher than
-	// its log's start, which says nothing of earlier epochs.
-	if fb.LastFetchedEpoch < 0 || fb.LastFetchedEpoch >= epoch || r.uncleanElections.Load() > 0 || len(r.core.Replicas()) < 2 {
-		return false, 0
-	}
-	start := r.log.WrittenEnd()
-	if es := r.log.Epochs(); len(es) > 0 && es[len(es)-1].Epoch == epoch {
-		start = es[len(es)-1].StartOffset
-	}
-	return fb.HighWatermark > start, start
+	return r.core.LostCommitted(fb.LastFetchedEpoch, fb.HighWatermark, r.uncleanElections.Load() > 0), r.core.EpochStart()
 }

@@ -86,3 +86,22 @@ func LocalRetention(v RemoteView, primaryKey bool, applied, newestSnapshot int64
 	}
 	return r
 }
+
+// LostCommitted says whether a follower's fetch shows that this leader
+// lost records committed before its epoch: a follower whose last batch is
+// of an earlier epoch names a high watermark past where this epoch
+// started, so the leader's log ends before records that were committed
+// (durable on it, as on every ISR member, before), as a disk that drops
+// fsynced writes does. Serving would make the follower truncate them; the
+// leader reports the loss instead, and an in-sync replica that has them
+// leads. A follower without a batch (last epoch -1: new, or started over
+// at a snapshot's offset) says nothing of earlier epochs; after an unclean
+// election a leader may lack committed records by choice; a bucket of one
+// replica has no other copy to prefer.
+func (b *Bucket) LostCommitted(lastFetchedEpoch int32, followerHW int64, afterUncleanElection bool) bool {
+	if b.role != RoleLeader || lastFetchedEpoch < 0 || lastFetchedEpoch >= b.leaderEpoch ||
+		afterUncleanElection || len(b.replicas) < 2 {
+		return false
+	}
+	return followerHW > b.epochStart
+}
