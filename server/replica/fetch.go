@@ -153,7 +153,11 @@ func (m *Manager) fetchOnce(ctx context.Context, req *pb.FetchRequest, total int
 		if budget <= 0 {
 			budget = defaultFetchBytes
 		}
-		budget = min(budget, total-encoded-fetchBucketReserve)
+		if len(resp.Buckets) == 0 {
+			budget = min(budget, total) // the first bucket is always served, whatever the reserve
+		} else {
+			budget = min(budget, total-encoded-fetchBucketReserve)
+		}
 		out := &pb.FetchedBucket{TableId: fb.TableId, Bucket: fb.Bucket}
 		id := BucketID{TableID: fb.TableId, Bucket: fb.Bucket}
 		var err error

@@ -76,3 +76,22 @@ func TestFetchAnswerBoundedAcrossBuckets(t *testing.T) {
 		}
 	}
 }
+
+// A consumer's fetch whose max_bytes is below the room an answer keeps
+// for one more bucket still gets its first bucket's batches: the first
+// bucket is always served. Before, its budget came out negative and a
+// scanner with 1 KiB fetches read nothing for ever.
+func TestSmallFetchServesTheFirstBucket(t *testing.T) {
+	m, r := managedReplica(t, noMeta{})
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 1,
+		BucketEpoch: 1, Replicas: []uint32{1}, Isr: []uint32{1}}, 1)
+	produceLeader(t, r, writerBatchN(t, 100, 0, 3, "small"))
+	resp, err := m.Fetch(t.Context(), &pb.FetchRequest{MaxBytes: 1 << 10, Buckets: []*pb.FetchBucket{{
+		TableId: testBucket.TableID, Bucket: testBucket.Bucket, Offset: 0, MaxBytes: 1 << 10}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fb := resp.Buckets[0]; fb.Error != "" || len(fb.Records) == 0 {
+		t.Fatalf("1 KiB fetch: %q, %d record bytes; want the first batch", fb.Error, len(fb.Records))
+	}
+}
