@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -24,11 +25,15 @@ const (
 	s3SecretKey = "floe-chaos-secret"
 )
 
+// ErrNoS3Server: a scenario that tiers to S3 needs versitygw on PATH;
+// tests skip it, naming the reason, when it is missing.
+var ErrNoS3Server = errors.New("chaos: S3 needs versitygw on PATH")
+
 // startS3 starts versitygw (from PATH) over dir, listening on host.
 func startS3(ctx context.Context, dir, host string) (*s3Server, error) {
 	bin, err := exec.LookPath("versitygw")
 	if err != nil {
-		return nil, fmt.Errorf("chaos: S3 needs versitygw on PATH (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0): %w", err)
+		return nil, fmt.Errorf("%w (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0): %w", ErrNoS3Server, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
