@@ -379,15 +379,7 @@ func (w *tWorld) fetch() {
 		w.logf("node %d truncates to %d (leader %d)", f.id, to, l.id)
 		f.truncate(to)
 	}
-	// Below the leader's start its epoch cache cannot judge the follower's
-	// log: the remote log's epochs do (truncateToRemote).
-	if f.start < l.start && w.fence == 0 {
-		if o, ok := w.remoteDisagrees(f, min(l.start, f.end())); ok {
-			w.logf("node %d truncates to %d (the remote log below leader %d's start)", f.id, o, l.id)
-			f.truncate(o)
-			return
-		}
-	}
+
 	f.fetchedIn = w.epoch
 	to := min(l.end(), f.end()+int64(1+w.rng.IntN(6)))
 	for o := f.end(); o < to; o++ {
@@ -468,18 +460,25 @@ func (w *tWorld) catchUp(l, f *tNode) {
 }
 
 // epochEnd answers an epoch cache (spans over a log ending at end) as
-// logstore's EndOffsetForEpoch: the largest epoch at most epoch it holds,
-// and where that ends.
+// logstore's EndOffsetForEpoch: the largest epoch at most epoch it holds
+// and where that ends; an epoch older than all ends where the first
+// starts.
 func epochEnd(spans []EpochSpan, end int64, epoch int32) (int32, int64, bool) {
-	for i := len(spans) - 1; i >= 0; i-- {
-		if spans[i].Epoch <= epoch {
-			if i+1 < len(spans) {
-				return spans[i].Epoch, spans[i+1].Start, true
-			}
-			return spans[i].Epoch, end, true
-		}
+	n := len(spans)
+	switch {
+	case n == 0 || epoch < 0:
+		return 0, 0, false
+	case epoch == spans[n-1].Epoch:
+		return epoch, end, true
 	}
-	return 0, 0, false
+	i := slices.IndexFunc(spans, func(s EpochSpan) bool { return s.Epoch > epoch })
+	switch i {
+	case -1:
+		return 0, 0, false
+	case 0:
+		return epoch, spans[0].Start, true
+	}
+	return spans[i-1].Epoch, spans[i].Start, true
 }
 
 // remoteDisagrees is the first offset of f's log below to that the
