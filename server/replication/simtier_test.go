@@ -365,7 +365,7 @@ func (w *tWorld) fetch() {
 	// follower's last epoch ends on the leader where its log does.
 	for f.end() > f.start {
 		last := f.log[f.end()-1].e.epoch
-		ep, end, ok := epochEnd(l.spans(), l.end(), last)
+		ep, end, ok := epochEnd(w.leaderEpochs(l), l.end(), last)
 		if ok && ep == last && end >= f.end() {
 			break
 		}
@@ -457,6 +457,18 @@ func (w *tWorld) catchUp(l, f *tNode) {
 	}
 	w.logf("node %d starts over at %d", f.id, start)
 	f.reset(start)
+}
+
+// leaderEpochs is the leader's epoch cache: the epochs of its batches,
+// and its own epoch, which it assigned at its end when elected
+// (Effects.StartEpoch, logstore's AssignEpoch) whether it wrote in it yet
+// or not.
+func (w *tWorld) leaderEpochs(l *tNode) []EpochSpan {
+	s := l.spans()
+	if n := len(s); n == 0 || s[n-1].Epoch != w.epoch {
+		s = append(s, EpochSpan{Epoch: w.epoch, Start: l.end(), End: l.end()})
+	}
+	return s
 }
 
 // epochEnd answers an epoch cache (spans over a log ending at end) as
