@@ -363,23 +363,25 @@ func (w *tWorld) fetch() {
 	}
 	// KIP-320, as ServeFetch and TruncationPoint decide it, until the
 	// follower's last epoch ends on the leader where its log does.
+	epochs := w.leaderEpochs(l)
+	ll := LeaderLog{StartOffset: l.start, WrittenEnd: l.end(), OldestEpoch: epochs[0].Epoch, Remote: w.remoteView(),
+		EpochEnd: func(e int32) (int32, int64, bool) { return epochEnd(epochs, l.end(), e) }}
 	for f.end() > f.start {
-		last := f.log[f.end()-1].e.epoch
-		ep, end, ok := epochEnd(w.leaderEpochs(l), l.end(), last)
-		if ok && ep == last && end >= f.end() {
+		ep, end, diverging := ll.divergence(f.log[f.end()-1].e.epoch, f.end())
+		if !diverging {
 			break
 		}
-		if !ok {
-			ep, end = last, l.start
+		if to := TruncationPoint(ep, end, func(e int32) (int32, int64, bool) { return epochEnd(f.spans(), f.end(), e) }); to < f.end() {
+			w.logf("node %d truncates to %d (leader %d)", f.id, to, l.id)
+			f.truncate(to)
+		} else if !UnjudgedBelowStart(end, l.start, f.start, f.end(), ll.Remote) {
+			return // answered the same again: nothing fetched
 		}
-		to := TruncationPoint(ep, end, func(e int32) (int32, int64, bool) { return epochEnd(f.spans(), f.end(), e) })
-		if to >= f.end() {
-			break
+		if UnjudgedBelowStart(end, l.start, f.start, f.end(), ll.Remote) {
+			w.judgeBelowStart(l, f)
+			return
 		}
-		w.logf("node %d truncates to %d (leader %d)", f.id, to, l.id)
-		f.truncate(to)
 	}
-
 	f.fetchedIn = w.epoch
 	to := min(l.end(), f.end()+int64(1+w.rng.IntN(6)))
 	for o := f.end(); o < to; o++ {
@@ -469,6 +471,45 @@ func (w *tWorld) leaderEpochs(l *tNode) []EpochSpan {
 		s = append(s, EpochSpan{Epoch: w.epoch, Start: l.end(), End: l.end()})
 	}
 	return s
+}
+
+// judgeBelowStart is the catch-up task of a follower whose log ends at
+// its leader's start with batches the leader could not judge
+// (UnjudgedBelowStart): the remote log judges them (truncateToRemote),
+// and what it does not cut goes, the log starting over at the leader's
+// start.
+func (w *tWorld) judgeBelowStart(l, f *tNode) {
+	if w.fence != 0 {
+		return // the remote copies wait for their cut
+	}
+	if d, ok := w.remoteDisagrees(f, f.end()); ok {
+		w.logf("node %d truncates to %d (the remote log, below leader %d's start)", f.id, d, l.id)
+		f.truncate(d)
+		return
+	}
+	if !MayDropBelowStart(f.start, w.remoteView(), w.pk, w.newestSnap()) {
+		w.logf("node %d waits: its log below leader %d's start %d may hold the only copies", f.id, l.id, l.start)
+		return
+	}
+	w.logf("node %d starts over at leader %d's start %d: its log below is the remote log's", f.id, l.id, l.start)
+	w.forgiveBelowSnapshot(f, l.start)
+	f.reset(l.start)
+}
+
+// forgiveBelowSnapshot gives up the acknowledged records below the newest
+// KV snapshot that only f's log, about to drop what it holds below to,
+// holds: a primary-key bucket's changelog there goes (restoreFromSnapshot
+// gives it up the same way).
+func (w *tWorld) forgiveBelowSnapshot(f *tNode, to int64) {
+	keep := f.log
+	f.log = nil
+	for o, e := range w.acked {
+		if o < w.newestSnap() && o < to && o >= f.start && o < int64(len(keep)) && keep[o].e == e && !w.anyCopy(o, e) {
+			delete(w.acked, o)
+			w.stats.forgiven++
+		}
+	}
+	f.log = keep
 }
 
 // epochEnd answers an epoch cache (spans over a log ending at end) as
