@@ -54,6 +54,9 @@ func (r *Replica) catchUpStep(ctx context.Context, leader uint32, epoch int32, f
 		return false, r.errRemoteFenced() // they may hold another history: wait for the cut
 	}
 	end := r.log.EndOffset()
+	if r.unjudgedBelowStart(fb) {
+		return r.judgeBelowStart(ctx, leader, epoch, fb)
+	}
 	if end >= fb.LogStartOffset {
 		return false, nil // the leader has the rest
 	}
@@ -104,6 +107,53 @@ func (r *Replica) catchUpStep(ctx context.Context, leader uint32, epoch int32, f
 	r.mgr.log.Warn("follower's log ends below what the cluster still holds: starting it over there",
 		"bucket", r.id.String(), "end_offset", end, "start_offset", start, "leader", leader)
 	if err := r.startOver(start, writers); err != nil {
+		return false, err
+	}
+	r.reportFetched(leader, epoch, fb.HighWatermark)
+	return false, nil
+}
+
+// unjudgedBelowStart says that fb, a divergence the leader answered at
+// its start, leaves this follower's log ending there with batches below
+// it that the leader could not judge and the remote log can
+// (replication.UnjudgedBelowStart).
+func (r *Replica) unjudgedBelowStart(fb *pb.FetchedBucket) bool {
+	return fb.Diverging && replication.UnjudgedBelowStart(fb.DivergingEndOffset, fb.LogStartOffset,
+		r.log.StartOffset(), r.log.EndOffset(), r.remoteView())
+}
+
+// judgeBelowStart is catchUpStep for a follower whose log ends at its
+// leader's start with batches below it that the leader could not judge
+// (unjudgedBelowStart): the remote log judges them (truncateToRemote),
+// and cuts what it holds in another epoch; the catch-up goes on from the
+// new end. What it does not cut goes: the log starts over, empty, at the
+// leader's start (the remote log holds and serves those batches; a
+// primary-key replica's store keeps their effect), unless they may be
+// the only copies (replication.MayDropBelowStart): then it waits.
+func (r *Replica) judgeBelowStart(ctx context.Context, leader uint32, epoch int32, fb *pb.FetchedBucket) (bool, error) {
+	if r.mgr.cfg.Remote == nil || r.remote.log.Load() == nil {
+		return false, fmt.Errorf("the leader's local log starts at %d and cannot judge this replica's batches below it, and this node has no remote storage to (give it the cluster's --remote-dir or --s3-* flags)", fb.LogStartOffset)
+	}
+	if cut, err := r.truncateToRemote(ctx, leader, epoch); err != nil || cut {
+		return cut, err
+	}
+	var newest int64
+	if s := r.newestKVSnapshot(); s != nil {
+		newest = s.Offset
+	}
+	if !replication.MayDropBelowStart(r.log.StartOffset(), r.remoteView(), r.kv != nil, newest) {
+		return false, fmt.Errorf("the leader's local log starts at %d and cannot judge this replica's batches from %d below it, which the remote log (from %d) does not all hold", fb.LogStartOffset, r.log.StartOffset(), r.remoteView().Start)
+	}
+	end := r.log.EndOffset()
+	writers := r.remoteWriters(ctx, end)
+	release, err := r.lockFollowing(leader, epoch, end)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	r.mgr.log.Warn("follower's batches below its leader's start predate the leader's log: the remote log holds them, dropping them",
+		"bucket", r.id.String(), "start_offset", r.log.StartOffset(), "end_offset", end, "leader", leader)
+	if err := r.startOver(end, writers); err != nil {
 		return false, err
 	}
 	r.reportFetched(leader, epoch, fb.HighWatermark)

@@ -276,9 +276,11 @@ func (r *Replica) serveFollower(follower uint32, nodeEpoch uint64, fb *pb.FetchB
 			r.id, r.mgr.cfg.NodeID, start, follower, fb.HighWatermark)
 	}
 	eff := r.core.DurableEnd(r.log.EndOffset())
+	oldest, _ := r.log.OldestEpoch()
 	ans, fetchEff, err := r.core.ServeFetch(replication.FollowerFetch{Follower: follower, NodeEpoch: int64(nodeEpoch),
 		LeaderEpoch: fb.LeaderEpoch, Offset: fb.Offset, LastFetchedEpoch: fb.LastFetchedEpoch},
-		replication.LeaderLog{StartOffset: out.LogStartOffset, WrittenEnd: written, EpochEnd: r.log.EndOffsetForEpoch}, time.Now())
+		replication.LeaderLog{StartOffset: out.LogStartOffset, WrittenEnd: written, EpochEnd: r.log.EndOffsetForEpoch,
+			OldestEpoch: oldest, Remote: r.remoteView()}, time.Now())
 	eff.Merge(fetchEff)
 	r.performLocked(eff)
 	out.LeaderEpoch, out.HighWatermark = ans.LeaderEpoch, ans.HW

@@ -338,7 +338,7 @@ func (r *Replica) writeFetched(leader uint32, epoch int32, fb *pb.FetchedBucket)
 		return nil, false
 	}
 	if fb.Diverging {
-		r.truncateDiverged(leader, fb)
+		r.truncateDiverged(leader, epoch, fb)
 		return nil, true
 	}
 	a := &fetchedAppend{r: r, leader: leader, epoch: epoch, hw: fb.HighWatermark, wait: func() error { return nil }}
@@ -389,13 +389,17 @@ func (r *Replica) truncate(offset int64) error {
 	return r.log.Truncate(offset)
 }
 
-// truncateDiverged truncates the log where the leader says it diverged
-// (KIP-320), with produceMu held.
-func (r *Replica) truncateDiverged(leader uint32, fb *pb.FetchedBucket) {
+// truncateDiverged truncates the log where the leader of epoch says it
+// diverged (KIP-320), with produceMu held. When that leaves batches below
+// the leader's start that it could not judge, a background task has the
+// remote log judge them (judgeBelowStart).
+func (r *Replica) truncateDiverged(leader uint32, epoch int32, fb *pb.FetchedBucket) {
 	to := replication.TruncationPoint(fb.DivergingEpoch, fb.DivergingEndOffset, r.log.EndOffsetForEpoch)
 	r.mgr.log.Info("truncating diverged log", "bucket", r.id.String(), "leader", leader, "to_offset", to,
 		"end_offset", r.log.EndOffset(), "diverging_epoch", fb.DivergingEpoch)
-	r.cutLog(to)
+	if r.cutLog(to) && r.unjudgedBelowStart(fb) {
+		r.startCatchUp(leader, epoch, fb)
+	}
 }
 
 // cutLog truncates the log back to offset, with produceMu held, and drops

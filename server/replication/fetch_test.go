@@ -424,3 +424,87 @@ func TestServeFetchBelowLeaderStart(t *testing.T) {
 		}
 	}
 }
+
+// docs/replication.md, follower fetch 2: a follower whose last epoch is
+// older than any the leader's log holds is told to diverge at the
+// leader's start even when it ends there: the leader's epoch cache starts
+// at its log start and cannot say the follower's batches below are its
+// history (they may be of one an unclean election replaced). When the
+// remote log can judge them, the follower has it do so and drops the rest
+// (UnjudgedBelowStart); where it cannot (a gap below the leader's start),
+// they may be the only copies and are kept.
+func TestServeFetchUnjudgedBelowLeaderStart(t *testing.T) {
+	// The leader's log starts at 20 in epoch 2 (what it held of epoch 1
+	// and the first offsets of epoch 2 went to retention).
+	epochs := func(e int32) (int32, int64, bool) {
+		if e >= 2 {
+			return 2, 30, true
+		}
+		return e, 20, true // older than all: ends where the cache starts
+	}
+	gapless := RemoteView{Start: 0, CoveredFrom: 0, End: 24}
+	for _, tc := range []struct {
+		name      string
+		remote    RemoteView
+		offset    int64
+		diverging bool
+	}{
+		{"at the start, the remote log judges", gapless, 20, true},
+		{"past the start, the remote log judges", gapless, 23, true},
+		{"at the start, fenced remote log", RemoteView{Fenced: true}, 20, true},
+		{"at the start, the remote log ends below it", RemoteView{End: 16}, 20, false},
+		{"at the start, the remote log has a gap", RemoteView{Start: 0, CoveredFrom: 12, End: 24}, 20, false},
+		{"past the start, the remote log ends below it", RemoteView{End: 16}, 23, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := leaderOf(t, []uint32{1, 2}, 30)
+			l := LeaderLog{StartOffset: 20, WrittenEnd: 30, EpochEnd: epochs, OldestEpoch: 2, Remote: tc.remote}
+			ans, _, err := b.ServeFetch(FollowerFetch{Follower: 2, LeaderEpoch: 1, Offset: tc.offset, LastFetchedEpoch: 1}, l, t0)
+			if err != nil || ans.Diverging != tc.diverging {
+				t.Fatalf("answer %+v, %v; want diverging %v", ans, err, tc.diverging)
+			}
+			if !tc.diverging {
+				return
+			}
+			if ans.DivergingEpoch != 1 || ans.DivergingEnd != 20 {
+				t.Fatalf("diverging at epoch %d, offset %d; want epoch 1 at the leader's start 20", ans.DivergingEpoch, ans.DivergingEnd)
+			}
+			// The follower holds epoch 1 over [8, offset): it truncates
+			// to the leader's start, which leaves it batches there only
+			// the remote log can judge.
+			to := TruncationPoint(ans.DivergingEpoch, ans.DivergingEnd, func(int32) (int32, int64, bool) { return 1, tc.offset, true })
+			if to != 20 {
+				t.Fatalf("truncation point %d, want 20", to)
+			}
+			if got, want := UnjudgedBelowStart(ans.DivergingEnd, 20, 8, to, tc.remote), tc.remote.Fenced || tc.remote.End >= 20; got != want {
+				t.Fatalf("UnjudgedBelowStart = %v, want %v", got, want)
+			}
+			if UnjudgedBelowStart(ans.DivergingEnd, 20, 20, to, tc.remote) {
+				t.Fatal("a follower holding nothing below the leader's start was sent to the remote log")
+			}
+		})
+	}
+}
+
+// A follower whose batches below its leader's start the remote log judged
+// drops them only when no copy is lost: the remote log holds them, or a
+// primary-key table's newest KV snapshot covers those it does not.
+func TestMayDropBelowStart(t *testing.T) {
+	v := RemoteView{Start: 40, CoveredFrom: 40, End: 80}
+	for _, tc := range []struct {
+		name     string
+		start    int64
+		pk       bool
+		snapshot int64
+		want     bool
+	}{
+		{"the remote log holds them", 40, false, 0, true},
+		{"some below the remote start", 10, false, 0, false},
+		{"primary key, below the remote start, no snapshot past it", 10, true, 30, false},
+		{"primary key, below the remote start and a snapshot", 10, true, 50, true},
+	} {
+		if got := MayDropBelowStart(tc.start, v, tc.pk, tc.snapshot); got != tc.want {
+			t.Errorf("%s: MayDropBelowStart = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

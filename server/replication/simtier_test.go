@@ -363,28 +363,22 @@ func (w *tWorld) fetch() {
 	}
 	// KIP-320, as ServeFetch and TruncationPoint decide it, until the
 	// follower's last epoch ends on the leader where its log does.
+	epochs := w.leaderEpochs(l)
+	ll := LeaderLog{StartOffset: l.start, WrittenEnd: l.end(), OldestEpoch: epochs[0].Epoch, Remote: w.remoteView(),
+		EpochEnd: func(e int32) (int32, int64, bool) { return epochEnd(epochs, l.end(), e) }}
 	for f.end() > f.start {
-		last := f.log[f.end()-1].e.epoch
-		ep, end, ok := epochEnd(l.spans(), l.end(), last)
-		if ok && ep == last && end >= f.end() {
+		ep, end, diverging := ll.divergence(f.log[f.end()-1].e.epoch, f.end())
+		if !diverging {
 			break
 		}
-		if !ok {
-			ep, end = last, l.start
+		if to := TruncationPoint(ep, end, func(e int32) (int32, int64, bool) { return epochEnd(f.spans(), f.end(), e) }); to < f.end() {
+			w.logf("node %d truncates to %d (leader %d)", f.id, to, l.id)
+			f.truncate(to)
+		} else if !UnjudgedBelowStart(end, l.start, f.start, f.end(), ll.Remote) {
+			return // answered the same again: nothing fetched
 		}
-		to := TruncationPoint(ep, end, func(e int32) (int32, int64, bool) { return epochEnd(f.spans(), f.end(), e) })
-		if to >= f.end() {
-			break
-		}
-		w.logf("node %d truncates to %d (leader %d)", f.id, to, l.id)
-		f.truncate(to)
-	}
-	// Below the leader's start its epoch cache cannot judge the follower's
-	// log: the remote log's epochs do (truncateToRemote).
-	if f.start < l.start && w.fence == 0 {
-		if o, ok := w.remoteDisagrees(f, min(l.start, f.end())); ok {
-			w.logf("node %d truncates to %d (the remote log below leader %d's start)", f.id, o, l.id)
-			f.truncate(o)
+		if UnjudgedBelowStart(end, l.start, f.start, f.end(), ll.Remote) {
+			w.judgeBelowStart(l, f)
 			return
 		}
 	}
@@ -467,19 +461,77 @@ func (w *tWorld) catchUp(l, f *tNode) {
 	f.reset(start)
 }
 
-// epochEnd answers an epoch cache (spans over a log ending at end) as
-// logstore's EndOffsetForEpoch: the largest epoch at most epoch it holds,
-// and where that ends.
-func epochEnd(spans []EpochSpan, end int64, epoch int32) (int32, int64, bool) {
-	for i := len(spans) - 1; i >= 0; i-- {
-		if spans[i].Epoch <= epoch {
-			if i+1 < len(spans) {
-				return spans[i].Epoch, spans[i+1].Start, true
-			}
-			return spans[i].Epoch, end, true
+// leaderEpochs is the leader's epoch cache: the epochs of its batches,
+// and its own epoch, which it assigned at its end when elected
+// (Effects.StartEpoch, logstore's AssignEpoch) whether it wrote in it yet
+// or not.
+func (w *tWorld) leaderEpochs(l *tNode) []EpochSpan {
+	s := l.spans()
+	if n := len(s); n == 0 || s[n-1].Epoch != w.epoch {
+		s = append(s, EpochSpan{Epoch: w.epoch, Start: l.end(), End: l.end()})
+	}
+	return s
+}
+
+// judgeBelowStart is the catch-up task of a follower whose log ends at
+// its leader's start with batches the leader could not judge
+// (UnjudgedBelowStart): the remote log judges them (truncateToRemote),
+// and what it does not cut goes, the log starting over at the leader's
+// start.
+func (w *tWorld) judgeBelowStart(l, f *tNode) {
+	if w.fence != 0 {
+		return // the remote copies wait for their cut
+	}
+	if d, ok := w.remoteDisagrees(f, f.end()); ok {
+		w.logf("node %d truncates to %d (the remote log, below leader %d's start)", f.id, d, l.id)
+		f.truncate(d)
+		return
+	}
+	if !MayDropBelowStart(f.start, w.remoteView(), w.pk, w.newestSnap()) {
+		w.logf("node %d waits: its log below leader %d's start %d may hold the only copies", f.id, l.id, l.start)
+		return
+	}
+	w.logf("node %d starts over at leader %d's start %d: its log below is the remote log's", f.id, l.id, l.start)
+	w.forgiveBelowSnapshot(f, l.start)
+	f.reset(l.start)
+}
+
+// forgiveBelowSnapshot gives up the acknowledged records below the newest
+// KV snapshot that only f's log, about to drop what it holds below to,
+// holds: a primary-key bucket's changelog there goes (restoreFromSnapshot
+// gives it up the same way).
+func (w *tWorld) forgiveBelowSnapshot(f *tNode, to int64) {
+	keep := f.log
+	f.log = nil
+	for o, e := range w.acked {
+		if o < w.newestSnap() && o < to && o >= f.start && o < int64(len(keep)) && keep[o].e == e && !w.anyCopy(o, e) {
+			delete(w.acked, o)
+			w.stats.forgiven++
 		}
 	}
-	return 0, 0, false
+	f.log = keep
+}
+
+// epochEnd answers an epoch cache (spans over a log ending at end) as
+// logstore's EndOffsetForEpoch: the largest epoch at most epoch it holds
+// and where that ends; an epoch older than all ends where the first
+// starts.
+func epochEnd(spans []EpochSpan, end int64, epoch int32) (int32, int64, bool) {
+	n := len(spans)
+	switch {
+	case n == 0 || epoch < 0:
+		return 0, 0, false
+	case epoch == spans[n-1].Epoch:
+		return epoch, end, true
+	}
+	i := slices.IndexFunc(spans, func(s EpochSpan) bool { return s.Epoch > epoch })
+	switch i {
+	case -1:
+		return 0, 0, false
+	case 0:
+		return epoch, spans[0].Start, true
+	}
+	return spans[i-1].Epoch, spans[i].Start, true
 }
 
 // remoteDisagrees is the first offset of f's log below to that the

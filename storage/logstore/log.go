@@ -249,6 +249,19 @@ func (l *Log) LatestEpoch() (int32, bool) {
 	return e.Epoch, ok
 }
 
+// OldestEpoch is the oldest leader epoch the epoch cache holds: the one
+// the log's first batch (or, empty, its next) belongs to. A leader answers
+// a follower whose last epoch is older only with its start
+// (replication.LeaderLog.OldestEpoch).
+func (l *Log) OldestEpoch() (int32, bool) {
+	l.epochs.mu.RLock()
+	defer l.epochs.mu.RUnlock()
+	if len(l.epochs.entries) == 0 {
+		return 0, false
+	}
+	return l.epochs.entries[0].Epoch, true
+}
+
 // Epochs returns a copy of the epoch cache.
 func (l *Log) Epochs() []EpochEntry { return l.epochs.snapshot() }
 

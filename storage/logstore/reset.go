@@ -6,9 +6,11 @@ import (
 )
 
 // Reset empties the log and starts it again, empty, at offset, which must
-// be past its end: a follower whose leader no longer holds the follower's
-// end (retention moved the leader's start past it) starts over where the
-// cluster's data still is. Every segment and epoch goes; appends waiting
+// be at or past its end: a follower whose leader no longer holds the
+// follower's end (retention moved the leader's start past it) starts over
+// where the cluster's data still is, and one whose batches below its
+// leader's start the remote log holds drops them, starting over at its
+// end (replication.UnjudgedBelowStart). Every segment and epoch goes; appends waiting
 // for their fsync fail with ErrTruncated; readers holding views keep
 // their bytes.
 //
@@ -31,8 +33,8 @@ func (l *Log) Reset(offset int64) error {
 	if err := l.writableLocked(); err != nil {
 		return err
 	}
-	if offset <= l.writtenEnd {
-		return fmt.Errorf("logstore: reset to %d, not past the end %d (use Truncate)", offset, l.writtenEnd)
+	if offset < l.writtenEnd {
+		return fmt.Errorf("logstore: reset to %d, below the end %d (use Truncate)", offset, l.writtenEnd)
 	}
 	old := *l.segs.Load()
 	next := newSegment(l, offset) // its file is created below

@@ -159,3 +159,36 @@ func TestPowerLossDuringReset(t *testing.T) {
 		}
 	}
 }
+
+// TestResetAtEnd: a log reset at its own end drops every batch and epoch
+// and starts over empty there, across a reopen (a follower dropping the
+// batches below its leader's start that the remote log holds); below the
+// end is refused.
+func TestResetAtEnd(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Dir: dir, SegmentMaxBytes: 64 << 10}
+	l := openLog(t, cfg)
+	fillSegments(t, l, 2)
+	end := l.EndOffset()
+	if e, ok := l.OldestEpoch(); !ok || e != 0 {
+		t.Fatalf("oldest epoch %d, %v; want 0", e, ok)
+	}
+	if err := l.Reset(end - 1); err == nil {
+		t.Fatal("a reset below the end was taken")
+	}
+	if err := l.Reset(end); err != nil {
+		t.Fatal(err)
+	}
+	check := func(l *Log) {
+		t.Helper()
+		if l.StartOffset() != end || l.EndOffset() != end {
+			t.Fatalf("log [%d, %d), want empty at %d", l.StartOffset(), l.EndOffset(), end)
+		}
+		if _, ok := l.OldestEpoch(); ok {
+			t.Fatal("an epoch survived the reset")
+		}
+	}
+	check(l)
+	l.Close()
+	check(openLog(t, cfg))
+}
