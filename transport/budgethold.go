@@ -83,29 +83,36 @@ func (c *limitedConn) packetDone(id drpcwire.ID, kind drpcwire.Kind) {
 		}
 		c.msgCount++
 	}
-	c.holdMu.Lock()
-	defer c.holdMu.Unlock()
-	if c.growing == 0 {
-		return
-	}
-	h := budgetHold{stream: id.Stream, bytes: c.growing}
+	h := budgetHold{stream: id.Stream}
 	if kind == drpcwire.KindMessage {
 		h.message = c.msgCount
 	}
-	c.holds = append(c.holds, h)
-	c.growing = 0
+	c.holdMu.Lock()
+	defer c.holdMu.Unlock()
+	c.holdLocked(h)
 }
 
-// dropGrowing gives back the reservation of a packet that is refused.
-func (c *limitedConn) dropGrowing() {
-	if c.budget == nil {
+// keepRefused turns the reservation of a packet that is refused into a hold
+// of its stream: the bytes it passed stay in DRPC's packet buffer until the
+// stream's handler returns (it is cancelled) or the connection closes.
+func (c *limitedConn) keepRefused(stream uint64) {
+	c.holdMu.Lock()
+	defer c.holdMu.Unlock()
+	c.holdLocked(budgetHold{stream: stream})
+}
+
+// holdLocked moves the reservation of the packet in reception into h and
+// keeps it, or gives it back when the connection has closed already.
+func (c *limitedConn) holdLocked(h budgetHold) {
+	if c.growing == 0 {
 		return
 	}
-	c.holdMu.Lock()
-	n := c.growing
-	c.growing = 0
-	c.holdMu.Unlock()
-	c.budget.release(n)
+	h.bytes, c.growing = c.growing, 0
+	if c.connClosed {
+		c.budget.release(h.bytes)
+		return
+	}
+	c.holds = append(c.holds, h)
 }
 
 // releaseReceived gives back the holds of the first received message

@@ -166,13 +166,13 @@ func (c *limitedConn) nextFrame() error {
 	}
 	if length > c.maxBytes-c.packetSize {
 		c.remaining, c.discard = length, true
-		c.dropGrowing()
+		c.keepRefused(id.Stream)
 		return c.refuse(id, kind, Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE,
 			"%s packet of at least %d bytes is over the server's %d-byte limit", kind, c.packetSize+length, c.maxBytes))
 	}
 	if err := c.reserve(c.packetSize + length); err != nil {
 		c.remaining, c.discard = length, true
-		c.dropGrowing()
+		c.keepRefused(id.Stream)
 		if errors.Is(err, errBudgetClosed) {
 			return err
 		}
