@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"storj.io/drpc"
 	"storj.io/drpc/drpcconn"
 	"storj.io/drpc/drpcmigrate"
 
@@ -89,6 +92,55 @@ func TestRequestBudgetConfig(t *testing.T) {
 		cfg.MaxInflightRequestBytes = b
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("MaxInflightRequestBytes %d: %v", b, err)
+		}
+	}
+}
+
+// padEncoding is protobuf with padBytes of an unknown field appended to
+// what it marshals: a large request any message type decodes.
+type padEncoding struct{ padBytes int }
+
+func (e padEncoding) Marshal(msg drpc.Message) ([]byte, error) {
+	b, err := proto.Marshal(msg.(proto.Message))
+	b = protowire.AppendTag(b, 99, protowire.BytesType)
+	return protowire.AppendBytes(b, make([]byte, e.padBytes)), err
+}
+
+func (e padEncoding) Unmarshal(b []byte, msg drpc.Message) error {
+	return proto.Unmarshal(b, msg.(proto.Message))
+}
+
+// TestRequestBudgetStreamMessage: a stream message gives its budget back
+// once its handler has received it, not when the stream ends: three
+// streams that each sent a large request and stay open fit a budget of
+// two. Held to the streams' end, the third was refused.
+func TestRequestBudgetStreamMessage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), guard)
+	defer cancel()
+	n := startNode(t, nodeOptions{server: transport.ServerConfig{
+		MaxMessageBytes: 1 << 20, MaxInflightRequestBytes: 2 << 20, MessageTimeout: 200 * time.Millisecond}})
+	n.meta.watchGate = make(chan struct{})
+	enc := padEncoding{padBytes: 600 << 10}
+	for i := range 3 {
+		raw, err := net.Dial("tcp", n.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn := drpcconn.New(drpcmigrate.NewHeaderConn(raw, drpcmigrate.DRPCHeader))
+		defer conn.Close()
+		stream, err := conn.NewStream(ctx, "/floe.v1.Meta/WatchMetadata", enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stream.MsgSend(&pb.WatchMetadataRequest{NodeId: 1}, enc); err != nil {
+			t.Fatal(err)
+		}
+		if err := stream.CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+		var up pb.MetadataUpdate
+		if err := stream.MsgRecv(&up, enc); err != nil || up.Index != 1 {
+			t.Fatalf("stream %d: first update %v, %v", i, up.Index, transport.FromWire(err))
 		}
 	}
 }
