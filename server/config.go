@@ -54,7 +54,7 @@ type Config struct {
 	// MaxInflightRequestBytes bounds the bytes of large requests the node
 	// holds in reception and handling at once
 	// (transport.ServerConfig.MaxInflightRequestBytes). 0: transport's
-	// default, 64 MiB; negative: no bound.
+	// default, 32 MiB; negative: no bound.
 	MaxInflightRequestBytes int
 	// MaxRPCConns bounds the DRPC connections the node serves at once
 	// (transport.ListenerConfig.MaxConns). 0: transport's default, 4096.

@@ -33,9 +33,11 @@ import (
 //     until its connection closes.
 
 // DefaultMaxInflightRequestBytes is the request budget of a zero
-// ServerConfig: with DRPC's packet buffer and the decoded copy, 64 MiB of
-// requests cost the node about two to three times that.
-const DefaultMaxInflightRequestBytes = 64 << 20
+// ServerConfig. A budgeted byte costs the node several: DRPC grows a
+// packet's buffer frame by frame (the garbage of each growth included),
+// decoding copies strings and bytes, and the garbage collector lets the
+// heap grow to twice what is live. Two largest messages at once.
+const DefaultMaxInflightRequestBytes = 32 << 20
 
 // maxInflightFlag is the floe serve flag that sets
 // ServerConfig.MaxInflightRequestBytes, named in refusals and logs.

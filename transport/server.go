@@ -48,7 +48,8 @@ type ServerConfig struct {
 	// over 64 KiB) that the server's connections together may have in
 	// reception and handling at once (requestbudget.go). A packet that
 	// would pass it waits, at most MessageTimeout, and is then refused
-	// with UNAVAILABLE. Default 64 MiB; negative: no bound. At least
+	// with UNAVAILABLE. Default 32 MiB (MaxMessageBytes when
+	// larger); negative: no bound. At least
 	// MaxMessageBytes. Set by floe serve's --max-inflight-request-bytes.
 	MaxInflightRequestBytes int
 	// FieldLimits bound the elements of repeated request fields, counted in
@@ -87,7 +88,7 @@ func (c ServerConfig) withDefaults() ServerConfig {
 		c.MessageTimeout = DefaultMessageTimeout
 	}
 	if c.MaxInflightRequestBytes == 0 {
-		c.MaxInflightRequestBytes = DefaultMaxInflightRequestBytes
+		c.MaxInflightRequestBytes = max(DefaultMaxInflightRequestBytes, c.MaxMessageBytes)
 	}
 	c.Logger = orDiscard(c.Logger)
 	return c
