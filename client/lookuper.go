@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"github.com/spaolacci/murmur3"
 
 	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -157,8 +159,29 @@ func (l *Lookuper) bucketOfKey(key []byte) int32 {
 }
 
 // lookupKeys asks bucket's leader for the rows of keys, retrying within
-// ctx, and returns one row per key, nil when absent.
+// ctx, and returns one row per key, nil when absent. Keys whose rows
+// together pass what one answer may carry (the node refuses such a lookup
+// TOO_LARGE) are asked for in halves, so that a caller's key never fails
+// for the rows of the keys it was batched with.
 func (l *Lookuper) lookupKeys(ctx context.Context, bucket int32, keys [][]byte) ([][]byte, error) {
+	rows, err := l.lookupOnce(ctx, bucket, keys)
+	if err == nil || len(keys) < 2 || !errors.Is(err, transport.ErrTooLarge) {
+		return rows, err
+	}
+	half := len(keys) / 2
+	first, err := l.lookupKeys(ctx, bucket, keys[:half])
+	if err != nil {
+		return nil, err
+	}
+	second, err := l.lookupKeys(ctx, bucket, keys[half:])
+	if err != nil {
+		return nil, err
+	}
+	return append(first, second...), nil
+}
+
+// lookupOnce is one Lookup request for keys, retried within ctx.
+func (l *Lookuper) lookupOnce(ctx context.Context, bucket int32, keys [][]byte) ([][]byte, error) {
 	req := &pb.LookupRequest{TableId: l.t.info.ID, Bucket: bucket, Keys: keys, Linearizable: l.opts.Linearizable}
 	var resp *pb.LookupResponse
 	err := l.t.callLeader(ctx, bucket, l.opts.RequestTimeout, l.opts.Logger,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -250,5 +251,39 @@ func TestPrefixLookup(t *testing.T) {
 	}
 	if _, err := l.PrefixLookupJSON(ctx, []byte(`{"user":1,"seq":1}`)); !errors.Is(err, record.ErrUnknownColumn) {
 		t.Fatalf("prefix with a non-bucket-key column: %v", err)
+	}
+}
+
+// TestLookupBatchSplitsLargeAnswers: rows that together pass what one
+// lookup answer may carry are asked for in halves; before, the node's
+// TOO_LARGE failed every key of the batch.
+func TestLookupBatchSplitsLargeAnswers(t *testing.T) {
+	fc, c := startCluster(t)
+	tbl := openKVTable(t, fc, c, "kv", kvSchema, 1)
+	w := newUpsertWriter(t, tbl, UpsertWriterOptions{})
+	ctx := guardCtx(t)
+	name := strings.Repeat("n", 1<<20-1<<10)
+	const ids = 20 // about 20 MiB of rows, over the 15 MiB of one answer
+	for i := range ids {
+		if _, err := w.UpsertJSON(ctx, fmt.Appendf(nil, `{"id":%d,"name":%q,"score":%d}`, i, name, i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := newLookuper(t, tbl, LookuperOptions{MaxBatchKeys: 64})
+	var keys [][]byte
+	for id := range ids {
+		keys = append(keys, keyOf(t, tbl, int64(id)))
+	}
+	rows, err := l.LookupBatch(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, row := range rows {
+		if row == nil || record.NewRowView(tbl.schema, row).Int64(0) != int64(id) {
+			t.Fatalf("key %d: no row or another's", id)
+		}
 	}
 }

@@ -51,6 +51,11 @@ type Config struct {
 	// take to arrive whole (transport.ServerConfig.MessageTimeout). 0:
 	// transport's default, 30 s.
 	MessageTimeout time.Duration
+	// MaxInflightRequestBytes bounds the bytes of large requests the node
+	// holds in reception and handling at once
+	// (transport.ServerConfig.MaxInflightRequestBytes). 0: transport's
+	// default, 32 MiB; negative: no bound.
+	MaxInflightRequestBytes int
 	// MaxRPCConns bounds the DRPC connections the node serves at once
 	// (transport.ListenerConfig.MaxConns). 0: transport's default, 4096.
 	MaxRPCConns int

@@ -107,12 +107,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	clusterID := func() string { return *s.clusterID.Load() }
 	s.rpc = transport.NewServer(transport.ServerConfig{
-		MaxMessageBytes: cfg.MaxMessageBytes,
-		IdleTimeout:     cfg.IdleTimeout,
-		MessageTimeout:  cfg.MessageTimeout,
-		ClusterID:       clusterID,
-		FieldLimits:     requestFieldLimits(),
-		Logger:          s.log,
+		MaxMessageBytes:         cfg.MaxMessageBytes,
+		IdleTimeout:             cfg.IdleTimeout,
+		MessageTimeout:          cfg.MessageTimeout,
+		MaxInflightRequestBytes: cfg.MaxInflightRequestBytes,
+		ClusterID:               clusterID,
+		FieldLimits:             requestFieldLimits(),
+		Logger:                  s.log,
 	})
 	if err := pb.DRPCRegisterMeta(s.rpc.Mux(), &metaService{s: s}); err != nil {
 		s.lis.Close()

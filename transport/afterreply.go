@@ -44,6 +44,12 @@ type hookedStream struct {
 	manualFlush bool
 	// limits are checked on every message received (fieldlimit.go).
 	limits fieldLimits
+	// conn holds the request budget of the stream's messages; nil outside
+	// a Server (budgethold.go). streamID is the stream's DRPC id, 0 when
+	// unknown, and received counts the messages decoded.
+	conn     *limitedConn
+	streamID uint64
+	received uint64
 }
 
 func (s *hookedStream) Context() context.Context { return s.ctx }

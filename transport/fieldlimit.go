@@ -143,7 +143,31 @@ func (s *hookedStream) MsgRecv(msg drpc.Message, enc drpc.Encoding) error {
 	if len(s.limits) > 0 {
 		enc = limitedEncoding{Encoding: enc, limits: s.limits}
 	}
-	return s.Stream.MsgRecv(msg, enc)
+	if s.conn == nil || s.streamID == 0 || s.manualFlush {
+		// A unary request's budget is held until its handler returns.
+		return s.Stream.MsgRecv(msg, enc)
+	}
+	counted := &countingEncoding{Encoding: enc}
+	err := s.Stream.MsgRecv(msg, counted)
+	if counted.decoded {
+		// A stream message is the handler's once decoded: its budget
+		// goes back now, not when the stream ends.
+		s.received++
+		s.conn.releaseReceived(s.streamID, s.received)
+	}
+	return err
+}
+
+// countingEncoding notes that a message was taken off the stream to be
+// decoded, whether or not decoding succeeded.
+type countingEncoding struct {
+	drpc.Encoding
+	decoded bool
+}
+
+func (e *countingEncoding) Unmarshal(buf []byte, msg drpc.Message) error {
+	e.decoded = true
+	return e.Encoding.Unmarshal(buf, msg)
 }
 
 // FieldLimiter checks encoded requests against field limits as a Server

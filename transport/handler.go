@@ -52,8 +52,16 @@ func (h *handler) HandleRPC(stream drpc.Stream, rpc string) (err error) {
 	// The mux sends a unary reply before it returns, so hooks run after it.
 	hooks := &afterReplyHooks{}
 	defer hooks.run()
-	ctx := context.WithValue(stream.Context(), afterReplyKey{}, hooks)
-	return h.next.HandleRPC(&hookedStream{Stream: stream, ctx: ctx, manualFlush: manual, limits: h.limits}, rpc)
+	hs := &hookedStream{Stream: stream, manualFlush: manual, limits: h.limits, conn: budgetConn(stream.Context())}
+	if hs.conn != nil {
+		if s, ok := stream.(interface{ ID() uint64 }); ok {
+			hs.streamID = s.ID()
+			// The request stays in memory until the handler returns.
+			defer hs.conn.releaseStream(hs.streamID)
+		}
+	}
+	hs.ctx = context.WithValue(stream.Context(), afterReplyKey{}, hooks)
+	return h.next.HandleRPC(hs, rpc)
 }
 
 // checkCluster refuses a call whose caller names another cluster than this

@@ -44,6 +44,14 @@ type ServerConfig struct {
 	// Calls naming another cluster are refused with CLUSTER_MISMATCH. nil:
 	// never known.
 	ClusterID func() string
+	// MaxInflightRequestBytes bounds the bytes of large requests (packets
+	// over 64 KiB) that the server's connections together may have in
+	// reception and handling at once (requestbudget.go). A packet that
+	// would pass it waits, at most MessageTimeout, and is then refused
+	// with UNAVAILABLE. Default 32 MiB (MaxMessageBytes when
+	// larger); negative: no bound. At least
+	// MaxMessageBytes. Set by floe serve's --max-inflight-request-bytes.
+	MaxInflightRequestBytes int
 	// FieldLimits bound the elements of repeated request fields, counted in
 	// the encoded message and refused with TOO_LARGE before it is decoded
 	// (fieldlimit.go). nil: none.
@@ -62,6 +70,10 @@ func (c *ServerConfig) Validate() error {
 	case c.MessageTimeout < 0:
 		return fmt.Errorf("transport: server config: MessageTimeout %v is negative", c.MessageTimeout)
 	}
+	if d := c.withDefaults(); d.MaxInflightRequestBytes > 0 && d.MaxInflightRequestBytes < d.MaxMessageBytes {
+		return fmt.Errorf("transport: server config: MaxInflightRequestBytes %d is below MaxMessageBytes %d (%s)",
+			d.MaxInflightRequestBytes, d.MaxMessageBytes, maxInflightFlag)
+	}
 	return nil
 }
 
@@ -74,6 +86,9 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	}
 	if c.MessageTimeout == 0 {
 		c.MessageTimeout = DefaultMessageTimeout
+	}
+	if c.MaxInflightRequestBytes == 0 {
+		c.MaxInflightRequestBytes = max(DefaultMaxInflightRequestBytes, c.MaxMessageBytes)
 	}
 	c.Logger = orDiscard(c.Logger)
 	return c
@@ -88,6 +103,7 @@ type Server struct {
 	invalid error
 	mux     *Mux
 	drpc    *drpcserver.Server
+	budget  *requestBudget // nil: none
 }
 
 // NewServer returns a server with an empty mux. An invalid cfg makes Serve
@@ -95,6 +111,9 @@ type Server struct {
 func NewServer(cfg ServerConfig) *Server {
 	s := &Server{invalid: cfg.Validate(), mux: newMux()}
 	s.cfg = cfg.withDefaults()
+	if s.cfg.MaxInflightRequestBytes > 0 {
+		s.budget = newRequestBudget(s.cfg.MaxInflightRequestBytes, s.cfg.MaxMessageBytes)
+	}
 	limits, err := newFieldLimits(cfg.FieldLimits)
 	if err != nil && s.invalid == nil {
 		s.invalid = err
@@ -157,7 +176,10 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 
 // serveConn runs the calls of one connection, one after another.
 func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
-	tr := newLimitedConn(conn, s.cfg.MaxMessageBytes, s.cfg.MessageTimeout, s.cfg.Logger)
-	err := s.drpc.ServeOne(ctx, tr)
+	tr := newLimitedConn(conn, s.cfg.MaxMessageBytes, s.cfg.MessageTimeout, s.budget, s.cfg.Logger)
+	// Handlers find their connection in the context, to give back its
+	// request budget (budgethold.go).
+	err := s.drpc.ServeOne(context.WithValue(ctx, connKey{}, tr), tr)
+	_ = tr.Close()
 	s.cfg.Logger.Debug("connection closed", "remote_addr", conn.RemoteAddr().String(), "error", err)
 }

@@ -68,13 +68,28 @@ type limitedConn struct {
 	stream      uint64 // stream of the last frame header read
 	packetSeq   uint64 // packets started so far
 	deadlineFor uint64 // packetSeq the read deadline was set for; 0: none set
+
+	// The request budget (requestbudget.go, budgethold.go); nil: none.
+	budget         *requestBudget
+	budgetDeadline time.Time // until when the packet in reception may wait for it
+	msgStream      uint64    // stream whose message packets msgCount counts
+	msgCount       uint64    // message packets of msgStream passed whole
+	closed         chan struct{}
+	closeOnce      sync.Once
+
+	holdMu     sync.Mutex
+	growing    int64        // reserved for the packet in reception
+	holds      []budgetHold // reserved for whole packets still being handled
+	connClosed bool
 }
 
-func newLimitedConn(conn net.Conn, maxBytes int, messageTimeout time.Duration, logger *slog.Logger) *limitedConn {
+func newLimitedConn(conn net.Conn, maxBytes int, messageTimeout time.Duration, budget *requestBudget, logger *slog.Logger) *limitedConn {
 	c := &limitedConn{
 		Conn:           conn,
 		maxBytes:       uint64(maxBytes),
 		messageTimeout: messageTimeout,
+		budget:         budget,
+		closed:         make(chan struct{}),
 		log:            logger,
 	}
 	c.r = bufio.NewReaderSize(readerFunc(c.fill), 32<<10)
@@ -151,10 +166,21 @@ func (c *limitedConn) nextFrame() error {
 	}
 	if length > c.maxBytes-c.packetSize {
 		c.remaining, c.discard = length, true
-		return c.refuse(id, kind, c.packetSize+length)
+		c.keepRefused(id.Stream)
+		return c.refuse(id, kind, Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE,
+			"%s packet of at least %d bytes is over the server's %d-byte limit", kind, c.packetSize+length, c.maxBytes))
+	}
+	if err := c.reserve(c.packetSize + length); err != nil {
+		c.remaining, c.discard = length, true
+		c.keepRefused(id.Stream)
+		if errors.Is(err, errBudgetClosed) {
+			return err
+		}
+		return c.refuse(id, kind, c.budgetRefusal(c.packetSize+length))
 	}
 	c.packetSize += length
 	if done {
+		c.packetDone(id, kind)
 		c.packet, c.packetSize = drpcwire.ID{}, 0
 		if kind == drpcwire.KindInvoke {
 			c.invoked = id.Stream
@@ -168,16 +194,15 @@ func (c *limitedConn) nextFrame() error {
 	return nil
 }
 
-// refuse drops the rest of stream id.Stream, tells the client why, and stops
-// the server's side of the stream if it has started.
-func (c *limitedConn) refuse(id drpcwire.ID, kind drpcwire.Kind, size uint64) error {
+// refuse drops the rest of stream id.Stream, tells the client why (answer),
+// and stops the server's side of the stream if it has started.
+func (c *limitedConn) refuse(id drpcwire.ID, kind drpcwire.Kind, answer error) error {
 	c.dropping, c.dropStream = true, id.Stream
 	c.packet, c.packetSize = drpcwire.ID{}, 0
-	c.log.Warn("refusing an over-size packet", "remote_addr", c.RemoteAddr().String(),
-		"stream", id.Stream, "kind", kind.String(), "bytes_at_least", size, "max_message_bytes", c.maxBytes)
+	c.log.Warn("refusing a packet", "remote_addr", c.RemoteAddr().String(),
+		"stream", id.Stream, "kind", kind.String(), "error", answer)
 
-	frame := errorFrame(id.Stream, Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE,
-		"%s packet of at least %d bytes is over the server's %d-byte limit", kind, size, c.maxBytes))
+	frame := errorFrame(id.Stream, answer)
 	c.writeMu.Lock()
 	_, err := c.Conn.Write(frame)
 	c.writeMu.Unlock()

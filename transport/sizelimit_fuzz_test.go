@@ -45,7 +45,7 @@ func FuzzFrameLimiter(f *testing.F) {
 	f.Fuzz(func(t *testing.T, limit uint8, in []byte) {
 		maxBytes := int(limit%64) + 1
 		conn := &scriptedConn{in: bytes.NewReader(in)}
-		lc := newLimitedConn(conn, maxBytes, time.Second, slog.New(slog.DiscardHandler))
+		lc := newLimitedConn(conn, maxBytes, time.Second, nil, slog.New(slog.DiscardHandler))
 
 		// What DRPC's reader gets, read in small pieces as it may.
 		var got []byte

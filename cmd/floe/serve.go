@@ -47,6 +47,7 @@ func serveSpec(env *cliEnv) cmdSpec {
 			maxRPCConns := fs.Int("max-rpc-conns", transport.DefaultMaxConns, "DRPC connections served at once; a call on one more is answered UNAVAILABLE")
 			maxRaftConns := fs.Int("max-raft-conns", transport.DefaultMaxRaftConns, "incoming Raft connections held at once (a share of their own); one more closes the idlest")
 			messageTimeout := fs.Duration("rpc-message-timeout", transport.DefaultMessageTimeout, "how long a request message, once started, may take to arrive whole before the connection is closed")
+			maxInflight := fs.Int("max-inflight-request-bytes", transport.DefaultMaxInflightRequestBytes, "bytes of large requests (over 64 KiB) the node holds in reception and handling at once; one more waits, then is answered UNAVAILABLE (-1: no bound)")
 			remote := defineRemoteFlags(fs, "tier sealed log segments to this folder (shared by every tablet node, e.g. a network mount); default: no tiering", true)
 			return func(ctx context.Context, pos []string) error {
 				var err error
@@ -83,10 +84,11 @@ func serveSpec(env *cliEnv) cmdSpec {
 					Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, RaftTrailingLogs: *trailingLogs, MaxBatchBytes: *maxBatch, LogSync: sync,
 					GossipProfile: *gossipProfile, LivenessGrace: *grace,
 					MaxRPCConns: *maxRPCConns, MaxRaftConns: *maxRaftConns, MessageTimeout: *messageTimeout,
-					KV:                   kvstore.Config{MemTableBytes: *kvMemtable, ValueThresholdBytes: *kvValueThreshold, BlockCacheBytes: *kvBlockCache, IndexCacheBytes: *kvIndexCache},
-					KVBufferBytes:        *kvBuffer,
-					KVRowCacheBytes:      *kvRowCache,
-					RaftSnapshotInterval: *snapshotInterval, Logger: logger,
+					MaxInflightRequestBytes: *maxInflight,
+					KV:                      kvstore.Config{MemTableBytes: *kvMemtable, ValueThresholdBytes: *kvValueThreshold, BlockCacheBytes: *kvBlockCache, IndexCacheBytes: *kvIndexCache},
+					KVBufferBytes:           *kvBuffer,
+					KVRowCacheBytes:         *kvRowCache,
+					RaftSnapshotInterval:    *snapshotInterval, Logger: logger,
 				})
 				if err != nil {
 					return err

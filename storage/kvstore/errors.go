@@ -14,6 +14,7 @@ var (
 	ErrStaleOffset    = kverr.ErrStaleOffset
 	ErrInvalidChange  = kverr.ErrInvalidChange
 	ErrBatchTooLarge  = kverr.ErrBatchTooLarge
+	ErrAnswerTooLarge = kverr.ErrAnswerTooLarge
 	ErrCorrupt        = kverr.ErrCorrupt
 	ErrStoreOpen      = kverr.ErrStoreOpen
 	ErrInvalidUpdate  = kverr.ErrInvalidUpdate

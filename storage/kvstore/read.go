@@ -40,13 +40,20 @@ func (s *Store) GetBatch(keys [][]byte) ([][]byte, error) {
 // laid end to end in data; sizes[i] is the size of key i's row, 0 when it
 // is absent (stored rows are never empty).
 func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error) {
-	return s.AppendPacked(nil, keys)
+	return s.AppendPacked(nil, keys, 0)
 }
 
-// AppendPacked is GetPacked appending the rows to dst, which it grows at
-// most once when it lacks the room. Rows come from the row cache, else
-// from one Badger view, which a read the cache answers whole never opens.
-func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []uint32, err error) {
+// maxPresizeBytes bounds the room AppendPacked makes ahead of the rows: its
+// guess (the first row's size for every key left) is only a guess, and one
+// 1 MiB row before 4095 more keys would have asked for 4 GiB.
+const maxPresizeBytes = 4 << 20
+
+// AppendPacked is GetPacked appending the rows to dst, which it grows
+// ahead at most once, by at most maxPresizeBytes. Rows come from the row
+// cache, else from one Badger view, which a read the cache answers whole
+// never opens. maxBytes > 0 bounds the bytes appended: a read that would
+// pass it stops and fails with ErrAnswerTooLarge.
+func (s *Store) AppendPacked(dst []byte, keys [][]byte, maxBytes int) (data []byte, sizes []uint32, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -61,14 +68,24 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []ui
 		defer batch.release()
 	}
 	// found records key i's row, just appended at start, and after the
-	// first one makes room for as many rows of its size as keys remain.
+	// first one makes room for as many rows of its size as keys remain,
+	// within maxPresizeBytes and maxBytes.
 	sized := false
-	found := func(i, start int) {
+	found := func(i, start int) error {
 		sizes[i] = uint32(len(data) - start)
+		appended := len(data) - len(dst)
+		if maxBytes > 0 && appended > maxBytes {
+			return fmt.Errorf("%w: the rows of keys 0 to %d of %d pass %d bytes", ErrAnswerTooLarge, i, len(keys), maxBytes)
+		}
 		if !sized {
 			sized = true
-			data = slices.Grow(data, (len(data)-start)*(len(keys)-i-1))
+			room := min((len(data)-start)*(len(keys)-i-1), maxPresizeBytes)
+			if maxBytes > 0 {
+				room = min(room, maxBytes-appended)
+			}
+			data = slices.Grow(data, room)
 		}
+		return nil
 	}
 	bk := make([]byte, 0, 64)
 	read := func(txn *badger.Txn) error {
@@ -78,7 +95,9 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []ui
 			if batch != nil {
 				if sp := batch.spans[i]; sp.n > 0 {
 					data = append(data, batch.rows[sp.at:sp.at+int(sp.n)]...)
-					found(i, start)
+					if err := found(i, start); err != nil {
+						return err
+					}
 					continue
 				}
 				ck = batch.keys[i]
@@ -97,7 +116,9 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte) (data []byte, sizes []ui
 			}); err != nil {
 				return fmt.Errorf("kvstore: get: %w", err)
 			}
-			found(i, start)
+			if err := found(i, start); err != nil {
+				return err
+			}
 			s.fill(ck, data[start:], commits)
 		}
 		return nil

@@ -19,6 +19,11 @@ const (
 	MaxLookupKeys = 4096
 	// MaxPrefixRows bounds the rows of one PrefixLookup answer.
 	MaxPrefixRows = 10000
+	// MaxLookupAnswerBytes bounds the rows of one Lookup answer, as
+	// maxFetchBytesTotal bounds a fetch's: below the 16 MiB message limit,
+	// which a larger answer would fail at the client anyway, after the
+	// node had built it.
+	MaxLookupAnswerBytes = 15 << 20
 	// lookupWait bounds how long a lookup waits for the store to reach
 	// the high watermark.
 	lookupWait = 10 * time.Second
@@ -59,9 +64,15 @@ func (kv *kvReplica) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.Loo
 		return nil, err
 	}
 	buf := lookupBufs.Get().(*[]byte)
-	data, sizes, err := st.AppendPacked((*buf)[:0], storeKeys)
+	data, sizes, err := st.AppendPacked((*buf)[:0], storeKeys, MaxLookupAnswerBytes)
 	if err != nil {
 		lookupBufs.Put(buf)
+		if errors.Is(err, kvstore.ErrAnswerTooLarge) {
+			// Refused whole, not cut short: an answer missing rows would
+			// read as keys without rows to a client that does not know.
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE,
+				"%v (the %d-byte limit of a lookup answer); ask for fewer keys at once", err, MaxLookupAnswerBytes)
+		}
 		return nil, replica.WireError(err)
 	}
 	// The reply is marshaled and sent when this returns; its rows buffer

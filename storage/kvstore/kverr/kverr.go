@@ -19,6 +19,9 @@ var (
 	// ErrBatchTooLarge is returned by Apply when a batch does not fit one
 	// Badger transaction; callers split batches at record-batch boundaries.
 	ErrBatchTooLarge = errors.New("kvstore: apply batch too large")
+	// ErrAnswerTooLarge is returned by a read whose rows pass the byte
+	// bound it was given.
+	ErrAnswerTooLarge = errors.New("kvstore: answer too large")
 	// ErrCorrupt marks stored bytes that cannot be decoded.
 	ErrCorrupt = errors.New("kvstore: corrupt data")
 	// ErrStoreOpen is returned when a bucket's store is opened twice, or
