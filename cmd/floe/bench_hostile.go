@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -145,6 +146,7 @@ func benchHostileSpec(env *cliEnv) cmdSpec {
 // benchHostile starts or finds the node, sets up the tables, and runs each
 // attack in turn.
 func benchHostile(ctx context.Context, env *cliEnv, f *hostileFlags) ([]hostileRow, error) {
+	stderr := &syncWriter{w: env.stderr}
 	addr := f.addr
 	if addr == "" {
 		binary, dir := f.binary, f.dataDir
@@ -160,7 +162,7 @@ func benchHostile(ctx context.Context, env *cliEnv, f *hostileFlags) ([]hostileR
 			}
 			defer os.RemoveAll(dir)
 		}
-		node, err := newDensityNode(binary, dir, env.stderr)
+		node, err := newDensityNode(binary, dir, stderr)
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +191,7 @@ func benchHostile(ctx context.Context, env *cliEnv, f *hostileFlags) ([]hostileR
 	idle := hostileRSS(f.pid)
 	var rows []hostileRow
 	for _, a := range f.chosen {
-		fmt.Fprintf(env.stderr, "%s: %s, %v\n", a.name, a.about, f.duration)
+		fmt.Fprintf(stderr, "%s: %s, %v\n", a.name, a.about, f.duration)
 		row := runHostile(ctx, f, a, target, normal)
 		row.IdleRSS = idle
 		rows = append(rows, row)
@@ -403,4 +405,18 @@ func printHostileRows(env *cliEnv, rows []hostileRow) {
 			fmt.Fprintf(env.stdout, "%s: the normal client's last error: %s\n", r.Attack, r.ClientErr)
 		}
 	}
+}
+
+// syncWriter serializes writes to w: the node this bench starts writes its
+// log to the same stream as the bench's own progress, from the goroutine
+// os/exec copies it with.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
