@@ -221,23 +221,7 @@ func (r *RemoteLog) Tier(ctx context.Context, b *LeaderBucket) (Round, error) {
 	round.Committed, round.Changed = next, true
 	// The commit replaced the old manifest and dropped the expired
 	// segments: no reader that starts from the metadata finds them now.
-	var garbage []string
-	if cur.handle.ManifestKey != "" {
-		garbage = append(garbage, cur.handle.ManifestKey)
-	}
-	for _, s := range append(expired, round.replaced...) {
-		if s.DataKey == "" || slices.ContainsFunc(m.Segments, func(k RemoteSegment) bool { return k.DataKey == s.DataKey }) {
-			continue // re-uploaded under the same keys (same base, same epoch)
-		}
-		garbage = append(garbage, s.DataKey, s.IndexKey)
-		if s.WritersKey != "" {
-			garbage = append(garbage, s.WritersKey)
-		}
-	}
-	if err := r.cfg.Store.Delete(ctx, garbage...); err != nil {
-		r.log.Warn("deleting replaced remote objects (they stay as garbage until the bucket's next leadership sweeps them)",
-			"table", b.TableID, "bucket", b.Bucket, "objects", len(garbage), "err", err)
-	}
+	r.deleteReplaced(ctx, b, cur, m, append(expired, round.replaced...))
 	return round, uploadErr
 }
 
@@ -443,21 +427,33 @@ func (r *RemoteLog) cut(ctx context.Context, b *LeaderBucket) (Round, error) {
 	if err != nil {
 		return Round{}, err
 	}
+	r.deleteReplaced(ctx, b, cur, m, dropped)
+	return Round{Committed: next, Changed: true}, nil
+}
+
+// deleteReplaced deletes, after a commit of m, the objects it no longer
+// references: the manifest it replaced (cur's) and those of the segments
+// gone, but for a segment m still holds under the same keys (re-uploaded
+// from the same base in the same epoch, or shortened by a cut). A failure
+// leaves garbage the bucket's next leadership sweeps.
+func (r *RemoteLog) deleteReplaced(ctx context.Context, b *LeaderBucket, cur *cachedManifest, m *Manifest, gone []RemoteSegment) {
 	var garbage []string
 	if cur.handle.ManifestKey != "" {
 		garbage = append(garbage, cur.handle.ManifestKey)
 	}
-	for _, s := range dropped {
+	for _, s := range gone {
+		if s.DataKey == "" || slices.ContainsFunc(m.Segments, func(k RemoteSegment) bool { return k.DataKey == s.DataKey }) {
+			continue
+		}
 		garbage = append(garbage, s.DataKey, s.IndexKey)
 		if s.WritersKey != "" {
 			garbage = append(garbage, s.WritersKey)
 		}
 	}
 	if err := r.cfg.Store.Delete(ctx, garbage...); err != nil {
-		r.log.Warn("deleting the segments a cut dropped (they stay as garbage until the bucket's next leadership sweeps them)",
+		r.log.Warn("deleting replaced remote objects (they stay as garbage until the bucket's next leadership sweeps them)",
 			"table", b.TableID, "bucket", b.Bucket, "objects", len(garbage), "err", err)
 	}
-	return Round{Committed: next, Changed: true}, nil
 }
 
 // batchPosition is the byte position of the batch starting at offset in

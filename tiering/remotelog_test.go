@@ -29,25 +29,17 @@ type fakeController struct {
 var errFencedForTest = fmt.Errorf("fenced")
 
 func (c *fakeController) CommitRemoteLog(_ context.Context, b *LeaderBucket, expected int64, next Handle) (Handle, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case c.refuse != nil:
-		return Handle{}, c.refuse
-	case b.LeaderEpoch != c.epoch || expected != c.committed.Version:
-		return Handle{}, fmt.Errorf("%w: epoch %d/%d, version %d/%d", errFencedForTest, b.LeaderEpoch, c.epoch, expected, c.committed.Version)
-	case next.EndOffset < c.committed.EndOffset || next.StartOffset < c.committed.StartOffset:
-		return Handle{}, fmt.Errorf("remote log moved back: %+v after %+v", next, c.committed)
-	}
-	next.Version = expected + 1
-	c.committed = next
-	c.commits++
-	return next, nil
+	return c.commit(b, expected, next, -1)
 }
 
 // CutRemoteLog takes a fence cut as the metadata does: anything at or
 // below the cut, whatever the committed end.
 func (c *fakeController) CutRemoteLog(_ context.Context, b *LeaderBucket, expected int64, next Handle, cutOffset int64) (Handle, error) {
+	return c.commit(b, expected, next, cutOffset)
+}
+
+// commit applies a commit, a fence cut at cut when not negative.
+func (c *fakeController) commit(b *LeaderBucket, expected int64, next Handle, cut int64) (Handle, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -55,13 +47,17 @@ func (c *fakeController) CutRemoteLog(_ context.Context, b *LeaderBucket, expect
 		return Handle{}, c.refuse
 	case b.LeaderEpoch != c.epoch || expected != c.committed.Version:
 		return Handle{}, fmt.Errorf("%w: epoch %d/%d, version %d/%d", errFencedForTest, b.LeaderEpoch, c.epoch, expected, c.committed.Version)
-	case next.EndOffset > cutOffset:
-		return Handle{}, fmt.Errorf("cut at %d ends at %d", cutOffset, next.EndOffset)
+	case cut >= 0 && next.EndOffset > cut:
+		return Handle{}, fmt.Errorf("cut at %d ends at %d", cut, next.EndOffset)
+	case cut < 0 && (next.EndOffset < c.committed.EndOffset || next.StartOffset < c.committed.StartOffset):
+		return Handle{}, fmt.Errorf("remote log moved back: %+v after %+v", next, c.committed)
 	}
 	next.Version = expected + 1
 	c.committed = next
 	c.commits++
-	c.cuts = append(c.cuts, cutOffset)
+	if cut >= 0 {
+		c.cuts = append(c.cuts, cut)
+	}
 	return next, nil
 }
 

@@ -67,6 +67,36 @@ func managedReplicaWith(t *testing.T, dir string, meta MetaClient, leader pb.DRP
 	return m, r
 }
 
+// damageLeader makes r, at node epoch 7, the leader of epoch 3 with ISR
+// {1} over two batches of five records, then assigns isr (when it is not
+// {1}) and flips a byte inside the first batch's records.
+func damageLeader(t *testing.T, r *Replica, isr []uint32) {
+	t.Helper()
+	r.setNodeEpoch(7)
+	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
+		BucketEpoch: 3, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 9)
+	produceLeader(t, r, writerBatchN(t, 100, 0, 5, strings.Repeat("a", 100)))
+	produceLeader(t, r, writerBatchN(t, 100, 1, 5, strings.Repeat("b", 100)))
+	if len(isr) != 1 || isr[0] != 1 {
+		r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
+			BucketEpoch: 4, Replicas: []uint32{1, 2}, Isr: isr}, 10)
+	}
+	flipByte(t, r.dir, record.HeaderSize+20)
+}
+
+// waitUndamaged waits until r no longer counts itself damaged (it cut its
+// log, or settled keeping it), failing with why after 10 s.
+func waitUndamaged(t *testing.T, r *Replica, why string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.isDamaged() {
+		if time.Now().After(deadline) {
+			t.Fatal(why)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // flipByte flips one byte of the replica's first segment, as a disk that
 // returns wrong data would.
 func flipByte(t *testing.T, dir string, pos int64) {
@@ -381,12 +411,7 @@ func segmentEnd(t *testing.T, dir string) int64 {
 func TestDamagedLastInSyncCopyKeepsItsLog(t *testing.T) {
 	meta := damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10)}
 	m, r := managedReplica(t, meta)
-	r.setNodeEpoch(7)
-	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
-		BucketEpoch: 3, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 9)
-	produceLeader(t, r, writerBatchN(t, 100, 0, 5, strings.Repeat("a", 100)))
-	produceLeader(t, r, writerBatchN(t, 100, 1, 5, strings.Repeat("b", 100)))
-	flipByte(t, r.dir, record.HeaderSize+20)
+	damageLeader(t, r, []uint32{1})
 
 	fetch := func(offset int64) *pb.FetchedBucket {
 		t.Helper()
@@ -421,14 +446,7 @@ func TestDamageReportLeftUnchangedOnTheLastCopy(t *testing.T) {
 		BucketEpoch: 5, Replicas: []uint32{1, 2}, Isr: []uint32{1}}
 	meta := damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10), answer: shrunk}
 	m, r := managedReplica(t, meta)
-	r.setNodeEpoch(7)
-	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
-		BucketEpoch: 3, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 9)
-	produceLeader(t, r, writerBatchN(t, 100, 0, 5, strings.Repeat("a", 100)))
-	produceLeader(t, r, writerBatchN(t, 100, 1, 5, strings.Repeat("b", 100)))
-	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
-		BucketEpoch: 4, Replicas: []uint32{1, 2}, Isr: []uint32{1, 2}}, 10)
-	flipByte(t, r.dir, record.HeaderSize+20)
+	damageLeader(t, r, []uint32{1, 2})
 
 	resp, err := m.Fetch(t.Context(), &pb.FetchRequest{Buckets: []*pb.FetchBucket{{
 		TableId: testBucket.TableID, Bucket: testBucket.Bucket, Offset: 0}}})
@@ -441,13 +459,7 @@ func TestDamageReportLeftUnchangedOnTheLastCopy(t *testing.T) {
 	if rep := <-meta.reports; rep.LostTail || rep.Offset != 0 {
 		t.Fatalf("report %v, want damage at offset 0", rep)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for r.isDamaged() {
-		if time.Now().After(deadline) {
-			t.Fatal("the replica did not settle as the last copy after the controller left the bucket unchanged")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUndamaged(t, r, "the replica did not settle as the last copy after the controller left the bucket unchanged")
 	if role, _, _, _ := r.state(); role != replication.RoleLeader || r.log.EndOffset() != 10 {
 		t.Fatalf("role %v, log end %d: want the leader keeping all 10 records", role, r.log.EndOffset())
 	}
@@ -465,26 +477,13 @@ func TestDamageBelowTheLeadersCopiesIsKept(t *testing.T) {
 		BucketEpoch: 5, Replicas: []uint32{1, 2}, Isr: []uint32{2}}
 	meta := damageMeta{reports: make(chan *pb.ReportDamagedReplica, 10), answer: next}
 	_, r := managedReplicaWith(t, t.TempDir(), meta, &heldFromLeader{heldFrom: 5})
-	r.setNodeEpoch(7)
-	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
-		BucketEpoch: 3, Replicas: []uint32{1, 2}, Isr: []uint32{1}}, 9)
-	produceLeader(t, r, writerBatchN(t, 100, 0, 5, strings.Repeat("a", 100)))
-	produceLeader(t, r, writerBatchN(t, 100, 1, 5, strings.Repeat("b", 100)))
-	r.assign(&pb.BucketRecord{TableId: testBucket.TableID, Bucket: testBucket.Bucket, Leader: 1, LeaderEpoch: 3,
-		BucketEpoch: 4, Replicas: []uint32{1, 2}, Isr: []uint32{1, 2}}, 10)
-	flipByte(t, r.dir, record.HeaderSize+20)
+	damageLeader(t, r, []uint32{1, 2})
 
 	if _, err := r.ReadBelow(0, 10, 1<<20); err == nil {
 		t.Fatal("the damaged batch read back")
 	}
 	<-meta.reports
-	deadline := time.Now().Add(10 * time.Second)
-	for r.isDamaged() {
-		if time.Now().After(deadline) {
-			t.Fatal("the replica neither cut nor kept its damaged log")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUndamaged(t, r, "the replica neither cut nor kept its damaged log")
 	if r.log.EndOffset() != 10 {
 		t.Fatalf("log end %d: the replica cut records no other copy holds", r.log.EndOffset())
 	}
