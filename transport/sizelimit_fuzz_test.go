@@ -94,7 +94,7 @@ func FuzzFrameLimiter(f *testing.F) {
 				t.Fatalf("packet %v passed with %d bytes, over the %d-byte limit", fr.ID, size, maxBytes)
 			}
 			if fr.Done {
-				packet = drpcwire.ID{}
+				packet, size = drpcwire.ID{}, 0
 			}
 		}
 
