@@ -250,29 +250,20 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	return m, nil
 }
 
-// EndOffsetForEpoch answers for the remote log what a log's epoch cache
-// does (logstore.Log.EndOffsetForEpoch): the largest epoch at most epoch
-// that the remote segments hold, and where it ends there (the next epoch's
-// start, or the manifest's end). ok is false when they hold no such epoch.
-// A follower that catches up from remote storage checks its tail against
-// it, as it would against its leader's.
-func (m *Manifest) EndOffsetForEpoch(epoch int32) (found int32, end int64, ok bool) {
-	var all []EpochStart
+// EpochRanges calls fn with each run of offsets the remote segments hold
+// in one leader epoch, [start, end), oldest first; a gap between
+// segments is in none. A follower's log and a leader's are checked
+// against them (replication.RemoteDisagreement, replication.Divergence).
+func (m *Manifest) EpochRanges(fn func(epoch int32, start, end int64)) {
 	for _, s := range m.Segments {
-		for _, e := range s.Epochs {
-			if n := len(all); n == 0 || e.Epoch > all[n-1].Epoch {
-				all = append(all, e)
+		for i, e := range s.Epochs {
+			end := s.NextOffset
+			if i+1 < len(s.Epochs) {
+				end = min(end, s.Epochs[i+1].StartOffset)
+			}
+			if e.StartOffset < end {
+				fn(e.Epoch, e.StartOffset, end)
 			}
 		}
 	}
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].Epoch <= epoch {
-			end := m.End()
-			if i+1 < len(all) {
-				end = all[i+1].StartOffset
-			}
-			return all[i].Epoch, end, true
-		}
-	}
-	return 0, 0, false
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -322,34 +323,22 @@ func TestParseBucketKey(t *testing.T) {
 	}
 }
 
-func TestManifestEndOffsetForEpoch(t *testing.T) {
+// EpochRanges: each segment's epochs over the offsets it holds, a
+// shortened segment's and a gap's too.
+func TestManifestEpochRanges(t *testing.T) {
 	seg := func(base, next int64, epochs ...EpochStart) RemoteSegment {
 		return RemoteSegment{BaseOffset: base, NextOffset: next, Bytes: 1, Epochs: epochs, DataKey: "d", IndexKey: "i"}
 	}
-	// Epoch 2 from 0, 4 from 150 (overlapping segments repeat epoch 4), 7 from 250.
 	m := &Manifest{Format: ManifestFormat, Segments: []RemoteSegment{
 		seg(0, 100, EpochStart{2, 0}),
 		seg(100, 200, EpochStart{2, 100}, EpochStart{4, 150}),
-		seg(180, 300, EpochStart{4, 180}, EpochStart{7, 250}),
+		seg(250, 280, EpochStart{4, 250}, EpochStart{7, 290}), // shortened at 280: epoch 7 gone
 	}}
-	tests := []struct {
-		epoch int32
-		found int32
-		end   int64
-		ok    bool
-	}{
-		{1, 0, 0, false},
-		{2, 2, 150, true},
-		{3, 2, 150, true},
-		{4, 4, 250, true},
-		{7, 7, 300, true},
-		{9, 7, 300, true},
-	}
-	for _, tt := range tests {
-		found, end, ok := m.EndOffsetForEpoch(tt.epoch)
-		if found != tt.found || end != tt.end || ok != tt.ok {
-			t.Errorf("epoch %d: %d, %d, %v; want %d, %d, %v", tt.epoch, found, end, ok, tt.found, tt.end, tt.ok)
-		}
+	var got []string
+	m.EpochRanges(func(e int32, start, end int64) { got = append(got, fmt.Sprintf("%d:[%d,%d)", e, start, end)) })
+	want := []string{"2:[0,100)", "2:[100,150)", "4:[150,200)", "4:[250,280)"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ranges %v, want %v", got, want)
 	}
 }
 

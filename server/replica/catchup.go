@@ -115,34 +115,38 @@ func (r *Replica) catchUpStep(ctx context.Context, leader uint32, epoch int32, f
 
 // unjudgedBelowStart says that fb, a divergence the leader answered at
 // its start, leaves this follower's log ending there with batches below
-// it that the leader could not judge and the remote log can
-// (replication.UnjudgedBelowStart).
+// it that the leader could not judge (replication.UnjudgedBelowStart).
 func (r *Replica) unjudgedBelowStart(fb *pb.FetchedBucket) bool {
 	return fb.Diverging && replication.UnjudgedBelowStart(fb.DivergingEndOffset, fb.LogStartOffset,
-		r.log.StartOffset(), r.log.EndOffset(), r.remoteView())
+		r.log.StartOffset(), r.log.EndOffset())
 }
 
 // judgeBelowStart is catchUpStep for a follower whose log ends at its
 // leader's start with batches below it that the leader could not judge
-// (unjudgedBelowStart): the remote log judges them (truncateToRemote),
-// and cuts what it holds in another epoch; the catch-up goes on from the
-// new end. What it does not cut goes: the log starts over, empty, at the
-// leader's start (the remote log holds and serves those batches; a
-// primary-key replica's store keeps their effect), unless they may be
-// the only copies (replication.MayDropBelowStart): then it waits.
+// (unjudgedBelowStart): the remote log judges them where it holds them
+// (truncateToRemote), and cuts what it holds in another epoch; the
+// catch-up goes on from the new end. What it does not cut goes: the log
+// starts over, empty, at the leader's start (the remote log holds and
+// serves those batches; a primary-key replica's store keeps their
+// effect), unless they may be the only copies
+// (replication.MayDropBelowStart): then it waits, out of the ISR, until
+// log.ttl expires them or a KV snapshot covers them.
 func (r *Replica) judgeBelowStart(ctx context.Context, leader uint32, epoch int32, fb *pb.FetchedBucket) (bool, error) {
-	if r.mgr.cfg.Remote == nil || r.remote.log.Load() == nil {
-		return false, fmt.Errorf("the leader's local log starts at %d and cannot judge this replica's batches below it, and this node has no remote storage to (give it the cluster's --remote-dir or --s3-* flags)", fb.LogStartOffset)
-	}
-	if cut, err := r.truncateToRemote(ctx, leader, epoch); err != nil || cut {
-		return cut, err
+	if rl := r.remote.log.Load(); rl != nil && rl.GetSegments() > 0 {
+		if r.mgr.cfg.Remote == nil {
+			return false, fmt.Errorf("the leader's local log starts at %d and cannot judge this replica's batches below it, and this node has no remote storage to (give it the cluster's --remote-dir or --s3-* flags)", fb.LogStartOffset)
+		}
+		if cut, err := r.truncateToRemote(ctx, leader, epoch); err != nil || cut {
+			return cut, err
+		}
 	}
 	var newest int64
 	if s := r.newestKVSnapshot(); s != nil {
 		newest = s.Offset
 	}
-	if !replication.MayDropBelowStart(r.log.StartOffset(), r.remoteView(), r.kv != nil, newest) {
-		return false, fmt.Errorf("the leader's local log starts at %d and cannot judge this replica's batches from %d below it, which the remote log (from %d) does not all hold", fb.LogStartOffset, r.log.StartOffset(), r.remoteView().Start)
+	if v := r.remoteView(); !replication.MayDropBelowStart(r.log.StartOffset(), fb.LogStartOffset, v, r.kv != nil, newest) {
+		return false, fmt.Errorf("the leader's local log starts at %d and cannot judge this replica's batches from %d below it, which the remote log (holding [%d, %d)) does not all hold: waiting for log.ttl or a KV snapshot to cover them",
+			fb.LogStartOffset, r.log.StartOffset(), v.CoveredFrom, v.End)
 	}
 	end := r.log.EndOffset()
 	writers := r.remoteWriters(ctx, end)
@@ -220,14 +224,14 @@ func (r *Replica) remoteWriters(ctx context.Context, offset int64) *writerTable 
 	return t
 }
 
-// truncateToRemote checks the follower's tail against the committed
-// remote log's epochs, as a follower's fetch is checked against its
-// leader's (KIP-320): a tail the remote log does not hold the same way
-// (batches of an epoch that never committed them) is cut back first. It
-// reports whether it cut.
+// truncateToRemote checks the follower's log against the committed
+// remote log's epochs wherever both hold batches
+// (replication.RemoteDisagreement), as a follower's fetch is checked
+// against its leader's (KIP-320): from the first offset the remote log
+// holds in another epoch, the log is cut back. It reports whether it cut.
 func (r *Replica) truncateToRemote(ctx context.Context, leader uint32, epoch int32) (bool, error) {
 	end := r.log.EndOffset()
-	if lastBatchEpoch(r.log.Epochs(), end) < 0 || end == r.log.StartOffset() {
+	if end == r.log.StartOffset() {
 		return false, nil
 	}
 	rl := r.remote.log.Load()
@@ -240,21 +244,13 @@ func (r *Replica) truncateToRemote(ctx context.Context, leader uint32, epoch int
 		return false, err
 	}
 	defer release()
-	last := lastBatchEpoch(r.log.Epochs(), end)
-	found, remoteEnd, ok := m.EndOffsetForEpoch(last)
-	if ok && found == last && remoteEnd >= end {
+	start := r.log.StartOffset()
+	to, ok := replication.RemoteDisagreement(remoteSpans(m), logSpans(r.log), start, end)
+	if !ok || to >= end {
 		return false, nil
 	}
-	start := max(HandleOf(rl).CoveredFrom(), r.log.StartOffset())
-	to := max(replication.TruncationPoint(found, remoteEnd, r.log.EndOffsetForEpoch), start)
-	if !ok {
-		to = start // every remote epoch is newer than this tail's: none of it can be vouched for
-	}
-	if to >= end {
-		return false, nil
-	}
-	r.mgr.log.Info("truncating a tail the remote log does not hold", "bucket", r.id.String(), "to_offset", to,
-		"end_offset", end, "last_epoch", last)
+	r.mgr.log.Info("truncating batches the remote log holds in another epoch", "bucket", r.id.String(), "to_offset", to,
+		"start_offset", start, "end_offset", end)
 	return r.cutLog(to), nil
 }
 

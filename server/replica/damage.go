@@ -43,9 +43,9 @@ import (
 type damage struct {
 	// at is the first damaged offset found and not yet cut away, -1: none.
 	at int64
-	// tailLost: the damage is a lost tail (below); tailReported: its
-	// report went out.
-	tailLost, tailReported bool
+	// tailReported: the report of a lost tail (the core's
+	// replication.Bucket.LostTail, below) went out.
+	tailReported bool
 	// kept is damage no other copy could repair, kept with the log
 	// (keepDamageLocked), -1: none. Its reads answer CORRUPT.
 	kept int64
@@ -119,7 +119,7 @@ func (r *Replica) otherInSyncCopyLocked() bool { return r.core.OtherInSyncCopy()
 func (r *Replica) settleLastCopy(offset int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.damage.at != offset || r.damage.tailLost || r.otherInSyncCopyLocked() ||
+	if _, tailLost := r.core.TailLost(); r.damage.at != offset || tailLost || r.otherInSyncCopyLocked() ||
 		!slices.Contains(r.core.ISR(), r.mgr.cfg.NodeID) {
 		return
 	}
@@ -139,42 +139,31 @@ func (r *Replica) sendDamageReportLocked(offset int64, reason string, lostTail b
 }
 
 // A replica whose log lost its tail (batches it had made durable are gone
-// after a restart: logstore.Log.LostTail) is damaged from there on, and
-// more: as a leader, its log would tell followers to truncate batches
-// that were acknowledged, and new writes would take their offsets. So
-// until it has given up leadership and cut the damage away it refuses
-// writes and follower fetches (NOT_LEADER, retriable), and it reports the
-// damage once it knows its assignment (the first metadata after opening).
+// after a restart: logstore.Log.LostTail) is damaged from there on; the
+// core refuses its writes and follower fetches until the loss is cut away
+// (replication.Bucket.LostTail), and it reports the damage once it knows
+// its assignment (the first metadata after opening).
 
-// reportLostTail sends the lost tail's damage report, once. A bucket with
-// one replica has nowhere to fetch from: it carries on with what is left.
+// reportLostTail sends the lost tail's damage report, once, when the core
+// says so (replication.Bucket.ReportLostTail): a bucket with one replica
+// has nowhere to fetch from and carries on with what is left.
 func (r *Replica) reportLostTail() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.damage.tailLost || r.damage.tailReported || r.closed {
+	from, lost := r.core.TailLost()
+	if !lost || r.damage.tailReported || r.closed {
 		return
 	}
-	if len(r.core.Replicas()) < 2 {
+	if !r.core.ReportLostTail() {
 		r.mgr.log.Error("replica lost its log's tail and has no peer to fetch it from: serving what is left",
-			"bucket", r.id.String(), "from_offset", r.damage.at)
-		r.damage.tailLost, r.damage.at = false, -1
+			"bucket", r.id.String(), "from_offset", from)
+		r.damage.at = -1
 		return
 	}
 	r.damage.tailReported = true
 	r.mgr.log.Error("replica lost its log's tail: leaving the ISR to fetch it again", "bucket", r.id.String(),
-		"from_offset", r.damage.at)
-	r.sendDamageReportLocked(r.damage.at, fmt.Sprintf("batches made durable from offset %d on are missing after a restart", r.damage.at), true)
-}
-
-// tailLostError refuses a leader's work while its lost tail is not cut
-// away; nil when nothing is lost. Holds mu.
-func (r *Replica) tailLostErrorLocked() error {
-	if !r.damage.tailLost {
-		return nil
-	}
-	return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
-		"bucket %s: the replica on node %d lost its log's tail from offset %d and is handing leadership to an in-sync replica",
-		r.id, r.mgr.cfg.NodeID, r.damage.at)
+		"from_offset", from)
+	r.sendDamageReportLocked(from, fmt.Sprintf("batches made durable from offset %d on are missing after a restart", from), true)
 }
 
 // reportDamage sends the report until the controller answers it (every
@@ -222,7 +211,8 @@ func (r *Replica) reportDamage(report *pb.ReportDamagedReplica, requestID []byte
 // last copy does: keepDamageLocked), and fetches on from its end.
 func (r *Replica) repairDamage() {
 	r.mu.Lock()
-	at, lostTail := r.damage.at, r.damage.tailLost
+	at := r.damage.at
+	_, lostTail := r.core.TailLost()
 	_, leader, _, _ := r.stateLocked()
 	mayCut := at >= 0 && r.core.MayCutDamaged(lostTail, at, at)
 	r.mu.Unlock()
@@ -239,7 +229,8 @@ func (r *Replica) repairDamage() {
 	r.produceMu.Lock()
 	defer r.produceMu.Unlock()
 	r.mu.Lock()
-	sameDamage := r.damage.at == at && r.damage.tailLost == lostTail
+	_, stillLost := r.core.TailLost()
+	sameDamage := r.damage.at == at && stillLost == lostTail
 	mayCut = r.core.MayCutDamaged(lostTail, at, heldFrom)
 	closed := r.closed || r.failed != nil
 	if sameDamage && !mayCut && !closed && r.core.MayCutDamaged(lostTail, at, at) {
@@ -256,7 +247,7 @@ func (r *Replica) repairDamage() {
 	}
 	r.mu.Lock()
 	if r.damage.at == at {
-		r.damage.at, r.damage.tailLost = -1, false
+		r.damage.at = -1 // and the core forgot a lost tail: cutLog's Truncated
 	}
 	r.mu.Unlock()
 }

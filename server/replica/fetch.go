@@ -255,10 +255,6 @@ func (r *Replica) serveFollower(follower uint32, nodeEpoch uint64, fb *pb.FetchB
 		r.mu.Unlock()
 		return err
 	}
-	if err := r.tailLostErrorLocked(); err != nil {
-		r.mu.Unlock()
-		return err
-	}
 	written := r.log.WrittenEnd()
 	out.LogStartOffset, out.LogEndOffset = r.log.StartOffset(), written
 	if lost, start := r.lostCommittedLocked(fb); lost {
@@ -277,10 +273,15 @@ func (r *Replica) serveFollower(follower uint32, nodeEpoch uint64, fb *pb.FetchB
 	}
 	eff := r.core.DurableEnd(r.log.EndOffset())
 	oldest, _ := r.log.OldestEpoch()
+	var snapshot int64
+	var snapshotEpoch int32
+	if s := r.newestKVSnapshot(); s != nil && r.kv != nil {
+		snapshot, snapshotEpoch = s.Offset, s.LeaderEpoch
+	}
 	ans, fetchEff, err := r.core.ServeFetch(replication.FollowerFetch{Follower: follower, NodeEpoch: int64(nodeEpoch),
 		LeaderEpoch: fb.LeaderEpoch, Offset: fb.Offset, LastFetchedEpoch: fb.LastFetchedEpoch},
 		replication.LeaderLog{StartOffset: out.LogStartOffset, WrittenEnd: written, EpochEnd: r.log.EndOffsetForEpoch,
-			OldestEpoch: oldest, Remote: r.remoteView()}, time.Now())
+			OldestEpoch: oldest, Remote: r.remoteView(), SnapshotOffset: snapshot, SnapshotEpoch: snapshotEpoch}, time.Now())
 	eff.Merge(fetchEff)
 	r.performLocked(eff)
 	out.LeaderEpoch, out.HighWatermark = ans.LeaderEpoch, ans.HW

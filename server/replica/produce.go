@@ -211,9 +211,6 @@ func (r *Replica) leaderFor(acks int32) (int32, error) {
 	if err := r.outOfServiceLocked(); err != nil {
 		return 0, err
 	}
-	if err := r.tailLostErrorLocked(); err != nil {
-		return 0, err
-	}
 	if err := r.catchingUpErrorLocked(); err != nil {
 		return 0, err
 	}

@@ -88,14 +88,15 @@ func openReplica(m *Manager, id BucketID, info *tableInfo) (*Replica, error) {
 		latest = e
 	}
 	r := &Replica{id: id, dir: dir, log: l, mgr: m, writers: writerState{table: newWriterTable(), saved: -1}, damage: damage{at: -1, kept: -1}}
-	if from, lost := l.LostTail(); lost {
-		r.damage.at, r.damage.tailLost = from, true
-	}
 	r.info.Store(info)
 	r.refreshRetention()
 	r.core = replication.New(replication.Config{Self: m.cfg.NodeID, NodeEpoch: int64(m.NodeEpoch()),
 		ReplicaLagMax: m.cfg.ReplicaLagMax, MinISR: info.minISR},
 		replication.Log{HWCheckpoint: m.hw.get(id, dir), DurableEnd: l.EndOffset(), LatestEpoch: latest})
+	if from, lost := l.LostTail(); lost {
+		r.damage.at = from
+		r.core.LostTail(from)
+	}
 	if err := r.openWriters(); err != nil {
 		l.Close()
 		return nil, err

@@ -119,22 +119,26 @@ type LeaderLog struct {
 // false when they agree. The rule is the protocol core's
 // (replication.Divergence).
 func (l LeaderLog) Divergence(m *tiering.Manifest) (int64, bool) {
-	var remote []replication.EpochSpan
-	for _, s := range m.Segments {
-		for i, e := range s.Epochs {
-			end := s.NextOffset
-			if i+1 < len(s.Epochs) {
-				end = s.Epochs[i+1].StartOffset
-			}
-			remote = append(remote, replication.EpochSpan{Epoch: e.Epoch, Start: e.StartOffset, End: end})
-		}
-	}
-	epochs := l.Log.Epochs()
+	return replication.Divergence(remoteSpans(m), logSpans(l.Log), l.Log.StartOffset())
+}
+
+// remoteSpans are the remote log's epochs.
+func remoteSpans(m *tiering.Manifest) []replication.EpochSpan {
+	var out []replication.EpochSpan
+	m.EpochRanges(func(e int32, start, end int64) {
+		out = append(out, replication.EpochSpan{Epoch: e, Start: start, End: end})
+	})
+	return out
+}
+
+// logSpans are a log's epochs over what it holds.
+func logSpans(log *logstore.Log) []replication.EpochSpan {
+	epochs := log.Epochs()
 	starts := make([]replication.EpochSpan, len(epochs))
 	for i, e := range epochs {
 		starts[i] = replication.EpochSpan{Epoch: e.Epoch, Start: e.StartOffset}
 	}
-	return replication.Divergence(remote, replication.Spans(starts, l.Log.EndOffset()), l.Log.StartOffset())
+	return replication.Spans(starts, log.EndOffset())
 }
 
 // LeaderLogs lists the buckets this node leads, and on the way refreshes

@@ -107,8 +107,11 @@ type Bucket struct {
 	leadsSinceOpen bool
 	// epochStart is the log end at which the current leader epoch began.
 	epochStart int64
-	followers  map[uint32]*follower
-	nextID     uint64
+	// lostTailFrom is where the log lost its tail (LostTail), -1: it did
+	// not, or the loss was cut away or forgotten.
+	lostTailFrom int64
+	followers    map[uint32]*follower
+	nextID       uint64
 
 	// Checked at every transition.
 	lastHWEpoch int32
@@ -122,7 +125,7 @@ func New(cfg Config, l Log) *Bucket {
 	assertf(cfg.ReplicaLagMax > 0, "ReplicaLagMax %v", cfg.ReplicaLagMax)
 	cfg.MinISR = max(cfg.MinISR, 1)
 	b := &Bucket{cfg: cfg, leaderEpoch: -1, bucketEpoch: -1, logEpoch: l.LatestEpoch,
-		hw: max(0, min(l.HWCheckpoint, l.DurableEnd)), durableEnd: l.DurableEnd, lastHWEpoch: -1}
+		hw: max(0, min(l.HWCheckpoint, l.DurableEnd)), durableEnd: l.DurableEnd, lastHWEpoch: -1, lostTailFrom: -1}
 	b.check()
 	return b
 }

@@ -41,9 +41,18 @@ type LeaderLog struct {
 	// unknown: no epoch is older.
 	OldestEpoch int32
 	// Remote is the committed remote log: the leader's history below its
-	// start, which judges such a follower's batches there when it holds
-	// them up to StartOffset (or, fenced, once cut).
+	// start, which judges such a follower's batches there where it holds
+	// them (or, fenced, once cut).
 	Remote RemoteView
+	// SnapshotOffset is the newest committed KV snapshot's offset of a
+	// primary-key bucket (0: none, or a log table): a store restored from
+	// it holds the effect of the changelog below.
+	SnapshotOffset int64
+	// SnapshotEpoch is the leader epoch of the leader that took that
+	// snapshot: its batches below SnapshotOffset are the leader's history
+	// there (unless the remote log is fenced: the snapshot may then be of
+	// the history an unclean election left behind).
+	SnapshotEpoch int32
 }
 
 // FetchAnswer is what the leader answers a follower's fetch with.
@@ -78,6 +87,9 @@ func (b *Bucket) ServeFetch(req FollowerFetch, l LeaderLog, now time.Time) (Fetc
 	case !slices.Contains(b.replicas, req.Follower) || req.Follower == b.cfg.Self:
 		return ans, Effects{}, fmt.Errorf("%w: node %d", ErrNotReplica, req.Follower)
 	}
+	if err := b.tailLostError(); err != nil {
+		return ans, Effects{}, err
+	}
 	if req.Offset < l.StartOffset {
 		// Below the leader's log start the leader's epoch cache cannot
 		// judge divergence (it starts there too): the follower catches up
@@ -85,7 +97,7 @@ func (b *Bucket) ServeFetch(req FollowerFetch, l LeaderLog, now time.Time) (Fetc
 		return ans, Effects{}, fmt.Errorf("%w: follower %d fetches at %d, below the leader's log start %d",
 			ErrOutOfRange, req.Follower, req.Offset, l.StartOffset)
 	}
-	if ep, end, ok := l.divergence(req.LastFetchedEpoch, req.Offset); ok {
+	if ep, end, ok := l.divergence(req.LastFetchedEpoch, req.Offset, slices.Contains(b.isr, req.Follower)); ok {
 		ans.Diverging, ans.DivergingEpoch, ans.DivergingEnd = true, ep, end
 		return ans, Effects{}, nil
 	}
@@ -131,27 +143,39 @@ func (b *Bucket) ServeFetch(req FollowerFetch, l LeaderLog, now time.Time) (Fetc
 // divergence is KIP-320's check of a follower's log, ending at offset (at
 // or past the leader's start) with a batch of lastEpoch (-1: empty),
 // against the leader's: where the follower must truncate to, ok false
-// when the leader holds lastEpoch up to offset.
+// when the leader holds lastEpoch up to offset (follower fetch 2, 2c, 2d).
 //
-// An epoch the leader's cache does not hold is answered at the leader's
-// start. So is one older than its oldest when the remote log can judge
-// the follower's batches below the start (it holds up to the start, or
-// is fenced until its cut), even for a follower that ends there: the
-// leader only knows that epoch ended at or before its start, so a
-// follower's last batches there may be of another history (after an
-// unclean election, kept since by a replica that was down), and taking
-// them as agreeing would let it join the ISR and later lead with them.
-// The follower has the remote log judge them (UnjudgedBelowStart). Where
-// the remote log does not reach the leader's start (a leader restored
-// from a KV snapshot past its end) nothing can judge them, and the
-// follower's batches may be the only copies: they are kept.
-func (l LeaderLog) divergence(lastEpoch int32, offset int64) (int32, int64, bool) {
+// An epoch the leader's cache does not hold, or one older than its
+// oldest, is answered at the leader's start, even to a follower that
+// ends there: the cache starts at the leader's log start and knows of
+// such an epoch only that it ended at or before it, so the follower's
+// batches below may be of another history (an unclean election's
+// loser's, kept by a replica that was down). Taken as agreeing, they
+// would let it join the ISR and, elected later, serve that history. The
+// follower has the remote log judge them (UnjudgedBelowStart). One
+// thing vouches for them without the cache: the newest KV snapshot,
+// taken by the leader of lastEpoch at or past offset (vouches).
+//
+// An empty follower positioned past the leader's start (a restore, or a
+// truncation that dropped every batch it held) lacks what lies between;
+// it may join the ISR only when that is held elsewhere for good: by the
+// remote log, or, of a primary-key table, by the newest KV snapshot's
+// store. Else it is answered at the leader's start too, and starts over
+// there. A member of the ISR is not: it was judged when it joined, and
+// starting over would take its end below the high watermark. (One past
+// the leader's end is out of range.)
+func (l LeaderLog) divergence(lastEpoch int32, offset int64, inISR bool) (int32, int64, bool) {
 	if lastEpoch < 0 {
+		if !inISR && offset > l.StartOffset && offset <= l.WrittenEnd && !l.heldBelow(offset) {
+			return lastEpoch, l.StartOffset, true
+		}
 		return 0, 0, false
 	}
 	ep, end, ok := l.EpochEnd(lastEpoch)
 	switch {
-	case !ok || lastEpoch < l.OldestEpoch && l.Remote.judgesBelow(l.StartOffset):
+	case (!ok || lastEpoch < l.OldestEpoch) && l.vouches(lastEpoch, offset):
+		return 0, 0, false
+	case !ok || lastEpoch < l.OldestEpoch:
 		return lastEpoch, l.StartOffset, true
 	case ep < lastEpoch || end < offset:
 		return ep, end, true
@@ -159,39 +183,77 @@ func (l LeaderLog) divergence(lastEpoch int32, offset int64) (int32, int64, bool
 	return 0, 0, false
 }
 
+// vouches says whether the newest KV snapshot vouches for a follower's
+// log ending at offset with a batch of lastEpoch (follower fetch 2e): the
+// leader of lastEpoch took it at or past offset, so it had written each
+// batch of lastEpoch below offset before, at the same offset (a leader
+// writes an offset once), and the follower's batches below those agreed
+// with it when fetched: the follower's log is a prefix of that leader's,
+// which the snapshot puts in the history. A fenced remote log fences the
+// snapshots too: the newest may be of the history an unclean election
+// left behind.
+func (l LeaderLog) vouches(lastEpoch int32, offset int64) bool {
+	return !l.Remote.Fenced && l.SnapshotOffset > 0 && lastEpoch == l.SnapshotEpoch && offset <= l.SnapshotOffset
+}
+
+// heldBelow says whether what lies between the leader's start and offset
+// is held for good without the leader's log: the remote log holds every
+// offset there, or a KV snapshot at or past offset does. Neither counts
+// while the remote log is fenced (vouches).
+func (l LeaderLog) heldBelow(offset int64) bool {
+	v := l.Remote
+	return !v.Fenced && (offset <= l.SnapshotOffset || v.CoveredFrom <= l.StartOffset && v.End >= offset && v.End > v.CoveredFrom)
+}
+
 // UnjudgedBelowStart says that a divergence answered at divergingEnd by a
 // leader whose log starts at leaderStart left the follower, whose log now
 // spans [localStart, localEnd), with batches below the leader's start
 // that the leader could not judge (LeaderLog.divergence): the follower's
-// last epoch predates the leader's log, and the remote log v, the
-// leader's history below its start, can judge them. The follower cuts
-// what the remote log holds in another epoch, and drops the rest below
-// the leader's start (the remote log holds it and serves it), starting
-// over empty there. Fetching on with them instead would be answered the
-// same way again and again.
-func UnjudgedBelowStart(divergingEnd, leaderStart, localStart, localEnd int64, v RemoteView) bool {
-	return divergingEnd == leaderStart && localEnd == leaderStart && localStart < leaderStart && v.judgesBelow(leaderStart)
+// last epoch predates the leader's log. The remote log, the leader's
+// history below its start, judges them where it holds them
+// (RemoteDisagreement: the follower cuts what it holds in another
+// epoch); the rest go, the log starting over empty at the leader's start,
+// when no copy is lost (MayDropBelowStart), else the follower waits.
+// Fetching on with them instead would be answered the same way again and
+// again.
+func UnjudgedBelowStart(divergingEnd, leaderStart, localStart, localEnd int64) bool {
+	return divergingEnd == leaderStart && localEnd == leaderStart && localStart < leaderStart
 }
 
-// MayDropBelowStart says whether a follower whose log starts at
-// localStart may drop its batches below its leader's start once the
-// remote log v judged them (UnjudgedBelowStart): v holds every one, or,
-// of a primary-key table, those it does not hold lie below the newest
-// KV snapshot, whose store holds their effect (a restore gives them up
-// too). Else they may be the only copies, and are kept: the follower
-// waits.
-func MayDropBelowStart(localStart int64, v RemoteView, primaryKey bool, newestSnapshot int64) bool {
-	return localStart >= v.Start || primaryKey && newestSnapshot >= v.Start
+// MayDropBelowStart says whether a follower whose log spans [localStart,
+// leaderStart), all below its leader's start and judged by the remote log
+// v (UnjudgedBelowStart), may drop it: every batch is held by v (from its
+// covered start up to the leader's start), or, of a primary-key table,
+// lies below the newest KV snapshot, whose store holds its effect (a
+// restore gives them up too). Below the remote log's start nothing says
+// the batches are gone elsewhere (it starts where its first upload did).
+// Else they may be the only copies, and are kept: the follower waits, out
+// of the ISR, until log.ttl expires them or a snapshot covers them.
+func MayDropBelowStart(localStart, leaderStart int64, v RemoteView, primaryKey bool, newestSnapshot int64) bool {
+	lo := localStart
+	if primaryKey {
+		lo = max(lo, newestSnapshot)
+	}
+	return lo >= leaderStart || !v.Fenced && v.End > v.CoveredFrom && lo >= v.CoveredFrom && v.End >= leaderStart
 }
 
-// judgesBelow says whether the remote log can judge a follower's batches
-// below a leader's log start, and holds every one the follower would drop
-// after: it holds every offset from its start up to there, or it is
-// fenced (it may once cut). Past a gap (a restored leader's) a follower's
-// batches below it may be the only copies: nothing judges them, and they
-// are kept.
-func (v RemoteView) judgesBelow(start int64) bool {
-	return v.Fenced || v.CoveredFrom == v.Start && v.Start < start && v.End >= start
+// RemoteDisagreement is the first offset at which the remote log (its
+// epoch spans, the leader's history below its start) holds a batch that a
+// follower's log, holding [localStart, localEnd) in local's epochs, holds
+// in another epoch: what the follower cuts back to. Offsets the remote
+// log does not hold (a gap, past its end) it cannot judge. ok is false
+// when they agree wherever both hold batches.
+func RemoteDisagreement(remote, local []EpochSpan, localStart, localEnd int64) (int64, bool) {
+	clipped := make([]EpochSpan, 0, len(remote))
+	for _, s := range remote {
+		if s.End = min(s.End, localEnd); s.Start < s.End {
+			clipped = append(clipped, s)
+		}
+	}
+	if d, ok := Divergence(clipped, local, localStart); ok {
+		return d, true
+	}
+	return 0, false
 }
 
 func later(a, b time.Time) time.Time {

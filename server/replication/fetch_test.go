@@ -425,14 +425,13 @@ func TestServeFetchBelowLeaderStart(t *testing.T) {
 	}
 }
 
-// docs/replication.md, follower fetch 2: a follower whose last epoch is
+// docs/replication.md, follower fetch 2c: a follower whose last epoch is
 // older than any the leader's log holds is told to diverge at the
-// leader's start even when it ends there: the leader's epoch cache starts
-// at its log start and cannot say the follower's batches below are its
-// history (they may be of one an unclean election replaced). When the
-// remote log can judge them, the follower has it do so and drops the rest
-// (UnjudgedBelowStart); where it cannot (a gap below the leader's start),
-// they may be the only copies and are kept.
+// leader's start even when it ends there, whatever the remote log holds:
+// the leader's epoch cache starts at its log start and cannot say the
+// follower's batches below are its history (they may be of one an
+// unclean election replaced). The follower then has the remote log judge
+// them (UnjudgedBelowStart).
 func TestServeFetchUnjudgedBelowLeaderStart(t *testing.T) {
 	// The leader's log starts at 20 in epoch 2 (what it held of epoch 1
 	// and the first offsets of epoch 2 went to retention).
@@ -442,29 +441,25 @@ func TestServeFetchUnjudgedBelowLeaderStart(t *testing.T) {
 		}
 		return e, 20, true // older than all: ends where the cache starts
 	}
-	gapless := RemoteView{Start: 0, CoveredFrom: 0, End: 24}
 	for _, tc := range []struct {
-		name      string
-		remote    RemoteView
-		offset    int64
-		diverging bool
+		name   string
+		remote RemoteView
+		offset int64
 	}{
-		{"at the start, the remote log judges", gapless, 20, true},
-		{"past the start, the remote log judges", gapless, 23, true},
-		{"at the start, fenced remote log", RemoteView{Fenced: true}, 20, true},
-		{"at the start, the remote log ends below it", RemoteView{End: 16}, 20, false},
-		{"at the start, the remote log has a gap", RemoteView{Start: 0, CoveredFrom: 12, End: 24}, 20, false},
-		{"past the start, the remote log ends below it", RemoteView{End: 16}, 23, true},
+		{"at the start, the remote log holds below it", RemoteView{Start: 0, CoveredFrom: 0, End: 24}, 20},
+		{"past the start, the remote log holds below it", RemoteView{Start: 0, CoveredFrom: 0, End: 24}, 23},
+		{"at the start, fenced remote log", RemoteView{Fenced: true}, 20},
+		{"at the start, the remote log ends below it", RemoteView{End: 16}, 20},
+		{"at the start, the remote log has a gap", RemoteView{Start: 0, CoveredFrom: 12, End: 24}, 20},
+		{"at the start, no remote log", RemoteView{}, 20},
+		{"past the start, the remote log ends below it", RemoteView{End: 16}, 23},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := leaderOf(t, []uint32{1, 2}, 30)
 			l := LeaderLog{StartOffset: 20, WrittenEnd: 30, EpochEnd: epochs, OldestEpoch: 2, Remote: tc.remote}
 			ans, _, err := b.ServeFetch(FollowerFetch{Follower: 2, LeaderEpoch: 1, Offset: tc.offset, LastFetchedEpoch: 1}, l, t0)
-			if err != nil || ans.Diverging != tc.diverging {
-				t.Fatalf("answer %+v, %v; want diverging %v", ans, err, tc.diverging)
-			}
-			if !tc.diverging {
-				return
+			if err != nil || !ans.Diverging {
+				t.Fatalf("answer %+v, %v; want a divergence", ans, err)
 			}
 			if ans.DivergingEpoch != 1 || ans.DivergingEnd != 20 {
 				t.Fatalf("diverging at epoch %d, offset %d; want epoch 1 at the leader's start 20", ans.DivergingEpoch, ans.DivergingEnd)
@@ -476,35 +471,167 @@ func TestServeFetchUnjudgedBelowLeaderStart(t *testing.T) {
 			if to != 20 {
 				t.Fatalf("truncation point %d, want 20", to)
 			}
-			if got, want := UnjudgedBelowStart(ans.DivergingEnd, 20, 8, to, tc.remote), tc.remote.Fenced || tc.remote.End >= 20; got != want {
-				t.Fatalf("UnjudgedBelowStart = %v, want %v", got, want)
+			if !UnjudgedBelowStart(ans.DivergingEnd, 20, 8, to) {
+				t.Fatal("batches below the leader's start were not sent to the remote log")
 			}
-			if UnjudgedBelowStart(ans.DivergingEnd, 20, 20, to, tc.remote) {
+			if UnjudgedBelowStart(ans.DivergingEnd, 20, 20, to) {
 				t.Fatal("a follower holding nothing below the leader's start was sent to the remote log")
+			}
+		})
+	}
+	// A follower whose last epoch the leader's log holds is judged as
+	// usual (KIP-320), at its start too.
+	b := leaderOf(t, []uint32{1, 2}, 30)
+	l := LeaderLog{StartOffset: 20, WrittenEnd: 30, EpochEnd: epochs, OldestEpoch: 2}
+	if ans, _, err := b.ServeFetch(FollowerFetch{Follower: 2, LeaderEpoch: 1, Offset: 25, LastFetchedEpoch: 2}, l, t0); err != nil || ans.Diverging {
+		t.Fatalf("a follower in the leader's epoch: %+v, %v", ans, err)
+	}
+}
+
+// docs/replication.md, follower fetch 2d: an empty follower positioned
+// past the leader's start (it holds nothing below its position) counts as
+// caught up only when what lies between is held for good without the
+// leader: by the remote log, or by a KV snapshot at or past its position.
+// Else, outside the ISR, it is told to start over at the leader's start
+// (tier simulation seed 3568: such a replica joined the ISR, was elected
+// and lacked acknowledged records only the old leader held).
+func TestServeFetchEmptyFollowerPastLeaderStart(t *testing.T) {
+	epochs := func(e int32) (int32, int64, bool) { return 2, 30, e >= 2 }
+	for _, tc := range []struct {
+		name      string
+		remote    RemoteView
+		snapshot  int64
+		offset    int64
+		diverging bool
+	}{
+		{"at the leader's start", RemoteView{}, 0, 20, false},
+		{"past it, nothing holds what lies between", RemoteView{}, 0, 25, true},
+		{"past it, the remote log holds it", RemoteView{Start: 0, CoveredFrom: 0, End: 25}, 0, 25, false},
+		{"past it, the remote log ends below its position", RemoteView{Start: 0, CoveredFrom: 0, End: 24}, 0, 25, true},
+		{"past it, the remote log starts past the leader's start", RemoteView{Start: 22, CoveredFrom: 22, End: 28}, 0, 25, true},
+		{"past it, fenced remote log", RemoteView{Start: 0, CoveredFrom: 0, End: 28, Fenced: true}, 0, 25, true},
+		{"past it, restored from a KV snapshot there", RemoteView{}, 25, 25, false},
+		{"past it, a KV snapshot below its position", RemoteView{}, 24, 25, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := leaderOf(t, []uint32{1, 2}, 30)
+			l := LeaderLog{StartOffset: 20, WrittenEnd: 30, EpochEnd: epochs, OldestEpoch: 2, Remote: tc.remote, SnapshotOffset: tc.snapshot}
+			ans, _, err := b.ServeFetch(FollowerFetch{Follower: 3, LeaderEpoch: 1, Offset: tc.offset, LastFetchedEpoch: -1}, l, t0)
+			if err != nil || ans.Diverging != tc.diverging {
+				t.Fatalf("answer %+v, %v; want diverging %v", ans, err, tc.diverging)
+			}
+			if tc.diverging && ans.DivergingEnd != 20 {
+				t.Fatalf("diverging at %d, want the leader's start 20", ans.DivergingEnd)
+			}
+			if tc.diverging {
+				// An empty log truncated below its start starts over there.
+				if to := TruncationPoint(ans.DivergingEpoch, ans.DivergingEnd, func(int32) (int32, int64, bool) { return 0, 0, false }); to != 20 {
+					t.Fatalf("truncation point %d, want 20", to)
+				}
+			}
+		})
+	}
+	// A member of the ISR (emptied by a truncation to its log start,
+	// which retention had moved up) keeps its place: starting over would
+	// take its end below the high watermark (tier simulation seed 6755).
+	b := leaderOf(t, []uint32{1, 2}, 30)
+	l := LeaderLog{StartOffset: 20, WrittenEnd: 30, EpochEnd: epochs, OldestEpoch: 2}
+	if ans, _, err := b.ServeFetch(FollowerFetch{Follower: 2, LeaderEpoch: 1, Offset: 25, LastFetchedEpoch: -1}, l, t0); err != nil || ans.Diverging {
+		t.Fatalf("an in-sync follower: %+v, %v", ans, err)
+	}
+}
+
+// The newest KV snapshot vouches for a follower's batches below its
+// leader's start when the leader of the follower's last epoch took it at
+// or past the follower's end (follower fetch 2e): a leader restored from
+// it leads a log that starts there with a newer epoch, and a follower
+// still holding the changelog in a gap of the remote log keeps it instead
+// of dropping it (integration TestRestoredLeaderKeepsRemoteStart).
+func TestServeFetchSnapshotVouchesBelowLeaderStart(t *testing.T) {
+	// The leader restored from the snapshot at 50 and leads in epoch 3.
+	epochs := func(e int32) (int32, int64, bool) { return 3, 60, e >= 3 }
+	gap := RemoteView{Start: 0, CoveredFrom: 0, End: 45}
+	for _, tc := range []struct {
+		name      string
+		remote    RemoteView
+		epoch     int32 // the snapshot taker's
+		offset    int64 // the follower's end
+		last      int32 // its last batch's epoch
+		diverging bool
+	}{
+		{"taken by the leader of the follower's last epoch at its end", gap, 1, 50, 1, false},
+		{"taken in another epoch", gap, 2, 50, 1, true},
+		{"the remote log is fenced", RemoteView{Start: 0, CoveredFrom: 0, End: 45, Fenced: true}, 1, 50, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := leaderOf(t, []uint32{1, 2}, 60)
+			l := LeaderLog{StartOffset: 50, WrittenEnd: 60, EpochEnd: epochs, OldestEpoch: 3, Remote: tc.remote,
+				SnapshotOffset: 50, SnapshotEpoch: tc.epoch}
+			ans, _, err := b.ServeFetch(FollowerFetch{Follower: 2, LeaderEpoch: 1, Offset: tc.offset, LastFetchedEpoch: tc.last}, l, t0)
+			if err != nil || ans.Diverging != tc.diverging {
+				t.Fatalf("answer %+v, %v; want diverging %v", ans, err, tc.diverging)
+			}
+			if tc.diverging && ans.DivergingEnd != 50 {
+				t.Fatalf("diverging at %d, want the leader's start 50", ans.DivergingEnd)
 			}
 		})
 	}
 }
 
 // A follower whose batches below its leader's start the remote log judged
-// drops them only when no copy is lost: the remote log holds them, or a
-// primary-key table's newest KV snapshot covers those it does not.
+// drops them only when no copy is lost: the remote log holds every one up
+// to the leader's start, or a primary-key table's newest KV snapshot
+// covers those it does not.
 func TestMayDropBelowStart(t *testing.T) {
 	v := RemoteView{Start: 40, CoveredFrom: 40, End: 80}
+	gap := RemoteView{Start: 10, CoveredFrom: 60, End: 80}
 	for _, tc := range []struct {
 		name     string
 		start    int64
+		leader   int64
+		v        RemoteView
 		pk       bool
 		snapshot int64
 		want     bool
 	}{
-		{"the remote log holds them", 40, false, 0, true},
-		{"some below the remote start", 10, false, 0, false},
-		{"primary key, below the remote start, no snapshot past it", 10, true, 30, false},
-		{"primary key, below the remote start and a snapshot", 10, true, 50, true},
+		{"the remote log holds them", 40, 70, v, false, 0, true},
+		{"some below the remote start", 10, 70, v, false, 0, false},
+		{"the remote log ends below the leader's start", 40, 90, v, false, 0, false},
+		{"primary key, below the remote start, no snapshot past it", 10, 70, v, true, 30, false},
+		{"primary key, below the remote start and a snapshot", 10, 70, v, true, 50, true},
+		{"primary key, a snapshot at the leader's start", 10, 90, v, true, 90, true},
+		{"some in the remote log's gap", 40, 70, gap, false, 0, false},
+		{"above the remote log's gap", 60, 70, gap, false, 0, true},
+		{"no remote log", 10, 70, RemoteView{}, false, 0, false},
+		{"fenced", 40, 70, RemoteView{Start: 40, CoveredFrom: 40, End: 80, Fenced: true}, false, 0, false},
 	} {
-		if got := MayDropBelowStart(tc.start, v, tc.pk, tc.snapshot); got != tc.want {
+		if got := MayDropBelowStart(tc.start, tc.leader, tc.v, tc.pk, tc.snapshot); got != tc.want {
 			t.Errorf("%s: MayDropBelowStart = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The remote log judges a follower's batches where it holds them, gaps
+// and all: the first offset both hold in different epochs.
+func TestRemoteDisagreement(t *testing.T) {
+	remote := []EpochSpan{{Epoch: 1, Start: 10, End: 30}, {Epoch: 3, Start: 30, End: 40}, {Epoch: 5, Start: 50, End: 60}}
+	for _, tc := range []struct {
+		name       string
+		local      []EpochSpan
+		start, end int64
+		want       int64
+		ok         bool
+	}{
+		{"agrees", []EpochSpan{{1, 20, 30}, {3, 30, 40}}, 20, 40, 0, false},
+		{"another epoch where the remote log holds one", []EpochSpan{{1, 20, 34}}, 20, 34, 30, true},
+		{"in the gap and past the end it cannot judge", []EpochSpan{{3, 35, 40}, {4, 40, 50}}, 35, 50, 0, false},
+		{"after the gap", []EpochSpan{{4, 40, 55}}, 40, 55, 50, true},
+		{"below the remote start it cannot judge", []EpochSpan{{0, 0, 10}, {1, 10, 12}}, 0, 12, 0, false},
+		{"past the remote end", []EpochSpan{{5, 50, 70}}, 50, 70, 0, false},
+	} {
+		got, ok := RemoteDisagreement(remote, tc.local, tc.start, tc.end)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: RemoteDisagreement = %d, %v; want %d, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -48,6 +48,9 @@ func (b *Bucket) Truncated(end int64) {
 	assertf(b.role != RoleLeader, "a leader truncated its log to %d", end)
 	b.durableEnd = end
 	b.hw = min(b.hw, end)
+	if b.lostTailFrom >= 0 && end <= b.lostTailFrom {
+		b.lostTailFrom = -1 // cut away: fetched again from the leader
+	}
 	b.check()
 }
 

@@ -38,11 +38,19 @@ func Spans(starts []EpochSpan, end int64) []EpochSpan {
 // end of its last span), holds in another epoch or not at all. Below
 // localStart the leader has nothing to compare with: what it lost to
 // retention or never held there is taken as agreeing, since the copy is
-// the only one left. ok is false when they agree everywhere the copy
-// holds.
+// the only one left, but only in an epoch at most the leader's oldest
+// (the one its log starts in): epochs only grow along one history, so a
+// batch there of a newer epoch than that is another history's (tier
+// simulation seed 67994: a cut that kept one let a replica holding the
+// leader's older history there serve it as the copy's). ok is false when
+// they agree everywhere the copy holds.
 func Divergence(copy, leader []EpochSpan, localStart int64) (offset int64, ok bool) {
 	first := int64(math.MaxInt64)
 	for _, c := range copy {
+		if c.Start < localStart && len(leader) > 0 && c.Epoch > leader[0].Epoch {
+			first = min(first, c.Start)
+			continue
+		}
 		for o := max(c.Start, localStart); o < c.End && o < first; {
 			l, held := spanAt(leader, o)
 			if !held || l.Epoch != c.Epoch {

@@ -20,6 +20,8 @@ func TestDivergence(t *testing.T) {
 		{"a newer epoch the leader never had", []EpochSpan{{1, 0, 50}, {2, 50, 100}}, []EpochSpan{{1, 0, 60}, {3, 60, 90}}, 0, 50, true},
 		{"the leader's log ends first", []EpochSpan{{1, 0, 100}}, []EpochSpan{{1, 0, 40}}, 0, 40, true},
 		{"below the leader's start is taken as agreeing", []EpochSpan{{1, 0, 50}, {2, 50, 100}}, []EpochSpan{{2, 80, 100}, {4, 100, 110}}, 80, 0, false},
+		{"below the leader's start, an epoch newer than its oldest", []EpochSpan{{1, 0, 40}, {3, 40, 60}, {4, 60, 100}}, []EpochSpan{{2, 80, 100}, {5, 100, 110}}, 80, 40, true},
+		{"below the leader's start, its oldest epoch", []EpochSpan{{1, 0, 40}, {2, 40, 100}}, []EpochSpan{{2, 80, 100}, {5, 100, 110}}, 80, 0, false},
 		{"a gap in the copy is skipped", []EpochSpan{{1, 0, 40}, {2, 60, 100}}, []EpochSpan{{1, 0, 45}, {2, 45, 90}, {5, 90, 95}}, 0, 90, true},
 		{"overlapping segments", []EpochSpan{{1, 0, 60}, {1, 30, 60}, {2, 60, 80}}, []EpochSpan{{1, 0, 60}, {3, 60, 70}}, 0, 60, true},
 	}

@@ -13,11 +13,15 @@ const (
 )
 
 // CheckWrite admits a write: it returns the leader epoch to append it in,
-// or ErrNotLeader, or for acks=all with a committed ISR below
-// min.insync.replicas ErrNotEnoughReplicas (nothing may be appended).
+// or ErrNotLeader (also while a lost tail is not cut away: LostTail), or
+// for acks=all with a committed ISR below min.insync.replicas
+// ErrNotEnoughReplicas (nothing may be appended).
 func (b *Bucket) CheckWrite(acks int) (int32, error) {
 	if b.role != RoleLeader {
 		return 0, fmt.Errorf("%w: node %d is %s of leader epoch %d (leader: node %d)", ErrNotLeader, b.cfg.Self, b.role, b.leaderEpoch, b.leader)
+	}
+	if err := b.tailLostError(); err != nil {
+		return 0, err
 	}
 	if acks == AcksAll && len(b.isr) < b.cfg.MinISR {
 		return 0, fmt.Errorf("%w: %d in-sync replicas %v, min.insync.replicas is %d", ErrNotEnoughReplicas, len(b.isr), b.isr, b.cfg.MinISR)

@@ -366,21 +366,35 @@ func (w *tWorld) fetch() {
 	epochs := w.leaderEpochs(l)
 	ll := LeaderLog{StartOffset: l.start, WrittenEnd: l.end(), OldestEpoch: epochs[0].Epoch, Remote: w.remoteView(),
 		EpochEnd: func(e int32) (int32, int64, bool) { return epochEnd(epochs, l.end(), e) }}
-	for f.end() > f.start {
-		ep, end, diverging := ll.divergence(f.log[f.end()-1].e.epoch, f.end())
+	if w.pk && len(w.snaps) > 0 {
+		s := w.snaps[len(w.snaps)-1]
+		ll.SnapshotOffset, ll.SnapshotEpoch = s.offset, s.epoch
+	}
+	for {
+		last := int32(-1)
+		if f.end() > f.start {
+			last = f.log[f.end()-1].e.epoch
+		}
+		ep, end, diverging := ll.divergence(last, f.end(), slices.Contains(w.isr, f.id))
 		if !diverging {
 			break
 		}
 		if to := TruncationPoint(ep, end, func(e int32) (int32, int64, bool) { return epochEnd(f.spans(), f.end(), e) }); to < f.end() {
 			w.logf("node %d truncates to %d (leader %d)", f.id, to, l.id)
 			f.truncate(to)
-		} else if !UnjudgedBelowStart(end, l.start, f.start, f.end(), ll.Remote) {
+			if f.end() < l.start {
+				return // it catches up next
+			}
+		} else if !UnjudgedBelowStart(end, l.start, f.start, f.end()) {
 			return // answered the same again: nothing fetched
 		}
-		if UnjudgedBelowStart(end, l.start, f.start, f.end(), ll.Remote) {
+		if UnjudgedBelowStart(end, l.start, f.start, f.end()) {
 			w.judgeBelowStart(l, f)
 			return
 		}
+	}
+	if f.end() > l.end() {
+		return // out of range (ServeFetch): past the leader's end
 	}
 	f.fetchedIn = w.epoch
 	to := min(l.end(), f.end()+int64(1+w.rng.IntN(6)))
@@ -439,7 +453,7 @@ func (w *tWorld) catchUp(l, f *tNode) {
 			return
 		}
 		data := w.objects[seg.DataKey]
-		if d, ok := w.remoteDisagrees(f, f.end()); ok {
+		if d, ok := w.remoteDisagrees(f); ok {
 			w.logf("node %d truncates to %d (the remote log)", f.id, d)
 			f.truncate(d)
 			return
@@ -482,12 +496,12 @@ func (w *tWorld) judgeBelowStart(l, f *tNode) {
 	if w.fence != 0 {
 		return // the remote copies wait for their cut
 	}
-	if d, ok := w.remoteDisagrees(f, f.end()); ok {
+	if d, ok := w.remoteDisagrees(f); ok {
 		w.logf("node %d truncates to %d (the remote log, below leader %d's start)", f.id, d, l.id)
 		f.truncate(d)
 		return
 	}
-	if !MayDropBelowStart(f.start, w.remoteView(), w.pk, w.newestSnap()) {
+	if !MayDropBelowStart(f.start, l.start, w.remoteView(), w.pk, w.newestSnap()) {
 		w.logf("node %d waits: its log below leader %d's start %d may hold the only copies", f.id, l.id, l.start)
 		return
 	}
@@ -534,30 +548,17 @@ func epochEnd(spans []EpochSpan, end int64, epoch int32) (int32, int64, bool) {
 	return spans[i-1].Epoch, spans[i].Start, true
 }
 
-// remoteDisagrees is the first offset of f's log below to that the
-// remote log holds in another epoch: what truncateToRemote cuts back to.
-// Offsets it does not hold (a gap, or past its ends) it cannot judge.
-func (w *tWorld) remoteDisagrees(f *tNode, to int64) (int64, bool) {
-	for o := f.start; o < to; o++ {
-		seg, ok := w.manifest.Find(o)
-		if ok && o >= seg.BaseOffset && o < seg.NextOffset && w.objects[seg.DataKey][o-seg.BaseOffset].e.epoch != f.log[o].e.epoch {
-			return o, true
-		}
-	}
-	return 0, false
+// remoteDisagrees is where f's log parts from the remote log's
+// (RemoteDisagreement, as truncateToRemote asks it).
+func (w *tWorld) remoteDisagrees(f *tNode) (int64, bool) {
+	return RemoteDisagreement(manifestSpans(w.manifest), f.spans(), f.start, f.end())
 }
 
 func manifestSpans(m *tiering.Manifest) []EpochSpan {
 	var out []EpochSpan
-	for _, s := range m.Segments {
-		for i, e := range s.Epochs {
-			end := s.NextOffset
-			if i+1 < len(s.Epochs) {
-				end = s.Epochs[i+1].StartOffset
-			}
-			out = append(out, EpochSpan{Epoch: e.Epoch, Start: e.StartOffset, End: end})
-		}
-	}
+	m.EpochRanges(func(epoch int32, start, end int64) {
+		out = append(out, EpochSpan{Epoch: epoch, Start: start, End: end})
+	})
 	return out
 }
 

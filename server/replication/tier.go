@@ -1,6 +1,9 @@
 package replication
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // The rules of the rarer paths that decide what a replica may throw away:
 // its damaged log, and its local copies of what remote storage holds. The
@@ -100,8 +103,50 @@ func LocalRetention(v RemoteView, primaryKey bool, applied, newestSnapshot int64
 // replica has no other copy to prefer.
 func (b *Bucket) LostCommitted(lastFetchedEpoch int32, followerHW int64, afterUncleanElection bool) bool {
 	if b.role != RoleLeader || lastFetchedEpoch < 0 || lastFetchedEpoch >= b.leaderEpoch ||
-		afterUncleanElection || len(b.replicas) < 2 {
+		afterUncleanElection || len(b.replicas) < 2 || b.lostTailFrom >= 0 {
 		return false
 	}
 	return followerHW > b.epochStart
+}
+
+// LostTail records that the replica's log lost its tail from offset from:
+// batches it had made durable are gone after a restart (a disk that
+// dropped fsynced writes; logstore.Log.LostTail). The log is damaged from
+// there on, and more: as a leader it would tell followers to truncate
+// batches that were acknowledged, and new writes would take their
+// offsets. So until the loss is cut away (Truncated at or below from) the
+// replica refuses writes and follower fetches (ErrNotLeader, retriable)
+// and reports the damage (ReportLostTail); a lost tail needs no other
+// in-sync copy to be cut away (MayCutDamaged): nothing after it is left.
+func (b *Bucket) LostTail(from int64) {
+	assertf(from >= 0, "a lost tail from offset %d", from)
+	b.lostTailFrom = from
+}
+
+// TailLost says where the log lost its tail, ok false when it did not or
+// the loss was cut away.
+func (b *Bucket) TailLost() (from int64, ok bool) { return b.lostTailFrom, b.lostTailFrom >= 0 }
+
+// ReportLostTail decides, once the replica knows its assignment, what
+// becomes of a lost tail: with a peer to fetch it from again, the replica
+// reports the damage (true), which takes it out of the ISR and its
+// leadership; a bucket of one replica has no other copy: it carries on
+// with what is left, the loss forgotten (false).
+func (b *Bucket) ReportLostTail() bool {
+	if b.lostTailFrom < 0 {
+		return false
+	}
+	if len(b.replicas) < 2 {
+		b.lostTailFrom = -1
+		return false
+	}
+	return true
+}
+
+func (b *Bucket) tailLostError() error {
+	if b.lostTailFrom < 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the replica on node %d lost its log's tail from offset %d and is handing leadership to an in-sync replica",
+		ErrNotLeader, b.cfg.Self, b.lostTailFrom)
 }

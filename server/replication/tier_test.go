@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -70,5 +71,60 @@ func TestDamageGates(t *testing.T) {
 	if HeldFrom(100, RemoteView{Start: 0, CoveredFrom: 40, End: 120}) != 40 || HeldFrom(100, RemoteView{Start: 0, CoveredFrom: 40, End: 90}) != 100 ||
 		HeldFrom(100, RemoteView{Start: 0, CoveredFrom: 40, End: 120, Fenced: true}) != 100 {
 		t.Error("HeldFrom: the remote log counts only when it reaches the leader's start and is not fenced")
+	}
+}
+
+// A lost tail (LostTail) refuses the leader's work until it is cut away,
+// is reported when a peer can give it back and forgotten when none can,
+// and keeps the leader from taking a follower's high watermark for a
+// second loss.
+func TestLostTail(t *testing.T) {
+	b := leaderOf(t, []uint32{1, 2}, 10)
+	if _, ok := b.TailLost(); ok {
+		t.Fatal("a new replica reports a lost tail")
+	}
+	b.LostTail(7)
+	if from, ok := b.TailLost(); !ok || from != 7 {
+		t.Fatalf("TailLost = %d, %v", from, ok)
+	}
+	if _, err := b.CheckWrite(AcksAll); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a write with a lost tail: %v", err)
+	}
+	l := LeaderLog{WrittenEnd: 7, EpochEnd: oneEpoch(1, 7)}
+	if _, _, err := b.ServeFetch(FollowerFetch{Follower: 2, LeaderEpoch: 1, Offset: 5, LastFetchedEpoch: 1}, l, t0); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a follower fetch from a lost tail: %v", err)
+	}
+	if b.LostCommitted(0, 9, false) {
+		t.Fatal("a lost tail reported again as lost committed records")
+	}
+	if !b.ReportLostTail() {
+		t.Fatal("a replica with a peer does not report its lost tail")
+	}
+	if b.MayCutDamaged(true, 7, 7) {
+		t.Fatal("a leader may cut its lost tail")
+	}
+	b.Assign(Assignment{Leader: 2, LeaderEpoch: 2, BucketEpoch: 2, Replicas: []uint32{1, 2, 3}, ISR: []uint32{2}}, 7, t0)
+	if !b.MayCutDamaged(true, 7, 7) {
+		t.Fatal("a follower out of the ISR may not cut its lost tail")
+	}
+	b.Truncated(8)
+	if _, ok := b.TailLost(); !ok {
+		t.Fatal("a cut above the loss forgot it")
+	}
+	b.Truncated(7)
+	if _, ok := b.TailLost(); ok {
+		t.Fatal("the cut at the loss did not end it")
+	}
+
+	// One replica: nothing to fetch it from, so the loss is forgotten
+	// and the leader serves what is left.
+	one := New(Config{Self: 1, ReplicaLagMax: lagMax}, Log{DurableEnd: 10, LatestEpoch: 0})
+	one.Assign(Assignment{Leader: 1, LeaderEpoch: 1, BucketEpoch: 1, Replicas: []uint32{1}, ISR: []uint32{1}}, 10, t0)
+	one.LostTail(7)
+	if one.ReportLostTail() {
+		t.Fatal("a bucket of one replica reports its lost tail")
+	}
+	if _, err := one.CheckWrite(AcksAll); err != nil {
+		t.Fatalf("a bucket of one replica refuses writes after its lost tail: %v", err)
 	}
 }
