@@ -302,11 +302,19 @@ func runHostile(ctx context.Context, f *hostileFlags, a hostileAttack, t *hostil
 	var wg sync.WaitGroup
 	var attempts, refused atomic.Int64
 	var errMu sync.Mutex
+	// A request in flight when the window closes is answered and counted
+	// (the call's own deadline bounds it): a slow node, or a large request
+	// on a loaded machine, would otherwise count none. A connection attack
+	// holds its connections for the window only.
+	runCtx := ctx
+	if a.holds {
+		runCtx = attackCtx
+	}
 	for range conns {
 		wg.Go(func() {
 			for attackCtx.Err() == nil {
 				attempts.Add(1)
-				if err := a.run(attackCtx, t); err != nil && attackCtx.Err() == nil {
+				if err := a.run(runCtx, t); err != nil && (!a.holds || attackCtx.Err() == nil) {
 					refused.Add(1)
 					errMu.Lock()
 					row.LastErr = err.Error()

@@ -39,6 +39,8 @@ type hostileAttack struct {
 	about string
 	// conns is how many connections run it at once: 0 takes --conns.
 	conns int
+	// holds: a connection attack (run returns when ctx ends).
+	holds bool
 	run   func(ctx context.Context, t *hostileTarget) error
 }
 
@@ -52,9 +54,9 @@ func hostileAttacks() []hostileAttack {
 		{name: "lookup-keys", about: "a lookup of 7M empty keys", run: attackLookupKeys},
 		{name: "hello-peers", about: "a Meta.Hello carrying 500k peers", run: attackHelloPeers},
 		{name: "db-name", about: "a create database with a 15 MiB name", run: attackDatabaseName},
-		{name: "writes-half", about: "a Writes stream sending half of a 15 MiB message, then stalling", run: attackWritesHalf},
-		{name: "raft-idle", about: "500 idle connections to the Raft port", conns: 500, run: attackIdle},
-		{name: "raft-prefix", about: "64 connections sending only the Raft prefix", conns: 64, run: attackRaftPrefix},
+		{name: "writes-half", about: "a Writes stream sending half of a 15 MiB message, then stalling", holds: true, run: attackWritesHalf},
+		{name: "raft-idle", about: "500 idle connections to the Raft port", conns: 500, holds: true, run: attackIdle},
+		{name: "raft-prefix", about: "64 connections sending only the Raft prefix", conns: 64, holds: true, run: attackRaftPrefix},
 	}
 }
 
