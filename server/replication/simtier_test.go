@@ -985,6 +985,15 @@ func (w *tWorld) check() error {
 		if !w.anyCopy(o, e) {
 			return fmt.Errorf("acknowledged offset %d (%+v) is held by no replica's log and not by the remote log", o, e)
 		}
+		// The committed remote log, unless fenced, is the history below
+		// the leader's start: it holds no other record at an
+		// acknowledged offset, or local retention would serve that one
+		// once it deleted the local copies.
+		if seg, ok := w.manifest.Find(o); ok && w.fence == 0 && o >= seg.BaseOffset && o < seg.NextOffset {
+			if c := w.objects[seg.DataKey][o-seg.BaseOffset]; c.e != e {
+				return fmt.Errorf("the remote log holds %+v at acknowledged offset %d, not %+v", c.e, o, e)
+			}
+		}
 		if l == nil {
 			continue
 		}
