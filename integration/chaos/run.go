@@ -139,6 +139,13 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 	env := &Env{C: c, Cl: cl, Rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), H: h, Log: lw}
 	pause(fctx, time.Second) // let the workloads start before the first fault
 	faultErr := cfg.Scenario.Faults(fctx, env)
+	if faultErr != nil && fctx.Err() != nil {
+		// The window closed under a fault's command, which its context
+		// killed (iptables waiting for the xtables lock another process
+		// held, say): nothing failed, and restoreAll undoes what it did.
+		logf("fault cut short by the end of the window: %v", faultErr)
+		faultErr = nil
+	}
 	<-fctx.Done()
 	stopFaults()
 	if err := c.restoreAll(ctx); err != nil {
