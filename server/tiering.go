@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/floedb/floe/internal/fanout"
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
@@ -85,7 +86,7 @@ func (s *Server) deleteDropped(ctx context.Context, rl *tiering.RemoteLog, ids [
 func (s *Server) tierOnce(ctx context.Context, rl *tiering.RemoteLog) {
 	leaders := s.replicas.LeaderLogs()
 	defer s.snapshotDueBuckets(ctx, leaders)
-	forEachBounded(leaders, tieringConcurrency, func(l replica.LeaderLog) {
+	fanout.Each(leaders, tieringConcurrency, func(l replica.LeaderLog) {
 		rctx, cancel := context.WithTimeout(ctx, tieringRoundTimeout)
 		defer cancel()
 		b := &tiering.LeaderBucket{TableID: l.ID.TableID, Bucket: l.ID.Bucket, Log: l.Log, LeaderEpoch: l.LeaderEpoch,
@@ -120,23 +121,6 @@ func (s *Server) tierOnce(ctx context.Context, rl *tiering.RemoteLog) {
 			level("tiering round failed; retried next round", "bucket", l.ID.String(), "uploaded", round.Uploaded, "err", err)
 		}
 	})
-}
-
-// forEachBounded runs f for every item, at most n at once, and returns
-// when all are done.
-func forEachBounded[T any](items []T, n int, f func(T)) {
-	sem := make(chan struct{}, n)
-	done := make(chan struct{})
-	for _, it := range items {
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; done <- struct{}{} }()
-			f(it)
-		}()
-	}
-	for range items {
-		<-done
-	}
 }
 
 // remoteLogOf converts tiering's handle to the metadata's remote log.

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"github.com/floedb/floe/internal/fanout"
 	"log/slog"
 	"maps"
 	"os"
@@ -235,7 +236,7 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 	if len(drop) > 0 {
 		m.log.Info("table dropped: deleting replicas", "replicas", len(drop), "first", drop[0].id.String())
 	}
-	forEachConcurrently(drop, openConcurrency, func(r *Replica) {
+	fanout.Each(drop, openConcurrency, func(r *Replica) {
 		if err := r.close(true); err != nil {
 			m.log.Error("delete replica", "bucket", r.id.String(), "err", err)
 		}
@@ -267,7 +268,7 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 	// Buckets are independent: opening a new replica costs a few fsyncs
 	// (its folder, its first segment, its epoch cache), so a table of a
 	// thousand buckets opens them side by side.
-	forEachConcurrently(lastPerBucket(u.Buckets), openConcurrency, func(b *pb.BucketRecord) { m.applyBucket(b, u.Index) })
+	fanout.Each(lastPerBucket(u.Buckets), openConcurrency, func(b *pb.BucketRecord) { m.applyBucket(b, u.Index) })
 	m.notify()
 }
 
@@ -430,7 +431,7 @@ func (m *Manager) Close() error {
 	closed := slices.Collect(maps.Values(reps))
 	var errMu sync.Mutex
 	var err error
-	forEachConcurrently(closed, openConcurrency, func(r *Replica) {
+	fanout.Each(closed, openConcurrency, func(r *Replica) {
 		if cerr := r.close(false); cerr != nil {
 			errMu.Lock()
 			err = errors.Join(err, cerr)
