@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/floedb/floe/internal/testcluster"
+	"github.com/floedb/floe/internal/testkit/testcluster"
 	"github.com/floedb/floe/transport"
 )
 

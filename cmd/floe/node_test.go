@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/floedb/floe/client"
-	"github.com/floedb/floe/internal/testcluster"
+	"github.com/floedb/floe/internal/testkit/testcluster"
 )
 
 // statusJSON is `floe cluster status -o json` as a harness reads it.
