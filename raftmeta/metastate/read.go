@@ -78,6 +78,9 @@ func (v *View) Table(database, name string) (*pb.TableRecord, []*pb.BucketRecord
 	return t, buckets, nil
 }
 
+// TablesByID maps every table's id to its record.
+func (v *View) TablesByID() (map[uint64]*pb.TableRecord, error) { return tablesByID(v.tx) }
+
 // Nodes returns every registered node, sorted by id.
 func (v *View) Nodes() ([]*pb.NodeRecord, error) { return listNodes(v.tx) }
 
