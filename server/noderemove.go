@@ -33,7 +33,8 @@ func (m *metaService) RemoveNode(ctx context.Context, req *pb.RemoveNodeRequest)
 }
 
 // removeNode forgets node id, which must be gone for good: everything that
-// could refuse is checked before anything changes, then the RemoveNode
+// could refuse (liveness, the data only it holds, the quorum) is checked
+// before anything changes, then the RemoveNode
 // command deletes its registration and takes it out of its buckets (the
 // state machine refuses it while the node holds the only in-sync copy of a
 // bucket), then it leaves the metadata Raft group if it is a member. A
@@ -52,6 +53,11 @@ func (s *Server) removeNode(ctx context.Context, id uint32, reqID []byte) (*pb.R
 	}
 	member := slices.IndexFunc(servers, func(v raftmeta.Server) bool { return v.ID == id })
 	if err := s.refuseLiveRemoval(ctx, g, id, servers, member); err != nil {
+		return nil, err
+	}
+	// The state machine refuses the same; asking first keeps a removal
+	// that could only be refused out of the Raft log.
+	if err := n.State().Read(func(v *metastate.View) error { return v.RemovalRefusal(id) }); err != nil {
 		return nil, err
 	}
 	if member >= 0 && servers[member].Voter {

@@ -45,7 +45,15 @@ func (a *applier) removeNode(c *pb.RemoveNode) (*pb.CommandResult, error) {
 	if !registered && len(refs) == 0 {
 		return nil, errorf(codeUnknownNode, "remove node: node %d is not registered and holds no replica", id)
 	}
-	if err := a.refuseDataLoss(id, refs); err != nil {
+	buckets := make([]*pb.BucketRecord, 0, len(refs))
+	for _, ref := range refs {
+		b, err := getIndexed(a.tx.Bucket(bucketBuckets), ref)
+		if err != nil {
+			return nil, err
+		}
+		buckets = append(buckets, b)
+	}
+	if err := refuseDataLoss(a.tx, id, buckets); err != nil {
 		return nil, err
 	}
 	draining, err := a.drainingNodes()
@@ -70,19 +78,14 @@ func (a *applier) removeNode(c *pb.RemoveNode) (*pb.CommandResult, error) {
 	return &pb.CommandResult{Value: &pb.CommandResult_Removal{Removal: result}}, nil
 }
 
-// refuseDataLoss refuses the removal of node id when a bucket of refs would
-// lose data with it: the node is its only in-sync replica (removing it
-// would leave an ISR of nobody, so no clean election could ever bring the
-// bucket back), or its last replica. The refusal names every such bucket
-// (up to maxNamedBuckets) by table.
-func (a *applier) refuseDataLoss(id uint32, refs []bucketRef) error {
-	buckets := a.tx.Bucket(bucketBuckets)
+// refuseDataLoss refuses the removal of node id when one of its buckets
+// would lose data with it: the node is its only in-sync replica (removing
+// it would leave an ISR of nobody, so no clean election could ever bring
+// the bucket back), or its last replica. The refusal names every such
+// bucket (up to maxNamedBuckets) by table.
+func refuseDataLoss(tx *bolt.Tx, id uint32, buckets []*pb.BucketRecord) error {
 	var lost []*pb.BucketRecord
-	for _, ref := range refs {
-		b, err := getIndexed(buckets, ref)
-		if err != nil {
-			return err
-		}
+	for _, b := range buckets {
 		if holdsOnlyCopy(b, id) {
 			lost = append(lost, b)
 		}
@@ -90,7 +93,7 @@ func (a *applier) refuseDataLoss(id uint32, refs []bucketRef) error {
 	if len(lost) == 0 {
 		return nil
 	}
-	tables, err := tablesByID(a.tx)
+	tables, err := tablesByID(tx)
 	if err != nil {
 		return err
 	}

@@ -171,3 +171,22 @@ func TestRemoveNodeLastReplica(t *testing.T) {
 	setBucket(t, h.s, &pb.BucketRecord{TableId: 1, Bucket: 0, Replicas: []uint32{2}})
 	wantRefused(t, h.apply(removeNode(2, 1)), pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS, "db.t bucket 0")
 }
+
+// TestRemovalRefusal: the proposer's check answers what RemoveNode would
+// for the data a node holds.
+func TestRemovalRefusal(t *testing.T) {
+	h := removeFixture(t)
+	check := func(id uint32) error {
+		return h.s.Read(func(v *View) error { return v.RemovalRefusal(id) })
+	}
+	err := check(2)
+	wantCode(t, err, pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS)
+	if res := h.apply(removeNode(2, 1, 3)); res.GetError() != err.(*Error).Msg {
+		t.Fatalf("the check says %v, the command %q", err, res.GetError())
+	}
+	for _, id := range []uint32{1, 3, 4, 9} {
+		if err := check(id); err != nil {
+			t.Fatalf("node %d: %v", id, err)
+		}
+	}
+}
