@@ -64,7 +64,7 @@ func (s *Server) bucketStatus(ctx context.Context) (*pb.BucketStatusResponse, er
 		if t == nil {
 			continue
 		}
-		out = append(out, &pb.BucketStatus{Database: t.Database, Table: t.Name, Bucket: &pb.BucketRecord{
+		out = append(out, &pb.BucketStatus{Database: t.Database, Table: t.Name, Replication: t.Replication, Bucket: &pb.BucketRecord{
 			TableId: b.TableId, Bucket: b.Bucket, Replicas: b.Replicas, Leader: b.Leader, LeaderEpoch: b.LeaderEpoch,
 			Isr: b.Isr, BucketEpoch: b.BucketEpoch, UncleanElections: b.UncleanElections,
 		}})

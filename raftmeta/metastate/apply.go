@@ -194,6 +194,8 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.commitKVSnapshot(op.CommitKvSnapshot)
 	case *pb.Command_DrainNode:
 		res, err = a.drainNode(op.DrainNode)
+	case *pb.Command_RemoveNode:
+		res, err = a.removeNode(op.RemoveNode)
 	default:
 		err = errorf(codeInvalidRequest, "command has no known operation")
 	}

@@ -44,10 +44,12 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	count := tabletCount{registered: len(nodes), live: -1}
 	if live := c.GetLiveNodes(); len(live) > 0 {
 		nodes = slices.DeleteFunc(nodes, func(n *pb.NodeRecord) bool { return !slices.Contains(live, n.GetId()) })
+		count.live = len(nodes)
 	}
-	buckets, replication, err := bucketsAndReplication(qualified, c, len(nodes))
+	buckets, replication, err := bucketsAndReplication(qualified, c, count)
 	if err != nil {
 		return nil, err
 	}
