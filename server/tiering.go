@@ -100,6 +100,11 @@ func (s *Server) tierOnce(ctx context.Context, rl *tiering.RemoteLog) {
 			}
 		}
 		round, err := rl.Tier(rctx, b)
+		s.metrics.tieringSegments.Add(float64(round.Uploaded))
+		s.metrics.tieringBytes.Add(float64(round.UploadedBytes))
+		if err != nil && ctx.Err() == nil {
+			s.metrics.tieringRoundErrors.Inc()
+		}
 		if round.Changed {
 			s.replicas.NoteRemoteLog(l.ID, remoteLogOf(round.Committed, l.LeaderEpoch))
 		}

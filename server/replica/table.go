@@ -26,6 +26,9 @@ type tableInfo struct {
 	// log.segment.bytes itself (else the node's default may apply).
 	props           tableprop.Values
 	segmentBytesSet bool
+	// traffic is the table's counters on this node, the same through
+	// every tableInfo of the table (Manager.Apply carries it over).
+	traffic *TableTraffic
 }
 
 // MinInsyncReplicasProperty is the table property for min.insync.replicas.
