@@ -191,8 +191,9 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 			continue
 		}
 		delete(m.unusable, t.Id)
-		if info.traffic = m.traffic[t.Id]; info.traffic == nil {
-			info.traffic = &TableTraffic{}
+		if kept := m.traffic[t.Id]; kept != nil {
+			info.traffic = kept
+		} else {
 			m.traffic[t.Id] = info.traffic
 		}
 		if m.tables[t.Id] != nil {

@@ -59,8 +59,11 @@ func (m *Manager) noteServed(req *pb.FetchRequest, resp *pb.FetchResponse) {
 			continue
 		}
 		if t == nil || b.TableId != tableID {
+			t, tableID = nil, b.TableId
 			m.mu.Lock()
-			t, tableID = m.traffic[b.TableId], b.TableId
+			if info := m.tables[tableID]; info != nil {
+				t = info.traffic
+			}
 			m.mu.Unlock()
 		}
 		if t != nil {
