@@ -99,6 +99,9 @@ func (c Config) raftConfig() *raft.Config {
 	// The state file survives restarts with its applied index: never roll it
 	// back to a snapshot on start.
 	rc.NoSnapshotRestoreOnStart = true
+	// Raft's metrics (bridged to /metrics) name peers in labels only, not
+	// also in a series per peer.
+	rc.NoLegacyTelemetry = true
 	rc.Logger = newHCLog(c.Logger, "raft")
 	return rc
 }

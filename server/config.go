@@ -41,7 +41,7 @@ type Config struct {
 	BootstrapExpect int
 	// Rack places replicas apart; optional.
 	Rack string
-	// HTTP serves /healthz and /readyz when set.
+	// HTTP serves /healthz, /readyz, /metrics and /debug/pprof/ when set.
 	HTTP string
 	// MaxMessageBytes bounds one RPC message. Default 16 MiB.
 	MaxMessageBytes int

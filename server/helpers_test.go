@@ -15,8 +15,15 @@ import (
 // temporary folder is removed or the next test starts.
 func startMetaNode(t testing.TB, ctx context.Context) (*Server, <-chan error) {
 	t.Helper()
-	s, err := New(Config{NodeID: 1, Roles: []string{RoleMeta}, DataDir: filepath.Join(t.TempDir(), "node"),
+	return startNode(t, ctx, Config{NodeID: 1, Roles: []string{RoleMeta}, DataDir: filepath.Join(t.TempDir(), "node"),
 		Listen: "127.0.0.1:0", Gossip: "127.0.0.1:0", BootstrapExpect: 1, LivenessGrace: time.Hour})
+}
+
+// startNode runs a node of cfg in process until ctx ends, as startMetaNode
+// does, and returns it once ready.
+func startNode(t testing.TB, ctx context.Context, cfg Config) (*Server, <-chan error) {
+	t.Helper()
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 // serveHTTP serves /healthz (the process is up), /readyz (200 when the node
-// is ready, see readiness; 503 with the reason otherwise) and Go's
-// /debug/pprof/ until ctx ends.
+// is ready, see readiness; 503 with the reason otherwise), /metrics (the
+// node's Prometheus series, metrics.go) and Go's /debug/pprof/ until ctx
+// ends.
 func (s *Server) serveHTTP(ctx context.Context, lis net.Listener) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -27,6 +28,7 @@ func (s *Server) serveHTTP(ctx context.Context, lis net.Listener) error {
 		}
 		json.NewEncoder(w).Encode(map[string]any{"ready": ready, "reason": why, "node": s.cfg.NodeID, "cluster_id": s.ClusterID()})
 	})
+	mux.Handle("GET /metrics", s.metrics.handler(s.log))
 	// Go's profiler, for operators chasing CPU, memory or lock contention.
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -63,8 +65,8 @@ func (s *Server) ready() (bool, string) {
 	return readiness(in)
 }
 
-// HTTPAddr is the address /healthz and /readyz are served on, "" without
-// Config.HTTP.
+// HTTPAddr is the address /healthz, /readyz and /metrics are served on, ""
+// without Config.HTTP.
 func (s *Server) HTTPAddr() string {
 	if s.httpLis == nil {
 		return ""

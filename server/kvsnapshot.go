@@ -25,6 +25,20 @@ const kvSnapshotTimeout = 30 * time.Minute
 // no snapshot committed by then references. Snapshots of the node run one
 // at a time, so its collection never runs during an upload of its own.
 func (s *Server) snapshotBucket(ctx context.Context, id replica.BucketID) (*pb.SnapshotKVResponse, error) {
+	start := time.Now()
+	resp, err := s.takeKVSnapshot(ctx, id)
+	if err != nil {
+		s.metrics.kvSnapshotErrors.Inc()
+		return nil, err
+	}
+	s.metrics.kvSnapshots.Inc()
+	s.metrics.kvSnapshotBytes.Add(float64(resp.UploadedBytes))
+	s.metrics.kvSnapshotDurations.Observe(time.Since(start).Seconds())
+	return resp, nil
+}
+
+// takeKVSnapshot is snapshotBucket's work.
+func (s *Server) takeKVSnapshot(ctx context.Context, id replica.BucketID) (*pb.SnapshotKVResponse, error) {
 	if s.cfg.Remote == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
 			"node %d has no remote storage for KV snapshots (floe serve --remote-dir or --s3-*)", s.cfg.NodeID)

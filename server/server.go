@@ -39,6 +39,7 @@ type Server struct {
 	rpc     *transport.Server
 	pool    *transport.Pool
 	node    atomic.Pointer[raftmeta.Node]
+	metrics *metrics // served on /metrics (metrics.go)
 
 	replicas    *replica.Manager  // tablet role
 	kvTables    *kvreplica.Tables // tablet role: the KV side of its replicas
@@ -105,6 +106,10 @@ func New(cfg Config) (*Server, error) {
 	if s.advertise == "" {
 		s.advertise = advertiseFor(cfg.Listen, s.lis.Addr())
 	}
+	if s.metrics, err = newMetrics(s); err != nil {
+		s.lis.Close()
+		return nil, fmt.Errorf("server: metrics: %w", err)
+	}
 	clusterID := func() string { return *s.clusterID.Load() }
 	s.rpc = transport.NewServer(transport.ServerConfig{
 		MaxMessageBytes:         cfg.MaxMessageBytes,
@@ -113,6 +118,7 @@ func New(cfg Config) (*Server, error) {
 		MaxInflightRequestBytes: cfg.MaxInflightRequestBytes,
 		ClusterID:               clusterID,
 		FieldLimits:             requestFieldLimits(),
+		Observer:                s.metrics,
 		Logger:                  s.log,
 	})
 	if err := pb.DRPCRegisterMeta(s.rpc.Mux(), &metaService{s: s}); err != nil {

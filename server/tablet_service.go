@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"time"
 
 	"storj.io/drpc"
 
@@ -216,8 +217,9 @@ func (t *tabletService) Writes(stream pb.DRPCTablet_WritesStream) error {
 			// takes no turn behind theirs.
 			return nil
 		}
+		start := time.Now()
 		run := t.m.StartWrite(call)
-		id := call.Id
+		id, rpc := call.Id, writeCallRPC(call)
 		wg.Go(func() {
 			defer func() { <-slots }()
 			res := &pb.WriteResult{Id: id}
@@ -227,9 +229,18 @@ func (t *tabletService) Writes(stream pb.DRPCTablet_WritesStream) error {
 			} else {
 				res.Response = resp
 			}
+			t.s.metrics.ObserveRPC(rpc, time.Since(start), err != nil, res.ErrorCode)
 			results.send(res)
 		})
 	}
+}
+
+// writeCallRPC is the name a Writes stream's call is counted under.
+func writeCallRPC(call *pb.WriteCall) string {
+	if _, ok := call.Call.(*pb.WriteCall_PutKv); ok {
+		return writesPutKvRPC
+	}
+	return writesProduceRPC
 }
 
 // resultWriter answers the calls of one Writes stream. A call's goroutine

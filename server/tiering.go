@@ -90,6 +90,11 @@ func (s *Server) tierOnce(ctx context.Context, rl *tiering.RemoteLog) {
 		rctx, cancel := context.WithTimeout(ctx, tieringRoundTimeout)
 		defer cancel()
 		round, err := rl.Tier(rctx, &l.LeaderBucket)
+		s.metrics.tieringSegments.Add(float64(round.Uploaded))
+		s.metrics.tieringBytes.Add(float64(round.UploadedBytes))
+		if err != nil && ctx.Err() == nil {
+			s.metrics.tieringRoundErrors.Inc()
+		}
 		if round.Changed {
 			s.replicas.NoteRemoteLog(l.ID, replica.RemoteLogOf(round.Committed, l.LeaderEpoch))
 		}

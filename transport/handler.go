@@ -4,8 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"runtime/debug"
+	"time"
 
 	"storj.io/drpc"
+	"storj.io/drpc/drpcerr"
 	"storj.io/drpc/drpcmetadata"
 
 	"github.com/floedb/floe/transport/pb"
@@ -27,17 +29,31 @@ type handler struct {
 	next      *Mux
 	clusterID func() string
 	limits    fieldLimits
+	observer  RPCObserver // nil: none
 	log       *slog.Logger
+}
+
+// RPCObserver is told of every call a Server serves, as it ends (metrics).
+// It is called on the call's goroutine: it must be quick and not block.
+type RPCObserver interface {
+	// ObserveRPC reports a call to rpc (as "/floe.v1.Tablet/Produce")
+	// that ran for elapsed; failed says it ended with an error, whose
+	// wire code is code.
+	ObserveRPC(rpc string, elapsed time.Duration, failed bool, code pb.ErrorCode)
 }
 
 // HandleRPC serves one call.
 func (h *handler) HandleRPC(stream drpc.Stream, rpc string) (err error) {
+	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
 			h.log.Error("rpc handler panicked", "rpc", rpc, "panic", r, "stack", string(debug.Stack()))
 			err = Errorf(pb.ErrorCode_ERROR_CODE_INTERNAL, "%s: handler panicked: %v", rpc, r)
 		}
 		err = ToWire(err)
+		if h.observer != nil {
+			h.observer.ObserveRPC(rpc, time.Since(start), err != nil, pb.ErrorCode(drpcerr.Code(err)))
+		}
 	}()
 	if err := h.checkCluster(stream.Context()); err != nil {
 		return err

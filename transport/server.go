@@ -56,6 +56,9 @@ type ServerConfig struct {
 	// the encoded message and refused with TOO_LARGE before it is decoded
 	// (fieldlimit.go). nil: none.
 	FieldLimits []FieldLimit
+	// Observer is told of every call served, as it ends (metrics); nil:
+	// none.
+	Observer RPCObserver
 	// Logger receives the server's messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -119,7 +122,7 @@ func NewServer(cfg ServerConfig) *Server {
 		s.invalid = err
 	}
 	s.drpc = drpcserver.NewWithOptions(
-		&handler{next: s.mux, clusterID: s.cfg.ClusterID, limits: limits, log: s.cfg.Logger},
+		&handler{next: s.mux, clusterID: s.cfg.ClusterID, limits: limits, observer: s.cfg.Observer, log: s.cfg.Logger},
 		drpcserver.Options{Manager: drpcmanager.Options{
 			Reader:            drpcwire.ReaderOptions{MaximumBufferSize: s.cfg.MaxMessageBytes + readerSlackBytes},
 			InactivityTimeout: s.cfg.IdleTimeout,

@@ -29,7 +29,7 @@ func serveSpec(env *cliEnv) cmdSpec {
 			join := fs.String("join", "", "comma-separated RPC addresses of nodes to form or join a cluster with")
 			bootstrapExpect := fs.Int("bootstrap-expect", 0, "form a new cluster once this many meta nodes know each other")
 			rack := fs.String("rack", "", "rack or zone, to place replicas apart")
-			httpAddr := fs.String("http", "", "address for /healthz and /readyz")
+			httpAddr := fs.String("http", "", "address for /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/")
 			logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 			gossipProfile := fs.String("gossip-profile", "local", "failure detection: local (about 1 s) or lan (memberlist's LAN defaults, several seconds)")
 			grace := fs.Duration("liveness-grace", time.Second, "how long a tablet node stays dead before its leaderships move")

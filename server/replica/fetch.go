@@ -60,6 +60,7 @@ func (m *Manager) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchRes
 		if watch == nil || watch.ready() {
 			resp, bytes, answerNow := m.fetchOnce(ctx, req, total)
 			if bytes >= int(max(req.MinBytes, 1)) || answerNow || !time.Now().Before(deadline) {
+				m.noteServed(req, resp)
 				return resp, nil
 			}
 			if watch == nil && req.ReplicaId != 0 {
@@ -71,6 +72,7 @@ func (m *Manager) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchRes
 				return nil, ctx.Err()
 			}
 			resp, _, _ := m.fetchOnce(ctx, req, total)
+			m.noteServed(req, resp)
 			return resp, nil
 		}
 		// Woken by a change, most often an append: the appends that came

@@ -54,7 +54,9 @@ func (r *Replica) sendProposalLocked(p *replication.Proposal) {
 		if outcome != replication.Committed {
 			r.mgr.log.Info("ISR change not applied", "bucket", r.id.String(), "isr", change.Isr, "outcome", outcomeName(outcome), "err", err)
 		}
+		isrBefore := len(r.core.ISR())
 		r.performLocked(r.core.ProposalOutcome(id, outcome, committed, time.Now()))
+		r.noteISRLocked(isrBefore)
 	})
 }
 

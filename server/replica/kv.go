@@ -103,7 +103,11 @@ func (m *Manager) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.Lookup
 	if err != nil {
 		return nil, err
 	}
-	return r.kv.Lookup(ctx, req)
+	resp, err := r.kv.Lookup(ctx, req)
+	if err == nil {
+		r.table().traffic.noteOut(len(resp.Rows), rowCount(resp.RowSizes))
+	}
+	return resp, err
 }
 
 // PrefixLookup answers the rows of one bucket-key value on the bucket's
@@ -113,7 +117,15 @@ func (m *Manager) PrefixLookup(ctx context.Context, req *pb.PrefixLookupRequest)
 	if err != nil {
 		return nil, err
 	}
-	return r.kv.PrefixLookup(ctx, req)
+	resp, err := r.kv.PrefixLookup(ctx, req)
+	if err == nil {
+		bytes := 0
+		for _, row := range resp.Rows {
+			bytes += len(row)
+		}
+		r.table().traffic.noteOut(bytes, len(resp.Rows))
+	}
+	return resp, err
 }
 
 // kvReplica returns the replica of a primary-key bucket.

@@ -38,6 +38,10 @@ type Manager struct {
 	// (catchuptask.go): a task holds a slot while it runs.
 	catchUpSlots chan struct{}
 
+	// events counts what the replicas went through (metrics.go).
+	// Lock-free.
+	events events
+
 	// followGen moves whenever a replica's role or leader may have
 	// changed or a replica closed: fetchers list the replicas they fetch
 	// for again only then, not on every round. Lock-free.
@@ -48,6 +52,9 @@ type Manager struct {
 	mu       sync.Mutex
 	replicas map[BucketID]*Replica
 	tables   map[uint64]*tableInfo
+	// traffic holds each known table's counters (metrics.go), kept while
+	// its metadata changes.
+	traffic map[uint64]*TableTraffic
 	// unusable holds, per table id, why this node cannot use the table's
 	// metadata (an ErrUnusableTable); such a table has no entry in tables.
 	unusable  map[uint64]error
@@ -84,8 +91,8 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, replicas: map[BucketID]*Replica{}, tables: map[uint64]*tableInfo{},
-		unusable: map[uint64]error{},
-		nodes:    map[uint32]*pb.NodeRecord{}, fetchers: map[uint32]*fetcher{}, changed: make(chan struct{}), stop: make(chan struct{}),
+		unusable: map[uint64]error{}, traffic: map[uint64]*TableTraffic{},
+		nodes: map[uint32]*pb.NodeRecord{}, fetchers: map[uint32]*fetcher{}, changed: make(chan struct{}), stop: make(chan struct{}),
 		catchUpSlots: make(chan struct{}, catchUpConcurrency)}
 	var err error
 	if m.hw, err = loadHWCheckpoint(cfg.Dir); err != nil {
@@ -211,6 +218,11 @@ func (m *Manager) applyTablesLocked(u *pb.MetadataUpdate) {
 			continue
 		}
 		delete(m.unusable, t.Id)
+		if kept := m.traffic[t.Id]; kept != nil {
+			info.traffic = kept
+		} else {
+			m.traffic[t.Id] = info.traffic
+		}
 		if m.tables[t.Id] != nil {
 			known[t.Id] = info
 		}
@@ -253,6 +265,7 @@ func (m *Manager) takeDroppedLocked(u *pb.MetadataUpdate) []*Replica {
 		m.maxTableID = max(m.maxTableID, id)
 		delete(m.tables, id)
 		delete(m.unusable, id)
+		delete(m.traffic, id)
 	}
 	var drop []*Replica
 	if len(dropped) > 0 {

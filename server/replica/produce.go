@@ -274,7 +274,7 @@ func (m *Manager) StartWrite(call *pb.WriteCall) func(ctx context.Context) (*pb.
 	switch c := call.Call.(type) {
 	case *pb.WriteCall_Produce:
 		req := c.Produce
-		return m.startWrite(req.TableId, req.Bucket, req.Acks, len(req.Batch), req.TimeoutMs, req.Pipelined,
+		return m.startWrite(req.TableId, req.Bucket, req.Acks, req.Batch, req.TimeoutMs, req.Pipelined,
 			func(ctx context.Context, r *Replica, turn *Turn, timeout time.Duration) (*pb.ProduceResponse, error) {
 				batch, err := r.checkBatch(req.Batch)
 				if err != nil {
@@ -284,7 +284,7 @@ func (m *Manager) StartWrite(call *pb.WriteCall) func(ctx context.Context) (*pb.
 			})
 	case *pb.WriteCall_PutKv:
 		req := c.PutKv
-		return m.startWrite(req.TableId, req.Bucket, req.Acks, len(req.Batch), req.TimeoutMs, req.Pipelined,
+		return m.startWrite(req.TableId, req.Bucket, req.Acks, req.Batch, req.TimeoutMs, req.Pipelined,
 			func(ctx context.Context, r *Replica, turn *Turn, timeout time.Duration) (*pb.ProduceResponse, error) {
 				return r.putKv(ctx, turn, req, timeout)
 			})
@@ -293,17 +293,23 @@ func (m *Manager) StartWrite(call *pb.WriteCall) func(ctx context.Context) (*pb.
 	return func(context.Context) (*pb.ProduceResponse, error) { return nil, err }
 }
 
-// startWrite takes a write's turn at its replica; run does the rest.
-func (m *Manager) startWrite(tableID uint64, bucket, acks int32, batchBytes int, timeoutMs int32, pipelined bool,
+// startWrite takes a write's turn at its replica; run does the rest. A
+// batch written (not answered as a retry's duplicate) counts in the
+// table's traffic.
+func (m *Manager) startWrite(tableID uint64, bucket, acks int32, batch []byte, timeoutMs int32, pipelined bool,
 	run func(ctx context.Context, r *Replica, turn *Turn, timeout time.Duration) (*pb.ProduceResponse, error),
 ) func(ctx context.Context) (*pb.ProduceResponse, error) {
-	r, timeout, err := m.writeTarget(tableID, bucket, acks, batchBytes, timeoutMs)
+	r, timeout, err := m.writeTarget(tableID, bucket, acks, len(batch), timeoutMs)
 	if err != nil {
 		return func(context.Context) (*pb.ProduceResponse, error) { return nil, err }
 	}
 	turn := r.TakeTurn(pipelined)
 	return func(ctx context.Context) (*pb.ProduceResponse, error) {
 		defer turn.Forgo()
-		return run(ctx, r, turn, timeout)
+		resp, err := run(ctx, r, turn, timeout)
+		if err == nil && !resp.Duplicate {
+			r.table().traffic.noteIn(batch)
+		}
+		return resp, err
 	}
 }

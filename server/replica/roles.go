@@ -20,10 +20,16 @@ func (r *Replica) assign(b *pb.BucketRecord, index uint64) {
 	r.noteRemoteLog(b.RemoteLog)
 	r.setKVSnapshots(b.KvSnapshots)
 	r.uncleanElections.Store(b.UncleanElections)
-	wasLeading := r.leadingLocked()
+	wasLeading, isrBefore := r.leadingLocked(), len(r.core.ISR())
 	eff := r.core.Assign(replication.Assignment{Leader: b.Leader, LeaderEpoch: b.LeaderEpoch, BucketEpoch: b.BucketEpoch,
 		Replicas: b.Replicas, ISR: b.Isr, Index: int64(index)}, r.log.EndOffset(), time.Now())
 	r.performLocked(eff)
+	if eff.StartEpoch {
+		r.mgr.events.leaderElections.Add(1)
+	} else if wasLeading {
+		// A new leader's ISR is its election's, not a change it saw.
+		r.noteISRLocked(isrBefore)
+	}
 	r.mgr.followGen.Add(1)
 	role, leader, epoch, hw := r.stateLocked()
 	switch {

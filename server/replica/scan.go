@@ -25,5 +25,9 @@ func (m *Manager) ScanRows(ctx context.Context, req *pb.ScanRowsRequest) (*pb.Sc
 	if !ok {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "bucket %s: this node's KV side cannot scan rows", r.id)
 	}
-	return s.ScanRows(ctx, req)
+	resp, err := s.ScanRows(ctx, req)
+	if err == nil {
+		r.table().traffic.noteOut(len(resp.Rows), len(resp.RowSizes))
+	}
+	return resp, err
 }

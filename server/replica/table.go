@@ -26,6 +26,10 @@ type tableInfo struct {
 	// log.segment.bytes itself (else the node's default may apply).
 	props           tableprop.Values
 	segmentBytesSet bool
+	// traffic is the table's counters on this node, the same through
+	// every tableInfo of the table (Manager.Apply carries it over); never
+	// nil.
+	traffic *TableTraffic
 }
 
 // MinInsyncReplicasProperty is the table property for min.insync.replicas.
@@ -53,7 +57,8 @@ func newTableInfo(t *pb.TableRecord, kv KVTables) (*tableInfo, error) {
 		s.Columns = append(s.Columns, record.Column{Name: c.Name, Type: typ, Nullable: c.Nullable})
 	}
 	info := &tableInfo{id: t.Id, name: t.Database + "." + t.Name, schema: s, schemaID: cur.Id,
-		primaryKey: len(t.PrimaryKey) > 0, replication: int(t.Replication), database: t.Database, table: t.Name}
+		primaryKey: len(t.PrimaryKey) > 0, replication: int(t.Replication), database: t.Database, table: t.Name,
+		traffic: &TableTraffic{}}
 	props, err := tableprop.ParseStored(t.Properties, tableprop.Table{Replication: info.replication, PrimaryKey: info.primaryKey,
 		CreatedChecks: t.GetChecks()})
 	if err != nil {
