@@ -73,6 +73,14 @@ func TestLogVerifyAndDump(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.BaseOffset != 8 || !first.CRCValid || first.Epoch != 1 {
 		t.Fatalf("first dumped batch: %+v %v", first, err)
 	}
+	if _, jsonOut, _ := runCLI(t, "", "log", "dump", dir, "--from", "10", "--limit", "3", "-o", "json"); jsonOut != out {
+		t.Fatalf("dump -o json differs from dump:\n%s\n%s", jsonOut, out)
+	}
+	code, out, _ = runCLI(t, "", "log", "dump", dir, "--from", "10", "--limit", "3", "-o", "text")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 4 || !strings.HasPrefix(lines[0], "SEGMENT") || strings.Fields(lines[1])[2] != "8" {
+		t.Fatalf("dump -o text: exit %d\n%s", code, out)
+	}
 
 	// Damage a byte in the middle of the first segment: verify fails and says where.
 	seg := filepath.Join(dir, fmt.Sprintf("%020d.log", 0))
@@ -153,7 +161,7 @@ func TestUsageFoundBeforeConnecting(t *testing.T) {
 		{[]string{"consume", "db.t", "--from", "bogus"}, `--from "bogus": want earliest, latest`},
 		{[]string{"consume", "db.t", "--buckets", "x"}, `--buckets: "x" is not a bucket number`},
 		{[]string{"consume", "dbt"}, `"dbt" is not DB.TABLE`},
-		{[]string{"produce", "db.t", "--acks", "7"}, `--acks "7": want all, 1 or 0`},
+		{[]string{"produce", "db.t", "--acks", "7"}, `invalid argument "7" for "--acks" flag: must be all, 1 or 0`},
 		{[]string{"produce", "db.t", "--file", filepath.Join(t.TempDir(), "missing.json")}, "not a readable file"},
 		{[]string{"produce", "db.t", "--delete", "--columns", "a"}, "--delete and --columns exclude each other"},
 		{[]string{"lookup", "db.t", "--key", "{}", "--prefix", "{}"}, "--key and --prefix exclude each other"},

@@ -27,7 +27,7 @@ type clientFlags struct {
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	f := &clientFlags{}
 	fs.StringVar(&f.servers, "server", defaultServer, withEnv("server", "comma-separated server addresses, tried in turn"))
-	fs.StringVar(&f.output, "output", "text", withEnv("output", "output format: text or json"))
+	choiceVar(fs, &f.output, "output", "text", outputFormats, withEnv("output", "output format: text or json"))
 	fs.DurationVar(&f.timeout, "timeout", 15*time.Second, withEnv("timeout", "give up after this long (retries included)"))
 	return f
 }
@@ -82,9 +82,6 @@ func applyClientEnv(fs *pflag.FlagSet) error {
 }
 
 func (f *clientFlags) validate() error {
-	if f.output != "text" && f.output != "json" {
-		return fmt.Errorf("%w: --output must be text or json", errUsage)
-	}
 	if f.timeout <= 0 {
 		return fmt.Errorf("%w: --timeout must be positive", errUsage)
 	}

@@ -24,6 +24,9 @@ type cmdSpec struct {
 	define func(fs *flag.FlagSet) runFunc
 }
 
+// clientAnnotation marks a client command in its cobra annotations.
+const clientAnnotation = "floe.client"
+
 type runFunc func(ctx context.Context, pos []string) error
 
 // rootHelp heads `floe -h`; the client flags are appended from their
@@ -83,6 +86,15 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		groupCmd("schema", "parse and check a table schema", schemaSpecs(env)),
 		leafCmd(versionSpec(env), ""),
 	)
+	// cobra's help command, whose unknown topic would print the root help
+	// and exit 0.
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Use, c.DisableFlagsInUseLine = "help [COMMAND...]", true
+			c.Run, c.RunE = nil, helpTopic
+		}
+	}
 	// cobra's completion command, made now (ExecuteC would, later) so that
 	// an unknown shell is a usage mistake like an unknown subcommand.
 	root.InitDefaultCompletionCmd()
@@ -151,6 +163,7 @@ func leafCmd(s cmdSpec, group string) *cobra.Command {
 		Short:                 s.summary,
 		Args:                  cobra.ArbitraryArgs, // each body counts its own
 		DisableFlagsInUseLine: true,
+		Annotations:           map[string]string{},
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			if s.client {
 				if err := applyClientEnv(cmd.Flags()); err != nil {
@@ -159,6 +172,9 @@ func leafCmd(s cmdSpec, group string) *cobra.Command {
 			}
 			return body(cmd.Context(), pos)
 		},
+	}
+	if s.client {
+		cmd.Annotations[clientAnnotation] = "true"
 	}
 	addGoFlags(cmd.Flags(), gofs)
 	return cmd
@@ -221,4 +237,67 @@ func orList(names []string) string {
 		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// helpTopic is the body of `floe help [COMMAND...]`: the help of the
+// command named, a usage mistake when there is none.
+func helpTopic(help *cobra.Command, args []string) error {
+	cmd, rest, err := help.Root().Find(args)
+	if err != nil || len(rest) > 0 {
+		return fmt.Errorf("%w: unknown command %q", errUsage, strings.Join(args, " "))
+	}
+	return cmd.Help()
+}
+
+// commandFlagWithoutCommand refuses a command's flag given with no command
+// (floe --server, floe -o json): cobra would look for it on the root, which
+// has none, and call it an unknown flag. A flag that takes a value and
+// comes last is missing its value.
+func commandFlagWithoutCommand(root *cobra.Command, args []string) error {
+	if cmd, _, err := root.Find(args); err != nil || cmd != root {
+		return nil
+	}
+	for i, a := range args {
+		if a == "--" {
+			return nil
+		}
+		f := treeFlag(root, a)
+		if f == nil {
+			continue
+		}
+		inline := strings.Contains(a, "=") || !strings.HasPrefix(a, "--") && len(a) > 2 // --name=v, -xv
+		if i == len(args)-1 && f.NoOptDefVal == "" && !inline {
+			return fmt.Errorf("%w: flag --%s needs a value, and a command: floe COMMAND --%s VALUE", errUsage, f.Name, f.Name)
+		}
+		return fmt.Errorf("%w: --%s is a flag of commands, and no command is given (floe COMMAND --%s ...; floe -h lists them)", errUsage, f.Name, f.Name)
+	}
+	return nil
+}
+
+// treeFlag is the flag of some command of the tree that arg (--name,
+// --name=value, -x, -xvalue) gives, or nil.
+func treeFlag(root *cobra.Command, arg string) *pflag.Flag {
+	var name, short string
+	switch {
+	case strings.HasPrefix(arg, "--") && len(arg) > 2:
+		name, _, _ = strings.Cut(arg[2:], "=")
+	case strings.HasPrefix(arg, "-") && len(arg) > 1:
+		short = arg[1:2]
+	default:
+		return nil
+	}
+	var found *pflag.Flag
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if found == nil && f.Name != "help" && f.Name != "version" && (f.Name == name || short != "" && f.Shorthand == short) {
+				found = f
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return found
 }

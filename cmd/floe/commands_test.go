@@ -75,10 +75,19 @@ func TestUsageMistakes(t *testing.T) {
 		{[]string{"db", "nope", "--server", "127.0.0.1:1"}, `unknown subcommand "nope"`},
 		{[]string{"table", "list"}, "wrong number of arguments (0)"},
 		{[]string{"db", "create", "a", "b"}, "wrong number of arguments (2)"},
-		{[]string{"db", "list", "-o", "yaml", "--server", "127.0.0.1:1"}, "--output must be text or json"},
+		{[]string{"db", "list", "-o", "yaml", "--server", "127.0.0.1:1"}, `invalid argument "yaml" for "-o, --output" flag: must be text or json`},
 		{[]string{"table", "create", "d.t", "--buckets", "many"}, `invalid argument "many" for "--buckets"`},
 		{[]string{"dev", "--server", "127.0.0.1:1"}, "unknown flag: --server"},
 		{[]string{"completion", "tcsh"}, `unknown subcommand "tcsh" (want bash, fish, powershell or zsh)`},
+		{[]string{"help", "nosuch"}, `unknown command "nosuch"`},
+		{[]string{"help", "db", "nope"}, `unknown command "db nope"`},
+		{[]string{"--server"}, "flag --server needs a value"},
+		{[]string{"-s"}, "flag --server needs a value"},
+		{[]string{"--server", "127.0.0.1:1"}, "--server is a flag of commands, and no command is given"},
+		{[]string{"-ojson"}, "--output is a flag of commands, and no command is given"},
+		{[]string{"serve", "--roles", "meta,nope"}, `invalid argument "meta,nope" for "--roles" flag: must be one or more of meta, tablet`},
+		{[]string{"dev", "--log-level", "loud"}, `invalid argument "loud" for "--log-level" flag: must be debug, info, warn or error`},
+		{[]string{"chaos", "list", "-o", "yaml"}, "must be text or json"},
 	} {
 		code, _, errOut := runCLI(t, "", tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "\nUsage: floe") {
@@ -209,5 +218,41 @@ func TestOneDashLongFlags(t *testing.T) {
 	want := []string{"--server", "A", "-o", "-ojson", "-nope", "--limit=3", "--", "-from"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("longFlagsWithOneDash = %q, want %q", got, want)
+	}
+}
+
+// TestErrorsAsJSON: under --output json (or FLOE_OUTPUT=json) a failure is
+// one JSON object on stderr with its code and exit status, and stdout
+// stays empty; without it, the error is a line.
+func TestErrorsAsJSON(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		env      string
+		code     string
+		exit     int
+		hasUsage bool
+	}{
+		{args: []string{"db", "list", "-o", "json", "--bogus"}, code: "USAGE", exit: 2, hasUsage: true},
+		{args: []string{"db", "list", "--bogus"}, env: "json", code: "USAGE", exit: 2, hasUsage: true},
+		{args: []string{"db", "list", "-o", "json", "--server", "127.0.0.1:1", "--timeout", "1s"}, code: "UNAVAILABLE", exit: 1},
+		{args: []string{"log", "verify", "-o", "json", "/nonexistent/floe-log"}, code: "FAILED", exit: 1},
+		{args: []string{"schema", "check", "-o", "json", "id BIGINTEGER"}, code: "INVALID_SCHEMA", exit: 1},
+	} {
+		t.Setenv("FLOE_OUTPUT", tc.env)
+		code, out, errOut := runCLI(t, "", tc.args...)
+		var e jsonError
+		dec := json.NewDecoder(strings.NewReader(errOut))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil || dec.More() {
+			t.Errorf("floe %s: stderr is not one JSON object (%v): %q", strings.Join(tc.args, " "), err, errOut)
+			continue
+		}
+		if code != tc.exit || out != "" || e.Code != tc.code || e.Exit != tc.exit || e.Error == "" || e.Command == "" || (e.Usage != "") != tc.hasUsage {
+			t.Errorf("floe %s: exit %d, stdout %q, error %+v; want exit and code %d %s", strings.Join(tc.args, " "), code, out, e, tc.exit, tc.code)
+		}
+	}
+	code, _, errOut := runCLI(t, "", "db", "list", "--bogus")
+	if code != 2 || !strings.HasPrefix(errOut, "floe db list: ") {
+		t.Errorf("without -o json: exit %d, %q", code, errOut)
 	}
 }

@@ -10,16 +10,14 @@ import (
 func versionSpec(env *cliEnv) cmdSpec {
 	return cmdSpec{usage: "version", summary: "print the version (as floe --version does)",
 		define: func(fs *flag.FlagSet) runFunc {
-			output := fs.String("output", "text", "output format: text or json")
+			var output string
+			outputVar(fs, &output, "")
 			return func(context.Context, []string) error {
-				switch *output {
-				case "text":
-					_, err := fmt.Fprintln(env.stdout, versionString())
-					return err
-				case "json":
+				if output == "json" {
 					return printJSON(env, map[string]string{"version": versionString()})
 				}
-				return fmt.Errorf("%w: --output must be text or json", errUsage)
+				_, err := fmt.Fprintln(env.stdout, versionString())
+				return err
 			}
 		}}
 }
