@@ -20,6 +20,13 @@ type cliEnv struct {
 // errUsage marks a command-line mistake: exit status 2.
 var errUsage = errors.New("usage")
 
+// usageError makes an error a usage mistake without saying "usage" in the
+// middle of its message (line 3: usage: ...).
+type usageError struct{ err error }
+
+func (e usageError) Error() string   { return e.err.Error() }
+func (e usageError) Unwrap() []error { return []error{errUsage, e.err} }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
