@@ -169,6 +169,20 @@ func TestUsageFoundBeforeConnecting(t *testing.T) {
 		{[]string{"table", "export", "db.t", "--buckets", "-1"}, `--buckets: "-1" is not a bucket number`},
 		{[]string{"table", "import", "db.t"}, "--file is required"},
 		{[]string{"table", "import", "db.t", "--file", "-", "--concurrency", "0"}, "--concurrency must be from 1 to 64"},
+		// 0 is not taken as 1, nor as the default a left-out flag means.
+		{[]string{"table", "create", "db.t", "--schema", "id INT", "--buckets", "0"}, `invalid argument "0" for "--buckets" flag: must be a number from 1 to 4096`},
+		{[]string{"table", "create", "db.t", "--schema", "id INT", "--buckets", "4097"}, `invalid argument "4097" for "--buckets" flag: must be a number from 1 to 4096`},
+		{[]string{"table", "create", "db.t", "--schema", "id INT", "--replication", "0"}, `invalid argument "0" for "--replication" flag: must be a number of at least 1`},
+		// Every invalid name is a usage mistake, whichever command names it.
+		{[]string{"db", "create", "café"}, `invalid database name "café": use 1 to 200 ASCII letters, digits or underscores`},
+		{[]string{"db", "drop", "a-b", "--if-exists"}, `invalid database name "a-b"`},
+		{[]string{"table", "list", "x y"}, `invalid database name "x y"`},
+		{[]string{"table", "create", "t.a/b", "--schema", "id INT"}, `invalid table name "a/b": use 1 to 200 ASCII letters`},
+		{[]string{"table", "describe", "t.a/b"}, `invalid table name "a/b"`},
+		{[]string{"table", "drop", "t.a/b", "--if-exists"}, `invalid table name "a/b"`},
+		{[]string{"table", "describe", "../t"}, `"../t" is not DB.TABLE`},
+		{[]string{"consume", "d-b.t"}, `invalid database name "d-b"`},
+		{[]string{"lookup", "db.t!", "--key", "{}"}, `invalid table name "t!"`},
 	} {
 		code, _, errOut := runCLI(t, "", append(tc.args, "--server", "127.0.0.1:1")...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "connection refused") {

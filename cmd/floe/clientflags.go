@@ -150,6 +150,8 @@ type clientCmd struct {
 	// nargs is the number of positional arguments; with maxArgs > nargs,
 	// between nargs and maxArgs.
 	nargs, maxArgs int
+	// arg is what the first positional argument names.
+	arg argKind
 	// flags registers the command's own flags.
 	flags func(fs *flag.FlagSet)
 	// prepare, when set, runs after parsing and before connecting: it may
@@ -203,6 +205,9 @@ func (cc clientCmd) exec(ctx context.Context, env *cliEnv, cf *clientFlags, pos 
 		return err
 	}
 	if _, err := serverAddrs(cf.servers); err != nil {
+		return err
+	}
+	if err := cc.arg.check(pos); err != nil {
 		return err
 	}
 	if cc.check != nil {

@@ -32,7 +32,7 @@ type lookupOptions struct {
 // objects read from stdin.
 func lookupCmd(env *cliEnv) clientCmd {
 	var o lookupOptions
-	return clientCmd{summary: "read rows of a primary-key table by key or bucket-key prefix", nargs: 1, streaming: true,
+	return clientCmd{summary: "read rows of a primary-key table by key or bucket-key prefix", nargs: 1, streaming: true, arg: argTable,
 		usage: "lookup DB.TABLE [--key '{\"id\":1}' | --prefix '{\"a\":1}'] [--linearizable]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.key, "key", "", "the primary key as a JSON object; without --key or --prefix, one key object per stdin line")
@@ -40,9 +40,6 @@ func lookupCmd(env *cliEnv) clientCmd {
 			fs.BoolVar(&o.linearizable, "linearizable", false, "answer only with every write acknowledged before the lookup applied")
 		},
 		check: func(pos []string) error {
-			if _, _, err := tableName(pos[0]); err != nil {
-				return err
-			}
 			if o.key != "" && o.prefix != "" {
 				return fmt.Errorf("%w: --key and --prefix exclude each other", errUsage)
 			}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -97,3 +98,40 @@ func logLevelVar(fs *flag.FlagSet, def string) *string {
 	choiceVar(fs, level, "log-level", def, []string{"debug", "info", "warn", "error"}, "debug, info, warn or error")
 	return level
 }
+
+// rangeValue is an int flag that, when given, must be from min to max (at
+// least min with max 0). Left out it stays 0, which the command reads as
+// "the default", so a 0 given is refused rather than taken as one.
+type rangeValue struct {
+	p        *int
+	min, max int
+}
+
+// rangeVar defines flag name on fs, storing into p, which starts at 0.
+func rangeVar(fs *flag.FlagSet, p *int, name string, min, max int, usage string) {
+	*p = 0
+	fs.Var(&rangeValue{p: p, min: min, max: max}, name, usage)
+}
+
+func (r *rangeValue) String() string {
+	if r == nil || r.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*r.p)
+}
+
+// Set takes v when it is a number in range.
+func (r *rangeValue) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err == nil && n >= r.min && (r.max == 0 || n <= r.max) {
+		*r.p = n
+		return nil
+	}
+	if r.max == 0 {
+		return fmt.Errorf("must be a number of at least %d", r.min)
+	}
+	return fmt.Errorf("must be a number from %d to %d", r.min, r.max)
+}
+
+// Type names the value in help text.
+func (r *rangeValue) Type() string { return "int" }
