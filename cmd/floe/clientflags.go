@@ -170,7 +170,7 @@ type clientCmd struct {
 
 // spec is the command with the client flags added to its own.
 func (cc clientCmd) spec(env *cliEnv) cmdSpec {
-	return cmdSpec{usage: cc.usage, summary: cc.summary, client: true,
+	return cmdSpec{usage: cc.usage, summary: cc.summary, client: true, arg: cc.arg,
 		define: func(fs *flag.FlagSet) runFunc {
 			cf := addClientFlags(fs)
 			if cc.flags != nil {

@@ -19,6 +19,8 @@ type cmdSpec struct {
 	// client commands take the client flags, each with its FLOE_*
 	// environment variable.
 	client bool
+	// arg is what the first positional argument names, for completion.
+	arg argKind
 	// define registers the command's flags and returns its body, which
 	// runs with the positional arguments once the flags are parsed.
 	define func(fs *flag.FlagSet) runFunc
@@ -175,8 +177,10 @@ func leafCmd(s cmdSpec, group string) *cobra.Command {
 	}
 	if s.client {
 		cmd.Annotations[clientAnnotation] = "true"
+		cmd.ValidArgsFunction = completeArg(s.arg)
 	}
 	addGoFlags(cmd.Flags(), gofs)
+	registerFlagCompletions(cmd, gofs)
 	return cmd
 }
 
@@ -249,29 +253,41 @@ func helpTopic(help *cobra.Command, args []string) error {
 	return cmd.Help()
 }
 
-// commandFlagWithoutCommand refuses a command's flag given with no command
-// (floe --server, floe -o json): cobra would look for it on the root, which
-// has none, and call it an unknown flag. A flag that takes a value and
-// comes last is missing its value.
+// commandFlagWithoutCommand refuses a command's flag on a command line of
+// flags alone (floe --server, floe -o json): cobra would look for it on the
+// root, which has none, and call it an unknown flag. A flag that takes a
+// value and comes last is missing its value.
 func commandFlagWithoutCommand(root *cobra.Command, args []string) error {
-	if cmd, _, err := root.Find(args); err != nil || cmd != root {
-		return nil
-	}
-	for i, a := range args {
+	var given *pflag.Flag // the first command flag
+	needsValue := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		if a == "--" {
-			return nil
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return nil // a command (or an argument cobra judges)
 		}
 		f := treeFlag(root, a)
 		if f == nil {
-			continue
+			continue // the root's own, or unknown anywhere: cobra's to judge
 		}
 		inline := strings.Contains(a, "=") || !strings.HasPrefix(a, "--") && len(a) > 2 // --name=v, -xv
-		if i == len(args)-1 && f.NoOptDefVal == "" && !inline {
-			return fmt.Errorf("%w: flag --%s needs a value, and a command: floe COMMAND --%s VALUE", errUsage, f.Name, f.Name)
+		takesNext := f.NoOptDefVal == "" && !inline
+		if given == nil {
+			given, needsValue = f, takesNext && i == len(args)-1
 		}
-		return fmt.Errorf("%w: --%s is a flag of commands, and no command is given (floe COMMAND --%s ...; floe -h lists them)", errUsage, f.Name, f.Name)
+		if takesNext {
+			i++
+		}
 	}
-	return nil
+	switch {
+	case given == nil:
+		return nil
+	case needsValue:
+		return fmt.Errorf("%w: flag --%s needs a value, and a command: floe COMMAND --%s VALUE", errUsage, given.Name, given.Name)
+	}
+	return fmt.Errorf("%w: --%s is a flag of commands, and no command is given (floe COMMAND --%s ...; floe -h lists them)", errUsage, given.Name, given.Name)
 }
 
 // treeFlag is the flag of some command of the tree that arg (--name,

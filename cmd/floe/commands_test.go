@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -254,5 +255,72 @@ func TestErrorsAsJSON(t *testing.T) {
 	code, _, errOut := runCLI(t, "", "db", "list", "--bogus")
 	if code != 2 || !strings.HasPrefix(errOut, "floe db list: ") {
 		t.Errorf("without -o json: exit %d, %q", code, errOut)
+	}
+}
+
+// completions are the values a `floe __complete` answer offers.
+func completions(t *testing.T, args ...string) []string {
+	t.Helper()
+	code, out, errOut := runCLI(t, "", append([]string{"__complete"}, args...)...)
+	if code != 0 {
+		t.Fatalf("__complete %v: exit %d: %s", args, code, errOut)
+	}
+	var values []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line != "" && !strings.HasPrefix(line, ":") {
+			values = append(values, line)
+		}
+	}
+	return values
+}
+
+// TestCompletionOfValues: completion offers the values of flags with a
+// fixed set, and the databases and tables (DB.TABLE) of the server the
+// client flags name; a server that does not answer completes nothing,
+// silently.
+func TestCompletionOfValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"db", "list", "--output", ""}, []string{"text", "json"}},
+		{[]string{"log", "dump", "-o", ""}, []string{"text", "json"}},
+		{[]string{"produce", "d.t", "--acks", ""}, []string{"all", "1", "0"}},
+		{[]string{"serve", "--roles", ""}, []string{"meta", "tablet", "meta,tablet"}},
+		{[]string{"serve", "--log-sync", ""}, []string{"always", "interval", "never"}},
+		{[]string{"dev", "--log-level", ""}, []string{"debug", "info", "warn", "error"}},
+	} {
+		if got := completions(t, tc.args...); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("__complete %v = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+
+	fc := startCluster(t)
+	table := fc.createTable("completed", "id BIGINT NOT NULL", 1, 1)
+	srv := "--server=" + fc.server
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"table", "describe", srv, ""}, table},
+		{[]string{"table", "describe", srv, fc.db + "."}, table},
+		{[]string{"consume", srv, fc.db[:3]}, table},
+		{[]string{"bench", "produce", srv, "--table", fc.db}, table},
+		{[]string{"table", "list", srv, fc.db[:3]}, fc.db},
+		{[]string{"db", "drop", srv, ""}, fc.db},
+	} {
+		if got := completions(t, tc.args...); !slices.Contains(got, tc.want) {
+			t.Errorf("__complete %v = %q, want %s among them", tc.args, got, tc.want)
+		}
+	}
+	if got := completions(t, "table", "describe", srv, "nosuchdb."); len(got) != 0 {
+		t.Errorf("tables of a database that does not exist: %q", got)
+	}
+	if got := completions(t, "table", "describe", table, srv, ""); len(got) != 0 {
+		t.Errorf("a second argument: %q", got)
+	}
+	code, out, errOut := runCLI(t, "", "__complete", "table", "describe", "--server", "127.0.0.1:1", "")
+	if code != 0 || strings.TrimSpace(out) != ":4" || !strings.HasPrefix(errOut, "Completion ended") {
+		t.Errorf("nothing listening: exit %d, %q, %q", code, out, errOut)
 	}
 }
