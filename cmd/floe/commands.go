@@ -181,7 +181,69 @@ func leafCmd(s cmdSpec, group string) *cobra.Command {
 	}
 	addGoFlags(cmd.Flags(), gofs)
 	registerFlagCompletions(cmd, gofs)
+	cmd.Use += flagsLeftOut(use, cmd.Flags(), s.client)
 	return cmd
+}
+
+// flagsLeftOut is the part of a usage line that names the flags the
+// written usage leaves out (" [--log-level warn] [--remote-dir DIR]"), so
+// that every flag of a command is in its usage line; the client flags,
+// which `floe -h` lists, are left to that.
+func flagsLeftOut(usage string, fs *pflag.FlagSet, client bool) string {
+	skip := map[string]bool{"help": true}
+	if client {
+		for _, name := range clientFlagNames() {
+			skip[name] = true
+		}
+	}
+	var b strings.Builder
+	fs.VisitAll(func(f *pflag.Flag) {
+		if skip[f.Name] || mentionsFlag(usage, f.Name) {
+			return
+		}
+		b.WriteString(" [--" + f.Name)
+		if f.NoOptDefVal == "" {
+			b.WriteString(" " + flagPlaceholder(f))
+		}
+		b.WriteString("]")
+	})
+	return b.String()
+}
+
+// mentionsFlag reports whether usage names --name (not just a longer
+// flag that starts with it).
+func mentionsFlag(usage, name string) bool {
+	for rest := usage; ; {
+		_, after, found := strings.Cut(rest, "--"+name)
+		if !found {
+			return false
+		}
+		if after == "" || strings.ContainsRune(" ]=|[", rune(after[0])) {
+			return true
+		}
+		rest = after
+	}
+}
+
+// flagPlaceholder stands for f's value in a usage line: its choices, its
+// default when it has one, or a word for what it takes.
+func flagPlaceholder(f *pflag.Flag) string {
+	if c, ok := f.Value.(*choiceValue); ok && !c.list {
+		return strings.Join(c.choices, "|")
+	}
+	if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
+		return f.DefValue
+	}
+	switch f.Value.Type() {
+	case "int", "int64", "uint", "uint64":
+		return "N"
+	case "duration":
+		return "DURATION"
+	case "string":
+		words := strings.Split(f.Name, "-")
+		return strings.ToUpper(words[len(words)-1])
+	}
+	return strings.ToUpper(f.Value.Type())
 }
 
 // addGoFlags adds the flags of gofs to fs, with their short forms.

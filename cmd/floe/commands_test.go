@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // TestHelpOnEveryGroup: -h, --help and `floe help GROUP` print a group's
@@ -322,5 +325,39 @@ func TestCompletionOfValues(t *testing.T) {
 	code, out, errOut := runCLI(t, "", "__complete", "table", "describe", "--server", "127.0.0.1:1", "")
 	if code != 0 || strings.TrimSpace(out) != ":4" || !strings.HasPrefix(errOut, "Completion ended") {
 		t.Errorf("nothing listening: exit %d, %q, %q", code, out, errOut)
+	}
+}
+
+// TestUsageLinesNameEveryFlag: a command's usage line (its -h, and the
+// line after a usage mistake) names each of its flags but the client
+// flags, which `floe -h` lists; a flag written in the usage is not
+// repeated.
+func TestUsageLinesNameEveryFlag(t *testing.T) {
+	root := newRootCmd(&cliEnv{})
+	client := map[string]bool{"help": true}
+	for _, name := range clientFlagNames() {
+		client[name] = true
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c.HasSubCommands() || c.RunE == nil || strings.HasPrefix(c.CommandPath(), "floe completion ") {
+			return // a group, or cobra's own
+		}
+		line := c.UseLine()
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if n := strings.Count(line+" ", "--"+f.Name+" ") + strings.Count(line, "--"+f.Name+"]"); !client[f.Name] && n != 1 {
+				t.Errorf("usage line of %s names --%s %d times: %s", c.CommandPath(), f.Name, n, line)
+			}
+		})
+	}
+	walk(root)
+	code, out, _ := runCLI(t, "", "dev", "-h")
+	for _, want := range []string{"[--log-level debug|info|warn|error]", "[--remote-dir DIR]", "[--tiering-interval 1m0s]"} {
+		if code != 0 || !strings.Contains(out, "floe dev [--data-dir DIR]") || !strings.Contains(out, want) {
+			t.Errorf("floe dev -h: exit %d, no %q in\n%s", code, want, out)
+		}
 	}
 }
