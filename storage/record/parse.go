@@ -29,7 +29,8 @@ import (
 //	DECIMAL / NUMERIC / DEC, DECIMAL(p), DECIMAL(p,s)   default DECIMAL(10,0)
 //	STRING / TEXT / VARCHAR
 //	BYTES / BYTEA / VARBINARY
-//	DATE, TIME
+//	DATE
+//	TIME                                                milliseconds
 //	TIMESTAMP, TIMESTAMP(p)                             default precision 6
 //	TIMESTAMP_LTZ, TIMESTAMP_LTZ(p)                     default precision 6
 //
