@@ -59,11 +59,15 @@ func (a *Admin) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
 		out.Voters = append(out.Voters, Voter{ID: v.NodeId, Address: v.Address, Suffrage: v.Suffrage, State: v.State})
 	}
 	for _, n := range resp.Nodes {
-		r := n.Node
-		out.Nodes = append(out.Nodes, Node{ID: r.Id, Roles: r.Roles, Address: r.RpcAddress, Gossip: r.GossipAddress,
-			Rack: r.Rack, NodeEpoch: r.NodeEpoch, Alive: n.Alive, Draining: r.Draining})
+		out.Nodes = append(out.Nodes, nodeFromPB(n.Node, n.Alive))
 	}
 	return out, nil
+}
+
+// nodeFromPB is a node record with whether it is alive.
+func nodeFromPB(r *pb.NodeRecord, alive bool) Node {
+	return Node{ID: r.GetId(), Roles: r.GetRoles(), Address: r.GetRpcAddress(), Gossip: r.GetGossipAddress(),
+		Rack: r.GetRack(), NodeEpoch: r.GetNodeEpoch(), Alive: alive, Draining: r.GetDraining()}
 }
 
 // BucketStatus is one bucket of a table as the metadata leader sees it,
@@ -82,7 +86,11 @@ type BucketStatus struct {
 	// answer, and then Error says why.
 	HighWatermark *int64 `json:"high_watermark"`
 	Error         string `json:"error,omitempty"`
-	// UnderReplicated: the ISR has fewer members than the replicas.
+	// Replication is the table's replication factor.
+	Replication int32 `json:"replication"`
+	// UnderReplicated: the ISR has fewer members than the replicas, or
+	// than Replication (a removed node left the replica list, and nothing
+	// places a new replica yet).
 	UnderReplicated bool `json:"under_replicated"`
 	// Offline: no leader (no in-sync replica is alive, or none is left).
 	Offline bool `json:"offline"`
@@ -110,7 +118,8 @@ func (a *Admin) BucketStatus(ctx context.Context) ([]BucketStatus, error) {
 		bs := BucketStatus{Database: st.Database, Table: st.Table, Bucket: b.GetBucket(), Leader: b.GetLeader(),
 			LeaderEpoch: b.GetLeaderEpoch(), BucketEpoch: b.GetBucketEpoch(), ISR: nonNil(b.GetIsr()),
 			Replicas: nonNil(b.GetReplicas()), HighWatermark: st.HighWatermark, Error: st.Error,
-			UnderReplicated: len(b.GetIsr()) < len(b.GetReplicas()), Offline: b.GetLeader() == 0}
+			Replication: st.Replication, Offline: b.GetLeader() == 0,
+			UnderReplicated: len(b.GetIsr()) < max(len(b.GetReplicas()), int(st.Replication))}
 		out = append(out, bs)
 	}
 	return out, nil

@@ -2,10 +2,11 @@ package client
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/floedb/floe/internal/testcluster"
+	"github.com/floedb/floe/internal/testkit/testcluster"
 	"github.com/floedb/floe/transport"
 )
 
@@ -153,5 +154,30 @@ func TestAdminDrainNode(t *testing.T) {
 	}
 	if _, err := c.Admin().DrainNode(ctx, 99); !errors.Is(err, transport.ErrUnknownNode) {
 		t.Fatalf("drain of an unknown node: %v", err)
+	}
+}
+
+// TestAdminRemoveNodeRefusals: RemoveNode refuses a live node (saying to
+// drain and stop it) and a node that is neither registered nor a member,
+// and changes nothing. Removal itself is integration.TestNodeRemove.
+func TestAdminRemoveNodeRefusals(t *testing.T) {
+	fc, c := startCluster(t)
+	one := fc.createTable(c, "one", testSchema, 1, 1)
+	node := fc.leader(one, 0).ID
+	ctx := guardCtx(t)
+	_, err := c.Admin().RemoveNode(ctx, node)
+	if !errors.Is(err, transport.ErrInvalidRequest) || !strings.Contains(err.Error(), "it is alive") ||
+		!strings.Contains(err.Error(), "floe node drain") {
+		t.Fatalf("removal of a live node: %v", err)
+	}
+	if _, err := c.Admin().RemoveNode(ctx, 99); !errors.Is(err, transport.ErrUnknownNode) {
+		t.Fatalf("removal of an unknown node: %v", err)
+	}
+	st, err := c.Admin().ClusterStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(st.Nodes, func(n Node) bool { return n.ID == node && n.Alive }) {
+		t.Fatalf("node %d after a refused removal: %+v", node, st.Nodes)
 	}
 }

@@ -76,9 +76,7 @@ func (a *Admin) drain(ctx context.Context, id uint32, cancel bool) (*DrainResult
 	if err != nil {
 		return nil, err
 	}
-	r := resp.Node
-	out := &DrainResult{Node: Node{ID: r.Id, Roles: r.Roles, Address: r.RpcAddress, Gossip: r.GossipAddress, Rack: r.Rack,
-		NodeEpoch: r.NodeEpoch, Draining: r.Draining}, Buckets: []BucketDrain{}, Unchanged: resp.Unchanged}
+	out := &DrainResult{Node: nodeFromPB(resp.Node, resp.Alive), Buckets: []BucketDrain{}, Unchanged: resp.Unchanged}
 	for _, e := range resp.Buckets {
 		d := BucketDrain{Database: e.Database, Table: e.Table, Bucket: bucketFromPB(e.Bucket), Moved: e.Moved}
 		if !e.Moved {

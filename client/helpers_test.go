@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floedb/floe/internal/s3test"
-	"github.com/floedb/floe/internal/testcluster"
+	"github.com/floedb/floe/internal/testkit/s3test"
+	"github.com/floedb/floe/internal/testkit/testcluster"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/tiering"
 )
@@ -28,7 +28,7 @@ var shared = testcluster.Shared{Options: testcluster.Options{Nodes: 3}}
 var remoteStore *tiering.Folder
 
 // s3server is a real S3 server for the tests that want one (skipped
-// without it; see internal/s3test).
+// without it; see internal/testkit/s3test).
 var s3server s3test.Server
 
 func TestMain(m *testing.M) {

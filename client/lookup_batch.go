@@ -3,8 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
-	"sync"
 
+	"github.com/floedb/floe/internal/fanout"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -44,41 +44,25 @@ func (l *Lookuper) LookupBatch(ctx context.Context, keys [][]byte) ([][]byte, er
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
 	out := make([][]byte, len(keys))
-	sem := make(chan struct{}, lookupBatchParallelism)
-	var wg sync.WaitGroup
-	var errOnce sync.Once
-	var firstErr error
-	for _, c := range chunks {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+	err := fanout.FirstError(ctx, chunks, lookupBatchParallelism, func(ctx context.Context, c chunk) error {
+		req := make([][]byte, len(c.indexes))
+		for j, i := range c.indexes {
+			req[j] = keys[i]
 		}
-		if ctx.Err() != nil {
-			break
+		rows, err := l.lookupKeys(ctx, c.bucket, req)
+		if err != nil {
+			return err
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			req := make([][]byte, len(c.indexes))
-			for j, i := range c.indexes {
-				req[j] = keys[i]
-			}
-			rows, err := l.lookupKeys(ctx, c.bucket, req)
-			if err != nil {
-				errOnce.Do(func() { firstErr = err })
-				cancel()
-				return
-			}
-			for j, i := range c.indexes {
-				out[i] = rows[j]
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
+		for j, i := range c.indexes {
+			out[i] = rows[j]
+		}
+		return nil
+	})
+	switch {
+	case err != nil && ctx.Err() != nil: // the call's time ran out
 		return nil, fmt.Errorf("client: lookup batch: %w", err)
+	case err != nil:
+		return nil, err
 	}
 	return out, nil
 }

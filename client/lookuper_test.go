@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/floedb/floe/internal/testcluster"
+	"github.com/floedb/floe/internal/testkit/testcluster"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )

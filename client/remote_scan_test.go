@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floedb/floe/internal/s3test"
-	"github.com/floedb/floe/internal/testcluster"
+	"github.com/floedb/floe/internal/testkit/s3test"
+	"github.com/floedb/floe/internal/testkit/testcluster"
 	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/transport/pb"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/floedb/floe/internal/testcluster"
+	"github.com/floedb/floe/internal/testkit/testcluster"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"

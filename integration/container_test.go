@@ -143,7 +143,7 @@ func rowsJSON(from, to int) string {
 }
 
 // TestComposeCluster builds the images and runs deploy/compose.yaml as
-// README's container walkthrough does: three nodes and an S3 server come
+// the container walkthrough of docs/operations.md does: three nodes and an S3 server come
 // up healthy, a table takes writes and reads through the published ports,
 // a killed node's leadership moves and writes go on within seconds, and
 // the node restarted rejoins every ISR. The project is torn down (with

@@ -108,3 +108,23 @@ func TestNoTestingInProduction(t *testing.T) {
 		}
 	}
 }
+
+// TestGroundFloorImportsNothingAbove keeps the utilities under internal/
+// at the bottom of the layering: every layer may use them, so they may use
+// none of Floe's packages but each other. The test kits, which start real
+// servers, live apart under internal/testkit.
+func TestGroundFloorImportsNothingAbove(t *testing.T) {
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if !strings.HasPrefix(rel, "internal/") || strings.HasPrefix(rel, "internal/testkit/") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			irel, ok := strings.CutPrefix(imp, module+"/")
+			if ok && (!strings.HasPrefix(irel, "internal/") || strings.HasPrefix(irel, "internal/testkit/")) {
+				t.Errorf("%s imports %s: the utilities under internal/ may import only each other", rel, irel)
+			}
+		}
+	}
+}
+

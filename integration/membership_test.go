@@ -106,7 +106,8 @@ func TestMembershipCLI(t *testing.T) {
 // TestRecoverLostQuorum: two of three voters are gone for good. The
 // survivor alone has no quorum; `floe recover` makes it the only voter,
 // and restarted it leads with the catalog intact and takes metadata
-// writes again.
+// writes again; `floe node remove` then forgets the two lost nodes, and
+// the cluster is ready again.
 func TestRecoverLostQuorum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster")
@@ -153,6 +154,20 @@ func TestRecoverLostQuorum(t *testing.T) {
 	c.MustCLI("table", "create", "after_recovery.t", "--schema", "id BIGINT NOT NULL", "--primary-key", "id")
 	if v := c.voters(); len(v) != 1 || v[1] != "voter" {
 		t.Fatalf("voters after recovery: %v", v)
+	}
+	// The nodes left out stay registered, and the cluster not ready,
+	// until they are removed (issue 31, point 6).
+	if _, errOut, code := c.CLI("cluster", "status", "--wait", "2s"); code != 1 ||
+		!strings.Contains(errOut, "tablet nodes not live: 2, 3") {
+		t.Fatalf("cluster status --wait with nodes 2 and 3 gone: exit %d: %s", code, errOut)
+	}
+	c.MustCLI("node", "remove", "2")
+	c.MustCLI("node", "remove", "3")
+	if _, errOut, code := c.CLI("cluster", "status", "--wait", "30s"); code != 0 {
+		t.Fatalf("cluster status --wait after removing nodes 2 and 3: exit %d: %s", code, errOut)
+	}
+	if n, ok := registeredNode(c, 2); ok {
+		t.Fatalf("node 2 still listed after its removal: %+v", n)
 	}
 	// Recovering needs the folder of a stopped node.
 	_, errOut, code := c.run("recover", "--data-dir", filepath.Join(t.TempDir(), "none"), "--id", "1", "--voters", "1="+survivor.Addr)

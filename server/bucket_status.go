@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/floedb/floe/internal/fanout"
 	"slices"
 	"sync"
 	"time"
@@ -63,7 +64,7 @@ func (s *Server) bucketStatus(ctx context.Context) (*pb.BucketStatusResponse, er
 		if t == nil {
 			continue
 		}
-		out = append(out, &pb.BucketStatus{Database: t.Database, Table: t.Name, Bucket: &pb.BucketRecord{
+		out = append(out, &pb.BucketStatus{Database: t.Database, Table: t.Name, Replication: t.Replication, Bucket: &pb.BucketRecord{
 			TableId: b.TableId, Bucket: b.Bucket, Replicas: b.Replicas, Leader: b.Leader, LeaderEpoch: b.LeaderEpoch,
 			Isr: b.Isr, BucketEpoch: b.BucketEpoch, UncleanElections: b.UncleanElections,
 		}})
@@ -88,51 +89,46 @@ func (s *Server) highWatermarks(ctx context.Context, buckets []*pb.BucketStatus,
 	var mu sync.Mutex
 	silent := map[uint32]*transport.Error{} // leader → why it does not answer
 	failed := func(st *pb.BucketStatus, e *transport.Error) { st.ErrorCode, st.Error = e.Code, e.Message }
-	sem := make(chan struct{}, hwFanout)
-	var wg sync.WaitGroup
+	var asks []*pb.BucketStatus
 	for _, st := range buckets {
 		leader := st.Bucket.Leader
 		if leader == 0 {
 			continue // offline: nobody to ask
 		}
-		addr, ok := addrs[leader]
-		if !ok {
+		if _, ok := addrs[leader]; !ok {
 			failed(st, &transport.Error{Code: pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE, Message: fmt.Sprintf("leader node %d is not registered", leader)})
 			continue
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			failed(st, leaderSilent(leader, addr, ctx.Err()))
-			continue
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			mu.Lock()
-			why := silent[leader]
-			mu.Unlock()
-			if why != nil {
-				failed(st, why)
-				return
-			}
-			resp, err := pb.NewDRPCTabletClient(s.pool.Conn(addr)).ListOffsets(ctx, &pb.ListOffsetsRequest{
-				TableId: st.Bucket.TableId, Bucket: st.Bucket.Bucket, Spec: pb.OffsetSpec_OFFSET_SPEC_LATEST})
-			var coded *transport.Error
-			switch {
-			case err == nil:
-				st.HighWatermark = &resp.Offset
-			case errors.As(err, &coded) && !errors.Is(err, transport.ErrUnavailable):
-				failed(st, &transport.Error{Code: coded.Code, Message: fmt.Sprintf("leader node %d: %v", leader, err)})
-			default:
-				why := leaderSilent(leader, addr, err)
-				mu.Lock()
-				silent[leader] = why
-				mu.Unlock()
-				failed(st, why)
-			}
-		})
+		asks = append(asks, st)
 	}
-	wg.Wait()
+	fanout.Until(ctx, asks, hwFanout, func(st *pb.BucketStatus) {
+		leader := st.Bucket.Leader
+		addr := addrs[leader]
+		mu.Lock()
+		why := silent[leader]
+		mu.Unlock()
+		if why != nil {
+			failed(st, why)
+			return
+		}
+		resp, err := pb.NewDRPCTabletClient(s.pool.Conn(addr)).ListOffsets(ctx, &pb.ListOffsetsRequest{
+			TableId: st.Bucket.TableId, Bucket: st.Bucket.Bucket, Spec: pb.OffsetSpec_OFFSET_SPEC_LATEST})
+		var coded *transport.Error
+		switch {
+		case err == nil:
+			st.HighWatermark = &resp.Offset
+		case errors.As(err, &coded) && !errors.Is(err, transport.ErrUnavailable):
+			failed(st, &transport.Error{Code: coded.Code, Message: fmt.Sprintf("leader node %d: %v", leader, err)})
+		default:
+			why := leaderSilent(leader, addr, err)
+			mu.Lock()
+			silent[leader] = why
+			mu.Unlock()
+			failed(st, why)
+		}
+	}, func(st *pb.BucketStatus) {
+		failed(st, leaderSilent(st.Bucket.Leader, addrs[st.Bucket.Leader], ctx.Err()))
+	})
 }
 
 // leaderSilent is the error of a leader that did not answer a bucket

@@ -168,6 +168,8 @@ func (m *metaService) DrainNode(ctx context.Context, req *pb.DrainNodeRequest) (
 			return err
 		}
 		resp = &pb.DrainNodeResponse{Node: d.Node, Buckets: d.Buckets, Index: res.GetIndex(), Unchanged: res.GetUnchanged()}
+		member, known := g.Member(req.NodeId)
+		resp.Alive = aliveAsRegistered(d.Node, member, known)
 		m.s.logDrain(req, resp)
 		return nil
 	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
@@ -185,22 +187,12 @@ func nameDrainedBuckets(st *metastate.State, buckets []*pb.BucketDrain) error {
 		return nil
 	}
 	return st.Read(func(v *metastate.View) error {
-		dbs, err := v.Databases()
+		tables, err := v.TablesByID()
 		if err != nil {
 			return err
 		}
-		names := map[uint64]*pb.TableRecord{}
-		for _, db := range dbs {
-			tables, err := v.Tables(db.Name)
-			if err != nil {
-				return err
-			}
-			for _, t := range tables {
-				names[t.Id] = t
-			}
-		}
 		for _, e := range buckets {
-			if t := names[e.Bucket.GetTableId()]; t != nil {
+			if t := tables[e.Bucket.GetTableId()]; t != nil {
 				e.Database, e.Table = t.Database, t.Name
 			}
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"github.com/floedb/floe/internal/fanout"
 	"maps"
 	"slices"
 	"sync"
@@ -68,33 +69,23 @@ func (s *Server) replicaLogs(ctx context.Context, st *metastate.State, database,
 	defer cancel()
 	var mu sync.Mutex
 	var out []*pb.ReplicaLog
-	sem := make(chan struct{}, replicaLogsFanout)
-	var wg sync.WaitGroup
-	for _, id := range slices.Sorted(maps.Keys(asks)) {
+	fanout.Until(ctx, slices.Sorted(maps.Keys(asks)), replicaLogsFanout, func(id uint32) {
 		buckets := asks[id]
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			s.log.Warn("unclean election: no time left to ask a node for its replicas' logs; they rank last",
-				"node", id, "table", database+"."+table, "err", ctx.Err())
-			continue
+		resp, err := pb.NewDRPCTabletClient(s.pool.Conn(addrs[id])).ReplicaLogs(ctx,
+			&pb.ReplicaLogsRequest{TableId: tableID, Buckets: buckets})
+		if err != nil {
+			s.log.Warn("unclean election: a node did not report its replicas' logs; they rank last",
+				"node", id, "addr", addrs[id], "table", database+"."+table, "err", err)
+			return
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			resp, err := pb.NewDRPCTabletClient(s.pool.Conn(addrs[id])).ReplicaLogs(ctx,
-				&pb.ReplicaLogsRequest{TableId: tableID, Buckets: buckets})
-			if err != nil {
-				s.log.Warn("unclean election: a node did not report its replicas' logs; they rank last",
-					"node", id, "addr", addrs[id], "table", database+"."+table, "err", err)
-				return
-			}
-			logs := answeredLogs(id, buckets, resp.GetLogs())
-			mu.Lock()
-			out = append(out, logs...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+		logs := answeredLogs(id, buckets, resp.GetLogs())
+		mu.Lock()
+		out = append(out, logs...)
+		mu.Unlock()
+	}, func(id uint32) {
+		s.log.Warn("unclean election: no time left to ask a node for its replicas' logs; they rank last",
+			"node", id, "table", database+"."+table, "err", ctx.Err())
+	})
 	// In node order, so the command reads the same whichever node answered
 	// first.
 	slices.SortFunc(out, func(a, b *pb.ReplicaLog) int {

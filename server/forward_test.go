@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/client"
-	"github.com/floedb/floe/internal/testcluster"
+	"github.com/floedb/floe/internal/testkit/testcluster"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )

@@ -165,7 +165,7 @@ func (s *Server) commitKVSnapshot(ctx context.Context, c *pb.CommitKVSnapshot) (
 // snapshotDue says whether a primary-key bucket this node leads needs a
 // periodic KV snapshot: its newest is kv.snapshot.interval old (or it has
 // none) and its store applied something since.
-func snapshotDue(l replica.LeaderLog, now time.Time) bool {
+func snapshotDue(l replica.LeaderBucket, now time.Time) bool {
 	if !l.PrimaryKey || l.SnapshotInterval <= 0 || l.AppliedOffset == 0 {
 		return false
 	}
@@ -178,7 +178,7 @@ func snapshotDue(l replica.LeaderLog, now time.Time) bool {
 
 // snapshotDueBuckets takes the periodic KV snapshots of the buckets in
 // leaders that need one, one at a time.
-func (s *Server) snapshotDueBuckets(ctx context.Context, leaders []replica.LeaderLog) {
+func (s *Server) snapshotDueBuckets(ctx context.Context, leaders []replica.LeaderBucket) {
 	now := time.Now()
 	for _, l := range leaders {
 		if ctx.Err() != nil || !snapshotDue(l, now) {

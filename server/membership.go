@@ -153,21 +153,28 @@ func (s *Server) removeVoter(ctx context.Context, n *raftmeta.Node, id uint32, f
 		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE, "node %d is not a member of the metadata group", id)
 	}
 	if servers[i].Voter {
-		addrs := map[uint32]string{}
-		for _, v := range servers {
-			if v.Voter && v.ID != id {
-				addrs[v.ID] = v.Address
-			}
-		}
-		live := map[uint32]bool{s.cfg.NodeID: true}
-		for vid, state := range s.probe(ctx, addrs) {
-			live[vid] = state == "leader" || state == "follower"
-		}
-		if err := removalRisk(servers, id, live); err != nil && (!force || len(addrs) == 0) {
-			return err
+		if risk, last := s.voterRemovalRisk(ctx, servers, id); risk != nil && (!force || last) {
+			return risk
 		}
 	}
 	return n.RemoveServer(ctx, id)
+}
+
+// voterRemovalRisk probes the voters of servers other than id and says,
+// with removalRisk, why removing voter id puts the quorum at risk (nil when
+// it does not); last reports that id is the only voter.
+func (s *Server) voterRemovalRisk(ctx context.Context, servers []raftmeta.Server, id uint32) (risk error, last bool) {
+	addrs := map[uint32]string{}
+	for _, v := range servers {
+		if v.Voter && v.ID != id {
+			addrs[v.ID] = v.Address
+		}
+	}
+	live := map[uint32]bool{s.cfg.NodeID: true}
+	for vid, state := range s.probe(ctx, addrs) {
+		live[vid] = state == "leader" || state == "follower"
+	}
+	return removalRisk(servers, id, live), len(addrs) == 0
 }
 
 // removalRisk says why removing voter id from servers puts the quorum at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/floedb/floe/internal/fanout"
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
@@ -83,25 +84,14 @@ func (s *Server) deleteDropped(ctx context.Context, rl *tiering.RemoteLog, ids [
 
 // tierOnce runs one round for each bucket this node leads.
 func (s *Server) tierOnce(ctx context.Context, rl *tiering.RemoteLog) {
-	leaders := s.replicas.LeaderLogs()
+	leaders := s.replicas.LeaderBuckets()
 	defer s.snapshotDueBuckets(ctx, leaders)
-	forEachBounded(leaders, tieringConcurrency, func(l replica.LeaderLog) {
+	fanout.Each(leaders, tieringConcurrency, func(l replica.LeaderBucket) {
 		rctx, cancel := context.WithTimeout(ctx, tieringRoundTimeout)
 		defer cancel()
-		b := &tiering.LeaderBucket{TableID: l.ID.TableID, Bucket: l.ID.Bucket, Log: l.Log, LeaderEpoch: l.LeaderEpoch,
-			HighWatermark: l.HighWatermark, Committed: replica.HandleOf(l.Remote), TTL: l.TTL, ExpireBelow: 1<<63 - 1,
-			Fenced: l.RemoteFenced, Divergence: l.Divergence}
-		if l.PrimaryKey {
-			// The changelog below the newest KV snapshot only may expire:
-			// a replica without it restores from the snapshot.
-			b.ExpireBelow = 0
-			if n := len(l.KVSnapshots); n > 0 {
-				b.ExpireBelow = l.KVSnapshots[n-1].Offset
-			}
-		}
-		round, err := rl.Tier(rctx, b)
+		round, err := rl.Tier(rctx, &l.LeaderBucket)
 		if round.Changed {
-			s.replicas.NoteRemoteLog(l.ID, remoteLogOf(round.Committed, l.LeaderEpoch))
+			s.replicas.NoteRemoteLog(l.ID, replica.RemoteLogOf(round.Committed, l.LeaderEpoch))
 		}
 		var ce *logstore.CorruptError
 		if errors.As(err, &ce) {
@@ -122,29 +112,6 @@ func (s *Server) tierOnce(ctx context.Context, rl *tiering.RemoteLog) {
 	})
 }
 
-// forEachBounded runs f for every item, at most n at once, and returns
-// when all are done.
-func forEachBounded[T any](items []T, n int, f func(T)) {
-	sem := make(chan struct{}, n)
-	done := make(chan struct{})
-	for _, it := range items {
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; done <- struct{}{} }()
-			f(it)
-		}()
-	}
-	for range items {
-		<-done
-	}
-}
-
-// remoteLogOf converts tiering's handle to the metadata's remote log.
-func remoteLogOf(h tiering.Handle, leaderEpoch int32) *pb.RemoteLog {
-	return &pb.RemoteLog{ManifestKey: h.ManifestKey, StartOffset: h.StartOffset, EndOffset: h.EndOffset, RunStartOffset: h.RunStart,
-		Version: h.Version, LeaderEpoch: leaderEpoch, Segments: h.Segments, Bytes: h.Bytes, MaxTimestamp: h.MaxTimestamp}
-}
-
 // remoteCommitter commits remote manifests through the metadata leader.
 type remoteCommitter struct{ s *Server }
 
@@ -153,13 +120,13 @@ type remoteCommitter struct{ s *Server }
 // attempt's answer.
 func (c remoteCommitter) CommitRemoteLog(ctx context.Context, b *tiering.LeaderBucket, expected int64, next tiering.Handle) (tiering.Handle, error) {
 	return c.commit(ctx, b, &pb.CommitRemoteLog{TableId: b.TableID, Bucket: b.Bucket, LeaderId: c.s.cfg.NodeID,
-		LeaderEpoch: b.LeaderEpoch, ExpectedVersion: expected, RemoteLog: remoteLogOf(next, b.LeaderEpoch)})
+		LeaderEpoch: b.LeaderEpoch, ExpectedVersion: expected, RemoteLog: replica.RemoteLogOf(next, b.LeaderEpoch)})
 }
 
 // CutRemoteLog proposes the cut of a fenced remote log, as CommitRemoteLog.
 func (c remoteCommitter) CutRemoteLog(ctx context.Context, b *tiering.LeaderBucket, expected int64, next tiering.Handle, cutOffset int64) (tiering.Handle, error) {
 	return c.commit(ctx, b, &pb.CommitRemoteLog{TableId: b.TableID, Bucket: b.Bucket, LeaderId: c.s.cfg.NodeID,
-		LeaderEpoch: b.LeaderEpoch, ExpectedVersion: expected, RemoteLog: remoteLogOf(next, b.LeaderEpoch),
+		LeaderEpoch: b.LeaderEpoch, ExpectedVersion: expected, RemoteLog: replica.RemoteLogOf(next, b.LeaderEpoch),
 		FenceCut: true, CutOffset: cutOffset})
 }
 

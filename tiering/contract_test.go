@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floedb/floe/internal/s3test"
+	"github.com/floedb/floe/internal/testkit/s3test"
 	"github.com/floedb/floe/tiering"
 )
 

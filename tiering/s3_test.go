@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/floedb/floe/internal/s3test"
+	"github.com/floedb/floe/internal/testkit/s3test"
 	"github.com/floedb/floe/tiering"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"

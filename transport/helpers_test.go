@@ -336,6 +336,10 @@ func (m *testMeta) DrainNode(context.Context, *pb.DrainNodeRequest) (*pb.DrainNo
 	return nil, m.notServed()
 }
 
+func (m *testMeta) RemoveNode(context.Context, *pb.RemoveNodeRequest) (*pb.RemoveNodeResponse, error) {
+	return nil, m.notServed()
+}
+
 func (m *testMeta) BucketStatus(context.Context, *pb.BucketStatusRequest) (*pb.BucketStatusResponse, error) {
 	return nil, m.notServed()
 }

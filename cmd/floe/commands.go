@@ -100,6 +100,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 	// cobra's completion command, made now (ExecuteC would, later) so that
 	// an unknown shell is a usage mistake like an unknown subcommand.
 	root.InitDefaultCompletionCmd()
+	root.AddCommand(cliDocCmd(root))
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
 			c.Short = "print a shell completion script: floe completion bash|zsh|fish|powershell"

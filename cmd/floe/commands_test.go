@@ -17,7 +17,7 @@ func TestHelpOnEveryGroup(t *testing.T) {
 		"db":      {"create", "list", "drop"},
 		"table":   {"create", "list", "describe", "drop", "elect", "export", "import"},
 		"cluster": {"status", "add-voter", "remove-voter", "transfer-leadership"},
-		"node":    {"drain", "undrain"},
+		"node":    {"drain", "undrain", "remove"},
 		"log":     {"dump", "verify"},
 		"schema":  {"check", "rows"},
 		"bench":   {"produce", "e2e", "upsert", "lookup"},

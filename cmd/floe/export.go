@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/internal/fanout"
 )
 
 // Defaults and limits of floe table export and import.
@@ -143,34 +144,18 @@ func exportSourceFor(ctx context.Context, tbl *client.Table, o exportOptions, ti
 // runExport reads the buckets of src, concurrency at a time, into sink. The
 // first bucket that fails stops the others.
 func runExport(ctx context.Context, src exportSource, sink *exportSink, concurrency int) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, concurrency)
-	var wg sync.WaitGroup
-	for _, b := range src.buckets() {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+	return fanout.FirstError(ctx, src.buckets(), concurrency, func(ctx context.Context, b int32) error {
+		out := &bucketOut{sink: sink}
+		err := src.read(ctx, b, out)
+		if err == nil {
+			err = out.flush()
 		}
-		if ctx.Err() != nil {
-			break
+		if err != nil {
+			return fmt.Errorf("bucket %d: %w", b, err)
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			out := &bucketOut{sink: sink}
-			err := src.read(ctx, b, out)
-			if err == nil {
-				err = out.flush()
-			}
-			if err != nil {
-				cancel(fmt.Errorf("bucket %d: %w", b, err))
-				return
-			}
-			sink.bucketsDone.Add(1)
-		})
-	}
-	wg.Wait()
-	return context.Cause(ctx)
+		sink.bucketsDone.Add(1)
+		return nil
+	})
 }
 
 // exportSink is the output the buckets of an export share, and its counts.

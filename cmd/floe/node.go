@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/floedb/floe/client"
 )
@@ -60,6 +61,18 @@ func nodeCmds(env *cliEnv) []clientCmd {
 				}
 				return printResult(env, cf, res, "node %d is no longer draining; `floe table elect DB.TABLE` moves leaderships back to preferred replicas\n", id)
 			}},
+		{usage: "node remove ID", summary: "forget a node that is gone for good: its registration, metadata vote and replicas", nargs: 1,
+			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
+				id, err := nodeID(pos[0])
+				if err != nil {
+					return err
+				}
+				res, err := c.Admin().RemoveNode(ctx, id)
+				if err != nil {
+					return err
+				}
+				return printRemoval(env, cf, id, res)
+			}},
 	}
 }
 
@@ -91,6 +104,45 @@ func printDrain(env *cliEnv, cf *clientFlags, id uint32, res *client.DrainResult
 		fmt.Fprintf(env.stdout, "node %d is draining: %d leaderships moved, it leads no bucket\n", id, moved)
 	default:
 		fmt.Fprintf(env.stdout, "node %d is draining: %d leaderships moved, %d not moved\n", id, moved, left)
+	}
+	return nil
+}
+
+// printRemoval prints what a node removal did: a line per bucket the node
+// was a replica of, then a summary that names the under-replicated ones.
+func printRemoval(env *cliEnv, cf *clientFlags, id uint32, res *client.RemoveResult) error {
+	if cf.output == "json" {
+		return printJSON(env, res)
+	}
+	for _, r := range res.Buckets {
+		b := r.Bucket
+		name := r.Database + "." + r.Table
+		if r.Table == "" {
+			name = "(dropped table)"
+		}
+		state := fmt.Sprintf("leader %d", b.Leader)
+		if b.Leader == 0 {
+			state = "offline until an in-sync replica is back"
+		}
+		note := ""
+		if r.UnderReplicated {
+			note = ", under-replicated"
+		}
+		fmt.Fprintf(env.stdout, "%s bucket %d: replicas %s of replication %d, ISR %s, %s%s\n",
+			name, b.Bucket, joinIDs(b.Replicas), r.Replication, joinIDs(b.ISR), state, note)
+	}
+	var what []string
+	if res.Node != nil {
+		what = append(what, "its registration")
+	}
+	if res.LeftRaft {
+		what = append(what, "its metadata Raft membership")
+	}
+	what = append(what, plural(int64(len(res.Buckets)), "replica"))
+	fmt.Fprintf(env.stdout, "node %d removed: %s\n", id, strings.Join(what, ", "))
+	if n := res.UnderReplicated(); n > 0 {
+		fmt.Fprintf(env.stdout, "%s under-replicated: nothing places new replicas yet (replica reassignment is not built); "+
+			"they keep serving with the replicas left\n", plural(int64(n), "bucket"))
 	}
 	return nil
 }

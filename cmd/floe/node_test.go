@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/floedb/floe/client"
-	"github.com/floedb/floe/internal/testcluster"
+	"github.com/floedb/floe/internal/testkit/testcluster"
 )
 
 // statusJSON is `floe cluster status -o json` as a harness reads it.
@@ -132,6 +132,10 @@ func TestNodeDrain(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &res); err != nil || !res.Node.Draining || res.NotMoved() == 0 {
 			t.Fatalf("drain -o json: %v\n%s", err, out)
 		}
+		// The node is alive: it answered the test a moment ago.
+		if !res.Node.Alive {
+			t.Fatalf("drain -o json says node %d is not alive:\n%s", node, out)
+		}
 	}
 	st, _ := fc.status("one")
 	for _, n := range st.Nodes {
@@ -210,5 +214,31 @@ func TestHealth(t *testing.T) {
 	srv.Close()
 	if code, _, errOut := runCLI(t, "", "health", "--http", addr); code != 1 || !strings.Contains(errOut, "/readyz") {
 		t.Fatalf("nothing listening: exit %d %s", code, errOut)
+	}
+}
+
+// TestTableElectNothingToDo: an election with every bucket led by its
+// first live in-sync replica already is what the operator asked for: exit
+// 0 and "nothing to do", not an "already exists" failure.
+func TestTableElectNothingToDo(t *testing.T) {
+	fc := startCluster(t)
+	table := fc.createTable("e", "id BIGINT NOT NULL", 2, 2)
+	for b := range int32(2) {
+		if _, err := fc.WaitLeader(t.Context(), fc.db, "e", b, func(l uint32) bool { return l != 0 }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"table", "elect", table}, "nothing to do: every bucket of " + table + " is already led by its first live in-sync replica\n"},
+		{[]string{"table", "elect", table, "--bucket", "1"}, "nothing to do: table " + table + " bucket 1 is already led by node "},
+		{[]string{"table", "elect", table, "-o", "json"}, "[]\n"},
+	} {
+		code, out, errOut := runCLI(t, "", append(tc.args, "--server", fc.server)...)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, tc.want) {
+			t.Fatalf("floe %s: exit %d, %q %q; want exit 0 and %q", strings.Join(tc.args, " "), code, out, errOut, tc.want)
+		}
 	}
 }

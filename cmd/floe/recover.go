@@ -13,7 +13,7 @@ import (
 
 // recoverSpec is `floe recover`: it rewrites a stopped meta node's Raft configuration to the
 // given voters: the way back for a cluster whose metadata lost its quorum
-// for good. README's "Recovering a cluster that lost its metadata quorum"
+// for good. docs/operations.md's "Recovering a cluster that lost its metadata quorum"
 // says when it is safe.
 func recoverSpec(env *cliEnv) cmdSpec {
 	return cmdSpec{usage: "recover --data-dir DIR --id ID --voters ID=ADDRESS[,ID=ADDRESS...]",

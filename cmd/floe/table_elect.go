@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/transport"
 )
 
 // tableElectCmd is `floe table elect`: an operator's election of bucket
@@ -30,6 +32,20 @@ func tableElectCmd(env *cliEnv) clientCmd {
 				opts.Bucket = &b
 			}
 			elections, err := c.Admin().ElectLeaders(ctx, db, name, opts)
+			if errors.Is(err, transport.ErrAlreadyExists) {
+				// Every bucket asked is led by its first live in-sync
+				// replica already: what the operator wanted holds.
+				if cf.output == "json" {
+					return printJSON(env, []client.Election{})
+				}
+				why := fmt.Sprintf("every bucket of %s.%s is already led by its first live in-sync replica", db, name)
+				var te *transport.Error
+				if opts.Bucket != nil && errors.As(err, &te) {
+					why = cliMessage(errors.New(te.Message))
+				}
+				fmt.Fprintf(env.stdout, "nothing to do: %s\n", why)
+				return nil
+			}
 			if err != nil {
 				return err
 			}

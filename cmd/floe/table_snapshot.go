@@ -4,10 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"sync"
 	"text/tabwriter"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/internal/fanout"
 )
 
 // tableSnapshotCmd takes a KV snapshot of every bucket of a primary-key
@@ -30,23 +30,17 @@ func tableSnapshotCmd(env *cliEnv) clientCmd {
 			if err != nil {
 				return err
 			}
-			buckets := tbl.Buckets()
-			out := make([]client.KVSnapshot, buckets)
-			errs := make([]error, buckets)
-			sem := make(chan struct{}, concurrency)
-			var wg sync.WaitGroup
+			out := make([]client.KVSnapshot, tbl.Buckets())
+			buckets := make([]int32, len(out))
 			for b := range buckets {
-				wg.Go(func() {
-					sem <- struct{}{}
-					defer func() { <-sem }()
-					out[b], errs[b] = tbl.SnapshotKV(ctx, b)
-				})
+				buckets[b] = int32(b)
 			}
-			wg.Wait()
-			for _, err := range errs {
-				if err != nil {
-					return err
-				}
+			err = fanout.FirstError(ctx, buckets, concurrency, func(ctx context.Context, b int32) (err error) {
+				out[b], err = tbl.SnapshotKV(ctx, b)
+				return err
+			})
+			if err != nil {
+				return err
 			}
 			if cf.output == "json" {
 				return printJSON(env, out)

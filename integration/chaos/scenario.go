@@ -23,7 +23,7 @@ type Env struct {
 // Scenario is a named fault schedule.
 type Scenario struct {
 	Name string
-	// Doc says what the scenario does, for the verdict and the README.
+	// Doc says what the scenario does, for the verdict and docs/chaos.md.
 	Doc string
 	// Setup tweaks the cluster's options (S3, a small disk).
 	Setup func(*Options)

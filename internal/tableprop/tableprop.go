@@ -126,7 +126,7 @@ type Property struct {
 	Before string
 }
 
-// Accepts describes the accepted values, as error messages and the README
+// Accepts describes the accepted values, as error messages and docs/types.md
 // show them.
 func (p Property) Accepts() string {
 	if p.Values != nil {

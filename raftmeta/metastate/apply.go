@@ -62,94 +62,131 @@ func (s *State) applyCommand(index uint64, appendedAtMs int64, cmd *pb.Command, 
 	if err != nil {
 		return nil, fmt.Errorf("metastate: begin: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	defer func() {
+		if tx != nil { // a later one, after a refusal; nil if that one failed to begin
+			_ = tx.Rollback() // a no-op after Commit
+		}
+	}()
 
-	applied, err := getU64(tx.Bucket(bucketMeta), keyAppliedIndex)
+	reqID := cmd.GetRequestId()
+	if res, done, err := replayedResult(tx, index, reqID); done || err != nil {
+		return res, err
+	}
+	res, remember, err := earlierResult(tx, index, appendedAtMs, reqID, decodeErr)
 	if err != nil {
 		return nil, err
-	}
-	reqID := cmd.GetRequestId()
-	if index <= applied {
-		if len(reqID) > 0 && len(reqID) <= MaxRequestIDBytes {
-			e, err := getRequest(tx, reqID)
-			if err != nil {
-				return nil, err
-			}
-			if e != nil {
-				return e.result, nil
-			}
-		}
-		return failedResult(index, codeInternal,
-			fmt.Sprintf("index %d already applied (applied index %d)", index, applied)), nil
-	}
-
-	var res *pb.CommandResult
-	remember := len(reqID) > 0
-	switch {
-	case decodeErr != nil:
-		res = failedResult(index, codeInternal, fmt.Sprintf("undecodable command: %v", decodeErr))
-		remember = false
-	case len(reqID) > MaxRequestIDBytes:
-		res = failedResult(index, codeInvalidRequest,
-			fmt.Sprintf("request id of %d bytes exceeds %d", len(reqID), MaxRequestIDBytes))
-		remember = false
-	case remember:
-		e, err := getRequest(tx, reqID)
-		if err != nil {
-			return nil, err
-		}
-		if e != nil && !expired(e.appliedAtMs, appendedAtMs) {
-			res, remember = e.result, false
-		}
 	}
 	var update *pb.MetadataUpdate
 	var edits []bucketEdit
 	if res == nil {
-		var refusal *Error
-		a := &applier{state: s, tx: tx, index: index, appendedAtMs: appendedAtMs}
-		res, refusal, err = s.run(a, cmd)
-		if err != nil {
+		if tx, res, update, edits, err = s.execute(tx, index, appendedAtMs, cmd); err != nil {
 			return nil, err
 		}
-		if refusal != nil {
-			// Drop whatever the command wrote before it was refused and
-			// record only the refusal: one transaction still commits.
-			if err := tx.Rollback(); err != nil {
-				return nil, fmt.Errorf("metastate: rollback: %w", err)
-			}
-			if tx, err = s.db.Begin(true); err != nil {
-				return nil, fmt.Errorf("metastate: begin: %w", err)
-			}
-			res = failedResult(index, refusal.Code, refusal.Msg)
-		} else {
-			update, edits = a.changes.update(index), a.edits
-		}
-		res.Index = index
 	}
-	if remember {
-		if err := putRequest(tx, reqID, &requestEntry{appliedAtMs: appendedAtMs, index: index, result: res}); err != nil {
-			return nil, fmt.Errorf("metastate: remember request: %w", err)
-		}
-	}
-	if err := pruneRequests(tx, appendedAtMs, s.maxRequests); err != nil {
-		return nil, fmt.Errorf("metastate: prune requests: %w", err)
-	}
-	if err := putU64(tx.Bucket(bucketMeta), keyAppliedIndex, index); err != nil {
-		return nil, fmt.Errorf("metastate: store applied index: %w", err)
-	}
-	if s.commitFault != nil {
-		if err := s.commitFault(index); err != nil {
-			return nil, fmt.Errorf("metastate: commit index %d: %w", index, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("metastate: commit index %d: %w", index, err)
+	if err := s.commitIndex(tx, index, appendedAtMs, reqID, remember, res); err != nil {
+		return nil, err
 	}
 	if s.index != nil {
 		s.index.apply(edits)
 	}
 	s.feed.append(index, update)
 	return res, nil
+}
+
+// replayedResult answers an index at or below the applied one (Raft
+// replaying its log after a restart that kept the state): the result the
+// request id remembers, or a failure. done is false for a new index.
+func replayedResult(tx *bolt.Tx, index uint64, reqID []byte) (res *pb.CommandResult, done bool, err error) {
+	applied, err := getU64(tx.Bucket(bucketMeta), keyAppliedIndex)
+	if err != nil || index > applied {
+		return nil, false, err
+	}
+	if len(reqID) > 0 && len(reqID) <= MaxRequestIDBytes {
+		e, err := getRequest(tx, reqID)
+		if err != nil {
+			return nil, true, err
+		}
+		if e != nil {
+			return e.result, true, nil
+		}
+	}
+	return failedResult(index, codeInternal,
+		fmt.Sprintf("index %d already applied (applied index %d)", index, applied)), true, nil
+}
+
+// earlierResult is the result a new index gets without running its
+// command: a failure for an undecodable command or an oversized request
+// id, or what the same request id got before, while remembered. remember
+// says the result of this index is to be remembered under its request id.
+func earlierResult(tx *bolt.Tx, index uint64, appendedAtMs int64, reqID []byte, decodeErr error) (res *pb.CommandResult, remember bool, err error) {
+	switch {
+	case decodeErr != nil:
+		return failedResult(index, codeInternal, fmt.Sprintf("undecodable command: %v", decodeErr)), false, nil
+	case len(reqID) > MaxRequestIDBytes:
+		return failedResult(index, codeInvalidRequest,
+			fmt.Sprintf("request id of %d bytes exceeds %d", len(reqID), MaxRequestIDBytes)), false, nil
+	case len(reqID) > 0:
+		e, err := getRequest(tx, reqID)
+		if err != nil {
+			return nil, false, err
+		}
+		if e != nil && !expired(e.appliedAtMs, appendedAtMs) {
+			return e.result, false, nil
+		}
+		return nil, true, nil
+	}
+	return nil, false, nil
+}
+
+// execute runs cmd in tx. A refused command's writes are dropped and only
+// its refusal is recorded, in a fresh transaction that execute returns in
+// tx's place: one transaction still commits per index.
+func (s *State) execute(tx *bolt.Tx, index uint64, appendedAtMs int64, cmd *pb.Command) (*bolt.Tx, *pb.CommandResult, *pb.MetadataUpdate, []bucketEdit, error) {
+	a := &applier{state: s, tx: tx, index: index, appendedAtMs: appendedAtMs}
+	res, refusal, err := s.run(a, cmd)
+	if err != nil {
+		return tx, nil, nil, nil, err
+	}
+	var update *pb.MetadataUpdate
+	var edits []bucketEdit
+	if refusal != nil {
+		if err := tx.Rollback(); err != nil {
+			return tx, nil, nil, nil, fmt.Errorf("metastate: rollback: %w", err)
+		}
+		if tx, err = s.db.Begin(true); err != nil {
+			return tx, nil, nil, nil, fmt.Errorf("metastate: begin: %w", err)
+		}
+		res = failedResult(index, refusal.Code, refusal.Msg)
+	} else {
+		update, edits = a.changes.update(index), a.edits
+	}
+	res.Index = index
+	return tx, res, update, edits, nil
+}
+
+// commitIndex remembers res under the request id (when remember), prunes
+// expired requests, stores index as applied and commits tx.
+func (s *State) commitIndex(tx *bolt.Tx, index uint64, appendedAtMs int64, reqID []byte, remember bool, res *pb.CommandResult) error {
+	if remember {
+		if err := putRequest(tx, reqID, &requestEntry{appliedAtMs: appendedAtMs, index: index, result: res}); err != nil {
+			return fmt.Errorf("metastate: remember request: %w", err)
+		}
+	}
+	if err := pruneRequests(tx, appendedAtMs, s.maxRequests); err != nil {
+		return fmt.Errorf("metastate: prune requests: %w", err)
+	}
+	if err := putU64(tx.Bucket(bucketMeta), keyAppliedIndex, index); err != nil {
+		return fmt.Errorf("metastate: store applied index: %w", err)
+	}
+	if s.commitFault != nil {
+		if err := s.commitFault(index); err != nil {
+			return fmt.Errorf("metastate: commit index %d: %w", index, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("metastate: commit index %d: %w", index, err)
+	}
+	return nil
 }
 
 // run executes one command in a's transaction, listing what it changes in
@@ -194,6 +231,8 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.commitKVSnapshot(op.CommitKvSnapshot)
 	case *pb.Command_DrainNode:
 		res, err = a.drainNode(op.DrainNode)
+	case *pb.Command_RemoveNode:
+		res, err = a.removeNode(op.RemoveNode)
 	default:
 		err = errorf(codeInvalidRequest, "command has no known operation")
 	}

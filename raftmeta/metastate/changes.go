@@ -15,10 +15,11 @@ type changeSet struct {
 	buckets       []*pb.BucketRecord
 	bucketAt      map[string]int // position in buckets by bucket key
 	droppedTables []uint64
+	droppedNodes  []uint32
 }
 
 func (c *changeSet) empty() bool {
-	return len(c.nodes) == 0 && len(c.tables) == 0 && len(c.buckets) == 0 && len(c.droppedTables) == 0
+	return len(c.nodes) == 0 && len(c.tables) == 0 && len(c.buckets) == 0 && len(c.droppedTables) == 0 && len(c.droppedNodes) == 0
 }
 
 // update is the feed message of the changes at index, or nil when there are
@@ -34,6 +35,7 @@ func (c *changeSet) update(index uint64) *pb.MetadataUpdate {
 		Tables:        c.tables,
 		Buckets:       c.buckets,
 		DroppedTables: c.droppedTables,
+		DroppedNodes:  c.droppedNodes,
 	}
 	return proto.CloneOf(u)
 }

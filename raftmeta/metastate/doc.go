@@ -90,6 +90,11 @@
 //     registers again (or a cancel): while marked, every election above
 //     takes it only when no other replica may lead, so leaderships do not
 //     come back to it before it stops, and no bucket goes offline for it.
+//   - RemoveNode: an operator's removal of a node gone for good. Refused
+//     while it is live, or is a bucket's only ISR member or only replica;
+//     otherwise its registration is deleted and it leaves every replica list
+//     and ISR, a bucket it led going to the first other live ISR member (or
+//     offline with its ISR, until fencing brings a member back).
 //
 // # Remote logs
 //

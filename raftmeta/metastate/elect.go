@@ -18,7 +18,10 @@ const MaxReplicaLogs = MaxBuckets * 16
 // or all of them; electBucket says how each bucket is decided. Buckets that
 // get a leader are stored and listed as elected, the others with the reason.
 // When none gets a leader the command is refused with the first bucket's
-// reason, so a single-bucket election fails exactly when that bucket does.
+// reason, so a single-bucket election fails exactly when that bucket does;
+// a bucket that could not get a leader comes before one already led by its
+// first live in-sync replica, so ALREADY_EXISTS means that every bucket is
+// (nothing to do).
 func (a *applier) electLeaders(c *pb.ElectLeaders) (*pb.CommandResult, error) {
 	if len(c.GetLiveNodes()) > maxLiveNodes {
 		return nil, errorf(codeInvalidRequest, "elect leaders: %d live node ids exceed %d", len(c.GetLiveNodes()), maxLiveNodes)
@@ -57,7 +60,7 @@ func (a *applier) electLeaders(c *pb.ElectLeaders) (*pb.CommandResult, error) {
 		if refusal != nil {
 			refusal.Msg = "table " + name + " " + refusal.Msg
 			e.Code, e.Error = refusal.Code, refusal.Msg
-			if firstRefusal == nil {
+			if firstRefusal == nil || (firstRefusal.Code == codeAlreadyExists && refusal.Code != codeAlreadyExists) {
 				firstRefusal = refusal
 			}
 		} else {

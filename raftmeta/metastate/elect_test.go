@@ -286,3 +286,20 @@ func TestUncleanElectionAfterWipe(t *testing.T) {
 		t.Fatalf("%v, want %v", b, want)
 	}
 }
+
+// TestElectLeadersNothingToDo: a whole-table election refused with
+// ALREADY_EXISTS means every bucket is led by its first live in-sync
+// replica (the CLI says "nothing to do"); a bucket that cannot get a
+// leader is the refusal's reason even after one that is led already.
+func TestElectLeadersNothingToDo(t *testing.T) {
+	h := newHarness(t)
+	h.tabletNodes(3)
+	h.ok(createDB("db"))
+	h.ok(createTable(ordersTable("db", "t", func(c *pb.CreateTable) { c.Buckets, c.Replication = 2, 3 })))
+	r := []uint32{1, 2, 3}
+	setBucket(t, h.s, &pb.BucketRecord{TableId: 1, Bucket: 0, Replicas: r, Leader: 1, Isr: r})
+	setBucket(t, h.s, &pb.BucketRecord{TableId: 1, Bucket: 1, Replicas: r, Leader: 1, Isr: r})
+	wantRefused(t, h.apply(electLeaders(-1, false, r...)), pb.ErrorCode_ERROR_CODE_ALREADY_EXISTS, "bucket 0")
+	setBucket(t, h.s, &pb.BucketRecord{TableId: 1, Bucket: 1, Replicas: r, LeaderEpoch: 1, BucketEpoch: 1})
+	wantRefused(t, h.apply(electLeaders(-1, false, r...)), pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS, "bucket 1")
+}

@@ -64,7 +64,7 @@ func Place(nodes []PlacementNode, load map[uint32]NodeLoad, buckets, replication
 	}
 	if replication > len(nodes) {
 		return nil, errorf(codeNotEnoughReplicas,
-			"placement: replication %d exceeds the %d tablet nodes", replication, len(nodes))
+			"placement: replication %d exceeds the %d nodes to place on", replication, len(nodes))
 	}
 	cands, err := placementCandidates(nodes, load)
 	if err != nil {

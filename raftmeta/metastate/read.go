@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/floedb/floe/transport/pb"
 )
@@ -76,6 +77,31 @@ func (v *View) Table(database, name string) (*pb.TableRecord, []*pb.BucketRecord
 		return nil, nil, err
 	}
 	return t, buckets, nil
+}
+
+// TablesByID maps every table's id to its record.
+func (v *View) TablesByID() (map[uint64]*pb.TableRecord, error) { return tablesByID(v.tx) }
+
+// RemovalRefusal is what RemoveNode of node id would be refused with for
+// the data it holds (the only in-sync copy or the last replica of a
+// bucket), or nil; the proposer asks it first, so such a removal never
+// reaches the Raft log. It reads every bucket.
+func (v *View) RemovalRefusal(id uint32) error {
+	var held []*pb.BucketRecord
+	err := v.tx.Bucket(bucketBuckets).ForEach(func(k, val []byte) error {
+		b := &pb.BucketRecord{}
+		if err := proto.Unmarshal(val, b); err != nil {
+			return corruptRecord(k, err)
+		}
+		if replicaOf(b, id) {
+			held = append(held, b)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return refuseDataLoss(v.tx, id, held)
 }
 
 // Nodes returns every registered node, sorted by id.

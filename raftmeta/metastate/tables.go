@@ -14,51 +14,19 @@ import (
 // createTable validates a table, stores it with schema version 1, and places
 // its buckets over the tablet nodes.
 func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
-	db, err := getDatabase(a.tx, c.GetDatabase())
-	if err != nil {
-		return nil, err
+	db, existing, err := a.tableToCreate(c)
+	if err != nil || existing != nil {
+		return existing, err
 	}
-	if db == nil {
-		return nil, errorf(codeUnknownDatabase, "database %.256q does not exist", c.GetDatabase())
-	}
-	name := c.GetName()
-	if !validName(name) {
-		return nil, errorf(codeInvalidRequest, "invalid table name %.256q: %s", name, nameRule)
-	}
-	qualified := db.GetName() + "." + name
-	existing, err := getTable(a.tx, db.GetId(), name)
-	if err != nil {
-		return nil, err
-	}
-	if existing != nil {
-		if c.GetIfNotExists() {
-			return &pb.CommandResult{Value: &pb.CommandResult_Table{Table: existing}, Unchanged: true}, nil
-		}
-		return nil, errorf(codeAlreadyExists, "table %q already exists", qualified)
-	}
+	qualified := db.GetName() + "." + c.GetName()
 	bucketCols, err := validateSchema(qualified, c)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := tabletNodes(a.tx)
+	buckets, replication, placement, err := a.placeTable(qualified, c)
 	if err != nil {
 		return nil, err
 	}
-	if live := c.GetLiveNodes(); len(live) > 0 {
-		nodes = slices.DeleteFunc(nodes, func(n *pb.NodeRecord) bool { return !slices.Contains(live, n.GetId()) })
-	}
-	buckets, replication, err := bucketsAndReplication(qualified, c, len(nodes))
-	if err != nil {
-		return nil, err
-	}
-	if err := validateProperties(qualified, c, replication); err != nil {
-		return nil, err
-	}
-	placement, err := a.place(nodes, int(buckets), int(replication))
-	if err != nil {
-		return nil, err
-	}
-
 	id, err := nextID(a.tx, keyLastTableID)
 	if err != nil {
 		return nil, err
@@ -71,7 +39,7 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 		Id:          id,
 		DatabaseId:  db.GetId(),
 		Database:    db.GetName(),
-		Name:        name,
+		Name:        c.GetName(),
 		Schemas:     []*pb.SchemaVersion{{Id: 1, Columns: columns}},
 		PrimaryKey:  slices.Clone(c.GetPrimaryKey()),
 		BucketKey:   bucketCols,
@@ -86,28 +54,85 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 	if err := a.putTable(rec); err != nil {
 		return nil, err
 	}
+	if err := a.putNewBuckets(id, placement); err != nil {
+		return nil, err
+	}
+	return &pb.CommandResult{Value: &pb.CommandResult_Table{Table: rec}}, nil
+}
+
+// tableToCreate finds the database of a table to create and checks its
+// name. existing is the answer when the table exists and the command
+// allows it (if not exists); an existing table is refused otherwise.
+func (a *applier) tableToCreate(c *pb.CreateTable) (db *pb.DatabaseRecord, existing *pb.CommandResult, err error) {
+	db, err = getDatabase(a.tx, c.GetDatabase())
+	if err != nil {
+		return nil, nil, err
+	}
+	if db == nil {
+		return nil, nil, errorf(codeUnknownDatabase, "database %.256q does not exist", c.GetDatabase())
+	}
+	name := c.GetName()
+	if !validName(name) {
+		return nil, nil, errorf(codeInvalidRequest, "invalid table name %.256q: %s", name, nameRule)
+	}
+	t, err := getTable(a.tx, db.GetId(), name)
+	if err != nil || t == nil {
+		return db, nil, err
+	}
+	if c.GetIfNotExists() {
+		return db, &pb.CommandResult{Value: &pb.CommandResult_Table{Table: t}, Unchanged: true}, nil
+	}
+	return nil, nil, errorf(codeAlreadyExists, "table %q already exists", db.GetName()+"."+name)
+}
+
+// placeTable decides a new table's bucket count and replication from the
+// command and the tablet nodes (live ones only, when the command names
+// them), checks its properties against them, and places its buckets.
+func (a *applier) placeTable(qualified string, c *pb.CreateTable) (buckets, replication int32, placement [][]uint32, err error) {
+	nodes, err := tabletNodes(a.tx)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	count := tabletCount{registered: len(nodes), live: -1}
+	if live := c.GetLiveNodes(); len(live) > 0 {
+		nodes = slices.DeleteFunc(nodes, func(n *pb.NodeRecord) bool { return !slices.Contains(live, n.GetId()) })
+		count.live = len(nodes)
+	}
+	if buckets, replication, err = bucketsAndReplication(qualified, c, count); err != nil {
+		return 0, 0, nil, err
+	}
+	if err := validateProperties(qualified, c, replication); err != nil {
+		return 0, 0, nil, err
+	}
+	placement, err = a.place(nodes, int(buckets), int(replication))
+	return buckets, replication, placement, err
+}
+
+// putNewBuckets stores the buckets of a new table, each led by its
+// preferred replica unless that one is being drained, with every replica
+// in the ISR.
+func (a *applier) putNewBuckets(table uint64, placement [][]uint32) error {
 	// A new table's buckets go after every stored one (table ids only
 	// grow): filled to bbolt's default half, the pages of appended keys stay
 	// half empty for good, and the file and every snapshot twice the size.
 	a.tx.Bucket(bucketBuckets).FillPercent = appendFillPercent
 	draining, err := a.drainingNodes()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for b, replicas := range placement {
 		br := &pb.BucketRecord{
-			TableId:  id,
+			TableId:  table,
 			Bucket:   int32(b),
 			Replicas: replicas,
-			// The preferred replica, unless it is being drained.
-			Leader: preferred(replicas, func(uint32) bool { return true }, draining),
-			Isr:    slices.Clone(replicas),
+			Leader:   preferred(replicas, func(uint32) bool { return true }, draining),
+			Isr:      slices.Clone(replicas),
 		}
 		if err := a.putBucket(br); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return &pb.CommandResult{Value: &pb.CommandResult_Table{Table: rec}}, nil
+	return nil
 }
 
 // place runs Place with the tablet nodes and the load of every existing

@@ -1,6 +1,7 @@
 package metastate
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -125,12 +126,37 @@ func validateProperties(table string, c *pb.CreateTable, replication int32) erro
 	return validateVersionColumn(table, c)
 }
 
+// tabletCount is how many tablet nodes a new table may be placed on: the
+// registered ones, and of those the live ones when the proposer said which
+// are (live -1: it did not, and every registered node is eligible).
+type tabletCount struct {
+	registered, live int
+}
+
+// eligible is the number of nodes a table may be placed on.
+func (c tabletCount) eligible() int {
+	if c.live < 0 {
+		return c.registered
+	}
+	return c.live
+}
+
+// String says which nodes were counted: "2 live tablet nodes (3
+// registered)" or "3 registered tablet nodes".
+func (c tabletCount) String() string {
+	if c.live < 0 {
+		return plural(c.registered, "registered tablet node")
+	}
+	return fmt.Sprintf("%s (%d registered)", plural(c.live, "live tablet node"), c.registered)
+}
+
 // bucketsAndReplication resolves the bucket count and replication factor of
-// a new table against the number of tablet nodes.
-func bucketsAndReplication(table string, c *pb.CreateTable, tabletNodes int) (buckets, replication int32, err error) {
+// a new table against the tablet nodes it may be placed on.
+func bucketsAndReplication(table string, c *pb.CreateTable, nodes tabletCount) (buckets, replication int32, err error) {
+	eligible := nodes.eligible()
 	buckets = c.GetBuckets()
 	switch {
-	case buckets == 0 && tabletNodes >= defaultClusterBuckets:
+	case buckets == 0 && eligible >= defaultClusterBuckets:
 		buckets = defaultClusterBuckets
 	case buckets == 0:
 		buckets = 1
@@ -141,13 +167,14 @@ func bucketsAndReplication(table string, c *pb.CreateTable, tabletNodes int) (bu
 	switch {
 	case replication < 0:
 		return 0, 0, errorf(codeInvalidRequest, "table %q: replication must be at least 1, not %d", table, replication)
-	case tabletNodes == 0:
+	case nodes.registered == 0:
 		return 0, 0, errorf(codeNotEnoughReplicas, "table %q: no tablet nodes are registered", table)
+	case eligible == 0:
+		return 0, 0, errorf(codeNotEnoughReplicas, "table %q: none of the %s is live", table, plural(nodes.registered, "registered tablet node"))
 	case replication == 0:
-		replication = int32(min(defaultReplication, tabletNodes))
-	case int(replication) > tabletNodes:
-		return 0, 0, errorf(codeNotEnoughReplicas, "table %q: replication %d exceeds the %d registered tablet nodes",
-			table, replication, tabletNodes)
+		replication = int32(min(defaultReplication, eligible))
+	case int(replication) > eligible:
+		return 0, 0, errorf(codeNotEnoughReplicas, "table %q: replication %d exceeds the %s", table, replication, nodes)
 	}
 	return buckets, replication, nil
 }

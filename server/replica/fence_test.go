@@ -79,7 +79,6 @@ func TestLeaderLogDivergence(t *testing.T) {
 	seg := func(base, next int64, epochs ...tiering.EpochStart) tiering.RemoteSegment {
 		return tiering.RemoteSegment{BaseOffset: base, NextOffset: next, Epochs: epochs}
 	}
-	l := LeaderLog{ID: testBucket, Log: r.log}
 	cases := []struct {
 		name string
 		m    *tiering.Manifest
@@ -95,7 +94,7 @@ func TestLeaderLogDivergence(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok := l.Divergence(c.m)
+			got, ok := divergence(r.log, c.m)
 			if ok != c.ok || (ok && got != c.want) {
 				t.Fatalf("Divergence = %d, %v; want %d, %v", got, ok, c.want, c.ok)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/floedb/floe/internal/fanout"
 	"io"
 	"slices"
 	"strings"
@@ -363,7 +364,7 @@ func (r *Replica) writeFetched(leader uint32, epoch int32, fb *pb.FetchedBucket)
 // after another, a fetch of many buckets would cost the sum of their
 // fsyncs instead of about the longest.
 func syncFetched(appended []*fetchedAppend) {
-	forEachConcurrently(appended, followerSyncConcurrency, func(a *fetchedAppend) { a.err = a.wait() })
+	fanout.Each(appended, followerSyncConcurrency, func(a *fetchedAppend) { a.err = a.wait() })
 }
 
 // report gives the core the follower's new durable end and the leader's

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"github.com/floedb/floe/internal/fanout"
 	"log/slog"
 	"maps"
 	"os"
@@ -149,17 +150,36 @@ func (m *Manager) NodeEpoch() uint64 {
 	return m.nodeEpoch
 }
 
-// Apply reconciles the replicas to a metadata update, in stream order.
+// Apply reconciles the replicas to a metadata update, in stream order:
+// nodes and tables first, then the replicas of dropped tables go, a new
+// node epoch reaches the open replicas, and every bucket of the update
+// is applied.
 func (m *Manager) Apply(u *pb.MetadataUpdate) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return
 	}
+	oldEpoch := m.nodeEpoch
+	m.applyNodesLocked(u)
+	m.applyTablesLocked(u)
+	drop := m.takeDroppedLocked(u)
+	m.mu.Unlock()
+
+	m.deleteReplicas(drop)
+	m.spreadNodeEpoch(oldEpoch)
+	// Buckets are independent: opening a new replica costs a few fsyncs
+	// (its folder, its first segment, its epoch cache), so a table of a
+	// thousand buckets opens them side by side.
+	fanout.Each(lastPerBucket(u.Buckets), openConcurrency, func(b *pb.BucketRecord) { m.applyBucket(b, u.Index) })
+	m.notify()
+}
+
+// applyNodesLocked records the update's nodes, and this node's epoch.
+func (m *Manager) applyNodesLocked(u *pb.MetadataUpdate) {
 	if u.Full {
 		m.nodes = map[uint32]*pb.NodeRecord{}
 	}
-	oldEpoch := m.nodeEpoch
 	for _, n := range u.Nodes {
 		m.nodes[n.Id] = n
 		if n.Id == m.cfg.NodeID {
@@ -169,6 +189,13 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 	for _, id := range u.DroppedNodes {
 		delete(m.nodes, id)
 	}
+}
+
+// applyTablesLocked records the update's tables and hands the replicas of
+// tables already known their new metadata. A table whose metadata this
+// build cannot use is marked unusable, unless it is already served: then
+// it keeps its last usable metadata.
+func (m *Manager) applyTablesLocked(u *pb.MetadataUpdate) {
 	// Replicas exist only of tables known before: one pass over the
 	// replicas serves every such table of the update, so an image costs
 	// what the node holds, not tables times replicas.
@@ -178,7 +205,7 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 		info, err := newTableInfo(t, m.cfg.KV)
 		if err != nil {
 			m.log.Error("unusable table metadata", "table", t.Id, "err", err)
-			if m.tables[t.Id] == nil { // a table already served keeps its last usable metadata
+			if m.tables[t.Id] == nil {
 				m.unusable[t.Id] = err
 			}
 			continue
@@ -196,7 +223,12 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 			}
 		}
 	}
-	var drop []*Replica
+}
+
+// takeDroppedLocked forgets the tables the update drops (a full image
+// drops every table it does not list) and takes their replicas out of the
+// manager, returning them for deleteReplicas.
+func (m *Manager) takeDroppedLocked(u *pb.MetadataUpdate) []*Replica {
 	dropped := map[uint64]bool{}
 	for _, id := range u.DroppedTables {
 		dropped[id] = true
@@ -222,6 +254,7 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 		delete(m.tables, id)
 		delete(m.unusable, id)
 	}
+	var drop []*Replica
 	if len(dropped) > 0 {
 		for bid, r := range m.replicas {
 			if dropped[bid.TableID] {
@@ -230,12 +263,17 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 			}
 		}
 	}
-	m.mu.Unlock()
+	return drop
+}
 
-	if len(drop) > 0 {
-		m.log.Info("table dropped: deleting replicas", "replicas", len(drop), "first", drop[0].id.String())
+// deleteReplicas closes the replicas of dropped tables and deletes their
+// data, then tells OnTableDropped of each table once.
+func (m *Manager) deleteReplicas(drop []*Replica) {
+	if len(drop) == 0 {
+		return
 	}
-	forEachConcurrently(drop, openConcurrency, func(r *Replica) {
+	m.log.Info("table dropped: deleting replicas", "replicas", len(drop), "first", drop[0].id.String())
+	fanout.Each(drop, openConcurrency, func(r *Replica) {
 		if err := r.close(true); err != nil {
 			m.log.Error("delete replica", "bucket", r.id.String(), "err", err)
 		}
@@ -249,12 +287,15 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 			}
 		}
 	}
-	// A replica opened later takes the node epoch then: only a new epoch
-	// has to reach the open ones.
+}
+
+// spreadNodeEpoch gives the open replicas this node's epoch when it moved
+// from old. A replica opened later takes the node epoch then.
+func (m *Manager) spreadNodeEpoch(old uint64) {
 	m.mu.Lock()
 	nodeEpoch := m.nodeEpoch
 	var reps []*Replica
-	if nodeEpoch != oldEpoch {
+	if nodeEpoch != old {
 		reps = make([]*Replica, 0, len(m.replicas))
 		for _, r := range m.replicas {
 			reps = append(reps, r)
@@ -264,11 +305,6 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 	for _, r := range reps {
 		r.setNodeEpoch(nodeEpoch)
 	}
-	// Buckets are independent: opening a new replica costs a few fsyncs
-	// (its folder, its first segment, its epoch cache), so a table of a
-	// thousand buckets opens them side by side.
-	forEachConcurrently(lastPerBucket(u.Buckets), openConcurrency, func(b *pb.BucketRecord) { m.applyBucket(b, u.Index) })
-	m.notify()
 }
 
 // lastPerBucket returns the records of buckets, each bucket's last one
@@ -430,7 +466,7 @@ func (m *Manager) Close() error {
 	closed := slices.Collect(maps.Values(reps))
 	var errMu sync.Mutex
 	var err error
-	forEachConcurrently(closed, openConcurrency, func(r *Replica) {
+	fanout.Each(closed, openConcurrency, func(r *Replica) {
 		if cerr := r.close(false); cerr != nil {
 			errMu.Lock()
 			err = errors.Join(err, cerr)

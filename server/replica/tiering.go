@@ -90,17 +90,13 @@ func (r *Replica) heldFrom() int64 {
 	return replication.HeldFrom(r.log.StartOffset(), r.remoteView())
 }
 
-// LeaderLog is what tiering needs of a bucket this node leads.
-type LeaderLog struct {
-	ID            BucketID
-	Log           *logstore.Log
-	LeaderEpoch   int32
-	HighWatermark int64
-	// Remote is the committed remote log (nil: none yet).
-	Remote *pb.RemoteLog
-	// TTL is the table's log.ttl (0: forever); PrimaryKey says the
-	// changelog below the newest KV snapshot only may expire.
-	TTL        time.Duration
+// LeaderBucket is a bucket this node leads as a tiering round and a KV
+// snapshot round see it: tiering's own view of it (its log, epoch, high
+// watermark, committed remote log, expiry and fence), and for a
+// primary-key table what decides when its next snapshot is due.
+type LeaderBucket struct {
+	tiering.LeaderBucket
+	ID         BucketID
 	PrimaryKey bool
 	// Primary-key tables: the committed KV snapshots (oldest first), the
 	// store's applied offset and the table's kv.snapshot.* properties.
@@ -108,18 +104,14 @@ type LeaderLog struct {
 	AppliedOffset    int64
 	SnapshotInterval time.Duration
 	SnapshotRetained int
-	// RemoteFenced: an unclean election fenced the bucket's remote log
-	// and KV snapshots; this leader's round cuts them (Divergence).
-	RemoteFenced bool
 }
 
-// Divergence is the first offset the manifest holds that this leader's
-// log holds in another leader epoch or not at all (below the log's start
-// it is taken as agreeing: the manifest is the only copy left); ok is
-// false when they agree. The rule is the protocol core's
-// (replication.Divergence).
-func (l LeaderLog) Divergence(m *tiering.Manifest) (int64, bool) {
-	return replication.Divergence(remoteSpans(m), logSpans(l.Log), l.Log.StartOffset())
+// divergence is the first offset the manifest holds that log holds in
+// another leader epoch or not at all (below the log's start it is taken as
+// agreeing: the manifest is the only copy left); ok is false when they
+// agree. The rule is the protocol core's (replication.Divergence).
+func divergence(log *logstore.Log, m *tiering.Manifest) (int64, bool) {
+	return replication.Divergence(remoteSpans(m), logSpans(log), log.StartOffset())
 }
 
 // remoteSpans are the remote log's epochs.
@@ -141,17 +133,17 @@ func logSpans(log *logstore.Log) []replication.EpochSpan {
 	return replication.Spans(starts, log.EndOffset())
 }
 
-// LeaderLogs lists the buckets this node leads, and on the way refreshes
+// LeaderBuckets lists the buckets this node leads, and on the way refreshes
 // every replica's retention bounds (a primary-key store's applied offset
 // moves without telling).
-func (m *Manager) LeaderLogs() []LeaderLog {
+func (m *Manager) LeaderBuckets() []LeaderBucket {
 	m.mu.Lock()
 	reps := make([]*Replica, 0, len(m.replicas))
 	for _, r := range m.replicas {
 		reps = append(reps, r)
 	}
 	m.mu.Unlock()
-	var out []LeaderLog
+	var out []LeaderBucket
 	for _, r := range reps {
 		role, _, epoch, hw := r.state()
 		if role == replication.RoleNone {
@@ -161,14 +153,18 @@ func (m *Manager) LeaderLogs() []LeaderLog {
 		if role != replication.RoleLeader {
 			continue
 		}
-		info := r.table()
-		l := LeaderLog{ID: r.id, Log: r.log, LeaderEpoch: epoch, HighWatermark: hw,
-			Remote: r.remote.log.Load(), RemoteFenced: r.remoteFenced(), TTL: info.props.LogTTL, PrimaryKey: info.primaryKey,
+		info, log := r.table(), r.log
+		l := LeaderBucket{ID: r.id, PrimaryKey: info.primaryKey,
 			SnapshotInterval: info.props.KVSnapshotInterval, SnapshotRetained: info.props.KVSnapshotRetained}
 		if r.kv != nil {
 			l.KVSnapshots = r.kvSnapshots()
 			l.AppliedOffset, _ = r.kv.AppliedOffset()
 		}
+		l.LeaderBucket = tiering.LeaderBucket{TableID: r.id.TableID, Bucket: r.id.Bucket, Log: log, LeaderEpoch: epoch,
+			HighWatermark: hw, Committed: HandleOf(r.remote.log.Load()), TTL: info.props.LogTTL,
+			ExpireBelow: replication.AgeExpiryBelow(info.primaryKey, r.newestKVSnapshot().GetOffset()),
+			Fenced:      r.remoteFenced(),
+			Divergence:  func(m *tiering.Manifest) (int64, bool) { return divergence(log, m) }}
 		out = append(out, l)
 	}
 	return out
@@ -250,6 +246,13 @@ func HandleOf(rl *pb.RemoteLog) tiering.Handle {
 	}
 	return tiering.Handle{ManifestKey: rl.ManifestKey, StartOffset: rl.StartOffset, EndOffset: rl.EndOffset, RunStart: rl.RunStartOffset,
 		Version: rl.Version, Segments: rl.Segments, Bytes: rl.Bytes, MaxTimestamp: rl.MaxTimestamp}
+}
+
+// RemoteLogOf is the metadata's record of a committed handle, committed by
+// the leader of leaderEpoch (HandleOf's inverse).
+func RemoteLogOf(h tiering.Handle, leaderEpoch int32) *pb.RemoteLog {
+	return &pb.RemoteLog{ManifestKey: h.ManifestKey, StartOffset: h.StartOffset, EndOffset: h.EndOffset, RunStartOffset: h.RunStart,
+		Version: h.Version, LeaderEpoch: leaderEpoch, Segments: h.Segments, Bytes: h.Bytes, MaxTimestamp: h.MaxTimestamp}
 }
 
 // remoteBefore returns the committed remote log when it holds offsets

@@ -82,12 +82,24 @@ func LocalRetention(v RemoteView, primaryKey bool, applied, newestSnapshot int64
 	}
 	if primaryKey {
 		r.RemoteEnd = min(r.RemoteEnd, applied)
-		r.ExpireBelow = min(newestSnapshot, applied)
+		r.ExpireBelow = min(AgeExpiryBelow(primaryKey, newestSnapshot), applied)
 		if v.Fenced {
 			r.ExpireBelow = 0 // the snapshots may go with the cut
 		}
 	}
 	return r
+}
+
+// AgeExpiryBelow is where a table's age retention (log.ttl) stops, locally
+// and in the remote log: a log table's records expire anywhere, a
+// primary-key table's changelog only below its newest committed KV snapshot
+// (newestSnapshot; 0 when there is none, and then nothing expires), since
+// a replica without the changelog restores from that snapshot.
+func AgeExpiryBelow(primaryKey bool, newestSnapshot int64) int64 {
+	if !primaryKey {
+		return math.MaxInt64
+	}
+	return newestSnapshot
 }
 
 // LostCommitted says whether a follower's fetch shows that this leader

@@ -39,73 +39,15 @@ func (l *Log) Truncate(to int64) error {
 		panic(fmt.Sprintf("logstore: truncation to %d would keep up to %d (byte %d of %d)", to, newEnd, cut, target.size))
 	}
 
-	// From here on waiting appenders fail and in-flight fsyncs do not publish.
-	l.truncGen.Add(1)
 	newPos := logPosition{segmentBase: target.base, pos: cut, offset: newEnd}
-	l.syncMu.Lock()
-	if l.durable.offset > newEnd {
-		l.durable = newPos
-	}
-	l.syncCond.Broadcast()
-	l.syncMu.Unlock()
-	// The mark goes down on disk before anything is cut: whenever power
-	// fails, the disk then holds a mark at or below what is left (see
-	// durableMarkFile).
-	if err := l.lowerDurableMark(newEnd); err != nil {
+	if err := l.lowerMarksLocked(target, newPos); err != nil {
 		return err
-	}
-	if l.readableEnd.Load() > newEnd {
-		l.readableEnd.Store(newEnd)
-	}
-	if l.writtenPub.Load() > newEnd {
-		l.writtenPub.Store(newEnd)
-	}
-	if target.readable.Load() > cut {
-		target.readable.Store(cut)
-	}
-	if target.written.Load() > cut {
-		target.written.Store(cut)
-	}
-	// Lower the recovery point first, so a crash part-way never trusts what
-	// is being removed.
-	l.cpMu.Lock()
-	if l.checkpointed.offset > newEnd || l.checkpointed.segmentBase > target.base {
-		err = l.writeRecoveryPointLocked(newPos)
-	}
-	l.cpMu.Unlock()
-	if err != nil {
-		return l.fail(err)
 	}
 	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
 		return err
 	}
-
-	// Later segments go newest first, so a crash leaves a prefix.
-	kept := append([]*segment(nil), segs[:idx+1]...)
-	l.publishSegments(kept)
-	for i := len(segs) - 1; i > idx; i-- {
-		if err := segs[i].remove(); err != nil {
-			return l.fail(err)
-		}
-	}
-	// A sealed target becomes active again: its next opening is writable
-	// and covers the full segment size.
-	if target.sealed {
-		target.removeIndexes()
-		target.setSealed(false, l.cfg.SegmentMaxBytes)
-	}
-	if err := target.zeroFrom(cut); err != nil {
-		return l.fail(err)
-	}
-	if err := l.syncSegmentLocked(target, false); err != nil {
+	if err := l.cutSegmentsLocked(segs, idx, newPos); err != nil {
 		return err
-	}
-	target.index.truncate(cut)
-	target.nextOffset = newEnd
-	l.active = target
-	l.writtenEnd = newEnd
-	if newEnd == target.base {
-		target.firstAppend = 0
 	}
 	l.logger.Info("truncated log", "to_offset", to, "end_offset", newEnd, "segment", target.base)
 	return nil
@@ -141,4 +83,77 @@ func batchBoundary(seg *segment, to int64) (pos, offset int64, err error) {
 	// The end of the segment's batches: its next offset, or short of it in
 	// a sealed segment found damaged there (sealedEndError).
 	return seg.size, next, nil
+}
+
+// lowerMarksLocked takes every mark of the log down to to, before anything
+// is cut: the published ends, the target segment's, the durable mark (on
+// disk first, so whenever power fails the disk holds a mark at or below
+// what is left; see durableMarkFile) and the recovery point (so a crash
+// part-way never trusts what is being removed). From its first step on,
+// waiting appenders fail and in-flight fsyncs do not publish.
+func (l *Log) lowerMarksLocked(target *segment, to logPosition) error {
+	l.truncGen.Add(1)
+	l.syncMu.Lock()
+	if l.durable.offset > to.offset {
+		l.durable = to
+	}
+	l.syncCond.Broadcast()
+	l.syncMu.Unlock()
+	if err := l.lowerDurableMark(to.offset); err != nil {
+		return err
+	}
+	if l.readableEnd.Load() > to.offset {
+		l.readableEnd.Store(to.offset)
+	}
+	if l.writtenPub.Load() > to.offset {
+		l.writtenPub.Store(to.offset)
+	}
+	if target.readable.Load() > to.pos {
+		target.readable.Store(to.pos)
+	}
+	if target.written.Load() > to.pos {
+		target.written.Store(to.pos)
+	}
+	var err error
+	l.cpMu.Lock()
+	if l.checkpointed.offset > to.offset || l.checkpointed.segmentBase > target.base {
+		err = l.writeRecoveryPointLocked(to)
+	}
+	l.cpMu.Unlock()
+	if err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// cutSegmentsLocked removes the segments after segs[idx], newest first so
+// a crash leaves a prefix, and cuts segs[idx] at to: its bytes past to are
+// zeroed and synced, and it becomes the active segment (a sealed one is
+// writable again and covers the full segment size).
+func (l *Log) cutSegmentsLocked(segs []*segment, idx int, to logPosition) error {
+	target := segs[idx]
+	l.publishSegments(append([]*segment(nil), segs[:idx+1]...))
+	for i := len(segs) - 1; i > idx; i-- {
+		if err := segs[i].remove(); err != nil {
+			return l.fail(err)
+		}
+	}
+	if target.sealed {
+		target.removeIndexes()
+		target.setSealed(false, l.cfg.SegmentMaxBytes)
+	}
+	if err := target.zeroFrom(to.pos); err != nil {
+		return l.fail(err)
+	}
+	if err := l.syncSegmentLocked(target, false); err != nil {
+		return err
+	}
+	target.index.truncate(to.pos)
+	target.nextOffset = to.offset
+	l.active = target
+	l.writtenEnd = to.offset
+	if to.offset == target.base {
+		target.firstAppend = 0
+	}
+	return nil
 }

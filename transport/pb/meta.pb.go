@@ -1665,6 +1665,9 @@ type BucketStatus struct {
 	HighWatermark *int64    `protobuf:"varint,4,opt,name=high_watermark,json=highWatermark,proto3,oneof" json:"high_watermark,omitempty"`
 	ErrorCode     ErrorCode `protobuf:"varint,5,opt,name=error_code,json=errorCode,proto3,enum=floe.v1.ErrorCode" json:"error_code,omitempty"`
 	Error         string    `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	// The table's replication factor: a bucket with fewer in-sync replicas
+	// (a removed node left its replica list) is under-replicated.
+	Replication   int32 `protobuf:"varint,7,opt,name=replication,proto3" json:"replication,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1739,6 +1742,13 @@ func (x *BucketStatus) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *BucketStatus) GetReplication() int32 {
+	if x != nil {
+		return x.Replication
+	}
+	return 0
 }
 
 type AddVoterRequest struct {
@@ -2516,7 +2526,9 @@ type DrainNodeResponse struct {
 	Index uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
 	// Nothing changed: the node was already marked (or, with cancel, not
 	// marked) and led nothing that could move.
-	Unchanged     bool `protobuf:"varint,4,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	Unchanged bool `protobuf:"varint,4,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	// Gossip sees the node alive with its registered incarnation.
+	Alive         bool `protobuf:"varint,5,opt,name=alive,proto3" json:"alive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2579,6 +2591,209 @@ func (x *DrainNodeResponse) GetUnchanged() bool {
 	return false
 }
 
+func (x *DrainNodeResponse) GetAlive() bool {
+	if x != nil {
+		return x.Alive
+	}
+	return false
+}
+
+type RemoveNodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	NodeId        uint32                 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNodeRequest) Reset() {
+	*x = RemoveNodeRequest{}
+	mi := &file_meta_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNodeRequest) ProtoMessage() {}
+
+func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
+func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *RemoveNodeRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *RemoveNodeRequest) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+type RemoveNodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node's registration before the removal; unset if it had none.
+	Node *NodeRecord `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// Every bucket the node was a replica of, after the removal.
+	Buckets []*RemovedReplica `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	// It was a member of the metadata Raft group and no longer is.
+	LeftRaft bool `protobuf:"varint,3,opt,name=left_raft,json=leftRaft,proto3" json:"left_raft,omitempty"`
+	// The Raft index the removal was applied at (0: only left_raft).
+	Index         uint64 `protobuf:"varint,4,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNodeResponse) Reset() {
+	*x = RemoveNodeResponse{}
+	mi := &file_meta_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNodeResponse) ProtoMessage() {}
+
+func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
+func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *RemoveNodeResponse) GetNode() *NodeRecord {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *RemoveNodeResponse) GetBuckets() []*RemovedReplica {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *RemoveNodeResponse) GetLeftRaft() bool {
+	if x != nil {
+		return x.LeftRaft
+	}
+	return false
+}
+
+func (x *RemoveNodeResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+// RemovedReplica is a bucket a removed node was a replica of.
+type RemovedReplica struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The bucket after the removal.
+	Bucket *BucketRecord `protobuf:"bytes,1,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// The table's database, name and replication factor: fewer replicas
+	// than replication make the bucket under-replicated.
+	Database      string `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Table         string `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	Replication   int32  `protobuf:"varint,4,opt,name=replication,proto3" json:"replication,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemovedReplica) Reset() {
+	*x = RemovedReplica{}
+	mi := &file_meta_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemovedReplica) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemovedReplica) ProtoMessage() {}
+
+func (x *RemovedReplica) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemovedReplica.ProtoReflect.Descriptor instead.
+func (*RemovedReplica) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *RemovedReplica) GetBucket() *BucketRecord {
+	if x != nil {
+		return x.Bucket
+	}
+	return nil
+}
+
+func (x *RemovedReplica) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *RemovedReplica) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *RemovedReplica) GetReplication() int32 {
+	if x != nil {
+		return x.Replication
+	}
+	return 0
+}
+
 type ElectLeadersResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Every bucket tried, by number.
@@ -2591,7 +2806,7 @@ type ElectLeadersResponse struct {
 
 func (x *ElectLeadersResponse) Reset() {
 	*x = ElectLeadersResponse{}
-	mi := &file_meta_proto_msgTypes[43]
+	mi := &file_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +2818,7 @@ func (x *ElectLeadersResponse) String() string {
 func (*ElectLeadersResponse) ProtoMessage() {}
 
 func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[43]
+	mi := &file_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +2831,7 @@ func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersResponse.ProtoReflect.Descriptor instead.
 func (*ElectLeadersResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{43}
+	return file_meta_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ElectLeadersResponse) GetBuckets() []*BucketElection {
@@ -2766,7 +2981,7 @@ const file_meta_proto_rawDesc = "" +
 	"\x13BucketStatusRequest\"l\n" +
 	"\x14BucketStatusResponse\x12/\n" +
 	"\abuckets\x18\x01 \x03(\v2\x15.floe.v1.BucketStatusR\abuckets\x12#\n" +
-	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\xf7\x01\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\x99\x02\n" +
 	"\fBucketStatus\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12-\n" +
@@ -2774,7 +2989,8 @@ const file_meta_proto_rawDesc = "" +
 	"\x0ehigh_watermark\x18\x04 \x01(\x03H\x00R\rhighWatermark\x88\x01\x01\x121\n" +
 	"\n" +
 	"error_code\x18\x05 \x01(\x0e2\x12.floe.v1.ErrorCodeR\terrorCode\x12\x14\n" +
-	"\x05error\x18\x06 \x01(\tR\x05errorB\x11\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12 \n" +
+	"\vreplication\x18\a \x01(\x05R\vreplicationB\x11\n" +
 	"\x0f_high_watermark\"D\n" +
 	"\x0fAddVoterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x18\n" +
@@ -2825,15 +3041,30 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\rR\x06nodeId\x12\x16\n" +
-	"\x06cancel\x18\x03 \x01(\bR\x06cancel\"\xa0\x01\n" +
+	"\x06cancel\x18\x03 \x01(\bR\x06cancel\"\xb6\x01\n" +
 	"\x11DrainNodeResponse\x12'\n" +
 	"\x04node\x18\x01 \x01(\v2\x13.floe.v1.NodeRecordR\x04node\x12.\n" +
 	"\abuckets\x18\x02 \x03(\v2\x14.floe.v1.BucketDrainR\abuckets\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x1c\n" +
-	"\tunchanged\x18\x04 \x01(\bR\tunchanged\"_\n" +
+	"\tunchanged\x18\x04 \x01(\bR\tunchanged\x12\x14\n" +
+	"\x05alive\x18\x05 \x01(\bR\x05alive\"K\n" +
+	"\x11RemoveNodeRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\rR\x06nodeId\"\xa3\x01\n" +
+	"\x12RemoveNodeResponse\x12'\n" +
+	"\x04node\x18\x01 \x01(\v2\x13.floe.v1.NodeRecordR\x04node\x121\n" +
+	"\abuckets\x18\x02 \x03(\v2\x17.floe.v1.RemovedReplicaR\abuckets\x12\x1b\n" +
+	"\tleft_raft\x18\x03 \x01(\bR\bleftRaft\x12\x14\n" +
+	"\x05index\x18\x04 \x01(\x04R\x05index\"\x93\x01\n" +
+	"\x0eRemovedReplica\x12-\n" +
+	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\tR\x05table\x12 \n" +
+	"\vreplication\x18\x04 \x01(\x05R\vreplication\"_\n" +
 	"\x14ElectLeadersResponse\x121\n" +
 	"\abuckets\x18\x01 \x03(\v2\x17.floe.v1.BucketElectionR\abuckets\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index2\x85\r\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index2\xcc\r\n" +
 	"\x04Meta\x126\n" +
 	"\x05Hello\x12\x15.floe.v1.HelloRequest\x1a\x16.floe.v1.HelloResponse\x123\n" +
 	"\x04Join\x12\x14.floe.v1.JoinRequest\x1a\x15.floe.v1.JoinResponse\x12<\n" +
@@ -2854,7 +3085,9 @@ const file_meta_proto_rawDesc = "" +
 	"\x10CommitKVSnapshot\x12 .floe.v1.CommitKVSnapshotRequest\x1a!.floe.v1.CommitKVSnapshotResponse\x12W\n" +
 	"\x10AllocateWriterId\x12 .floe.v1.AllocateWriterIdRequest\x1a!.floe.v1.AllocateWriterIdResponse\x12K\n" +
 	"\fElectLeaders\x12\x1c.floe.v1.ElectLeadersRequest\x1a\x1d.floe.v1.ElectLeadersResponse\x12B\n" +
-	"\tDrainNode\x12\x19.floe.v1.DrainNodeRequest\x1a\x1a.floe.v1.DrainNodeResponse\x12N\n" +
+	"\tDrainNode\x12\x19.floe.v1.DrainNodeRequest\x1a\x1a.floe.v1.DrainNodeResponse\x12E\n" +
+	"\n" +
+	"RemoveNode\x12\x1a.floe.v1.RemoveNodeRequest\x1a\x1b.floe.v1.RemoveNodeResponse\x12N\n" +
 	"\rClusterStatus\x12\x1d.floe.v1.ClusterStatusRequest\x1a\x1e.floe.v1.ClusterStatusResponse\x12K\n" +
 	"\fBucketStatus\x12\x1c.floe.v1.BucketStatusRequest\x1a\x1d.floe.v1.BucketStatusResponse\x12<\n" +
 	"\bAddVoter\x12\x18.floe.v1.AddVoterRequest\x1a\x16.floe.v1.AdminResponse\x12B\n" +
@@ -2873,7 +3106,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_meta_proto_goTypes = []any{
 	(*HelloRequest)(nil),              // 0: floe.v1.HelloRequest
 	(*PeerInfo)(nil),                  // 1: floe.v1.PeerInfo
@@ -2918,101 +3151,109 @@ var file_meta_proto_goTypes = []any{
 	(*ElectLeadersRequest)(nil),       // 40: floe.v1.ElectLeadersRequest
 	(*DrainNodeRequest)(nil),          // 41: floe.v1.DrainNodeRequest
 	(*DrainNodeResponse)(nil),         // 42: floe.v1.DrainNodeResponse
-	(*ElectLeadersResponse)(nil),      // 43: floe.v1.ElectLeadersResponse
-	nil,                               // 44: floe.v1.CreateTableRequest.PropertiesEntry
-	(*Command)(nil),                   // 45: floe.v1.Command
-	(*CommandResult)(nil),             // 46: floe.v1.CommandResult
-	(*DatabaseRecord)(nil),            // 47: floe.v1.DatabaseRecord
-	(*TableRecord)(nil),               // 48: floe.v1.TableRecord
-	(*BucketRecord)(nil),              // 49: floe.v1.BucketRecord
-	(*NodeRecord)(nil),                // 50: floe.v1.NodeRecord
-	(ErrorCode)(0),                    // 51: floe.v1.ErrorCode
-	(*AdjustIsr)(nil),                 // 52: floe.v1.AdjustIsr
-	(*CommitRemoteLog)(nil),           // 53: floe.v1.CommitRemoteLog
-	(*CommitKVSnapshot)(nil),          // 54: floe.v1.CommitKVSnapshot
-	(*BucketDrain)(nil),               // 55: floe.v1.BucketDrain
-	(*BucketElection)(nil),            // 56: floe.v1.BucketElection
-	(*MetadataUpdate)(nil),            // 57: floe.v1.MetadataUpdate
+	(*RemoveNodeRequest)(nil),         // 43: floe.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),        // 44: floe.v1.RemoveNodeResponse
+	(*RemovedReplica)(nil),            // 45: floe.v1.RemovedReplica
+	(*ElectLeadersResponse)(nil),      // 46: floe.v1.ElectLeadersResponse
+	nil,                               // 47: floe.v1.CreateTableRequest.PropertiesEntry
+	(*Command)(nil),                   // 48: floe.v1.Command
+	(*CommandResult)(nil),             // 49: floe.v1.CommandResult
+	(*DatabaseRecord)(nil),            // 50: floe.v1.DatabaseRecord
+	(*TableRecord)(nil),               // 51: floe.v1.TableRecord
+	(*BucketRecord)(nil),              // 52: floe.v1.BucketRecord
+	(*NodeRecord)(nil),                // 53: floe.v1.NodeRecord
+	(ErrorCode)(0),                    // 54: floe.v1.ErrorCode
+	(*AdjustIsr)(nil),                 // 55: floe.v1.AdjustIsr
+	(*CommitRemoteLog)(nil),           // 56: floe.v1.CommitRemoteLog
+	(*CommitKVSnapshot)(nil),          // 57: floe.v1.CommitKVSnapshot
+	(*BucketDrain)(nil),               // 58: floe.v1.BucketDrain
+	(*BucketElection)(nil),            // 59: floe.v1.BucketElection
+	(*MetadataUpdate)(nil),            // 60: floe.v1.MetadataUpdate
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
 	1,  // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
-	45, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
-	46, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
+	48, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
+	49, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
 	9,  // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
-	46, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
-	47, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
-	44, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
-	48, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
-	48, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
-	49, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
-	50, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
+	49, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
+	50, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
+	47, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
+	51, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
+	51, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
+	52, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
+	53, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
 	9,  // 12: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
 	23, // 13: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	50, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	53, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
 	26, // 15: floe.v1.BucketStatusResponse.buckets:type_name -> floe.v1.BucketStatus
-	49, // 16: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
-	51, // 17: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
-	52, // 18: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
-	49, // 19: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
-	53, // 20: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
-	49, // 21: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
-	54, // 22: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
-	49, // 23: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
-	50, // 24: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
-	55, // 25: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
-	56, // 26: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
-	0,  // 27: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,  // 28: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,  // 29: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,  // 30: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11, // 31: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12, // 32: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13, // 33: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15, // 34: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16, // 35: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17, // 36: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	19, // 37: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	31, // 38: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
-	32, // 39: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
-	34, // 40: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
-	36, // 41: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
-	38, // 42: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
-	40, // 43: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
-	41, // 44: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
-	21, // 45: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	24, // 46: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
-	27, // 47: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	28, // 48: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	29, // 49: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	2,  // 50: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,  // 51: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,  // 52: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,  // 53: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10, // 54: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10, // 55: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14, // 56: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10, // 57: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10, // 58: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	18, // 59: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	20, // 60: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	57, // 61: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
-	33, // 62: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
-	35, // 63: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
-	37, // 64: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
-	39, // 65: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
-	43, // 66: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
-	42, // 67: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
-	22, // 68: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	25, // 69: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
-	30, // 70: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	30, // 71: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	30, // 72: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	50, // [50:73] is the sub-list for method output_type
-	27, // [27:50] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	52, // 16: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
+	54, // 17: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
+	55, // 18: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	52, // 19: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	56, // 20: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
+	52, // 21: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
+	57, // 22: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
+	52, // 23: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
+	53, // 24: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
+	58, // 25: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
+	53, // 26: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
+	45, // 27: floe.v1.RemoveNodeResponse.buckets:type_name -> floe.v1.RemovedReplica
+	52, // 28: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
+	59, // 29: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
+	0,  // 30: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,  // 31: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,  // 32: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,  // 33: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11, // 34: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12, // 35: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13, // 36: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15, // 37: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16, // 38: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17, // 39: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	19, // 40: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	31, // 41: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	32, // 42: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	34, // 43: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
+	36, // 44: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
+	38, // 45: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	40, // 46: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
+	41, // 47: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
+	43, // 48: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
+	21, // 49: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	24, // 50: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
+	27, // 51: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	28, // 52: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	29, // 53: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	2,  // 54: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,  // 55: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,  // 56: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,  // 57: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10, // 58: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10, // 59: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14, // 60: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10, // 61: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10, // 62: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	18, // 63: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	20, // 64: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	60, // 65: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	33, // 66: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	35, // 67: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
+	37, // 68: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
+	39, // 69: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	46, // 70: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
+	42, // 71: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
+	44, // 72: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
+	22, // 73: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	25, // 74: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
+	30, // 75: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	30, // 76: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	30, // 77: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	54, // [54:78] is the sub-list for method output_type
+	30, // [30:54] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -3030,7 +3271,7 @@ func file_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   45,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -56,6 +56,7 @@ type DRPCMetaClient interface {
 	AllocateWriterId(ctx context.Context, in *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
 	ElectLeaders(ctx context.Context, in *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	DrainNode(ctx context.Context, in *DrainNodeRequest) (*DrainNodeResponse, error)
+	RemoveNode(ctx context.Context, in *RemoveNodeRequest) (*RemoveNodeResponse, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	BucketStatus(ctx context.Context, in *BucketStatusRequest) (*BucketStatusResponse, error)
 	AddVoter(ctx context.Context, in *AddVoterRequest) (*AdminResponse, error)
@@ -266,6 +267,15 @@ func (c *drpcMetaClient) DrainNode(ctx context.Context, in *DrainNodeRequest) (*
 	return out, nil
 }
 
+func (c *drpcMetaClient) RemoveNode(ctx context.Context, in *RemoveNodeRequest) (*RemoveNodeResponse, error) {
+	out := new(RemoveNodeResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/RemoveNode", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *drpcMetaClient) ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	out := new(ClusterStatusResponse)
 	err := c.cc.Invoke(ctx, "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{}, in, out)
@@ -330,6 +340,7 @@ type DRPCMetaServer interface {
 	AllocateWriterId(context.Context, *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
 	ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	DrainNode(context.Context, *DrainNodeRequest) (*DrainNodeResponse, error)
+	RemoveNode(context.Context, *RemoveNodeRequest) (*RemoveNodeResponse, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	BucketStatus(context.Context, *BucketStatusRequest) (*BucketStatusResponse, error)
 	AddVoter(context.Context, *AddVoterRequest) (*AdminResponse, error)
@@ -411,6 +422,10 @@ func (s *DRPCMetaUnimplementedServer) DrainNode(context.Context, *DrainNodeReque
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCMetaUnimplementedServer) RemoveNode(context.Context, *RemoveNodeRequest) (*RemoveNodeResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 func (s *DRPCMetaUnimplementedServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
@@ -433,7 +448,7 @@ func (s *DRPCMetaUnimplementedServer) TransferLeadership(context.Context, *Trans
 
 type DRPCMetaDescription struct{}
 
-func (DRPCMetaDescription) NumMethods() int { return 23 }
+func (DRPCMetaDescription) NumMethods() int { return 24 }
 
 func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -600,6 +615,15 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 					)
 			}, DRPCMetaServer.DrainNode, true
 	case 18:
+		return "/floe.v1.Meta/RemoveNode", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					RemoveNode(
+						ctx,
+						in1.(*RemoveNodeRequest),
+					)
+			}, DRPCMetaServer.RemoveNode, true
+	case 19:
 		return "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -608,7 +632,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ClusterStatusRequest),
 					)
 			}, DRPCMetaServer.ClusterStatus, true
-	case 19:
+	case 20:
 		return "/floe.v1.Meta/BucketStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -617,7 +641,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*BucketStatusRequest),
 					)
 			}, DRPCMetaServer.BucketStatus, true
-	case 20:
+	case 21:
 		return "/floe.v1.Meta/AddVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -626,7 +650,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddVoterRequest),
 					)
 			}, DRPCMetaServer.AddVoter, true
-	case 21:
+	case 22:
 		return "/floe.v1.Meta/RemoveVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -635,7 +659,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveVoterRequest),
 					)
 			}, DRPCMetaServer.RemoveVoter, true
-	case 22:
+	case 23:
 		return "/floe.v1.Meta/TransferLeadership", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -1004,6 +1028,26 @@ func (x *drpcMeta_DrainNodeStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcMeta_DrainNodeStream) SendAndClose(m *DrainNodeResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_RemoveNodeStream interface {
+	drpc.Stream
+	SendAndClose(*RemoveNodeResponse) error
+}
+
+type drpcMeta_RemoveNodeStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_RemoveNodeStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_RemoveNodeStream) SendAndClose(m *RemoveNodeResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
 		return err
 	}

@@ -835,6 +835,7 @@ type Command struct {
 	//	*Command_CommitRemoteLog
 	//	*Command_CommitKvSnapshot
 	//	*Command_DrainNode
+	//	*Command_RemoveNode
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1010,6 +1011,15 @@ func (x *Command) GetDrainNode() *DrainNode {
 	return nil
 }
 
+func (x *Command) GetRemoveNode() *RemoveNode {
+	if x != nil {
+		if x, ok := x.Op.(*Command_RemoveNode); ok {
+			return x.RemoveNode
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -1070,6 +1080,10 @@ type Command_DrainNode struct {
 	DrainNode *DrainNode `protobuf:"bytes,23,opt,name=drain_node,json=drainNode,proto3,oneof"`
 }
 
+type Command_RemoveNode struct {
+	RemoveNode *RemoveNode `protobuf:"bytes,24,opt,name=remove_node,json=removeNode,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -1097,6 +1111,130 @@ func (*Command_CommitRemoteLog) isCommand_Op() {}
 func (*Command_CommitKvSnapshot) isCommand_Op() {}
 
 func (*Command_DrainNode) isCommand_Op() {}
+
+func (*Command_RemoveNode) isCommand_Op() {}
+
+// RemoveNode is an operator's removal of a node gone for good (dead, or
+// left out by a recovery of the metadata group): its registration is
+// deleted (MetadataUpdate.dropped_nodes) and it leaves the replica list and
+// the ISR of every bucket it was a replica of. A bucket it led gets the
+// first other in-sync replica in assignment order that is in live_nodes
+// (one that is not draining if there is one), or goes offline (leader 0)
+// until the controller fences one of its members back in; the leader epoch
+// rises with the change of leader, and every bucket changed has its bucket
+// epoch raised. Refused (INVALID_REQUEST) while the node is in live_nodes;
+// refused (NOT_ENOUGH_REPLICAS), naming the buckets, while it holds the
+// only in-sync copy of a bucket or is a bucket's last replica: its data
+// would be lost. UNKNOWN_NODE when the node is neither registered nor a
+// replica of any bucket. A bucket left with fewer replicas than its table's
+// replication is under-replicated until replicas are placed again.
+type RemoveNode struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// The nodes the proposer sees alive with their registered incarnation.
+	LiveNodes     []uint32 `protobuf:"varint,2,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNode) Reset() {
+	*x = RemoveNode{}
+	mi := &file_metastate_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNode) ProtoMessage() {}
+
+func (x *RemoveNode) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNode.ProtoReflect.Descriptor instead.
+func (*RemoveNode) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RemoveNode) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *RemoveNode) GetLiveNodes() []uint32 {
+	if x != nil {
+		return x.LiveNodes
+	}
+	return nil
+}
+
+// RemoveNodeResult is the outcome of RemoveNode.
+type RemoveNodeResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node's registration before the command; unset if it had none.
+	Node *NodeRecord `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// Every bucket the node was a replica of, after the command.
+	Buckets       []*BucketRecord `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNodeResult) Reset() {
+	*x = RemoveNodeResult{}
+	mi := &file_metastate_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNodeResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNodeResult) ProtoMessage() {}
+
+func (x *RemoveNodeResult) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNodeResult.ProtoReflect.Descriptor instead.
+func (*RemoveNodeResult) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RemoveNodeResult) GetNode() *NodeRecord {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *RemoveNodeResult) GetBuckets() []*BucketRecord {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
 
 // DrainNode is an operator's drain of a tablet node before a planned stop.
 // The node is marked draining (NodeRecord.draining), and every bucket it
@@ -1126,7 +1264,7 @@ type DrainNode struct {
 
 func (x *DrainNode) Reset() {
 	*x = DrainNode{}
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1276,7 @@ func (x *DrainNode) String() string {
 func (*DrainNode) ProtoMessage() {}
 
 func (x *DrainNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1289,7 @@ func (x *DrainNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNode.ProtoReflect.Descriptor instead.
 func (*DrainNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{9}
+	return file_metastate_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DrainNode) GetNodeId() uint32 {
@@ -1188,7 +1326,7 @@ type DrainResult struct {
 
 func (x *DrainResult) Reset() {
 	*x = DrainResult{}
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1200,7 +1338,7 @@ func (x *DrainResult) String() string {
 func (*DrainResult) ProtoMessage() {}
 
 func (x *DrainResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1213,7 +1351,7 @@ func (x *DrainResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainResult.ProtoReflect.Descriptor instead.
 func (*DrainResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{10}
+	return file_metastate_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DrainResult) GetNode() *NodeRecord {
@@ -1249,7 +1387,7 @@ type BucketDrain struct {
 
 func (x *BucketDrain) Reset() {
 	*x = BucketDrain{}
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1399,7 @@ func (x *BucketDrain) String() string {
 func (*BucketDrain) ProtoMessage() {}
 
 func (x *BucketDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1412,7 @@ func (x *BucketDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketDrain.ProtoReflect.Descriptor instead.
 func (*BucketDrain) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{11}
+	return file_metastate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BucketDrain) GetBucket() *BucketRecord {
@@ -1353,7 +1491,7 @@ type CommitKVSnapshot struct {
 
 func (x *CommitKVSnapshot) Reset() {
 	*x = CommitKVSnapshot{}
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1503,7 @@ func (x *CommitKVSnapshot) String() string {
 func (*CommitKVSnapshot) ProtoMessage() {}
 
 func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1516,7 @@ func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshot.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshot) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{12}
+	return file_metastate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CommitKVSnapshot) GetTableId() uint64 {
@@ -1461,7 +1599,7 @@ type CommitRemoteLog struct {
 
 func (x *CommitRemoteLog) Reset() {
 	*x = CommitRemoteLog{}
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1611,7 @@ func (x *CommitRemoteLog) String() string {
 func (*CommitRemoteLog) ProtoMessage() {}
 
 func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1624,7 @@ func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLog.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{13}
+	return file_metastate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CommitRemoteLog) GetTableId() uint64 {
@@ -1578,7 +1716,7 @@ type ReportDamagedReplica struct {
 
 func (x *ReportDamagedReplica) Reset() {
 	*x = ReportDamagedReplica{}
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1728,7 @@ func (x *ReportDamagedReplica) String() string {
 func (*ReportDamagedReplica) ProtoMessage() {}
 
 func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1741,7 @@ func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportDamagedReplica.ProtoReflect.Descriptor instead.
 func (*ReportDamagedReplica) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{14}
+	return file_metastate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReportDamagedReplica) GetTableId() uint64 {
@@ -1664,7 +1802,7 @@ type AllocateWriterId struct {
 
 func (x *AllocateWriterId) Reset() {
 	*x = AllocateWriterId{}
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1814,7 @@ func (x *AllocateWriterId) String() string {
 func (*AllocateWriterId) ProtoMessage() {}
 
 func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +1827,7 @@ func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterId.ProtoReflect.Descriptor instead.
 func (*AllocateWriterId) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{15}
+	return file_metastate_proto_rawDescGZIP(), []int{17}
 }
 
 // AdjustIsr is a bucket leader's request to change its ISR: compare-and-set
@@ -1716,7 +1854,7 @@ type AdjustIsr struct {
 
 func (x *AdjustIsr) Reset() {
 	*x = AdjustIsr{}
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1728,7 +1866,7 @@ func (x *AdjustIsr) String() string {
 func (*AdjustIsr) ProtoMessage() {}
 
 func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1741,7 +1879,7 @@ func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsr.ProtoReflect.Descriptor instead.
 func (*AdjustIsr) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{16}
+	return file_metastate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AdjustIsr) GetTableId() uint64 {
@@ -1804,7 +1942,7 @@ type MemberEpoch struct {
 
 func (x *MemberEpoch) Reset() {
 	*x = MemberEpoch{}
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +1954,7 @@ func (x *MemberEpoch) String() string {
 func (*MemberEpoch) ProtoMessage() {}
 
 func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +1967,7 @@ func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberEpoch.ProtoReflect.Descriptor instead.
 func (*MemberEpoch) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{17}
+	return file_metastate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *MemberEpoch) GetNodeId() uint32 {
@@ -1863,7 +2001,7 @@ type FenceNodes struct {
 
 func (x *FenceNodes) Reset() {
 	*x = FenceNodes{}
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +2013,7 @@ func (x *FenceNodes) String() string {
 func (*FenceNodes) ProtoMessage() {}
 
 func (x *FenceNodes) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +2026,7 @@ func (x *FenceNodes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceNodes.ProtoReflect.Descriptor instead.
 func (*FenceNodes) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{18}
+	return file_metastate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FenceNodes) GetGone() []uint32 {
@@ -1935,7 +2073,7 @@ type ElectLeaders struct {
 
 func (x *ElectLeaders) Reset() {
 	*x = ElectLeaders{}
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2085,7 @@ func (x *ElectLeaders) String() string {
 func (*ElectLeaders) ProtoMessage() {}
 
 func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2098,7 @@ func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeaders.ProtoReflect.Descriptor instead.
 func (*ElectLeaders) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{19}
+	return file_metastate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ElectLeaders) GetDatabase() string {
@@ -2021,7 +2159,7 @@ type ReplicaLog struct {
 
 func (x *ReplicaLog) Reset() {
 	*x = ReplicaLog{}
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2033,7 +2171,7 @@ func (x *ReplicaLog) String() string {
 func (*ReplicaLog) ProtoMessage() {}
 
 func (x *ReplicaLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2046,7 +2184,7 @@ func (x *ReplicaLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaLog.ProtoReflect.Descriptor instead.
 func (*ReplicaLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{20}
+	return file_metastate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReplicaLog) GetNodeId() uint32 {
@@ -2096,7 +2234,7 @@ type ElectionCandidate struct {
 
 func (x *ElectionCandidate) Reset() {
 	*x = ElectionCandidate{}
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2246,7 @@ func (x *ElectionCandidate) String() string {
 func (*ElectionCandidate) ProtoMessage() {}
 
 func (x *ElectionCandidate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2259,7 @@ func (x *ElectionCandidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionCandidate.ProtoReflect.Descriptor instead.
 func (*ElectionCandidate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{21}
+	return file_metastate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ElectionCandidate) GetNodeId() uint32 {
@@ -2169,7 +2307,7 @@ type ElectionResult struct {
 
 func (x *ElectionResult) Reset() {
 	*x = ElectionResult{}
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2181,7 +2319,7 @@ func (x *ElectionResult) String() string {
 func (*ElectionResult) ProtoMessage() {}
 
 func (x *ElectionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2194,7 +2332,7 @@ func (x *ElectionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionResult.ProtoReflect.Descriptor instead.
 func (*ElectionResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{22}
+	return file_metastate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ElectionResult) GetBuckets() []*BucketElection {
@@ -2222,7 +2360,7 @@ type BucketElection struct {
 
 func (x *BucketElection) Reset() {
 	*x = BucketElection{}
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2234,7 +2372,7 @@ func (x *BucketElection) String() string {
 func (*BucketElection) ProtoMessage() {}
 
 func (x *BucketElection) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2247,7 +2385,7 @@ func (x *BucketElection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketElection.ProtoReflect.Descriptor instead.
 func (*BucketElection) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{23}
+	return file_metastate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BucketElection) GetBucket() *BucketRecord {
@@ -2302,7 +2440,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2314,7 +2452,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2327,7 +2465,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{24}
+	return file_metastate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -2346,7 +2484,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2358,7 +2496,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2371,7 +2509,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{25}
+	return file_metastate_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -2391,7 +2529,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2403,7 +2541,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2416,7 +2554,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{26}
+	return file_metastate_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -2444,7 +2582,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[27]
+	mi := &file_metastate_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2456,7 +2594,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[27]
+	mi := &file_metastate_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2469,7 +2607,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{27}
+	return file_metastate_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -2522,7 +2660,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[28]
+	mi := &file_metastate_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2534,7 +2672,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[28]
+	mi := &file_metastate_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2547,7 +2685,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{28}
+	return file_metastate_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -2638,7 +2776,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[29]
+	mi := &file_metastate_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2650,7 +2788,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[29]
+	mi := &file_metastate_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2663,7 +2801,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{29}
+	return file_metastate_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -2704,6 +2842,7 @@ type CommandResult struct {
 	//	*CommandResult_WriterId
 	//	*CommandResult_Election
 	//	*CommandResult_Drain
+	//	*CommandResult_Removal
 	Value isCommandResult_Value `protobuf_oneof:"value"`
 	// Set when an "if not exists" or "if exists" made the command a no-op.
 	Unchanged     bool `protobuf:"varint,20,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
@@ -2713,7 +2852,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[30]
+	mi := &file_metastate_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2725,7 +2864,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[30]
+	mi := &file_metastate_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2738,7 +2877,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{30}
+	return file_metastate_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -2832,6 +2971,15 @@ func (x *CommandResult) GetDrain() *DrainResult {
 	return nil
 }
 
+func (x *CommandResult) GetRemoval() *RemoveNodeResult {
+	if x != nil {
+		if x, ok := x.Value.(*CommandResult_Removal); ok {
+			return x.Removal
+		}
+	}
+	return nil
+}
+
 func (x *CommandResult) GetUnchanged() bool {
 	if x != nil {
 		return x.Unchanged
@@ -2871,6 +3019,10 @@ type CommandResult_Drain struct {
 	Drain *DrainResult `protobuf:"bytes,16,opt,name=drain,proto3,oneof"`
 }
 
+type CommandResult_Removal struct {
+	Removal *RemoveNodeResult `protobuf:"bytes,17,opt,name=removal,proto3,oneof"`
+}
+
 func (*CommandResult_Database) isCommandResult_Value() {}
 
 func (*CommandResult_Table) isCommandResult_Value() {}
@@ -2884,6 +3036,8 @@ func (*CommandResult_WriterId) isCommandResult_Value() {}
 func (*CommandResult_Election) isCommandResult_Value() {}
 
 func (*CommandResult_Drain) isCommandResult_Value() {}
+
+func (*CommandResult_Removal) isCommandResult_Value() {}
 
 // MetadataUpdate is one message of the metadata stream a tablet node
 // follows: a full image (full = true: everything there is at index) or the
@@ -2915,7 +3069,7 @@ type MetadataUpdate struct {
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[31]
+	mi := &file_metastate_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2927,7 +3081,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[31]
+	mi := &file_metastate_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2940,7 +3094,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{31}
+	return file_metastate_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -3091,7 +3245,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\bsegments\x18\x06 \x01(\x05R\bsegments\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12#\n" +
 	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\x12(\n" +
-	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xae\a\n" +
+	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xe6\a\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -3113,8 +3267,18 @@ const file_metastate_proto_rawDesc = "" +
 	"\x11commit_remote_log\x18\x15 \x01(\v2\x18.floe.v1.CommitRemoteLogH\x00R\x0fcommitRemoteLog\x12I\n" +
 	"\x12commit_kv_snapshot\x18\x16 \x01(\v2\x19.floe.v1.CommitKVSnapshotH\x00R\x10commitKvSnapshot\x123\n" +
 	"\n" +
-	"drain_node\x18\x17 \x01(\v2\x12.floe.v1.DrainNodeH\x00R\tdrainNodeB\x04\n" +
-	"\x02op\"[\n" +
+	"drain_node\x18\x17 \x01(\v2\x12.floe.v1.DrainNodeH\x00R\tdrainNode\x126\n" +
+	"\vremove_node\x18\x18 \x01(\v2\x13.floe.v1.RemoveNodeH\x00R\n" +
+	"removeNodeB\x04\n" +
+	"\x02op\"D\n" +
+	"\n" +
+	"RemoveNode\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"live_nodes\x18\x02 \x03(\rR\tliveNodes\"l\n" +
+	"\x10RemoveNodeResult\x12'\n" +
+	"\x04node\x18\x01 \x01(\v2\x13.floe.v1.NodeRecordR\x04node\x12/\n" +
+	"\abuckets\x18\x02 \x03(\v2\x15.floe.v1.BucketRecordR\abuckets\"[\n" +
 	"\tDrainNode\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x1d\n" +
 	"\n" +
@@ -3245,7 +3409,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\tDropTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
-	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xcf\x03\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\x86\x04\n" +
 	"\rCommandResult\x12&\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x14\n" +
@@ -3257,7 +3421,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\x06bucket\x18\r \x01(\v2\x15.floe.v1.BucketRecordH\x00R\x06bucket\x12\x1d\n" +
 	"\twriter_id\x18\x0e \x01(\x04H\x00R\bwriterId\x125\n" +
 	"\belection\x18\x0f \x01(\v2\x17.floe.v1.ElectionResultH\x00R\belection\x12,\n" +
-	"\x05drain\x18\x10 \x01(\v2\x14.floe.v1.DrainResultH\x00R\x05drain\x12\x1c\n" +
+	"\x05drain\x18\x10 \x01(\v2\x14.floe.v1.DrainResultH\x00R\x05drain\x125\n" +
+	"\aremoval\x18\x11 \x01(\v2\x19.floe.v1.RemoveNodeResultH\x00R\aremoval\x12\x1c\n" +
 	"\tunchanged\x18\x14 \x01(\bR\tunchangedB\a\n" +
 	"\x05value\"\xc2\x02\n" +
 	"\x0eMetadataUpdate\x12\x14\n" +
@@ -3283,7 +3448,7 @@ func file_metastate_proto_rawDescGZIP() []byte {
 	return file_metastate_proto_rawDescData
 }
 
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_metastate_proto_goTypes = []any{
 	(*NodeRecord)(nil),           // 0: floe.v1.NodeRecord
 	(*DatabaseRecord)(nil),       // 1: floe.v1.DatabaseRecord
@@ -3294,83 +3459,89 @@ var file_metastate_proto_goTypes = []any{
 	(*KVSnapshot)(nil),           // 6: floe.v1.KVSnapshot
 	(*RemoteLog)(nil),            // 7: floe.v1.RemoteLog
 	(*Command)(nil),              // 8: floe.v1.Command
-	(*DrainNode)(nil),            // 9: floe.v1.DrainNode
-	(*DrainResult)(nil),          // 10: floe.v1.DrainResult
-	(*BucketDrain)(nil),          // 11: floe.v1.BucketDrain
-	(*CommitKVSnapshot)(nil),     // 12: floe.v1.CommitKVSnapshot
-	(*CommitRemoteLog)(nil),      // 13: floe.v1.CommitRemoteLog
-	(*ReportDamagedReplica)(nil), // 14: floe.v1.ReportDamagedReplica
-	(*AllocateWriterId)(nil),     // 15: floe.v1.AllocateWriterId
-	(*AdjustIsr)(nil),            // 16: floe.v1.AdjustIsr
-	(*MemberEpoch)(nil),          // 17: floe.v1.MemberEpoch
-	(*FenceNodes)(nil),           // 18: floe.v1.FenceNodes
-	(*ElectLeaders)(nil),         // 19: floe.v1.ElectLeaders
-	(*ReplicaLog)(nil),           // 20: floe.v1.ReplicaLog
-	(*ElectionCandidate)(nil),    // 21: floe.v1.ElectionCandidate
-	(*ElectionResult)(nil),       // 22: floe.v1.ElectionResult
-	(*BucketElection)(nil),       // 23: floe.v1.BucketElection
-	(*InitCluster)(nil),          // 24: floe.v1.InitCluster
-	(*RegisterNode)(nil),         // 25: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),       // 26: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),         // 27: floe.v1.DropDatabase
-	(*CreateTable)(nil),          // 28: floe.v1.CreateTable
-	(*DropTable)(nil),            // 29: floe.v1.DropTable
-	(*CommandResult)(nil),        // 30: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),       // 31: floe.v1.MetadataUpdate
-	nil,                          // 32: floe.v1.TableRecord.PropertiesEntry
-	nil,                          // 33: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),               // 34: floe.v1.ErrorCode
+	(*RemoveNode)(nil),           // 9: floe.v1.RemoveNode
+	(*RemoveNodeResult)(nil),     // 10: floe.v1.RemoveNodeResult
+	(*DrainNode)(nil),            // 11: floe.v1.DrainNode
+	(*DrainResult)(nil),          // 12: floe.v1.DrainResult
+	(*BucketDrain)(nil),          // 13: floe.v1.BucketDrain
+	(*CommitKVSnapshot)(nil),     // 14: floe.v1.CommitKVSnapshot
+	(*CommitRemoteLog)(nil),      // 15: floe.v1.CommitRemoteLog
+	(*ReportDamagedReplica)(nil), // 16: floe.v1.ReportDamagedReplica
+	(*AllocateWriterId)(nil),     // 17: floe.v1.AllocateWriterId
+	(*AdjustIsr)(nil),            // 18: floe.v1.AdjustIsr
+	(*MemberEpoch)(nil),          // 19: floe.v1.MemberEpoch
+	(*FenceNodes)(nil),           // 20: floe.v1.FenceNodes
+	(*ElectLeaders)(nil),         // 21: floe.v1.ElectLeaders
+	(*ReplicaLog)(nil),           // 22: floe.v1.ReplicaLog
+	(*ElectionCandidate)(nil),    // 23: floe.v1.ElectionCandidate
+	(*ElectionResult)(nil),       // 24: floe.v1.ElectionResult
+	(*BucketElection)(nil),       // 25: floe.v1.BucketElection
+	(*InitCluster)(nil),          // 26: floe.v1.InitCluster
+	(*RegisterNode)(nil),         // 27: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),       // 28: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),         // 29: floe.v1.DropDatabase
+	(*CreateTable)(nil),          // 30: floe.v1.CreateTable
+	(*DropTable)(nil),            // 31: floe.v1.DropTable
+	(*CommandResult)(nil),        // 32: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),       // 33: floe.v1.MetadataUpdate
+	nil,                          // 34: floe.v1.TableRecord.PropertiesEntry
+	nil,                          // 35: floe.v1.CreateTable.PropertiesEntry
+	(ErrorCode)(0),               // 36: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	2,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	3,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	32, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	34, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
 	7,  // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
 	6,  // 4: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
-	24, // 5: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	25, // 6: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	26, // 7: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	27, // 8: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	28, // 9: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	29, // 10: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
-	15, // 11: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
-	16, // 12: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
-	18, // 13: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
-	19, // 14: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
-	14, // 15: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
-	13, // 16: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
-	12, // 17: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
-	9,  // 18: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
-	0,  // 19: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
-	11, // 20: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
-	5,  // 21: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
-	34, // 22: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
-	6,  // 23: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
-	7,  // 24: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
-	17, // 25: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
-	20, // 26: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
-	23, // 27: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	5,  // 28: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	34, // 29: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	21, // 30: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
-	0,  // 31: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	2,  // 32: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	33, // 33: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	34, // 34: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	1,  // 35: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	4,  // 36: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	0,  // 37: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	5,  // 38: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	22, // 39: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	10, // 40: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
-	0,  // 41: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	4,  // 42: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	5,  // 43: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	26, // 5: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	27, // 6: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	28, // 7: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	29, // 8: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	30, // 9: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	31, // 10: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	17, // 11: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
+	18, // 12: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
+	20, // 13: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
+	21, // 14: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
+	16, // 15: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
+	15, // 16: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
+	14, // 17: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
+	11, // 18: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
+	9,  // 19: floe.v1.Command.remove_node:type_name -> floe.v1.RemoveNode
+	0,  // 20: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
+	5,  // 21: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
+	0,  // 22: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
+	13, // 23: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
+	5,  // 24: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
+	36, // 25: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
+	6,  // 26: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
+	7,  // 27: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
+	19, // 28: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
+	22, // 29: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
+	25, // 30: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	5,  // 31: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	36, // 32: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	23, // 33: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
+	0,  // 34: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	2,  // 35: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	35, // 36: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	36, // 37: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	1,  // 38: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	4,  // 39: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	0,  // 40: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	5,  // 41: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	24, // 42: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	12, // 43: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
+	10, // 44: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
+	0,  // 45: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	4,  // 46: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	5,  // 47: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -3394,10 +3565,11 @@ func file_metastate_proto_init() {
 		(*Command_CommitRemoteLog)(nil),
 		(*Command_CommitKvSnapshot)(nil),
 		(*Command_DrainNode)(nil),
+		(*Command_RemoveNode)(nil),
 	}
-	file_metastate_proto_msgTypes[12].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[19].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[30].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[14].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[21].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[32].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
@@ -3405,6 +3577,7 @@ func file_metastate_proto_init() {
 		(*CommandResult_WriterId)(nil),
 		(*CommandResult_Election)(nil),
 		(*CommandResult_Drain)(nil),
+		(*CommandResult_Removal)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3412,7 +3585,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
