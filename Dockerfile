@@ -1,7 +1,7 @@
 # The floe image: nothing but the static binary built on the host, so the
 # image is built without pulling anything. Build it with deploy/build.sh
 # (or `task images`), which first runs
-#   CGO_ENABLED=0 go build -trimpath -o bin/floe ./cmd/floe
+#   CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=... -X main.revision=..." -o bin/floe ./cmd/floe
 # and makes bin/rootfs (empty /data and /tmp owned by the image's user).
 #
 #   docker run -v floe-data:/data -p 7700:7700 floe:dev dev --data-dir /data --listen 0.0.0.0:7700

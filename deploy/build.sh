@@ -5,6 +5,7 @@
 #
 #   deploy/build.sh            # floe:dev and floe-versitygw:v1.8.0
 #   FLOE_TAG=x deploy/build.sh # floe:x
+#   FLOE_VERSION=v1.0.0 ...    # the version floe --version prints (default: git describe)
 #
 # versitygw is built once into bin/versitygw (go install through the Go
 # module proxy) and reused while its version stays the same.
@@ -17,8 +18,12 @@ vgw_version=v1.8.0
 mkdir -p bin/rootfs/data bin/rootfs/tmp
 chmod 1777 bin/rootfs/tmp
 
-echo "building bin/floe (static)" >&2
-CGO_ENABLED=0 go build -trimpath -o bin/floe ./cmd/floe
+# floe --version says what was built: -trimpath and a build without .git
+# (or with -buildvcs=false) stamp no revision of their own.
+version=${FLOE_VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo devel)}
+revision=$(git rev-parse HEAD 2>/dev/null || true)
+echo "building bin/floe $version (static)" >&2
+CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$version -X main.revision=$revision" -o bin/floe ./cmd/floe
 
 if [ "$(cat bin/versitygw.version 2>/dev/null)" != "$vgw_version" ] || [ ! -x bin/versitygw ]; then
   echo "building bin/versitygw $vgw_version (static)" >&2

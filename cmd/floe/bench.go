@@ -52,7 +52,7 @@ func (f *benchFlags) registerAs(fs *flag.FlagSet, table, tableUsage string) {
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to write")
 	fs.IntVar(&f.concurrency, "concurrency", 1, "writer goroutines, each with its own writer")
 	fs.IntVar(&f.recordBytes, "record-bytes", 1024, "payload bytes per record")
-	fs.StringVar(&f.acks, "acks", "all", "acknowledgement: all, 1 or 0")
+	choiceVar(fs, &f.acks, "acks", "all", ackChoices, "acknowledgement: all, 1 or 0")
 	fs.IntVar(&f.buckets, "buckets", 0, "buckets of a table created by the benchmark (0: the cluster's default)")
 	fs.DurationVar(&f.linger, "linger", 0, "writer linger (0: the writer's default, negative: none)")
 	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, fmt.Sprintf("batches of a bucket a writer has on their way at once, 1 to %d (0: the writer's default, %d)",

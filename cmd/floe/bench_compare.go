@@ -189,13 +189,10 @@ func benchCompareSpec(env *cliEnv) cmdSpec {
 	return cmdSpec{usage: "bench compare SUITE.jsonl PEERS.jsonl [--output text|json]",
 		summary: "check a `bench suite -o json` run against the peer kit's results.jsonl from the same machine: ratios and targets",
 		define: func(fs *flag.FlagSet) runFunc {
-			fs.StringVar(&output, "output", "text", "output format: text or json")
+			outputVar(fs, &output, "")
 			return func(_ context.Context, pos []string) error {
 				if len(pos) != 2 {
 					return fmt.Errorf("%w: want SUITE.jsonl and PEERS.jsonl, got %d arguments", errUsage, len(pos))
-				}
-				if output != "text" && output != "json" {
-					return fmt.Errorf("%w: --output %q: want text or json", errUsage, output)
 				}
 				var sides [2][]suiteRow
 				for i, path := range pos {

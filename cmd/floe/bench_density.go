@@ -37,8 +37,6 @@ func (f *densityFlags) validate() error {
 		return fmt.Errorf("%w: --idle must be positive", errUsage)
 	case f.timeout <= 0:
 		return fmt.Errorf("%w: --timeout must be positive", errUsage)
-	case f.output != "text" && f.output != "json":
-		return fmt.Errorf("%w: --output must be text or json", errUsage)
 	}
 	return nil
 }
@@ -75,7 +73,7 @@ func benchDensitySpec(env *cliEnv) cmdSpec {
 			fs.DurationVar(&f.idle, "idle", 10*time.Second, "window over which the idle node's CPU is measured")
 			fs.StringVar(&f.dataDir, "data-dir", "", "the node's data folder (default: a temporary folder, removed at the end)")
 			fs.StringVar(&f.binary, "binary", "", "the floe binary to run the node with (default: this one)")
-			fs.StringVar(&f.output, "output", "text", "output format: text or json")
+			outputVar(fs, &f.output, "")
 			fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up when the tables are not all served within this long after a start")
 			return func(ctx context.Context, pos []string) error {
 				if len(pos) != 0 {

@@ -52,7 +52,7 @@ func benchE2ECmd(env *cliEnv) clientCmd {
 			}
 			title := fmt.Sprintf("floe bench e2e: %s, %d writers at %.0f records/s, %d-byte records, acks=%s (latency: Append to seen by a scanner)",
 				f.table, f.concurrency, rate, f.recordBytes, f.ackMode)
-			return printBenchResult(env, title, res)
+			return printBenchResult(env, cf, title, res)
 		}}
 }
 

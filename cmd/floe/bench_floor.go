@@ -70,8 +70,6 @@ func (f *floorFlags) validate() error {
 		return fmt.Errorf("%w: --record-bytes must be in [1, 16 MiB]", errUsage)
 	case f.pause <= 0 || f.pause > time.Second:
 		return fmt.Errorf("%w: --pause must be in (0, 1s]", errUsage)
-	case f.output != "text" && f.output != "json":
-		return fmt.Errorf("%w: --output must be text or json", errUsage)
 	}
 	counts, err := parseWriterCounts(f.writers)
 	if err != nil {
@@ -106,7 +104,7 @@ func benchFloorSpec(env *cliEnv) cmdSpec {
 			fs.IntVar(&f.recordBytes, "record-bytes", 1024, "bytes appended before each fdatasync, and of each round trip's message")
 			fs.DurationVar(&f.pause, "pause", time.Millisecond, "the pause before each idle round trip")
 			fs.StringVar(&f.binary, "binary", "", "the floe binary the echo child runs (default: this one)")
-			fs.StringVar(&f.output, "output", "text", "output format: text, or json (one line per row, the peer kit's physical-limit fields)")
+			outputVar(fs, &f.output, "one line per row, the peer kit's physical-limit fields")
 			return func(ctx context.Context, pos []string) error {
 				if os.Getenv(floorEchoEnv) != "" {
 					return runFloorEcho(os.Stdin, os.Stdout)

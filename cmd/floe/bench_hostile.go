@@ -51,8 +51,6 @@ func (f *hostileFlags) validate() error {
 		return fmt.Errorf("%w: --duration must be positive", errUsage)
 	case f.conns < 1 || f.conns > 256:
 		return fmt.Errorf("%w: --conns must be in [1, 256]", errUsage)
-	case f.output != "text" && f.output != "json":
-		return fmt.Errorf("%w: --output must be text or json", errUsage)
 	}
 	pids, err := parseNodePIDs(f.nodePIDs)
 	if err != nil {
@@ -118,7 +116,7 @@ func benchHostileSpec(env *cliEnv) cmdSpec {
 				names = append(names, a.name)
 			}
 			fs.StringVar(&f.attacks, "attacks", "", "comma-separated attacks to run (default all): "+strings.Join(names, ", "))
-			fs.StringVar(&f.output, "output", "text", "output format: text or json")
+			outputVar(fs, &f.output, "")
 			return func(ctx context.Context, pos []string) error {
 				if len(pos) != 0 {
 					return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)

@@ -45,7 +45,7 @@ func benchLookupCmd(env *cliEnv) clientCmd {
 			}
 			title := fmt.Sprintf("floe bench lookup: %s, %d callers, %d random keys, batch %d, linearizable=%v (records: keys looked up)",
 				f.table, f.concurrency, f.keys, f.batch, linearizable)
-			return printBenchResult(env, title, res)
+			return printBenchResult(env, cf, title, res)
 		}}
 }
 

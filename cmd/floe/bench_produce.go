@@ -67,7 +67,7 @@ func benchProduceCmd(env *cliEnv) clientCmd {
 			}
 			title := fmt.Sprintf("floe bench produce: %s, %s, %d-byte records, acks=%s, %s",
 				f.table, writers, f.recordBytes, f.ackMode, mode)
-			return printBenchResult(env, title, res)
+			return printBenchResult(env, cf, title, res)
 		}}
 }
 

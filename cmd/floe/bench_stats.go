@@ -111,8 +111,12 @@ func newBenchResult(mode string, f *benchFlags, records, errs int64, elapsed tim
 	}
 }
 
-// printBenchResult writes the table, then the JSON line last.
-func printBenchResult(env *cliEnv, title string, res benchResult) error {
+// printBenchResult writes the table, then the JSON line last; with
+// --output json, the JSON line alone.
+func printBenchResult(env *cliEnv, cf *clientFlags, title string, res benchResult) error {
+	if cf.output == "json" {
+		return printJSONLine(env, res)
+	}
 	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, title)
 	fmt.Fprintf(w, "records\t%d\n", res.Records)
@@ -148,7 +152,12 @@ func flushWithJSON(env *cliEnv, w *tabwriter.Writer, res any) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	b, err := json.Marshal(res)
+	return printJSONLine(env, res)
+}
+
+// printJSONLine writes v as one line of JSON.
+func printJSONLine(env *cliEnv, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}

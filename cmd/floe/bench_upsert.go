@@ -52,7 +52,7 @@ func benchUpsertCmd(env *cliEnv) clientCmd {
 			}
 			title := fmt.Sprintf("floe bench upsert: %s, %s, %d random keys, %d-byte values, acks=%s, batch %d",
 				f.table, writers, f.keys, f.recordBytes, f.ackMode, f.batch)
-			return printBenchResult(env, title, res)
+			return printBenchResult(env, cf, title, res)
 		}}
 }
 

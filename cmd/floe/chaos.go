@@ -24,9 +24,22 @@ func chaosSpecs(env *cliEnv) []cmdSpec {
 	return []cmdSpec{
 		{usage: "chaos list", summary: "list the fault scenarios",
 			define: func(fs *flag.FlagSet) runFunc {
+				var output string
+				outputVar(fs, &output, "a list of {name, doc}")
 				return func(ctx context.Context, pos []string) error {
 					if len(pos) != 0 {
 						return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
+					}
+					if output == "json" {
+						type scenario struct {
+							Name string `json:"name"`
+							Doc  string `json:"doc"`
+						}
+						list := make([]scenario, len(chaos.Scenarios))
+						for i, s := range chaos.Scenarios {
+							list[i] = scenario{Name: s.Name, Doc: s.Doc}
+						}
+						return printJSON(env, list)
 					}
 					w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(w, "SCENARIO\tFAULTS")
@@ -46,13 +59,11 @@ func chaosSpecs(env *cliEnv) []cmdSpec {
 				dir := fs.String("dir", "", "where the clusters' data and the replay files of failed runs go (default: a new temporary folder)")
 				replay := fs.String("replay", "", "a replay file a failed run wrote: run its scenario and seed again")
 				verbose := fs.Bool("verbose", false, "print the harness's messages (faults injected, healed)")
-				output := fs.String("output", "table", "table, or json (one verdict per line)")
+				var output string
+				outputVar(fs, &output, "one verdict per line")
 				return func(ctx context.Context, pos []string) error {
 					if *seeds < 1 || *duration <= 0 {
 						return fmt.Errorf("%w: --seeds must be at least 1 and --duration positive", errUsage)
-					}
-					if *output != "table" && *output != "json" {
-						return fmt.Errorf("%w: --output %q: want table or json", errUsage, *output)
 					}
 					scenarios, err := pickScenarios(pos)
 					if err != nil {
@@ -87,7 +98,7 @@ func chaosSpecs(env *cliEnv) []cmdSpec {
 						}
 					}
 					err = runChaos(ctx, env, chaosPlan{scenarios: scenarios, seed: first, seeds: count, duration: length,
-						binary: bin, dir: base, containers: *containers, verbose: *verbose, json: *output == "json"})
+						binary: bin, dir: base, containers: *containers, verbose: *verbose, json: output == "json"})
 					if *dir == "" {
 						_ = os.Remove(base) // only if empty: every run passed
 					}

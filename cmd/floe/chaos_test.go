@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -16,6 +17,11 @@ func TestChaosList(t *testing.T) {
 		if !strings.Contains(out, s.Name+" ") {
 			t.Errorf("chaos list does not name %s:\n%s", s.Name, out)
 		}
+	}
+	code, out, errOut = runCLI(t, "", "chaos", "list", "-o", "json")
+	var list []struct{ Name, Doc string }
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != len(chaos.Scenarios) || list[0].Name != chaos.Scenarios[0].Name || list[0].Doc == "" {
+		t.Fatalf("chaos list -o json: exit %d, %v, %q %s", code, err, out, errOut)
 	}
 }
 

@@ -73,6 +73,14 @@ func TestLogVerifyAndDump(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.BaseOffset != 8 || !first.CRCValid || first.Epoch != 1 {
 		t.Fatalf("first dumped batch: %+v %v", first, err)
 	}
+	if _, jsonOut, _ := runCLI(t, "", "log", "dump", dir, "--from", "10", "--limit", "3", "-o", "json"); jsonOut != out {
+		t.Fatalf("dump -o json differs from dump:\n%s\n%s", jsonOut, out)
+	}
+	code, out, _ = runCLI(t, "", "log", "dump", dir, "--from", "10", "--limit", "3", "-o", "text")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 4 || !strings.HasPrefix(lines[0], "SEGMENT") || strings.Fields(lines[1])[2] != "8" {
+		t.Fatalf("dump -o text: exit %d\n%s", code, out)
+	}
 
 	// Damage a byte in the middle of the first segment: verify fails and says where.
 	seg := filepath.Join(dir, fmt.Sprintf("%020d.log", 0))
@@ -153,7 +161,7 @@ func TestUsageFoundBeforeConnecting(t *testing.T) {
 		{[]string{"consume", "db.t", "--from", "bogus"}, `--from "bogus": want earliest, latest`},
 		{[]string{"consume", "db.t", "--buckets", "x"}, `--buckets: "x" is not a bucket number`},
 		{[]string{"consume", "dbt"}, `"dbt" is not DB.TABLE`},
-		{[]string{"produce", "db.t", "--acks", "7"}, `--acks "7": want all, 1 or 0`},
+		{[]string{"produce", "db.t", "--acks", "7"}, `invalid argument "7" for "--acks" flag: must be all, 1 or 0`},
 		{[]string{"produce", "db.t", "--file", filepath.Join(t.TempDir(), "missing.json")}, "not a readable file"},
 		{[]string{"produce", "db.t", "--delete", "--columns", "a"}, "--delete and --columns exclude each other"},
 		{[]string{"lookup", "db.t", "--key", "{}", "--prefix", "{}"}, "--key and --prefix exclude each other"},
@@ -161,6 +169,20 @@ func TestUsageFoundBeforeConnecting(t *testing.T) {
 		{[]string{"table", "export", "db.t", "--buckets", "-1"}, `--buckets: "-1" is not a bucket number`},
 		{[]string{"table", "import", "db.t"}, "--file is required"},
 		{[]string{"table", "import", "db.t", "--file", "-", "--concurrency", "0"}, "--concurrency must be from 1 to 64"},
+		// 0 is not taken as 1, nor as the default a left-out flag means.
+		{[]string{"table", "create", "db.t", "--schema", "id INT", "--buckets", "0"}, `invalid argument "0" for "--buckets" flag: must be a number from 1 to 4096`},
+		{[]string{"table", "create", "db.t", "--schema", "id INT", "--buckets", "4097"}, `invalid argument "4097" for "--buckets" flag: must be a number from 1 to 4096`},
+		{[]string{"table", "create", "db.t", "--schema", "id INT", "--replication", "0"}, `invalid argument "0" for "--replication" flag: must be a number of at least 1`},
+		// Every invalid name is a usage mistake, whichever command names it.
+		{[]string{"db", "create", "café"}, `invalid database name "café": use 1 to 200 ASCII letters, digits or underscores`},
+		{[]string{"db", "drop", "a-b", "--if-exists"}, `invalid database name "a-b"`},
+		{[]string{"table", "list", "x y"}, `invalid database name "x y"`},
+		{[]string{"table", "create", "t.a/b", "--schema", "id INT"}, `invalid table name "a/b": use 1 to 200 ASCII letters`},
+		{[]string{"table", "describe", "t.a/b"}, `invalid table name "a/b"`},
+		{[]string{"table", "drop", "t.a/b", "--if-exists"}, `invalid table name "a/b"`},
+		{[]string{"table", "describe", "../t"}, `"../t" is not DB.TABLE`},
+		{[]string{"consume", "d-b.t"}, `invalid database name "d-b"`},
+		{[]string{"lookup", "db.t!", "--key", "{}"}, `invalid table name "t!"`},
 	} {
 		code, _, errOut := runCLI(t, "", append(tc.args, "--server", "127.0.0.1:1")...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "connection refused") {

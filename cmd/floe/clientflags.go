@@ -27,7 +27,7 @@ type clientFlags struct {
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	f := &clientFlags{}
 	fs.StringVar(&f.servers, "server", defaultServer, withEnv("server", "comma-separated server addresses, tried in turn"))
-	fs.StringVar(&f.output, "output", "text", withEnv("output", "output format: text or json"))
+	choiceVar(fs, &f.output, "output", "text", outputFormats, withEnv("output", "output format: text or json"))
 	fs.DurationVar(&f.timeout, "timeout", 15*time.Second, withEnv("timeout", "give up after this long (retries included)"))
 	return f
 }
@@ -82,9 +82,6 @@ func applyClientEnv(fs *pflag.FlagSet) error {
 }
 
 func (f *clientFlags) validate() error {
-	if f.output != "text" && f.output != "json" {
-		return fmt.Errorf("%w: --output must be text or json", errUsage)
-	}
 	if f.timeout <= 0 {
 		return fmt.Errorf("%w: --timeout must be positive", errUsage)
 	}
@@ -153,6 +150,8 @@ type clientCmd struct {
 	// nargs is the number of positional arguments; with maxArgs > nargs,
 	// between nargs and maxArgs.
 	nargs, maxArgs int
+	// arg is what the first positional argument names.
+	arg argKind
 	// flags registers the command's own flags.
 	flags func(fs *flag.FlagSet)
 	// prepare, when set, runs after parsing and before connecting: it may
@@ -171,7 +170,7 @@ type clientCmd struct {
 
 // spec is the command with the client flags added to its own.
 func (cc clientCmd) spec(env *cliEnv) cmdSpec {
-	return cmdSpec{usage: cc.usage, summary: cc.summary, client: true,
+	return cmdSpec{usage: cc.usage, summary: cc.summary, client: true, arg: cc.arg,
 		define: func(fs *flag.FlagSet) runFunc {
 			cf := addClientFlags(fs)
 			if cc.flags != nil {
@@ -206,6 +205,9 @@ func (cc clientCmd) exec(ctx context.Context, env *cliEnv, cf *clientFlags, pos 
 		return err
 	}
 	if _, err := serverAddrs(cf.servers); err != nil {
+		return err
+	}
+	if err := cc.arg.check(pos); err != nil {
 		return err
 	}
 	if cc.check != nil {

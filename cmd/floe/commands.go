@@ -19,10 +19,15 @@ type cmdSpec struct {
 	// client commands take the client flags, each with its FLOE_*
 	// environment variable.
 	client bool
+	// arg is what the first positional argument names, for completion.
+	arg argKind
 	// define registers the command's flags and returns its body, which
 	// runs with the positional arguments once the flags are parsed.
 	define func(fs *flag.FlagSet) runFunc
 }
+
+// clientAnnotation marks a client command in its cobra annotations.
+const clientAnnotation = "floe.client"
 
 type runFunc func(ctx context.Context, pos []string) error
 
@@ -83,6 +88,15 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		groupCmd("schema", "parse and check a table schema", schemaSpecs(env)),
 		leafCmd(versionSpec(env), ""),
 	)
+	// cobra's help command, whose unknown topic would print the root help
+	// and exit 0.
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Use, c.DisableFlagsInUseLine = "help [COMMAND...]", true
+			c.Run, c.RunE = nil, helpTopic
+		}
+	}
 	// cobra's completion command, made now (ExecuteC would, later) so that
 	// an unknown shell is a usage mistake like an unknown subcommand.
 	root.InitDefaultCompletionCmd()
@@ -152,6 +166,7 @@ func leafCmd(s cmdSpec, group string) *cobra.Command {
 		Short:                 s.summary,
 		Args:                  cobra.ArbitraryArgs, // each body counts its own
 		DisableFlagsInUseLine: true,
+		Annotations:           map[string]string{},
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			if s.client {
 				if err := applyClientEnv(cmd.Flags()); err != nil {
@@ -161,8 +176,75 @@ func leafCmd(s cmdSpec, group string) *cobra.Command {
 			return body(cmd.Context(), pos)
 		},
 	}
+	if s.client {
+		cmd.Annotations[clientAnnotation] = "true"
+		cmd.ValidArgsFunction = completeArg(s.arg)
+	}
 	addGoFlags(cmd.Flags(), gofs)
+	registerFlagCompletions(cmd, gofs)
+	cmd.Use += flagsLeftOut(use, cmd.Flags(), s.client)
 	return cmd
+}
+
+// flagsLeftOut is the part of a usage line that names the flags the
+// written usage leaves out (" [--log-level warn] [--remote-dir DIR]"), so
+// that every flag of a command is in its usage line; the client flags,
+// which `floe -h` lists, are left to that.
+func flagsLeftOut(usage string, fs *pflag.FlagSet, client bool) string {
+	skip := map[string]bool{"help": true}
+	if client {
+		for _, name := range clientFlagNames() {
+			skip[name] = true
+		}
+	}
+	var b strings.Builder
+	fs.VisitAll(func(f *pflag.Flag) {
+		if skip[f.Name] || mentionsFlag(usage, f.Name) {
+			return
+		}
+		b.WriteString(" [--" + f.Name)
+		if f.NoOptDefVal == "" {
+			b.WriteString(" " + flagPlaceholder(f))
+		}
+		b.WriteString("]")
+	})
+	return b.String()
+}
+
+// mentionsFlag reports whether usage names --name (not just a longer
+// flag that starts with it).
+func mentionsFlag(usage, name string) bool {
+	for rest := usage; ; {
+		_, after, found := strings.Cut(rest, "--"+name)
+		if !found {
+			return false
+		}
+		if after == "" || strings.ContainsRune(" ]=|[", rune(after[0])) {
+			return true
+		}
+		rest = after
+	}
+}
+
+// flagPlaceholder stands for f's value in a usage line: its choices, its
+// default when it has one, or a word for what it takes.
+func flagPlaceholder(f *pflag.Flag) string {
+	if c, ok := f.Value.(*choiceValue); ok && !c.list {
+		return strings.Join(c.choices, "|")
+	}
+	if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
+		return f.DefValue
+	}
+	switch f.Value.Type() {
+	case "int", "int64", "uint", "uint64":
+		return "N"
+	case "duration":
+		return "DURATION"
+	case "string":
+		words := strings.Split(f.Name, "-")
+		return strings.ToUpper(words[len(words)-1])
+	}
+	return strings.ToUpper(f.Value.Type())
 }
 
 // addGoFlags adds the flags of gofs to fs, with their short forms.
@@ -222,4 +304,79 @@ func orList(names []string) string {
 		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// helpTopic is the body of `floe help [COMMAND...]`: the help of the
+// command named, a usage mistake when there is none.
+func helpTopic(help *cobra.Command, args []string) error {
+	cmd, rest, err := help.Root().Find(args)
+	if err != nil || len(rest) > 0 {
+		return fmt.Errorf("%w: unknown command %q", errUsage, strings.Join(args, " "))
+	}
+	return cmd.Help()
+}
+
+// commandFlagWithoutCommand refuses a command's flag on a command line of
+// flags alone (floe --server, floe -o json): cobra would look for it on the
+// root, which has none, and call it an unknown flag. A flag that takes a
+// value and comes last is missing its value.
+func commandFlagWithoutCommand(root *cobra.Command, args []string) error {
+	var given *pflag.Flag // the first command flag
+	needsValue := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return nil // a command (or an argument cobra judges)
+		}
+		f := treeFlag(root, a)
+		if f == nil {
+			continue // the root's own, or unknown anywhere: cobra's to judge
+		}
+		inline := strings.Contains(a, "=") || !strings.HasPrefix(a, "--") && len(a) > 2 // --name=v, -xv
+		takesNext := f.NoOptDefVal == "" && !inline
+		if given == nil {
+			given, needsValue = f, takesNext && i == len(args)-1
+		}
+		if takesNext {
+			i++
+		}
+	}
+	switch {
+	case given == nil:
+		return nil
+	case needsValue:
+		return fmt.Errorf("%w: flag --%s needs a value, and a command: floe COMMAND --%s VALUE", errUsage, given.Name, given.Name)
+	}
+	return fmt.Errorf("%w: --%s is a flag of commands, and no command is given (floe COMMAND --%s ...; floe -h lists them)", errUsage, given.Name, given.Name)
+}
+
+// treeFlag is the flag of some command of the tree that arg (--name,
+// --name=value, -x, -xvalue) gives, or nil.
+func treeFlag(root *cobra.Command, arg string) *pflag.Flag {
+	var name, short string
+	switch {
+	case strings.HasPrefix(arg, "--") && len(arg) > 2:
+		name, _, _ = strings.Cut(arg[2:], "=")
+	case strings.HasPrefix(arg, "-") && len(arg) > 1:
+		short = arg[1:2]
+	default:
+		return nil
+	}
+	var found *pflag.Flag
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if found == nil && f.Name != "help" && f.Name != "version" && (f.Name == name || short != "" && f.Shorthand == short) {
+				found = f
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return found
 }

@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // TestHelpOnEveryGroup: -h, --help and `floe help GROUP` print a group's
@@ -75,10 +79,19 @@ func TestUsageMistakes(t *testing.T) {
 		{[]string{"db", "nope", "--server", "127.0.0.1:1"}, `unknown subcommand "nope"`},
 		{[]string{"table", "list"}, "wrong number of arguments (0)"},
 		{[]string{"db", "create", "a", "b"}, "wrong number of arguments (2)"},
-		{[]string{"db", "list", "-o", "yaml", "--server", "127.0.0.1:1"}, "--output must be text or json"},
+		{[]string{"db", "list", "-o", "yaml", "--server", "127.0.0.1:1"}, `invalid argument "yaml" for "-o, --output" flag: must be text or json`},
 		{[]string{"table", "create", "d.t", "--buckets", "many"}, `invalid argument "many" for "--buckets"`},
 		{[]string{"dev", "--server", "127.0.0.1:1"}, "unknown flag: --server"},
 		{[]string{"completion", "tcsh"}, `unknown subcommand "tcsh" (want bash, fish, powershell or zsh)`},
+		{[]string{"help", "nosuch"}, `unknown command "nosuch"`},
+		{[]string{"help", "db", "nope"}, `unknown command "db nope"`},
+		{[]string{"--server"}, "flag --server needs a value"},
+		{[]string{"-s"}, "flag --server needs a value"},
+		{[]string{"--server", "127.0.0.1:1"}, "--server is a flag of commands, and no command is given"},
+		{[]string{"-ojson"}, "--output is a flag of commands, and no command is given"},
+		{[]string{"serve", "--roles", "meta,nope"}, `invalid argument "meta,nope" for "--roles" flag: must be one or more of meta, tablet`},
+		{[]string{"dev", "--log-level", "loud"}, `invalid argument "loud" for "--log-level" flag: must be debug, info, warn or error`},
+		{[]string{"chaos", "list", "-o", "yaml"}, "must be text or json"},
 	} {
 		code, _, errOut := runCLI(t, "", tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "\nUsage: floe") {
@@ -209,5 +222,142 @@ func TestOneDashLongFlags(t *testing.T) {
 	want := []string{"--server", "A", "-o", "-ojson", "-nope", "--limit=3", "--", "-from"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("longFlagsWithOneDash = %q, want %q", got, want)
+	}
+}
+
+// TestErrorsAsJSON: under --output json (or FLOE_OUTPUT=json) a failure is
+// one JSON object on stderr with its code and exit status, and stdout
+// stays empty; without it, the error is a line.
+func TestErrorsAsJSON(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		env      string
+		code     string
+		exit     int
+		hasUsage bool
+	}{
+		{args: []string{"db", "list", "-o", "json", "--bogus"}, code: "USAGE", exit: 2, hasUsage: true},
+		{args: []string{"db", "list", "--bogus"}, env: "json", code: "USAGE", exit: 2, hasUsage: true},
+		{args: []string{"db", "list", "-o", "json", "--server", "127.0.0.1:1", "--timeout", "1s"}, code: "UNAVAILABLE", exit: 1},
+		{args: []string{"log", "verify", "-o", "json", "/nonexistent/floe-log"}, code: "FAILED", exit: 1},
+		{args: []string{"schema", "check", "-o", "json", "id BIGINTEGER"}, code: "INVALID_SCHEMA", exit: 1},
+	} {
+		t.Setenv("FLOE_OUTPUT", tc.env)
+		code, out, errOut := runCLI(t, "", tc.args...)
+		var e jsonError
+		dec := json.NewDecoder(strings.NewReader(errOut))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil || dec.More() {
+			t.Errorf("floe %s: stderr is not one JSON object (%v): %q", strings.Join(tc.args, " "), err, errOut)
+			continue
+		}
+		if code != tc.exit || out != "" || e.Code != tc.code || e.Exit != tc.exit || e.Error == "" || e.Command == "" || (e.Usage != "") != tc.hasUsage {
+			t.Errorf("floe %s: exit %d, stdout %q, error %+v; want exit and code %d %s", strings.Join(tc.args, " "), code, out, e, tc.exit, tc.code)
+		}
+	}
+	code, _, errOut := runCLI(t, "", "db", "list", "--bogus")
+	if code != 2 || !strings.HasPrefix(errOut, "floe db list: ") {
+		t.Errorf("without -o json: exit %d, %q", code, errOut)
+	}
+}
+
+// completions are the values a `floe __complete` answer offers.
+func completions(t *testing.T, args ...string) []string {
+	t.Helper()
+	code, out, errOut := runCLI(t, "", append([]string{"__complete"}, args...)...)
+	if code != 0 {
+		t.Fatalf("__complete %v: exit %d: %s", args, code, errOut)
+	}
+	var values []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line != "" && !strings.HasPrefix(line, ":") {
+			values = append(values, line)
+		}
+	}
+	return values
+}
+
+// TestCompletionOfValues: completion offers the values of flags with a
+// fixed set, and the databases and tables (DB.TABLE) of the server the
+// client flags name; a server that does not answer completes nothing,
+// silently.
+func TestCompletionOfValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"db", "list", "--output", ""}, []string{"text", "json"}},
+		{[]string{"log", "dump", "-o", ""}, []string{"text", "json"}},
+		{[]string{"produce", "d.t", "--acks", ""}, []string{"all", "1", "0"}},
+		{[]string{"serve", "--roles", ""}, []string{"meta", "tablet", "meta,tablet"}},
+		{[]string{"serve", "--log-sync", ""}, []string{"always", "interval", "never"}},
+		{[]string{"dev", "--log-level", ""}, []string{"debug", "info", "warn", "error"}},
+	} {
+		if got := completions(t, tc.args...); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("__complete %v = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+
+	fc := startCluster(t)
+	table := fc.createTable("completed", "id BIGINT NOT NULL", 1, 1)
+	srv := "--server=" + fc.server
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"table", "describe", srv, ""}, table},
+		{[]string{"table", "describe", srv, fc.db + "."}, table},
+		{[]string{"consume", srv, fc.db[:3]}, table},
+		{[]string{"bench", "produce", srv, "--table", fc.db}, table},
+		{[]string{"table", "list", srv, fc.db[:3]}, fc.db},
+		{[]string{"db", "drop", srv, ""}, fc.db},
+	} {
+		if got := completions(t, tc.args...); !slices.Contains(got, tc.want) {
+			t.Errorf("__complete %v = %q, want %s among them", tc.args, got, tc.want)
+		}
+	}
+	if got := completions(t, "table", "describe", srv, "nosuchdb."); len(got) != 0 {
+		t.Errorf("tables of a database that does not exist: %q", got)
+	}
+	if got := completions(t, "table", "describe", table, srv, ""); len(got) != 0 {
+		t.Errorf("a second argument: %q", got)
+	}
+	code, out, errOut := runCLI(t, "", "__complete", "table", "describe", "--server", "127.0.0.1:1", "")
+	if code != 0 || strings.TrimSpace(out) != ":4" || !strings.HasPrefix(errOut, "Completion ended") {
+		t.Errorf("nothing listening: exit %d, %q, %q", code, out, errOut)
+	}
+}
+
+// TestUsageLinesNameEveryFlag: a command's usage line (its -h, and the
+// line after a usage mistake) names each of its flags but the client
+// flags, which `floe -h` lists; a flag written in the usage is not
+// repeated.
+func TestUsageLinesNameEveryFlag(t *testing.T) {
+	root := newRootCmd(&cliEnv{})
+	client := map[string]bool{"help": true}
+	for _, name := range clientFlagNames() {
+		client[name] = true
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c.HasSubCommands() || c.RunE == nil || strings.HasPrefix(c.CommandPath(), "floe completion ") {
+			return // a group, or cobra's own
+		}
+		line := c.UseLine()
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if n := strings.Count(line+" ", "--"+f.Name+" ") + strings.Count(line, "--"+f.Name+"]"); !client[f.Name] && n != 1 {
+				t.Errorf("usage line of %s names --%s %d times: %s", c.CommandPath(), f.Name, n, line)
+			}
+		})
+	}
+	walk(root)
+	code, out, _ := runCLI(t, "", "dev", "-h")
+	for _, want := range []string{"[--log-level debug|info|warn|error]", "[--remote-dir DIR]", "[--tiering-interval 1m0s]"} {
+		if code != 0 || !strings.Contains(out, "floe dev [--data-dir DIR]") || !strings.Contains(out, want) {
+			t.Errorf("floe dev -h: exit %d, no %q in\n%s", code, want, out)
+		}
 	}
 }

@@ -28,7 +28,7 @@ type consumeOptions struct {
 func consumeCmd(env *cliEnv) clientCmd {
 	var from, buckets string
 	var o consumeOptions
-	return clientCmd{summary: "print a table's rows (a primary-key table's changelog) as JSON lines", nargs: 1, streaming: true,
+	return clientCmd{summary: "print a table's rows (a primary-key table's changelog) as JSON lines", nargs: 1, streaming: true, arg: argTable,
 		usage: "consume DB.TABLE [--from earliest|latest|offset=N|timestamp=T] [--limit N] [--follow] [--buckets 0,2] [--no-meta]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&from, "from", "earliest", "where to start: earliest, latest, offset=N or timestamp=T (RFC 3339, a date, or epoch milliseconds)")
@@ -38,9 +38,6 @@ func consumeCmd(env *cliEnv) clientCmd {
 			fs.BoolVar(&o.noMeta, "no-meta", false, "print the row's columns without _bucket, _offset and _timestamp (a primary-key table's changelog keeps _change, which says whether the row was written or deleted): lines that floe produce takes back and applies")
 		},
 		check: func(pos []string) error {
-			if _, _, err := tableName(pos[0]); err != nil {
-				return err
-			}
 			var err error
 			if o.from, err = parseFrom(from); err != nil {
 				return err

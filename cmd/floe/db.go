@@ -13,7 +13,7 @@ import (
 func dbCmds(env *cliEnv) []clientCmd {
 	var ifNotExists, ifExists, cascade bool
 	return []clientCmd{
-		{usage: "db create NAME [--if-not-exists]", summary: "create a database", nargs: 1,
+		{usage: "db create NAME [--if-not-exists]", summary: "create a database", nargs: 1, arg: argNewDatabase,
 			flags: func(fs *flag.FlagSet) {
 				fs.BoolVar(&ifNotExists, "if-not-exists", false, "succeed if the database exists")
 			},
@@ -31,7 +31,7 @@ func dbCmds(env *cliEnv) []clientCmd {
 				}
 				return printResult(env, cf, map[string]any{"created": pos[0], "unchanged": false}, "created database %s\n", pos[0])
 			}},
-		{usage: "db drop NAME [--cascade] [--if-exists]", summary: "drop a database", nargs: 1,
+		{usage: "db drop NAME [--cascade] [--if-exists]", summary: "drop a database", nargs: 1, arg: argDatabase,
 			flags: func(fs *flag.FlagSet) {
 				fs.BoolVar(&cascade, "cascade", false, "drop the database's tables too")
 				fs.BoolVar(&ifExists, "if-exists", false, "succeed if the database does not exist")

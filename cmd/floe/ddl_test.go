@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
@@ -86,6 +87,8 @@ func TestTableCreateRefusesBadDefinitions(t *testing.T) {
 			[]string{"VARCHAR(n) is not supported", "use STRING"}},
 		{"char", []string{"--schema", "id BIGINT NOT NULL, code CHAR(2)"},
 			[]string{"CHAR(n) is not supported"}},
+		{"names differing in case", []string{"--schema", "id INT, ID BIGINT"},
+			[]string{`column 2 "ID": same name as column 1 "id" but for case`}},
 		{"unknown type", []string{"--schema", "id BIGINT NOT NULL, n NUMBER"},
 			[]string{`unknown type "NUMBER"; supported types: BOOLEAN (BOOL), TINYINT`, "TIMESTAMP_LTZ(p)"}},
 	}
@@ -108,6 +111,15 @@ func TestTableCreateRefusesBadDefinitions(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, "", "table", "list", fc.db, "--server", fc.server); code != 0 || strings.Contains(out, "bad") {
 		t.Fatalf("table list after refusals: exit %d\n%s", code, out)
+	}
+	// What the CLI refuses before asking, the server refuses too (SDK callers).
+	c, err := client.Connect(t.Context(), fc.Addrs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Admin().CreateDatabase(t.Context(), "café"); !errors.Is(err, transport.ErrInvalidRequest) || !strings.Contains(err.Error(), "ASCII letters") {
+		t.Errorf("SDK create database café: %v", err)
 	}
 	code, out, errOut := runCLI(t, "", "table", "create", fc.db+".good", "--replication", "1", "--primary-key", "id",
 		"--schema", "id BIGINT NOT NULL, v BIGINT", "--property", "min.insync.replicas=1", "--property", "merge-engine=VERSIONED",

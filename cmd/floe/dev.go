@@ -27,7 +27,7 @@ func devSpec(env *cliEnv) cmdSpec {
 			listen := fs.String("listen", "127.0.0.1:7700", "RPC address")
 			gossipAddr := fs.String("gossip", "", "gossip address (default: the --listen port + 1 when free, else any free port)")
 			httpAddr := fs.String("http", "", "address for /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ (default: none)")
-			logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+			logLevel := logLevelVar(fs, "warn")
 			recoverAlone := fs.Bool("recover", false, "with --data-dir: make this node the only metadata voter again before starting "+
 				"(after an add-voter left the metadata without a quorum); safe while no other node ever ran with this cluster's data")
 			remote := defineRemoteFlags(fs, "tier sealed log segments to this folder (default: DATA/remote)", false)

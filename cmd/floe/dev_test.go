@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"regexp"
 	"strconv"
@@ -134,7 +135,31 @@ func TestTransferLeadershipAlone(t *testing.T) {
 
 func TestVersionJSON(t *testing.T) {
 	code, out, errOut := runCLI(t, "", "version", "-o", "json")
-	if code != 0 || !strings.Contains(out, `"version": "floe `) {
+	var v struct{ Version, Revision string }
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.Version == "" {
 		t.Fatalf("version -o json: %d %q %s", code, out, errOut)
+	}
+}
+
+// TestVersionStamped: the version and revision -ldflags -X stamps are
+// printed, and without a revision the line ends with the version, no
+// trailing space.
+func TestVersionStamped(t *testing.T) {
+	defer func(v, r string) { version, revision = v, r }(version, revision)
+	for _, tc := range []struct{ version, revision, want string }{
+		{"v1.2.3", "0123abc", "floe v1.2.3 0123abc\n"},
+		{"v1.2.3", "", "floe v1.2.3\n"},
+	} {
+		version, revision = tc.version, tc.revision
+		for _, args := range [][]string{{"--version"}, {"version"}} {
+			if code, out, _ := runCLI(t, "", args...); code != 0 || out != tc.want {
+				t.Errorf("stamped %q %q: floe %v = %d %q, want %q", tc.version, tc.revision, args, code, out, tc.want)
+			}
+		}
+	}
+	version, revision = "v1.2.3", "0123abc"
+	code, out, _ := runCLI(t, "", "version", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"version": "v1.2.3"`) || !strings.Contains(out, `"revision": "0123abc"`) {
+		t.Errorf("version -o json: %d %q", code, out)
 	}
 }

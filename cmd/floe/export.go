@@ -38,7 +38,7 @@ type exportOptions struct {
 func tableExportCmd(env *cliEnv) clientCmd {
 	var from, buckets string
 	var o exportOptions
-	return clientCmd{summary: "write a table's records (or a primary-key table's rows) to a file as JSON lines", nargs: 1, streaming: true,
+	return clientCmd{summary: "write a table's records (or a primary-key table's rows) to a file as JSON lines", nargs: 1, streaming: true, arg: argTable,
 		usage: "table export DB.TABLE [--file F] [--snapshot] [--from earliest|latest|offset=N|timestamp=T] [--buckets 0,2] [--concurrency N]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.file, "file", "", "write to this file (replaced once the export is complete) instead of stdout")
@@ -48,9 +48,6 @@ func tableExportCmd(env *cliEnv) clientCmd {
 			fs.IntVar(&o.concurrency, "concurrency", defaultBulkConcurrency, "buckets read at once")
 		},
 		check: func(pos []string) error {
-			if _, _, err := tableName(pos[0]); err != nil {
-				return err
-			}
 			var err error
 			switch {
 			case o.snapshot && from != "":

@@ -25,6 +25,8 @@ func healthSpec(env *cliEnv) cmdSpec {
 			addr := fs.String("http", "127.0.0.1:8080", "the node's --http address")
 			live := fs.Bool("live", false, "check /healthz (the process is up) instead of /readyz")
 			timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for the answer")
+			var output string
+			outputVar(fs, &output, `{"url", "status", "ready", "reason", "node"}`)
 			return func(ctx context.Context, pos []string) error {
 				if len(pos) != 0 {
 					return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
@@ -38,14 +40,27 @@ func healthSpec(env *cliEnv) cmdSpec {
 				}
 				ctx, cancel := context.WithTimeout(ctx, *timeout)
 				defer cancel()
-				return checkHealth(ctx, env, "http://"+*addr+path)
+				return checkHealth(ctx, env, "http://"+*addr+path, output == "json")
 			}
 		}}
 }
 
+// healthAnswer is what `floe health -o json` prints, whatever the status.
+type healthAnswer struct {
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+	// Ready, Reason and Node are /readyz's answer; Body the text of
+	// another (/healthz).
+	Ready  bool   `json:"ready"`
+	Reason string `json:"reason,omitempty"`
+	Node   uint32 `json:"node,omitempty"`
+	Body   string `json:"body,omitempty"`
+}
+
 // checkHealth GETs url and prints what it says: "ready" (or the /healthz
-// body) on 200, the reason /readyz gives otherwise.
-func checkHealth(ctx context.Context, env *cliEnv, url string) error {
+// body) on 200, the reason /readyz gives otherwise; asJSON prints the
+// answer as a healthAnswer, also when it fails the check.
+func checkHealth(ctx context.Context, env *cliEnv, url string, asJSON bool) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -65,6 +80,17 @@ func checkHealth(ctx context.Context, env *cliEnv, url string) error {
 		Node   uint32 `json:"node"`
 	}
 	isReadyz := json.Unmarshal(body, &ready) == nil
+	if asJSON {
+		answer := healthAnswer{URL: url, Status: resp.StatusCode, Ready: resp.StatusCode == http.StatusOK}
+		if isReadyz {
+			answer.Ready, answer.Reason, answer.Node = ready.Ready, ready.Reason, ready.Node
+		} else {
+			answer.Body = string(body)
+		}
+		if err := printJSON(env, answer); err != nil {
+			return err
+		}
+	}
 	if resp.StatusCode != http.StatusOK {
 		why := resp.Status
 		if isReadyz && ready.Reason != "" {
@@ -72,9 +98,11 @@ func checkHealth(ctx context.Context, env *cliEnv, url string) error {
 		}
 		return fmt.Errorf("%s: %w: %s", url, errUnhealthy, why)
 	}
-	if isReadyz {
+	switch {
+	case asJSON:
+	case isReadyz:
 		_, err = fmt.Fprintf(env.stdout, "node %d ready\n", ready.Node)
-	} else {
+	default:
 		_, err = env.stdout.Write(body)
 	}
 	return err

@@ -28,7 +28,7 @@ type importOptions struct {
 // upserts (and deletes) into a primary-key table.
 func tableImportCmd(env *cliEnv) clientCmd {
 	var o importOptions
-	return clientCmd{summary: "load JSON lines from a file into a table, fast (appends, or upserts and deletes)", nargs: 1, streaming: true,
+	return clientCmd{summary: "load JSON lines from a file into a table, fast (appends, or upserts and deletes)", nargs: 1, streaming: true, arg: argTable,
 		usage: "table import DB.TABLE --file F [--concurrency N] [--skip-bad]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.file, "file", "", "the JSON lines to load (- for stdin); lines floe consume and floe table export write are taken, their _change applied")
@@ -36,9 +36,6 @@ func tableImportCmd(env *cliEnv) clientCmd {
 			fs.BoolVar(&o.skipBad, "skip-bad", false, "skip lines that do not parse or fit the schema (counted and reported) instead of stopping at the first")
 		},
 		check: func(pos []string) error {
-			if _, _, err := tableName(pos[0]); err != nil {
-				return err
-			}
 			switch {
 			case o.file == "":
 				return fmt.Errorf("%w: --file is required (- reads stdin)", errUsage)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"text/tabwriter"
 	"time"
 
 	"github.com/floedb/floe/storage/logstore"
@@ -40,16 +41,33 @@ type batchLine struct {
 }
 
 func logDumpSpec(env *cliEnv) cmdSpec {
-	return cmdSpec{usage: "log dump DIR [--from OFFSET] [--limit N]",
-		summary: "print a log folder's batches as JSON lines",
+	return cmdSpec{usage: "log dump DIR [--from OFFSET] [--limit N] [--output json|text]",
+		summary: "print a log folder's batches as JSON lines (or a table)",
 		define: func(fs *flag.FlagSet) runFunc {
 			from := fs.Int64("from", 0, "first offset to print")
 			limit := fs.Int("limit", 0, "stop after this many batches (0: all)")
+			var output string
+			choiceVar(fs, &output, "output", "json", outputFormats, "output format: json (one batch per line) or text (a table)")
 			return func(ctx context.Context, pos []string) error {
 				if len(pos) != 1 {
 					return fmt.Errorf("%w: want one log folder", errUsage)
 				}
-				out := json.NewEncoder(env.stdout)
+				enc := json.NewEncoder(env.stdout)
+				emit := func(b batchLine) error { return enc.Encode(b) }
+				if output == "text" {
+					w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+					defer w.Flush()
+					fmt.Fprintln(w, "SEGMENT\tPOSITION\tBASE OFFSET\tLAST OFFSET\tRECORDS\tBYTES\tEPOCH\tTIMESTAMP\tCOMPRESSION\tCRC")
+					emit = func(b batchLine) error {
+						crc := "ok"
+						if !b.CRCValid {
+							crc = "BAD"
+						}
+						_, err := fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", b.Segment, b.Position, b.BaseOffset, b.LastOffset,
+							b.Records, b.Bytes, b.Epoch, b.Timestamp, b.Compressed, crc)
+						return err
+					}
+				}
 				printed := 0
 				return walkLog(ctx, pos[0], func(seg int64, at int64, b record.Batch, crcOK bool) error {
 					if b.LastOffset() < *from {
@@ -59,7 +77,7 @@ func logDumpSpec(env *cliEnv) cmdSpec {
 						return errStopWalk
 					}
 					printed++
-					return out.Encode(batchLine{
+					return emit(batchLine{
 						Segment: seg, Position: at, BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset(),
 						Records: b.RecordCount(), Bytes: len(b), Epoch: b.LeaderEpoch(),
 						Timestamp: time.UnixMilli(b.CommitTimestamp()).UTC().Format(time.RFC3339Nano),
@@ -84,7 +102,8 @@ func logVerifySpec(env *cliEnv) cmdSpec {
 	return cmdSpec{usage: "log verify DIR [--output text|json]",
 		summary: "check every batch of a log folder (CRC, offsets)",
 		define: func(fs *flag.FlagSet) runFunc {
-			output := fs.String("output", "text", "text or json")
+			var output string
+			outputVar(fs, &output, "")
 			return func(ctx context.Context, pos []string) error {
 				var err error
 				if len(pos) != 1 {
@@ -127,7 +146,7 @@ func logVerifySpec(env *cliEnv) cmdSpec {
 				if err != nil {
 					return err
 				}
-				if *output == "json" {
+				if output == "json" {
 					if err := json.NewEncoder(env.stdout).Encode(map[string]any{"segments": sums, "problems": problems}); err != nil {
 						return err
 					}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/floedb/floe/client"
@@ -31,7 +32,7 @@ type lookupOptions struct {
 // objects read from stdin.
 func lookupCmd(env *cliEnv) clientCmd {
 	var o lookupOptions
-	return clientCmd{summary: "read rows of a primary-key table by key or bucket-key prefix", nargs: 1, streaming: true,
+	return clientCmd{summary: "read rows of a primary-key table by key or bucket-key prefix", nargs: 1, streaming: true, arg: argTable,
 		usage: "lookup DB.TABLE [--key '{\"id\":1}' | --prefix '{\"a\":1}'] [--linearizable]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.key, "key", "", "the primary key as a JSON object; without --key or --prefix, one key object per stdin line")
@@ -39,9 +40,6 @@ func lookupCmd(env *cliEnv) clientCmd {
 			fs.BoolVar(&o.linearizable, "linearizable", false, "answer only with every write acknowledged before the lookup applied")
 		},
 		check: func(pos []string) error {
-			if _, _, err := tableName(pos[0]); err != nil {
-				return err
-			}
 			if o.key != "" && o.prefix != "" {
 				return fmt.Errorf("%w: --key and --prefix exclude each other", errUsage)
 			}
@@ -54,7 +52,7 @@ func lookupCmd(env *cliEnv) clientCmd {
 			}
 			l, err := tbl.NewLookuper(client.LookuperOptions{Linearizable: o.linearizable, Timeout: cf.timeout})
 			if err != nil {
-				return err
+				return keyInputError(tbl, "key", nil, err)
 			}
 			defer l.Close()
 			out := bufio.NewWriterSize(env.stdout, 64<<10)
@@ -64,7 +62,7 @@ func lookupCmd(env *cliEnv) clientCmd {
 			case o.key != "":
 				row, found, err := l.LookupJSON(ctx, []byte(o.key))
 				if err != nil {
-					return fmt.Errorf("--key: %w", err)
+					return fmt.Errorf("--key: %w", keyInputError(tbl, "key", tbl.Info().PrimaryKey, err))
 				}
 				if !found {
 					return fmt.Errorf("key %s: %w", o.key, errNotFound)
@@ -78,7 +76,7 @@ func lookupCmd(env *cliEnv) clientCmd {
 					}
 				}
 				if err != nil {
-					return fmt.Errorf("--prefix: %w", err)
+					return fmt.Errorf("--prefix: %w", keyInputError(tbl, "bucket key", tbl.Info().BucketKey, err))
 				}
 				if len(rows) == 0 {
 					return fmt.Errorf("no row with bucket key %s: %w", o.prefix, errNotFound)
@@ -87,6 +85,33 @@ func lookupCmd(env *cliEnv) clientCmd {
 			}
 			return lookupLines(ctx, l, tbl, interruptible(ctx, env.stdin), p)
 		}}
+}
+
+// keyInputErrors are the errors of a key (or bucket key) object, or of a
+// lookup the table cannot answer, that keyInputError makes usage mistakes.
+var keyInputErrors = []error{
+	record.ErrInvalidJSON, record.ErrUnknownColumn, record.ErrDuplicateColumn, record.ErrWrongType,
+	record.ErrNullNotAllowed, record.ErrOverflow, record.ErrInvalidUTF8, record.ErrInvalidValue,
+	client.ErrNotPrimaryKeyTable, client.ErrNoPrefixLookup,
+}
+
+// keyInputError makes err a usage mistake (exit 2) when it is about the
+// key objects given or the kind of table, so that exit 1 means an absent
+// key; a column of the table outside key (the columns the objects may
+// give, named by keyName) is named as such.
+func keyInputError(tbl *client.Table, keyName string, key []string, err error) error {
+	if !slices.ContainsFunc(keyInputErrors, func(target error) bool { return errors.Is(err, target) }) {
+		return err
+	}
+	var col *record.ColumnError
+	if errors.As(err, &col) && errors.Is(err, record.ErrUnknownColumn) {
+		what := "no column of the table"
+		if _, ok := tbl.Schema().ColumnIndex(col.Column); ok {
+			what = "not a " + keyName + " column"
+		}
+		return usageError{fmt.Errorf("column %q is %s (the %s is %s)", col.Column, what, keyName, strings.Join(key, ", "))}
+	}
+	return usageError{err}
 }
 
 // rowPrinter writes rows as JSON lines.
@@ -144,7 +169,7 @@ func lookupLines(ctx context.Context, l *client.Lookuper, tbl *client.Table, in 
 		line++
 		key, err := codec.AppendRow(nil, object)
 		if err != nil {
-			return err
+			return keyInputError(tbl, "key", tbl.Info().PrimaryKey, err)
 		}
 		keys = append(keys, key)
 		lines = append(lines, string(bytes.TrimSpace(object)))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -21,6 +20,13 @@ type cliEnv struct {
 // errUsage marks a command-line mistake: exit status 2.
 var errUsage = errors.New("usage")
 
+// usageError makes an error a usage mistake without saying "usage" in the
+// middle of its message (line 3: usage: ...).
+type usageError struct{ err error }
+
+func (e usageError) Error() string   { return e.err.Error() }
+func (e usageError) Unwrap() []error { return []error{errUsage, e.err} }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -33,20 +39,16 @@ func main() {
 // survives from one call to the next.
 func run(ctx context.Context, env *cliEnv, args []string) int {
 	root := newRootCmd(env)
-	root.SetArgs(longFlagsWithOneDash(root, args))
+	args = longFlagsWithOneDash(root, args)
+	if err := commandFlagWithoutCommand(root, args); err != nil {
+		return reportError(env, root, err)
+	}
+	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
-	msg := cliMessage(err)
-	// "floe recover: recover: ..." says the command twice.
-	msg = strings.TrimPrefix(msg, cmd.Name()+": ")
-	fmt.Fprintf(env.stderr, "%s: %s\n", cmd.CommandPath(), msg)
-	if errors.Is(err, errUsage) {
-		fmt.Fprintf(env.stderr, "Usage: %s (`%s -h` for help)\n", cmd.UseLine(), cmd.CommandPath())
-		return 2
-	}
-	return 1
+	return reportError(env, cmd, err)
 }
 
 // goPrefix matches the Go package names the libraries put before their

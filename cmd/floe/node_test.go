@@ -182,9 +182,31 @@ func TestHealth(t *testing.T) {
 	if code, out, errOut := runCLI(t, "", "health", "--http", addr); code != 0 || out != "node 3 ready\n" {
 		t.Fatalf("ready: exit %d %q %s", code, out, errOut)
 	}
+	asJSON := func(args ...string) (int, healthAnswer, jsonError) {
+		t.Helper()
+		code, out, errOut := runCLI(t, "", append([]string{"health", "--http", addr, "-o", "json"}, args...)...)
+		var answer healthAnswer
+		var e jsonError
+		if err := json.Unmarshal([]byte(out), &answer); err != nil {
+			t.Fatalf("health -o json %v: stdout is not JSON (%v): %q", args, err, out)
+		}
+		if errOut != "" && json.Unmarshal([]byte(errOut), &e) != nil {
+			t.Fatalf("health -o json %v: stderr is not JSON: %q", args, errOut)
+		}
+		return code, answer, e
+	}
+	if code, answer, _ := asJSON(); code != 0 || !answer.Ready || answer.Node != 3 || answer.Status != 200 {
+		t.Fatalf("ready, -o json: exit %d %+v", code, answer)
+	}
+	if code, answer, _ := asJSON("--live"); code != 0 || answer.Body != "ok\n" || answer.Status != 200 {
+		t.Fatalf("--live -o json: exit %d %+v", code, answer)
+	}
 	notReady.Store(true)
 	if code, _, errOut := runCLI(t, "", "health", "--http", addr); code != 1 || !strings.Contains(errOut, "not ready: no metadata leader") {
 		t.Fatalf("not ready: exit %d %s", code, errOut)
+	}
+	if code, answer, e := asJSON(); code != 1 || answer.Ready || answer.Reason != "no metadata leader" || answer.Status != 503 || e.Code != "NOT_READY" {
+		t.Fatalf("not ready, -o json: exit %d %+v %+v", code, answer, e)
 	}
 	if code, out, _ := runCLI(t, "", "health", "--http", addr, "--live"); code != 0 || out != "ok\n" {
 		t.Fatalf("--live: exit %d %q", code, out)

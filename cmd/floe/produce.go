@@ -19,21 +19,15 @@ import (
 func produceCmd(env *cliEnv) clientCmd {
 	var file, acks, columns string
 	var del bool
-	return clientCmd{summary: "append JSON lines to a log table, or upsert or delete them in a primary-key table (applying the _change of lines floe consume prints)", nargs: 1, streaming: true,
+	return clientCmd{summary: "append JSON lines to a log table, or upsert or delete them in a primary-key table (applying the _change of lines floe consume prints)", nargs: 1, streaming: true, arg: argTable,
 		usage: "produce DB.TABLE [--file F] [--acks all|1|0] [--delete] [--columns a,b]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&file, "file", "", "read JSON lines from this file instead of stdin")
-			fs.StringVar(&acks, "acks", "all", "acknowledgement: all (every in-sync replica), 1 (the leader) or 0 (none)")
+			choiceVar(fs, &acks, "acks", "all", ackChoices, "acknowledgement: all (every in-sync replica), 1 (the leader) or 0 (none)")
 			fs.BoolVar(&del, "delete", false, "primary-key tables: each line is a key object whose row to delete")
 			fs.StringVar(&columns, "columns", "", "primary-key tables: comma-separated columns each line updates (a partial update)")
 		},
 		check: func(pos []string) error {
-			if _, _, err := tableName(pos[0]); err != nil {
-				return err
-			}
-			if _, err := client.ParseAcks(acks); err != nil {
-				return fmt.Errorf("%w: --acks %q: want all, 1 or 0", errUsage, acks)
-			}
 			if del && columns != "" {
 				return fmt.Errorf("%w: --delete and --columns exclude each other", errUsage)
 			}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -320,6 +321,7 @@ func TestBenchSmoke(t *testing.T) {
 		{"bench", "produce", "--duration", "500ms", "--record-bytes", "64", "--batching", "--acks", "1"},
 		{"bench", "produce", "--duration", "500ms", "--batch", "10", "--table", "bench.other"},
 		{"bench", "e2e", "--duration", "500ms", "--rate", "2000", "--record-bytes", "16"},
+		{"bench", "produce", "--duration", "500ms", "--record-bytes", "64", "-o", "json"},
 	} {
 		t.Run(strings.Join(args[1:], " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, "", append(args, "--server", server)...)
@@ -327,6 +329,9 @@ func TestBenchSmoke(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if slices.Contains(args, "json") && len(lines) != 1 {
+				t.Fatalf("-o json prints more than the JSON line:\n%s", out)
+			}
 			var generic map[string]any
 			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &generic); err != nil {
 				t.Fatalf("last line is not JSON: %q", lines[len(lines)-1])

@@ -22,11 +22,9 @@ func recoverSpec(env *cliEnv) cmdSpec {
 			dataDir := fs.String("data-dir", "", "data folder of the stopped node")
 			id := fs.Uint("id", 0, "the node's id")
 			list := fs.String("voters", "", "the surviving voters, this node included, as ID=ADDRESS (their RPC address), comma-separated")
-			output := fs.String("output", "text", "output format: text or json")
+			var output string
+			outputVar(fs, &output, "")
 			return func(_ context.Context, pos []string) error {
-				if *output != "text" && *output != "json" {
-					return fmt.Errorf("%w: --output must be text or json", errUsage)
-				}
 				if len(pos) != 0 {
 					return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
 				}
@@ -41,7 +39,7 @@ func recoverSpec(env *cliEnv) cmdSpec {
 				if err != nil {
 					return err
 				}
-				if *output == "json" {
+				if output == "json" {
 					type voter struct {
 						ID      uint32 `json:"id"`
 						Address string `json:"address"`

@@ -37,7 +37,7 @@ type schemaFlags struct {
 func addSchemaFlags(fs *flag.FlagSet) *schemaFlags {
 	f := &schemaFlags{}
 	fs.StringVar(&f.primaryKey, "primary-key", "", "comma-separated primary-key columns")
-	fs.StringVar(&f.output, "output", "text", "text or json")
+	outputVar(fs, &f.output, "")
 	return f
 }
 

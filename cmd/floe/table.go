@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/raftmeta/metastate"
+	"github.com/floedb/floe/storage/record"
 )
 
 // tableCmds are the subcommands of floe table.
@@ -51,13 +53,28 @@ func (p propertyFlag) Set(v string) error {
 	return nil
 }
 
-// tableName splits a DATABASE.TABLE argument.
+// tableName splits a DATABASE.TABLE argument and checks both names: an
+// invalid one is a usage mistake, found before connecting.
 func tableName(arg string) (db, table string, err error) {
 	db, table, err = client.SplitTableName(arg)
 	if err != nil {
 		return "", "", fmt.Errorf("%w: %q is not DB.TABLE (a database and a table name joined by a dot)", errUsage, arg)
 	}
+	if err := databaseName(db); err != nil {
+		return "", "", err
+	}
+	if !record.ValidName(table) {
+		return "", "", fmt.Errorf("%w: invalid table name %.256q: %s", errUsage, table, record.NameRule)
+	}
 	return db, table, nil
+}
+
+// databaseName checks a database name: an invalid one is a usage mistake.
+func databaseName(name string) error {
+	if !record.ValidName(name) {
+		return fmt.Errorf("%w: invalid database name %.256q: %s", errUsage, name, record.NameRule)
+	}
+	return nil
 }
 
 // openTable opens the table a DB.TABLE argument names, within --timeout.
@@ -76,14 +93,14 @@ func tableCreateCmd(env *cliEnv) clientCmd {
 	var buckets, replication int
 	var ifNotExists bool
 	props := propertyFlag{}
-	return clientCmd{summary: "create a log or primary-key table", nargs: 1,
+	return clientCmd{summary: "create a log or primary-key table", nargs: 1, arg: argNewTable,
 		usage: "table create DB.TABLE --schema '...' [--primary-key a,b] [--bucket-key a] [--buckets N] [--replication N] [--property k=v]... [--if-not-exists]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&schema, "schema", "", "columns: 'id BIGINT NOT NULL, name STRING, amount DECIMAL(10,2)'")
 			fs.StringVar(&pk, "primary-key", "", "comma-separated primary-key columns (makes a primary-key table)")
 			fs.StringVar(&bk, "bucket-key", "", "comma-separated bucket-key columns")
-			fs.IntVar(&buckets, "buckets", 0, "number of buckets (default: 3 in a cluster of 3+ tablet nodes, else 1)")
-			fs.IntVar(&replication, "replication", 0, "replication factor (default: min(3, tablet nodes))")
+			rangeVar(fs, &buckets, "buckets", 1, metastate.MaxBuckets, fmt.Sprintf("number of buckets, 1 to %d (default: 3 in a cluster of 3+ tablet nodes, else 1)", metastate.MaxBuckets))
+			rangeVar(fs, &replication, "replication", 1, 0, "replication factor, 1 to the number of tablet nodes (default: min(3, tablet nodes))")
 			fs.BoolVar(&ifNotExists, "if-not-exists", false, "succeed if the table exists")
 			fs.Var(props, "property", "table property key=value (repeatable)")
 		},
@@ -118,7 +135,7 @@ func tableCreateCmd(env *cliEnv) clientCmd {
 
 func tableDropCmd(env *cliEnv) clientCmd {
 	var ifExists bool
-	return clientCmd{summary: "drop a table", usage: "table drop DB.TABLE [--if-exists]", nargs: 1,
+	return clientCmd{summary: "drop a table", usage: "table drop DB.TABLE [--if-exists]", nargs: 1, arg: argTable,
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&ifExists, "if-exists", false, "succeed if the table does not exist")
 		},
@@ -143,7 +160,7 @@ func tableDropCmd(env *cliEnv) clientCmd {
 }
 
 func tableListCmd(env *cliEnv) clientCmd {
-	return clientCmd{summary: "list a database's tables", usage: "table list DB", nargs: 1,
+	return clientCmd{summary: "list a database's tables", usage: "table list DB", nargs: 1, arg: argDatabase,
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 			tables, err := c.Admin().ListTables(ctx, pos[0])
 			if err != nil {
@@ -166,7 +183,7 @@ func tableListCmd(env *cliEnv) clientCmd {
 }
 
 func tableDescribeCmd(env *cliEnv) clientCmd {
-	return clientCmd{summary: "show a table's columns, properties and bucket placement", usage: "table describe DB.TABLE", nargs: 1,
+	return clientCmd{summary: "show a table's columns, properties and bucket placement", usage: "table describe DB.TABLE", nargs: 1, arg: argTable,
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 			db, name, err := tableName(pos[0])
 			if err != nil {

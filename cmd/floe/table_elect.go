@@ -15,7 +15,7 @@ import (
 func tableElectCmd(env *cliEnv) clientCmd {
 	var bucket int
 	var unclean bool
-	return clientCmd{summary: "elect bucket leaders, clean or (--unclean) from outside the ISR", usage: "table elect DB.TABLE [--bucket N] [--unclean]", nargs: 1,
+	return clientCmd{summary: "elect bucket leaders, clean or (--unclean) from outside the ISR", usage: "table elect DB.TABLE [--bucket N] [--unclean]", nargs: 1, arg: argTable,
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&bucket, "bucket", -1, "elect only this bucket (default: every bucket)")
 			fs.BoolVar(&unclean, "unclean", false,

@@ -14,7 +14,7 @@ import (
 // table now.
 func tableSnapshotCmd(env *cliEnv) clientCmd {
 	var concurrency int
-	return clientCmd{summary: "take a KV snapshot of a primary-key table now", usage: "table snapshot DB.TABLE [--concurrency 4]", nargs: 1,
+	return clientCmd{summary: "take a KV snapshot of a primary-key table now", usage: "table snapshot DB.TABLE [--concurrency 4]", nargs: 1, arg: argTable,
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&concurrency, "concurrency", 4, "buckets snapshotted at once (each on its leader, one at a time per node)")
 		},

@@ -19,4 +19,4 @@ func validName(s string) bool {
 }
 
 // nameRule ends the message of an invalid name.
-const nameRule = "use 1 to 200 letters, digits or underscores"
+const nameRule = "use 1 to 200 ASCII letters, digits or underscores"

@@ -16,9 +16,10 @@ import (
 //
 // For example "id BIGINT NOT NULL PRIMARY KEY, name STRING, amount
 // DECIMAL(10,2)". Keywords and type names are case-insensitive; column names
-// are kept as written and are case-sensitive. A column is nullable unless it
-// says NOT NULL. A primary key is declared either on one column or by the
-// clause, whose order is the key order; its columns must say NOT NULL.
+// are kept as written and are case-sensitive, and two of them may not
+// differ in case alone. A column is nullable unless it says NOT NULL. A
+// primary key is declared either on one column or by the clause, whose
+// order is the key order; its columns must say NOT NULL.
 //
 // Type names (aliases after the slash) and defaults:
 //
@@ -28,7 +29,8 @@ import (
 //	DECIMAL / NUMERIC / DEC, DECIMAL(p), DECIMAL(p,s)   default DECIMAL(10,0)
 //	STRING / TEXT / VARCHAR
 //	BYTES / BYTEA / VARBINARY
-//	DATE, TIME
+//	DATE
+//	TIME                                                milliseconds
 //	TIMESTAMP, TIMESTAMP(p)                             default precision 6
 //	TIMESTAMP_LTZ, TIMESTAMP_LTZ(p)                     default precision 6
 //
@@ -92,7 +94,29 @@ func ParseSchema(src string) (Schema, error) {
 	if err := s.Validate(); err != nil {
 		return Schema{}, err
 	}
+	if err := namesDifferInCase(s.Columns); err != nil {
+		return Schema{}, err
+	}
 	return s, nil
+}
+
+// namesDifferInCase refuses two columns whose names differ only in case
+// ("id" and "ID"): SQL, table formats such as Iceberg and Go's
+// encoding/json (decoding into structs) match names without case, and
+// would take one column's value for the other's.
+// Validate does not refuse them, so that a stored schema which has them
+// still decodes.
+func namesDifferInCase(columns []Column) error {
+	seen := make(map[string]int, len(columns))
+	for i, c := range columns {
+		folded := strings.ToLower(c.Name)
+		if first, dup := seen[folded]; dup {
+			return newSchemaError(columnRef(i, c.Name) + ": same name as column " + strconv.Itoa(first+1) + " " +
+				strconv.Quote(columns[first].Name) + " but for case; names must differ in more than case")
+		}
+		seen[folded] = i
+	}
+	return nil
 }
 
 // ParseType parses one type in the syntax of ParseSchema, such as

@@ -129,6 +129,8 @@ func TestParseSchemaErrors(t *testing.T) {
 		{"a INT NOT NULL, PRIMARY KEY (a", `record: schema: primary key: expected "," or ")", found the end at offset 30`},
 		{"a INT NOT NULL, PRIMARY KEY (a) x", `record: schema: primary key: expected "," or the end, found "x" at offset 32`},
 		{"a INT, a STRING", `record: schema: column 2 "a": duplicate name (also column 1)`},
+		{"id INT, ID BIGINT", `record: schema: column 2 "ID": same name as column 1 "id" but for case; names must differ in more than case`},
+		{"a INT, Name STRING, NAME STRING", `record: schema: column 3 "NAME": same name as column 2 "Name" but for case; names must differ in more than case`},
 		{"a INT UNIQUE", `record: schema: column 1 "a": expected NOT NULL, NULL, PRIMARY KEY, "," or the end, found "UNIQUE" at offset 6`},
 		{"a INT)", `record: schema: column 1 "a": expected "," or the end, found ")" at offset 5`},
 		{"a INT(3)", `record: schema: column 1 "a": type INT takes no parameters`},

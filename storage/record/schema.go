@@ -50,7 +50,7 @@ func (s Schema) Validate() error {
 	}
 	seen := make(map[string]int, len(s.Columns))
 	for i, c := range s.Columns {
-		if !validColumnName(c.Name) {
+		if !ValidName(c.Name) {
 			return newSchemaError(columnRef(i, c.Name) + ": invalid name (want 1 to 200 characters of A-Z, a-z, 0-9, _)")
 		}
 		if first, dup := seen[c.Name]; dup {
@@ -81,7 +81,13 @@ func columnRef(i int, name string) string {
 	return "column " + strconv.Itoa(i+1) + " " + strconv.Quote(name)
 }
 
-func validColumnName(name string) bool {
+// NameRule says what ValidName takes, to end the message of a name it
+// refuses.
+const NameRule = "use 1 to 200 ASCII letters, digits or underscores"
+
+// ValidName reports whether name is 1 to 200 ASCII letters, digits or
+// underscores: the rule for column, table and database names.
+func ValidName(name string) bool {
 	if len(name) == 0 || len(name) > MaxColumnNameBytes {
 		return false
 	}
