@@ -127,7 +127,7 @@ func schemaOf(t *pb.TableRecord) (record.Schema, int16, error) {
 		b.WriteString(strings.Join(t.PrimaryKey, ", "))
 		b.WriteByte(')')
 	}
-	s, err := record.ParseSchema(b.String())
+	s, err := record.ParseStoredSchema(b.String()) // a table of any build opens
 	if err != nil {
 		return record.Schema{}, 0, err
 	}

@@ -42,6 +42,20 @@ import (
 // ErrInvalidSchema and name the column by position and name, as in
 // `record: schema: column 2 "amount": unknown type "DECIMALS"`.
 func ParseSchema(src string) (Schema, error) {
+	s, err := ParseStoredSchema(src)
+	if err != nil {
+		return Schema{}, err
+	}
+	if err := namesDifferInCase(s.Columns); err != nil {
+		return Schema{}, err
+	}
+	return s, nil
+}
+
+// ParseStoredSchema is ParseSchema for a schema already stored: it takes
+// column names that differ only in case, which a table created before they
+// were refused may have, so such a table still opens.
+func ParseStoredSchema(src string) (Schema, error) {
 	p := schemaParser{src: src}
 	p.advance()
 	if p.tok.kind == tokEOF {
@@ -92,9 +106,6 @@ func ParseSchema(src string) (Schema, error) {
 		p.advance()
 	}
 	if err := s.Validate(); err != nil {
-		return Schema{}, err
-	}
-	if err := namesDifferInCase(s.Columns); err != nil {
 		return Schema{}, err
 	}
 	return s, nil

@@ -178,3 +178,17 @@ func TestParseType(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredSchemaWithCaseTwins checks a stored schema whose column names
+// differ only in case, which builds before the parser refused them stored,
+// still parses as stored, while a new one is refused.
+func TestStoredSchemaWithCaseTwins(t *testing.T) {
+	const src = "id INT NOT NULL, ID BIGINT, PRIMARY KEY (id)"
+	if _, err := ParseSchema(src); err == nil || !errors.Is(err, ErrInvalidSchema) {
+		t.Fatalf("a new schema with case twins: %v", err)
+	}
+	s, err := ParseStoredSchema(src)
+	if err != nil || len(s.Columns) != 2 || s.Columns[1].Name != "ID" {
+		t.Fatalf("the stored schema: %+v, %v", s, err)
+	}
+}
