@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -20,25 +21,19 @@ import (
 // hanging it. Nothing is expected to take anywhere near this long.
 const guard = 20 * time.Second
 
-// node is one test server: a Listener routing to a Server with testMeta, and
-// optionally a Raft stream layer.
+// node is one test server: a Listener routing to a Server with testMeta.
+// Nothing takes its Raft route unless a test does (lis.Raft()).
 type node struct {
 	addr string
 	lis  *transport.Listener
 	meta *testMeta
-	raft *transport.RaftStreamLayer
 	stop func()
 }
 
 type nodeOptions struct {
-	addr      string // default 127.0.0.1:0
-	server    transport.ServerConfig
-	listener  transport.ListenerConfig
-	clusterID string // non-empty: run a Raft stream layer of this cluster
-	// incarnation of the node and, for its dials, the incarnation expected
-	// at an address.
-	incarnation string
-	expect      func(address string) string
+	addr     string // default 127.0.0.1:0
+	server   transport.ServerConfig
+	listener transport.ListenerConfig
 	// wrapDRPC, if set, wraps the listener the Server serves.
 	wrapDRPC func(net.Listener) net.Listener
 }
@@ -57,10 +52,6 @@ func startNode(t *testing.T, opts nodeOptions) *node {
 	srv := transport.NewServer(opts.server)
 	if err := pb.DRPCRegisterMeta(srv.Mux(), n.meta); err != nil {
 		t.Fatal(err)
-	}
-	if opts.clusterID != "" {
-		n.raft = transport.NewRaftStreamLayer(lis, transport.RaftStreamConfig{ClusterID: opts.clusterID,
-			Incarnation: opts.incarnation, ExpectedIncarnation: opts.expect, Logger: opts.listener.Logger})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -81,9 +72,6 @@ func startNode(t *testing.T, opts nodeOptions) *node {
 	var once sync.Once
 	n.stop = func() {
 		once.Do(func() {
-			if n.raft != nil {
-				_ = n.raft.Close()
-			}
 			cancel()
 			_ = lis.Close()
 			wg.Wait()
@@ -338,4 +326,62 @@ func (m *testMeta) DrainNode(context.Context, *pb.DrainNodeRequest) (*pb.DrainNo
 
 func (m *testMeta) BucketStatus(context.Context, *pb.BucketStatusRequest) (*pb.BucketStatusResponse, error) {
 	return nil, m.notServed()
+}
+
+// waitFor waits until cond holds, failing the test after guard.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s after %v", what, guard)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// silentConns opens n connections to addr that send prefix and then
+// nothing; they close with the test.
+func silentConns(t *testing.T, addr, prefix string, n int) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		if _, err := conn.Write([]byte(prefix)); err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = conn
+	}
+	return conns
+}
+
+// raftRouted checks that a connection to n starting with the Raft prefix
+// reaches n's Raft listener with the bytes after the prefix. (The Raft
+// handshake on top is transport/raftnet's, tested there.)
+func raftRouted(t *testing.T, n *node) {
+	t.Helper()
+	out, err := net.Dial("tcp", n.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := out.Write([]byte(transport.RaftHeader + "ping")); err != nil {
+		t.Fatal(err)
+	}
+	in, err := n.lis.Raft().Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if err := in.SetReadDeadline(time.Now().Add(guard)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(in, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("Raft route read %q, %v", buf, err)
+	}
 }

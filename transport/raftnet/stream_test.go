@@ -1,4 +1,4 @@
-package transport_test
+package raftnet_test
 
 import (
 	"io"
@@ -10,11 +10,11 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/floedb/floe/transport"
-	"github.com/floedb/floe/transport/pb"
+	"github.com/floedb/floe/transport/raftnet"
 )
 
 // exchange sends ping from the dialer and pong back over a Raft connection.
-func exchange(t *testing.T, from, to *transport.RaftStreamLayer, addr string) {
+func exchange(t *testing.T, from, to *raftnet.StreamLayer, addr string) {
 	t.Helper()
 	accepted := make(chan net.Conn, 1)
 	go func() {
@@ -51,21 +51,6 @@ func exchange(t *testing.T, from, to *transport.RaftStreamLayer, addr string) {
 	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "pong" {
 		t.Fatalf("dialer read %q, %v", buf, err)
 	}
-}
-
-func TestDRPCAndRaftShareOnePort(t *testing.T) {
-	a := startNode(t, nodeOptions{clusterID: "c1"})
-	b := startNode(t, nodeOptions{clusterID: "c1"})
-
-	exchange(t, b.raft, a.raft, a.addr)
-	exchange(t, a.raft, b.raft, b.addr)
-
-	pool, _ := countingPool(t, transport.PoolConfig{})
-	resp, err := pb.NewDRPCMetaClient(pool.Conn(a.addr)).Hello(t.Context(), &pb.HelloRequest{NodeId: 7})
-	if err != nil || resp.NodeId != 7 {
-		t.Fatalf("hello over the same port: %v, %v", resp, err)
-	}
-	exchange(t, b.raft, a.raft, a.addr) // and Raft still works after DRPC
 }
 
 func TestRaftRefusesAnotherCluster(t *testing.T) {
