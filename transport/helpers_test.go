@@ -1,12 +1,10 @@
 package transport_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/internal/conntest"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -245,46 +244,6 @@ func (m *testMeta) TransferLeadership(context.Context, *pb.TransferLeadershipReq
 	return nil, m.notServed()
 }
 
-// logBuffer is a slog destination tests can read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// readClosed waits until the peer closes conn (reads return an error).
-func readClosed(t *testing.T, conn net.Conn) {
-	t.Helper()
-	if err := conn.SetReadDeadline(time.Now().Add(guard)); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 64)
-	for {
-		if _, err := conn.Read(buf); err != nil {
-			var netErr net.Error
-			if errors.As(err, &netErr) && netErr.Timeout() {
-				t.Fatalf("connection still open after %v", guard)
-			}
-			return
-		}
-	}
-}
-
 func (m *testMeta) WatchMetadata(_ *pb.WatchMetadataRequest, stream pb.DRPCMeta_WatchMetadataStream) error {
 	if m.watchGate == nil {
 		return m.notServed()
@@ -340,25 +299,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// silentConns opens n connections to addr that send prefix and then
-// nothing; they close with the test.
-func silentConns(t *testing.T, addr, prefix string, n int) []net.Conn {
-	t.Helper()
-	conns := make([]net.Conn, n)
-	for i := range conns {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = conn.Close() })
-		if _, err := conn.Write([]byte(prefix)); err != nil {
-			t.Fatal(err)
-		}
-		conns[i] = conn
-	}
-	return conns
-}
-
 // raftRouted checks that a connection to n starting with the Raft prefix
 // reaches n's Raft listener with the bytes after the prefix. (The Raft
 // handshake on top is transport/raftnet's, tested there.)
@@ -384,4 +324,29 @@ func raftRouted(t *testing.T, n *node) {
 	if _, err := io.ReadFull(in, buf); err != nil || string(buf) != "ping" {
 		t.Fatalf("Raft route read %q, %v", buf, err)
 	}
+}
+
+// logBuffer is a slog destination tests can read.
+type logBuffer = conntest.LogBuffer
+
+// readClosed waits until the peer closes conn (reads return an error).
+func readClosed(t *testing.T, conn net.Conn) {
+	t.Helper()
+	if err := conntest.ReadClosed(conn, guard); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// silentConns opens n connections to addr that send prefix and then
+// nothing; they close with the test.
+func silentConns(t *testing.T, addr, prefix string, n int) []net.Conn {
+	t.Helper()
+	conns, err := conntest.SilentConns(addr, prefix, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, conn := range conns {
+		t.Cleanup(func() { _ = conn.Close() })
+	}
+	return conns
 }

@@ -69,7 +69,7 @@ func readRefusal(t *testing.T, conn net.Conn) error {
 // connection was held forever.
 func TestHalfMessageTimesOut(t *testing.T) {
 	var logs logBuffer
-	a := startNode(t, nodeOptions{server: transport.ServerConfig{MessageTimeout: 50 * time.Millisecond, Logger: logs.logger()}})
+	a := startNode(t, nodeOptions{server: transport.ServerConfig{MessageTimeout: 50 * time.Millisecond, Logger: logs.Logger()}})
 	for _, tc := range []struct {
 		name, rpc string
 		cut       bool
@@ -129,7 +129,7 @@ func TestIdleStreamOutlivesMessageTimeout(t *testing.T) {
 // through again.
 func TestDRPCConnCap(t *testing.T) {
 	var logs logBuffer
-	a := startNode(t, nodeOptions{listener: transport.ListenerConfig{MaxConns: 2, Logger: logs.logger()}})
+	a := startNode(t, nodeOptions{listener: transport.ListenerConfig{MaxConns: 2, Logger: logs.Logger()}})
 	hello := func() (*drpcconn.Conn, error) {
 		raw, err := drpcmigrate.DialWithHeader(t.Context(), "tcp", a.addr, drpcmigrate.DRPCHeader)
 		if err != nil {

@@ -1,16 +1,14 @@
 package raftnet_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"log/slog"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/internal/conntest"
 	"github.com/floedb/floe/transport/raftnet"
 )
 
@@ -73,61 +71,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// silentConns opens n connections to addr that send prefix and then
-// nothing; they close with the test.
-func silentConns(t *testing.T, addr, prefix string, n int) []net.Conn {
-	t.Helper()
-	conns := make([]net.Conn, n)
-	for i := range conns {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = conn.Close() })
-		if _, err := conn.Write([]byte(prefix)); err != nil {
-			t.Fatal(err)
-		}
-		conns[i] = conn
-	}
-	return conns
-}
-
 // logBuffer is a slog destination tests can read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
+type logBuffer = conntest.LogBuffer
 
 // readClosed waits until the peer closes conn (reads return an error).
 func readClosed(t *testing.T, conn net.Conn) {
 	t.Helper()
-	if err := conn.SetReadDeadline(time.Now().Add(guard)); err != nil {
+	if err := conntest.ReadClosed(conn, guard); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 64)
-	for {
-		if _, err := conn.Read(buf); err != nil {
-			var netErr net.Error
-			if errors.As(err, &netErr) && netErr.Timeout() {
-				t.Fatalf("connection still open after %v", guard)
-			}
-			return
-		}
+}
+
+// silentConns opens n connections to addr that send prefix and then
+// nothing; they close with the test.
+func silentConns(t *testing.T, addr, prefix string, n int) []net.Conn {
+	t.Helper()
+	conns, err := conntest.SilentConns(addr, prefix, n)
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, conn := range conns {
+		t.Cleanup(func() { _ = conn.Close() })
+	}
+	return conns
 }

@@ -90,7 +90,7 @@ func TestRaftIdleConnectionNeverReachesRaft(t *testing.T) {
 // the log names the flag.
 func TestRaftConnCapClosesIdlest(t *testing.T) {
 	var logs logBuffer
-	a := startNode(t, nodeOptions{clusterID: "c1", listener: transport.ListenerConfig{MaxRaftConns: 2, Logger: logs.logger()}})
+	a := startNode(t, nodeOptions{clusterID: "c1", listener: transport.ListenerConfig{MaxRaftConns: 2, Logger: logs.Logger()}})
 	b := startNode(t, nodeOptions{clusterID: "c1"})
 	var outs, ins []net.Conn
 	connect := func() {

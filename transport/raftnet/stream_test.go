@@ -55,7 +55,7 @@ func exchange(t *testing.T, from, to *raftnet.StreamLayer, addr string) {
 
 func TestRaftRefusesAnotherCluster(t *testing.T) {
 	var logs logBuffer
-	a := startNode(t, nodeOptions{clusterID: "c1", listener: transport.ListenerConfig{Logger: logs.logger()}})
+	a := startNode(t, nodeOptions{clusterID: "c1", listener: transport.ListenerConfig{Logger: logs.Logger()}})
 	stranger := startNode(t, nodeOptions{clusterID: "c2"})
 	friend := startNode(t, nodeOptions{clusterID: "c1"})
 
@@ -96,7 +96,7 @@ func TestRaftRefusesAnotherCluster(t *testing.T) {
 func TestRaftRefusesDialsForAnotherIncarnation(t *testing.T) {
 	var logs logBuffer
 	fresh := startNode(t, nodeOptions{clusterID: "c1", incarnation: "new",
-		listener: transport.ListenerConfig{Logger: logs.logger()}})
+		listener: transport.ListenerConfig{Logger: logs.Logger()}})
 	go func() {
 		for {
 			conn, err := fresh.raft.Accept()
