@@ -52,6 +52,9 @@ func TestMain(m *testing.M) {
 	if err := shared.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "closing the test cluster:", err)
 	}
+	if err := exampleCluster.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "closing the examples' cluster:", err)
+	}
 	os.Exit(code)
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/gossip"
 	"github.com/floedb/floe/transport/pb"
+	"github.com/floedb/floe/transport/raftnet"
 )
 
 // Server is one Floe node.
@@ -336,7 +337,7 @@ func (s *Server) startTabletOnly(ctx context.Context) error {
 
 // openRaft starts the Raft node over the one-port stream layer.
 func (s *Server) openRaft() (*raftmeta.Node, error) {
-	layer := transport.NewRaftStreamLayer(s.lis, transport.RaftStreamConfig{
+	layer := raftnet.NewStreamLayer(s.lis, raftnet.StreamConfig{
 		ClusterID:           s.ClusterID(),
 		Incarnation:         s.id.Incarnation,
 		ExpectedIncarnation: s.incarnationAt,

@@ -9,6 +9,7 @@ import (
 
 	"storj.io/drpc/drpcwire"
 
+	"github.com/floedb/floe/transport/internal/sampledlog"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -36,7 +37,7 @@ const (
 type connCap struct {
 	max     int
 	log     *slog.Logger
-	refused sampledLog
+	refused sampledlog.Log
 
 	mu        sync.Mutex
 	open      int
@@ -63,7 +64,7 @@ func (c *connCap) admit(conn net.Conn) (net.Conn, bool) {
 		c.answering.Add(1)
 	}
 	c.mu.Unlock()
-	if suppressed, ok := c.refused.allow(); ok {
+	if suppressed, ok := c.refused.Allow(); ok {
 		c.log.Warn("refusing DRPC connection: the node serves its limit of connections already",
 			"remote_addr", conn.RemoteAddr().String(), "max_rpc_conns", c.max, "flag", maxConnsFlag, "suppressed", suppressed)
 	}

@@ -38,20 +38,12 @@
 //   - Raft: at most MaxRaftConns (64, --max-raft-conns), a share DRPC
 //     clients cannot take; one more closes the idlest.
 //
-// # Raft handshake
+// # Raft
 //
-// After its prefix a Raft connection introduces its cluster:
-//
-//	"FLOERAFT" | n (1 byte) | cluster id (n bytes)     dialer → acceptor
-//	0x01                                              acceptor → dialer
-//
-// RaftStreamLayer (a raft.StreamLayer) writes this when dialing and checks it
-// when accepting. A connection from another cluster is closed without an
-// answer and logged; the dialer's Dial then fails. Handshakes run in their
-// own goroutines, so a slow peer holds up no one else. Accept hands a
-// connection to Raft once the first byte of its first RPC has arrived (within
-// the handshake timeout): Raft's transport gives each connection a 256 KiB
-// buffer, which an idle one should not hold.
+// The Raft stream layer, which takes over the Raft route of a Listener and
+// checks that a peer belongs to the cluster, lives in transport/raftnet:
+// only nodes import it, so the SDK, which imports transport, never compiles
+// hashicorp/raft.
 //
 // # Errors on the wire
 //

@@ -1,11 +1,10 @@
 package transport_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/internal/conntest"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -20,25 +20,19 @@ import (
 // hanging it. Nothing is expected to take anywhere near this long.
 const guard = 20 * time.Second
 
-// node is one test server: a Listener routing to a Server with testMeta, and
-// optionally a Raft stream layer.
+// node is one test server: a Listener routing to a Server with testMeta.
+// Nothing takes its Raft route unless a test does (lis.Raft()).
 type node struct {
 	addr string
 	lis  *transport.Listener
 	meta *testMeta
-	raft *transport.RaftStreamLayer
 	stop func()
 }
 
 type nodeOptions struct {
-	addr      string // default 127.0.0.1:0
-	server    transport.ServerConfig
-	listener  transport.ListenerConfig
-	clusterID string // non-empty: run a Raft stream layer of this cluster
-	// incarnation of the node and, for its dials, the incarnation expected
-	// at an address.
-	incarnation string
-	expect      func(address string) string
+	addr     string // default 127.0.0.1:0
+	server   transport.ServerConfig
+	listener transport.ListenerConfig
 	// wrapDRPC, if set, wraps the listener the Server serves.
 	wrapDRPC func(net.Listener) net.Listener
 }
@@ -57,10 +51,6 @@ func startNode(t *testing.T, opts nodeOptions) *node {
 	srv := transport.NewServer(opts.server)
 	if err := pb.DRPCRegisterMeta(srv.Mux(), n.meta); err != nil {
 		t.Fatal(err)
-	}
-	if opts.clusterID != "" {
-		n.raft = transport.NewRaftStreamLayer(lis, transport.RaftStreamConfig{ClusterID: opts.clusterID,
-			Incarnation: opts.incarnation, ExpectedIncarnation: opts.expect, Logger: opts.listener.Logger})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -81,9 +71,6 @@ func startNode(t *testing.T, opts nodeOptions) *node {
 	var once sync.Once
 	n.stop = func() {
 		once.Do(func() {
-			if n.raft != nil {
-				_ = n.raft.Close()
-			}
 			cancel()
 			_ = lis.Close()
 			wg.Wait()
@@ -257,46 +244,6 @@ func (m *testMeta) TransferLeadership(context.Context, *pb.TransferLeadershipReq
 	return nil, m.notServed()
 }
 
-// logBuffer is a slog destination tests can read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// readClosed waits until the peer closes conn (reads return an error).
-func readClosed(t *testing.T, conn net.Conn) {
-	t.Helper()
-	if err := conn.SetReadDeadline(time.Now().Add(guard)); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 64)
-	for {
-		if _, err := conn.Read(buf); err != nil {
-			var netErr net.Error
-			if errors.As(err, &netErr) && netErr.Timeout() {
-				t.Fatalf("connection still open after %v", guard)
-			}
-			return
-		}
-	}
-}
-
 func (m *testMeta) WatchMetadata(_ *pb.WatchMetadataRequest, stream pb.DRPCMeta_WatchMetadataStream) error {
 	if m.watchGate == nil {
 		return m.notServed()
@@ -342,4 +289,68 @@ func (m *testMeta) RemoveNode(context.Context, *pb.RemoveNodeRequest) (*pb.Remov
 
 func (m *testMeta) BucketStatus(context.Context, *pb.BucketStatusRequest) (*pb.BucketStatusResponse, error) {
 	return nil, m.notServed()
+}
+
+// waitFor waits until cond holds, failing the test after guard.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s after %v", what, guard)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// raftRouted checks that a connection to n starting with the Raft prefix
+// reaches n's Raft listener with the bytes after the prefix. (The Raft
+// handshake on top is transport/raftnet's, tested there.)
+func raftRouted(t *testing.T, n *node) {
+	t.Helper()
+	out, err := net.Dial("tcp", n.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := out.Write([]byte(transport.RaftHeader + "ping")); err != nil {
+		t.Fatal(err)
+	}
+	in, err := n.lis.Raft().Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if err := in.SetReadDeadline(time.Now().Add(guard)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(in, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("Raft route read %q, %v", buf, err)
+	}
+}
+
+// logBuffer is a slog destination tests can read.
+type logBuffer = conntest.LogBuffer
+
+// readClosed waits until the peer closes conn (reads return an error).
+func readClosed(t *testing.T, conn net.Conn) {
+	t.Helper()
+	if err := conntest.ReadClosed(conn, guard); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// silentConns opens n connections to addr that send prefix and then
+// nothing; they close with the test.
+func silentConns(t *testing.T, addr, prefix string, n int) []net.Conn {
+	t.Helper()
+	conns, err := conntest.SilentConns(addr, prefix, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, conn := range conns {
+		t.Cleanup(func() { _ = conn.Close() })
+	}
+	return conns
 }

@@ -69,7 +69,7 @@ func readRefusal(t *testing.T, conn net.Conn) error {
 // connection was held forever.
 func TestHalfMessageTimesOut(t *testing.T) {
 	var logs logBuffer
-	a := startNode(t, nodeOptions{server: transport.ServerConfig{MessageTimeout: 50 * time.Millisecond, Logger: logs.logger()}})
+	a := startNode(t, nodeOptions{server: transport.ServerConfig{MessageTimeout: 50 * time.Millisecond, Logger: logs.Logger()}})
 	for _, tc := range []struct {
 		name, rpc string
 		cut       bool
@@ -129,7 +129,7 @@ func TestIdleStreamOutlivesMessageTimeout(t *testing.T) {
 // through again.
 func TestDRPCConnCap(t *testing.T) {
 	var logs logBuffer
-	a := startNode(t, nodeOptions{listener: transport.ListenerConfig{MaxConns: 2, Logger: logs.logger()}})
+	a := startNode(t, nodeOptions{listener: transport.ListenerConfig{MaxConns: 2, Logger: logs.Logger()}})
 	hello := func() (*drpcconn.Conn, error) {
 		raw, err := drpcmigrate.DialWithHeader(t.Context(), "tcp", a.addr, drpcmigrate.DRPCHeader)
 		if err != nil {
@@ -165,8 +165,7 @@ func TestDRPCConnCap(t *testing.T) {
 // a protocol prefix, are held at most MaxPendingConns at once; a new one
 // closes the oldest, and real clients of both protocols still get in.
 func TestPendingConnsCapClosesOldest(t *testing.T) {
-	a := startNode(t, nodeOptions{clusterID: "c1", listener: transport.ListenerConfig{MaxPendingConns: 4, HandshakeTimeout: time.Hour}})
-	b := startNode(t, nodeOptions{clusterID: "c1"})
+	a := startNode(t, nodeOptions{listener: transport.ListenerConfig{MaxPendingConns: 4, HandshakeTimeout: time.Hour}})
 	silent := silentConns(t, a.addr, "", 4)
 	waitFor(t, "4 pending connections", func() bool { return a.lis.PendingConns() == 4 })
 	silentConns(t, a.addr, "", 1)
@@ -176,5 +175,5 @@ func TestPendingConnsCapClosesOldest(t *testing.T) {
 	if _, err := pb.NewDRPCMetaClient(pool.Conn(a.addr)).Hello(t.Context(), &pb.HelloRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	exchange(t, b.raft, a.raft, a.addr)
+	raftRouted(t, a)
 }

@@ -24,12 +24,9 @@ const (
 	DefaultMaxPendingConns  = 1024
 )
 
-// The floe serve flags that set the connection limits, named in refusals
-// and logs so that whoever meets a limit knows which knob it is.
-const (
-	maxConnsFlag     = "--max-rpc-conns"
-	maxRaftConnsFlag = "--max-raft-conns"
-)
+// maxConnsFlag is the floe serve flag that sets MaxConns, named in
+// refusals and logs so that whoever meets the limit knows which knob it is.
+const maxConnsFlag = "--max-rpc-conns"
 
 // prefixBytes is the length of every protocol prefix.
 const prefixBytes = len(RaftHeader)
@@ -47,8 +44,8 @@ type ListenerConfig struct {
 	MaxConns int
 	// MaxRaftConns bounds the Raft connections handed to Raft at once, a
 	// share of their own that DRPC clients cannot take. One more closes
-	// the one idle longest (its peer redials). Enforced by the
-	// RaftStreamLayer; set by --max-raft-conns. Default 64.
+	// the one idle longest (its peer redials). Enforced by
+	// raftnet.StreamLayer; set by --max-raft-conns. Default 64.
 	MaxRaftConns int
 	// MaxPendingConns bounds the connections that have not yet been
 	// taken by their protocol (prefix not read, or not accepted yet). One
@@ -123,6 +120,16 @@ func Listen(addr string, cfg ListenerConfig) (*Listener, error) {
 	return newListener(tcp, cfg), nil
 }
 
+// NewListener routes the connections of base, which it owns from now on,
+// as Listen does those of a TCP listener (tests run one over in-memory
+// pipes).
+func NewListener(base net.Listener, cfg ListenerConfig) (*Listener, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newListener(base, cfg.withDefaults()), nil
+}
+
 // newListener routes the connections of base; cfg has its defaults.
 func newListener(base net.Listener, cfg ListenerConfig) *Listener {
 	l := &Listener{
@@ -134,7 +141,7 @@ func newListener(base net.Listener, cfg ListenerConfig) *Listener {
 	}
 	l.mux = drpcmigrate.NewListenMux(&acceptRetrier{Listener: base, log: cfg.Logger, pending: l.pending}, prefixBytes)
 	l.drpc = newRouteListener(l.mux.Route(drpcmigrate.DRPCHeader), l.rpcCap.admit)
-	l.raft = newRouteListener(l.mux.Route(RaftHeader), nil) // RaftStreamLayer bounds its own
+	l.raft = newRouteListener(l.mux.Route(RaftHeader), nil) // raftnet.StreamLayer bounds its own
 	l.pumps.Go(l.drpc.pump)
 	l.pumps.Go(l.raft.pump)
 	return l
@@ -145,8 +152,21 @@ func newListener(base net.Listener, cfg ListenerConfig) *Listener {
 func (l *Listener) DRPC() net.Listener { return l.drpc }
 
 // Raft returns the listener of Raft connections (prefix already consumed). A
-// RaftStreamLayer takes it over; use one or the other.
+// raftnet.StreamLayer takes it over; use one or the other.
 func (l *Listener) Raft() net.Listener { return l.raft }
+
+// Config returns the Listener's configuration, defaults filled in: the
+// Raft stream layer takes its handshake timeout and connection cap from
+// it.
+func (l *Listener) Config() ListenerConfig { return l.cfg }
+
+// PendingConns returns how many connections have not been taken by a
+// protocol yet.
+func (l *Listener) PendingConns() int {
+	l.pending.mu.Lock()
+	defer l.pending.mu.Unlock()
+	return len(l.pending.conns)
+}
 
 // Addr returns the TCP listener's address.
 func (l *Listener) Addr() net.Addr { return l.base.Addr() }

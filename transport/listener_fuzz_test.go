@@ -2,57 +2,21 @@ package transport
 
 import (
 	"bytes"
-	"io"
+	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"storj.io/drpc/drpcmigrate"
+
+	"github.com/floedb/floe/transport/internal/pipenet"
 )
 
 // fuzzWait bounds each wait of the listener fuzz targets: far above what
 // any step takes, so a connection left hanging fails the target instead
 // of stalling it.
 const fuzzWait = 10 * time.Second
-
-// acceptAll hands every connection lis accepts to the returned channel.
-func acceptAll(lis net.Listener) <-chan net.Conn {
-	conns := make(chan net.Conn, 16)
-	go func() {
-		for {
-			conn, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			conns <- conn
-		}
-	}()
-	return conns
-}
-
-// sendAndClose writes in to conn in a goroutine of its own (a pipe's
-// write waits for the reader) and then closes it.
-func sendAndClose(conn net.Conn, in []byte) {
-	go func() {
-		_, _ = conn.Write(in)
-		_ = conn.Close()
-	}()
-}
-
-// readAll reads conn to its end, failing the target if that takes longer
-// than fuzzWait.
-func readAll(t *testing.T, conn net.Conn) []byte {
-	t.Helper()
-	// A pipe whose other end closed refuses deadlines; its reads end at once.
-	if err := conn.SetReadDeadline(time.Now().Add(fuzzWait)); err != nil && err != io.ErrClosedPipe {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(conn)
-	if err != nil && err != io.ErrClosedPipe {
-		t.Fatalf("reading to the end: %v", err)
-	}
-	return got
-}
 
 // FuzzListenerPrefix sends any bytes as a new connection's first ones and
 // checks where the connection goes: with the DRPC or the Raft prefix, to
@@ -66,9 +30,12 @@ func FuzzListenerPrefix(f *testing.F) {
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	f.Add([]byte{})
 	lis, pipes := runPipeListener(f, ListenerConfig{})
-	drpcConns, raftConns := acceptAll(lis.DRPC()), acceptAll(lis.Raft())
+	drpcConns, raftConns := pipenet.AcceptAll(lis.DRPC()), pipenet.AcceptAll(lis.Raft())
 	f.Fuzz(func(t *testing.T, in []byte) {
-		client := pipes.dial(t)
+		client, err := pipes.Dial()
+		if err != nil {
+			t.Fatal(err)
+		}
 		defer client.Close()
 		var route <-chan net.Conn
 		switch {
@@ -82,7 +49,7 @@ func FuzzListenerPrefix(f *testing.F) {
 		case route == nil && len(in) < prefixBytes:
 			// The listener waits for the rest of the prefix (at most the
 			// handshake timeout): the client gives up.
-			sendAndClose(client, in)
+			pipenet.SendAndClose(client, in)
 			return
 		case route == nil:
 			// Nothing accepts it: the listener closes it.
@@ -92,7 +59,7 @@ func FuzzListenerPrefix(f *testing.F) {
 			}
 			return
 		}
-		sendAndClose(client, in)
+		pipenet.SendAndClose(client, in)
 		var conn net.Conn
 		select {
 		case conn = <-route:
@@ -117,4 +84,39 @@ func waitNoPending(t *testing.T, lis *Listener) {
 		}
 		time.Sleep(10 * time.Microsecond)
 	}
+}
+
+// readAll reads conn to its end, failing the target if that takes longer
+// than fuzzWait.
+func readAll(t *testing.T, conn net.Conn) []byte {
+	t.Helper()
+	got, err := pipenet.ReadAll(conn, fuzzWait)
+	if err != nil {
+		t.Fatalf("reading to the end: %v", err)
+	}
+	return got
+}
+
+// runPipeListener starts a Listener over in-memory pipes until the test or
+// fuzz target ends.
+func runPipeListener(tb testing.TB, cfg ListenerConfig) (*Listener, *pipenet.Listener) {
+	tb.Helper()
+	pipes := pipenet.New()
+	l, err := NewListener(pipes, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := l.Run(ctx); err != nil {
+			tb.Errorf("listener run: %v", err)
+		}
+	})
+	tb.Cleanup(func() {
+		cancel()
+		_ = l.Close()
+		wg.Wait()
+	})
+	return l, pipes
 }

@@ -131,3 +131,16 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestDRPCAndRaftShareOnePort: DRPC calls and Raft connections arrive on
+// one port, each routed to its own listener.
+func TestDRPCAndRaftShareOnePort(t *testing.T) {
+	a := startNode(t, nodeOptions{})
+	raftRouted(t, a)
+	pool, _ := countingPool(t, transport.PoolConfig{})
+	resp, err := pb.NewDRPCMetaClient(pool.Conn(a.addr)).Hello(t.Context(), &pb.HelloRequest{NodeId: 7})
+	if err != nil || resp.NodeId != 7 {
+		t.Fatalf("hello over the same port: %v, %v", resp, err)
+	}
+	raftRouted(t, a) // and Raft still routed after DRPC
+}

@@ -11,6 +11,7 @@ import (
 	"storj.io/drpc/drpcmigrate"
 
 	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/transport/internal/sampledlog"
 )
 
 // drpcmigrate.ListenMux reads each connection's prefix in a goroutine of its
@@ -33,7 +34,7 @@ type pendingSet struct {
 	timeout time.Duration
 	max     int
 	log     *slog.Logger
-	evicted sampledLog
+	evicted sampledlog.Log
 
 	mu       sync.Mutex
 	conns    map[*pendingConn]struct{}
@@ -69,7 +70,7 @@ func (s *pendingSet) add(conn net.Conn) (*pendingConn, bool) {
 	pc.timer = time.AfterFunc(s.timeout, pc.expire)
 	s.mu.Unlock()
 	if oldest != nil {
-		if suppressed, ok := s.evicted.allow(); ok {
+		if suppressed, ok := s.evicted.Allow(); ok {
 			s.log.Warn("closing the oldest connection without a protocol yet to make room for a new one",
 				"remote_addr", oldest.RemoteAddr().String(), "max_pending_conns", s.max, "suppressed", suppressed)
 		}

@@ -86,7 +86,7 @@ func TestClusterMismatch(t *testing.T) {
 
 func TestHandlerPanic(t *testing.T) {
 	var logs logBuffer
-	a := startNode(t, nodeOptions{server: transport.ServerConfig{Logger: logs.logger()}})
+	a := startNode(t, nodeOptions{server: transport.ServerConfig{Logger: logs.Logger()}})
 	pool, _ := countingPool(t, transport.PoolConfig{})
 	client := pb.NewDRPCMetaClient(pool.Conn(a.addr))
 	_, err := client.Hello(t.Context(), &pb.HelloRequest{RpcAddress: "panic"})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"storj.io/drpc/drpcwire"
+
+	"github.com/floedb/floe/transport/internal/pipenet"
 )
 
 // scriptedConn is a server connection whose client sent in and reads out.
@@ -22,8 +24,8 @@ type scriptedConn struct {
 func (c *scriptedConn) Read(p []byte) (int, error)         { return c.in.Read(p) }
 func (c *scriptedConn) Write(p []byte) (int, error)        { return c.out.Write(p) }
 func (c *scriptedConn) Close() error                       { return nil }
-func (c *scriptedConn) LocalAddr() net.Addr                { return pipeAddr{} }
-func (c *scriptedConn) RemoteAddr() net.Addr               { return pipeAddr{} }
+func (c *scriptedConn) LocalAddr() net.Addr                { return pipenet.Addr{} }
+func (c *scriptedConn) RemoteAddr() net.Addr               { return pipenet.Addr{} }
 func (c *scriptedConn) SetDeadline(t time.Time) error      { return nil }
 func (c *scriptedConn) SetReadDeadline(t time.Time) error  { return nil }
 func (c *scriptedConn) SetWriteDeadline(t time.Time) error { return nil }

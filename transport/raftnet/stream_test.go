@@ -1,4 +1,4 @@
-package transport_test
+package raftnet_test
 
 import (
 	"io"
@@ -10,11 +10,11 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/floedb/floe/transport"
-	"github.com/floedb/floe/transport/pb"
+	"github.com/floedb/floe/transport/raftnet"
 )
 
 // exchange sends ping from the dialer and pong back over a Raft connection.
-func exchange(t *testing.T, from, to *transport.RaftStreamLayer, addr string) {
+func exchange(t *testing.T, from, to *raftnet.StreamLayer, addr string) {
 	t.Helper()
 	accepted := make(chan net.Conn, 1)
 	go func() {
@@ -53,24 +53,9 @@ func exchange(t *testing.T, from, to *transport.RaftStreamLayer, addr string) {
 	}
 }
 
-func TestDRPCAndRaftShareOnePort(t *testing.T) {
-	a := startNode(t, nodeOptions{clusterID: "c1"})
-	b := startNode(t, nodeOptions{clusterID: "c1"})
-
-	exchange(t, b.raft, a.raft, a.addr)
-	exchange(t, a.raft, b.raft, b.addr)
-
-	pool, _ := countingPool(t, transport.PoolConfig{})
-	resp, err := pb.NewDRPCMetaClient(pool.Conn(a.addr)).Hello(t.Context(), &pb.HelloRequest{NodeId: 7})
-	if err != nil || resp.NodeId != 7 {
-		t.Fatalf("hello over the same port: %v, %v", resp, err)
-	}
-	exchange(t, b.raft, a.raft, a.addr) // and Raft still works after DRPC
-}
-
 func TestRaftRefusesAnotherCluster(t *testing.T) {
 	var logs logBuffer
-	a := startNode(t, nodeOptions{clusterID: "c1", listener: transport.ListenerConfig{Logger: logs.logger()}})
+	a := startNode(t, nodeOptions{clusterID: "c1", listener: transport.ListenerConfig{Logger: logs.Logger()}})
 	stranger := startNode(t, nodeOptions{clusterID: "c2"})
 	friend := startNode(t, nodeOptions{clusterID: "c1"})
 
@@ -111,7 +96,7 @@ func TestRaftRefusesAnotherCluster(t *testing.T) {
 func TestRaftRefusesDialsForAnotherIncarnation(t *testing.T) {
 	var logs logBuffer
 	fresh := startNode(t, nodeOptions{clusterID: "c1", incarnation: "new",
-		listener: transport.ListenerConfig{Logger: logs.logger()}})
+		listener: transport.ListenerConfig{Logger: logs.Logger()}})
 	go func() {
 		for {
 			conn, err := fresh.raft.Accept()

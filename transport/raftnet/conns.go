@@ -1,4 +1,4 @@
-package transport
+package raftnet
 
 import (
 	"log/slog"
@@ -6,18 +6,24 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/floedb/floe/transport/internal/sampledlog"
 )
+
+// maxRaftConnsFlag is the floe serve flag that sets the cap, named in the
+// log when the cap closes a connection.
+const maxRaftConnsFlag = "--max-raft-conns"
 
 // hashicorp/raft's NetworkTransport gives every connection it accepts a
 // 256 KiB read buffer (and a 4 KiB write buffer) for as long as the
 // connection lives, idle or not. Two things keep that bounded:
 //
 //   - A connection is handed to Raft only once the first byte of its first
-//     RPC has arrived (RaftStreamLayer.handshake waits for it within the
+//     RPC has arrived (StreamLayer.handshake waits for it within the
 //     handshake timeout). Real dialers send an RPC right after the
 //     handshake; one that sends nothing costs a goroutine and a few bytes,
 //     then is closed.
-//   - raftConnSet holds at most ListenerConfig.MaxRaftConns of them. A new
+//   - raftConnSet holds at most transport.ListenerConfig.MaxRaftConns of them. A new
 //     one closes the connection that has read nothing for longest: a peer
 //     that leaks connections loses its idle ones, and a peer redials a
 //     connection it finds closed. Refusing the newcomer instead would let
@@ -32,7 +38,7 @@ type raftConnSet struct {
 	max     int
 	log     *slog.Logger
 	epoch   time.Time // lastRead counts from it, on the monotonic clock
-	evicted sampledLog
+	evicted sampledlog.Log
 
 	mu       sync.Mutex
 	conns    map[*raftConn]struct{}
@@ -64,7 +70,7 @@ func (s *raftConnSet) admit(conn net.Conn, first byte) *raftConn {
 	s.conns[rc] = struct{}{}
 	s.mu.Unlock()
 	if idlest != nil {
-		if suppressed, ok := s.evicted.allow(); ok {
+		if suppressed, ok := s.evicted.Allow(); ok {
 			s.log.Warn("closing the idlest raft connection to make room for a new one",
 				"remote_addr", idlest.RemoteAddr().String(), "idle", time.Since(s.epoch)-time.Duration(idlest.idleSince()),
 				"max_raft_conns", s.max, "flag", maxRaftConnsFlag, "suppressed", suppressed)

@@ -1,4 +1,4 @@
-package transport_test
+package raftnet_test
 
 import (
 	"io"
@@ -11,37 +11,6 @@ import (
 
 	"github.com/floedb/floe/transport"
 )
-
-// waitFor waits until cond holds, failing the test after guard.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(guard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s after %v", what, guard)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// silentConns opens n connections to addr that send prefix and then
-// nothing; they close with the test.
-func silentConns(t *testing.T, addr, prefix string, n int) []net.Conn {
-	t.Helper()
-	conns := make([]net.Conn, n)
-	for i := range conns {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = conn.Close() })
-		if _, err := conn.Write([]byte(prefix)); err != nil {
-			t.Fatal(err)
-		}
-		conns[i] = conn
-	}
-	return conns
-}
 
 // TestRaftSilentHandshakesDelayNoRealOne: 64 connections that send the Raft
 // prefix and nothing more used to take every handshake slot until they
@@ -121,7 +90,7 @@ func TestRaftIdleConnectionNeverReachesRaft(t *testing.T) {
 // the log names the flag.
 func TestRaftConnCapClosesIdlest(t *testing.T) {
 	var logs logBuffer
-	a := startNode(t, nodeOptions{clusterID: "c1", listener: transport.ListenerConfig{MaxRaftConns: 2, Logger: logs.logger()}})
+	a := startNode(t, nodeOptions{clusterID: "c1", listener: transport.ListenerConfig{MaxRaftConns: 2, Logger: logs.Logger()}})
 	b := startNode(t, nodeOptions{clusterID: "c1"})
 	var outs, ins []net.Conn
 	connect := func() {

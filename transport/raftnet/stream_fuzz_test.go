@@ -1,7 +1,8 @@
-package transport
+package raftnet
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -9,7 +10,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/internal/pipenet"
 )
+
+// fuzzWait bounds each wait of the fuzz target: far above what any step
+// takes, so a connection left hanging fails the target instead of stalling
+// it.
+const fuzzWait = 10 * time.Second
 
 // helloOutcome is what an acceptor should do with the bytes a dialer sends
 // after the Raft prefix: length-prefixed cluster id and incarnation, then
@@ -48,22 +57,25 @@ func FuzzRaftHandshake(f *testing.F) {
 	f.Add([]byte("\x02c1\x00"))
 	f.Add([]byte("\x02c"))
 	f.Add([]byte{})
-	lis, pipes := runPipeListener(f, ListenerConfig{})
-	layer := NewRaftStreamLayer(lis, RaftStreamConfig{ClusterID: "c1", Incarnation: "i1"})
+	lis, pipes := runPipeListener(f)
+	layer := NewStreamLayer(lis, StreamConfig{ClusterID: "c1", Incarnation: "i1"})
 	f.Cleanup(func() { _ = layer.Close() })
-	accepted := acceptAll(layer)
+	accepted := pipenet.AcceptAll(layer)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		want := expectHello(in, "c1", "i1")
-		client := pipes.dial(t)
+		client, err := pipes.Dial()
+		if err != nil {
+			t.Fatal(err)
+		}
 		defer waitIdle(t, lis, layer)
 		defer client.Close() // before waitIdle: the acceptor may wait for more
-		sent := append([]byte(RaftHeader), in...)
+		sent := append([]byte(transport.RaftHeader), in...)
 		handedOver := make(chan struct{})
 		handOver := sync.OnceFunc(func() { close(handedOver) })
 		defer handOver()
 		switch {
 		case !want.complete:
-			sendAndClose(client, sent) // the dialer gives up mid-hello
+			pipenet.SendAndClose(client, sent) // the dialer gives up mid-hello
 			return
 		case want.ok && len(want.rest) > 0:
 			// Raft reads to the end. The dialer stays until Raft has the
@@ -101,7 +113,11 @@ func FuzzRaftHandshake(f *testing.F) {
 		}
 		defer conn.Close()
 		handOver()
-		if got := readAll(t, conn); !bytes.Equal(got, want.rest) {
+		got, err := pipenet.ReadAll(conn, fuzzWait)
+		if err != nil {
+			t.Fatalf("reading to the end: %v", err)
+		}
+		if !bytes.Equal(got, want.rest) {
 			t.Fatalf("Raft read %q, want %q", got, want.rest)
 		}
 	})
@@ -109,14 +125,43 @@ func FuzzRaftHandshake(f *testing.F) {
 
 // waitIdle waits until neither lis nor layer holds a connection in a
 // handshake, then checks that none reached Raft unasked.
-func waitIdle(t *testing.T, lis *Listener, layer *RaftStreamLayer) {
+func waitIdle(t *testing.T, lis *transport.Listener, layer *StreamLayer) {
 	t.Helper()
-	waitNoPending(t, lis)
 	deadline := time.Now().Add(fuzzWait)
+	for lis.PendingConns() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still pending", lis.PendingConns())
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
 	for layer.HandshakesInProgress() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d handshakes still in progress", layer.HandshakesInProgress())
 		}
 		time.Sleep(10 * time.Microsecond)
 	}
+}
+
+// runPipeListener starts a Listener over in-memory pipes until the fuzz
+// target ends.
+func runPipeListener(tb testing.TB) (*transport.Listener, *pipenet.Listener) {
+	tb.Helper()
+	pipes := pipenet.New()
+	l, err := transport.NewListener(pipes, transport.ListenerConfig{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := l.Run(ctx); err != nil {
+			tb.Errorf("listener run: %v", err)
+		}
+	})
+	tb.Cleanup(func() {
+		cancel()
+		_ = l.Close()
+		wg.Wait()
+	})
+	return l, pipes
 }

@@ -1,4 +1,4 @@
-package transport
+package raftnet
 
 import (
 	"errors"
@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/internal/sampledlog"
 )
 
-// Raft handshake, after the 8-byte RaftHeader: the dialer sends its cluster
+// Raft handshake, after the 8-byte transport.RaftHeader: the dialer sends its cluster
 // id and the incarnation it expects the peer at that address to be (each as
 // one length byte and the bytes; the incarnation may be empty: unknown). The
 // acceptor answers raftHandshakeOK when the cluster id is its own and the
@@ -28,13 +31,13 @@ const (
 	maxClusterIDBytes   = 255
 	raftHandshakeOK     = byte(0x01)
 	maxRaftHandshakes   = 64 // handshakes in progress at once; see startHandshake
-	defaultRaftDialWait = DefaultHandshakeTimeout
+	defaultRaftDialWait = transport.DefaultHandshakeTimeout
 )
 
-// RaftStreamLayer carries hashicorp/raft's NetworkTransport over the Raft
-// route of a Listener: it implements raft.StreamLayer. Its connections are
-// checked to come from the same cluster.
-type RaftStreamLayer struct {
+// StreamLayer carries hashicorp/raft's NetworkTransport over the Raft route
+// of a transport.Listener: it implements raft.StreamLayer. Its connections
+// are checked to come from the same cluster.
+type StreamLayer struct {
 	lis         net.Listener
 	addr        net.Addr
 	clusterID   string
@@ -43,12 +46,12 @@ type RaftStreamLayer struct {
 	timeout     time.Duration
 	log         *slog.Logger
 
-	ready   chan net.Conn // handshaken connections, for Accept
-	done    chan struct{} // closed by Close
-	lisDone chan struct{} // closed when the Raft listener fails
-	lisErr  error         // why, set before lisDone closes
-	conns   *raftConnSet  // handed to Raft
-	evicted sampledLog    // handshakes closed to make room
+	ready   chan net.Conn  // handshaken connections, for Accept
+	done    chan struct{}  // closed by Close
+	lisDone chan struct{}  // closed when the Raft listener fails
+	lisErr  error          // why, set before lisDone closes
+	conns   *raftConnSet   // handed to Raft
+	evicted sampledlog.Log // handshakes closed to make room
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -58,10 +61,10 @@ type RaftStreamLayer struct {
 	arrivals    uint64
 }
 
-var _ raft.StreamLayer = (*RaftStreamLayer)(nil)
+var _ raft.StreamLayer = (*StreamLayer)(nil)
 
-// RaftStreamConfig configures a RaftStreamLayer.
-type RaftStreamConfig struct {
+// StreamConfig configures a StreamLayer.
+type StreamConfig struct {
 	// ClusterID (at most 255 bytes) is sent when dialing and required of
 	// every accepted connection.
 	ClusterID string
@@ -74,24 +77,29 @@ type RaftStreamConfig struct {
 	Logger              *slog.Logger
 }
 
-// NewRaftStreamLayer takes over l's Raft listener. Close it before closing l.
-func NewRaftStreamLayer(l *Listener, cfg RaftStreamConfig) *RaftStreamLayer {
+// NewStreamLayer takes over l's Raft listener. Close it before closing l.
+func NewStreamLayer(l *transport.Listener, cfg StreamConfig) *StreamLayer {
+	limits := l.Config()
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	expected := cfg.ExpectedIncarnation
 	if expected == nil {
 		expected = func(string) string { return "" }
 	}
-	s := &RaftStreamLayer{
+	s := &StreamLayer{
 		lis:         l.Raft(),
 		addr:        l.Addr(),
 		clusterID:   cfg.ClusterID,
 		incarnation: cfg.Incarnation,
 		expected:    expected,
-		timeout:     l.cfg.HandshakeTimeout,
-		log:         orDiscard(cfg.Logger),
+		timeout:     limits.HandshakeTimeout,
+		log:         logger,
 		ready:       make(chan net.Conn),
 		done:        make(chan struct{}),
 		lisDone:     make(chan struct{}),
-		conns:       newRaftConnSet(l.cfg.MaxRaftConns, orDiscard(cfg.Logger)),
+		conns:       newRaftConnSet(limits.MaxRaftConns, logger),
 		handshaking: make(map[net.Conn]uint64),
 	}
 	s.wg.Go(s.acceptLoop)
@@ -100,24 +108,24 @@ func NewRaftStreamLayer(l *Listener, cfg RaftStreamConfig) *RaftStreamLayer {
 
 // Accept returns the next connection from a peer of the same cluster, once
 // the first byte of its first RPC has arrived (see raftconns.go).
-func (s *RaftStreamLayer) Accept() (net.Conn, error) {
+func (s *StreamLayer) Accept() (net.Conn, error) {
 	select {
 	case conn := <-s.ready:
 		return conn, nil
 	case <-s.done:
-		return nil, fmt.Errorf("transport: raft stream layer: %w", net.ErrClosed)
+		return nil, fmt.Errorf("raftnet: stream layer: %w", net.ErrClosed)
 	case <-s.lisDone:
-		return nil, fmt.Errorf("transport: raft stream layer: %w", s.lisErr)
+		return nil, fmt.Errorf("raftnet: stream layer: %w", s.lisErr)
 	}
 }
 
 // Addr returns the Listener's address.
-func (s *RaftStreamLayer) Addr() net.Addr { return s.addr }
+func (s *StreamLayer) Addr() net.Addr { return s.addr }
 
 // Close stops Accept, closes the Raft listener and the connections still
 // handshaking, and waits for its goroutines. Connections already returned by
 // Accept or Dial are Raft's.
-func (s *RaftStreamLayer) Close() error {
+func (s *StreamLayer) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.done)
 		_ = s.lis.Close()
@@ -134,23 +142,23 @@ func (s *RaftStreamLayer) Close() error {
 // Dial connects to a peer's RPC port and introduces itself as Raft of this
 // cluster. It fails when the peer does not answer the handshake: another
 // cluster, or not a meta node.
-func (s *RaftStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	if len(s.clusterID) > maxClusterIDBytes {
-		return nil, fmt.Errorf("transport: raft dial: cluster id is %d bytes, at most %d", len(s.clusterID), maxClusterIDBytes)
+		return nil, fmt.Errorf("raftnet: dial: cluster id is %d bytes, at most %d", len(s.clusterID), maxClusterIDBytes)
 	}
 	want := s.expected(string(address))
 	if len(want) > maxClusterIDBytes {
-		return nil, fmt.Errorf("transport: raft dial: incarnation is %d bytes, at most %d", len(want), maxClusterIDBytes)
+		return nil, fmt.Errorf("raftnet: dial: incarnation is %d bytes, at most %d", len(want), maxClusterIDBytes)
 	}
 	if timeout <= 0 {
 		timeout = defaultRaftDialWait
 	}
 	conn, err := net.DialTimeout("tcp", string(address), timeout)
 	if err != nil {
-		return nil, fmt.Errorf("transport: raft dial %s: %w", address, err)
+		return nil, fmt.Errorf("raftnet: dial %s: %w", address, err)
 	}
-	hello := make([]byte, 0, prefixBytes+2+len(s.clusterID)+len(want))
-	hello = append(hello, RaftHeader...)
+	hello := make([]byte, 0, len(transport.RaftHeader)+2+len(s.clusterID)+len(want))
+	hello = append(hello, transport.RaftHeader...)
 	hello = append(hello, byte(len(s.clusterID)))
 	hello = append(hello, s.clusterID...)
 	hello = append(hello, byte(len(want)))
@@ -171,14 +179,14 @@ func (s *RaftStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration
 	}
 	if err != nil {
 		_ = conn.Close()
-		return nil, fmt.Errorf("transport: raft handshake with %s refused (another cluster, or not a meta node?): %w", address, err)
+		return nil, fmt.Errorf("raftnet: handshake with %s refused (another cluster, or not a meta node?): %w", address, err)
 	}
 	return conn, nil
 }
 
 // acceptLoop takes Raft connections off the listener and handshakes each in
 // a goroutine of its own, so a slow peer delays nobody else.
-func (s *RaftStreamLayer) acceptLoop() {
+func (s *StreamLayer) acceptLoop() {
 	for {
 		conn, err := s.lis.Accept()
 		if err != nil {
@@ -200,7 +208,7 @@ func (s *RaftStreamLayer) acceptLoop() {
 // connections that send the prefix and nothing more hold every slot until
 // they time out, and a real peer, whose whole handshake comes in one
 // packet, wait as long.
-func (s *RaftStreamLayer) startHandshake(conn net.Conn) bool {
+func (s *StreamLayer) startHandshake(conn net.Conn) bool {
 	s.mu.Lock()
 	if s.closing() {
 		s.mu.Unlock()
@@ -220,7 +228,7 @@ func (s *RaftStreamLayer) startHandshake(conn net.Conn) bool {
 	s.handshaking[conn] = s.arrivals
 	s.mu.Unlock()
 	if oldest != nil {
-		if suppressed, ok := s.evicted.allow(); ok {
+		if suppressed, ok := s.evicted.Allow(); ok {
 			s.log.Warn("closing the oldest raft handshake in progress to make room for a new one",
 				"remote_addr", oldest.RemoteAddr().String(), "handshakes", maxRaftHandshakes, "suppressed", suppressed)
 		}
@@ -232,7 +240,7 @@ func (s *RaftStreamLayer) startHandshake(conn net.Conn) bool {
 // handshake checks one incoming connection's cluster id, answers it, waits
 // for the first byte of its first RPC and hands it to Accept; any other
 // connection is closed.
-func (s *RaftStreamLayer) handshake(conn net.Conn) {
+func (s *StreamLayer) handshake(conn net.Conn) {
 	remote := conn.RemoteAddr().String()
 	got, wantIncarnation, err := s.readHello(conn)
 	if err == nil && got != s.clusterID {
@@ -277,7 +285,7 @@ func (s *RaftStreamLayer) handshake(conn net.Conn) {
 
 // stillHandshaking reports whether conn is still in its handshake, that is
 // not closed to make room for another.
-func (s *RaftStreamLayer) stillHandshaking(conn net.Conn) bool {
+func (s *StreamLayer) stillHandshaking(conn net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.handshaking[conn]
@@ -285,7 +293,7 @@ func (s *RaftStreamLayer) stillHandshaking(conn net.Conn) bool {
 }
 
 // closing reports whether Close has been called.
-func (s *RaftStreamLayer) closing() bool {
+func (s *StreamLayer) closing() bool {
 	select {
 	case <-s.done:
 		return true
@@ -296,14 +304,14 @@ func (s *RaftStreamLayer) closing() bool {
 
 var (
 	// errClusterRefused marks a handshake refused for its cluster id.
-	errClusterRefused = errors.New("transport: raft peer of another cluster")
+	errClusterRefused = errors.New("raftnet: peer of another cluster")
 	// errIncarnationRefused marks a handshake meant for another incarnation.
-	errIncarnationRefused = errors.New("transport: raft peer expects another incarnation")
+	errIncarnationRefused = errors.New("raftnet: peer expects another incarnation")
 )
 
 // readHello reads the dialer's cluster id and expected incarnation within
 // the handshake timeout.
-func (s *RaftStreamLayer) readHello(conn net.Conn) (clusterID, incarnation string, err error) {
+func (s *StreamLayer) readHello(conn net.Conn) (clusterID, incarnation string, err error) {
 	if err := conn.SetDeadline(time.Now().Add(s.timeout)); err != nil {
 		return "", "", err
 	}

@@ -1,4 +1,4 @@
-package transport_test
+package raftnet_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/raftnet"
 )
 
 // BenchmarkIdleRaftConns reports the heap a node holds per Raft connection
@@ -26,7 +27,7 @@ func BenchmarkIdleRaftConns(b *testing.B) {
 	defer cancel()
 	go func() { _ = lis.Run(ctx) }()
 	defer lis.Close()
-	layer := transport.NewRaftStreamLayer(lis, transport.RaftStreamConfig{ClusterID: "c1"})
+	layer := raftnet.NewStreamLayer(lis, raftnet.StreamConfig{ClusterID: "c1"})
 	defer layer.Close()
 	trans := raft.NewNetworkTransport(layer, 3, 10*time.Second, io.Discard)
 	defer trans.Close()

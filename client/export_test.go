@@ -1,0 +1,28 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/floedb/floe/internal/testkit/testcluster"
+)
+
+// exampleCluster is the one-node cluster the examples (example_test.go,
+// package client_test) run against: a real node in this test process, on
+// loopback ports chosen free, started on first use and closed by TestMain.
+// The tests share a cluster of their own (shared, three nodes), whose
+// faults and restarts the examples' output must not see.
+var exampleCluster = testcluster.Shared{Options: testcluster.Options{Nodes: 1}}
+
+// NodeForExamples returns the address of the examples' node, starting it on
+// first use. It panics when the node cannot start: an example has no
+// *testing.T to fail.
+func NodeForExamples() string {
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	cl, err := exampleCluster.Cluster(ctx)
+	if err != nil {
+		panic(fmt.Sprintf("starting the examples' node: %v", err))
+	}
+	return cl.Addrs()[0]
+}
