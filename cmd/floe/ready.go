@@ -11,6 +11,7 @@ import (
 
 	"github.com/floedb/floe/client"
 	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/transport"
 )
 
 // errNotReady: `cluster status --wait` gave up.
@@ -92,8 +93,9 @@ func (w *waitFlag) setDuration(s string) error {
 
 // waitClusterReady asks for the cluster status until it is ready, telling
 // stderr what it waits for whenever that changes, and fails with the last
-// reason when wait runs out.
-func waitClusterReady(ctx context.Context, env *cliEnv, c *client.Client, wait time.Duration) (*client.ClusterStatus, error) {
+// reason when wait runs out. A status call that fails for want of a
+// metadata leader (it times out) is explained by the nodes at addrs.
+func waitClusterReady(ctx context.Context, env *cliEnv, c *client.Client, addrs []string, wait time.Duration) (*client.ClusterStatus, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	pace := backoff.Backoff{Min: 100 * time.Millisecond, Max: time.Second}
@@ -108,8 +110,10 @@ func waitClusterReady(ctx context.Context, env *cliEnv, c *client.Client, wait t
 			if ready, why = clusterReadiness(st); ready {
 				return st, nil
 			}
+		} else if waitCtx.Err() != nil && last != "" {
+			why = last // cut by the end of the wait: still waiting for the same
 		} else {
-			why = err.Error()
+			why = statusTrouble(ctx, c, addrs, err)
 		}
 		if why != last {
 			fmt.Fprintf(env.stderr, "waiting for the cluster: %s\n", why)
@@ -122,4 +126,33 @@ func waitClusterReady(ctx context.Context, env *cliEnv, c *client.Client, wait t
 			return nil, fmt.Errorf("%w after %v: %s", errNotReady, wait, why)
 		}
 	}
+}
+
+// raftProbeTimeout bounds the question to one node about its Raft state,
+// asked when a status call failed.
+const raftProbeTimeout = time.Second
+
+// statusTrouble says what a failed status call waited for. It needs the
+// metadata leader, so when it timed out or found none, the nodes' own Raft
+// views (which need no leader) tell whether there is one: "no metadata
+// leader" when the first node that answers knows none, as when the cluster
+// lost its quorum; otherwise err as it is.
+func statusTrouble(ctx context.Context, c *client.Client, addrs []string, err error) string {
+	if !errors.Is(err, context.DeadlineExceeded) && !transport.IsRetriable(err) {
+		return err.Error()
+	}
+	for _, addr := range addrs {
+		rctx, cancel := context.WithTimeout(ctx, raftProbeTimeout)
+		rs, rerr := c.Admin().NodeRaftStatus(rctx, addr)
+		cancel()
+		switch {
+		case rerr != nil:
+			continue
+		case rs.Leader == 0:
+			return fmt.Sprintf("no metadata leader (node %d is %s in term %d)", rs.NodeID, strings.ToLower(rs.State), rs.Term)
+		default:
+			return fmt.Sprintf("metadata leader %d did not answer: %v", rs.Leader, err)
+		}
+	}
+	return err.Error()
 }

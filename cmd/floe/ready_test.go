@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/internal/testcluster"
 	"github.com/floedb/floe/server"
 	"github.com/spf13/pflag"
 )
@@ -191,4 +192,32 @@ func TestClusterStatusWaitFailsWithTheReason(t *testing.T) {
 		!strings.Contains(errOut, "cluster not ready after 500ms: no tablet nodes are registered") {
 		t.Fatalf("cluster status --wait on a cluster without tablet nodes: %d\n%s", code, errOut)
 	}
+}
+
+// TestClusterStatusNamesLostQuorum: with two of three metadata voters
+// stopped, the status calls time out on the survivor; `cluster status`
+// says it has no metadata leader (what it was waiting for), with or
+// without --wait, not "context deadline exceeded".
+func TestClusterStatusNamesLostQuorum(t *testing.T) {
+	cl, err := testcluster.Start(t.Context(), testcluster.Options{Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	for _, nd := range cl.Nodes()[1:] {
+		if err := nd.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := cl.Nodes()[0].Addr()
+	code, _, errOut := runCLI(t, "", "cluster", "status", "--wait", "3s", "--server", addr)
+	if code != 1 || !strings.Contains(errOut, "cluster not ready after 3s: no metadata leader") || strings.Contains(errOut, "deadline") {
+		t.Fatalf("cluster status --wait 3s without a quorum: %d\n%s", code, errOut)
+	}
+	t.Log(errOut)
+	code, _, errOut = runCLI(t, "", "cluster", "status", "--timeout", "3s", "--server", addr)
+	if code != 1 || !strings.Contains(errOut, "no metadata leader") || strings.Contains(errOut, "deadline") {
+		t.Fatalf("cluster status without a quorum: %d\n%s", code, errOut)
+	}
+	t.Log(errOut)
 }
