@@ -29,7 +29,7 @@ func main() {
 }
 
 // run runs a command line and returns the exit status: 0 done, 1 failed,
-// 2 a usage mistake. The command tree is built per call, so nothing
+// 2 a usage mistake, 3 a chaos run without a verdict. The command tree is built per call, so nothing
 // survives from one call to the next.
 func run(ctx context.Context, env *cliEnv, args []string) int {
 	root := newRootCmd(env)
@@ -44,7 +44,17 @@ func run(ctx context.Context, env *cliEnv, args []string) int {
 	fmt.Fprintf(env.stderr, "%s: %s\n", cmd.CommandPath(), msg)
 	if errors.Is(err, errUsage) {
 		fmt.Fprintf(env.stderr, "Usage: %s (`%s -h` for help)\n", cmd.UseLine(), cmd.CommandPath())
+	}
+	return exitStatus(err)
+}
+
+// exitStatus is the exit status of a command that failed with err.
+func exitStatus(err error) int {
+	switch {
+	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, errNoVerdict):
+		return 3
 	}
 	return 1
 }
