@@ -25,11 +25,28 @@ const defaultReadyWait = time.Minute
 const readyProbeTimeout = 2 * time.Second
 
 // clusterReadiness says whether the cluster can take work: a metadata
-// leader is known, and tablet nodes are registered and every one of them
-// is live (so a table created now is placed on nodes that serve it).
+// leader is known, every metadata voter (a new cluster's --bootstrap-expect
+// founders) has registered, and tablet nodes are registered and every one
+// of them is live (so a table created now is placed on nodes that serve
+// it, and on all of them, not on the first to register).
 func clusterReadiness(st *client.ClusterStatus) (bool, string) {
 	if st.Leader == 0 {
 		return false, "no metadata leader"
+	}
+	var voters, unregistered []string
+	for _, v := range st.Voters {
+		if v.Suffrage != "voter" {
+			continue
+		}
+		id := strconv.FormatUint(uint64(v.ID), 10)
+		voters = append(voters, id)
+		if !slices.ContainsFunc(st.Nodes, func(n client.Node) bool { return n.ID == v.ID }) {
+			unregistered = append(unregistered, id)
+		}
+	}
+	if len(unregistered) > 0 {
+		return false, fmt.Sprintf("metadata voters not registered yet: %s (%d of %d registered)",
+			strings.Join(unregistered, ", "), len(voters)-len(unregistered), len(voters))
 	}
 	var tablets, down []string
 	for _, n := range st.Nodes {

@@ -32,6 +32,12 @@ func TestClusterReadiness(t *testing.T) {
 		{"no tablet nodes", client.ClusterStatus{Leader: 9, Nodes: []client.Node{meta}}, "no tablet nodes are registered"},
 		{"a tablet node down", client.ClusterStatus{Leader: 1, Nodes: []client.Node{tablet(1, true), tablet(2, false), tablet(3, false)}},
 			"tablet nodes not live: 2, 3 (of 3 registered)"},
+		// A fresh three-node cluster whose first node has registered: not
+		// ready until the other founders have too.
+		{"founders not registered", client.ClusterStatus{Leader: 1, Voters: voters(1, 2, 3), Nodes: []client.Node{tablet(1, true)}},
+			"metadata voters not registered yet: 2, 3 (1 of 3 registered)"},
+		{"founders registered", client.ClusterStatus{Leader: 1, Voters: append(voters(1, 2, 3), client.Voter{ID: 4, Suffrage: "nonvoter"}),
+			Nodes: []client.Node{tablet(1, true), tablet(2, true), tablet(3, true)}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ready, why := clusterReadiness(&tc.st)
@@ -40,6 +46,15 @@ func TestClusterReadiness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// voters are metadata voters with the given ids.
+func voters(ids ...uint32) []client.Voter {
+	var out []client.Voter
+	for _, id := range ids {
+		out = append(out, client.Voter{ID: id, Suffrage: "voter", State: "follower"})
+	}
+	return out
 }
 
 func TestWaitFlag(t *testing.T) {
@@ -118,9 +133,12 @@ func startDev(t *testing.T) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut := newSyncBuffer(), newSyncBuffer()
 	exited := make(chan int, 1)
+	// Made before the cleanup below is registered, so it is removed after
+	// the node has stopped.
+	dir := t.TempDir()
 	go func() {
 		exited <- run(ctx, &cliEnv{stdout: out, stderr: errOut, stdin: strings.NewReader("")},
-			[]string{"dev", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()})
+			[]string{"dev", "--listen", "127.0.0.1:0", "--data-dir", dir})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -220,4 +238,37 @@ func TestClusterStatusNamesLostQuorum(t *testing.T) {
 		t.Fatalf("cluster status without a quorum: %d\n%s", code, errOut)
 	}
 	t.Log(errOut)
+}
+
+// TestTableCreateWarnsOfFewerReplicas: a table that asks for the default
+// replication (3) while one of the three nodes is down gets 2 replicas
+// and a warning on stderr that says so; on a one-node cluster, where 1 is
+// all there can be, it gets none.
+func TestTableCreateWarnsOfFewerReplicas(t *testing.T) {
+	cl, err := testcluster.Start(t.Context(), testcluster.Options{Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	if err := cl.Nodes()[2].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	addr := cl.Nodes()[0].Addr()
+	if code, _, errOut := runCLI(t, "", "db", "create", "d", "--server", addr); code != 0 {
+		t.Fatalf("db create: %d %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "", "table", "create", "d.t", "--schema", "id BIGINT NOT NULL", "--server", addr)
+	if code != 0 || !strings.Contains(out, "replication 2") ||
+		!strings.Contains(errOut, "warning: table d.t has replication 2, not 3: only 2 of the cluster's 3 tablet nodes were registered and live") {
+		t.Fatalf("table create with a node down: %d\n%s%s", code, out, errOut)
+	}
+
+	dev := startDev(t)
+	if code, _, errOut := runCLI(t, "", "db", "create", "d", "--server", dev); code != 0 {
+		t.Fatalf("db create: %d %s", code, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "table", "create", "d.t", "--schema", "id BIGINT NOT NULL", "--server", dev)
+	if code != 0 || errOut != "" {
+		t.Fatalf("table create on floe dev: %d\n%s%s", code, out, errOut)
+	}
 }

@@ -19,9 +19,9 @@ const (
 	MaxPropertyKeyBytes = 256
 	// MaxPropertyValueBytes bounds a property value.
 	MaxPropertyValueBytes = 4096
-	// defaultReplication is the replication of a table that asks for none,
+	// DefaultReplication is the replication of a table that asks for none,
 	// when there are that many tablet nodes.
-	defaultReplication = 3
+	DefaultReplication = 3
 	// defaultClusterBuckets is the bucket count of a table that asks for
 	// none, in a cluster of at least that many tablet nodes.
 	defaultClusterBuckets = 3
@@ -144,7 +144,7 @@ func bucketsAndReplication(table string, c *pb.CreateTable, tabletNodes int) (bu
 	case tabletNodes == 0:
 		return 0, 0, errorf(codeNotEnoughReplicas, "table %q: no tablet nodes are registered", table)
 	case replication == 0:
-		replication = int32(min(defaultReplication, tabletNodes))
+		replication = int32(min(DefaultReplication, tabletNodes))
 	case int(replication) > tabletNodes:
 		return 0, 0, errorf(codeNotEnoughReplicas, "table %q: replication %d exceeds the %d registered tablet nodes",
 			table, replication, tabletNodes)
