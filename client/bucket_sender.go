@@ -362,21 +362,7 @@ func (s *bucketSender) complete() int {
 
 // finish completes f's futures and gives back its rows' budget.
 func (s *bucketSender) finish(f *flight) {
-	why, _, _ := f.Failure()
-	s.finishBatch(f.Item.b, s.flightErr(f), f.Item.resp, mayBeWritten(why, f.Attempts()))
-}
-
-// mayBeWritten reports whether a batch that failed for why after attempts
-// calls may be written all the same: it was sent and no answer refused it
-// (an unanswered call may still be decided, or was and the answer lost).
-func mayBeWritten(why writeseq.Failure, attempts int) bool {
-	switch why {
-	case writeseq.Unknown:
-		return true
-	case writeseq.Expired, writeseq.Given:
-		return attempts > 0
-	}
-	return false
+	s.finishBatch(f.Item.b, s.flightErr(f), f.Item.resp, f.MayBeWritten())
 }
 
 // flightErr is what a failed batch's future says, nil for one
