@@ -20,6 +20,7 @@ type Option func(*options)
 type options struct {
 	ifNotExists, ifExists, cascade bool
 	unchanged                      *bool
+	warnings                       *[]string
 	requestID                      []byte
 }
 
@@ -50,10 +51,20 @@ func IfExists() Option { return func(o *options) { o.ifExists = true } }
 // with IfExists of one that does not.
 func Unchanged(unchanged *bool) Option { return func(o *options) { o.unchanged = unchanged } }
 
-// report stores a command's unchanged flag where Unchanged asked for it.
+// Warnings sets *warnings to what the server warned of about a call that
+// succeeded: a table created with fewer replicas than it asked for (the
+// default replication, 3, on a cluster whose nodes have not all
+// registered yet), say.
+func Warnings(warnings *[]string) Option { return func(o *options) { o.warnings = warnings } }
+
+// report stores a command's unchanged flag and warnings where Unchanged
+// and Warnings asked for them.
 func (o options) report(resp *pb.CommandResponse) {
 	if o.unchanged != nil {
 		*o.unchanged = resp.GetResult().GetUnchanged()
+	}
+	if o.warnings != nil {
+		*o.warnings = resp.GetWarnings()
 	}
 }
 

@@ -362,7 +362,7 @@ func (s *bucketSender) complete() int {
 
 // finish completes f's futures and gives back its rows' budget.
 func (s *bucketSender) finish(f *flight) {
-	s.finishBatch(f.Item.b, s.flightErr(f), f.Item.resp)
+	s.finishBatch(f.Item.b, s.flightErr(f), f.Item.resp, f.MayBeWritten())
 }
 
 // flightErr is what a failed batch's future says, nil for one
@@ -388,12 +388,16 @@ func (s *bucketSender) flightErr(f *flight) error {
 }
 
 // finishBatch completes b's futures, with err or with resp, and gives
-// back its rows' budget.
-func (s *bucketSender) finishBatch(b *pendingBatch, err error, resp *pb.ProduceResponse) {
+// back its rows' budget; unknown says a failed batch may be written.
+func (s *bucketSender) finishBatch(b *pendingBatch, err error, resp *pb.ProduceResponse, unknown bool) {
 	if err != nil {
-		s.w.opts.Logger.Warn("batch failed", "table", s.w.t.info.Name, "bucket", s.bucket, "rows", b.count, "error", err)
+		s.w.opts.Logger.Warn("batch failed", "table", s.w.t.info.Name, "bucket", s.bucket, "rows", b.count,
+			"outcome_unknown", unknown, "error", err)
 		s.w.noteErr(err)
 		s.w.failed.Add(int64(b.count))
+		if unknown {
+			s.w.unknown.Add(int64(b.count))
+		}
 		b.err = err
 	} else {
 		s.w.acked.Add(int64(b.count))
@@ -439,7 +443,7 @@ func (s *bucketSender) abandon(ctx context.Context) {
 	s.mu.Unlock()
 	for _, b := range queue {
 		s.finishBatch(b, fmt.Errorf("%w: batch of %s for %s bucket %d not sent: %v", ErrWriterClosed,
-			rowCount(b.count), s.w.t.qualifiedName(), s.bucket, ctx.Err()), nil)
+			rowCount(b.count), s.w.t.qualifiedName(), s.bucket, ctx.Err()), nil, false)
 	}
 }
 

@@ -37,9 +37,16 @@ const (
 	attemptTimeout = 5 * time.Second
 	// connectGiveUp is how long Connect keeps trying, per address, while
 	// nothing accepts a connection at all.
-	connectGiveUp   = time.Second
-	retryBackoffMin = 20 * time.Millisecond
-	retryBackoffMax = 200 * time.Millisecond
+	connectGiveUp = time.Second
+	// connectProbeTimeout bounds an attempt while no address has answered
+	// yet. A Floe node answers Connect's status call at once, so an address
+	// that accepts a connection and then says nothing this long is not a
+	// Floe node (an HTTP server waits for a request line that never
+	// comes), or a stalled one: Connect moves on and gives up after
+	// connectGiveUp per address, as for one where nothing listens.
+	connectProbeTimeout = time.Second
+	retryBackoffMin     = 20 * time.Millisecond
+	retryBackoffMax     = 200 * time.Millisecond
 )
 
 // Connect returns a client for the cluster reachable at any of addrs (RPC
@@ -101,10 +108,11 @@ func (c *Client) call(ctx context.Context, fn func(context.Context, pb.DRPCMetaC
 }
 
 // callUntil is call that gives up after unreachable (0: never) when no
-// address has accepted a connection yet: a mistyped address or a cluster
-// that is not running fails in about a second per address, not after the
-// caller's whole timeout. Once any server answers, retries run until ctx
-// ends, as a cluster electing a leader needs.
+// address has answered as a Floe node yet: a mistyped address, a cluster
+// that is not running, or an address where another service listens fails
+// in about a second per address, not after the caller's whole timeout.
+// Once any server answers, retries run until ctx ends, as a cluster
+// electing a leader needs.
 func (c *Client) callUntil(ctx context.Context, unreachable time.Duration,
 	fn func(context.Context, pb.DRPCMetaClient) error) error {
 	bo := newRetryBackoff()
@@ -112,26 +120,36 @@ func (c *Client) callUntil(ctx context.Context, unreachable time.Duration,
 	start, reached := time.Now(), false
 	for attempt := 0; ; attempt++ {
 		addr := c.addrs[attempt%len(c.addrs)]
+		probing := unreachable > 0 && !reached
 		// Each attempt is bounded, so a node that accepts connections but
 		// does not answer (stopped, overloaded) only delays the call.
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		timeout := attemptTimeout
+		if probing {
+			timeout = connectProbeTimeout
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
 		err := fn(actx, pb.NewDRPCMetaClient(c.pool.Conn(addr)))
 		timedOut := actx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if err == nil {
 			return nil
 		}
-		var dial *transport.DialError
-		if !errors.As(err, &dial) {
-			reached = true
-		}
-		if timedOut {
+		switch {
+		case timedOut && probing:
+			err = silentAddrError(ctx, addr, timeout)
+		case timedOut:
 			err = transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "%s did not answer within %v", addr, attemptTimeout)
+		}
+		var dial *transport.DialError
+		notFloe := errors.Is(err, transport.ErrNotFloe)
+		if !errors.As(err, &dial) && !notFloe {
+			reached = true
 		}
 		// NOT_ENOUGH_REPLICAS is retriable for writes (the ISR may grow
 		// back), but for metadata calls it means the request asks for more
-		// nodes than the cluster has: answer at once.
-		if !transport.IsRetriable(err) || errors.Is(err, transport.ErrNotEnoughReplicas) {
+		// nodes than the cluster has: answer at once. An address that is
+		// not a Floe node is passed over while another may answer.
+		if (!transport.IsRetriable(err) && !(notFloe && probing)) || errors.Is(err, transport.ErrNotEnoughReplicas) {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -150,6 +168,16 @@ func (c *Client) callUntil(ctx context.Context, unreachable time.Duration,
 			}
 		}
 	}
+}
+
+// silentAddrError is the error of an address that gave no answer within
+// silence while Connect probed it: a NotFloeError when it accepts
+// connections, else the dial's error, as for a node not running.
+func silentAddrError(ctx context.Context, addr string, silence time.Duration) error {
+	if err := transport.ProbeDial(ctx, addr, silence); err != nil {
+		return &transport.DialError{Err: err}
+	}
+	return &transport.NotFloeError{Addr: addr, Silence: silence}
 }
 
 // newRequestID returns a fresh request id for one logical write.

@@ -41,6 +41,7 @@ type writer struct {
 	firstErr error // since the last Flush
 
 	acked, failed atomic.Int64 // rows, by the outcome of their batch
+	unknown       atomic.Int64 // of the failed rows, those that may be written
 }
 
 // WriterStats counts a writer's rows by outcome so far.
@@ -50,10 +51,16 @@ type WriterStats struct {
 	Acknowledged int64 `json:"acknowledged"`
 	// Failed rows: their batch failed for good, its outcome maybe unknown.
 	Failed int64 `json:"failed"`
+	// Unknown rows, of the Failed ones: their batch was sent and not
+	// refused, and not acknowledged either (the node stopped, the
+	// connection was lost, the delivery timeout passed with a call
+	// unanswered): they may or may not be written. Failed - Unknown rows
+	// are not written: refused by the server, or never sent.
+	Unknown int64 `json:"unknown"`
 }
 
 func (w *writer) stats() WriterStats {
-	return WriterStats{Acknowledged: w.acked.Load(), Failed: w.failed.Load()}
+	return WriterStats{Acknowledged: w.acked.Load(), Failed: w.failed.Load(), Unknown: w.unknown.Load()}
 }
 
 // writerKind is what a kind of writer sends and how.

@@ -86,6 +86,11 @@ type ClusterOptions struct {
 	ExtraArgs []string
 	// Roles of the n nodes (`floe serve --roles`); default "meta,tablet".
 	Roles string
+	// NodeArgs adds flags to one node's `floe serve`, by node id.
+	NodeArgs map[uint32][]string
+	// Unregistered: do not wait for every node to register (a test
+	// that keeps one from it).
+	Unregistered bool
 }
 
 // StartCluster starts n nodes with both roles (or opts.Roles) forming one
@@ -109,11 +114,14 @@ func StartCluster(t testing.TB, n int, opts ClusterOptions) *Cluster {
 			"--data-dir", nd.DataDir, "--listen", nd.Addr, "--gossip", nd.Gossip,
 			"--join", strings.Join(addrs, ","), "--bootstrap-expect", strconv.Itoa(n), "--log-level", *logLevel},
 			opts.ExtraArgs...)
+		nd.args = append(nd.args, opts.NodeArgs[nd.ID]...)
 		c.start(nd)
 	}
 	t.Cleanup(c.stopAll)
 	c.WaitLeader(30 * time.Second)
-	c.WaitRegistered(30 * time.Second)
+	if !opts.Unregistered {
+		c.WaitRegistered(30 * time.Second)
+	}
 	return c
 }
 

@@ -284,3 +284,27 @@ func (c *Cluster) mustRun(args ...string) string {
 	}
 	return out
 }
+
+// TestReadyWaitsForEveryFounder: a fresh three-node cluster whose third
+// node never registers (its registration is refused: a rack name over the
+// limit) is not ready, though two tablet nodes are registered and live:
+// `cluster status --wait` and node 1's /readyz say which founder they wait
+// for. (`cluster status --wait` said ready with 1 of 3 nodes registered.)
+func TestReadyWaitsForEveryFounder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	httpAddr := freeAddr(t)
+	c := StartCluster(t, 3, ClusterOptions{Unregistered: true, NodeArgs: map[uint32][]string{
+		1: {"--http", httpAddr},
+		3: {"--rack", strings.Repeat("r", 300)},
+	}})
+	c.wantCLIError([]string{"cluster not ready after 3s: metadata voters not registered yet: 3 (2 of 3 registered)"},
+		"cluster", "status", "--wait", "3s")
+	var errOut bytes.Buffer
+	health := exec.Command(floeBin, "health", "--http", httpAddr)
+	health.Stderr = &errOut
+	if err := health.Run(); err == nil || !strings.Contains(errOut.String(), "not ready: metadata voters not registered yet: 3 (2 of 3 registered)") {
+		t.Fatalf("floe health on node 1: %v, %s", err, errOut.String())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -50,7 +51,7 @@ func (h *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 		all = append(all, "component", h.name)
 	}
 	all = append(all, h.args...)
-	all = append(all, snakeArgs(args)...)
+	all = append(all, slogArgs(args)...)
 	h.logger.Log(context.Background(), lvl, msg, all...)
 }
 
@@ -65,15 +66,42 @@ func firstElection(args []any) bool {
 	return false
 }
 
-// snakeArgs rewrites hclog's dashed keys (e.g. "leader-address") to the
-// snake_case keys the rest of Floe logs.
-func snakeArgs(args []any) []any {
+// slogArgs rewrites hclog's dashed keys (e.g. "leader-address") to the
+// snake_case keys the rest of Floe logs, and renders hclog's formatting
+// values, which slog would print as Go values: raft logs a configuration as
+// hclog.Fmt("%+v", servers), which came out as servers="[%+v [...]]".
+func slogArgs(args []any) []any {
 	for i := 0; i+1 < len(args); i += 2 {
 		if k, ok := args[i].(string); ok && strings.Contains(k, "-") {
 			args[i] = strings.ReplaceAll(k, "-", "_")
 		}
+		args[i+1] = hclogValue(args[i+1])
 	}
 	return args
+}
+
+// hclogValue is v as hclog's own text logger renders it.
+func hclogValue(v any) any {
+	switch v := v.(type) {
+	case hclog.Format:
+		if len(v) == 0 {
+			return ""
+		}
+		format, ok := v[0].(string)
+		if !ok {
+			return fmt.Sprint(v...)
+		}
+		return fmt.Sprintf(format, v[1:]...)
+	case hclog.Hex:
+		return "0x" + strconv.FormatUint(uint64(v), 16)
+	case hclog.Octal:
+		return "0" + strconv.FormatUint(uint64(v), 8)
+	case hclog.Binary:
+		return "0b" + strconv.FormatUint(uint64(v), 2)
+	case hclog.Quote:
+		return strconv.Quote(string(v))
+	}
+	return v
 }
 
 func (h *hclogAdapter) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }
@@ -91,7 +119,7 @@ func (h *hclogAdapter) IsError() bool { return h.logger.Enabled(context.Backgrou
 func (h *hclogAdapter) ImpliedArgs() []any { return h.args }
 
 func (h *hclogAdapter) With(args ...any) hclog.Logger {
-	return &hclogAdapter{logger: h.logger, name: h.name, args: append(append([]any(nil), h.args...), snakeArgs(args)...)}
+	return &hclogAdapter{logger: h.logger, name: h.name, args: append(append([]any(nil), h.args...), slogArgs(args)...)}
 }
 
 func (h *hclogAdapter) Name() string { return h.name }

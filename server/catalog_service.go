@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -32,11 +33,44 @@ func (m *metaService) CreateTable(ctx context.Context, req *pb.CreateTableReques
 	if err != nil {
 		return nil, err
 	}
-	return m.command(ctx, cmd)
+	resp, err := m.command(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if n := m.s.node.Load(); n != nil && resp.GetResult().GetTable() != nil {
+		if expected, err := expectedTabletNodes(ctx, n); err == nil {
+			if w := replicationWarning(req, resp.GetResult(), expected); w != "" {
+				resp.Warnings = append(resp.Warnings, w)
+			}
+		}
+	}
+	return resp, nil
 }
 
-// createTableCommand is the command a CreateTable request proposes, with
-// the tablet nodes seen alive.
+// replicationWarning warns of a table created with fewer replicas than it
+// asked for although the cluster has, or is about to have, expected tablet
+// nodes: one that asks for none gets the default replication, or as many
+// replicas as there are tablet nodes registered and live, if fewer. That
+// is the case of a table created before every node of a new cluster has
+// registered (which readiness waits for), or while nodes are down. A
+// cluster of fewer nodes than the default (floe dev) gets no warning.
+func replicationWarning(req *pb.CreateTableRequest, res *pb.CommandResult, expected int) string {
+	t := res.GetTable()
+	if t == nil || res.GetUnchanged() {
+		return ""
+	}
+	asked := req.GetReplication()
+	if asked == 0 {
+		asked = int32(min(metastate.DefaultReplication, expected))
+	}
+	if t.GetReplication() >= asked {
+		return ""
+	}
+	return fmt.Sprintf("table %s.%s has replication %d, not %d: only %d of the cluster's %d tablet nodes were registered and live "+
+		"(`floe cluster status --wait` waits until every node of a new cluster has registered)",
+		t.GetDatabase(), t.GetName(), t.GetReplication(), asked, t.GetReplication(), expected)
+}
+
 func createTableCommand(req *pb.CreateTableRequest, liveNodes []uint32) (*pb.Command, error) {
 	columns, pk, err := tableColumns(req.Schema, req.PrimaryKey)
 	if err != nil {

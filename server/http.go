@@ -20,8 +20,8 @@ func (s *Server) serveHTTP(ctx context.Context, lis net.Listener) error {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		ready, why := s.ready()
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ready, why := s.ready(r.Context())
 		w.Header().Set("Content-Type", "application/json")
 		if !ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -48,8 +48,11 @@ func (s *Server) serveHTTP(ctx context.Context, lis net.Listener) error {
 	return nil
 }
 
+// votersTimeout bounds reading the metadata voters for readiness.
+const votersTimeout = time.Second
+
 // ready reports whether the node can serve, and why not.
-func (s *Server) ready() (bool, string) {
+func (s *Server) ready(ctx context.Context) (bool, string) {
 	in := readinessInput{formed: isClosed(s.formed), registeredAt: s.registeredAt.Load(),
 		meta: s.cfg.HasRole(RoleMeta), tablet: s.follower != nil}
 	if why := s.registerErr.Load(); why != nil {
@@ -58,6 +61,13 @@ func (s *Server) ready() (bool, string) {
 	if n := s.node.Load(); n != nil {
 		in.leader, _ = n.Leader()
 		in.metaApplied = n.Status().AppliedIndex
+		vctx, cancel := context.WithTimeout(ctx, votersTimeout)
+		missing, voters, err := unregisteredVoters(vctx, n)
+		cancel()
+		in.unregisteredVoters, in.voters = missing, voters
+		if err != nil {
+			in.votersErr = err.Error()
+		}
 	}
 	if s.follower != nil {
 		_, in.tabletApplied, in.watching, in.watchErr = s.follower.state()

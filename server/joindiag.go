@@ -139,7 +139,7 @@ func (r *joinReporter) report(addr string, t joinTrouble, now time.Time) (log, r
 func (s *Server) diagnoseJoin(ctx context.Context, addr string, resp *pb.HelloResponse, helloErr error) {
 	o := helloOutcome{clusterID: s.ClusterID(), resp: resp, helloErr: helloErr}
 	if helloErr != nil && !errors.Is(helloErr, transport.ErrClusterMismatch) {
-		o.dialErr = plainDial(ctx, addr)
+		o.dialErr = transport.ProbeDial(ctx, addr, helloTimeout)
 	}
 	if ctx.Err() != nil {
 		return
@@ -154,18 +154,4 @@ func (s *Server) diagnoseJoin(ctx context.Context, addr string, resp *pb.HelloRe
 	case recovered:
 		s.log.Info("peer answers again", "peer", addr)
 	}
-}
-
-// plainDial opens and closes a TCP connection to addr, to tell a peer that
-// failed a Hello apart from an address where nothing listens; nil when it
-// accepts connections.
-func plainDial(ctx context.Context, addr string) error {
-	dctx, cancel := context.WithTimeout(ctx, helloTimeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(dctx, "tcp", addr)
-	if err == nil {
-		conn.Close()
-	}
-	return err
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floedb/floe/internal/testkit/fakepeer"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -115,28 +116,6 @@ func (h *recordedLog) find(match func(map[string]string) bool) map[string]string
 	return nil
 }
 
-// notFloe listens on loopback and answers every connection with an HTTP
-// error, as a web server on the wrong port would.
-func notFloe(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lis.Close() })
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"))
-			c.Close()
-		}
-	}()
-	return lis.Addr().String()
-}
-
 // closedAddr is a loopback address nothing listens on.
 func closedAddr(t *testing.T) string {
 	t.Helper()
@@ -153,7 +132,7 @@ func closedAddr(t *testing.T) string {
 // are a closed port and a web server says, for each, why it cannot join
 // through it.
 func TestJoinTroubleIsLoggedPerAddress(t *testing.T) {
-	refused, web := closedAddr(t), notFloe(t)
+	refused, web := closedAddr(t), fakepeer.Start(t, fakepeer.Answer("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n", true))
 	logs := &recordedLog{changed: make(chan struct{}, 1)}
 	s, err := New(Config{NodeID: 1, Roles: []string{RoleMeta}, DataDir: t.TempDir(), Listen: "127.0.0.1:0",
 		Gossip: "127.0.0.1:0", Join: []string{refused, web}, Logger: slog.New(logs)})

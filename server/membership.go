@@ -134,7 +134,7 @@ func (s *Server) greet(ctx context.Context, addr string) helloOutcome {
 	cancel()
 	o := helloOutcome{clusterID: s.ClusterID(), resp: resp, helloErr: err}
 	if err != nil && !errors.Is(err, transport.ErrClusterMismatch) {
-		o.dialErr = plainDial(ctx, addr)
+		o.dialErr = transport.ProbeDial(ctx, addr, helloTimeout)
 	}
 	return o
 }

@@ -26,6 +26,9 @@ func TestReadiness(t *testing.T) {
 		{"meta behind its registration", with(func(in *readinessInput) { in.metaApplied = 9 }), "below this node's registration at 10"},
 		{"tablet not following yet", with(func(in *readinessInput) { in.tabletApplied = 0 }), "tablet has not acted on metadata"},
 		{"watch down", with(func(in *readinessInput) { in.watching, in.watchErr = false, "EOF" }), "metadata watch is not connected: EOF"},
+		{"founders not registered", with(func(in *readinessInput) { in.unregisteredVoters, in.voters = []uint32{2, 3}, 3 }),
+			"metadata voters not registered yet: 2, 3 (1 of 3 registered)"},
+		{"voters unknown", with(func(in *readinessInput) { in.votersErr = "timeout" }), "cannot read the metadata voters: timeout"},
 		{"tablet-only ready", readinessInput{formed: true, registeredAt: 4, tablet: true, tabletApplied: 4, watching: true}, ""},
 		{"meta-only ready", readinessInput{formed: true, registeredAt: 4, meta: true, leader: 2, metaApplied: 4}, ""},
 	} {

@@ -125,6 +125,7 @@ type addrConns struct {
 type pooledConn struct {
 	addr      string
 	conn      *drpcconn.Conn
+	sniff     *sniffConn // the raw connection, telling a foreign peer
 	idleSince time.Time
 }
 
@@ -248,9 +249,11 @@ func (p *Pool) dial(ctx context.Context, addr string) (*pooledConn, error) {
 		p.releaseSlot(addr)
 		return nil, err
 	}
+	sniff := &sniffConn{Conn: raw}
 	pc := &pooledConn{
-		addr: addr,
-		conn: drpcconn.NewWithOptions(drpcmigrate.NewHeaderConn(raw, drpcmigrate.DRPCHeader), drpcconn.Options{
+		addr:  addr,
+		sniff: sniff,
+		conn: drpcconn.NewWithOptions(drpcmigrate.NewHeaderConn(sniff, drpcmigrate.DRPCHeader), drpcconn.Options{
 			Manager: drpcmanager.Options{
 				Reader: drpcwire.ReaderOptions{MaximumBufferSize: p.cfg.MaxMessageBytes + readerSlackBytes},
 			},

@@ -239,6 +239,9 @@ func callError(ctx context.Context, pc *pooledConn, err error) error {
 	if err == nil {
 		return nil
 	}
+	if answer := pc.sniff.foreignAnswer(); answer != nil {
+		return &NotFloeError{Addr: pc.addr, Answer: answer}
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr

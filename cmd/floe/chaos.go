@@ -18,6 +18,11 @@ import (
 // errPromiseBroken: a `floe chaos run` verdict failed.
 var errPromiseBroken = errors.New("a chaos run broke a promise")
 
+// errNoVerdict: the harness of a `floe chaos run` failed (a cluster did not
+// start, a fault's command failed, the cluster did not heal), so the run
+// has no verdict, which is not a broken promise: exit status 3.
+var errNoVerdict = errors.New("harness failed, no verdict")
+
 // chaosSpecs are `floe chaos list` and `floe chaos run`: the fault
 // scenarios of package chaos against clusters of this very binary.
 func chaosSpecs(env *cliEnv) []cmdSpec {
@@ -85,7 +90,7 @@ func chaosSpecs(env *cliEnv) []cmdSpec {
 						scenarios, first, count, length = []chaos.Scenario{s}, r.Seed, 1, r.Duration
 					}
 					if err := chaos.Available(); err != nil {
-						return err
+						return fmt.Errorf("%w: %w", errNoVerdict, err)
 					}
 					bin, err := os.Executable()
 					if err != nil {
@@ -98,7 +103,7 @@ func chaosSpecs(env *cliEnv) []cmdSpec {
 						}
 					}
 					err = runChaos(ctx, env, chaosPlan{scenarios: scenarios, seed: first, seeds: count, duration: length,
-						binary: bin, dir: base, containers: *containers, verbose: *verbose, json: output == "json"})
+						binary: bin, dir: base, containers: *containers, verbose: *verbose, json: output == "json", run: chaos.Run})
 					if *dir == "" {
 						_ = os.Remove(base) // only if empty: every run passed
 					}
@@ -136,10 +141,14 @@ type chaosPlan struct {
 	binary, dir         string
 	containers, verbose bool
 	json                bool
+	// run runs one scenario and seed: chaos.Run.
+	run func(context.Context, chaos.RunConfig) (chaos.Verdict, error)
 }
 
 // runChaos runs every scenario for every seed, one after the other,
-// printing each verdict as it comes and the whole table at the end.
+// printing each verdict as it comes and the whole table at the end. A run
+// whose harness fails ends the suite (the next runs would likely fail the
+// same way) with errNoVerdict, unless an earlier run broke a promise.
 func runChaos(ctx context.Context, env *cliEnv, p chaosPlan) error {
 	var verdicts []chaos.Verdict
 	failed := 0
@@ -155,10 +164,14 @@ func runChaos(ctx context.Context, env *cliEnv, p chaosPlan) error {
 					fmt.Fprintf(env.stderr, "  %s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 				}
 			}
-			v, err := chaos.Run(ctx, chaos.RunConfig{Scenario: sc, Seed: s, Duration: p.duration, Binary: p.binary,
+			v, err := p.run(ctx, chaos.RunConfig{Scenario: sc, Seed: s, Duration: p.duration, Binary: p.binary,
 				Dir: runDir, ReplayDir: p.dir, Containers: p.containers, Logf: logf})
 			if err != nil {
-				return fmt.Errorf("%s seed %d: %w (data and node logs in %s)", sc.Name, s, err, runDir)
+				if ctx.Err() != nil {
+					return fmt.Errorf("%s seed %d: interrupted: %w", sc.Name, s, err)
+				}
+				err = fmt.Errorf("%s seed %d: %w: %w (data and node logs in %s)", sc.Name, s, errNoVerdict, err, runDir)
+				return endChaos(env, p, verdicts, failed, err)
 			}
 			verdicts = append(verdicts, v)
 			if p.json {
@@ -173,11 +186,22 @@ func runChaos(ctx context.Context, env *cliEnv, p chaosPlan) error {
 			_ = os.RemoveAll(runDir)
 		}
 	}
-	if !p.json {
+	return endChaos(env, p, verdicts, failed, nil)
+}
+
+// endChaos prints the table of the verdicts and returns the suite's
+// error: a broken promise first (exit 1), then the harness failure
+// noVerdict, if any (exit 3).
+func endChaos(env *cliEnv, p chaosPlan, verdicts []chaos.Verdict, failed int, noVerdict error) error {
+	if !p.json && len(verdicts) > 0 {
 		fmt.Fprint(env.stdout, chaos.Table(verdicts))
 	}
 	if failed > 0 {
-		return fmt.Errorf("%w: %d of %d runs (replay files in %s)", errPromiseBroken, failed, len(verdicts), p.dir)
+		err := fmt.Errorf("%w: %d of %d runs (replay files in %s)", errPromiseBroken, failed, len(verdicts), p.dir)
+		if noVerdict != nil {
+			err = fmt.Errorf("%w; then %v", err, noVerdict)
+		}
+		return err
 	}
-	return nil
+	return noVerdict
 }

@@ -149,6 +149,26 @@ func TestUnreachableServerFailsFast(t *testing.T) {
 	}
 }
 
+// TestHTTPPortIsNotAFloeNode: --server pointed at a node's own --http
+// port (an HTTP server, silent while it waits for a request line) fails in
+// about a second saying it is not a Floe node, not after the whole
+// --timeout with "context deadline exceeded".
+func TestHTTPPortIsNotAFloeNode(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := l.Addr().String()
+	l.Close()
+	runDevArgs(t, "--data-dir", t.TempDir(), "--http", httpAddr)
+	// Under the HTTP server's 5 s ReadHeaderTimeout, after which it
+	// answers (and the answer shows it is not a Floe node).
+	code, _, errOut := runCLI(t, "", "db", "list", "--server", httpAddr, "--timeout", "4s")
+	if code != 1 || !strings.Contains(errOut, httpAddr+" is not a Floe node") || strings.Contains(errOut, "deadline") {
+		t.Fatalf("db list against the --http port: exit %d, %q", code, errOut)
+	}
+}
+
 // TestUsageFoundBeforeConnecting: flag and argument mistakes are usage
 // errors (exit 2) found before any server is asked; --server points where
 // nothing listens, so a command that connected first would fail with a

@@ -83,12 +83,15 @@ func clusterStatusCmd(env *cliEnv) clientCmd {
 		// The body bounds its own calls: by --timeout, or by the wait.
 		streaming: true,
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
+			addrs, err := serverAddrs(cf.servers)
+			if err != nil {
+				return err
+			}
 			var st *client.ClusterStatus
-			var err error
 			if wait.set {
-				st, err = waitClusterReady(ctx, env, c, wait.d)
+				st, err = waitClusterReady(ctx, env, c, addrs, wait.d)
 			} else {
-				st, err = clusterStatus(ctx, c, cf.timeout)
+				st, err = clusterStatus(ctx, c, addrs, cf.timeout)
 			}
 			if err != nil {
 				return err
@@ -105,10 +108,16 @@ func clusterStatusCmd(env *cliEnv) clientCmd {
 		}}
 }
 
-func clusterStatus(ctx context.Context, c *client.Client, timeout time.Duration) (*client.ClusterStatus, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// clusterStatus asks for the cluster status once, within timeout; a call
+// that timed out says what it waited for (statusTrouble).
+func clusterStatus(ctx context.Context, c *client.Client, addrs []string, timeout time.Duration) (*client.ClusterStatus, error) {
+	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return c.Admin().ClusterStatus(ctx)
+	st, err := c.Admin().ClusterStatus(sctx)
+	if err != nil && sctx.Err() != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("no answer within %v: %s", timeout, statusTrouble(ctx, c, addrs, err))
+	}
+	return st, err
 }
 
 func nodeID(s string) (uint32, error) {

@@ -18,6 +18,9 @@ import (
 const (
 	exitFailed = 1 // the command failed (lookup: a key was absent)
 	exitUsage  = 2 // a usage mistake: the command line, or input it names
+	// exitNoVerdict: floe chaos run's harness failed, so no verdict was
+	// reached (a broken promise is exitFailed).
+	exitNoVerdict = 3
 )
 
 // errorCodes name the CLI's and the libraries' error classes in a JSON
@@ -73,8 +76,11 @@ func errorCode(err error) string {
 
 // exitStatus is the exit status of a command that failed with err.
 func exitStatus(err error) int {
-	if errors.Is(err, errUsage) {
+	switch {
+	case errors.Is(err, errUsage):
 		return exitUsage
+	case errors.Is(err, errNoVerdict):
+		return exitNoVerdict
 	}
 	return exitFailed
 }

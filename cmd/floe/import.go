@@ -147,9 +147,11 @@ func printImportSummary(env *cliEnv, cf *clientFlags, table string, counts *impo
 	writes, deletes, skipped, bytes := counts.writes.Load(), counts.deletes.Load(), counts.skipped.Load(), counts.bytes.Load()
 	rows := writes + deletes
 	if cf.output == "json" {
-		b, _ := json.Marshal(map[string]any{"table": table, "rows": rows, "writes": writes, "deletes": deletes, "skipped": skipped,
+		res := map[string]any{"table": table, "rows": rows, "writes": writes, "deletes": deletes, "skipped": skipped,
 			"bytes": bytes, "seconds": elapsed.Seconds(), "rows_per_s": rate(rows, elapsed), "mb_per_s": rate(bytes, elapsed) / 1e6,
-			"acknowledged": ws.Acknowledged, "failed": ws.Failed, "all_acknowledged": acked})
+			"all_acknowledged": acked}
+		addOutcomes(res, rows, ws)
+		b, _ := json.Marshal(res)
 		fmt.Fprintln(env.stderr, string(b))
 		return
 	}
@@ -158,8 +160,8 @@ func printImportSummary(env *cliEnv, cf *clientFlags, table string, counts *impo
 		skippedNote = fmt.Sprintf(", %s skipped", plural(skipped, "bad line"))
 	}
 	if !acked {
-		fmt.Fprintf(env.stderr, "%s read into %s, %s acknowledged, %s failed%s (%d bytes in %v)\n", plural(rows, "row"), table,
-			plural(ws.Acknowledged, "row"), plural(ws.Failed, "row"), skippedNote, bytes, elapsed.Round(time.Millisecond))
+		fmt.Fprintf(env.stderr, "%s read into %s: %s%s (%d bytes in %v)\n", plural(rows, "row"), table,
+			outcomes(rows, ws), skippedNote, bytes, elapsed.Round(time.Millisecond))
 		return
 	}
 	var deletesNote string

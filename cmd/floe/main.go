@@ -35,7 +35,7 @@ func main() {
 }
 
 // run runs a command line and returns the exit status: 0 done, 1 failed,
-// 2 a usage mistake. The command tree is built per call, so nothing
+// 2 a usage mistake, 3 a chaos run without a verdict. The command tree is built per call, so nothing
 // survives from one call to the next.
 func run(ctx context.Context, env *cliEnv, args []string) int {
 	root := newRootCmd(env)

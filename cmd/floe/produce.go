@@ -59,14 +59,18 @@ func produceCmd(env *cliEnv) clientCmd {
 			if err != nil {
 				return err
 			}
+			// A row that cannot be delivered within --timeout fails, so
+			// a run whose cluster went away ends instead of retrying for
+			// the SDK's default 2 min.
 			var w lineWriter
 			switch {
 			case len(tbl.Info().PrimaryKey) > 0:
-				w, err = newUpsertLines(tbl, client.UpsertWriterOptions{Acks: a, PartialColumns: splitList(columns)}, del)
+				w, err = newUpsertLines(tbl, client.UpsertWriterOptions{Acks: a, PartialColumns: splitList(columns),
+					DeliveryTimeout: cf.timeout}, del)
 			case del || columns != "":
 				return fmt.Errorf("%w: --delete and --columns need a primary-key table; %s is a log table", errUsage, pos[0])
 			default:
-				w, err = newAppendLines(tbl, client.AppendWriterOptions{Acks: a})
+				w, err = newAppendLines(tbl, client.AppendWriterOptions{Acks: a, DeliveryTimeout: cf.timeout})
 			}
 			if err != nil {
 				return err
@@ -157,13 +161,24 @@ func newUpsertLines(tbl *client.Table, opts client.UpsertWriterOptions, del bool
 
 // produce writes the JSON lines of in, then waits for them. Rows before a
 // bad line are written; the bad line stops the run with its line number.
+// So does the first row that fails: the rows after it would only wait
+// for --timeout each and fail the same way.
 func produce(ctx context.Context, env *cliEnv, cf *clientFlags, w lineWriter, in io.Reader) error {
 	start := time.Now()
-	st, readErr := produceLines(ctx, in, w.write)
+	st, readErr := produceLines(ctx, in, func(ctx context.Context, object []byte) error {
+		if w.stats().Failed > 0 {
+			return errRowsFailing
+		}
+		return w.write(ctx, object)
+	})
 	return closeWriter(ctx, cf, w.close, readErr, func(acked bool) {
 		printProduceSummary(env, cf, w, st, time.Since(start), acked)
 	})
 }
+
+// errRowsFailing stops reading input once rows fail to be written; the
+// writer's error says why.
+var errRowsFailing = errors.New("rows are failing to be written: stopped reading")
 
 // closeWriter closes a writer whose input stopped with readErr (nil: it
 // ended), sending what was accepted even after an interrupt, within
@@ -177,6 +192,9 @@ func closeWriter(ctx context.Context, cf *clientFlags, closeFn func(context.Cont
 	report(closeErr == nil)
 	if errors.Is(readErr, context.Canceled) && ctx.Err() != nil {
 		readErr = nil // interrupted: what was read is written, and that is all
+	}
+	if errors.Is(readErr, errRowsFailing) && closeErr != nil {
+		readErr = nil // the writer's error says why
 	}
 	if readErr != nil {
 		return readErr
@@ -196,7 +214,8 @@ func printProduceSummary(env *cliEnv, cf *clientFlags, w lineWriter, st lineStat
 	}
 	if cf.output == "json" {
 		res := map[string]any{"rows": st.rows, "bytes": st.bytes, "seconds": elapsed.Seconds(),
-			"rows_per_s": rate, "acknowledged": ws.Acknowledged, "failed": ws.Failed, "all_acknowledged": acked}
+			"rows_per_s": rate, "all_acknowledged": acked}
+		addOutcomes(res, st.rows, ws)
 		if w.changes != nil {
 			res["deleted"], res["passed_over"] = ch.deleted, ch.passed
 		}
@@ -205,8 +224,8 @@ func printProduceSummary(env *cliEnv, cf *clientFlags, w lineWriter, st lineStat
 		return
 	}
 	if !acked {
-		fmt.Fprintf(env.stderr, "%s read, %s acknowledged, %s failed (%d bytes in %v)\n", plural(st.rows, "row"),
-			plural(ws.Acknowledged, "row"), plural(ws.Failed, "row"), st.bytes, elapsed.Round(time.Millisecond))
+		fmt.Fprintf(env.stderr, "%s read: %s (%d bytes in %v)\n", plural(st.rows, "row"), outcomes(st.rows, ws),
+			st.bytes, elapsed.Round(time.Millisecond))
 		return
 	}
 	// Lines whose _change made them deletes or passed them over are not
@@ -220,6 +239,27 @@ func printProduceSummary(env *cliEnv, cf *clientFlags, w lineWriter, st lineStat
 	}
 	fmt.Fprintf(env.stderr, "%s, %d bytes in %v (%.0f rows/s)\n", done, st.bytes,
 		elapsed.Round(time.Millisecond), rate)
+}
+
+// outcomes says what became of rows handed to a writer that did not get
+// them all acknowledged: acknowledged, unknown outcome (sent and not
+// answered: they may be written, and a retry may write them twice), or
+// not written (never sent, or refused).
+func outcomes(rows int64, ws client.WriterStats) string {
+	return fmt.Sprintf("%s acknowledged, %s with unknown outcome (sent, not answered: they may or may not be written), %s not written",
+		plural(ws.Acknowledged, "row"), plural(ws.Unknown, "row"), plural(notWritten(rows, ws), "row"))
+}
+
+// addOutcomes adds outcomes' counts to a JSON summary; "failed" is
+// unknown_outcome plus the rows refused.
+func addOutcomes(res map[string]any, rows int64, ws client.WriterStats) {
+	res["acknowledged"], res["failed"] = ws.Acknowledged, ws.Failed
+	res["unknown_outcome"], res["not_written"] = ws.Unknown, notWritten(rows, ws)
+}
+
+// notWritten is how many of rows are known not to be written.
+func notWritten(rows int64, ws client.WriterStats) int64 {
+	return max(rows-ws.Acknowledged-ws.Unknown, 0)
 }
 
 // plural is "1 row" or "n rows".

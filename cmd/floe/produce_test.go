@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -425,4 +426,67 @@ func FuzzLineReader(f *testing.F) {
 			t.Fatalf("counted %d lines, returned %d", lr.line, len(lines))
 		}
 	})
+}
+
+// TestProduceEndsWhenTheNodeStops: the node stops while produce --file
+// has rows on their way (held at its proxy, so they are sent and never
+// answered) and more than the writer buffers (32 MiB) still to read, so
+// produce waits for room in the buffer. It ends once its --timeout has
+// passed, not after the SDK's 2-minute delivery timeout, and its summary
+// counts the rows sent and unanswered as of unknown outcome, not as
+// failed, and the others as not written.
+func TestProduceEndsWhenTheNodeStops(t *testing.T) {
+	cl, err := testcluster.Start(t.Context(), testcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	nd := cl.Nodes()[0]
+	if _, err := cl.CreateTable(t.Context(), testcluster.TableSpec{Database: "d", Name: "t",
+		Schema: "id BIGINT NOT NULL, pad STRING", Buckets: 1, Replication: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var lines strings.Builder
+	pad := strings.Repeat("x", 200)
+	for i := range 200_000 { // 40 MB of rows
+		fmt.Fprintf(&lines, "{\"id\": %d, \"pad\": %q}\n", i, pad)
+	}
+	file := filepath.Join(t.TempDir(), "rows.jsonl")
+	if err := os.WriteFile(file, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	release := nd.Proxy().Hold(testcluster.RPCProduce, testcluster.FromClients)
+	defer release()
+	exited := make(chan int, 1)
+	errOut := newSyncBuffer()
+	go func() {
+		exited <- run(context.Background(), &cliEnv{stdout: io.Discard, stderr: errOut, stdin: strings.NewReader("")},
+			[]string{"produce", "d.t", "--file", file, "--timeout", "3s", "--server", nd.Addr()})
+	}()
+	tick := time.NewTicker(10 * time.Millisecond) // polls the proxy's count
+	defer tick.Stop()
+	for nd.Proxy().Calls(testcluster.RPCProduce) == 0 {
+		select {
+		case code := <-exited:
+			t.Fatalf("produce exited %d before a row was sent: %s", code, errOut)
+		case <-t.Context().Done():
+			t.Fatal("no row sent")
+		case <-tick.C:
+		}
+	}
+	if err := nd.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exited:
+		out := errOut.String()
+		m := regexp.MustCompile(`(\d+) rows read: 0 rows acknowledged, (\d+) rows? with unknown outcome .*, (\d+) rows? not written`).FindStringSubmatch(out)
+		if code != 1 || m == nil || m[2] == "0" || m[3] == "0" || strings.Contains(out, "failed") {
+			t.Fatalf("produce after the node stopped: exit %d, want 1 with unknown outcomes:\n%s", code, out)
+		}
+		t.Log(out)
+	case <-time.After(time.Minute): // the bug: two minutes of retries
+		t.Fatalf("produce --timeout 3s still running a minute after the node stopped:\n%s", errOut)
+	}
 }

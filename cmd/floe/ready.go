@@ -11,6 +11,7 @@ import (
 
 	"github.com/floedb/floe/client"
 	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/transport"
 )
 
 // errNotReady: `cluster status --wait` gave up.
@@ -24,11 +25,28 @@ const defaultReadyWait = time.Minute
 const readyProbeTimeout = 2 * time.Second
 
 // clusterReadiness says whether the cluster can take work: a metadata
-// leader is known, and tablet nodes are registered and every one of them
-// is live (so a table created now is placed on nodes that serve it).
+// leader is known, every metadata voter (a new cluster's --bootstrap-expect
+// founders) has registered, and tablet nodes are registered and every one
+// of them is live (so a table created now is placed on nodes that serve
+// it, and on all of them, not on the first to register).
 func clusterReadiness(st *client.ClusterStatus) (bool, string) {
 	if st.Leader == 0 {
 		return false, "no metadata leader"
+	}
+	var voters, unregistered []string
+	for _, v := range st.Voters {
+		if v.Suffrage != "voter" {
+			continue
+		}
+		id := strconv.FormatUint(uint64(v.ID), 10)
+		voters = append(voters, id)
+		if !slices.ContainsFunc(st.Nodes, func(n client.Node) bool { return n.ID == v.ID }) {
+			unregistered = append(unregistered, id)
+		}
+	}
+	if len(unregistered) > 0 {
+		return false, fmt.Sprintf("metadata voters not registered yet: %s (%d of %d registered)",
+			strings.Join(unregistered, ", "), len(voters)-len(unregistered), len(voters))
 	}
 	var tablets, down []string
 	for _, n := range st.Nodes {
@@ -92,8 +110,9 @@ func (w *waitFlag) setDuration(s string) error {
 
 // waitClusterReady asks for the cluster status until it is ready, telling
 // stderr what it waits for whenever that changes, and fails with the last
-// reason when wait runs out.
-func waitClusterReady(ctx context.Context, env *cliEnv, c *client.Client, wait time.Duration) (*client.ClusterStatus, error) {
+// reason when wait runs out. A status call that fails for want of a
+// metadata leader (it times out) is explained by the nodes at addrs.
+func waitClusterReady(ctx context.Context, env *cliEnv, c *client.Client, addrs []string, wait time.Duration) (*client.ClusterStatus, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	pace := backoff.Backoff{Min: 100 * time.Millisecond, Max: time.Second}
@@ -108,8 +127,10 @@ func waitClusterReady(ctx context.Context, env *cliEnv, c *client.Client, wait t
 			if ready, why = clusterReadiness(st); ready {
 				return st, nil
 			}
+		} else if waitCtx.Err() != nil && last != "" {
+			why = last // cut by the end of the wait: still waiting for the same
 		} else {
-			why = err.Error()
+			why = statusTrouble(ctx, c, addrs, err)
 		}
 		if why != last {
 			fmt.Fprintf(env.stderr, "waiting for the cluster: %s\n", why)
@@ -122,4 +143,33 @@ func waitClusterReady(ctx context.Context, env *cliEnv, c *client.Client, wait t
 			return nil, fmt.Errorf("%w after %v: %s", errNotReady, wait, why)
 		}
 	}
+}
+
+// raftProbeTimeout bounds the question to one node about its Raft state,
+// asked when a status call failed.
+const raftProbeTimeout = time.Second
+
+// statusTrouble says what a failed status call waited for. It needs the
+// metadata leader, so when it timed out or found none, the nodes' own Raft
+// views (which need no leader) tell whether there is one: "no metadata
+// leader" when the first node that answers knows none, as when the cluster
+// lost its quorum; otherwise err as it is.
+func statusTrouble(ctx context.Context, c *client.Client, addrs []string, err error) string {
+	if !errors.Is(err, context.DeadlineExceeded) && !transport.IsRetriable(err) {
+		return err.Error()
+	}
+	for _, addr := range addrs {
+		rctx, cancel := context.WithTimeout(ctx, raftProbeTimeout)
+		rs, rerr := c.Admin().NodeRaftStatus(rctx, addr)
+		cancel()
+		switch {
+		case rerr != nil:
+			continue
+		case rs.Leader == 0:
+			return fmt.Sprintf("no metadata leader (node %d is %s in term %d)", rs.NodeID, strings.ToLower(rs.State), rs.Term)
+		default:
+			return fmt.Sprintf("metadata leader %d did not answer: %v", rs.Leader, err)
+		}
+	}
+	return err.Error()
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/internal/testkit/testcluster"
 	"github.com/floedb/floe/server"
 	"github.com/spf13/pflag"
 )
@@ -31,6 +32,12 @@ func TestClusterReadiness(t *testing.T) {
 		{"no tablet nodes", client.ClusterStatus{Leader: 9, Nodes: []client.Node{meta}}, "no tablet nodes are registered"},
 		{"a tablet node down", client.ClusterStatus{Leader: 1, Nodes: []client.Node{tablet(1, true), tablet(2, false), tablet(3, false)}},
 			"tablet nodes not live: 2, 3 (of 3 registered)"},
+		// A fresh three-node cluster whose first node has registered: not
+		// ready until the other founders have too.
+		{"founders not registered", client.ClusterStatus{Leader: 1, Voters: voters(1, 2, 3), Nodes: []client.Node{tablet(1, true)}},
+			"metadata voters not registered yet: 2, 3 (1 of 3 registered)"},
+		{"founders registered", client.ClusterStatus{Leader: 1, Voters: append(voters(1, 2, 3), client.Voter{ID: 4, Suffrage: "nonvoter"}),
+			Nodes: []client.Node{tablet(1, true), tablet(2, true), tablet(3, true)}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ready, why := clusterReadiness(&tc.st)
@@ -39,6 +46,15 @@ func TestClusterReadiness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// voters are metadata voters with the given ids.
+func voters(ids ...uint32) []client.Voter {
+	var out []client.Voter
+	for _, id := range ids {
+		out = append(out, client.Voter{ID: id, Suffrage: "voter", State: "follower"})
+	}
+	return out
 }
 
 func TestWaitFlag(t *testing.T) {
@@ -117,9 +133,12 @@ func startDev(t *testing.T) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut := newSyncBuffer(), newSyncBuffer()
 	exited := make(chan int, 1)
+	// Made before the cleanup below is registered, so it is removed after
+	// the node has stopped.
+	dir := t.TempDir()
 	go func() {
 		exited <- run(ctx, &cliEnv{stdout: out, stderr: errOut, stdin: strings.NewReader("")},
-			[]string{"dev", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()})
+			[]string{"dev", "--listen", "127.0.0.1:0", "--data-dir", dir})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -190,5 +209,66 @@ func TestClusterStatusWaitFailsWithTheReason(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "waiting for the cluster: no tablet nodes are registered") ||
 		!strings.Contains(errOut, "cluster not ready after 500ms: no tablet nodes are registered") {
 		t.Fatalf("cluster status --wait on a cluster without tablet nodes: %d\n%s", code, errOut)
+	}
+}
+
+// TestClusterStatusNamesLostQuorum: with two of three metadata voters
+// stopped, the status calls time out on the survivor; `cluster status`
+// says it has no metadata leader (what it was waiting for), with or
+// without --wait, not "context deadline exceeded".
+func TestClusterStatusNamesLostQuorum(t *testing.T) {
+	cl, err := testcluster.Start(t.Context(), testcluster.Options{Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	for _, nd := range cl.Nodes()[1:] {
+		if err := nd.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := cl.Nodes()[0].Addr()
+	code, _, errOut := runCLI(t, "", "cluster", "status", "--wait", "3s", "--server", addr)
+	if code != 1 || !strings.Contains(errOut, "cluster not ready after 3s: no metadata leader") || strings.Contains(errOut, "deadline") {
+		t.Fatalf("cluster status --wait 3s without a quorum: %d\n%s", code, errOut)
+	}
+	t.Log(errOut)
+	code, _, errOut = runCLI(t, "", "cluster", "status", "--timeout", "3s", "--server", addr)
+	if code != 1 || !strings.Contains(errOut, "no metadata leader") || strings.Contains(errOut, "deadline") {
+		t.Fatalf("cluster status without a quorum: %d\n%s", code, errOut)
+	}
+	t.Log(errOut)
+}
+
+// TestTableCreateWarnsOfFewerReplicas: a table that asks for the default
+// replication (3) while one of the three nodes is down gets 2 replicas
+// and a warning on stderr that says so; on a one-node cluster, where 1 is
+// all there can be, it gets none.
+func TestTableCreateWarnsOfFewerReplicas(t *testing.T) {
+	cl, err := testcluster.Start(t.Context(), testcluster.Options{Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	if err := cl.Nodes()[2].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	addr := cl.Nodes()[0].Addr()
+	if code, _, errOut := runCLI(t, "", "db", "create", "d", "--server", addr); code != 0 {
+		t.Fatalf("db create: %d %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "", "table", "create", "d.t", "--schema", "id BIGINT NOT NULL", "--server", addr)
+	if code != 0 || !strings.Contains(out, "replication 2") ||
+		!strings.Contains(errOut, "warning: table d.t has replication 2, not 3: only 2 of the cluster's 3 tablet nodes were registered and live") {
+		t.Fatalf("table create with a node down: %d\n%s%s", code, out, errOut)
+	}
+
+	dev := startDev(t)
+	if code, _, errOut := runCLI(t, "", "db", "create", "d", "--server", dev); code != 0 {
+		t.Fatalf("db create: %d %s", code, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "table", "create", "d.t", "--schema", "id BIGINT NOT NULL", "--server", dev)
+	if code != 0 || errOut != "" {
+		t.Fatalf("table create on floe dev: %d\n%s%s", code, out, errOut)
 	}
 }

@@ -110,7 +110,8 @@ func tableCreateCmd(env *cliEnv) clientCmd {
 				return err
 			}
 			var existed bool
-			opts := []client.Option{client.Unchanged(&existed)}
+			var warnings []string
+			opts := []client.Option{client.Unchanged(&existed), client.Warnings(&warnings)}
 			if ifNotExists {
 				opts = append(opts, client.IfNotExists())
 			}
@@ -121,6 +122,9 @@ func tableCreateCmd(env *cliEnv) clientCmd {
 			t, err := c.Admin().CreateTable(ctx, spec, opts...)
 			if err != nil {
 				return err
+			}
+			for _, w := range warnings {
+				fmt.Fprintf(env.stderr, "warning: %s\n", w)
 			}
 			if existed {
 				diffs := specDifferences(spec, t)

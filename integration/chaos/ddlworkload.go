@@ -216,7 +216,8 @@ func (w *DDLWorkload) Check(timeout time.Duration) KVResult {
 	w.mu.Lock()
 	ops := append([]porcupine.Operation(nil), w.ops...)
 	w.mu.Unlock()
-	res := KVResult{Attempted: w.attempted.Load(), Operations: int64(len(ops)), Failed: w.failed.Load(), Errors: w.errors}
+	res := newKVResult(w.attempted.Load(), w.failed.Load(), len(ops))
+	res.Errors = w.errors
 	checkLinearizable(ddlModel, ops, timeout, &res)
 	return res
 }

@@ -164,7 +164,12 @@ func (w *KVWorkload) client(ctx context.Context, h *History, id int) error {
 
 // KVResult is what the linearizability checker found.
 type KVResult struct {
-	Attempted    int64 `json:"attempted"`
+	Attempted int64 `json:"attempted"`
+	// Acknowledged operations were answered without error.
+	Acknowledged int64 `json:"acknowledged"`
+	// Operations is how many the linearizability check covered: the
+	// acknowledged ones and the writes that failed (which may have
+	// happened).
 	Operations   int64 `json:"operations"`
 	Failed       int64 `json:"failed"`
 	Linearizable bool  `json:"linearizable"`
@@ -174,12 +179,17 @@ type KVResult struct {
 	Errors map[string]int `json:"errors,omitempty"`
 }
 
+// newKVResult is the counts of a key or DDL workload.
+func newKVResult(attempted, failed int64, checked int) KVResult {
+	return KVResult{Attempted: attempted, Acknowledged: attempted - failed, Failed: failed, Operations: int64(checked)}
+}
+
 // Check runs porcupine over the history.
 func (w *KVWorkload) Check(timeout time.Duration) KVResult {
 	w.mu.Lock()
 	ops := append([]porcupine.Operation(nil), w.ops...)
 	w.mu.Unlock()
-	res := KVResult{Attempted: w.attempted.Load(), Operations: int64(len(ops)), Failed: w.failed.Load()}
+	res := newKVResult(w.attempted.Load(), w.failed.Load(), len(ops))
 	checkLinearizable(kvModel, ops, timeout, &res)
 	return res
 }

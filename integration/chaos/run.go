@@ -7,8 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
+	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/floedb/floe/client"
@@ -270,25 +271,31 @@ func waitSettled(ctx context.Context, cl *client.Client, lw *LogWorkload) error 
 	}
 }
 
-// Table renders verdicts as a table.
+// Table renders verdicts as a table: per workload (log appends, key
+// upserts and lookups, DDL) the operations attempted, acknowledged
+// (answered without error) and failed (an error: outcome unknown for a
+// write); then the log's lost, duplicated and reordered records, replica
+// diffs, the key and DDL operations the linearizability check covered and
+// its result, leader changes and the longest recovery.
 func Table(vs []Verdict) string {
-	out := fmt.Sprintf("%-24s %6s %5s %9s %6s %6s %5s %5s %6s %6s %9s %7s %7s %9s\n", "SCENARIO", "SEED", "SECS",
-		"ATTEMPTED", "ACKED", "FAILED", "LOST", "DUPS", "REORD", "DIFFS", "KEY+DDL", "LINEAR", "LEADERS", "RECOVERY")
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 4, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "SCENARIO\tSEED\tSECS\tLOG-ATT\tLOG-ACK\tLOG-FAIL\tKEY-ATT\tKEY-ACK\tKEY-FAIL\t"+
+		"DDL-ATT\tDDL-ACK\tDDL-FAIL\tLOST\tDUPS\tREORD\tDIFFS\tCHECKED\tLINEAR\tLEADERS\tRECOVERY\t")
 	for _, v := range vs {
 		worst := time.Duration(0)
-		var recs []time.Duration
 		for _, r := range v.Recoveries {
-			if r.After > worst {
-				worst = r.After
-			}
-			recs = append(recs, r.After)
+			worst = max(worst, r.After)
 		}
-		sort.Slice(recs, func(i, j int) bool { return recs[i] < recs[j] })
-		out += fmt.Sprintf("%-24s %6d %5.0f %9d %6d %6d %5d %5d %6d %6d %9d %7v %7d %9s\n", v.Scenario, v.Seed, v.Duration.Seconds(),
-			v.Log.Attempted+v.KV.Attempted+v.DDL.Attempted, v.Log.Acknowledged, v.Log.Failed+v.KV.Failed+v.DDL.Failed,
-			v.Log.Lost, v.Log.Duplicated, v.Log.Reordered+v.Log.WrongOffset, len(v.ReplicaDiffs), v.KV.Operations+v.DDL.Operations,
-			v.KV.Linearizable && v.DDL.Linearizable, v.LeaderChanges,
+		fmt.Fprintf(w, "%s\t%d\t%.0f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%d\t%s\t\n",
+			v.Scenario, v.Seed, v.Duration.Seconds(),
+			v.Log.Attempted, v.Log.Acknowledged, v.Log.Failed,
+			v.KV.Attempted, v.KV.Acknowledged, v.KV.Failed,
+			v.DDL.Attempted, v.DDL.Acknowledged, v.DDL.Failed,
+			v.Log.Lost, v.Log.Duplicated, v.Log.Reordered+v.Log.WrongOffset, len(v.ReplicaDiffs),
+			v.KV.Operations+v.DDL.Operations, v.KV.Linearizable && v.DDL.Linearizable, v.LeaderChanges,
 			worst.Round(10*time.Millisecond))
 	}
-	return out
+	w.Flush()
+	return b.String()
 }

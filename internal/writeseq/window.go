@@ -81,13 +81,15 @@ type Flight[T any] struct {
 	// unanswered: a call of it under its writer id got no answer from the
 	// node (TimedOut): a copy may still be on its way there.
 	unanswered bool
-	callEnds   time.Time
-	pipelined  bool // the call out (or the last one) was sent pipelined
-	acked      bool
-	failure    Failure
-	cause      error
-	failedAt   time.Time
-	lastErr    error // what the last call failed with
+	// outAtFailure: a call of it was out, unanswered, when it failed.
+	outAtFailure bool
+	callEnds     time.Time
+	pipelined    bool // the call out (or the last one) was sent pipelined
+	acked        bool
+	failure      Failure
+	cause        error
+	failedAt     time.Time
+	lastErr      error // what the last call failed with
 }
 
 // WriterID is the writer id the batch is sequenced under, -1 when it
@@ -121,6 +123,15 @@ func (f *Flight[T]) Failure() (why Failure, cause error, at time.Time) {
 
 // LastErr is what its last call failed with, nil when none did.
 func (f *Flight[T]) LastErr() error { return f.lastErr }
+
+// MayBeWritten says whether a failed batch may be written all the same: a
+// call of it got no answer (it timed out, or its stream broke, or it was
+// out when the batch failed), and the node may have decided it, or may
+// still. A batch each of whose calls was answered with a refusal (or
+// that was never sent) is not written.
+func (f *Flight[T]) MayBeWritten() bool {
+	return f.failure == Unknown || (f.failure != NotFailed && (f.unanswered || f.outAtFailure))
+}
 
 // Resolved says whether it is acknowledged or failed.
 func (f *Flight[T]) Resolved() bool { return f.acked || f.failure != NotFailed }
@@ -411,6 +422,7 @@ func (w *Window[T]) resequenceFrom(f *Flight[T], cause error, now time.Time) {
 
 // fail fails f for good; its outcome may be unknown.
 func (w *Window[T]) fail(f *Flight[T], why Failure, err error, now time.Time) {
+	f.outAtFailure = f.call != 0
 	f.failure, f.cause, f.failedAt, f.call = why, err, now, 0
 	if f.writerID == w.writerID && f.attempts > 0 {
 		w.taintedID = true

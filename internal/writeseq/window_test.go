@@ -199,3 +199,40 @@ func TestExpiry(t *testing.T) {
 	w.PopCompleted()
 	wantFreshID(t, w)
 }
+
+// TestMayBeWritten: a failed batch may be written when a call of it got no
+// answer (timed out, stream broken, or out when it failed), not when every
+// call was answered with a refusal or none was made.
+func TestMayBeWritten(t *testing.T) {
+	deadline := t0.Add(time.Minute)
+	for _, tc := range []struct {
+		name string
+		run  func(w *Window[int], f *Flight[int])
+		want bool
+	}{
+		{"refused", func(w *Window[int], f *Flight[int]) { w.Answer(f, f.Call(), Final, errLost, t0) }, false},
+		{"refused retriably until its deadline", func(w *Window[int], f *Flight[int]) {
+			w.Answer(f, f.Call(), Retriable, errLost, deadline)
+		}, false},
+		{"timed out, then its deadline", func(w *Window[int], f *Flight[int]) {
+			w.Answer(f, f.Call(), TimedOut, errLost, deadline)
+		}, true},
+		{"given up with its call out", func(w *Window[int], f *Flight[int]) { w.Fail(f, errLost, t0) }, true},
+		{"acknowledged", func(w *Window[int], f *Flight[int]) { w.Answer(f, f.Call(), OK, nil, t0) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newTestWindow(t, 1)
+			f := w.ToSend(t0)[0]
+			tc.run(w, f)
+			if got := f.MayBeWritten(); got != tc.want {
+				t.Fatalf("MayBeWritten = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	w := New[int](Config{RequestTimeout: time.Second})
+	w.Add(0, t0.Add(time.Second))
+	w.Expire(t0.Add(time.Hour)) // never sent
+	if f := w.Flights()[0]; f.MayBeWritten() {
+		t.Fatal("a batch never sent may be written")
+	}
+}

@@ -20,9 +20,9 @@ const (
 	MaxPropertyKeyBytes = 256
 	// MaxPropertyValueBytes bounds a property value.
 	MaxPropertyValueBytes = 4096
-	// defaultReplication is the replication of a table that asks for none,
+	// DefaultReplication is the replication of a table that asks for none,
 	// when there are that many tablet nodes.
-	defaultReplication = 3
+	DefaultReplication = 3
 	// defaultClusterBuckets is the bucket count of a table that asks for
 	// none, in a cluster of at least that many tablet nodes.
 	defaultClusterBuckets = 3
@@ -172,7 +172,7 @@ func bucketsAndReplication(table string, c *pb.CreateTable, nodes tabletCount) (
 	case eligible == 0:
 		return 0, 0, errorf(codeNotEnoughReplicas, "table %q: none of the %s is live", table, plural(nodes.registered, "registered tablet node"))
 	case replication == 0:
-		replication = int32(min(defaultReplication, eligible))
+		replication = int32(min(DefaultReplication, eligible))
 	case int(replication) > eligible:
 		return 0, 0, errorf(codeNotEnoughReplicas, "table %q: replication %d exceeds the %s", table, replication, nodes)
 	}

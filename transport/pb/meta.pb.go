@@ -690,8 +690,11 @@ func (x *VoterInfo) GetState() string {
 
 // CommandResponse answers every catalog write.
 type CommandResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Result        *CommandResult         `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Result *CommandResult         `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	// Warnings about a command that succeeded: a table created with fewer
+	// replicas than it asked for, say. The CLI prints them on stderr.
+	Warnings      []string `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -729,6 +732,13 @@ func (*CommandResponse) Descriptor() ([]byte, []int) {
 func (x *CommandResponse) GetResult() *CommandResult {
 	if x != nil {
 		return x.Result
+	}
+	return nil
+}
+
+func (x *CommandResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -2904,9 +2914,10 @@ const file_meta_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1a\n" +
 	"\bsuffrage\x18\x03 \x01(\tR\bsuffrage\x12\x14\n" +
-	"\x05state\x18\x04 \x01(\tR\x05state\"A\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\"]\n" +
 	"\x0fCommandResponse\x12.\n" +
-	"\x06result\x18\x01 \x01(\v2\x16.floe.v1.CommandResultR\x06result\"n\n" +
+	"\x06result\x18\x01 \x01(\v2\x16.floe.v1.CommandResultR\x06result\x12\x1a\n" +
+	"\bwarnings\x18\x02 \x03(\tR\bwarnings\"n\n" +
 	"\x15CreateDatabaseRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x12\x12\n" +

@@ -1,0 +1,39 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTableShowsEachWorkload: the verdict table has attempted,
+// acknowledged and failed operations per workload, so key and DDL
+// operations are not counted as attempted and missing from acknowledged.
+func TestTableShowsEachWorkload(t *testing.T) {
+	v := Verdict{Scenario: "kill-leader", Seed: 3, Duration: 30 * time.Second,
+		Log: LogResult{Attempted: 1000, Acknowledged: 990, Failed: 10},
+		KV:  newKVResult(200, 5, 198), DDL: newKVResult(40, 4, 38)}
+	v.KV.Linearizable, v.DDL.Linearizable = true, true
+	lines := strings.Split(strings.TrimRight(Table([]Verdict{v}), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("table of one verdict:\n%s", strings.Join(lines, "\n"))
+	}
+	row := map[string]string{}
+	header, values := strings.Fields(lines[0]), strings.Fields(lines[1])
+	if len(header) != len(values) {
+		t.Fatalf("%d columns, %d values:\n%s", len(header), len(values), strings.Join(lines, "\n"))
+	}
+	for i, h := range header {
+		row[h] = values[i]
+	}
+	for col, want := range map[string]string{
+		"LOG-ATT": "1000", "LOG-ACK": "990", "LOG-FAIL": "10",
+		"KEY-ATT": "200", "KEY-ACK": "195", "KEY-FAIL": "5",
+		"DDL-ATT": "40", "DDL-ACK": "36", "DDL-FAIL": "4",
+		"CHECKED": "236", "LINEAR": "true",
+	} {
+		if row[col] != want {
+			t.Errorf("%s = %q, want %s:\n%s", col, row[col], want, strings.Join(lines, "\n"))
+		}
+	}
+}
