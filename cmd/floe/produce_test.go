@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floedb/floe/cmd/floe/internal/bench"
 	"github.com/floedb/floe/internal/testkit/testcluster"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/tiering"
@@ -99,9 +100,9 @@ func TestProduceLinesReportsLine(t *testing.T) {
 var shared = testcluster.Shared{Options: testcluster.Options{Nodes: 2}}
 
 func TestMain(m *testing.M) {
-	if os.Getenv(floorEchoEnv) != "" {
+	if os.Getenv(bench.FloorEchoEnv) != "" {
 		// bench floor's echo child (TestBenchFloor runs this binary as it).
-		if err := runFloorEcho(os.Stdin, os.Stdout); err != nil {
+		if err := bench.RunFloorEcho(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
