@@ -218,9 +218,15 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 		next = b.NextOffset()
 	}
 	scanned := 0
+	var end *TailError
 	for pos < limit {
-		b, err := record.Check(m.data[pos:limit])
-		if err != nil || b.BaseOffset() != next {
+		var b record.Batch
+		if b, end = checkBatchAt(m.data[pos:limit], pos); end != nil {
+			break
+		}
+		if b.BaseOffset() != next {
+			end = &TailError{Position: pos, Reason: TailTorn,
+				Detail: fmt.Sprintf("batch at byte %d has offset %d, expected %d", pos, b.BaseOffset(), next)}
 			break
 		}
 		if err := l.recoverEpoch(b); err != nil {
@@ -238,9 +244,9 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 		s.firstAppend = nowMillis(l.cfg.Now)
 	}
 	if pos < limit {
-		if tail := m.data[pos:min(limit, pos+record.HeaderSize)]; slices.ContainsFunc(tail, func(c byte) bool { return c != 0 }) {
+		if end != nil && end.Reason != TailZero {
 			l.logger.Warn("truncated torn log tail", "segment", s.base, "position", pos, "end_offset", next,
-				"discarded_bytes_max", limit-pos)
+				"discarded_bytes_max", limit-pos, "reason", end.Detail)
 		}
 		// Cut the file so no stale batch past the end can ever be read back.
 		if err := s.trim(); err != nil {
