@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 )
 
@@ -106,7 +107,7 @@ type segmentFileInfo struct {
 func (l *Log) scanDir() ([]segmentFileInfo, error) {
 	entries, err := os.ReadDir(l.cfg.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("logstore: %w", err)
+		return nil, pkgerr.Errorf("logstore", "%w", err)
 	}
 	var files []segmentFileInfo
 	logs := map[string]bool{}
@@ -117,7 +118,7 @@ func (l *Log) scanDir() ([]segmentFileInfo, error) {
 		}
 		info, err := e.Info()
 		if err != nil {
-			return nil, fmt.Errorf("logstore: %w", err)
+			return nil, pkgerr.Errorf("logstore", "%w", err)
 		}
 		files = append(files, segmentFileInfo{base: base, bytes: info.Size()})
 		logs[segmentName(base)] = true
@@ -128,7 +129,7 @@ func (l *Log) scanDir() ([]segmentFileInfo, error) {
 		orphanIndex := (strings.HasSuffix(name, indexSuffix) || strings.HasSuffix(name, timeIndexSuffix)) && !logs[stem]
 		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, deletedSuffix) || orphanIndex {
 			if err := os.Remove(filepath.Join(l.cfg.Dir, name)); err != nil {
-				return nil, fmt.Errorf("logstore: remove leftover: %w", err)
+				return nil, pkgerr.Errorf("logstore", "remove leftover: %w", err)
 			}
 		}
 	}
