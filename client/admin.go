@@ -2,10 +2,10 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -339,7 +339,7 @@ func nonNil[T any](s []T) []T {
 func SplitTableName(s string) (database, table string, err error) {
 	db, t, ok := strings.Cut(s, ".")
 	if !ok || db == "" || t == "" || strings.Contains(t, ".") {
-		return "", "", fmt.Errorf("client: want DATABASE.TABLE, got %q", s)
+		return "", "", pkgerr.Errorf("client", "want DATABASE.TABLE, got %q", s)
 	}
 	return db, t, nil
 }

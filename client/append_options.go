@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 )
 
@@ -73,7 +74,7 @@ func ParseAcks(s string) (Acks, error) {
 	case "0", "none":
 		return AcksNone, nil
 	}
-	return 0, fmt.Errorf("client: acks %q: want all, 1 or 0", s)
+	return 0, pkgerr.Errorf("client", "acks %q: want all, 1 or 0", s)
 }
 
 // AppendWriterOptions configure an AppendWriter. The zero value is usable.
@@ -125,24 +126,24 @@ func (o *AppendWriterOptions) Validate() error { return o.validate("append write
 func (o *AppendWriterOptions) validate(name string) error {
 	switch {
 	case o.Acks < AcksAll || o.Acks > AcksNone:
-		return fmt.Errorf("client: %s: unknown %v", name, o.Acks)
+		return pkgerr.Errorf("client", "%s: unknown %v", name, o.Acks)
 	case o.BatchBytes < 0 || o.BatchBytes > record.MaxBatchSize:
-		return fmt.Errorf("client: %s: BatchBytes %d not in [0, %d]", name, o.BatchBytes, record.MaxBatchSize)
+		return pkgerr.Errorf("client", "%s: BatchBytes %d not in [0, %d]", name, o.BatchBytes, record.MaxBatchSize)
 	case o.BatchBytes > 0 && o.BatchBytes < 2*record.HeaderSize:
-		return fmt.Errorf("client: %s: BatchBytes %d is below %d", name, o.BatchBytes, 2*record.HeaderSize)
+		return pkgerr.Errorf("client", "%s: BatchBytes %d is below %d", name, o.BatchBytes, 2*record.HeaderSize)
 	case o.MaxBufferedBytes < 0:
-		return fmt.Errorf("client: %s: negative MaxBufferedBytes", name)
+		return pkgerr.Errorf("client", "%s: negative MaxBufferedBytes", name)
 	case o.DeliveryTimeout < 0 || o.RequestTimeout < 0:
-		return fmt.Errorf("client: %s: negative DeliveryTimeout or RequestTimeout", name)
+		return pkgerr.Errorf("client", "%s: negative DeliveryTimeout or RequestTimeout", name)
 	case o.MaxInFlight < 0 || o.MaxInFlight > MaxInFlightLimit:
-		return fmt.Errorf("client: %s: MaxInFlight %d not in [1, %d] (0: the default, %d)", name, o.MaxInFlight,
+		return pkgerr.Errorf("client", "%s: MaxInFlight %d not in [1, %d] (0: the default, %d)", name, o.MaxInFlight,
 			MaxInFlightLimit, DefaultMaxInFlight)
 	case o.Compression != record.CompressionNone && o.Compression != record.CompressionZstd:
-		return fmt.Errorf("client: %s: unknown %v", name, o.Compression)
+		return pkgerr.Errorf("client", "%s: unknown %v", name, o.Compression)
 	}
 	d := o.withDefaults()
 	if d.MaxBufferedBytes < int64(d.BatchBytes) {
-		return fmt.Errorf("client: %s: MaxBufferedBytes %d is below BatchBytes %d", name, d.MaxBufferedBytes, d.BatchBytes)
+		return pkgerr.Errorf("client", "%s: MaxBufferedBytes %d is below BatchBytes %d", name, d.MaxBufferedBytes, d.BatchBytes)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/internal/writeseq"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
@@ -213,7 +214,7 @@ func (s *bucketSender) sequence(ctx context.Context) {
 			Codec: s.w.codec, AppendOnly: s.w.kind.appendOnly, HasWriter: true, WriterID: writerID, Sequence: seq,
 		})
 		if err != nil {
-			s.win.Fail(f, fmt.Errorf("client: build batch for bucket %d: %w", s.bucket, err), time.Now())
+			s.win.Fail(f, pkgerr.Errorf("client", "build batch for bucket %d: %w", s.bucket, err), time.Now())
 			continue
 		}
 		f.Item.batch = batch
@@ -373,7 +374,7 @@ func (s *bucketSender) flightErr(f *flight) error {
 	case writeseq.NotFailed:
 		return nil
 	case writeseq.Refused:
-		return fmt.Errorf("client: %s: %s bucket %d: %w", s.w.kind.name, s.w.t.qualifiedName(), s.bucket, cause)
+		return pkgerr.Errorf("client", "%s: %s bucket %d: %w", s.w.kind.name, s.w.t.qualifiedName(), s.bucket, cause)
 	case writeseq.Unknown:
 		return fmt.Errorf("%w: %s bucket %d, batch of %s: sent, unanswered, then its writer's sequence broke (%v): it may or may not be written",
 			ErrOutcomeUnknown, s.w.t.qualifiedName(), s.bucket, rowCount(f.Item.b.count), cause)

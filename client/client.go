@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -53,7 +54,7 @@ const (
 // addresses of its nodes). It checks that one of them answers.
 func Connect(ctx context.Context, addrs ...string) (*Client, error) {
 	if len(addrs) == 0 {
-		return nil, errors.New("client: no server address")
+		return nil, pkgerr.New("client", "no server address")
 	}
 	c := &Client{addrs: addrs, pool: transport.NewPool(transport.PoolConfig{}),
 		http: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
@@ -64,7 +65,7 @@ func Connect(ctx context.Context, addrs ...string) (*Client, error) {
 	})
 	if err != nil {
 		c.pool.Close()
-		return nil, fmt.Errorf("client: no server answered at %v: %w", addrs, err)
+		return nil, pkgerr.Errorf("client", "no server answered at %v: %w", addrs, err)
 	}
 	return c, nil
 }

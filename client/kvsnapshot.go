@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -39,7 +40,7 @@ func (t *Table) SnapshotKV(ctx context.Context, bucket int32) (KVSnapshot, error
 	err := t.withLeader(ctx, bucket, func(ctx context.Context, addr string) error {
 		resp, err := t.tablet(addr).SnapshotKV(ctx, &pb.SnapshotKVRequest{TableId: t.info.ID, Bucket: bucket})
 		if err != nil {
-			return fmt.Errorf("client: KV snapshot of %s bucket %d at %s: %w", t.qualifiedName(), bucket, addr, err)
+			return pkgerr.Errorf("client", "KV snapshot of %s bucket %d at %s: %w", t.qualifiedName(), bucket, addr, err)
 		}
 		s := resp.GetSnapshot()
 		out = KVSnapshot{Bucket: bucket, Offset: s.GetOffset(), Created: time.UnixMilli(s.GetCreatedMs()), Rows: s.GetRows(),

@@ -2,12 +2,12 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 )
 
@@ -40,10 +40,10 @@ type LogScannerOptions struct {
 // Validate reports the first invalid field.
 func (o *LogScannerOptions) Validate() error {
 	if o.MaxWait < 0 || o.MaxBytes < 0 {
-		return fmt.Errorf("client: log scanner: negative MaxWait or MaxBytes")
+		return pkgerr.Errorf("client", "log scanner: negative MaxWait or MaxBytes")
 	}
 	if o.MaxWait > time.Hour {
-		return fmt.Errorf("client: log scanner: MaxWait %v is above an hour", o.MaxWait)
+		return pkgerr.Errorf("client", "log scanner: MaxWait %v is above an hour", o.MaxWait)
 	}
 	return nil
 }
@@ -153,7 +153,7 @@ func (s *LogScanner) Subscribe(bucket int32, from StartPosition) error {
 	sub := &subscription{gen: s.gen, from: from, hw: -1}
 	if from.kind == positionOffset {
 		if from.offset < 0 {
-			return fmt.Errorf("client: subscribe bucket %d: negative offset %d", bucket, from.offset)
+			return pkgerr.Errorf("client", "subscribe bucket %d: negative offset %d", bucket, from.offset)
 		}
 		sub.resolved, sub.position = true, from.offset
 	}
@@ -282,7 +282,7 @@ func (s *LogScanner) resolve(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if !retriable(err) {
-			return fmt.Errorf("client: subscribe bucket %d at %v: %w", bucket, sub.from, err)
+			return pkgerr.Errorf("client", "subscribe bucket %d at %v: %w", bucket, sub.from, err)
 		}
 		s.retryLater(sub, version, err)
 	}

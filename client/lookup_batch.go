@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/floedb/floe/internal/fanout"
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -24,7 +25,7 @@ func (l *Lookuper) LookupBatch(ctx context.Context, keys [][]byte) ([][]byte, er
 	byBucket := make(map[int32][]int)
 	for i, key := range keys {
 		if err := record.ValidateRow(l.keys.keySchema, key); err != nil {
-			return nil, fmt.Errorf("client: lookup batch: key %d: %w", i, err)
+			return nil, pkgerr.Errorf("client", "lookup batch: key %d: %w", i, err)
 		}
 		b := l.bucketOfKey(key)
 		byBucket[b] = append(byBucket[b], i)
@@ -60,7 +61,7 @@ func (l *Lookuper) LookupBatch(ctx context.Context, keys [][]byte) ([][]byte, er
 	})
 	switch {
 	case err != nil && ctx.Err() != nil: // the call's time ran out
-		return nil, fmt.Errorf("client: lookup batch: %w", err)
+		return nil, pkgerr.Errorf("client", "lookup batch: %w", err)
 	case err != nil:
 		return nil, err
 	}
@@ -116,11 +117,11 @@ func (l *Lookuper) prefixLookupValid(ctx context.Context, bucketKey []byte) ([][
 			return err
 		})
 	if err != nil {
-		return nil, fmt.Errorf("client: prefix lookup: %w", err)
+		return nil, pkgerr.Errorf("client", "prefix lookup: %w", err)
 	}
 	for i, row := range resp.Rows {
 		if err := record.ValidateRow(l.t.schema, row); err != nil {
-			return nil, fmt.Errorf("client: prefix lookup: bucket %d: row %d: %w", bucket, i, err)
+			return nil, pkgerr.Errorf("client", "prefix lookup: bucket %d: row %d: %w", bucket, i, err)
 		}
 	}
 	if resp.Truncated {

@@ -3,12 +3,12 @@ package client
 import (
 	"context"
 	"errors"
-	"fmt"
 	"hash"
 	"sync"
 
 	"github.com/spaolacci/murmur3"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -191,10 +191,10 @@ func (l *Lookuper) lookupOnce(ctx context.Context, bucket int32, keys [][]byte) 
 			return err
 		})
 	if err != nil {
-		return nil, fmt.Errorf("client: lookup: %w", err)
+		return nil, pkgerr.Errorf("client", "lookup: %w", err)
 	}
 	if len(resp.RowSizes) != len(keys) {
-		return nil, fmt.Errorf("client: lookup: bucket %d answered %d rows for %d keys", bucket, len(resp.RowSizes), len(keys))
+		return nil, pkgerr.Errorf("client", "lookup: bucket %d answered %d rows for %d keys", bucket, len(resp.RowSizes), len(keys))
 	}
 	rows := make([][]byte, len(keys))
 	off := 0
@@ -203,17 +203,17 @@ func (l *Lookuper) lookupOnce(ctx context.Context, bucket int32, keys [][]byte) 
 			continue
 		}
 		if int(n) > len(resp.Rows)-off {
-			return nil, fmt.Errorf("client: lookup: bucket %d: row sizes overrun the %d bytes of rows", bucket, len(resp.Rows))
+			return nil, pkgerr.Errorf("client", "lookup: bucket %d: row sizes overrun the %d bytes of rows", bucket, len(resp.Rows))
 		}
 		row := resp.Rows[off : off+int(n) : off+int(n)]
 		off += int(n)
 		if err := record.ValidateRow(l.t.schema, row); err != nil {
-			return nil, fmt.Errorf("client: lookup: bucket %d: row of key %d: %w", bucket, i, err)
+			return nil, pkgerr.Errorf("client", "lookup: bucket %d: row of key %d: %w", bucket, i, err)
 		}
 		rows[i] = row
 	}
 	if off != len(resp.Rows) {
-		return nil, fmt.Errorf("client: lookup: bucket %d: %d bytes of rows, row sizes add up to %d", bucket, len(resp.Rows), off)
+		return nil, pkgerr.Errorf("client", "lookup: bucket %d: %d bytes of rows, row sizes add up to %d", bucket, len(resp.Rows), off)
 	}
 	return rows, nil
 }

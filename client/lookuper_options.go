@@ -1,9 +1,10 @@
 package client
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Defaults and limits of LookuperOptions.
@@ -43,9 +44,9 @@ type LookuperOptions struct {
 func (o *LookuperOptions) Validate() error {
 	switch {
 	case o.MaxBatchKeys < 0 || o.MaxBatchKeys > MaxBatchKeysLimit:
-		return fmt.Errorf("client: lookuper: MaxBatchKeys %d not in [0, %d]", o.MaxBatchKeys, MaxBatchKeysLimit)
+		return pkgerr.Errorf("client", "lookuper: MaxBatchKeys %d not in [0, %d]", o.MaxBatchKeys, MaxBatchKeysLimit)
 	case o.RequestTimeout < 0 || o.Timeout < 0:
-		return fmt.Errorf("client: lookuper: negative RequestTimeout or Timeout")
+		return pkgerr.Errorf("client", "lookuper: negative RequestTimeout or Timeout")
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -92,7 +93,7 @@ func (t *Table) listOffset(ctx context.Context, addr string, bucket int32, at St
 	}
 	resp, err := t.tablet(addr).ListOffsets(ctx, req)
 	if err != nil {
-		return 0, fmt.Errorf("client: list offsets of %s bucket %d (%v) at %s: %w", t.qualifiedName(), bucket, at, addr, err)
+		return 0, pkgerr.Errorf("client", "list offsets of %s bucket %d (%v) at %s: %w", t.qualifiedName(), bucket, at, addr, err)
 	}
 	return resp.Offset, nil
 }
@@ -100,7 +101,7 @@ func (t *Table) listOffset(ctx context.Context, addr string, bucket int32, at St
 // checkBucket reports a bucket number outside the table.
 func (t *Table) checkBucket(bucket int32) error {
 	if bucket < 0 || bucket >= t.info.Buckets {
-		return fmt.Errorf("client: bucket %d not in [0, %d) of %s.%s", bucket, t.info.Buckets, t.info.Database, t.info.Name)
+		return pkgerr.Errorf("client", "bucket %d not in [0, %d) of %s.%s", bucket, t.info.Buckets, t.info.Database, t.info.Name)
 	}
 	return nil
 }

@@ -2,19 +2,19 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
 
 // errRemoteRead marks a failed direct read of a remote segment: the
 // scanner asks the leader to read it instead from then on.
-var errRemoteRead = errors.New("client: reading a remote segment")
+var errRemoteRead = pkgerr.New("client", "reading a remote segment")
 
 // readRemote reads whole batches of a remote segment the leader pointed
 // at, straight from object storage with HTTP range requests: about

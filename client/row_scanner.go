@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -37,9 +38,9 @@ type RowScannerOptions struct {
 func (o *RowScannerOptions) Validate() error {
 	switch {
 	case o.PageRows < 0 || o.PageBytes < 0:
-		return fmt.Errorf("client: row scanner: negative PageRows or PageBytes")
+		return pkgerr.Errorf("client", "row scanner: negative PageRows or PageBytes")
 	case o.RequestTimeout < 0 || o.Timeout < 0:
-		return fmt.Errorf("client: row scanner: negative RequestTimeout or Timeout")
+		return pkgerr.Errorf("client", "row scanner: negative RequestTimeout or Timeout")
 	}
 	return nil
 }
@@ -117,11 +118,11 @@ func (s *RowScanner) Next(ctx context.Context) ([][]byte, error) {
 			return err
 		})
 	if err != nil {
-		return nil, fmt.Errorf("client: scan rows of %s bucket %d: %w", s.t.qualifiedName(), s.bucket, err)
+		return nil, pkgerr.Errorf("client", "scan rows of %s bucket %d: %w", s.t.qualifiedName(), s.bucket, err)
 	}
 	rows, err := s.unpack(resp)
 	if err != nil {
-		return nil, fmt.Errorf("client: scan rows of %s bucket %d: %w", s.t.qualifiedName(), s.bucket, err)
+		return nil, pkgerr.Errorf("client", "scan rows of %s bucket %d: %w", s.t.qualifiedName(), s.bucket, err)
 	}
 	s.done, s.offset = resp.Done, resp.AppliedOffset
 	if len(rows) > 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -143,7 +144,7 @@ func (s *LogScanner) collect(out []ScanRecord) ([]ScanRecord, error) {
 				if retriable(call.err) || errors.Is(call.err, context.DeadlineExceeded) {
 					s.retryLater(sub, call.version, call.err)
 				} else {
-					keep(fmt.Errorf("client: fetch %s bucket %d from %s: %w", s.t.qualifiedName(), bucket, call.addr, call.err))
+					keep(pkgerr.Errorf("client", "fetch %s bucket %d from %s: %w", s.t.qualifiedName(), bucket, call.addr, call.err))
 				}
 			}
 			continue
@@ -161,7 +162,7 @@ func (s *LogScanner) collect(out []ScanRecord) ([]ScanRecord, error) {
 				if err.Retriable() {
 					s.retryLater(sub, call.version, err)
 				} else {
-					keep(fmt.Errorf("client: fetch %s bucket %d at offset %d from %s: %w", s.t.qualifiedName(), fb.Bucket, sub.position, call.addr, err))
+					keep(pkgerr.Errorf("client", "fetch %s bucket %d at offset %d from %s: %w", s.t.qualifiedName(), fb.Bucket, sub.position, call.addr, err))
 				}
 				continue
 			}
@@ -170,7 +171,7 @@ func (s *LogScanner) collect(out []ScanRecord) ([]ScanRecord, error) {
 			var err error
 			out, err = s.decode(out, fb.Bucket, sub, fb.Records, fb.HighWatermark)
 			if err != nil {
-				keep(fmt.Errorf("client: fetch %s bucket %d from %s: %w", s.t.qualifiedName(), fb.Bucket, call.addr, err))
+				keep(pkgerr.Errorf("client", "fetch %s bucket %d from %s: %w", s.t.qualifiedName(), fb.Bucket, call.addr, err))
 			}
 		}
 	}

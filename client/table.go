@@ -12,6 +12,7 @@ import (
 
 	"github.com/spaolacci/murmur3"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -61,10 +62,10 @@ func (c *Client) Table(ctx context.Context, database, name string) (*Table, erro
 	t := &Table{c: c, info: *tableFromPB(resp.Table, nil), maxBatchBytes: int(resp.MaxBatchBytes)}
 	t.schema, t.schemaID, err = schemaOf(resp.Table)
 	if err != nil {
-		return nil, fmt.Errorf("client: table %s.%s: %w", database, name, err)
+		return nil, pkgerr.Errorf("client", "table %s.%s: %w", database, name, err)
 	}
 	if t.info.Buckets <= 0 {
-		return nil, fmt.Errorf("client: table %s.%s has %d buckets", database, name, t.info.Buckets)
+		return nil, pkgerr.Errorf("client", "table %s.%s has %d buckets", database, name, t.info.Buckets)
 	}
 	if len(t.info.PrimaryKey) > 0 && len(t.info.BucketKey) == 0 {
 		t.info.BucketKey = slices.Clone(t.info.PrimaryKey) // the server's default
@@ -72,12 +73,12 @@ func (c *Client) Table(ctx context.Context, database, name string) (*Table, erro
 	if len(t.info.BucketKey) > 0 {
 		t.bucketKey, err = record.NewKeyEncoder(t.schema, t.info.BucketKey)
 		if err != nil {
-			return nil, fmt.Errorf("client: table %s.%s: bucket key: %w", database, name, err)
+			return nil, pkgerr.Errorf("client", "table %s.%s: bucket key: %w", database, name, err)
 		}
 	}
 	if len(t.info.PrimaryKey) > 0 {
 		if t.keys, err = newTableKeys(t.schema, t.info.BucketKey); err != nil {
-			return nil, fmt.Errorf("client: table %s.%s: %w", database, name, err)
+			return nil, pkgerr.Errorf("client", "table %s.%s: %w", database, name, err)
 		}
 	}
 	t.setPlacement(resp)
@@ -95,7 +96,7 @@ func (c *Client) getTable(ctx context.Context, database, name string) (*pb.GetTa
 		return nil, err
 	}
 	if resp.GetTable() == nil {
-		return nil, fmt.Errorf("client: table %s.%s: metadata without a table", database, name)
+		return nil, pkgerr.Errorf("client", "table %s.%s: metadata without a table", database, name)
 	}
 	return resp, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 )
 
@@ -40,7 +41,7 @@ func newUpsertRows(s record.Schema, partial []string) (*upsertRows, error) {
 	for _, name := range partial {
 		i, ok := s.ColumnIndex(name)
 		if !ok {
-			return nil, fmt.Errorf("client: %s: PartialColumns: %w", upsertWriterName,
+			return nil, pkgerr.Errorf("client", "%s: PartialColumns: %w", upsertWriterName,
 				&record.ColumnError{Column: name, Err: record.ErrUnknownColumn})
 		}
 		target[i] = true

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -196,7 +197,7 @@ func (w *writer) close(ctx context.Context) error {
 	case <-ctx.Done():
 		w.abort()
 		<-w.stopped
-		return errors.Join(fmt.Errorf("client: close %s: %w", w.kind.name, ctx.Err()), w.takeErr())
+		return errors.Join(pkgerr.Errorf("client", "close %s: %w", w.kind.name, ctx.Err()), w.takeErr())
 	}
 }
 
@@ -247,10 +248,10 @@ func (c *Client) allocateWriterID(ctx context.Context) (int64, error) {
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("client: allocate writer id: %w", err)
+		return 0, pkgerr.Errorf("client", "allocate writer id: %w", err)
 	}
 	if resp.WriterId > math.MaxInt64 {
-		return 0, fmt.Errorf("client: allocate writer id: id %d does not fit a batch header", resp.WriterId)
+		return 0, pkgerr.Errorf("client", "allocate writer id: id %d does not fit a batch header", resp.WriterId)
 	}
 	return int64(resp.WriterId), nil
 }

@@ -1,11 +1,10 @@
 package raftmeta
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/hashicorp/raft"
 )
 
@@ -51,13 +50,13 @@ type Config struct {
 func (c *Config) Validate() error {
 	switch {
 	case c.NodeID == 0:
-		return errors.New("raftmeta: config: NodeID must be > 0")
+		return pkgerr.New("raftmeta", "config: NodeID must be > 0")
 	case c.Dir == "":
-		return errors.New("raftmeta: config: Dir is required")
+		return pkgerr.New("raftmeta", "config: Dir is required")
 	case c.Stream == nil:
-		return errors.New("raftmeta: config: Stream is required")
+		return pkgerr.New("raftmeta", "config: Stream is required")
 	case c.HeartbeatTimeout < 0, c.ElectionTimeout < 0, c.LeaderLeaseTimeout < 0, c.SnapshotInterval < 0:
-		return fmt.Errorf("raftmeta: config: negative timeout")
+		return pkgerr.Errorf("raftmeta", "config: negative timeout")
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -42,7 +43,7 @@ var (
 	// an entry (a full or failing disk), so its file no longer follows the
 	// log. The voter stops (Node.Failed); a restart replays from the
 	// file's applied index once the disk is fixed.
-	ErrStateMachineFailed = errors.New("raftmeta: metadata state machine failed; voter stopped")
+	ErrStateMachineFailed = pkgerr.New("raftmeta", "metadata state machine failed; voter stopped")
 )
 
 // wrap turns a hashicorp/raft error into a typed one.
@@ -60,6 +61,6 @@ func wrap(op string, err error) error {
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return &Error{ErrShutdown.code, op + ": shutting down"}
 	default:
-		return fmt.Errorf("raftmeta: %s: %w", op, err)
+		return pkgerr.Errorf("raftmeta", "%s: %w", op, err)
 	}
 }

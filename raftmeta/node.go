@@ -14,6 +14,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/raftmeta/metastate"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -72,7 +73,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	cfg = cfg.withDefaults()
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("raftmeta: %w", err)
+		return nil, pkgerr.Errorf("raftmeta", "%w", err)
 	}
 	state, err := metastate.Open(filepath.Join(cfg.Dir, "state.db"), cfg.Logger)
 	if err != nil {
@@ -81,19 +82,19 @@ func Open(cfg Config) (*Node, error) {
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db")})
 	if err != nil {
 		state.Close()
-		return nil, fmt.Errorf("raftmeta: open raft log: %w", err)
+		return nil, pkgerr.Errorf("raftmeta", "open raft log: %w", err)
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, snapshotsRetained, newHCLog(cfg.Logger, "snapshots"))
 	if err != nil {
 		store.Close()
 		state.Close()
-		return nil, fmt.Errorf("raftmeta: snapshot store: %w", err)
+		return nil, pkgerr.Errorf("raftmeta", "snapshot store: %w", err)
 	}
 	logs, err := raft.NewLogCache(512, store)
 	if err != nil {
 		store.Close()
 		state.Close()
-		return nil, fmt.Errorf("raftmeta: %w", err)
+		return nil, pkgerr.Errorf("raftmeta", "%w", err)
 	}
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  cfg.Stream,
@@ -109,7 +110,7 @@ func Open(cfg Config) (*Node, error) {
 		trans.Close()
 		store.Close()
 		state.Close()
-		return nil, fmt.Errorf("raftmeta: start raft: %w", err)
+		return nil, pkgerr.Errorf("raftmeta", "start raft: %w", err)
 	}
 	n.raft = r
 	close(n.opened)
@@ -165,7 +166,7 @@ func HasState(dir string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("raftmeta: %w", err)
+		return false, pkgerr.Errorf("raftmeta", "%w", err)
 	}
 	return true, nil
 }
@@ -198,7 +199,7 @@ func (n *Node) Propose(ctx context.Context, cmd *pb.Command) (*pb.CommandResult,
 	}
 	data, err := proto.Marshal(cmd)
 	if err != nil {
-		return nil, fmt.Errorf("raftmeta: encode command: %w", err)
+		return nil, pkgerr.Errorf("raftmeta", "encode command: %w", err)
 	}
 	if n.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
@@ -209,7 +210,7 @@ func (n *Node) Propose(ctx context.Context, cmd *pb.Command) (*pb.CommandResult,
 	}
 	res, ok := f.Response().(*pb.CommandResult)
 	if !ok || res == nil {
-		return nil, fmt.Errorf("raftmeta: state machine returned %T", f.Response())
+		return nil, pkgerr.Errorf("raftmeta", "state machine returned %T", f.Response())
 	}
 	return res, nil
 }
@@ -362,7 +363,7 @@ func (n *Node) Close() error {
 		n.stopping.Wait()
 		err = errors.Join(err, n.trans.Close(), n.store.Close(), n.state.Close())
 		if err != nil {
-			n.closeErr = fmt.Errorf("raftmeta: close: %w", err)
+			n.closeErr = pkgerr.Errorf("raftmeta", "close: %w", err)
 		}
 	})
 	return n.closeErr

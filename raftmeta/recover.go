@@ -1,13 +1,13 @@
 package raftmeta
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/raftmeta/metastate"
 )
 
@@ -25,12 +25,12 @@ import (
 // voters must include nodeID.
 func Recover(dir string, nodeID uint32, voters []Server) error {
 	if !slices.ContainsFunc(voters, func(v Server) bool { return v.ID == nodeID }) {
-		return fmt.Errorf("raftmeta: recover: the voters must include this node (%d)", nodeID)
+		return pkgerr.Errorf("raftmeta", "recover: the voters must include this node (%d)", nodeID)
 	}
 	var conf raft.Configuration
 	for _, v := range voters {
 		if v.ID == 0 || v.Address == "" {
-			return fmt.Errorf("raftmeta: recover: voter %d at %q: want a node id and an address", v.ID, v.Address)
+			return pkgerr.Errorf("raftmeta", "recover: voter %d at %q: want a node id and an address", v.ID, v.Address)
 		}
 		conf.Servers = append(conf.Servers, raft.Server{ID: ServerID(v.ID), Address: raft.ServerAddress(v.Address), Suffrage: raft.Voter})
 	}
@@ -39,7 +39,7 @@ func Recover(dir string, nodeID uint32, voters []Server) error {
 		return err
 	}
 	if !has {
-		return fmt.Errorf("raftmeta: recover: %s holds no Raft state: nothing to recover", dir)
+		return pkgerr.Errorf("raftmeta", "recover: %s holds no Raft state: nothing to recover", dir)
 	}
 	cfg := Config{NodeID: nodeID, Dir: dir}.withDefaults()
 	state, err := metastate.Open(filepath.Join(dir, "state.db"), cfg.Logger)
@@ -49,12 +49,12 @@ func Recover(dir string, nodeID uint32, voters []Server) error {
 	defer state.Close()
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
 	if err != nil {
-		return fmt.Errorf("raftmeta: recover: open raft log: %w", err)
+		return pkgerr.Errorf("raftmeta", "recover: open raft log: %w", err)
 	}
 	defer store.Close()
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, snapshotsRetained, newHCLog(cfg.Logger, "snapshots"))
 	if err != nil {
-		return fmt.Errorf("raftmeta: recover: snapshot store: %w", err)
+		return pkgerr.Errorf("raftmeta", "recover: snapshot store: %w", err)
 	}
 	// RecoverCluster needs a transport only to encode peers for old
 	// snapshot versions; nothing is sent.
@@ -63,10 +63,10 @@ func Recover(dir string, nodeID uint32, voters []Server) error {
 	var applyErr error
 	f := &fsm{state: state, failed: func(err error) { applyErr = err }}
 	if err := raft.RecoverCluster(cfg.raftConfig(), f, store, store, snaps, trans, conf); err != nil {
-		return fmt.Errorf("raftmeta: recover: %w", err)
+		return pkgerr.Errorf("raftmeta", "recover: %w", err)
 	}
 	if applyErr != nil {
-		return fmt.Errorf("raftmeta: recover: %w: %v", ErrStateMachineFailed, applyErr)
+		return pkgerr.Errorf("raftmeta", "recover: %w: %v", ErrStateMachineFailed, applyErr)
 	}
 	return nil
 }
@@ -79,7 +79,7 @@ func Configuration(dir string, nodeID uint32) ([]Server, error) {
 		return nil, err
 	}
 	if !has {
-		return nil, fmt.Errorf("raftmeta: %s holds no Raft state", dir)
+		return nil, pkgerr.Errorf("raftmeta", "%s holds no Raft state", dir)
 	}
 	cfg := Config{NodeID: nodeID, Dir: dir}.withDefaults()
 	state, err := metastate.Open(filepath.Join(dir, "state.db"), cfg.Logger)
@@ -89,19 +89,19 @@ func Configuration(dir string, nodeID uint32) ([]Server, error) {
 	defer state.Close()
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
 	if err != nil {
-		return nil, fmt.Errorf("raftmeta: open raft log: %w", err)
+		return nil, pkgerr.Errorf("raftmeta", "open raft log: %w", err)
 	}
 	defer store.Close()
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, snapshotsRetained, newHCLog(cfg.Logger, "snapshots"))
 	if err != nil {
-		return nil, fmt.Errorf("raftmeta: snapshot store: %w", err)
+		return nil, pkgerr.Errorf("raftmeta", "snapshot store: %w", err)
 	}
 	_, trans := raft.NewInmemTransport("")
 	defer trans.Close()
 	rc := cfg.raftConfig()
 	c, err := raft.GetConfiguration(rc, &fsm{state: state, failed: func(error) {}}, store, store, snaps, trans)
 	if err != nil {
-		return nil, fmt.Errorf("raftmeta: read configuration: %w", err)
+		return nil, pkgerr.Errorf("raftmeta", "read configuration: %w", err)
 	}
 	var out []Server
 	for _, s := range c.Servers {

@@ -1,14 +1,13 @@
 package transport
 
 import (
-	"fmt"
-
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"storj.io/drpc"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -54,22 +53,22 @@ func newFieldLimits(limits []FieldLimit) (fieldLimits, error) {
 	for _, l := range limits {
 		d, err := protoregistry.GlobalFiles.FindDescriptorByName(l.Field)
 		if err != nil {
-			return nil, fmt.Errorf("transport: field limit %s: %w", l.Field, err)
+			return nil, pkgerr.Errorf("transport", "field limit %s: %w", l.Field, err)
 		}
 		fd, ok := d.(protoreflect.FieldDescriptor)
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("transport: field limit %s: not a field", l.Field)
+			return nil, pkgerr.Errorf("transport", "field limit %s: not a field", l.Field)
 		case fd.Cardinality() != protoreflect.Repeated:
-			return nil, fmt.Errorf("transport: field limit %s: not a repeated field", l.Field)
+			return nil, pkgerr.Errorf("transport", "field limit %s: not a repeated field", l.Field)
 		case fd.IsPacked():
-			return nil, fmt.Errorf("transport: field limit %s: a packed field's elements are not counted", l.Field)
+			return nil, pkgerr.Errorf("transport", "field limit %s: a packed field's elements are not counted", l.Field)
 		case l.Max < 1:
-			return nil, fmt.Errorf("transport: field limit %s: Max %d is below 1", l.Field, l.Max)
+			return nil, pkgerr.Errorf("transport", "field limit %s: Max %d is below 1", l.Field, l.Max)
 		}
 		msg := fd.ContainingMessage().FullName()
 		if len(out[msg]) == maxLimitsPerMessage {
-			return nil, fmt.Errorf("transport: field limit %s: at most %d limits a message", l.Field, maxLimitsPerMessage)
+			return nil, pkgerr.Errorf("transport", "field limit %s: at most %d limits a message", l.Field, maxLimitsPerMessage)
 		}
 		out[msg] = append(out[msg], fieldLimit{number: fd.Number(), name: l.Field, max: l.Max, setting: l.Setting})
 	}

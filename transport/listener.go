@@ -2,13 +2,12 @@ package transport
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"storj.io/drpc/drpcmigrate"
 )
 
@@ -60,9 +59,9 @@ type ListenerConfig struct {
 func (c *ListenerConfig) Validate() error {
 	switch {
 	case c.HandshakeTimeout < 0:
-		return fmt.Errorf("transport: listener config: HandshakeTimeout %v is negative", c.HandshakeTimeout)
+		return pkgerr.Errorf("transport", "listener config: HandshakeTimeout %v is negative", c.HandshakeTimeout)
 	case c.MaxConns < 0, c.MaxRaftConns < 0, c.MaxPendingConns < 0:
-		return fmt.Errorf("transport: listener config: negative MaxConns %d, MaxRaftConns %d or MaxPendingConns %d",
+		return pkgerr.Errorf("transport", "listener config: negative MaxConns %d, MaxRaftConns %d or MaxPendingConns %d",
 			c.MaxConns, c.MaxRaftConns, c.MaxPendingConns)
 	}
 	return nil
@@ -115,7 +114,7 @@ func Listen(addr string, cfg ListenerConfig) (*Listener, error) {
 	cfg = cfg.withDefaults()
 	tcp, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("transport: listen on %s: %w", addr, err)
+		return nil, pkgerr.Errorf("transport", "listen on %s: %w", addr, err)
 	}
 	return newListener(tcp, cfg), nil
 }
@@ -182,7 +181,7 @@ func (l *Listener) Run(ctx context.Context) error {
 		return nil
 	case l.running:
 		l.mu.Unlock()
-		return errors.New("transport: listener: Run called twice")
+		return pkgerr.New("transport", "listener: Run called twice")
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -197,7 +196,7 @@ func (l *Listener) Run(ctx context.Context) error {
 	l.shutdown()
 	wg.Wait()
 	if err != nil && !stopped {
-		return fmt.Errorf("transport: listener: %w", err)
+		return pkgerr.Errorf("transport", "listener: %w", err)
 	}
 	return nil
 }

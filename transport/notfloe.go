@@ -2,19 +2,19 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"storj.io/drpc/drpcwire"
 )
 
 // ErrNotFloe matches a NotFloeError: the address accepts connections but
 // what answers there is not a Floe node.
-var ErrNotFloe = errors.New("transport: not a Floe node")
+var ErrNotFloe = pkgerr.New("transport", "not a Floe node")
 
 // NotFloeError is an address that accepted a connection but did not answer
 // in Floe's RPC protocol: another service on that port (an HTTP server, a
@@ -50,7 +50,7 @@ const sniffAnswerBytes = 48
 // the call on it fails at once instead of waiting for a frame that never
 // comes (an HTTP server's answer parses as the start of a frame gigabytes
 // long).
-var errForeignAnswer = errors.New("transport: the peer does not speak Floe's RPC protocol")
+var errForeignAnswer = pkgerr.New("transport", "the peer does not speak Floe's RPC protocol")
 
 // sniffConn checks the first byte a freshly dialed peer sends. Every DRPC
 // frame starts with a byte whose kind bits name one of DRPC's seven packet

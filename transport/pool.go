@@ -2,14 +2,13 @@ package transport
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"storj.io/drpc"
 	"storj.io/drpc/drpcconn"
 	"storj.io/drpc/drpcmanager"
@@ -26,7 +25,7 @@ const (
 )
 
 // ErrPoolClosed is returned by calls through a closed Pool.
-var ErrPoolClosed = errors.New("transport: pool closed")
+var ErrPoolClosed = pkgerr.New("transport", "pool closed")
 
 // PoolConfig configures a Pool. The zero value is usable.
 type PoolConfig struct {
@@ -64,9 +63,9 @@ type PoolConfig struct {
 func (c *PoolConfig) Validate() error {
 	switch {
 	case c.MaxIdlePerAddr < 0, c.MaxConnsPerAddr < 0, c.IdleTimeout < 0, c.DialTimeout < 0:
-		return fmt.Errorf("transport: pool config: negative MaxIdlePerAddr, MaxConnsPerAddr, IdleTimeout or DialTimeout")
+		return pkgerr.Errorf("transport", "pool config: negative MaxIdlePerAddr, MaxConnsPerAddr, IdleTimeout or DialTimeout")
 	case c.MaxMessageBytes < 0 || c.MaxMessageBytes > maxMessageBytesLimit:
-		return fmt.Errorf("transport: pool config: MaxMessageBytes %d not in [0, %d]", c.MaxMessageBytes, maxMessageBytesLimit)
+		return pkgerr.Errorf("transport", "pool config: MaxMessageBytes %d not in [0, %d]", c.MaxMessageBytes, maxMessageBytesLimit)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"storj.io/drpc/drpcmetadata"
 	"storj.io/drpc/drpcwire"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -99,7 +100,7 @@ func invoke(ctx context.Context, conn *drpcconn.Conn, rpc string, enc drpc.Encod
 	defer func() { _ = stream.Close() }()
 	raw, ok := stream.(rawStream)
 	if !ok {
-		return errors.New("transport: drpc stream does not support raw writes")
+		return pkgerr.New("transport", "drpc stream does not support raw writes")
 	}
 	err = raw.RawWrite(drpcwire.KindMessage, data)
 	if err == nil {
@@ -118,7 +119,7 @@ func invoke(ctx context.Context, conn *drpcconn.Conn, rpc string, enc drpc.Encod
 }
 
 // errNoResponse is a unary call the server ended without an answer.
-var errNoResponse = errors.New("transport: the server ended the call without a response")
+var errNoResponse = pkgerr.New("transport", "the server ended the call without a response")
 
 // recv is stream.MsgRecv, working around drpcstream: the first receive
 // flushes what is left of the request, and once the server has ended the

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -39,7 +40,7 @@ const refusalWriteTimeout = time.Second
 
 // errMessageTimeout is why a connection whose client stalled inside a
 // packet is closed.
-var errMessageTimeout = errors.New("transport: request message not received in full within the message timeout")
+var errMessageTimeout = pkgerr.New("transport", "request message not received in full within the message timeout")
 
 // readerFunc is an io.Reader made of a function.
 type readerFunc func(p []byte) (int, error)

@@ -1,9 +1,10 @@
 package transport
 
 import (
-	"errors"
 	"sync"
 	"time"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // MaxMessageBytes bounds one request, MaxConns the connections; together
@@ -53,11 +54,11 @@ const (
 
 // errBudgetClosed is why a reservation stopped waiting: its connection
 // closed.
-var errBudgetClosed = errors.New("transport: connection closed while waiting for request budget")
+var errBudgetClosed = pkgerr.New("transport", "connection closed while waiting for request budget")
 
 // errBudgetTimeout is why a reservation stopped waiting: the message's
 // deadline passed.
-var errBudgetTimeout = errors.New("transport: request budget not granted within the message timeout")
+var errBudgetTimeout = pkgerr.New("transport", "request budget not granted within the message timeout")
 
 // requestBudget is the bytes of large requests a Server may have in
 // reception and in handling at once.

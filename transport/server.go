@@ -3,12 +3,12 @@ package transport
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"storj.io/drpc/drpcmanager"
 	"storj.io/drpc/drpcserver"
 	"storj.io/drpc/drpcwire"
@@ -67,14 +67,14 @@ type ServerConfig struct {
 func (c *ServerConfig) Validate() error {
 	switch {
 	case c.MaxMessageBytes < 0 || c.MaxMessageBytes > maxMessageBytesLimit:
-		return fmt.Errorf("transport: server config: MaxMessageBytes %d not in [0, %d]", c.MaxMessageBytes, maxMessageBytesLimit)
+		return pkgerr.Errorf("transport", "server config: MaxMessageBytes %d not in [0, %d]", c.MaxMessageBytes, maxMessageBytesLimit)
 	case c.IdleTimeout < 0:
-		return fmt.Errorf("transport: server config: IdleTimeout %v is negative", c.IdleTimeout)
+		return pkgerr.Errorf("transport", "server config: IdleTimeout %v is negative", c.IdleTimeout)
 	case c.MessageTimeout < 0:
-		return fmt.Errorf("transport: server config: MessageTimeout %v is negative", c.MessageTimeout)
+		return pkgerr.Errorf("transport", "server config: MessageTimeout %v is negative", c.MessageTimeout)
 	}
 	if d := c.withDefaults(); d.MaxInflightRequestBytes > 0 && d.MaxInflightRequestBytes < d.MaxMessageBytes {
-		return fmt.Errorf("transport: server config: MaxInflightRequestBytes %d is below MaxMessageBytes %d (%s)",
+		return pkgerr.Errorf("transport", "server config: MaxInflightRequestBytes %d is below MaxMessageBytes %d (%s)",
 			d.MaxInflightRequestBytes, d.MaxMessageBytes, maxInflightFlag)
 	}
 	return nil
@@ -172,7 +172,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 				return nil
 			}
 		default:
-			return fmt.Errorf("transport: serve: %w", err)
+			return pkgerr.Errorf("transport", "serve: %w", err)
 		}
 	}
 }

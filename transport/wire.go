@@ -11,6 +11,7 @@ import (
 	"storj.io/drpc"
 	"storj.io/drpc/drpcerr"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -31,6 +32,9 @@ type wireCoder interface {
 //     with errors.As), keeps its code;
 //   - context.DeadlineExceeded and context.Canceled become TIMEOUT;
 //   - anything else is INTERNAL, its text kept as the message.
+//
+// A message is the error's text without the Go package names of the
+// libraries' errors in it (pkgerr.Message): it is read by people.
 //
 // INTERNAL is code 0, which DRPC sends as "no code".
 func ToWire(err error) error {
@@ -63,11 +67,11 @@ func wireCodeOf(err error) (pb.ErrorCode, string) {
 		if e, ok := wc.(*Error); ok && err.Error() == e.Error() {
 			return e.Code, e.Message
 		}
-		return wc.WireCode(), err.Error()
+		return wc.WireCode(), pkgerr.Message(err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return pb.ErrorCode_ERROR_CODE_TIMEOUT, err.Error()
+		return pb.ErrorCode_ERROR_CODE_TIMEOUT, pkgerr.Message(err)
 	default:
-		return pb.ErrorCode_ERROR_CODE_INTERNAL, err.Error()
+		return pb.ErrorCode_ERROR_CODE_INTERNAL, pkgerr.Message(err)
 	}
 }
 

@@ -2,23 +2,19 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"flag"
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/floedb/floe/client"
-	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/cmd/floe/internal/bench"
 )
 
-// benchSchema is the schema of tables the benchmarks create.
-const benchSchema = "id BIGINT NOT NULL, payload BYTES"
-
-// benchDrainTimeout bounds the wait for acknowledgements (and, in e2e, for
-// the scanner) after --duration.
-const benchDrainTimeout = 30 * time.Second
+// The bench commands parse their flags into the options of
+// cmd/floe/internal/bench, which runs the benchmarks.
 
 // benchCmds are the benchmarks of floe bench.
 func benchCmds(env *cliEnv) []clientCmd {
@@ -27,48 +23,29 @@ func benchCmds(env *cliEnv) []clientCmd {
 
 // benchFlags are the flags both benchmarks take.
 type benchFlags struct {
-	table       string
-	duration    time.Duration
-	concurrency int
-	recordBytes int
-	acks        string
-	buckets     int
-	linger      time.Duration
-	maxInFlight int
-	cpuProfile  string
-	nodePIDs    string
-
-	ackMode client.Acks // parsed from acks
-	pids    []int       // parsed from nodePIDs
+	bench.Options
+	acks       string
+	cpuProfile string
+	nodePIDs   string
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
-	f.registerAs(fs, "bench.records", "DB.TABLE to write; created with '"+benchSchema+"' if missing")
+	f.registerAs(fs, "bench.records", "DB.TABLE to write; created with '"+bench.LogSchema+"' if missing")
 }
 
 // registerAs registers the flags with the given default table.
 func (f *benchFlags) registerAs(fs *flag.FlagSet, table, tableUsage string) {
-	fs.StringVar(&f.table, "table", table, tableUsage)
-	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to write")
-	fs.IntVar(&f.concurrency, "concurrency", 1, "writer goroutines, each with its own writer")
-	fs.IntVar(&f.recordBytes, "record-bytes", 1024, "payload bytes per record")
+	fs.StringVar(&f.Table, "table", table, tableUsage)
+	fs.DurationVar(&f.Duration, "duration", 10*time.Second, "how long to write")
+	fs.IntVar(&f.Concurrency, "concurrency", 1, "writer goroutines, each with its own writer")
+	fs.IntVar(&f.RecordBytes, "record-bytes", 1024, "payload bytes per record")
 	choiceVar(fs, &f.acks, "acks", "all", ackChoices, "acknowledgement: all, 1 or 0")
-	fs.IntVar(&f.buckets, "buckets", 0, "buckets of a table created by the benchmark (0: the cluster's default)")
-	fs.DurationVar(&f.linger, "linger", 0, "writer linger (0: the writer's default, negative: none)")
-	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, fmt.Sprintf("batches of a bucket a writer has on their way at once, 1 to %d (0: the writer's default, %d)",
+	fs.IntVar(&f.Buckets, "buckets", 0, "buckets of a table created by the benchmark (0: the cluster's default)")
+	fs.DurationVar(&f.Linger, "linger", 0, "writer linger (0: the writer's default, negative: none)")
+	fs.IntVar(&f.MaxInFlight, "max-in-flight", 0, fmt.Sprintf("batches of a bucket a writer has on their way at once, 1 to %d (0: the writer's default, %d)",
 		client.MaxInFlightLimit, client.DefaultMaxInFlight))
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this client to the file (go tool pprof)")
 	fs.StringVar(&f.nodePIDs, "node-pids", "", "comma-separated process ids of the nodes, when they run on this machine: report their CPU time per operation beside the client's (the peer kit's server_cpu_us_per_op)")
-}
-
-// appendOptions are the options of the benchmark's append writers.
-func (f *benchFlags) appendOptions() client.AppendWriterOptions {
-	return client.AppendWriterOptions{Acks: f.ackMode, Linger: f.linger, MaxInFlight: f.maxInFlight}
-}
-
-// upsertOptions are the options of the benchmark's upsert writers.
-func (f *benchFlags) upsertOptions() client.UpsertWriterOptions {
-	return client.UpsertWriterOptions{Acks: f.ackMode, Linger: f.linger, MaxInFlight: f.maxInFlight}
 }
 
 // startProfile starts the --cpuprofile profile, if asked; the returned
@@ -93,80 +70,139 @@ func (f *benchFlags) startProfile() (func(), error) {
 
 func (f *benchFlags) validate() error {
 	var err error
-	if f.ackMode, err = client.ParseAcks(f.acks); err != nil {
+	if f.Acks, err = client.ParseAcks(f.acks); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if f.pids, err = parseNodePIDs(f.nodePIDs); err != nil {
+	if f.NodePIDs, err = parseNodePIDs(f.nodePIDs); err != nil {
 		return err
 	}
 	switch {
-	case f.duration <= 0:
+	case f.Duration <= 0:
 		return fmt.Errorf("%w: --duration must be positive", errUsage)
-	case f.concurrency <= 0 || f.concurrency > 10000:
+	case f.Concurrency <= 0 || f.Concurrency > 10000:
 		return fmt.Errorf("%w: --concurrency must be in [1, 10000]", errUsage)
-	case f.recordBytes < 0 || f.recordBytes > 64<<20:
+	case f.RecordBytes < 0 || f.RecordBytes > 64<<20:
 		return fmt.Errorf("%w: --record-bytes must be in [0, 64 MiB]", errUsage)
-	case f.buckets < 0:
+	case f.Buckets < 0:
 		return fmt.Errorf("%w: --buckets must not be negative", errUsage)
-	case f.maxInFlight < 0 || f.maxInFlight > client.MaxInFlightLimit:
+	case f.MaxInFlight < 0 || f.MaxInFlight > client.MaxInFlightLimit:
 		return fmt.Errorf("%w: --max-in-flight must be in [1, %d] (0: the default)", errUsage, client.MaxInFlightLimit)
 	}
 	return nil
 }
 
-// openBenchTable creates the database and table if missing, and opens the
-// table, which must have the benchmark's columns.
-func openBenchTable(ctx context.Context, c *client.Client, cf *clientFlags, f *benchFlags) (*client.Table, error) {
-	tbl, err := ensureBenchTable(ctx, c, cf, f.table, client.TableSpec{Schema: benchSchema, Buckets: int32(f.buckets)})
+// parseNodePIDs reads --node-pids; a bad list is a usage mistake.
+func parseNodePIDs(list string) ([]int, error) {
+	pids, err := bench.ParseNodePIDs(list)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: --node-pids: %v", errUsage, err)
 	}
-	cols := tbl.Schema().Columns
-	if len(cols) < 2 || cols[0].Type.Kind() != record.KindBigInt || cols[1].Type.Kind() != record.KindBytes {
-		return nil, fmt.Errorf("table %s exists with schema %q, want %q first", f.table, tbl.Schema().String(), benchSchema)
-	}
-	return tbl, nil
+	return pids, nil
 }
 
-// ensureBenchTable creates table (DB.TABLE) with spec, and its database,
-// if missing, and opens it; callers check the schema of a table that
-// already existed.
-func ensureBenchTable(ctx context.Context, c *client.Client, cf *clientFlags, table string, spec client.TableSpec) (*client.Table, error) {
-	db, name, err := tableName(table)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
-	defer cancel()
-	if err := c.Admin().CreateDatabase(ctx, db, client.IfNotExists()); err != nil {
-		return nil, err
-	}
-	spec.Database, spec.Name = db, name
-	if _, err := c.Admin().CreateTable(ctx, spec, client.IfNotExists()); err != nil {
-		return nil, err
-	}
-	return c.Table(ctx, db, name)
+// kvBenchFlags are the flags of bench upsert and bench lookup.
+type kvBenchFlags struct {
+	benchFlags
+	keys        int64
+	batch       int
+	replication int
+	// sharedWriter (bench upsert): the callers share one writer.
+	sharedWriter bool
+	// load: upsert every key first (registerLoad).
+	load bool
 }
 
-// benchRows encodes rows (id, payload) with a random payload whose first 8
-// bytes the caller may overwrite. Not safe for concurrent use.
-type benchRows struct {
-	enc     *record.RowEncoder
-	payload []byte
-	row     []byte
+func (f *kvBenchFlags) register(fs *flag.FlagSet) {
+	f.registerAs(fs, "bench.kv", "DB.TABLE; created with '"+bench.KVSchema+"', PRIMARY KEY (id) if missing")
+	fs.Int64Var(&f.keys, "keys", 1_000_000, "keys are drawn at random from [0, keys)")
+	fs.IntVar(&f.replication, "replication", 0, "replication of a table created by the benchmark (0: the cluster's default, 3 with 3+ nodes)")
 }
 
-func newBenchRows(tbl *client.Table, payloadBytes int) *benchRows {
-	p := make([]byte, payloadBytes)
-	_, _ = rand.Read(p)
-	return &benchRows{enc: tbl.NewRowEncoder(), payload: p}
+func (f *kvBenchFlags) registerLoad(fs *flag.FlagSet) {
+	fs.BoolVar(&f.load, "load", false, "first upsert every key of [0, keys) (with --record-bytes values)")
 }
 
-// next encodes row id; the result is valid until the next call.
-func (r *benchRows) next(id int64) ([]byte, error) {
-	r.enc.SetInt64(0, id)
-	r.enc.SetBytes(1, r.payload)
-	row, err := r.enc.Finish(r.row[:0])
-	r.row = row
-	return row, err
+func (f *kvBenchFlags) validate() error {
+	if err := f.benchFlags.validate(); err != nil {
+		return err
+	}
+	switch {
+	case f.keys <= 0 || f.keys > 1e15:
+		return fmt.Errorf("%w: --keys must be in [1, 1e15]", errUsage)
+	case f.batch <= 0 || f.batch > client.MaxBatchKeysLimit:
+		return fmt.Errorf("%w: --batch must be in [1, %d]", errUsage, client.MaxBatchKeysLimit)
+	case f.replication < 0:
+		return fmt.Errorf("%w: --replication must not be negative", errUsage)
+	}
+	return nil
+}
+
+// options are the benchmark's options, once validated.
+func (f *kvBenchFlags) options() *bench.KVOptions {
+	return &bench.KVOptions{Options: f.Options, Keys: f.keys, Batch: f.batch, Replication: f.replication,
+		SharedWriter: f.sharedWriter, Load: f.load}
+}
+
+// openLoaded opens (creating if missing) the benchmark's table and, with
+// --load, upserts every key first, reporting the time it took on stderr.
+func (f *kvBenchFlags) openLoaded(ctx context.Context, c *client.Client, cf *clientFlags, env *cliEnv) (*client.Table, *bench.KVOptions, error) {
+	o := f.options()
+	tbl, err := openBenchTable(f.Table, func() (*client.Table, error) { return bench.OpenKVTable(ctx, c, o, cf.timeout) })
+	if err != nil || !o.Load {
+		return tbl, o, err
+	}
+	start := time.Now()
+	if err := bench.LoadKeys(ctx, tbl, o); err != nil {
+		return nil, nil, fmt.Errorf("load: %w", err)
+	}
+	fmt.Fprintf(env.stderr, "loaded %s in %v\n", plural(o.Keys, "key"), time.Since(start).Round(time.Millisecond))
+	return tbl, o, nil
+}
+
+// sustainFlags are bench upsert's flags for a sustained run: throughput
+// per interval, the first window against the last, and the disk space the
+// nodes' KV folders hold against the live data.
+type sustainFlags struct {
+	bench.SustainOptions
+	kvDirs string // comma-separated
+}
+
+func (f *sustainFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&f.Interval, "interval", 10*time.Second, "report the throughput of every interval (0: none)")
+	fs.DurationVar(&f.Window, "window", 20*time.Second,
+		"compare the throughput of the first and the last window of the run (whole intervals; needs a run of two windows)")
+	fs.StringVar(&f.kvDirs, "kv-dir", "",
+		"comma-separated KV folders of the nodes (DATA/tablet/kv) to size every interval and at the end, against the live data (the keys this run wrote times the row size: start from an empty table)")
+}
+
+func (f *sustainFlags) validate(keys int64) error {
+	switch {
+	case f.Interval < 0:
+		return fmt.Errorf("%w: --interval must not be negative", errUsage)
+	case f.Window < 0:
+		return fmt.Errorf("%w: --window must not be negative", errUsage)
+	case f.kvDirs != "" && keys > bench.MaxTrackedKeys:
+		return fmt.Errorf("%w: --kv-dir needs --keys of at most %d", errUsage, bench.MaxTrackedKeys)
+	}
+	f.KVDirs = nil
+	for d := range strings.SplitSeq(f.kvDirs, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			f.KVDirs = append(f.KVDirs, d)
+		}
+	}
+	return nil
+}
+
+// printBenchResult writes the result as --output asks.
+func printBenchResult(env *cliEnv, cf *clientFlags, title string, res bench.Result) error {
+	return bench.PrintResult(env.stdout, title, res, cf.output == "json")
+}
+
+// openBenchTable opens (creating if missing) the benchmark's table with
+// open, once its name is checked: a bad one is a usage mistake.
+func openBenchTable(table string, open func() (*client.Table, error)) (*client.Table, error) {
+	if _, _, err := tableName(table); err != nil {
+		return nil, err
+	}
+	return open()
 }

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/floedb/floe/cmd/floe/internal/bench"
 )
 
 // buildFloe builds this package's binary into a temporary folder: the
@@ -36,7 +38,7 @@ func TestBenchDensity(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var res densityResult
+	var res bench.DensityResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v in %q", err, out)
 	}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/floedb/floe/cmd/floe/internal/bench"
 )
 
 // TestBenchFloor: one fsync row per writer count and the two round-trip
@@ -11,7 +13,7 @@ import (
 // trip counted and timed; a floor row per count above one, summing two
 // idle round trips and that count's fsync; the text table says the same;
 // the benchmark's files are gone afterwards. The echo child is this test
-// binary (TestMain runs it when floorEchoEnv is set).
+// binary (TestMain runs it when bench.FloorEchoEnv is set).
 func TestBenchFloor(t *testing.T) {
 	bin, err := os.Executable()
 	if err != nil {
@@ -23,8 +25,11 @@ func TestBenchFloor(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	rows := mustRows(t, stdout)
-	byTest := map[string]suiteRow{}
+	rows, err := bench.ReadResultLines(strings.NewReader(stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTest := map[string]bench.SuiteRow{}
 	for _, r := range rows {
 		if r.Kind != "phys" || r.System != "machine" || r.ValueSize != 1024 {
 			t.Errorf("row %+v: want kind phys, system machine, 1024-byte records", r)

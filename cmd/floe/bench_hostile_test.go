@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/floedb/floe/cmd/floe/internal/bench"
 )
 
 // TestBenchHostile: a short run starts its node, sends two request attacks
@@ -20,10 +22,10 @@ func TestBenchHostile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rows []hostileRow
+	var rows []bench.HostileRow
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
-		var r hostileRow
+		var r bench.HostileRow
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("%v in %q", err, sc.Text())
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/internal/tableprop"
+	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport"
 )
 
 func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
@@ -242,20 +247,41 @@ func TestVersionFlag(t *testing.T) {
 	}
 }
 
-// TestCLIMessages: errors reach the terminal without the libraries' Go
-// package prefixes and without a phrase the wrapping said twice.
+// TestCLIMessages: errors of every library that reach the terminal print
+// without the Go package names their texts open with for logs ("client: "),
+// and without a phrase the wrapping said twice. Each error is a real one of
+// its library, wrapped as the commands wrap them.
 func TestCLIMessages(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"client: no server answered at [a]: unavailable: dial tcp a: connect: connection refused",
-			"no server answered at [a]: unavailable: dial tcp a: connect: connection refused"},
-		{"rows not all written: client: close append writer: context deadline exceeded\nclient: writer closed: batch",
+	_, recordErr := record.ParseSchema("id NOPE")
+	_, _, clientErr := client.SplitTableName("nodot")
+	_, tablepropErr := tableprop.Parse(map[string]string{"no.such.property": "1"}, tableprop.Table{Replication: 1, Checks: 1})
+	_, logstoreErr := logstore.ListSegments(filepath.Join(t.TempDir(), "missing"))
+	// A server's error reaches the CLI over the wire, as a *transport.Error.
+	wireErr := transport.FromWire(transport.ToWire(fmt.Errorf("read bucket 3: %w", logstore.ErrOffsetOutOfRange)))
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"client", fmt.Errorf("rows not all written: %w", errors.Join(
+			fmt.Errorf("close append writer: %w", context.DeadlineExceeded), fmt.Errorf("%w: batch", client.ErrWriterClosed))),
 			"rows not all written: close append writer: context deadline exceeded\nwriter closed: batch"},
-		{"corrupt data: corrupt data: logstore: corrupt log at offset 0", "corrupt data: corrupt log at offset 0"},
-		{"line 3: record: invalid JSON row at column 9: data after the object", "line 3: invalid JSON row at column 9: data after the object"},
-		{"server: recover: no data folder at /x", "recover: no data folder at /x"},
+		{"client parse", clientErr, strings.TrimPrefix(clientErr.Error(), "client: ")},
+		{"record", fmt.Errorf("line 3: %w", recordErr), "line 3: " + strings.TrimPrefix(recordErr.Error(), "record: ")},
+		{"tableprop", tablepropErr, strings.TrimPrefix(tablepropErr.Error(), "tableprop: ")},
+		{"logstore", logstoreErr, strings.TrimPrefix(logstoreErr.Error(), "logstore: ")},
+		{"kvstore", fmt.Errorf("upsert: %w", kvstore.ErrDeleteDisabled), "upsert: deletes are disabled for this table"},
+		{"transport", wireErr, "internal error: read bucket 3: offset out of range"},
+		{"repeated phrase", fmt.Errorf("corrupt data: %w", fmt.Errorf("corrupt data: %w", logstore.ErrCorrupt)), "corrupt data: corrupt log"},
 	} {
-		if got := cliMessage(errors.New(tc.in)); got != tc.want {
-			t.Errorf("cliMessage(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		got := cliMessage(tc.err)
+		if got != tc.want {
+			t.Errorf("%s: cliMessage(%q)\n got %q\nwant %q", tc.name, tc.err, got, tc.want)
+		}
+		for _, pkg := range []string{"client", "record", "tableprop", "logstore", "transport", "kvstore", "metastate", "raftmeta"} {
+			if strings.Contains(got, pkg+": ") {
+				t.Errorf("%s: %q names the Go package %s", tc.name, got, pkg)
+			}
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/client"
-	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/cmd/floe/internal/dataio"
 )
 
 // consumeOptions are the flags of floe consume.
@@ -113,7 +113,7 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 	defer s.Close()
 	// Where each bucket starts and, without follow, where it ends, before
 	// reading anything.
-	ranges, err := resolveRanges(ctx, tbl, buckets, o.from, o.follow, cf.timeout)
+	ranges, err := dataio.ResolveRanges(ctx, tbl, buckets, o.from, o.follow, cf.timeout)
 	if err != nil {
 		return err
 	}
@@ -123,12 +123,12 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 	changelog := len(tbl.Info().PrimaryKey) > 0
 	var line []byte
 	var printed int64
-	err = pollRange(ctx, s, ranges, o.follow, func(r client.ScanRecord) error {
+	err = dataio.PollRanges(ctx, s, ranges, o.follow, func(r client.ScanRecord) error {
 		var err error
 		if o.noMeta {
-			line, err = appendNoMetaJSON(line[:0], codec, r, changelog)
+			line, err = dataio.AppendNoMetaJSON(line[:0], codec, r, changelog)
 		} else {
-			line, err = appendRecordJSON(line[:0], codec, r, changelog)
+			line, err = dataio.AppendRecordJSON(line[:0], codec, r, changelog)
 		}
 		if err != nil {
 			return fmt.Errorf("bucket %d offset %d: %w", r.Bucket, r.Offset, err)
@@ -137,7 +137,7 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 			return err
 		}
 		if printed++; o.limit > 0 && printed >= o.limit {
-			return errStopPoll
+			return dataio.ErrStopPoll
 		}
 		return nil
 	}, out.Flush)
@@ -169,55 +169,4 @@ func isConsumeField(name string) bool {
 		return true
 	}
 	return false
-}
-
-// appendRecordJSON appends a record as one JSON line: the row's columns,
-// then _bucket, _offset and _timestamp (RFC 3339, milliseconds, UTC), and
-// for a changelog _change (+I, -U, +U, -D).
-func appendRecordJSON(dst []byte, codec *record.JSONCodec, r client.ScanRecord, changelog bool) ([]byte, error) {
-	return appendLineJSON(dst, codec, r, true, changelog)
-}
-
-// appendNoMetaJSON appends a record as consume --no-meta prints it: the
-// row's columns, and for a changelog _change, without which a line would
-// not say whether its row was written or deleted (piped into produce, a
-// delete would write the row back).
-func appendNoMetaJSON(dst []byte, codec *record.JSONCodec, r client.ScanRecord, changelog bool) ([]byte, error) {
-	return appendLineJSON(dst, codec, r, false, changelog)
-}
-
-// appendLineJSON appends the row's columns, with position its _bucket,
-// _offset and _timestamp, with changelog its _change, and a newline.
-func appendLineJSON(dst []byte, codec *record.JSONCodec, r client.ScanRecord, position, changelog bool) ([]byte, error) {
-	start := len(dst)
-	dst, err := codec.AppendJSON(dst, r.Row)
-	if err != nil {
-		return dst, err
-	}
-	if !position && !changelog {
-		return append(dst, '\n'), nil
-	}
-	dst = dst[:len(dst)-1] // the closing brace
-	sep := func() {
-		if len(dst) > start+1 {
-			dst = append(dst, ',')
-		}
-	}
-	if position {
-		sep()
-		dst = append(dst, `"_bucket":`...)
-		dst = strconv.AppendInt(dst, int64(r.Bucket), 10)
-		dst = append(dst, `,"_offset":`...)
-		dst = strconv.AppendInt(dst, r.Offset, 10)
-		dst = append(dst, `,"_timestamp":"`...)
-		dst = r.Timestamp.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
-		dst = append(dst, '"')
-	}
-	if changelog {
-		sep()
-		dst = append(dst, `"_change":"`...)
-		dst = append(dst, r.Change.String()...)
-		dst = append(dst, '"')
-	}
-	return append(dst, "}\n"...), nil
 }

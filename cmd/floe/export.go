@@ -6,12 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/floedb/floe/client"
-	"github.com/floedb/floe/internal/fanout"
+	"github.com/floedb/floe/cmd/floe/internal/dataio"
 )
 
 // Defaults and limits of floe table export and import.
@@ -19,10 +17,6 @@ const (
 	defaultBulkConcurrency = 4
 	maxBulkConcurrency     = 64
 )
-
-// exportChunkBytes is how much of one bucket's output gathers before it goes
-// to the shared output in one write.
-const exportChunkBytes = 64 << 10
 
 // exportOptions are the flags of floe table export.
 type exportOptions struct {
@@ -74,9 +68,17 @@ func tableExportCmd(env *cliEnv) clientCmd {
 		}}
 }
 
-// export writes what src reads to the output, then the summary.
+// export writes the table's lines to the output, then the summary.
 func export(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Table, o exportOptions) error {
-	src, noun, err := exportSourceFor(ctx, tbl, o, cf.timeout)
+	buckets, err := tableBuckets(tbl, o.buckets)
+	if err != nil {
+		return err
+	}
+	if o.snapshot && len(tbl.Info().PrimaryKey) == 0 {
+		return fmt.Errorf("%w: --snapshot needs a primary-key table; %s is a log table (export its records without --snapshot)", errUsage, qualifiedName(tbl))
+	}
+	e, err := dataio.NewExport(ctx, tbl, dataio.ExportOptions{Snapshot: o.snapshot, From: o.from, Buckets: buckets,
+		Concurrency: o.concurrency, Timeout: cf.timeout})
 	if err != nil {
 		return err
 	}
@@ -84,18 +86,16 @@ func export(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Table
 	if err != nil {
 		return err
 	}
-	sink := &exportSink{w: out.w}
-	name := qualifiedName(tbl)
-	total := src.offsets()
+	name, noun := qualifiedName(tbl), e.Noun
 	p := startProgress(env.stderr, func(elapsed time.Duration) string {
-		return sink.progress(name, noun, len(src.buckets()), total, elapsed)
+		return exportProgress(name, noun, e.Progress(), elapsed)
 	})
 	start := time.Now()
-	err = runExport(ctx, src, sink, o.concurrency)
+	err = e.Run(ctx, out.w)
 	p.stop()
 	if err != nil {
 		out.abort()
-		lines := sink.lines.Load()
+		lines := e.Progress().Lines
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return fmt.Errorf("interrupted after %s%s", plural(lines, noun), out.notWritten())
 		}
@@ -104,7 +104,7 @@ func export(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Table
 	if err := out.commit(); err != nil {
 		return err
 	}
-	printExportSummary(env, cf, name, noun, len(src.buckets()), sink, time.Since(start))
+	printExportSummary(env, cf, name, noun, e.Progress(), time.Since(start))
 	return nil
 }
 
@@ -114,111 +114,18 @@ func qualifiedName(tbl *client.Table) string {
 	return info.Database + "." + info.Name
 }
 
-// exportSourceFor is the source of the export o asks for, and the noun of
-// what it exports.
-func exportSourceFor(ctx context.Context, tbl *client.Table, o exportOptions, timeout time.Duration) (exportSource, string, error) {
-	buckets, err := tableBuckets(tbl, o.buckets)
-	if err != nil {
-		return nil, "", err
-	}
-	pk := len(tbl.Info().PrimaryKey) > 0
-	if o.snapshot {
-		if !pk {
-			return nil, "", fmt.Errorf("%w: --snapshot needs a primary-key table; %s is a log table (export its records without --snapshot)", errUsage, qualifiedName(tbl))
-		}
-		return &snapshotSource{tbl: tbl, order: buckets, opts: client.RowScannerOptions{Timeout: timeout}}, "row", nil
-	}
-	// Every bucket's end is fixed before anything is read: the export
-	// ends, and it is what the table held when it began.
-	ranges, err := resolveRanges(ctx, tbl, buckets, o.from, false, timeout)
-	if err != nil {
-		return nil, "", err
-	}
-	noun := "record"
-	if pk {
-		noun = "changelog record"
-	}
-	return newLogSource(tbl, buckets, ranges), noun, nil
-}
-
-// runExport reads the buckets of src, concurrency at a time, into sink. The
-// first bucket that fails stops the others.
-func runExport(ctx context.Context, src exportSource, sink *exportSink, concurrency int) error {
-	return fanout.FirstError(ctx, src.buckets(), concurrency, func(ctx context.Context, b int32) error {
-		out := &bucketOut{sink: sink}
-		err := src.read(ctx, b, out)
-		if err == nil {
-			err = out.flush()
-		}
-		if err != nil {
-			return fmt.Errorf("bucket %d: %w", b, err)
-		}
-		sink.bucketsDone.Add(1)
-		return nil
-	})
-}
-
-// exportSink is the output the buckets of an export share, and its counts.
-type exportSink struct {
-	mu sync.Mutex // one chunk written at a time
-	w  interface{ Write([]byte) (int, error) }
-
-	lines, bytes, offsets, bucketsDone atomic.Int64
-}
-
-// write writes one chunk of a bucket's lines.
-func (s *exportSink) write(chunk []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, err := s.w.Write(chunk)
-	s.bytes.Add(int64(n))
-	return err
-}
-
-// progress is the export's progress line.
-func (s *exportSink) progress(table, noun string, buckets int, totalOffsets int64, elapsed time.Duration) string {
-	lines := s.lines.Load()
+// exportProgress is the export's progress line.
+func exportProgress(table, noun string, pr dataio.ExportProgress, elapsed time.Duration) string {
 	line := fmt.Sprintf("export %s: ", table)
-	if totalOffsets > 0 {
-		line += fmt.Sprintf("%.1f%%, ", 100*float64(s.offsets.Load())/float64(totalOffsets))
+	if pr.Offsets > 0 {
+		line += fmt.Sprintf("%.1f%%, ", 100*float64(pr.OffsetsDone)/float64(pr.Offsets))
 	}
-	return line + fmt.Sprintf("%s, %.1f MB, %d/%d buckets done, %.0f %ss/s, %v", plural(lines, noun),
-		megabytes(s.bytes.Load()), s.bucketsDone.Load(), buckets, rate(lines, elapsed), noun, elapsed.Round(time.Second))
+	return line + fmt.Sprintf("%s, %.1f MB, %d/%d buckets done, %.0f %ss/s, %v", plural(pr.Lines, noun),
+		megabytes(pr.Bytes), pr.BucketsDone, pr.Buckets, rate(pr.Lines, elapsed), noun, elapsed.Round(time.Second))
 }
 
-// bucketOut gathers one bucket's lines and hands them to the sink a chunk
-// at a time: buckets read in parallel interleave whole chunks, and each
-// bucket's lines stay in its order.
-type bucketOut struct {
-	sink *exportSink
-	buf  []byte
-}
-
-// add adds one line, its newline included.
-func (o *bucketOut) add(line []byte) error {
-	o.buf = append(o.buf, line...)
-	o.sink.lines.Add(1)
-	if len(o.buf) >= exportChunkBytes {
-		return o.flush()
-	}
-	return nil
-}
-
-// flush writes the lines gathered.
-func (o *bucketOut) flush() error {
-	if len(o.buf) == 0 {
-		return nil
-	}
-	err := o.sink.write(o.buf)
-	o.buf = o.buf[:0]
-	return err
-}
-
-// advance counts n more log offsets done, for progress.
-func (o *bucketOut) advance(n int64) { o.sink.offsets.Add(n) }
-
-func printExportSummary(env *cliEnv, cf *clientFlags, table, noun string, buckets int, sink *exportSink, elapsed time.Duration) {
-	lines, bytes := sink.lines.Load(), sink.bytes.Load()
+func printExportSummary(env *cliEnv, cf *clientFlags, table, noun string, pr dataio.ExportProgress, elapsed time.Duration) {
+	lines, bytes, buckets := pr.Lines, pr.Bytes, pr.Buckets
 	if cf.output == "json" {
 		b, _ := json.Marshal(map[string]any{"table": table, "what": noun + "s", "rows": lines, "bytes": bytes, "buckets": buckets,
 			"seconds": elapsed.Seconds(), "rows_per_s": rate(lines, elapsed), "mb_per_s": rate(bytes, elapsed) / 1e6})

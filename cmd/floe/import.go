@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/cmd/floe/internal/dataio"
 )
 
 // maxBadLinesShown bounds the skipped lines an import names on stderr.
@@ -49,7 +49,7 @@ func tableImportCmd(env *cliEnv) clientCmd {
 			return nil
 		},
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
-			in, size := interruptible(ctx, env.stdin), int64(0)
+			in, size := dataio.Interruptible(ctx, env.stdin), int64(0)
 			if o.file != "-" {
 				f, err := os.Open(o.file)
 				if err != nil {
@@ -81,54 +81,34 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// importLines loads the lines of in, size bytes (0: unknown), into tbl:
-// parsed by o.concurrency goroutines, written in input order through one
-// writer of the table, whose per-bucket senders write the buckets in
-// parallel with acks=all, idempotently, holding a bounded buffer.
+// importLines loads the lines of in, size bytes (0: unknown), into tbl,
+// showing its progress and, with --skip-bad, the first lines skipped.
 func importLines(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Table, in *countingReader, size int64, o importOptions) error {
-	w, err := newImportWriter(tbl)
+	var p *progressLine
+	var im *dataio.Import
+	im, err := dataio.NewImport(tbl, dataio.ImportOptions{Concurrency: o.concurrency, SkipBad: o.skipBad, OnBad: func(line int, err error) {
+		if n := im.Counts.Skipped.Load(); n <= maxBadLinesShown {
+			p.printf("line %d skipped: %s\n", line, cliMessage(err))
+		}
+	}})
 	if err != nil {
 		return err
 	}
-	workers := make([]*importWorker, o.concurrency)
-	parsers := make([]*importParser, o.concurrency)
-	for i := range workers {
-		workers[i] = &importWorker{in: make(chan *importChunk, importChunkQueue), out: make(chan *importChunk, importChunkQueue)}
-		if parsers[i], err = newImportParser(tbl, o.skipBad); err != nil {
-			return err
-		}
-	}
-	var counts importCounts
 	name := qualifiedName(tbl)
 	start := time.Now()
-	p := startProgress(env.stderr, func(elapsed time.Duration) string {
-		return importProgress(name, in.n.Load(), size, &counts, elapsed)
+	p = startProgress(env.stderr, func(elapsed time.Duration) string {
+		return importProgress(name, in.n.Load(), size, &im.Counts, elapsed)
 	})
-	feeder := &importFeeder{w: w, skipBad: o.skipBad, counts: &counts, onBad: func(b badLine) {
-		if n := counts.skipped.Load(); n <= maxBadLinesShown {
-			p.printf("line %d skipped: %s\n", b.line, cliMessage(b.err))
-		}
-	}}
-
-	pctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { readChunks(pctx, in, workers) })
-	for i, wk := range workers {
-		wg.Go(func() { wk.run(pctx, parsers[i]) })
-	}
-	feedErr := feeder.run(pctx, workers)
-	cancel()
-	wg.Wait()
-
-	return closeWriter(ctx, cf, w.close, feedErr, func(acked bool) {
+	feedErr := im.Run(ctx, in)
+	return closeWriter(ctx, cf, im.Close, feedErr, func(acked bool) {
 		p.stop()
-		printImportSummary(env, cf, name, &counts, w.stats(), time.Since(start), acked)
+		printImportSummary(env, cf, name, &im.Counts, im.Stats(), time.Since(start), acked)
 	})
 }
 
 // importProgress is the import's progress line.
-func importProgress(table string, read, size int64, counts *importCounts, elapsed time.Duration) string {
-	rows := counts.writes.Load() + counts.deletes.Load()
+func importProgress(table string, read, size int64, counts *dataio.ImportCounts, elapsed time.Duration) string {
+	rows := counts.Writes.Load() + counts.Deletes.Load()
 	line := fmt.Sprintf("import %s: ", table)
 	if size > 0 {
 		line += fmt.Sprintf("%.1f%% of %.1f MB, ", 100*float64(read)/float64(size), megabytes(size))
@@ -136,15 +116,15 @@ func importProgress(table string, read, size int64, counts *importCounts, elapse
 		line += fmt.Sprintf("%.1f MB read, ", megabytes(read))
 	}
 	line += fmt.Sprintf("%s, %.0f rows/s", plural(rows, "row"), rate(rows, elapsed))
-	if n := counts.skipped.Load(); n > 0 {
+	if n := counts.Skipped.Load(); n > 0 {
 		line += fmt.Sprintf(", %d skipped", n)
 	}
 	return line + fmt.Sprintf(", %v", elapsed.Round(time.Second))
 }
 
-func printImportSummary(env *cliEnv, cf *clientFlags, table string, counts *importCounts, ws client.WriterStats,
+func printImportSummary(env *cliEnv, cf *clientFlags, table string, counts *dataio.ImportCounts, ws client.WriterStats,
 	elapsed time.Duration, acked bool) {
-	writes, deletes, skipped, bytes := counts.writes.Load(), counts.deletes.Load(), counts.skipped.Load(), counts.bytes.Load()
+	writes, deletes, skipped, bytes := counts.Writes.Load(), counts.Deletes.Load(), counts.Skipped.Load(), counts.Bytes.Load()
 	rows := writes + deletes
 	if cf.output == "json" {
 		res := map[string]any{"table": table, "rows": rows, "writes": writes, "deletes": deletes, "skipped": skipped,

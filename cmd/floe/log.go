@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -174,8 +173,10 @@ var (
 )
 
 // walkLog calls fn for every batch of every segment in dir, streaming the
-// files. A segment ends at its first zero length (preallocated space) or at
-// the file's end; a structurally broken header ends it with a problem.
+// files with logstore's reader, which says where each segment's valid data
+// ends: at a zero tail (preallocated space) or the file's end quietly,
+// otherwise with a problem. A batch with a bad CRC goes to fn, which may
+// read on past it.
 func walkLog(ctx context.Context, dir string,
 	fn func(segment, position int64, b record.Batch, crcOK bool) error,
 	problem func(segment int64, problem string)) error {
@@ -186,75 +187,53 @@ func walkLog(ctx context.Context, dir string,
 	if len(segs) == 0 {
 		return fmt.Errorf("no segment files in %s", dir)
 	}
-	buf := make([]byte, 0, 1<<20)
 	for _, s := range segs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		f, err := os.Open(s.Path)
+		err := walkSegment(s, fn, problem)
+		if errors.Is(err, errStopWalk) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		r := bufio.NewReaderSize(f, 1<<20)
-		var pos int64
-		for {
-			hdr, err := r.Peek(record.HeaderSize)
-			if len(hdr) < record.HeaderSize || allZero(hdr[:12]) {
-				if len(hdr) > 0 && !allZero(hdr) && problem != nil {
-					problem(s.BaseOffset, fmt.Sprintf("%d stray bytes at byte %d", len(hdr), pos))
-				}
-				if err != nil && !errors.Is(err, io.EOF) {
-					f.Close()
-					return err
-				}
-				break
-			}
-			size, ok := record.PeekSize(hdr)
-			if !ok {
-				if problem != nil {
-					problem(s.BaseOffset, fmt.Sprintf("impossible batch length at byte %d", pos))
-				}
-				break
-			}
-			buf = buf[:size]
-			if _, err := io.ReadFull(r, buf); err != nil {
-				if problem != nil {
-					problem(s.BaseOffset, fmt.Sprintf("batch at byte %d cut short", pos))
-				}
-				break
-			}
-			b, herr := record.CheckHeader(buf)
-			if herr != nil {
-				if problem != nil {
-					problem(s.BaseOffset, fmt.Sprintf("byte %d: %v", pos, herr))
-				}
-				break
-			}
-			_, crcErr := record.Check(buf)
-			err = fn(s.BaseOffset, pos, b, crcErr == nil)
-			if errors.Is(err, errStopSegment) {
-				break
-			}
-			if errors.Is(err, errStopWalk) {
-				f.Close()
-				return nil
-			}
-			if err != nil {
-				f.Close()
-				return err
-			}
-			pos += int64(size)
-		}
-		f.Close()
 	}
 	return nil
 }
 
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
+// walkSegment is walkLog over one segment file.
+func walkSegment(s logstore.SegmentFile, fn func(segment, position int64, b record.Batch, crcOK bool) error,
+	problem func(segment int64, problem string)) error {
+	f, err := os.Open(s.Path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := logstore.NewSegmentReader(f)
+	for {
+		b, pos, err := r.Next()
+		var end *logstore.TailError
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.As(err, &end) && end.Reason == logstore.TailBadCRC:
+			err = fn(s.BaseOffset, pos, b, false)
+		case end != nil:
+			if end.Reason != logstore.TailZero && problem != nil {
+				problem(s.BaseOffset, end.Detail)
+			}
+			return nil
+		case err != nil:
+			return err
+		default:
+			err = fn(s.BaseOffset, pos, b, true)
+		}
+		if errors.Is(err, errStopSegment) {
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return true
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/cmd/floe/internal/dataio"
 	"github.com/floedb/floe/storage/record"
 )
 
@@ -83,7 +84,7 @@ func lookupCmd(env *cliEnv) clientCmd {
 				}
 				return nil
 			}
-			return lookupLines(ctx, l, tbl, interruptible(ctx, env.stdin), p)
+			return lookupLines(ctx, l, tbl, dataio.Interruptible(ctx, env.stdin), p)
 		}}
 }
 
@@ -165,7 +166,7 @@ func lookupLines(ctx context.Context, l *client.Lookuper, tbl *client.Table, in 
 		}
 		return p.out.Flush()
 	}
-	_, readErr := produceLines(ctx, in, func(_ context.Context, object []byte) error {
+	_, readErr := dataio.EachLine(ctx, in, func(_ context.Context, object []byte) error {
 		line++
 		key, err := codec.AppendRow(nil, object)
 		if err != nil {

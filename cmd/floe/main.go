@@ -6,9 +6,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"regexp"
 	"strings"
 	"syscall"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // cliEnv is what commands write to; tests substitute buffers.
@@ -51,23 +52,11 @@ func run(ctx context.Context, env *cliEnv, args []string) int {
 	return reportError(env, cmd, err)
 }
 
-// goPrefix matches the Go package names the libraries put before their
-// messages ("client: ", "record: "): words for a program's log, not for
-// someone at a terminal.
-var goPrefix = regexp.MustCompile(`(^|: |\n)(client|record|metastate|replica|replication|kvreplica|server|transport|raftmeta|logstore|kvstore|kverr|tableprop): `)
-
-// cliMessage is err as the CLI prints it: without Go package prefixes and
+// cliMessage is err as the CLI prints it: the libraries' errors without
+// the Go package names that open their texts for logs ("client: "), and
 // without a phrase repeated by the wrapping.
 func cliMessage(err error) string {
-	msg := err.Error()
-	for {
-		next := goPrefix.ReplaceAllString(msg, "$1")
-		if next == msg {
-			break
-		}
-		msg = next
-	}
-	return dedupe(msg)
+	return dedupe(pkgerr.Message(err))
 }
 
 // dedupe drops a ": "-separated phrase that repeats the one before it.

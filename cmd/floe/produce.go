@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/cmd/floe/internal/dataio"
 )
 
 // produceCmd appends JSON lines, one object per row, to a log table, or
@@ -43,7 +44,7 @@ func produceCmd(env *cliEnv) clientCmd {
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUsage, err)
 			}
-			in := interruptible(ctx, env.stdin)
+			in := dataio.Interruptible(ctx, env.stdin)
 			if file != "" && file != "-" {
 				f, err := os.Open(file)
 				if err != nil {
@@ -109,14 +110,14 @@ func newAppendLines(tbl *client.Table, opts client.AppendWriterOptions) (lineWri
 	if err != nil {
 		return lineWriter{}, err
 	}
-	var meta metaSplitter
+	var meta dataio.MetaSplitter
 	return lineWriter{verb: "produced", close: w.Close, stats: w.Stats, write: func(ctx context.Context, object []byte) error {
-		cols, change, err := meta.split(object)
+		cols, change, err := meta.Split(object)
 		if err != nil {
 			return err
 		}
-		if change != changeWrite {
-			return fmt.Errorf("%w: a log table takes rows to append; -U and -D are a primary-key table's changes", errBadChange)
+		if change != dataio.ChangeWrite {
+			return fmt.Errorf("%w: a log table takes rows to append; -U and -D are a primary-key table's changes", dataio.ErrBadChange)
 		}
 		_, err = w.AppendJSON(ctx, cols)
 		return err
@@ -128,25 +129,25 @@ func newUpsertLines(tbl *client.Table, opts client.UpsertWriterOptions, del bool
 	if err != nil {
 		return lineWriter{}, err
 	}
-	var meta metaSplitter
+	var meta dataio.MetaSplitter
 	changes := &lineChanges{}
 	lw := lineWriter{verb: "upserted", close: w.Close, stats: w.Stats, changes: changes}
 	if del {
 		lw.verb = "deleted"
 	}
 	lw.write = func(ctx context.Context, object []byte) error {
-		cols, change, err := meta.split(object)
+		cols, change, err := meta.Split(object)
 		if err != nil {
 			return err
 		}
-		if del && meta.stated && change != changeDelete {
-			return fmt.Errorf("%w: --delete takes keys to delete, and this line's _change is not -D", errBadChange)
+		if del && meta.Stated && change != dataio.ChangeDelete {
+			return fmt.Errorf("%w: --delete takes keys to delete, and this line's _change is not -D", dataio.ErrBadChange)
 		}
 		switch {
-		case change == changeSkip:
+		case change == dataio.ChangeSkip:
 			changes.passed++
 			return nil
-		case change == changeDelete && !del:
+		case change == dataio.ChangeDelete && !del:
 			changes.deleted++
 			_, err = w.DeleteJSON(ctx, cols)
 		case del:
@@ -165,7 +166,7 @@ func newUpsertLines(tbl *client.Table, opts client.UpsertWriterOptions, del bool
 // for --timeout each and fail the same way.
 func produce(ctx context.Context, env *cliEnv, cf *clientFlags, w lineWriter, in io.Reader) error {
 	start := time.Now()
-	st, readErr := produceLines(ctx, in, func(ctx context.Context, object []byte) error {
+	st, readErr := dataio.EachLine(ctx, in, func(ctx context.Context, object []byte) error {
 		if w.stats().Failed > 0 {
 			return errRowsFailing
 		}
@@ -205,17 +206,17 @@ func closeWriter(ctx context.Context, cf *clientFlags, closeFn func(context.Cont
 	return nil
 }
 
-func printProduceSummary(env *cliEnv, cf *clientFlags, w lineWriter, st lineStats, elapsed time.Duration, acked bool) {
+func printProduceSummary(env *cliEnv, cf *clientFlags, w lineWriter, st dataio.LineStats, elapsed time.Duration, acked bool) {
 	ws := w.stats()
-	rate := float64(st.rows) / max(elapsed.Seconds(), 1e-9)
+	rate := float64(st.Rows) / max(elapsed.Seconds(), 1e-9)
 	var ch lineChanges
 	if w.changes != nil {
 		ch = *w.changes
 	}
 	if cf.output == "json" {
-		res := map[string]any{"rows": st.rows, "bytes": st.bytes, "seconds": elapsed.Seconds(),
+		res := map[string]any{"rows": st.Rows, "bytes": st.Bytes, "seconds": elapsed.Seconds(),
 			"rows_per_s": rate, "all_acknowledged": acked}
-		addOutcomes(res, st.rows, ws)
+		addOutcomes(res, st.Rows, ws)
 		if w.changes != nil {
 			res["deleted"], res["passed_over"] = ch.deleted, ch.passed
 		}
@@ -224,20 +225,20 @@ func printProduceSummary(env *cliEnv, cf *clientFlags, w lineWriter, st lineStat
 		return
 	}
 	if !acked {
-		fmt.Fprintf(env.stderr, "%s read: %s (%d bytes in %v)\n", plural(st.rows, "row"), outcomes(st.rows, ws),
-			st.bytes, elapsed.Round(time.Millisecond))
+		fmt.Fprintf(env.stderr, "%s read: %s (%d bytes in %v)\n", plural(st.Rows, "row"), outcomes(st.Rows, ws),
+			st.Bytes, elapsed.Round(time.Millisecond))
 		return
 	}
 	// Lines whose _change made them deletes or passed them over are not
 	// the verb's.
-	done := w.verb + " " + plural(st.rows-ch.deleted-ch.passed, "row")
+	done := w.verb + " " + plural(st.Rows-ch.deleted-ch.passed, "row")
 	if ch.deleted > 0 {
 		done += ", deleted " + plural(ch.deleted, "row")
 	}
 	if ch.passed > 0 {
 		done += ", passed over " + plural(ch.passed, "-U row")
 	}
-	fmt.Fprintf(env.stderr, "%s, %d bytes in %v (%.0f rows/s)\n", done, st.bytes,
+	fmt.Fprintf(env.stderr, "%s, %d bytes in %v (%.0f rows/s)\n", done, st.Bytes,
 		elapsed.Round(time.Millisecond), rate)
 }
 

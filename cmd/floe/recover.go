@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -34,6 +35,12 @@ func recoverSpec(env *cliEnv) cmdSpec {
 				voters, err := parseVoters(*list)
 				if err != nil {
 					return fmt.Errorf("%w: --voters: %v", errUsage, err)
+				}
+				// Checked here too, so that the message says it without
+				// the server package's name (which its other errors keep
+				// until server's errors are typed with pkgerr).
+				if st, err := os.Stat(*dataDir); err != nil || !st.IsDir() {
+					return fmt.Errorf("no data folder at %s", *dataDir)
 				}
 				before, err := server.RecoverMeta(*dataDir, uint32(*id), voters)
 				if err != nil {

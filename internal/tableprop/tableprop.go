@@ -14,12 +14,13 @@
 package tableprop
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Property names.
@@ -79,7 +80,7 @@ const (
 )
 
 // ErrInvalid marks every refusal of Parse (an *Error).
-var ErrInvalid = errors.New("tableprop: invalid table property")
+var ErrInvalid = pkgerr.New("tableprop", "invalid table property")
 
 // Error says which property is wrong and why.
 type Error struct {

@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -60,7 +61,7 @@ func (s *State) Apply(index uint64, appendedAtMs int64, data []byte) *pb.Command
 func (s *State) applyCommand(index uint64, appendedAtMs int64, cmd *pb.Command, decodeErr error) (*pb.CommandResult, error) {
 	tx, err := s.db.Begin(true)
 	if err != nil {
-		return nil, fmt.Errorf("metastate: begin: %w", err)
+		return nil, pkgerr.Errorf("metastate", "begin: %w", err)
 	}
 	defer func() {
 		if tx != nil { // a later one, after a refusal; nil if that one failed to begin
@@ -151,10 +152,10 @@ func (s *State) execute(tx *bolt.Tx, index uint64, appendedAtMs int64, cmd *pb.C
 	var edits []bucketEdit
 	if refusal != nil {
 		if err := tx.Rollback(); err != nil {
-			return tx, nil, nil, nil, fmt.Errorf("metastate: rollback: %w", err)
+			return tx, nil, nil, nil, pkgerr.Errorf("metastate", "rollback: %w", err)
 		}
 		if tx, err = s.db.Begin(true); err != nil {
-			return tx, nil, nil, nil, fmt.Errorf("metastate: begin: %w", err)
+			return tx, nil, nil, nil, pkgerr.Errorf("metastate", "begin: %w", err)
 		}
 		res = failedResult(index, refusal.Code, refusal.Msg)
 	} else {
@@ -169,22 +170,22 @@ func (s *State) execute(tx *bolt.Tx, index uint64, appendedAtMs int64, cmd *pb.C
 func (s *State) commitIndex(tx *bolt.Tx, index uint64, appendedAtMs int64, reqID []byte, remember bool, res *pb.CommandResult) error {
 	if remember {
 		if err := putRequest(tx, reqID, &requestEntry{appliedAtMs: appendedAtMs, index: index, result: res}); err != nil {
-			return fmt.Errorf("metastate: remember request: %w", err)
+			return pkgerr.Errorf("metastate", "remember request: %w", err)
 		}
 	}
 	if err := pruneRequests(tx, appendedAtMs, s.maxRequests); err != nil {
-		return fmt.Errorf("metastate: prune requests: %w", err)
+		return pkgerr.Errorf("metastate", "prune requests: %w", err)
 	}
 	if err := putU64(tx.Bucket(bucketMeta), keyAppliedIndex, index); err != nil {
-		return fmt.Errorf("metastate: store applied index: %w", err)
+		return pkgerr.Errorf("metastate", "store applied index: %w", err)
 	}
 	if s.commitFault != nil {
 		if err := s.commitFault(index); err != nil {
-			return fmt.Errorf("metastate: commit index %d: %w", index, err)
+			return pkgerr.Errorf("metastate", "commit index %d: %w", index, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("metastate: commit index %d: %w", index, err)
+		return pkgerr.Errorf("metastate", "commit index %d: %w", index, err)
 	}
 	return nil
 }

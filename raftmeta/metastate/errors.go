@@ -1,9 +1,9 @@
 package metastate
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -19,16 +19,20 @@ type Error struct {
 
 func (e *Error) Error() string { return "metastate: " + e.Msg }
 
+// UserMessage is Error without the package name (pkgerr.Message): what
+// the transport sends a caller.
+func (e *Error) UserMessage() string { return e.Msg }
+
 // WireCode is the error code sent to callers.
 func (e *Error) WireCode() pb.ErrorCode { return e.Code }
 
 var (
 	// ErrClosed: the state was closed, or a failed Restore left it without
 	// a database file.
-	ErrClosed = errors.New("metastate: closed")
+	ErrClosed = pkgerr.New("metastate", "closed")
 	// ErrCorrupt marks a state file whose bytes do not decode: damage on
 	// this replica, never a result of a command.
-	ErrCorrupt = errors.New("metastate: corrupt state file")
+	ErrCorrupt = pkgerr.New("metastate", "corrupt state file")
 )
 
 // ResultError is the error a command result carries: nil on success (an

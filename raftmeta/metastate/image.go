@@ -1,11 +1,10 @@
 package metastate
 
 import (
-	"fmt"
-
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -53,7 +52,7 @@ func (s *State) ImageFor(node uint32) (*pb.MetadataUpdate, error) {
 	}
 	tx, err := s.db.Begin(false)
 	if err != nil {
-		return nil, fmt.Errorf("metastate: begin: %w", err)
+		return nil, pkgerr.Errorf("metastate", "begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	if s.index == nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 )
@@ -106,7 +107,7 @@ func corruptRecord(key []byte, err error) error {
 func putRecord(b *bolt.Bucket, key []byte, m proto.Message) error {
 	v, err := marshal.Marshal(m)
 	if err != nil {
-		return fmt.Errorf("metastate: encode: %w", err)
+		return pkgerr.Errorf("metastate", "encode: %w", err)
 	}
 	return b.Put(key, v)
 }

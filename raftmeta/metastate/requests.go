@@ -7,6 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -75,7 +76,7 @@ func putRequest(tx *bolt.Tx, id []byte, e *requestEntry) error {
 	}
 	res, err := marshal.Marshal(e.result)
 	if err != nil {
-		return fmt.Errorf("metastate: encode result: %w", err)
+		return pkgerr.Errorf("metastate", "encode result: %w", err)
 	}
 	v := binary.BigEndian.AppendUint64(make([]byte, 0, requestHeaderBytes+len(res)), sortableMs(e.appliedAtMs))
 	v = binary.BigEndian.AppendUint64(v, e.index)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -24,7 +25,7 @@ func (s *State) WriteSnapshot(w io.Writer) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("metastate: write snapshot: %w", err)
+		return pkgerr.Errorf("metastate", "write snapshot: %w", err)
 	}
 	return nil
 }
@@ -62,11 +63,11 @@ func (s *State) Restore(r io.Reader) error {
 	// rename failed.
 	db, err := openDB(s.path)
 	if err != nil {
-		return fmt.Errorf("metastate: reopen after restore: %w", errors.Join(renameErr, err))
+		return pkgerr.Errorf("metastate", "reopen after restore: %w", errors.Join(renameErr, err))
 	}
 	s.db = db
 	if renameErr != nil {
-		return fmt.Errorf("metastate: restore: %w", renameErr)
+		return pkgerr.Errorf("metastate", "restore: %w", renameErr)
 	}
 	s.broken, s.index = nil, nil
 	applied, err := readAppliedIndex(db)
@@ -84,7 +85,7 @@ func (s *State) Restore(r io.Reader) error {
 func (s *State) writeRestoreTemp(r io.Reader) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(s.path), filepath.Base(s.path)+restoreTempSuffix+"*")
 	if err != nil {
-		return "", fmt.Errorf("metastate: restore: %w", err)
+		return "", pkgerr.Errorf("metastate", "restore: %w", err)
 	}
 	tmp := f.Name()
 	_, err = io.Copy(f, r)
@@ -99,7 +100,7 @@ func (s *State) writeRestoreTemp(r io.Reader) (string, error) {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("metastate: restore: %w", err)
+		return "", pkgerr.Errorf("metastate", "restore: %w", err)
 	}
 	return tmp, nil
 }

@@ -1,13 +1,13 @@
 package metastate
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -81,7 +81,7 @@ func Open(path string, logger *slog.Logger) (*State, error) {
 	applied, err := readAppliedIndex(db)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("metastate: open %s: %w", path, err)
+		return nil, pkgerr.Errorf("metastate", "open %s: %w", path, err)
 	}
 	s := &State{path: path, logger: logger, db: db, feed: newFeed(applied), maxRequests: MaxRequests}
 	return s, nil
@@ -101,7 +101,7 @@ func readAppliedIndex(db *bolt.DB) (uint64, error) {
 func openDB(path string) (*bolt.DB, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout, InitialMmapSize: initialMmapBytes})
 	if err != nil {
-		return nil, fmt.Errorf("metastate: open %s: %w", path, err)
+		return nil, pkgerr.Errorf("metastate", "open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketMeta) != nil {
@@ -116,7 +116,7 @@ func openDB(path string) (*bolt.DB, error) {
 	})
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("metastate: open %s: %w", path, err)
+		return nil, pkgerr.Errorf("metastate", "open %s: %w", path, err)
 	}
 	return db, nil
 }
@@ -125,7 +125,7 @@ func openDB(path string) (*bolt.DB, error) {
 func checkLayout(tx *bolt.Tx) error {
 	for _, name := range allBuckets {
 		if tx.Bucket(name) == nil {
-			return fmt.Errorf("metastate: not a state file: bucket %s missing", name)
+			return pkgerr.Errorf("metastate", "not a state file: bucket %s missing", name)
 		}
 	}
 	v, err := getU64(tx.Bucket(bucketMeta), keyFormat)
@@ -133,7 +133,7 @@ func checkLayout(tx *bolt.Tx) error {
 		return err
 	}
 	if v != formatVersion {
-		return fmt.Errorf("metastate: state file format %d, want %d", v, formatVersion)
+		return pkgerr.Errorf("metastate", "state file format %d, want %d", v, formatVersion)
 	}
 	return nil
 }
@@ -160,7 +160,7 @@ func (s *State) Close() error {
 	err := s.db.Close()
 	s.db = nil
 	if err != nil {
-		return fmt.Errorf("metastate: close: %w", err)
+		return pkgerr.Errorf("metastate", "close: %w", err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 )
 
@@ -152,5 +153,5 @@ func wrapWriteErr(err error) error {
 	if errors.Is(err, badger.ErrTxnTooBig) {
 		return fmt.Errorf("%w: %w", ErrBatchTooLarge, err)
 	}
-	return fmt.Errorf("kvstore: apply: %w", err)
+	return pkgerr.Errorf("kvstore", "apply: %w", err)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Badger settings that do not come from Config, chosen for one database
@@ -91,7 +92,7 @@ func OpenDB(cfg Config) (*DB, error) {
 	cfg = cfg.withDefaults()
 	bdb, err := badger.Open(badgerOptions(cfg))
 	if err != nil {
-		return nil, fmt.Errorf("kvstore: open %s: %w", cfg.Dir, err)
+		return nil, pkgerr.Errorf("kvstore", "open %s: %w", cfg.Dir, err)
 	}
 	return &DB{bdb: bdb, cache: cfg.RowCache, gcDiscardRatio: cfg.GCDiscardRatio, closeTimeout: cfg.CloseTimeout, open: map[StoreID]*Store{}}, nil
 }
@@ -181,7 +182,7 @@ func (db *DB) Drop(ids ...StoreID) error {
 		prefixes[i] = id.prefix()
 	}
 	if err := db.bdb.DropPrefix(prefixes...); err != nil {
-		return fmt.Errorf("kvstore: drop %d stores: %w", len(ids), err)
+		return pkgerr.Errorf("kvstore", "drop %d stores: %w", len(ids), err)
 	}
 	return nil
 }
@@ -259,7 +260,7 @@ func (db *DB) CollectGarbage(maxFiles int, minDiscard float64) (int, error) {
 			return n, nil
 		}
 		if err != nil {
-			return n, fmt.Errorf("kvstore: value-log GC: %w", err)
+			return n, pkgerr.Errorf("kvstore", "value-log GC: %w", err)
 		}
 		n++
 	}
@@ -299,7 +300,7 @@ func (db *DB) Close() error {
 	select {
 	case err := <-done:
 		if err != nil {
-			return fmt.Errorf("kvstore: close: %w", err)
+			return pkgerr.Errorf("kvstore", "close: %w", err)
 		}
 		return nil
 	case <-timer.C:

@@ -1,8 +1,7 @@
 package kvstore
 
 import (
-	"errors"
-
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/kvstore/kverr"
 )
 
@@ -24,4 +23,4 @@ var (
 
 // ErrCloseTimeout: DB.Close gave up waiting for Badger (Config.CloseTimeout).
 // Only a stopping node sees it, so it has no wire code.
-var ErrCloseTimeout = errors.New("kvstore: close timed out")
+var ErrCloseTimeout = pkgerr.New("kvstore", "close timed out")

@@ -1,10 +1,10 @@
 package kvstore
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Earlier builds kept one Badger database per bucket replica, its keys
@@ -22,11 +22,11 @@ func (s *Store) ImportLegacy(dir string) (int, error) {
 	if applied, err := s.AppliedOffset(); err != nil {
 		return 0, err
 	} else if applied != 0 {
-		return 0, fmt.Errorf("kvstore: import into store %s, which applied up to %d: drop it first", s.id, applied)
+		return 0, pkgerr.Errorf("kvstore", "import into store %s, which applied up to %d: drop it first", s.id, applied)
 	}
 	old, err := badger.Open(badgerOptions(Config{Dir: dir, MemTableBytes: 8 << 20}.withDefaults()))
 	if err != nil {
-		return 0, fmt.Errorf("kvstore: open earlier store %s: %w", dir, err)
+		return 0, pkgerr.Errorf("kvstore", "open earlier store %s: %w", dir, err)
 	}
 	closed := false
 	defer func() {
@@ -63,7 +63,7 @@ func (s *Store) ImportLegacy(dir string) (int, error) {
 		err = wb.Flush()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("kvstore: import %s: %w", dir, err)
+		return 0, pkgerr.Errorf("kvstore", "import %s: %w", dir, err)
 	}
 	if applied > 0 {
 		if err := s.Apply(nil, applied); err != nil {
@@ -72,10 +72,10 @@ func (s *Store) ImportLegacy(dir string) (int, error) {
 	}
 	closed = true
 	if err := old.Close(); err != nil {
-		return 0, fmt.Errorf("kvstore: close earlier store %s: %w", dir, err)
+		return 0, pkgerr.Errorf("kvstore", "close earlier store %s: %w", dir, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return rows, fmt.Errorf("kvstore: remove earlier store %s: %w", dir, err)
+		return rows, pkgerr.Errorf("kvstore", "remove earlier store %s: %w", dir, err)
 	}
 	return rows, nil
 }

@@ -1,9 +1,8 @@
 package kvstore
 
 import (
-	"fmt"
-
 	"github.com/dgraph-io/badger/v4"
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Loader bulk-loads rows into an empty store: a KV snapshot's restore.
@@ -24,7 +23,7 @@ func (s *Store) NewLoader() (*Loader, error) {
 		return nil, err
 	}
 	if applied != 0 {
-		return nil, fmt.Errorf("kvstore: load into store %s, which applied up to %d: drop it first", s.id, applied)
+		return nil, pkgerr.Errorf("kvstore", "load into store %s, which applied up to %d: drop it first", s.id, applied)
 	}
 	return &Loader{s: s, wb: s.db.bdb.NewWriteBatch()}, nil
 }
@@ -32,7 +31,7 @@ func (s *Store) NewLoader() (*Loader, error) {
 // Put adds a row under its primary key.
 func (l *Loader) Put(key, row []byte) error {
 	if err := l.wb.Set(l.s.appendRowKey(nil, key), append([]byte(nil), row...)); err != nil {
-		return fmt.Errorf("kvstore: load %s: %w", l.s.id, err)
+		return pkgerr.Errorf("kvstore", "load %s: %w", l.s.id, err)
 	}
 	l.rows++
 	return nil
@@ -41,7 +40,7 @@ func (l *Loader) Put(key, row []byte) error {
 // Finish writes what is left and sets the applied offset the rows cover.
 func (l *Loader) Finish(appliedOffset int64) (rows int, err error) {
 	if err := l.wb.Flush(); err != nil {
-		return 0, fmt.Errorf("kvstore: load %s: %w", l.s.id, err)
+		return 0, pkgerr.Errorf("kvstore", "load %s: %w", l.s.id, err)
 	}
 	if appliedOffset > 0 {
 		if err := l.s.Apply(nil, appliedOffset); err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Get returns a copy of the row stored under the primary key key, and
@@ -108,13 +109,13 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte, maxBytes int) (data []by
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("kvstore: get: %w", err)
+				return pkgerr.Errorf("kvstore", "get: %w", err)
 			}
 			if err := item.Value(func(v []byte) error {
 				data = append(data, v...)
 				return nil
 			}); err != nil {
-				return fmt.Errorf("kvstore: get: %w", err)
+				return pkgerr.Errorf("kvstore", "get: %w", err)
 			}
 			if err := found(i, start); err != nil {
 				return err
@@ -206,7 +207,7 @@ func (s *Store) scan(txn *badger.Txn, prefix []byte, fn func(key, row []byte) er
 			fnErr = fn(key, row)
 			return nil
 		}); err != nil {
-			return fmt.Errorf("kvstore: scan: %w", err)
+			return pkgerr.Errorf("kvstore", "scan: %w", err)
 		}
 		if fnErr != nil {
 			return fnErr

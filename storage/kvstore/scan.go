@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // MaxStoreKeyBytes bounds a store key: a primary key, preceded by its bucket
@@ -89,7 +90,7 @@ func (s *Store) fillPage(txn *badger.Txn, p *Page, after []byte, maxRows, maxByt
 			p.Rows = append(p.Rows, row...)
 			return nil
 		}); err != nil {
-			return nil, fmt.Errorf("kvstore: scan page: %w", err)
+			return nil, pkgerr.Errorf("kvstore", "scan page: %w", err)
 		}
 		p.Sizes = append(p.Sizes, uint32(len(p.Rows)-before))
 		last = item.KeyCopy(last)

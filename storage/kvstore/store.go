@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Key namespaces. Every Badger key of a DB starts with bucketNamespace and
@@ -117,7 +118,7 @@ func readAppliedOffset(txn *badger.Txn, key []byte) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("kvstore: read applied offset: %w", err)
+		return 0, pkgerr.Errorf("kvstore", "read applied offset: %w", err)
 	}
 	var off int64
 	err = item.Value(func(v []byte) error {

@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -69,11 +71,11 @@ func writeFileAtomic(dir, name string, data []byte, durable bool) error {
 	tmp := filepath.Join(dir, name+tmpSuffix)
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return fmt.Errorf("logstore: %w", err)
+		return pkgerr.Errorf("logstore", "%w", err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("logstore: write %s: %w", tmp, err)
+		return pkgerr.Errorf("logstore", "write %s: %w", tmp, err)
 	}
 	if durable {
 		if err := f.Sync(); err != nil {
@@ -82,10 +84,10 @@ func writeFileAtomic(dir, name string, data []byte, durable bool) error {
 		}
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("logstore: close %s: %w", tmp, err)
+		return pkgerr.Errorf("logstore", "close %s: %w", tmp, err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("logstore: %w", err)
+		return pkgerr.Errorf("logstore", "%w", err)
 	}
 	if !durable {
 		return nil
@@ -96,7 +98,7 @@ func writeFileAtomic(dir, name string, data []byte, durable bool) error {
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("logstore: %w", err)
+		return pkgerr.Errorf("logstore", "%w", err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // SyncPolicy says when appended data is fsynced.
@@ -43,7 +45,7 @@ func ParseSyncPolicy(s string) (SyncPolicy, error) {
 	case "never":
 		return SyncNever, nil
 	default:
-		return 0, fmt.Errorf("logstore: unknown sync policy %q (want always, interval or never)", s)
+		return 0, pkgerr.Errorf("logstore", "unknown sync policy %q (want always, interval or never)", s)
 	}
 }
 
@@ -137,20 +139,20 @@ type Config struct {
 func (c *Config) Validate() error {
 	switch {
 	case c.Dir == "":
-		return fmt.Errorf("logstore: config: Dir is required")
+		return pkgerr.Errorf("logstore", "config: Dir is required")
 	case c.SegmentMaxBytes < 0 || c.SegmentMaxBytes > maxSegmentBytes:
-		return fmt.Errorf("logstore: config: SegmentMaxBytes %d not in [0, %d]", c.SegmentMaxBytes, maxSegmentBytes)
+		return pkgerr.Errorf("logstore", "config: SegmentMaxBytes %d not in [0, %d]", c.SegmentMaxBytes, maxSegmentBytes)
 	case c.SegmentMaxBytes > 0 && c.SegmentMaxBytes < 64<<10:
-		return fmt.Errorf("logstore: config: SegmentMaxBytes %d below 64 KiB", c.SegmentMaxBytes)
+		return pkgerr.Errorf("logstore", "config: SegmentMaxBytes %d below 64 KiB", c.SegmentMaxBytes)
 	case c.PreallocateBytes < 0, c.IndexIntervalBytes < 0, c.MaxBatchBytes < 0,
 		c.SyncInterval < 0, c.RecoveryPointInterval < 0, c.SegmentMaxAge < 0,
 		c.RetentionAge < 0, c.RetentionCheckInterval < 0, c.LocalRetentionSegments < 0, c.LocalRetentionAge < 0:
-		return fmt.Errorf("logstore: config: negative size or duration")
+		return pkgerr.Errorf("logstore", "config: negative size or duration")
 	case c.Sync < SyncAlways || c.Sync > SyncNever:
-		return fmt.Errorf("logstore: config: unknown sync policy %d", c.Sync)
+		return pkgerr.Errorf("logstore", "config: unknown sync policy %d", c.Sync)
 	}
 	if c.MaxBatchBytes > 0 && int64(c.MaxBatchBytes) > c.withDefaults().SegmentMaxBytes {
-		return fmt.Errorf("logstore: config: MaxBatchBytes %d exceeds the segment size", c.MaxBatchBytes)
+		return pkgerr.Errorf("logstore", "config: MaxBatchBytes %d exceeds the segment size", c.MaxBatchBytes)
 	}
 	return nil
 }

@@ -75,7 +75,10 @@
 // copy in a crash only makes recovery start from an older point). Opening
 // walks batch headers of the last segment up to it (cheap: one header per
 // batch, no checksums) and verifies CRCs only past it, stopping at the
-// first batch whose length or CRC is invalid; the torn tail is cut off,
+// first batch whose length or CRC is invalid (the end rule, segreader.go:
+// a zero tail, a torn batch or a bad CRC, a [*TailError]; [SegmentReader]
+// applies the same rule to a folder read-only, for floe log dump and log
+// verify); the torn tail is cut off,
 // and what it found past the recovery point is fsynced before the log
 // counts it durable (a killed process leaves it in the page cache). Sealed segments
 // are not opened: their size and index files describe them (an index is

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // The durable mark is the offset the log was durable to as of its last
@@ -108,7 +110,7 @@ func openDurableMark(dir string, files *markFiles) (*durableMark, int64, error) 
 	m := &durableMark{path: filepath.Join(dir, durableMarkFile), files: files, at: -1}
 	data, err := os.ReadFile(m.path)
 	if err != nil && !os.IsNotExist(err) {
-		return nil, 0, fmt.Errorf("logstore: %w", err)
+		return nil, 0, pkgerr.Errorf("logstore", "%w", err)
 	}
 	if len(data) == durableMarkBytes && binary.BigEndian.Uint32(data) == checkpointMagic &&
 		crc32.Checksum(data[:12], castagnoli) == binary.BigEndian.Uint32(data[12:]) {
@@ -149,7 +151,7 @@ func (m *durableMark) write(offset int64, durable bool) error {
 	m.mu.Unlock()
 	if err != nil {
 		m.files.forget(m)
-		return fmt.Errorf("logstore: durable mark: %w", err)
+		return pkgerr.Errorf("logstore", "durable mark: %w", err)
 	}
 	m.files.touch(m)
 	m.at = offset

@@ -7,6 +7,8 @@ import (
 	"os"
 	"sort"
 	"sync"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 const epochFile = "leader-epoch"
@@ -86,7 +88,7 @@ func (c *epochCache) assign(epoch int32, start int64) error {
 			return fmt.Errorf("%w: epoch %d, the log is at %d", ErrStaleEpoch, epoch, last.Epoch)
 		}
 		if start < last.StartOffset {
-			return fmt.Errorf("logstore: epoch %d cannot start at %d, before epoch %d's start %d",
+			return pkgerr.Errorf("logstore", "epoch %d cannot start at %d, before epoch %d's start %d",
 				epoch, start, last.Epoch, last.StartOffset)
 		}
 	}

@@ -1,38 +1,39 @@
 package logstore
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 var (
 	// ErrOffsetOutOfRange: the offset is below the log start or past its end.
-	ErrOffsetOutOfRange = errors.New("logstore: offset out of range")
+	ErrOffsetOutOfRange = pkgerr.New("logstore", "offset out of range")
 	// ErrCorrupt marks damaged data the log will not serve or truncate away
 	// by itself: a bad batch inside the durable part of the log. Damage to a
 	// batch is reported as a *CorruptError, which matches ErrCorrupt.
-	ErrCorrupt = errors.New("logstore: corrupt log")
+	ErrCorrupt = pkgerr.New("logstore", "corrupt log")
 	// ErrClosed: the log was closed.
-	ErrClosed = errors.New("logstore: log closed")
+	ErrClosed = pkgerr.New("logstore", "log closed")
 	// ErrStaleEpoch: a leader append or epoch assignment below the latest
 	// epoch the log has seen.
-	ErrStaleEpoch = errors.New("logstore: stale leader epoch")
+	ErrStaleEpoch = pkgerr.New("logstore", "stale leader epoch")
 	// ErrNonContiguous: a follower append that does not start at the log end
 	// or whose batches do not follow each other.
-	ErrNonContiguous = errors.New("logstore: batches not contiguous with the log")
+	ErrNonContiguous = pkgerr.New("logstore", "batches not contiguous with the log")
 	// ErrBatchTooLarge: a batch over the configured limit.
-	ErrBatchTooLarge = errors.New("logstore: batch too large")
+	ErrBatchTooLarge = pkgerr.New("logstore", "batch too large")
 	// ErrInvalidBatch: a batch that fails its checks on append.
-	ErrInvalidBatch = errors.New("logstore: invalid batch")
+	ErrInvalidBatch = pkgerr.New("logstore", "invalid batch")
 	// ErrTruncated: the log was truncated below an append before it became
 	// durable; the append is lost.
-	ErrTruncated = errors.New("logstore: append truncated before it was durable")
+	ErrTruncated = pkgerr.New("logstore", "append truncated before it was durable")
 	// ErrSyncFailed: an fsync failed (or a write the log cannot undo did),
 	// and the log failed for good; the error wraps the cause. The log
 	// refuses further writes: after a failed fsync the page cache may have
 	// dropped the data (the kernel does not report it twice), so only
 	// reopening, which recovers the last durable offset, is safe.
-	ErrSyncFailed = errors.New("logstore: fsync failed")
+	ErrSyncFailed = pkgerr.New("logstore", "fsync failed")
 )
 
 // CorruptError reports a damaged batch: a length, header or checksum that

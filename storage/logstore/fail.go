@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // syncFailedFile marks a log that failed: it holds the last durable position
@@ -141,7 +143,7 @@ func (l *Log) recoverSyncFailed(rp logPosition, rpErr error) error {
 		}
 	}
 	if err := os.Remove(filepath.Join(l.cfg.Dir, syncFailedFile)); err != nil {
-		return fmt.Errorf("logstore: %w", err)
+		return pkgerr.Errorf("logstore", "%w", err)
 	}
 	return syncDir(l.cfg.Dir)
 }

@@ -1,12 +1,13 @@
 package logstore
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Log is one replica's log. One writer appends (Append, AppendReplicated,
@@ -118,7 +119,7 @@ func Open(cfg Config) (*Log, error) {
 	}
 	cfg = cfg.withDefaults()
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("logstore: %w", err)
+		return nil, pkgerr.Errorf("logstore", "%w", err)
 	}
 	l := &Log{cfg: cfg, logger: cfg.Logger.With("log_dir", cfg.Dir), sched: cfg.Scheduler, bounds: noBounds, lostFrom: -1}
 	if l.sched == nil {

@@ -1,17 +1,17 @@
 package logstore
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"golang.org/x/sys/unix"
 )
 
 // errSegmentGone: the segment was removed (retention, truncation) or its
 // log closed; a reader loads the segment list again.
-var errSegmentGone = errors.New("logstore: segment gone")
+var errSegmentGone = pkgerr.New("logstore", "segment gone")
 
 // mapping is one opening of a segment file: the descriptor and a read-only
 // mapping of it. A sealed segment's descriptor is read-only and its mapping
@@ -40,12 +40,12 @@ func (s *segment) openMappingLocked() (*mapping, error) {
 	}
 	f, err := os.OpenFile(s.path(logSuffix), flags, 0)
 	if err != nil {
-		return nil, fmt.Errorf("logstore: open segment: %w", err)
+		return nil, pkgerr.Errorf("logstore", "open segment: %w", err)
 	}
 	data, err := unix.Mmap(int(f.Fd()), 0, int(roundUpPage(max(mapLen, 1))), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("logstore: mmap %s: %w", s.path(logSuffix), err)
+		return nil, pkgerr.Errorf("logstore", "mmap %s: %w", s.path(logSuffix), err)
 	}
 	m := &mapping{file: f, data: data, sealed: s.sealed}
 	if s.sealed {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 )
 
@@ -106,7 +107,7 @@ type segmentFileInfo struct {
 func (l *Log) scanDir() ([]segmentFileInfo, error) {
 	entries, err := os.ReadDir(l.cfg.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("logstore: %w", err)
+		return nil, pkgerr.Errorf("logstore", "%w", err)
 	}
 	var files []segmentFileInfo
 	logs := map[string]bool{}
@@ -117,7 +118,7 @@ func (l *Log) scanDir() ([]segmentFileInfo, error) {
 		}
 		info, err := e.Info()
 		if err != nil {
-			return nil, fmt.Errorf("logstore: %w", err)
+			return nil, pkgerr.Errorf("logstore", "%w", err)
 		}
 		files = append(files, segmentFileInfo{base: base, bytes: info.Size()})
 		logs[segmentName(base)] = true
@@ -128,7 +129,7 @@ func (l *Log) scanDir() ([]segmentFileInfo, error) {
 		orphanIndex := (strings.HasSuffix(name, indexSuffix) || strings.HasSuffix(name, timeIndexSuffix)) && !logs[stem]
 		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, deletedSuffix) || orphanIndex {
 			if err := os.Remove(filepath.Join(l.cfg.Dir, name)); err != nil {
-				return nil, fmt.Errorf("logstore: remove leftover: %w", err)
+				return nil, pkgerr.Errorf("logstore", "remove leftover: %w", err)
 			}
 		}
 	}
@@ -218,9 +219,15 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 		next = b.NextOffset()
 	}
 	scanned := 0
+	var end *TailError
 	for pos < limit {
-		b, err := record.Check(m.data[pos:limit])
-		if err != nil || b.BaseOffset() != next {
+		var b record.Batch
+		if b, end = checkBatchAt(m.data[pos:limit], pos); end != nil {
+			break
+		}
+		if b.BaseOffset() != next {
+			end = &TailError{Position: pos, Reason: TailTorn,
+				Detail: fmt.Sprintf("batch at byte %d has offset %d, expected %d", pos, b.BaseOffset(), next)}
 			break
 		}
 		if err := l.recoverEpoch(b); err != nil {
@@ -238,9 +245,9 @@ func (l *Log) recoverActive(s *segment, rp logPosition) error {
 		s.firstAppend = nowMillis(l.cfg.Now)
 	}
 	if pos < limit {
-		if tail := m.data[pos:min(limit, pos+record.HeaderSize)]; slices.ContainsFunc(tail, func(c byte) bool { return c != 0 }) {
+		if end != nil && end.Reason != TailZero {
 			l.logger.Warn("truncated torn log tail", "segment", s.base, "position", pos, "end_offset", next,
-				"discarded_bytes_max", limit-pos)
+				"discarded_bytes_max", limit-pos, "reason", end.Detail)
 		}
 		// Cut the file so no stale batch past the end can ever be read back.
 		if err := s.trim(); err != nil {

@@ -1,8 +1,9 @@
 package logstore
 
 import (
-	"fmt"
 	"os"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Reset empties the log and starts it again, empty, at offset, which must
@@ -34,7 +35,7 @@ func (l *Log) Reset(offset int64) error {
 		return err
 	}
 	if offset < l.writtenEnd {
-		return fmt.Errorf("logstore: reset to %d, below the end %d (use Truncate)", offset, l.writtenEnd)
+		return pkgerr.Errorf("logstore", "reset to %d, below the end %d (use Truncate)", offset, l.writtenEnd)
 	}
 	old := *l.segs.Load()
 	next := newSegment(l, offset) // its file is created below
@@ -50,7 +51,7 @@ func (l *Log) Reset(offset int64) error {
 	}
 	for _, s := range old {
 		if err := os.Rename(s.path(logSuffix), s.path(logSuffix+deletedSuffix)); err != nil {
-			return l.fail(fmt.Errorf("logstore: reset: %w", err))
+			return l.fail(pkgerr.Errorf("logstore", "reset: %w", err))
 		}
 		s.removeIndexes()
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Defaults for the zero SchedulerConfig.
@@ -37,7 +39,7 @@ type SchedulerConfig struct {
 // Validate reports the first invalid field.
 func (c *SchedulerConfig) Validate() error {
 	if c.Workers < 0 || c.MaxOpenSegments < 0 || c.MaxSyncs < 0 {
-		return fmt.Errorf("logstore: scheduler config: negative limit")
+		return pkgerr.Errorf("logstore", "scheduler config: negative limit")
 	}
 	return nil
 }

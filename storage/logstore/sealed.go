@@ -2,16 +2,17 @@ package logstore
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // ErrNotSealed: OpenSealed was asked for a segment that is not (or no
 // longer) a sealed segment of the log.
-var ErrNotSealed = errors.New("logstore: no such sealed segment")
+var ErrNotSealed = pkgerr.New("logstore", "no such sealed segment")
 
 // SealedSegment is a sealed segment opened for copying elsewhere (tiering
 // uploads it). Its bytes stay readable until Close even if retention
@@ -57,7 +58,7 @@ func (l *Log) OpenSealed(base int64) (*SealedSegment, error) {
 	s := segs[i]
 	f, err := os.Open(s.path(logSuffix))
 	if err != nil {
-		return nil, fmt.Errorf("logstore: open sealed segment %d: %w", base, err)
+		return nil, pkgerr.Errorf("logstore", "open sealed segment %d: %w", base, err)
 	}
 	return &SealedSegment{BaseOffset: s.base, NextOffset: s.nextOffset, Bytes: s.size, MaxTimestamp: s.index.maxTime(),
 		Epochs: epochsWithin(l.epochs.snapshot(), s.base, s.nextOffset), Index: &SegmentIndex{base: s.base, ix: s.index}, file: f}, nil

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 	"golang.org/x/sys/unix"
 )
@@ -102,10 +103,10 @@ func createSegment(l *Log, base int64) (*segment, error) {
 func (s *segment) create() error {
 	f, err := os.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fmt.Errorf("logstore: create segment: %w", err)
+		return pkgerr.Errorf("logstore", "create segment: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("logstore: create segment: %w", err)
+		return pkgerr.Errorf("logstore", "create segment: %w", err)
 	}
 	return nil
 }
@@ -127,7 +128,7 @@ const minPreallocateBytes = 64 << 10
 func (s *segment) write(m *mapping, b []byte) error {
 	end := s.size + int64(len(b))
 	if end > int64(len(m.data)) {
-		return fmt.Errorf("logstore: segment %d: write past its mapping (%d > %d)", s.base, end, len(m.data))
+		return pkgerr.Errorf("logstore", "segment %d: write past its mapping (%d > %d)", s.base, end, len(m.data))
 	}
 	if end > s.allocated {
 		chunk := min(s.preallocate, max(minPreallocateBytes, s.allocated))
@@ -138,7 +139,7 @@ func (s *segment) write(m *mapping, b []byte) error {
 		s.allocated = grow
 	}
 	if _, err := m.file.WriteAt(b, s.size); err != nil {
-		return fmt.Errorf("logstore: write segment %d: %w", s.base, err)
+		return pkgerr.Errorf("logstore", "write segment %d: %w", s.base, err)
 	}
 	s.size = end
 	return nil
@@ -153,7 +154,7 @@ func Allocate(f *os.File, oldSize, newSize int64) error {
 		err = f.Truncate(newSize)
 	}
 	if err != nil {
-		return fmt.Errorf("logstore: preallocate %s to %d bytes: %w", f.Name(), newSize, err)
+		return pkgerr.Errorf("logstore", "preallocate %s to %d bytes: %w", f.Name(), newSize, err)
 	}
 	return nil
 }
@@ -209,7 +210,7 @@ func (s *segment) trim() error {
 	}
 	defer m.release()
 	if err := m.file.Truncate(s.size); err != nil {
-		return fmt.Errorf("logstore: trim segment %d: %w", s.base, err)
+		return pkgerr.Errorf("logstore", "trim segment %d: %w", s.base, err)
 	}
 	s.allocated = s.size
 	return nil
@@ -227,7 +228,7 @@ func (s *segment) zeroFrom(pos int64) error {
 	for p := pos; p < s.size; p += int64(len(zeros)) {
 		n := min(int64(len(zeros)), s.size-p)
 		if _, err := m.file.WriteAt(zeros[:n], p); err != nil {
-			return fmt.Errorf("logstore: zero segment %d tail: %w", s.base, err)
+			return pkgerr.Errorf("logstore", "zero segment %d tail: %w", s.base, err)
 		}
 	}
 	s.size = pos
@@ -273,7 +274,7 @@ func (s *segment) remove() error {
 	err := os.Remove(s.path(logSuffix))
 	s.removeIndexes()
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("logstore: delete segment %d: %w", s.base, err)
+		return pkgerr.Errorf("logstore", "delete segment %d: %w", s.base, err)
 	}
 	return nil
 }
@@ -289,7 +290,7 @@ type SegmentFile struct {
 func ListSegments(dir string) ([]SegmentFile, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("logstore: %w", err)
+		return nil, pkgerr.Errorf("logstore", "%w", err)
 	}
 	var out []SegmentFile
 	for _, e := range entries {

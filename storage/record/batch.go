@@ -2,9 +2,10 @@ package record
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Byte positions of the batch header fields; see the package documentation.
@@ -111,15 +112,15 @@ func ParseCompression(name string) (Compression, error) {
 	case "zstd":
 		return CompressionZstd, nil
 	default:
-		return 0, fmt.Errorf("record: unknown compression %q (want none or zstd)", name)
+		return 0, pkgerr.Errorf("record", "unknown compression %q (want none or zstd)", name)
 	}
 }
 
 // Errors returned for malformed batches. ErrCorruptBatch covers everything a
 // reader cannot trust: bad CRC, impossible lengths or counts.
 var (
-	ErrCorruptBatch = errors.New("record: corrupt batch")
-	ErrShortBatch   = errors.New("record: batch shorter than its header says")
+	ErrCorruptBatch = pkgerr.New("record", "corrupt batch")
+	ErrShortBatch   = pkgerr.New("record", "batch shorter than its header says")
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

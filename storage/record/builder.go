@@ -2,10 +2,11 @@ package record
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"slices"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // BatchOptions are the header fields a writer chooses. The zero value is an
@@ -27,7 +28,7 @@ type BatchOptions struct {
 
 // ErrBatchFull is returned by Append when a record would push the batch past
 // its size limit.
-var ErrBatchFull = errors.New("record: batch full")
+var ErrBatchFull = pkgerr.New("record", "batch full")
 
 // BatchBuilder accumulates records into one batch. It reuses its buffers:
 // after Reset, a builder in steady state appends and builds without
@@ -85,7 +86,7 @@ func RecordSize(dataLen int) int {
 // than the limit still makes a batch, for the receiver's limits to judge.
 func (b *BatchBuilder) Append(change ChangeType, data []byte) error {
 	if !change.Valid() {
-		return fmt.Errorf("record: invalid change type %d", change)
+		return pkgerr.Errorf("record", "invalid change type %d", change)
 	}
 	if b.count > 0 && len(b.buf)+RecordSize(len(data)) > b.maxSize {
 		return ErrBatchFull
@@ -105,12 +106,12 @@ func (b *BatchBuilder) Append(change ChangeType, data []byte) error {
 // timestamp and leader epoch are zero, for the leader to stamp.
 func (b *BatchBuilder) Build() (Batch, error) {
 	if b.count == 0 {
-		return nil, errors.New("record: cannot build an empty batch")
+		return nil, pkgerr.New("record", "cannot build an empty batch")
 	}
 	batch := Batch(b.buf)
 	if b.opts.Compression != CompressionNone {
 		if b.opts.Codec == nil {
-			return nil, fmt.Errorf("record: %v compression needs a codec", b.opts.Compression)
+			return nil, pkgerr.Errorf("record", "%v compression needs a codec", b.opts.Compression)
 		}
 		out, err := b.opts.Codec.compress(b.opts.Compression, append(b.out[:0], b.buf[:HeaderSize]...), b.buf[HeaderSize:])
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -24,7 +25,7 @@ type CodecConfig struct {
 // Validate reports the first invalid field.
 func (c *CodecConfig) Validate() error {
 	if c.MaxBatchBytes < 0 || c.MaxBatchBytes > MaxBatchSize {
-		return fmt.Errorf("record: codec config: MaxBatchBytes %d not in [0, %d]", c.MaxBatchBytes, MaxBatchSize)
+		return pkgerr.Errorf("record", "codec config: MaxBatchBytes %d not in [0, %d]", c.MaxBatchBytes, MaxBatchSize)
 	}
 	return nil
 }
@@ -72,7 +73,7 @@ func NewCodec(cfg CodecConfig) (*Codec, error) {
 		zstd.WithEncoderConcurrency(1),
 		zstd.WithZeroFrames(true))
 	if err != nil {
-		return nil, fmt.Errorf("record: zstd encoder: %w", err)
+		return nil, pkgerr.Errorf("record", "zstd encoder: %w", err)
 	}
 	c := &Codec{enc: enc, maxPayloadBytes: max(cfg.MaxBatchBytes-HeaderSize, 0)}
 	// A window larger than the whole output is never needed, but other
@@ -98,7 +99,7 @@ func (c *Codec) newDecoder() (*zstd.Decoder, error) {
 		zstd.WithDecoderMaxWindow(uint64(c.maxWindowBytes)),
 		zstd.WithDecoderMaxMemory(uint64(c.maxWindowBytes)))
 	if err != nil {
-		return nil, fmt.Errorf("record: zstd decoder: %w", err)
+		return nil, pkgerr.Errorf("record", "zstd decoder: %w", err)
 	}
 	return dec, nil
 }
@@ -116,7 +117,7 @@ func (c *Codec) compress(comp Compression, dst, src []byte) ([]byte, error) {
 	case CompressionZstd:
 		return c.enc.EncodeAll(src, dst), nil
 	default:
-		return nil, fmt.Errorf("record: cannot compress with %v", comp)
+		return nil, pkgerr.Errorf("record", "cannot compress with %v", comp)
 	}
 }
 
@@ -129,7 +130,7 @@ func (c *Codec) Decompress(b Batch, dst []byte) ([]byte, error) {
 		return b.Payload(), nil
 	case CompressionZstd:
 		if c == nil {
-			return nil, fmt.Errorf("record: batch at offset %d is zstd-compressed and no codec was given", b.BaseOffset())
+			return nil, pkgerr.Errorf("record", "batch at offset %d is zstd-compressed and no codec was given", b.BaseOffset())
 		}
 		return c.decompressZstd(b, dst)
 	default:

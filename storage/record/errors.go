@@ -1,9 +1,10 @@
 package record
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Sentinel errors of the schema, row and JSON codecs. Errors returned by this
@@ -12,44 +13,44 @@ import (
 var (
 	// ErrInvalidSchema marks a schema, type or schema encoding that is not
 	// acceptable: bad syntax, bad names, bad type parameters, bad primary key.
-	ErrInvalidSchema = errors.New("record: invalid schema")
+	ErrInvalidSchema = pkgerr.New("record", "invalid schema")
 
 	// ErrInvalidRow marks row bytes that do not decode under their schema.
 	// For rows read back from storage it means corruption.
-	ErrInvalidRow = errors.New("record: invalid row")
+	ErrInvalidRow = pkgerr.New("record", "invalid row")
 
 	// ErrInvalidJSON marks JSON input that is not one well-formed object.
-	ErrInvalidJSON = errors.New("record: invalid JSON row")
+	ErrInvalidJSON = pkgerr.New("record", "invalid JSON row")
 
 	// ErrUnknownColumn marks a value given for a column the schema lacks.
-	ErrUnknownColumn = errors.New("record: unknown column")
+	ErrUnknownColumn = pkgerr.New("record", "unknown column")
 
 	// ErrDuplicateColumn marks a column given a value twice in one JSON object.
-	ErrDuplicateColumn = errors.New("record: duplicate column")
+	ErrDuplicateColumn = pkgerr.New("record", "duplicate column")
 
 	// ErrWrongType marks a value of the wrong type for its column, such as a
 	// JSON string for an INT column or a setter that does not fit the column.
-	ErrWrongType = errors.New("record: wrong type")
+	ErrWrongType = pkgerr.New("record", "wrong type")
 
 	// ErrNullNotAllowed marks a null or missing value of a NOT NULL column.
-	ErrNullNotAllowed = errors.New("record: null not allowed")
+	ErrNullNotAllowed = pkgerr.New("record", "null not allowed")
 
 	// ErrOverflow marks a value outside the range, precision or scale of its
 	// column type.
-	ErrOverflow = errors.New("record: value out of range")
+	ErrOverflow = pkgerr.New("record", "value out of range")
 
 	// ErrInvalidUTF8 marks a STRING value that is not valid UTF-8.
-	ErrInvalidUTF8 = errors.New("record: invalid UTF-8")
+	ErrInvalidUTF8 = pkgerr.New("record", "invalid UTF-8")
 
 	// ErrInvalidValue marks a value whose text does not parse as its column
 	// type, such as a malformed DATE or base64 string.
-	ErrInvalidValue = errors.New("record: invalid value")
+	ErrInvalidValue = pkgerr.New("record", "invalid value")
 )
 
 // ErrDecompressedTooLarge marks a compressed batch whose payload inflates
 // past the codec's limit (CodecConfig.MaxBatchBytes). Errors matching it are
 // *LimitError.
-var ErrDecompressedTooLarge = errors.New("record: decompressed batch over the limit")
+var ErrDecompressedTooLarge = pkgerr.New("record", "decompressed batch over the limit")
 
 // LimitError is a compressed batch refused for what it inflates to.
 type LimitError struct {
@@ -63,8 +64,11 @@ type LimitError struct {
 }
 
 // Error returns a message naming the size and the limit.
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("record: zstd batch at offset %d inflates to at least %d bytes, over the %d-byte batch limit",
+func (e *LimitError) Error() string { return "record: " + e.UserMessage() }
+
+// UserMessage is Error without the package name (pkgerr.Message).
+func (e *LimitError) UserMessage() string {
+	return fmt.Sprintf("zstd batch at offset %d inflates to at least %d bytes, over the %d-byte batch limit",
 		e.Offset, e.AtLeastBytes, e.LimitBytes)
 }
 
@@ -88,17 +92,32 @@ func (e *ColumnError) Error() string {
 	return "record: column " + strconv.Quote(e.Column) + ": " + e.Err.Error()
 }
 
+// UserMessage is Error without the Go package names (pkgerr.Message).
+func (e *ColumnError) UserMessage() string {
+	return "column " + strconv.Quote(e.Column) + ": " + pkgerr.Message(e.Err)
+}
+
 // Unwrap returns e.Err.
 func (e *ColumnError) Unwrap() error { return e.Err }
 
 // detailError is a message that matches one or more sentinels without
 // repeating their text.
 type detailError struct {
+	pkg   string // "record", or "" inside a *ColumnError, which names it
 	msg   string
 	kinds []error
 }
 
-func (e *detailError) Error() string   { return e.msg }
+func (e *detailError) Error() string {
+	if e.pkg == "" {
+		return e.msg
+	}
+	return e.pkg + ": " + e.msg
+}
+
+// UserMessage is Error without the package name (pkgerr.Message).
+func (e *detailError) UserMessage() string { return e.msg }
+
 func (e *detailError) Unwrap() []error { return e.kinds }
 
 // newColumnError returns a *ColumnError about column name whose message is msg
@@ -109,11 +128,11 @@ func newColumnError(name, msg string, kinds ...error) error {
 
 // newRowError returns an error matching ErrInvalidRow, with msg as detail.
 func newRowError(msg string) error {
-	return &detailError{msg: "record: invalid row: " + msg, kinds: []error{ErrInvalidRow}}
+	return &detailError{pkg: "record", msg: "invalid row: " + msg, kinds: []error{ErrInvalidRow}}
 }
 
 // newSchemaError returns an error matching ErrInvalidSchema, with msg as
 // detail.
 func newSchemaError(msg string) error {
-	return &detailError{msg: "record: schema: " + msg, kinds: []error{ErrInvalidSchema}}
+	return &detailError{pkg: "record", msg: "schema: " + msg, kinds: []error{ErrInvalidSchema}}
 }

@@ -124,7 +124,7 @@ func (c *JSONCodec) setFields(object []byte) error {
 		return jsonSyntaxError(err, object)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return &detailError{msg: "record: invalid JSON row: not a JSON object", kinds: []error{ErrInvalidJSON}}
+		return &detailError{pkg: "record", msg: "invalid JSON row: not a JSON object", kinds: []error{ErrInvalidJSON}}
 	}
 	for dec.More() {
 		tok, err := dec.Token()
@@ -133,7 +133,7 @@ func (c *JSONCodec) setFields(object []byte) error {
 		}
 		key, ok := tok.(string)
 		if !ok { // the decoder only returns strings for keys; be defensive
-			return &detailError{msg: "record: invalid JSON row: object key is not a string", kinds: []error{ErrInvalidJSON}}
+			return &detailError{pkg: "record", msg: "invalid JSON row: object key is not a string", kinds: []error{ErrInvalidJSON}}
 		}
 		i, ok := c.index[key]
 		if !ok {
@@ -177,10 +177,10 @@ func jsonSyntaxError(err error, object []byte) error {
 		case what == "unexpected end of JSON input":
 			col, what = int64(len(bytes.TrimRight(object, " \t\r\n")))+1, "the object is cut short"
 		}
-		return &detailError{msg: fmt.Sprintf("record: invalid JSON row at column %d: %s", col, what),
+		return &detailError{pkg: "record", msg: fmt.Sprintf("invalid JSON row at column %d: %s", col, what),
 			kinds: []error{ErrInvalidJSON, se}}
 	}
-	return &detailError{msg: "record: invalid JSON row: " + err.Error(), kinds: []error{ErrInvalidJSON, err}}
+	return &detailError{pkg: "record", msg: "invalid JSON row: " + err.Error(), kinds: []error{ErrInvalidJSON, err}}
 }
 
 func trimJSONSpace(b []byte) []byte {

@@ -85,7 +85,8 @@ func (e *RowEncoder) column(i int) (c *Column, ok bool) {
 	}
 	if uint(i) >= uint(len(e.columns)) {
 		e.fail(&detailError{
-			msg:   "record: column index " + strconv.Itoa(i) + " out of range for " + strconv.Itoa(len(e.columns)) + " columns",
+			pkg:   "record",
+			msg:   "column index " + strconv.Itoa(i) + " out of range for " + strconv.Itoa(len(e.columns)) + " columns",
 			kinds: []error{ErrUnknownColumn},
 		})
 		return nil, false
@@ -391,7 +392,8 @@ func (e *RowEncoder) Finish(dst []byte) ([]byte, error) {
 	}
 	if size > MaxRowBytes {
 		return dst, &detailError{
-			msg:   "record: row of " + strconv.Itoa(size) + " bytes exceeds the limit of " + strconv.Itoa(MaxRowBytes),
+			pkg:   "record",
+			msg:   "row of " + strconv.Itoa(size) + " bytes exceeds the limit of " + strconv.Itoa(MaxRowBytes),
 			kinds: []error{ErrOverflow},
 		}
 	}

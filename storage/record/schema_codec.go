@@ -177,7 +177,7 @@ func (s *Schema) UnmarshalJSON(data []byte) error {
 		if errors.Is(err, ErrInvalidSchema) {
 			return err
 		}
-		return &detailError{msg: "record: schema: JSON: " + err.Error(), kinds: []error{ErrInvalidSchema, err}}
+		return &detailError{pkg: "record", msg: "schema: JSON: " + err.Error(), kinds: []error{ErrInvalidSchema, err}}
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return newSchemaError("JSON: trailing data after the schema object")

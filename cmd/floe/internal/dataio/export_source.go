@@ -1,4 +1,4 @@
-package main
+package dataio
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // (or a primary-key table's changelog) with a LogScanner, a primary-key
 // table's current rows with a RowScanner. Reading sealed log segments or KV
 // snapshots straight from object storage, past the leaders, is another
-// exportSource: the export around it (parallel buckets, output, progress,
+// exportSource: the Export around it (parallel buckets, output, progress,
 // summary) stays as it is.
 type exportSource interface {
 	// buckets lists the buckets to read.
@@ -31,15 +31,15 @@ type exportSource interface {
 type logSource struct {
 	tbl       *client.Table
 	order     []int32
-	ranges    map[int32]bucketRange // a bucket without one has nothing to read
+	ranges    map[int32]BucketRange // a bucket without one has nothing to read
 	changelog bool                  // a primary-key table's: _change on each line
 }
 
-func newLogSource(tbl *client.Table, buckets []int32, ranges []bucketRange) *logSource {
-	s := &logSource{tbl: tbl, order: buckets, ranges: make(map[int32]bucketRange, len(ranges)),
+func newLogSource(tbl *client.Table, buckets []int32, ranges []BucketRange) *logSource {
+	s := &logSource{tbl: tbl, order: buckets, ranges: make(map[int32]BucketRange, len(ranges)),
 		changelog: len(tbl.Info().PrimaryKey) > 0}
 	for _, r := range ranges {
-		s.ranges[r.bucket] = r
+		s.ranges[r.Bucket] = r
 	}
 	return s
 }
@@ -49,7 +49,7 @@ func (s *logSource) buckets() []int32 { return s.order }
 func (s *logSource) offsets() int64 {
 	var n int64
 	for _, r := range s.ranges {
-		n += r.end - r.start
+		n += r.End - r.Start
 	}
 	return n
 }
@@ -65,11 +65,11 @@ func (s *logSource) read(ctx context.Context, bucket int32, out *bucketOut) erro
 	}
 	defer sc.Close()
 	codec := s.tbl.JSONCodec()
-	pos := r.start // the offsets below it are counted as done
+	pos := r.Start // the offsets below it are counted as done
 	var line []byte
-	err = pollRange(ctx, sc, []bucketRange{r}, false, func(rec client.ScanRecord) error {
+	err = PollRanges(ctx, sc, []BucketRange{r}, false, func(rec client.ScanRecord) error {
 		var err error
-		if line, err = appendRecordJSON(line[:0], codec, rec, s.changelog); err != nil {
+		if line, err = AppendRecordJSON(line[:0], codec, rec, s.changelog); err != nil {
 			return fmt.Errorf("bucket %d offset %d: %w", rec.Bucket, rec.Offset, err)
 		}
 		out.advance(rec.Offset + 1 - pos)
@@ -79,7 +79,7 @@ func (s *logSource) read(ctx context.Context, bucket int32, out *bucketOut) erro
 	if err != nil {
 		return err
 	}
-	out.advance(r.end - pos) // control batches past the last record
+	out.advance(r.End - pos) // control batches past the last record
 	return nil
 }
 

@@ -1,13 +1,10 @@
-package main
+package bench
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -16,7 +13,7 @@ import (
 // benchTarget is one of the write and read targets: a suite test against
 // a peer's row (a ratio of throughputs), or against a latency bound.
 type benchTarget struct {
-	test string // the suite test (suiteRow.Test)
+	test string // the suite test (SuiteRow.Test)
 	// peer: the peer kit's row, by system prefix ("redis" matches any
 	// redis-* row), test name and concurrency. Empty for a latency bound.
 	peerSystem, peerTest string
@@ -47,11 +44,11 @@ var benchTargets = []benchTarget{
 	{test: "e2e-10000", percentile: "p99", maxMs: 10},
 }
 
-// readResultLines reads JSON lines of suite or peer-kit results (a suite
+// ReadResultLines reads JSON lines of suite or peer-kit results (a suite
 // line has the peer kit's fields); lines that are not JSON objects (a
 // tee'd progress line) are skipped.
-func readResultLines(r io.Reader) ([]suiteRow, error) {
-	var rows []suiteRow
+func ReadResultLines(r io.Reader) ([]SuiteRow, error) {
+	var rows []SuiteRow
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -59,7 +56,7 @@ func readResultLines(r io.Reader) ([]suiteRow, error) {
 		if !strings.HasPrefix(line, "{") {
 			continue
 		}
-		var row suiteRow
+		var row SuiteRow
 		if err := json.Unmarshal([]byte(line), &row); err != nil {
 			return nil, fmt.Errorf("line %q: %w", clip(line, 80), err)
 		}
@@ -76,9 +73,9 @@ func clip(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// comparison is one target checked: the figures, the ratio or bound, and
+// Comparison is one target checked: the figures, the ratio or bound, and
 // whether it is met. Missing says which side had no row.
-type comparison struct {
+type Comparison struct {
 	Test    string  `json:"test"`
 	Floe    float64 `json:"floe"`           // ops/s, or the percentile in ms
 	Peer    float64 `json:"peer,omitempty"` // the peer's ops/s
@@ -102,13 +99,13 @@ type comparison struct {
 	BelowFloor bool    `json:"below_floor,omitempty"`
 }
 
-// compareResults checks every target against the rows of one suite run
+// Compare checks every target against the rows of one suite run
 // and one peer-kit run.
-func compareResults(floe, peers []suiteRow) []comparison {
-	var out []comparison
+func Compare(floe, peers []SuiteRow) []Comparison {
+	var out []Comparison
 	for _, t := range benchTargets {
-		c := comparison{Test: t.test}
-		f, ok := findRow(floe, func(r suiteRow) bool { return r.System == "floe" && r.Test == t.test })
+		c := Comparison{Test: t.test}
+		f, ok := findRow(floe, func(r SuiteRow) bool { return r.System == "floe" && r.Test == t.test })
 		if t.percentile != "" {
 			c.Target = fmt.Sprintf("%s <= %g ms", t.percentile, t.maxMs)
 			if !ok {
@@ -127,7 +124,7 @@ func compareResults(floe, peers []suiteRow) []comparison {
 			continue
 		}
 		c.Target = fmt.Sprintf(">= %gx %s", t.minRatio, t.peerSystem)
-		p, pok := findRow(peers, func(r suiteRow) bool {
+		p, pok := findRow(peers, func(r SuiteRow) bool {
 			return r.Kind == "peer" && strings.HasPrefix(r.System, t.peerSystem) && r.Test == t.peerTest &&
 				(t.peerConc == 0 || r.Concurrency == t.peerConc)
 		})
@@ -155,9 +152,9 @@ func compareResults(floe, peers []suiteRow) []comparison {
 
 // setFloor sets c's floor from the bench floor row of t's replicas, when
 // there is one.
-func setFloor(c *comparison, t benchTarget, rows []suiteRow) {
+func setFloor(c *Comparison, t benchTarget, rows []SuiteRow) {
 	test := fmt.Sprintf("floor-acks-all-%d", t.floorReplicas)
-	d, ok := findRow(rows, func(r suiteRow) bool { return r.System == "machine" && r.Test == test && r.P50us > 0 })
+	d, ok := findRow(rows, func(r SuiteRow) bool { return r.System == "machine" && r.Test == test && r.P50us > 0 })
 	if !ok {
 		return
 	}
@@ -169,7 +166,7 @@ func setFloor(c *comparison, t benchTarget, rows []suiteRow) {
 }
 
 // cpuPerOp is a row's server and client CPU time per operation, in µs.
-func cpuPerOp(r suiteRow) float64 {
+func cpuPerOp(r SuiteRow) float64 {
 	if r.Ops <= 0 {
 		return 0
 	}
@@ -177,61 +174,15 @@ func cpuPerOp(r suiteRow) float64 {
 }
 
 // findRow is the first row that matches.
-func findRow(rows []suiteRow, match func(suiteRow) bool) (suiteRow, bool) {
+func findRow(rows []SuiteRow, match func(SuiteRow) bool) (SuiteRow, bool) {
 	if i := slices.IndexFunc(rows, match); i >= 0 {
 		return rows[i], true
 	}
-	return suiteRow{}, false
+	return SuiteRow{}, false
 }
 
-func benchCompareSpec(env *cliEnv) cmdSpec {
-	var output string
-	return cmdSpec{usage: "bench compare SUITE.jsonl PEERS.jsonl [--output text|json]",
-		summary: "check a `bench suite -o json` run against the peer kit's results.jsonl from the same machine: ratios and targets",
-		define: func(fs *flag.FlagSet) runFunc {
-			outputVar(fs, &output, "")
-			return func(_ context.Context, pos []string) error {
-				if len(pos) != 2 {
-					return fmt.Errorf("%w: want SUITE.jsonl and PEERS.jsonl, got %d arguments", errUsage, len(pos))
-				}
-				var sides [2][]suiteRow
-				for i, path := range pos {
-					f, err := os.Open(path)
-					if err != nil {
-						return err
-					}
-					rows, err := readResultLines(f)
-					f.Close()
-					if err != nil {
-						return fmt.Errorf("%s: %w", path, err)
-					}
-					if len(rows) == 0 {
-						return fmt.Errorf("%s: no result lines", path)
-					}
-					sides[i] = rows
-				}
-				// A target not met exits 1, after the table.
-				cmp := compareResults(sides[0], sides[1])
-				if output == "json" {
-					enc := json.NewEncoder(env.stdout)
-					enc.SetEscapeHTML(false)
-					for _, c := range cmp {
-						if err := enc.Encode(c); err != nil {
-							return err
-						}
-					}
-				} else if err := printComparison(env.stdout, cmp); err != nil {
-					return err
-				}
-				if missed := countMissed(cmp); missed > 0 {
-					return fmt.Errorf("%d of %d targets not met", missed, len(cmp))
-				}
-				return nil
-			}
-		}}
-}
-
-func countMissed(cmp []comparison) int {
+// CountMissed is the number of targets not met.
+func CountMissed(cmp []Comparison) int {
 	n := 0
 	for _, c := range cmp {
 		if !c.Met {
@@ -241,8 +192,8 @@ func countMissed(cmp []comparison) int {
 	return n
 }
 
-// printComparison prints the comparison as a table.
-func printComparison(w io.Writer, cmp []comparison) error {
+// PrintComparison prints the Comparison as a table.
+func PrintComparison(w io.Writer, cmp []Comparison) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TEST\tFLOE\tPEER\tRATIO\tTARGET\tMET\tCPU µS/OP FLOE/PEER\t")
 	for _, c := range cmp {

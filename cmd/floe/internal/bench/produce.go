@@ -1,9 +1,7 @@
-package main
+package bench
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"sync"
 	"time"
 
@@ -24,63 +22,31 @@ func pipelineDepth(recordBytes int) int {
 	return min(max(2*client.DefaultMaxBufferedBytes/max(recordBytes, 1), benchPipelineDepth), 1<<20)
 }
 
-func benchProduceCmd(env *cliEnv) clientCmd {
-	var f benchFlags
-	var batch int
-	var batching, sharedWriter bool
-	return clientCmd{summary: "write throughput and latency of a log table", streaming: true,
-		usage: "bench produce [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--record-bytes 1024] [--acks all] [--batch 1] [--batching] [--shared-writer]",
-		flags: func(fs *flag.FlagSet) {
-			f.register(fs)
-			fs.IntVar(&batch, "batch", 1, "records each goroutine appends before waiting for their acks (1: one record at a time)")
-			fs.BoolVar(&batching, "batching", false, "append without waiting; latency is Append to ack per record (--batch is ignored)")
-			fs.BoolVar(&sharedWriter, "shared-writer", false,
-				"the goroutines share one writer, as a service's request handlers would: it batches their records, sending a bucket's batch when it fills or --linger after its first record")
-		},
-		run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
-			if err := f.validate(); err != nil {
-				return err
-			}
-			stop, err := f.startProfile()
-			if err != nil {
-				return err
-			}
-			defer stop()
-			if batch <= 0 {
-				return fmt.Errorf("%w: --batch must be positive", errUsage)
-			}
-			tbl, err := openBenchTable(ctx, c, cf, &f)
-			if err != nil {
-				return err
-			}
-			res, err := benchProduce(ctx, tbl, &f, batch, batching, sharedWriter)
-			if err != nil {
-				return err
-			}
-			mode := fmt.Sprintf("batch %d", batch)
-			if batching {
-				mode = "batching"
-			}
-			writers := fmt.Sprintf("%d writers", f.concurrency)
-			if sharedWriter {
-				writers = fmt.Sprintf("%d callers sharing one writer", f.concurrency)
-			}
-			title := fmt.Sprintf("floe bench produce: %s, %s, %d-byte records, acks=%s, %s",
-				f.table, writers, f.recordBytes, f.ackMode, mode)
-			return printBenchResult(env, cf, title, res)
-		}}
+// ProduceMode is how bench produce's callers append.
+type ProduceMode struct {
+	// Batch is the records each caller appends before waiting for their
+	// acks (1: one at a time).
+	Batch int
+	// Batching: append without waiting; latency is Append to ack per
+	// record (Batch is ignored).
+	Batching bool
+	// SharedWriter: the callers share one writer, which batches their
+	// records and sends a bucket's batch when it fills or after its
+	// linger.
+	SharedWriter bool
 }
 
-// benchProduce runs the writers (or the callers of one shared writer) for
-// --duration and waits for their acks.
-func benchProduce(ctx context.Context, tbl *client.Table, f *benchFlags, batch int, batching, sharedWriter bool) (benchResult, error) {
+// Produce runs the writers (or the callers of one shared writer) on tbl, a
+// table of LogSchema, for f.Duration and waits for their acks.
+func Produce(ctx context.Context, tbl *client.Table, f *Options, m ProduceMode) (Result, error) {
+	batch, batching := m.Batch, m.Batching
 	var shared *client.AppendWriter
-	if sharedWriter {
+	if m.SharedWriter {
 		var err error
 		if shared, err = tbl.NewAppendWriter(f.appendOptions()); err != nil {
-			return benchResult{}, err
+			return Result{}, err
 		}
-		drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.duration+benchDrainTimeout)
+		drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.Duration+benchDrainTimeout)
 		defer cancel()
 		defer shared.Close(drainCtx)
 	}
@@ -88,7 +54,7 @@ func benchProduce(ctx context.Context, tbl *client.Table, f *benchFlags, batch i
 		return produceRows(ctx, runCtx, c, tbl, f, int64(i)<<40, batch, batching, shared)
 	})
 	if err != nil {
-		return benchResult{}, err
+		return Result{}, err
 	}
 	return newBenchResult("produce", f, r.done, r.errors, r.elapsed, r.lat, r.cpu), nil
 }
@@ -97,9 +63,9 @@ func benchProduce(ctx context.Context, tbl *client.Table, f *benchFlags, batch i
 // by benchDrainTimeout). Errors of single records are counted, not
 // returned. With a shared writer it leaves sending to the writer's linger;
 // with its own, it flushes each group.
-func produceRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table, f *benchFlags, firstID int64, batch int,
+func produceRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table, f *Options, firstID int64, batch int,
 	batching bool, shared *client.AppendWriter) error {
-	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.duration+benchDrainTimeout)
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.Duration+benchDrainTimeout)
 	defer cancel()
 	w, flush := shared, func(context.Context) error { return nil }
 	if w == nil {
@@ -110,7 +76,7 @@ func produceRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table,
 		defer w.Close(drainCtx)
 		flush = w.Flush
 	}
-	rows := newBenchRows(tbl, f.recordBytes)
+	rows := newBenchRows(tbl, f.RecordBytes)
 	id := firstID
 	appendOne := func() (*client.AppendFuture, time.Time, bool) {
 		row, err := rows.next(id)
@@ -128,7 +94,7 @@ func produceRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table,
 		return fut, t0, true
 	}
 	if batching {
-		return c.pipelined(runCtx, drainCtx, w, pipelineDepth(f.recordBytes), appendOne)
+		return c.pipelined(runCtx, drainCtx, w, pipelineDepth(f.RecordBytes), appendOne)
 	}
 	c.sendGroups(runCtx, drainCtx, batch, func() (sentRow, bool) {
 		fut, t0, ok := appendOne()

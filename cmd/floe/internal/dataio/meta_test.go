@@ -1,4 +1,4 @@
-package main
+package dataio
 
 import (
 	"bytes"
@@ -12,29 +12,29 @@ import (
 func TestMetaSplitter(t *testing.T) {
 	for _, tc := range []struct {
 		in, want string
-		change   lineChange
+		change   Change
 		err      error
 	}{
-		{`{"id":1,"name":"a"}`, `{"id":1,"name":"a"}`, changeWrite, nil},
-		{`{"id":1,"_bucket":2,"_offset":7,"_timestamp":"2026-12-01T10:00:00.000Z"}`, `{"id":1}`, changeWrite, nil},
-		{`{"id":1,"name":"a","_bucket":0,"_offset":1,"_timestamp":"t","_change":"-D"}`, `{"id":1,"name":"a"}`, changeDelete, nil},
-		{` { "_change" : "-U" , "id" : 1 , "v" : [1,{"_bucket":"}"}] } `, `{"id" : 1,"v" : [1,{"_bucket":"}"}]}`, changeSkip, nil},
-		{`{"_change":"+I","id":1}`, `{"id":1}`, changeWrite, nil},
-		{`{"_change":"+U"}`, `{}`, changeWrite, nil},
-		{`{"_change":"+A","s":"a\"_b"}`, `{"s":"a\"_b"}`, changeWrite, nil},
-		{`{"s":"\"_change\":\"-D\""}`, `{"s":"\"_change\":\"-D\""}`, changeWrite, nil}, // in a value: not a member
-		{`{"_nope":1}`, `{"_nope":1}`, changeWrite, nil},                               // not a meta field: the codec refuses it
-		{`{"_change":"-X"}`, "", 0, errBadChange},
-		{`{"_change":1}`, "", 0, errBadChange},
-		{`{"_change":"-D","_change":"+I"}`, "", 0, errBadChange},
+		{`{"id":1,"name":"a"}`, `{"id":1,"name":"a"}`, ChangeWrite, nil},
+		{`{"id":1,"_bucket":2,"_offset":7,"_timestamp":"2026-12-01T10:00:00.000Z"}`, `{"id":1}`, ChangeWrite, nil},
+		{`{"id":1,"name":"a","_bucket":0,"_offset":1,"_timestamp":"t","_change":"-D"}`, `{"id":1,"name":"a"}`, ChangeDelete, nil},
+		{` { "_change" : "-U" , "id" : 1 , "v" : [1,{"_bucket":"}"}] } `, `{"id" : 1,"v" : [1,{"_bucket":"}"}]}`, ChangeSkip, nil},
+		{`{"_change":"+I","id":1}`, `{"id":1}`, ChangeWrite, nil},
+		{`{"_change":"+U"}`, `{}`, ChangeWrite, nil},
+		{`{"_change":"+A","s":"a\"_b"}`, `{"s":"a\"_b"}`, ChangeWrite, nil},
+		{`{"s":"\"_change\":\"-D\""}`, `{"s":"\"_change\":\"-D\""}`, ChangeWrite, nil}, // in a value: not a member
+		{`{"_nope":1}`, `{"_nope":1}`, ChangeWrite, nil},                               // not a meta field: the codec refuses it
+		{`{"_change":"-X"}`, "", 0, ErrBadChange},
+		{`{"_change":1}`, "", 0, ErrBadChange},
+		{`{"_change":"-D","_change":"+I"}`, "", 0, ErrBadChange},
 		// What the scan cannot follow comes back as it was.
-		{`{"_bucket":1,`, `{"_bucket":1,`, changeWrite, nil},
-		{`{"_bucket":1} x`, `{"_bucket":1} x`, changeWrite, nil},
-		{`["_bucket"]`, `["_bucket"]`, changeWrite, nil},
-		{`{"_bucket":"open}`, `{"_bucket":"open}`, changeWrite, nil},
+		{`{"_bucket":1,`, `{"_bucket":1,`, ChangeWrite, nil},
+		{`{"_bucket":1} x`, `{"_bucket":1} x`, ChangeWrite, nil},
+		{`["_bucket"]`, `["_bucket"]`, ChangeWrite, nil},
+		{`{"_bucket":"open}`, `{"_bucket":"open}`, ChangeWrite, nil},
 	} {
-		var s metaSplitter
-		got, change, err := s.split([]byte(tc.in))
+		var s MetaSplitter
+		got, change, err := s.Split([]byte(tc.in))
 		switch {
 		case tc.err != nil:
 			if !errors.Is(err, tc.err) {
@@ -53,8 +53,8 @@ func FuzzMetaSplitter(f *testing.F) {
 	f.Add(`{"a":"\\\"_b","_offset":[{"x":"]"}],"c":null}`)
 	f.Add(`{}`)
 	f.Fuzz(func(t *testing.T, in string) {
-		var s metaSplitter
-		got, _, err := s.split([]byte(in))
+		var s MetaSplitter
+		got, _, err := s.Split([]byte(in))
 		var before map[string]json.RawMessage
 		if err != nil || json.Unmarshal([]byte(in), &before) != nil || hasDuplicateKeys(in) {
 			return

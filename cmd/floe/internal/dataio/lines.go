@@ -1,4 +1,4 @@
-package main
+package dataio
 
 import (
 	"bufio"
@@ -9,23 +9,26 @@ import (
 	"io"
 )
 
-// maxLineBytes bounds one JSON line.
-const maxLineBytes = 64 << 20
+// MaxLineBytes bounds one JSON line.
+const MaxLineBytes = 64 << 20
 
-// lineReader reads lines of any length up to maxLineBytes and counts them.
-type lineReader struct {
+// LineReader reads lines of any length up to MaxLineBytes and counts them.
+type LineReader struct {
 	r    *bufio.Reader
 	line int    // number of the line last returned, from 1
 	buf  []byte // a line that spanned several reads
 }
 
-func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 64<<10)}
+func NewLineReader(r io.Reader) *LineReader {
+	return &LineReader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
-// next returns the next line without its line ending, valid until the next
+// Line is the number of the line Next last returned, from 1.
+func (l *LineReader) Line() int { return l.line }
+
+// Next returns the next line without its line ending, valid until the next
 // call, or io.EOF after the last one. A last line without a newline counts.
-func (l *lineReader) next() ([]byte, error) {
+func (l *LineReader) Next() ([]byte, error) {
 	l.buf = l.buf[:0]
 	for {
 		chunk, err := l.r.ReadSlice('\n')
@@ -39,8 +42,8 @@ func (l *lineReader) next() ([]byte, error) {
 			return trimEOL(l.buf), nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			l.buf = append(l.buf, chunk...)
-			if len(l.buf) > maxLineBytes {
-				return nil, fmt.Errorf("line %d: longer than %d bytes", l.line+1, maxLineBytes)
+			if len(l.buf) > MaxLineBytes {
+				return nil, fmt.Errorf("line %d: longer than %d bytes", l.line+1, MaxLineBytes)
 			}
 		case errors.Is(err, io.EOF):
 			l.buf = append(l.buf, chunk...)
@@ -60,30 +63,30 @@ func trimEOL(b []byte) []byte {
 	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
-// lineStats counts what produceLines accepted.
-type lineStats struct {
-	rows  int64
-	bytes int64 // of the accepted lines
+// LineStats counts what EachLine accepted.
+type LineStats struct {
+	Rows  int64
+	Bytes int64 // of the accepted lines
 }
 
-// produceLines hands every non-blank line of r, one JSON object each, to
+// EachLine hands every non-blank line of r, one JSON object each, to
 // appendJSON. It stops at the first line appendJSON refuses, with an error
 // "line N: <its error>"; the lines before it stay accepted.
-func produceLines(ctx context.Context, r io.Reader, appendJSON func(ctx context.Context, object []byte) error) (lineStats, error) {
-	var st lineStats
-	lr := newLineReader(r)
+func EachLine(ctx context.Context, r io.Reader, appendJSON func(ctx context.Context, object []byte) error) (LineStats, error) {
+	var st LineStats
+	lr := NewLineReader(r)
 	for {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		line, err := lr.next()
+		line, err := lr.Next()
 		if errors.Is(err, io.EOF) {
 			return st, nil
 		}
 		if err != nil {
 			return st, err
 		}
-		if lr.line == 1 {
+		if lr.Line() == 1 {
 			// A UTF-8 byte order mark, as some editors write, is not JSON.
 			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
 		}
@@ -91,10 +94,10 @@ func produceLines(ctx context.Context, r io.Reader, appendJSON func(ctx context.
 			continue
 		}
 		if err := appendJSON(ctx, line); err != nil {
-			return st, fmt.Errorf("line %d: %w", lr.line, err)
+			return st, fmt.Errorf("line %d: %w", lr.Line(), err)
 		}
-		st.rows++
-		st.bytes += int64(len(line))
+		st.Rows++
+		st.Bytes += int64(len(line))
 	}
 }
 
@@ -103,10 +106,10 @@ type readerFunc func(p []byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
-// interruptible returns a reader of r whose reads return when ctx ends,
+// Interruptible returns a reader of r whose reads return when ctx ends,
 // abandoning the read in progress: a read of stdin cannot be interrupted
 // otherwise. Once ctx has ended the reader is not to be used again.
-func interruptible(ctx context.Context, r io.Reader) io.Reader {
+func Interruptible(ctx context.Context, r io.Reader) io.Reader {
 	var buf []byte
 	return readerFunc(func(p []byte) (int, error) {
 		if err := ctx.Err(); err != nil {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -30,15 +30,15 @@ type benchRun struct {
 // runCallers runs --concurrency callers until --duration ends (run gets the
 // run's context, its caller and its index), then sums their counts. An
 // error from any caller fails the benchmark.
-func runCallers(ctx context.Context, f *benchFlags, run func(runCtx context.Context, c *benchCaller, i int) error) (benchRun, error) {
-	runCtx, cancel := context.WithTimeout(ctx, f.duration)
+func runCallers(ctx context.Context, f *Options, run func(runCtx context.Context, c *benchCaller, i int) error) (benchRun, error) {
+	runCtx, cancel := context.WithTimeout(ctx, f.Duration)
 	defer cancel()
-	callers := make([]*benchCaller, f.concurrency)
-	errs := make([]error, f.concurrency)
-	start, cpu := time.Now(), markCPU(f.pids)
+	callers := make([]*benchCaller, f.Concurrency)
+	errs := make([]error, f.Concurrency)
+	start, cpu := time.Now(), markCPU(f.NodePIDs)
 	var wg sync.WaitGroup
 	for i := range callers {
-		c := &benchCaller{lat: newReservoir(maxLatencySamples / f.concurrency)}
+		c := &benchCaller{lat: newReservoir(maxLatencySamples / f.Concurrency)}
 		callers[i] = c
 		wg.Go(func() { errs[i] = run(runCtx, c, i) })
 	}

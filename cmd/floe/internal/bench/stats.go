@@ -1,8 +1,9 @@
-package main
+package bench
 
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"text/tabwriter"
@@ -72,9 +73,9 @@ func mergeLatencies(rs []*reservoir) latencyStats {
 	return st
 }
 
-// benchResult is what a benchmark prints: a table for people, then one
+// Result is what a benchmark prints: a table for people, then one
 // JSON object on the last line for scripts.
-type benchResult struct {
+type Result struct {
 	Mode    string `json:"mode"`
 	Records int64  `json:"records"`
 	Errors  int64  `json:"errors"`
@@ -95,29 +96,30 @@ type benchResult struct {
 	TargetRate  float64 `json:"target_rate,omitempty"`
 	// Sustained (bench upsert): throughput per interval, first and last
 	// window, disk space against live data.
-	Sustained *sustainedResult `json:"sustained,omitempty"`
-	cpuResult
+	Sustained *SustainedResult `json:"sustained,omitempty"`
+	CPUResult
 }
 
-func newBenchResult(mode string, f *benchFlags, records, errs int64, elapsed time.Duration, lat latencyStats, cpu cpuUse) benchResult {
+func newBenchResult(mode string, f *Options, records, errs int64, elapsed time.Duration, lat latencyStats, cpu cpuUse) Result {
 	secs := max(elapsed.Seconds(), 1e-9)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return benchResult{
+	return Result{
 		Mode: mode, Records: records, Errors: errs, DurationS: elapsed.Seconds(),
-		OpsPerS: float64(records) / secs, MBPerS: float64(records) * float64(f.recordBytes) / 1e6 / secs,
+		OpsPerS: float64(records) / secs, MBPerS: float64(records) * float64(f.RecordBytes) / 1e6 / secs,
 		P50Ms: ms(lat.p50), P99Ms: ms(lat.p99), P999Ms: ms(lat.p999), MaxMs: ms(lat.max), MeanMs: ms(lat.mean),
-		Concurrency: f.concurrency, RecordBytes: f.recordBytes, Acks: f.ackMode.String(),
-		cpuResult: cpu.result(records),
+		Concurrency: f.Concurrency, RecordBytes: f.RecordBytes, Acks: f.Acks.String(),
+		CPUResult: cpu.result(records),
 	}
 }
 
-// printBenchResult writes the table, then the JSON line last; with
-// --output json, the JSON line alone.
-func printBenchResult(env *cliEnv, cf *clientFlags, title string, res benchResult) error {
-	if cf.output == "json" {
-		return printJSONLine(env, res)
+// PrintResult writes the result to out as a table headed by title, then
+// as one JSON line, for scripts that read either; asJSON: the JSON line
+// alone.
+func PrintResult(out io.Writer, title string, res Result, asJSON bool) error {
+	if asJSON {
+		return printJSONLine(out, res)
 	}
-	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, title)
 	fmt.Fprintf(w, "records\t%d\n", res.Records)
 	fmt.Fprintf(w, "errors\t%d\n", res.Errors)
@@ -143,24 +145,24 @@ func printBenchResult(env *cliEnv, cf *clientFlags, title string, res benchResul
 			fmt.Fprintf(w, "space held\t%.2fx the live data (largest folder)\n", s.SpaceAmp)
 		}
 	}
-	return flushWithJSON(env, w, res)
+	return flushWithJSON(out, w, res)
 }
 
 // flushWithJSON ends a benchmark's text report: the table written to w,
 // then the result as one JSON line, for scripts that read either.
-func flushWithJSON(env *cliEnv, w *tabwriter.Writer, res any) error {
+func flushWithJSON(out io.Writer, w *tabwriter.Writer, res any) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	return printJSONLine(env, res)
+	return printJSONLine(out, res)
 }
 
 // printJSONLine writes v as one line of JSON.
-func printJSONLine(env *cliEnv, v any) error {
+func printJSONLine(out io.Writer, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(env.stdout, string(b))
+	_, err = fmt.Fprintln(out, string(b))
 	return err
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -20,9 +20,10 @@ import (
 // user space, which is 100 on every Linux architecture Go supports.
 const clockTicksPerSecond = 100
 
-// parseNodePIDs reads --node-pids: comma-separated process ids, each of a
-// running process whose CPU time this machine shows.
-func parseNodePIDs(list string) ([]int, error) {
+// ParseNodePIDs reads a list of node process ids (--node-pids):
+// comma-separated, each of a running process whose CPU time this machine
+// shows.
+func ParseNodePIDs(list string) ([]int, error) {
 	if list == "" {
 		return nil, nil
 	}
@@ -30,10 +31,10 @@ func parseNodePIDs(list string) ([]int, error) {
 	for _, s := range strings.Split(list, ",") {
 		pid, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || pid <= 0 {
-			return nil, fmt.Errorf("%w: --node-pids: %q is not a process id", errUsage, s)
+			return nil, fmt.Errorf("%q is not a process id", s)
 		}
 		if _, err := procCPUSeconds(pid); err != nil {
-			return nil, fmt.Errorf("%w: --node-pids: %v", errUsage, err)
+			return nil, err
 		}
 		pids = append(pids, pid)
 	}
@@ -133,10 +134,10 @@ func nodesCPUSeconds(pids []int) (float64, error) {
 	return sum, nil
 }
 
-// cpuResult is what a result line says of CPU time, in the peer kit's
+// CPUResult is what a result line says of CPU time, in the peer kit's
 // fields (server_cpu_s, client_cpu_s, server_cpu_us_per_op) and the
 // client's per operation; the node fields only with --node-pids.
-type cpuResult struct {
+type CPUResult struct {
 	ServerCPUs    float64 `json:"server_cpu_s,omitempty"`
 	ClientCPUs    float64 `json:"client_cpu_s"`
 	ServerCPUusOp float64 `json:"server_cpu_us_per_op,omitempty"`
@@ -147,8 +148,8 @@ type cpuResult struct {
 }
 
 // result is u for ops operations.
-func (u cpuUse) result(ops int64) cpuResult {
-	r := cpuResult{ClientCPUs: u.client}
+func (u cpuUse) result(ops int64) CPUResult {
+	r := CPUResult{ClientCPUs: u.client}
 	if ops > 0 {
 		r.ClientCPUusOp = u.client / float64(ops) * 1e6
 	}
@@ -166,7 +167,7 @@ func (u cpuUse) result(ops int64) cpuResult {
 
 // cpuLine is the report's CPU line: per operation, nodes (when measured)
 // and client.
-func (r cpuResult) cpuLine() string {
+func (r CPUResult) cpuLine() string {
 	switch {
 	case r.CPUNote != "":
 		return fmt.Sprintf("client %.1f\t(%s)", r.ClientCPUusOp, r.CPUNote)

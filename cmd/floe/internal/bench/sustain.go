@@ -1,8 +1,7 @@
-package main
+package bench
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"math/bits"
@@ -14,49 +13,26 @@ import (
 	"github.com/floedb/floe/internal/diskusage"
 )
 
-// maxTrackedKeys bounds the key set bench upsert keeps to size the live
+// MaxTrackedKeys bounds the key set bench upsert keeps to size the live
 // data (--kv-dir): one bit a key, 128 MiB at most.
-const maxTrackedKeys = 1 << 30
+const MaxTrackedKeys = 1 << 30
 
-// sustainFlags are bench upsert's flags for a sustained run: throughput
-// per interval, the first window against the last, and the disk space the
-// nodes' KV folders hold against the live data.
-type sustainFlags struct {
-	interval time.Duration
-	window   time.Duration
-	kvDirs   string // comma-separated
-
-	dirs []string // parsed from kvDirs
+// SustainOptions are bench upsert's options for a sustained run:
+// throughput per interval, the first window against the last, and the disk
+// space the nodes' KV folders hold against the live data.
+type SustainOptions struct {
+	// Interval: report the throughput of every interval (0: none).
+	Interval time.Duration
+	// Window: compare the mean throughput of the first and the last
+	// window (whole intervals).
+	Window time.Duration
+	// KVDirs are the nodes' KV folders to size every interval and at the
+	// end; at most MaxTrackedKeys keys then.
+	KVDirs []string
 }
 
-func (f *sustainFlags) register(fs *flag.FlagSet) {
-	fs.DurationVar(&f.interval, "interval", 10*time.Second, "report the throughput of every interval (0: none)")
-	fs.DurationVar(&f.window, "window", 20*time.Second,
-		"compare the throughput of the first and the last window of the run (whole intervals; needs a run of two windows)")
-	fs.StringVar(&f.kvDirs, "kv-dir", "",
-		"comma-separated KV folders of the nodes (DATA/tablet/kv) to size every interval and at the end, against the live data (the keys this run wrote times the row size: start from an empty table)")
-}
-
-func (f *sustainFlags) validate(keys int64) error {
-	switch {
-	case f.interval < 0:
-		return fmt.Errorf("%w: --interval must not be negative", errUsage)
-	case f.window < 0:
-		return fmt.Errorf("%w: --window must not be negative", errUsage)
-	case f.kvDirs != "" && keys > maxTrackedKeys:
-		return fmt.Errorf("%w: --kv-dir needs --keys of at most %d", errUsage, maxTrackedKeys)
-	}
-	f.dirs = nil
-	for d := range strings.SplitSeq(f.kvDirs, ",") {
-		if d = strings.TrimSpace(d); d != "" {
-			f.dirs = append(f.dirs, d)
-		}
-	}
-	return nil
-}
-
-// sustainedResult is what a sustained run adds to bench upsert's result.
-type sustainedResult struct {
+// SustainedResult is what a sustained run adds to bench upsert's result.
+type SustainedResult struct {
 	IntervalS       float64   `json:"interval_s"`
 	IntervalOpsPerS []float64 `json:"interval_ops_per_s"`
 	// The mean throughput of the first and the last window, and last over
@@ -75,7 +51,7 @@ type sustainedResult struct {
 }
 
 // compareWindows sets the window figures from the interval rates.
-func (r *sustainedResult) compareWindows(interval, window time.Duration) {
+func (r *SustainedResult) compareWindows(interval, window time.Duration) {
 	if interval <= 0 || window <= 0 {
 		return
 	}
@@ -99,7 +75,7 @@ func (r *sustainedResult) compareWindows(interval, window time.Duration) {
 }
 
 // sizeDirs sets KVDirBytes and SpaceAmp from the folders and the live data.
-func (r *sustainedResult) sizeDirs(dirs []string, live *keySet, rowBytes int) error {
+func (r *SustainedResult) sizeDirs(dirs []string, live *keySet, rowBytes int) error {
 	if len(dirs) == 0 {
 		return nil
 	}
@@ -193,9 +169,9 @@ func (m *intervalMeter) wait() []float64 {
 	return m.rates
 }
 
-// intervalReporter prints one line per interval to w, with the folders'
+// IntervalReporter prints one line per interval to w, with the folders'
 // sizes when there are any.
-func intervalReporter(w io.Writer, dirs []string) func(time.Duration, float64) {
+func IntervalReporter(w io.Writer, dirs []string) func(time.Duration, float64) {
 	return func(end time.Duration, opsPerS float64) {
 		line := fmt.Sprintf("%6.0f s  %9.0f records/s", end.Seconds(), opsPerS)
 		if len(dirs) > 0 {

@@ -1,4 +1,4 @@
-package main
+package dataio
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ type lineSpan struct{ line, start, end int }
 
 // importRow is one row to write: a span of importChunk.rows.
 type importRow struct {
-	change     lineChange // changeWrite or changeDelete
+	change     Change // ChangeWrite or ChangeDelete
 	line       int
 	lineBytes  int // of the line's text
 	start, end int
@@ -71,7 +71,7 @@ type importParser struct {
 	keys    *record.JSONCodec // rows of deletes: the key set, other columns may be null
 	pk      bool
 	skipBad bool
-	meta    metaSplitter
+	meta    MetaSplitter
 }
 
 func newImportParser(tbl *client.Table, skipBad bool) (*importParser, error) {
@@ -110,7 +110,7 @@ func (p *importParser) parse(c *importChunk) {
 			if !p.skipBad {
 				return
 			}
-		case change == changeSkip:
+		case change == ChangeSkip:
 			c.rows = c.rows[:start]
 		default:
 			c.items = append(c.items, importRow{change: change, line: l.line, lineBytes: l.end - l.start, start: start, end: len(c.rows)})
@@ -119,16 +119,16 @@ func (p *importParser) parse(c *importChunk) {
 }
 
 // parseLine appends the row of one line to c.rows.
-func (p *importParser) parseLine(c *importChunk, object []byte) (lineChange, error) {
-	cols, change, err := p.meta.split(object)
+func (p *importParser) parseLine(c *importChunk, object []byte) (Change, error) {
+	cols, change, err := p.meta.Split(object)
 	if err != nil {
 		return 0, err
 	}
-	if !p.pk && change != changeWrite {
-		return 0, fmt.Errorf("%w: a log table takes rows to append; -U and -D are a primary-key table's changes", errBadChange)
+	if !p.pk && change != ChangeWrite {
+		return 0, fmt.Errorf("%w: a log table takes rows to append; -U and -D are a primary-key table's changes", ErrBadChange)
 	}
 	codec := p.rows
-	if change == changeDelete {
+	if change == ChangeDelete {
 		codec = p.keys
 	}
 	c.rows, err = codec.AppendRow(c.rows, cols)
@@ -163,7 +163,7 @@ func readChunks(ctx context.Context, in io.Reader, workers []*importWorker) {
 			close(w.in)
 		}
 	}()
-	lr := newLineReader(in)
+	lr := NewLineReader(in)
 	seq := 0
 	c := newImportChunk()
 	send := func() bool {
@@ -177,7 +177,7 @@ func readChunks(ctx context.Context, in io.Reader, workers []*importWorker) {
 		}
 	}
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -185,7 +185,7 @@ func readChunks(ctx context.Context, in io.Reader, workers []*importWorker) {
 			c.readErr = err
 			break
 		}
-		if lr.line == 1 {
+		if lr.Line() == 1 {
 			// A UTF-8 byte order mark, as some editors write, is not JSON.
 			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
 		}
@@ -194,7 +194,7 @@ func readChunks(ctx context.Context, in io.Reader, workers []*importWorker) {
 		}
 		start := len(c.data)
 		c.data = append(c.data, line...)
-		c.lines = append(c.lines, lineSpan{line: lr.line, start: start, end: len(c.data)})
+		c.lines = append(c.lines, lineSpan{line: lr.Line(), start: start, end: len(c.data)})
 		if len(c.lines) >= importChunkLines || len(c.data) >= importChunkBytes {
 			if !send() {
 				return
@@ -206,17 +206,11 @@ func readChunks(ctx context.Context, in io.Reader, workers []*importWorker) {
 	}
 }
 
-// importCounts are an import's rows so far, by what they did, and the
-// bytes of the lines written.
-type importCounts struct {
-	writes, deletes, skipped, bytes atomic.Int64
-}
-
 // importFeeder hands the parsed rows, in input order, to the table's writer.
 type importFeeder struct {
 	w       importWriter
 	skipBad bool
-	counts  *importCounts
+	counts  *ImportCounts
 	// onBad reports a skipped line.
 	onBad func(badLine)
 }
@@ -261,13 +255,13 @@ func (f *importFeeder) write(ctx context.Context, c *importChunk) error {
 		}
 		err := f.w.write(ctx, r.change, c.rows[r.start:r.end])
 		if err == nil {
-			f.counts.bytes.Add(int64(r.lineBytes))
+			f.counts.Bytes.Add(int64(r.lineBytes))
 		}
 		switch {
-		case err == nil && r.change == changeDelete:
-			f.counts.deletes.Add(1)
+		case err == nil && r.change == ChangeDelete:
+			f.counts.Deletes.Add(1)
 		case err == nil:
-			f.counts.writes.Add(1)
+			f.counts.Writes.Add(1)
 		case ctx.Err() != nil || errors.Is(err, client.ErrWriterClosed):
 			return err
 		default: // the row's own fault: too large for a batch
@@ -289,7 +283,7 @@ func (f *importFeeder) badLine(b badLine) error {
 	if !f.skipBad {
 		return fmt.Errorf("line %d: %w", b.line, b.err)
 	}
-	f.counts.skipped.Add(1)
+	f.counts.Skipped.Add(1)
 	f.onBad(b)
 	return nil
 }
@@ -297,7 +291,7 @@ func (f *importFeeder) badLine(b badLine) error {
 // importWriter writes rows to a table: an append writer's or an upsert
 // writer's calls.
 type importWriter struct {
-	write func(ctx context.Context, change lineChange, row []byte) error
+	write func(ctx context.Context, change Change, row []byte) error
 	close func(ctx context.Context) error
 	stats func() client.WriterStats
 }
@@ -308,7 +302,7 @@ func newImportWriter(tbl *client.Table) (importWriter, error) {
 		if err != nil {
 			return importWriter{}, err
 		}
-		return importWriter{close: w.Close, stats: w.Stats, write: func(ctx context.Context, _ lineChange, row []byte) error {
+		return importWriter{close: w.Close, stats: w.Stats, write: func(ctx context.Context, _ Change, row []byte) error {
 			_, err := w.Append(ctx, row)
 			return err
 		}}, nil
@@ -317,9 +311,9 @@ func newImportWriter(tbl *client.Table) (importWriter, error) {
 	if err != nil {
 		return importWriter{}, err
 	}
-	return importWriter{close: w.Close, stats: w.Stats, write: func(ctx context.Context, change lineChange, row []byte) error {
+	return importWriter{close: w.Close, stats: w.Stats, write: func(ctx context.Context, change Change, row []byte) error {
 		var err error
-		if change == changeDelete {
+		if change == ChangeDelete {
 			_, err = w.Delete(ctx, row)
 		} else {
 			_, err = w.Upsert(ctx, row)
@@ -327,3 +321,79 @@ func newImportWriter(tbl *client.Table) (importWriter, error) {
 		return err
 	}}, nil
 }
+
+// ImportOptions are the options of an import.
+type ImportOptions struct {
+	// Concurrency is the number of parsing goroutines.
+	Concurrency int
+	// SkipBad: skip lines that do not parse or fit the schema (counted,
+	// and reported to OnBad) instead of stopping at the first.
+	SkipBad bool
+	// OnBad, with SkipBad, gets each skipped line's number and error.
+	OnBad func(line int, err error)
+}
+
+// ImportCounts are an import's rows so far, by what they did, and the
+// bytes of the lines written; safe to read while it runs.
+type ImportCounts struct {
+	Writes, Deletes, Skipped, Bytes atomic.Int64
+}
+
+// Import loads JSON lines into a table: appends to a log table, upserts
+// (and, by their _change, deletes) into a primary-key table. Lines are
+// parsed by Concurrency goroutines and written in input order through one
+// writer of the table, whose per-bucket senders write the buckets in
+// parallel with acks=all, idempotently, holding a bounded buffer.
+type Import struct {
+	Counts ImportCounts
+
+	w       importWriter
+	o       ImportOptions
+	parsers []*importParser
+}
+
+// NewImport prepares an import into tbl.
+func NewImport(tbl *client.Table, o ImportOptions) (*Import, error) {
+	w, err := newImportWriter(tbl)
+	if err != nil {
+		return nil, err
+	}
+	im := &Import{w: w, o: o, parsers: make([]*importParser, o.Concurrency)}
+	for i := range im.parsers {
+		if im.parsers[i], err = newImportParser(tbl, o.SkipBad); err != nil {
+			return nil, err
+		}
+	}
+	return im, nil
+}
+
+// Run writes the lines of in until it ends, a bad line (without SkipBad),
+// a read error or ctx stops it; rows handed to the writer may still be on
+// their way: Close waits for them.
+func (im *Import) Run(ctx context.Context, in io.Reader) error {
+	workers := make([]*importWorker, len(im.parsers))
+	for i := range workers {
+		workers[i] = &importWorker{in: make(chan *importChunk, importChunkQueue), out: make(chan *importChunk, importChunkQueue)}
+	}
+	feeder := &importFeeder{w: im.w, skipBad: im.o.SkipBad, counts: &im.Counts, onBad: func(b badLine) {
+		if im.o.OnBad != nil {
+			im.o.OnBad(b.line, b.err)
+		}
+	}}
+	pctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { readChunks(pctx, in, workers) })
+	for i, wk := range workers {
+		wg.Go(func() { wk.run(pctx, im.parsers[i]) })
+	}
+	err := feeder.run(pctx, workers)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// Close sends what is buffered and waits for every acknowledgement.
+func (im *Import) Close(ctx context.Context) error { return im.w.close(ctx) }
+
+// Stats are the writer's counts of rows by outcome.
+func (im *Import) Stats() client.WriterStats { return im.w.stats() }

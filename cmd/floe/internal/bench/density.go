@@ -1,9 +1,9 @@
-package main
+package bench
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -17,32 +17,22 @@ const densityDatabase = "density"
 // densityPollInterval paces the checks that every bucket serves.
 const densityPollInterval = 50 * time.Millisecond
 
-// densityFlags are the flags of bench density.
-type densityFlags struct {
-	tables, buckets int
-	idle            time.Duration
-	dataDir         string
-	binary          string
-	output          string
-	timeout         time.Duration
+// DensityOptions are the options of bench density.
+type DensityOptions struct {
+	// Tables to create, half log, half primary-key, of Buckets each.
+	Tables, Buckets int
+	// Idle is the window over which the idle node's CPU is measured.
+	Idle time.Duration
+	// DataDir is the node's folder ("": a temporary one, removed at the
+	// end); Binary the floe binary it runs ("": this one).
+	DataDir string
+	Binary  string
+	// Timeout bounds the wait for every table to be served after a start.
+	Timeout time.Duration
 }
 
-func (f *densityFlags) validate() error {
-	switch {
-	case f.tables < 1 || f.tables > 100_000:
-		return fmt.Errorf("%w: --tables must be in [1, 100000]", errUsage)
-	case f.buckets < 1 || f.buckets > 1024:
-		return fmt.Errorf("%w: --buckets must be in [1, 1024]", errUsage)
-	case f.idle <= 0:
-		return fmt.Errorf("%w: --idle must be positive", errUsage)
-	case f.timeout <= 0:
-		return fmt.Errorf("%w: --timeout must be positive", errUsage)
-	}
-	return nil
-}
-
-// densityResult is what bench density measured.
-type densityResult struct {
+// DensityResult is what bench density measured.
+type DensityResult struct {
 	Mode    string `json:"mode"`
 	Tables  int    `json:"tables"`
 	Buckets int    `json:"buckets_per_table"`
@@ -63,39 +53,11 @@ type densityResult struct {
 	RestartS float64 `json:"restart_s"`
 }
 
-func benchDensitySpec(env *cliEnv) cmdSpec {
-	var f densityFlags
-	return cmdSpec{usage: "bench density [--tables 10] [--buckets 8] [--idle 10s] [--data-dir DIR] [--binary PATH]",
-		summary: "what idle tables cost a node: starts its own floe dev, creates tables, measures CPU, memory, fds, goroutines and restart",
-		define: func(fs *flag.FlagSet) runFunc {
-			fs.IntVar(&f.tables, "tables", 10, "tables to create, half log tables, half primary-key tables")
-			fs.IntVar(&f.buckets, "buckets", 8, "buckets per table")
-			fs.DurationVar(&f.idle, "idle", 10*time.Second, "window over which the idle node's CPU is measured")
-			fs.StringVar(&f.dataDir, "data-dir", "", "the node's data folder (default: a temporary folder, removed at the end)")
-			fs.StringVar(&f.binary, "binary", "", "the floe binary to run the node with (default: this one)")
-			outputVar(fs, &f.output, "")
-			fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up when the tables are not all served within this long after a start")
-			return func(ctx context.Context, pos []string) error {
-				if len(pos) != 0 {
-					return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
-				}
-				if err := f.validate(); err != nil {
-					return err
-				}
-				res, err := benchDensity(ctx, env, &f)
-				if err != nil {
-					return err
-				}
-				return printDensityResult(env, &f, res)
-			}
-		}}
-}
-
 // benchDensity runs the node, creates the tables, measures it idle, and
 // restarts it.
-func benchDensity(ctx context.Context, env *cliEnv, f *densityFlags) (densityResult, error) {
-	res := densityResult{Mode: "density", Tables: f.tables, Buckets: f.buckets, IdleS: f.idle.Seconds()}
-	binary, dir := f.binary, f.dataDir
+func Density(ctx context.Context, f *DensityOptions, stderr io.Writer) (DensityResult, error) {
+	res := DensityResult{Mode: "density", Tables: f.Tables, Buckets: f.Buckets, IdleS: f.Idle.Seconds()}
+	binary, dir := f.Binary, f.DataDir
 	if binary == "" {
 		var err error
 		if binary, err = os.Executable(); err != nil {
@@ -109,7 +71,7 @@ func benchDensity(ctx context.Context, env *cliEnv, f *densityFlags) (densityRes
 		}
 		defer os.RemoveAll(dir)
 	}
-	node, err := newDensityNode(binary, dir, env.stderr)
+	node, err := newDensityNode(binary, dir, stderr)
 	if err != nil {
 		return res, err
 	}
@@ -122,7 +84,7 @@ func benchDensity(ctx context.Context, env *cliEnv, f *densityFlags) (densityRes
 	if err != nil {
 		return res, err
 	}
-	if err := measureIdle(ctx, node, f.idle, &res); err != nil {
+	if err := measureIdle(ctx, node, f.Idle, &res); err != nil {
 		return res, err
 	}
 
@@ -135,7 +97,7 @@ func benchDensity(ctx context.Context, env *cliEnv, f *densityFlags) (densityRes
 	if err := node.start(); err != nil {
 		return res, err
 	}
-	if err := waitServing(ctx, node, f.timeout, names); err != nil {
+	if err := waitServing(ctx, node, f.Timeout, names); err != nil {
 		return res, fmt.Errorf("after the restart: %w", err)
 	}
 	res.RestartS = time.Since(t0).Seconds()
@@ -145,10 +107,10 @@ func benchDensity(ctx context.Context, env *cliEnv, f *densityFlags) (densityRes
 // createDensityTables waits for the node, creates the tables (even ones
 // log tables, odd ones primary-key tables) and waits until every bucket
 // serves; it returns the tables' names.
-func createDensityTables(ctx context.Context, node *densityNode, f *densityFlags, res *densityResult) ([]string, error) {
+func createDensityTables(ctx context.Context, node *densityNode, f *DensityOptions, res *DensityResult) ([]string, error) {
 	runCtx, cancel := node.whileRunning(ctx)
 	defer cancel()
-	runCtx, cancelTimeout := context.WithTimeout(runCtx, f.timeout)
+	runCtx, cancelTimeout := context.WithTimeout(runCtx, f.Timeout)
 	defer cancelTimeout()
 	// Tables are placed on registered tablet nodes: wait for the node's
 	// registration, not only for its metadata service to answer.
@@ -163,13 +125,13 @@ func createDensityTables(ctx context.Context, node *densityNode, f *densityFlags
 	if err := c.Admin().CreateDatabase(runCtx, densityDatabase, client.IfNotExists()); err != nil {
 		return nil, densityErr(runCtx, err)
 	}
-	names := make([]string, f.tables)
+	names := make([]string, f.Tables)
 	t0 := time.Now()
 	for i := range names {
-		spec := client.TableSpec{Database: densityDatabase, Schema: benchSchema, Buckets: int32(f.buckets)}
+		spec := client.TableSpec{Database: densityDatabase, Schema: LogSchema, Buckets: int32(f.Buckets)}
 		names[i] = fmt.Sprintf("log_%05d", i)
 		if i%2 == 1 {
-			spec.Schema, spec.PrimaryKey = kvBenchSchema, []string{"id"}
+			spec.Schema, spec.PrimaryKey = KVSchema, []string{"id"}
 			names[i] = fmt.Sprintf("kv_%05d", i)
 		}
 		spec.Name = names[i]
@@ -178,7 +140,7 @@ func createDensityTables(ctx context.Context, node *densityNode, f *densityFlags
 		}
 	}
 	res.CreateS = time.Since(t0).Seconds()
-	if err := waitServing(ctx, node, f.timeout, names); err != nil {
+	if err := waitServing(ctx, node, f.Timeout, names); err != nil {
 		return nil, err
 	}
 	res.ServeS = time.Since(t0).Seconds()
@@ -187,7 +149,7 @@ func createDensityTables(ctx context.Context, node *densityNode, f *densityFlags
 
 // measureIdle samples the node's CPU time over idle, then its memory, file
 // descriptors and goroutines.
-func measureIdle(ctx context.Context, node *densityNode, idle time.Duration, res *densityResult) error {
+func measureIdle(ctx context.Context, node *densityNode, idle time.Duration, res *DensityResult) error {
 	cpu0, err := node.cpuTime()
 	if err != nil {
 		return err
@@ -275,13 +237,10 @@ func densityErr(ctx context.Context, err error) error {
 	return err
 }
 
-// printDensityResult writes a table then the JSON line, as the other
-// benchmarks do; with --output json, the JSON document alone.
-func printDensityResult(env *cliEnv, f *densityFlags, res densityResult) error {
-	if f.output == "json" {
-		return printJSON(env, res)
-	}
-	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+// PrintDensityResult writes the result to w0 as a table, then as one JSON
+// line.
+func PrintDensityResult(w0 io.Writer, res DensityResult) error {
+	w := tabwriter.NewWriter(w0, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "floe bench density: %d tables (half log, half primary-key) of %d buckets on one floe dev node\n", res.Tables, res.Buckets)
 	fmt.Fprintf(w, "create\t%.2f s\tall served after %.2f s\n", res.CreateS, res.ServeS)
 	fmt.Fprintf(w, "idle cpu\t%.2f %% of one core\tover %.0f s\n", res.IdleCPUPercent, res.IdleS)
@@ -289,5 +248,5 @@ func printDensityResult(env *cliEnv, f *densityFlags, res densityResult) error {
 	fmt.Fprintf(w, "fds\t%d\n", res.FDs)
 	fmt.Fprintf(w, "goroutines\t%d\n", res.Goroutines)
 	fmt.Fprintf(w, "restart\t%.2f s\tuntil every bucket serves (stop took %.2f s)\n", res.RestartS, res.StopS)
-	return flushWithJSON(env, w, res)
+	return flushWithJSON(w0, w, res)
 }

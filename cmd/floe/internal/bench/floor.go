@@ -1,18 +1,15 @@
-package main
+package bench
 
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -46,115 +43,51 @@ import (
 // log's preallocation does once a segment is busy.
 const diskChunkBytes = 8 << 20
 
-// floorEchoEnv set makes this binary the echo child of bench floor.
-const floorEchoEnv = "FLOE_BENCH_FLOOR_ECHO"
+// FloorEchoEnv set makes this binary the echo child of bench floor.
+const FloorEchoEnv = "FLOE_BENCH_FLOOR_ECHO"
 
-// floorFlags are the flags of bench floor.
-type floorFlags struct {
-	dir         string
-	writers     string
-	duration    time.Duration
-	recordBytes int
-	pause       time.Duration
-	binary      string
-	output      string
-
-	counts []int // parsed from writers
-}
-
-func (f *floorFlags) validate() error {
-	switch {
-	case f.duration <= 0:
-		return fmt.Errorf("%w: --duration must be positive", errUsage)
-	case f.recordBytes < 1 || f.recordBytes > 16<<20:
-		return fmt.Errorf("%w: --record-bytes must be in [1, 16 MiB]", errUsage)
-	case f.pause <= 0 || f.pause > time.Second:
-		return fmt.Errorf("%w: --pause must be in (0, 1s]", errUsage)
-	}
-	counts, err := parseWriterCounts(f.writers)
-	if err != nil {
-		return err
-	}
-	f.counts = counts
-	return nil
-}
-
-// parseWriterCounts reads --writers: comma-separated counts, each in
-// [1, 64].
-func parseWriterCounts(list string) ([]int, error) {
-	var counts []int
-	for _, s := range strings.Split(list, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 || n > 64 {
-			return nil, fmt.Errorf("%w: --writers: %q is not a count in [1, 64]", errUsage, s)
-		}
-		counts = append(counts, n)
-	}
-	return counts, nil
-}
-
-func benchFloorSpec(env *cliEnv) cmdSpec {
-	var f floorFlags
-	return cmdSpec{usage: "bench floor [--dir DIR] [--writers 1,2,3] [--duration 3s] [--record-bytes 1024] [--pause 1ms] [--output text|json]",
-		summary: "what this machine allows a local cluster: fdatasync with 1, 2, 3 writers at once, the round trip between idle processes, and the least an acks=all write can take",
-		define: func(fs *flag.FlagSet) runFunc {
-			fs.StringVar(&f.dir, "dir", "", "a folder on the disk to measure, where the nodes' data goes (default: the system's temporary folder); the benchmark's files are removed at the end")
-			fs.StringVar(&f.writers, "writers", "1,2,3", "comma-separated writer counts, one row each: 1 is a node's commit, N the commit of N replicas sharing this disk")
-			fs.DurationVar(&f.duration, "duration", 3*time.Second, "how long each row measures")
-			fs.IntVar(&f.recordBytes, "record-bytes", 1024, "bytes appended before each fdatasync, and of each round trip's message")
-			fs.DurationVar(&f.pause, "pause", time.Millisecond, "the pause before each idle round trip")
-			fs.StringVar(&f.binary, "binary", "", "the floe binary the echo child runs (default: this one)")
-			outputVar(fs, &f.output, "one line per row, the peer kit's physical-limit fields")
-			return func(ctx context.Context, pos []string) error {
-				if os.Getenv(floorEchoEnv) != "" {
-					return runFloorEcho(os.Stdin, os.Stdout)
-				}
-				if len(pos) != 0 {
-					return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
-				}
-				if err := f.validate(); err != nil {
-					return err
-				}
-				rows, err := benchFloor(ctx, env, &f)
-				if err != nil {
-					return err
-				}
-				if f.output == "json" {
-					for _, r := range rows {
-						line, _ := json.Marshal(r)
-						fmt.Fprintln(env.stdout, string(line))
-					}
-					return nil
-				}
-				return printFloorRows(env, &f, rows)
-			}
-		}}
+// FloorOptions are the options of bench floor.
+type FloorOptions struct {
+	// Dir is a folder on the disk to measure ("": the system's temporary
+	// folder); the benchmark's files are removed at the end.
+	Dir string
+	// WriterCounts are the numbers of writers at once, one row each.
+	WriterCounts []int
+	// Duration is how long each row measures.
+	Duration time.Duration
+	// RecordBytes is appended before each fdatasync, and is each round
+	// trip's message.
+	RecordBytes int
+	// Pause comes before each idle round trip.
+	Pause time.Duration
+	// Binary is the floe binary the echo child runs ("": this one).
+	Binary string
 }
 
 // benchFloor measures the disk, then the round trips, and adds the floor
 // of an acks=all write for each writer count above one.
-func benchFloor(ctx context.Context, env *cliEnv, f *floorFlags) ([]suiteRow, error) {
-	dir, err := os.MkdirTemp(f.dir, "floe-bench-floor-")
+func Floor(ctx context.Context, f *FloorOptions, progress io.Writer) ([]SuiteRow, error) {
+	dir, err := os.MkdirTemp(f.Dir, "floe-bench-floor-")
 	if err != nil {
 		return nil, fmt.Errorf("bench floor: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	var rows []suiteRow
-	for _, n := range f.counts {
-		fmt.Fprintf(env.stderr, "%s, %v\n", diskNote(n), f.duration)
+	var rows []SuiteRow
+	for _, n := range f.WriterCounts {
+		fmt.Fprintf(progress, "%s, %v\n", diskNote(n), f.Duration)
 		row, err := diskRound(ctx, dir, n, f)
 		if err != nil {
 			return nil, err
 		}
 		rows = append(rows, row)
 	}
-	fmt.Fprintf(env.stderr, "round trips to an echoing child process, idle and busy, %v each\n", f.duration)
+	fmt.Fprintf(progress, "round trips to an echoing child process, idle and busy, %v each\n", f.Duration)
 	idle, busy, err := roundTrips(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	rows = append(rows, idle, busy)
-	for _, d := range rows[:len(f.counts)] {
+	for _, d := range rows[:len(f.WriterCounts)] {
 		if d.Concurrency > 1 {
 			rows = append(rows, acksAllFloor(d, idle))
 		}
@@ -166,9 +99,9 @@ func benchFloor(ctx context.Context, env *cliEnv, f *floorFlags) ([]suiteRow, er
 // local replicas can take: two idle round trips and the follower's
 // fdatasync while the others sync too (sums of the percentiles: a floor,
 // not a prediction).
-func acksAllFloor(disk, idle suiteRow) suiteRow {
+func acksAllFloor(disk, idle SuiteRow) SuiteRow {
 	n := disk.Concurrency
-	return suiteRow{Kind: "phys", System: "machine", Test: fmt.Sprintf("floor-acks-all-%d", n), Concurrency: 1, ValueSize: disk.ValueSize,
+	return SuiteRow{Kind: "phys", System: "machine", Test: fmt.Sprintf("floor-acks-all-%d", n), Concurrency: 1, ValueSize: disk.ValueSize,
 		P50us: 2*idle.P50us + disk.P50us, P99us: 2*idle.P99us + disk.P99us,
 		Durability: fmt.Sprintf("fdatasync on %d replicas sharing one disk", n),
 		Note:       fmt.Sprintf("2 idle round trips + one fdatasync of %s at once: the least one caller's acks=all write to %d local replicas waits", plural(int64(n), "writer"), n)}
@@ -176,25 +109,25 @@ func acksAllFloor(disk, idle suiteRow) suiteRow {
 
 // diskRound runs n writers at once for the flags' duration and sums them
 // up in one row.
-func diskRound(ctx context.Context, dir string, n int, f *floorFlags) (suiteRow, error) {
+func diskRound(ctx context.Context, dir string, n int, f *FloorOptions) (SuiteRow, error) {
 	writers := make([]*diskWriter, n)
 	for i := range writers {
 		w, err := newDiskWriter(filepath.Join(dir, fmt.Sprintf("writers-%d-%d", n, i)))
 		if err != nil {
-			return suiteRow{}, err
+			return SuiteRow{}, err
 		}
 		defer w.close()
 		writers[i] = w
 	}
 	lat := make([]*reservoir, n)
 	errs := make([]error, n)
-	record := make([]byte, f.recordBytes)
+	record := make([]byte, f.RecordBytes)
 	for i := range record {
 		record[i] = byte(i)
 	}
 	mark := markCPU(nil)
 	start := time.Now()
-	deadline := start.Add(f.duration)
+	deadline := start.Add(f.Duration)
 	var wg sync.WaitGroup
 	for i, w := range writers {
 		lat[i] = newReservoir(maxLatencySamples / n)
@@ -213,23 +146,23 @@ func diskRound(ctx context.Context, dir string, n int, f *floorFlags) (suiteRow,
 	elapsed := time.Since(start)
 	use := mark.since()
 	if err := errors.Join(errs...); err != nil {
-		return suiteRow{}, fmt.Errorf("bench floor: %w", err)
+		return SuiteRow{}, fmt.Errorf("bench floor: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return suiteRow{}, err
+		return SuiteRow{}, err
 	}
 	st := mergeLatencies(lat)
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 	secs := max(elapsed.Seconds(), 1e-9)
-	return suiteRow{Kind: "phys", System: "machine", Test: fmt.Sprintf("fsync-%d", n), Concurrency: n, ValueSize: f.recordBytes,
+	return SuiteRow{Kind: "phys", System: "machine", Test: fmt.Sprintf("fsync-%d", n), Concurrency: n, ValueSize: f.RecordBytes,
 		Ops: st.count, Seconds: elapsed.Seconds(), OpsPerSec: float64(st.count) / secs,
-		MBPerSec: float64(st.count) * float64(f.recordBytes) / 1e6 / secs,
+		MBPerSec: float64(st.count) * float64(f.RecordBytes) / 1e6 / secs,
 		P50us:    us(st.p50), P99us: us(st.p99), P999us: us(st.p999), MaxUs: us(st.max),
 		Durability: "pwrite + fdatasync of every record",
 		Note:       diskNote(n),
 		// The CPU time is the kernel's work for a write and its flush,
 		// almost all of it: the loop around them does nothing else.
-		cpuResult: use.result(st.count)}, nil
+		CPUResult: use.result(st.count)}, nil
 }
 
 // diskNote says what a disk row measured.
@@ -285,15 +218,15 @@ func (w *diskWriter) close() { _ = w.f.Close() }
 
 // roundTrips starts the echo child and times round trips to it: with
 // --pause before each (idle), then back to back (busy).
-func roundTrips(ctx context.Context, f *floorFlags) (idle, busy suiteRow, err error) {
-	binary := f.binary
+func roundTrips(ctx context.Context, f *FloorOptions) (idle, busy SuiteRow, err error) {
+	binary := f.Binary
 	if binary == "" {
 		if binary, err = os.Executable(); err != nil {
 			return idle, busy, fmt.Errorf("bench floor: %w", err)
 		}
 	}
 	cmd := exec.CommandContext(ctx, binary, "bench", "floor")
-	cmd.Env = append(os.Environ(), floorEchoEnv+"=1")
+	cmd.Env = append(os.Environ(), FloorEchoEnv+"=1")
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -323,7 +256,7 @@ func roundTrips(ctx context.Context, f *floorFlags) (idle, busy suiteRow, err er
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	if idle, err = timeRoundTrips(ctx, conn, f, f.pause); err != nil {
+	if idle, err = timeRoundTrips(ctx, conn, f, f.Pause); err != nil {
 		return idle, busy, err
 	}
 	busy, err = timeRoundTrips(ctx, conn, f, 0)
@@ -332,14 +265,14 @@ func roundTrips(ctx context.Context, f *floorFlags) (idle, busy suiteRow, err er
 
 // timeRoundTrips sends messages of the record size and waits for each
 // echo, pausing before each, for the flags' duration.
-func timeRoundTrips(ctx context.Context, conn net.Conn, f *floorFlags, pause time.Duration) (suiteRow, error) {
-	msg := make([]byte, f.recordBytes)
-	back := make([]byte, f.recordBytes)
+func timeRoundTrips(ctx context.Context, conn net.Conn, f *FloorOptions, pause time.Duration) (SuiteRow, error) {
+	msg := make([]byte, f.RecordBytes)
+	back := make([]byte, f.RecordBytes)
 	lat := newReservoir(maxLatencySamples)
 	start := time.Now()
-	deadline := start.Add(f.duration)
+	deadline := start.Add(f.Duration)
 	if err := conn.SetDeadline(deadline.Add(10 * time.Second)); err != nil {
-		return suiteRow{}, err
+		return SuiteRow{}, err
 	}
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		if pause > 0 {
@@ -347,15 +280,15 @@ func timeRoundTrips(ctx context.Context, conn net.Conn, f *floorFlags, pause tim
 		}
 		t := time.Now()
 		if _, err := conn.Write(msg); err != nil {
-			return suiteRow{}, fmt.Errorf("bench floor: round trip: %w", err)
+			return SuiteRow{}, fmt.Errorf("bench floor: round trip: %w", err)
 		}
 		if _, err := io.ReadFull(conn, back); err != nil {
-			return suiteRow{}, fmt.Errorf("bench floor: round trip: %w", err)
+			return SuiteRow{}, fmt.Errorf("bench floor: round trip: %w", err)
 		}
 		lat.add(time.Since(t))
 	}
 	if err := ctx.Err(); err != nil {
-		return suiteRow{}, err
+		return SuiteRow{}, err
 	}
 	st := mergeLatencies([]*reservoir{lat})
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
@@ -365,7 +298,7 @@ func timeRoundTrips(ctx context.Context, conn net.Conn, f *floorFlags, pause tim
 		test, note = "rtt-idle", fmt.Sprintf("loopback round trip to an idle process (%v apart)", pause)
 	}
 	// No CPU time: this process's would be mostly its pauses' timers.
-	return suiteRow{Kind: "phys", System: "machine", Test: test, Concurrency: 1, ValueSize: f.recordBytes,
+	return SuiteRow{Kind: "phys", System: "machine", Test: test, Concurrency: 1, ValueSize: f.RecordBytes,
 		Ops: st.count, Seconds: elapsed.Seconds(), OpsPerSec: float64(st.count) / max(elapsed.Seconds(), 1e-9),
 		P50us: us(st.p50), P99us: us(st.p99), P999us: us(st.p999), MaxUs: us(st.max), Note: note}, nil
 }
@@ -373,7 +306,7 @@ func timeRoundTrips(ctx context.Context, conn net.Conn, f *floorFlags, pause tim
 // runFloorEcho is the echo child: it listens on a loopback port, prints
 // the address on out, and echoes what one connection sends until the
 // connection or in closes.
-func runFloorEcho(in io.Reader, out io.Writer) error {
+func RunFloorEcho(in io.Reader, out io.Writer) error {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -400,9 +333,9 @@ func runFloorEcho(in io.Reader, out io.Writer) error {
 }
 
 // printFloorRows prints bench floor's table and the floors it implies.
-func printFloorRows(env *cliEnv, f *floorFlags, rows []suiteRow) error {
-	fmt.Fprintf(env.stdout, "floe bench floor: %d-byte records and messages\n", f.recordBytes)
-	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+func PrintFloorRows(out io.Writer, f *FloorOptions, rows []SuiteRow) error {
+	fmt.Fprintf(out, "floe bench floor: %d-byte records and messages\n", f.RecordBytes)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TEST\tWHAT\tOPS/S\tP50 MS\tP99 MS\tP999 MS\tMAX MS\tCPU µS/OP\t")
 	for _, r := range rows {
 		if strings.HasPrefix(r.Test, "floor-") {
@@ -420,8 +353,16 @@ func printFloorRows(env *cliEnv, f *floorFlags, rows []suiteRow) error {
 	}
 	for _, r := range rows {
 		if strings.HasPrefix(r.Test, "floor-") {
-			fmt.Fprintf(env.stdout, "%s: p50 %.3f ms, p99 %.3f ms (%s)\n", r.Test, r.P50us/1000, r.P99us/1000, r.Note)
+			fmt.Fprintf(out, "%s: p50 %.3f ms, p99 %.3f ms (%s)\n", r.Test, r.P50us/1000, r.P99us/1000, r.Note)
 		}
 	}
 	return nil
+}
+
+// plural is "1 noun" or "n nouns".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -1,11 +1,9 @@
-package main
+package bench
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"flag"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,44 +16,6 @@ import (
 // due.
 const e2ePaceInterval = time.Millisecond
 
-func benchE2ECmd(env *cliEnv) clientCmd {
-	var f benchFlags
-	var rate float64
-	return clientCmd{summary: "latency from produce to consume", streaming: true,
-		usage: "bench e2e [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--record-bytes 1024] [--acks all] [--rate 10000]",
-		flags: func(fs *flag.FlagSet) {
-			f.register(fs)
-			fs.Float64Var(&rate, "rate", 10000, "records per second to write, over all writer goroutines")
-		},
-		run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
-			if err := f.validate(); err != nil {
-				return err
-			}
-			stop, err := f.startProfile()
-			if err != nil {
-				return err
-			}
-			defer stop()
-			if f.recordBytes < 8 {
-				return fmt.Errorf("%w: --record-bytes must be at least 8 (the send time)", errUsage)
-			}
-			if rate <= 0 || rate > 1e8 {
-				return fmt.Errorf("%w: --rate must be in (0, 1e8]", errUsage)
-			}
-			tbl, err := openBenchTable(ctx, c, cf, &f)
-			if err != nil {
-				return err
-			}
-			res, err := benchE2E(ctx, cf, tbl, &f, rate)
-			if err != nil {
-				return err
-			}
-			title := fmt.Sprintf("floe bench e2e: %s, %d writers at %.0f records/s, %d-byte records, acks=%s (latency: Append to seen by a scanner)",
-				f.table, f.concurrency, rate, f.recordBytes, f.ackMode)
-			return printBenchResult(env, cf, title, res)
-		}}
-}
-
 // e2eWriters is the writing side of the e2e benchmark.
 type e2eWriters struct {
 	acked, failed atomic.Int64
@@ -65,38 +25,38 @@ type e2eWriters struct {
 // benchE2E writes at rate for --duration, with the send time in each
 // payload's first 8 bytes, while a scanner following every bucket from the
 // latest offset times each record from Append to Poll.
-func benchE2E(ctx context.Context, cf *clientFlags, tbl *client.Table, f *benchFlags, rate float64) (benchResult, error) {
+func E2E(ctx context.Context, tbl *client.Table, f *Options, rate float64, timeout time.Duration) (Result, error) {
 	s, err := tbl.NewLogScanner(client.LogScannerOptions{MaxWait: 100 * time.Millisecond})
 	if err != nil {
-		return benchResult{}, err
+		return Result{}, err
 	}
 	defer s.Close()
 	for b := range tbl.Buckets() {
-		tctx, cancel := context.WithTimeout(ctx, cf.timeout)
+		tctx, cancel := context.WithTimeout(ctx, timeout)
 		off, err := tbl.ListOffset(tctx, b, client.Latest())
 		cancel()
 		if err != nil {
-			return benchResult{}, err
+			return Result{}, err
 		}
 		if err := s.Subscribe(b, client.AtOffset(off)); err != nil {
-			return benchResult{}, err
+			return Result{}, err
 		}
 	}
 	w, err := tbl.NewAppendWriter(f.appendOptions())
 	if err != nil {
-		return benchResult{}, err
+		return Result{}, err
 	}
-	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.duration+benchDrainTimeout)
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.Duration+benchDrainTimeout)
 	defer cancel()
 	defer w.Close(drainCtx)
 
-	start, cpu := time.Now(), markCPU(f.pids)
+	start, cpu := time.Now(), markCPU(f.NodePIDs)
 	writers := &e2eWriters{done: make(chan struct{})}
 	var wg sync.WaitGroup
-	runCtx, stop := context.WithTimeout(ctx, f.duration)
+	runCtx, stop := context.WithTimeout(ctx, f.Duration)
 	defer stop()
-	for i := range f.concurrency {
-		wg.Go(func() { writers.run(runCtx, drainCtx, w, tbl, f, rate/float64(f.concurrency), int64(i)<<40) })
+	for i := range f.Concurrency {
+		wg.Go(func() { writers.run(runCtx, drainCtx, w, tbl, f, rate/float64(f.Concurrency), int64(i)<<40) })
 	}
 	go func() {
 		wg.Wait()
@@ -124,7 +84,7 @@ func benchE2E(ctx context.Context, cf *clientFlags, tbl *client.Table, f *benchF
 			if drainCtx.Err() != nil {
 				break
 			}
-			return benchResult{}, err
+			return Result{}, err
 		}
 		now := time.Now().UnixNano()
 		for _, r := range recs {
@@ -149,8 +109,8 @@ func benchE2E(ctx context.Context, cf *clientFlags, tbl *client.Table, f *benchF
 }
 
 // run appends at rate until runCtx ends, then waits for the acks.
-func (e *e2eWriters) run(runCtx, drainCtx context.Context, w *client.AppendWriter, tbl *client.Table, f *benchFlags, rate float64, firstID int64) {
-	rows := newBenchRows(tbl, f.recordBytes)
+func (e *e2eWriters) run(runCtx, drainCtx context.Context, w *client.AppendWriter, tbl *client.Table, f *Options, rate float64, firstID int64) {
+	rows := newBenchRows(tbl, f.RecordBytes)
 	pending := make(chan *client.AppendFuture, benchPipelineDepth)
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,30 @@ func hostileAttacks() []hostileAttack {
 		{name: "raft-idle", about: "500 idle connections to the Raft port", conns: 500, holds: true, run: attackIdle},
 		{name: "raft-prefix", about: "64 connections sending only the Raft prefix", conns: 64, holds: true, run: attackRaftPrefix},
 	}
+}
+
+// HostileAttackNames are the names of the attacks bench hostile knows, in
+// the order it runs them.
+func HostileAttackNames() []string {
+	var names []string
+	for _, a := range hostileAttacks() {
+		names = append(names, a.name)
+	}
+	return names
+}
+
+// chooseAttacks are the attacks of names, in their order.
+func chooseAttacks(names []string) ([]hostileAttack, error) {
+	all := hostileAttacks()
+	var out []hostileAttack
+	for _, name := range names {
+		i := slices.IndexFunc(all, func(a hostileAttack) bool { return a.name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("no attack %q", name)
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
 }
 
 // unary runs call on a plain DRPC connection of its own (a default DRPC

@@ -1,11 +1,9 @@
-package main
+package bench
 
 import (
 	"context"
 	"crypto/rand"
-	"flag"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 	"time"
@@ -14,73 +12,42 @@ import (
 	"github.com/floedb/floe/storage/record"
 )
 
-// kvBenchSchema is the schema of the primary-key tables the upsert and
+// KVSchema is the schema of the primary-key tables the upsert and
 // lookup benchmarks create: 16-byte keys derived from an index.
-const kvBenchSchema = "id STRING NOT NULL, v BYTES"
+const KVSchema = "id STRING NOT NULL, v BYTES"
 
-// kvBenchFlags are the flags of bench upsert and bench lookup.
-type kvBenchFlags struct {
-	benchFlags
-	keys        int64
-	batch       int
-	replication int
-	// sharedWriter (bench upsert): the callers share one writer.
-	sharedWriter bool
-	// load: upsert every key first (registerLoad).
-	load bool
+// KVOptions are the options of the primary-key benchmarks (upsert,
+// lookup).
+type KVOptions struct {
+	Options
+	// Keys: keys are drawn at random from [0, Keys).
+	Keys int64
+	// Batch is the rows (upsert) or keys (lookup) of one call.
+	Batch int
+	// Replication is that of a table the benchmark creates (0: the
+	// cluster's default).
+	Replication int
+	// SharedWriter (upsert): the callers share one writer.
+	SharedWriter bool
+	// Load: every key was upserted first (LoadKeys), so the live data
+	// holds all of them.
+	Load bool
 }
 
-func (f *kvBenchFlags) register(fs *flag.FlagSet) {
-	f.registerAs(fs, "bench.kv", "DB.TABLE; created with '"+kvBenchSchema+"', PRIMARY KEY (id) if missing")
-	fs.Int64Var(&f.keys, "keys", 1_000_000, "keys are drawn at random from [0, keys)")
-	fs.IntVar(&f.replication, "replication", 0, "replication of a table created by the benchmark (0: the cluster's default, 3 with 3+ nodes)")
-}
-
-func (f *kvBenchFlags) registerLoad(fs *flag.FlagSet) {
-	fs.BoolVar(&f.load, "load", false, "first upsert every key of [0, keys) (with --record-bytes values)")
-}
-
-// loadIfAsked upserts every key first with --load, reporting the time it
-// took to w.
-func (f *kvBenchFlags) loadIfAsked(ctx context.Context, w io.Writer, tbl *client.Table) error {
-	if !f.load {
-		return nil
-	}
-	start := time.Now()
-	if err := loadKeys(ctx, tbl, f); err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
-	fmt.Fprintf(w, "loaded %s in %v\n", plural(f.keys, "key"), time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
-func (f *kvBenchFlags) validate() error {
-	if err := f.benchFlags.validate(); err != nil {
-		return err
-	}
-	switch {
-	case f.keys <= 0 || f.keys > 1e15:
-		return fmt.Errorf("%w: --keys must be in [1, 1e15]", errUsage)
-	case f.batch <= 0 || f.batch > client.MaxBatchKeysLimit:
-		return fmt.Errorf("%w: --batch must be in [1, %d]", errUsage, client.MaxBatchKeysLimit)
-	case f.replication < 0:
-		return fmt.Errorf("%w: --replication must not be negative", errUsage)
-	}
-	return nil
-}
-
-// openKVBenchTable creates the database and table if missing, and opens the
-// table, which must have the benchmark's columns and key.
-func openKVBenchTable(ctx context.Context, c *client.Client, cf *clientFlags, f *kvBenchFlags) (*client.Table, error) {
-	tbl, err := ensureBenchTable(ctx, c, cf, f.table, client.TableSpec{Schema: kvBenchSchema,
-		PrimaryKey: []string{"id"}, Buckets: int32(f.buckets), Replication: int32(f.replication)})
+// OpenKVTable creates o.Table and its database if missing, each call
+// within timeout, and opens the table, which must have KVSchema's columns
+// and key.
+func OpenKVTable(ctx context.Context, c *client.Client, o *KVOptions, timeout time.Duration) (*client.Table, error) {
+	f := o
+	tbl, err := ensureBenchTable(ctx, c, timeout, f.Table, client.TableSpec{Schema: KVSchema,
+		PrimaryKey: []string{"id"}, Buckets: int32(f.Buckets), Replication: int32(f.Replication)})
 	if err != nil {
 		return nil, err
 	}
 	s := tbl.Schema()
 	if len(s.Columns) != 2 || s.Columns[0].Type.Kind() != record.KindString || s.Columns[1].Type.Kind() != record.KindBytes ||
 		!slices.Equal(s.PrimaryKey, []string{"id"}) {
-		return nil, fmt.Errorf("table %s exists with schema %q, want %q with PRIMARY KEY (id)", f.table, s.String(), kvBenchSchema)
+		return nil, fmt.Errorf("table %s exists with schema %q, want %q with PRIMARY KEY (id)", f.Table, s.String(), KVSchema)
 	}
 	return tbl, nil
 }

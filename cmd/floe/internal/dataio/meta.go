@@ -1,4 +1,4 @@
-package main
+package dataio
 
 import (
 	"bytes"
@@ -8,47 +8,47 @@ import (
 	"github.com/floedb/floe/storage/record"
 )
 
-// errBadChange refuses a _change field an import cannot apply.
-var errBadChange = errors.New("bad _change")
+// ErrBadChange refuses a _change field an import cannot apply.
+var ErrBadChange = errors.New("bad _change")
 
-// lineChange is what a line of an import does, from its _change field
+// Change is what a line of an import does, from its _change field
 // (floe consume and floe table export add it to a primary-key table's
 // changelog): +A, +I and +U write the row, -D deletes its key, -U (the old
 // row of an update, followed by its new row) does nothing.
-type lineChange uint8
+type Change uint8
 
 const (
-	changeWrite lineChange = iota // no _change, +A, +I, +U
-	changeDelete
-	changeSkip
+	ChangeWrite Change = iota // no _change, +A, +I, +U
+	ChangeDelete
+	ChangeSkip
 )
 
-// metaSplitter takes the members floe consume adds to a row (_bucket,
+// MetaSplitter takes the members floe consume adds to a row (_bucket,
 // _offset, _timestamp, _change; column names never start with _) out of
 // JSON objects, reusing one buffer.
-type metaSplitter struct {
+type MetaSplitter struct {
 	buf []byte
-	// stated: the last object split had a _change member (its change is
+	// Stated: the last object split had a _change member (its change is
 	// then what the line says, not the default).
-	stated bool
+	Stated bool
 }
 
-// split returns object without its meta members, and what its _change
+// Split returns object without its meta members, and what its _change
 // says. Other members are kept byte for byte, so the row's codec sees them
 // as written. An object the scan cannot follow (malformed JSON) is returned
 // as it is, for the codec to report. The result is valid until the next
 // call.
-func (s *metaSplitter) split(object []byte) ([]byte, lineChange, error) {
-	s.stated = false
+func (s *MetaSplitter) Split(object []byte) ([]byte, Change, error) {
+	s.Stated = false
 	if !bytes.Contains(object, []byte(`"_`)) {
-		return object, changeWrite, nil // the usual line: nothing to take out
+		return object, ChangeWrite, nil // the usual line: nothing to take out
 	}
 	var m metaScan
 	out, ok, err := m.split(s.buf[:0], object)
 	if err != nil || !ok {
-		return object, changeWrite, err
+		return object, ChangeWrite, err
 	}
-	s.buf, s.stated = out, m.seen
+	s.buf, s.Stated = out, m.seen
 	return out, m.change, nil
 }
 
@@ -56,7 +56,7 @@ func (s *metaSplitter) split(object []byte) ([]byte, lineChange, error) {
 type metaScan struct {
 	b      []byte
 	i      int
-	change lineChange
+	change Change
 	seen   bool // a _change member was met
 }
 
@@ -120,18 +120,18 @@ func (m *metaScan) split(dst, object []byte) (out []byte, ok bool, err error) {
 // setChange reads the value of _change.
 func (m *metaScan) setChange(value []byte) error {
 	if m.seen {
-		return fmt.Errorf("%w: given twice", errBadChange)
+		return fmt.Errorf("%w: given twice", ErrBadChange)
 	}
 	m.seen = true
 	switch string(value) {
 	case `"+A"`, `"+I"`, `"+U"`:
-		m.change = changeWrite
+		m.change = ChangeWrite
 	case `"-D"`:
-		m.change = changeDelete
+		m.change = ChangeDelete
 	case `"-U"`:
-		m.change = changeSkip
+		m.change = ChangeSkip
 	default:
-		return fmt.Errorf("%w: %s: want %q, %q, %q, %q or %q", errBadChange, value,
+		return fmt.Errorf("%w: %s: want %q, %q, %q, %q or %q", ErrBadChange, value,
 			record.AppendOnly, record.Insert, record.UpdateBefore, record.UpdateAfter, record.Delete)
 	}
 	return nil

@@ -1,15 +1,11 @@
-package main
+package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,55 +26,25 @@ import (
 
 const hostileDatabase = "bench_hostile"
 
-// hostileFlags are the flags of bench hostile.
-type hostileFlags struct {
-	addr     string
-	nodePIDs string
-	binary   string
-	dataDir  string
-	duration time.Duration
-	conns    int
-	attacks  string
-	output   string
-
-	pid    int // the node's pid; 0: unknown, no memory figures
-	chosen []hostileAttack
+// HostileOptions are the options of bench hostile.
+type HostileOptions struct {
+	// Addr is the node to attack ("": start a floe dev node of Binary on
+	// DataDir, each "" for this binary and a temporary folder).
+	Addr    string
+	Binary  string
+	DataDir string
+	// PID is the process id of the node at Addr, for its memory (0:
+	// unknown, no memory figures).
+	PID int
+	// Duration is how long each attack runs, with Conns connections.
+	Duration time.Duration
+	Conns    int
+	// Attacks are the names of the attacks to run (HostileAttackNames).
+	Attacks []string
 }
 
-func (f *hostileFlags) validate() error {
-	switch {
-	case f.duration <= 0:
-		return fmt.Errorf("%w: --duration must be positive", errUsage)
-	case f.conns < 1 || f.conns > 256:
-		return fmt.Errorf("%w: --conns must be in [1, 256]", errUsage)
-	}
-	pids, err := parseNodePIDs(f.nodePIDs)
-	if err != nil {
-		return err
-	}
-	if len(pids) > 1 {
-		return fmt.Errorf("%w: --node-pids: bench hostile measures one node", errUsage)
-	}
-	if len(pids) == 1 {
-		f.pid = pids[0]
-	}
-	all := hostileAttacks()
-	if f.attacks == "" {
-		f.chosen = all
-		return nil
-	}
-	for _, name := range strings.Split(f.attacks, ",") {
-		i := slices.IndexFunc(all, func(a hostileAttack) bool { return a.name == strings.TrimSpace(name) })
-		if i < 0 {
-			return fmt.Errorf("%w: --attacks: unknown attack %q", errUsage, name)
-		}
-		f.chosen = append(f.chosen, all[i])
-	}
-	return nil
-}
-
-// hostileRow is what one attack did to the node.
-type hostileRow struct {
+// HostileRow is what one attack did to the node.
+type HostileRow struct {
 	Attack string `json:"attack"`
 	About  string `json:"about"`
 	Conns  int    `json:"conns"`
@@ -100,54 +66,18 @@ type hostileRow struct {
 	ClientErr    string `json:"client_last_error,omitempty"`
 }
 
-func benchHostileSpec(env *cliEnv) cmdSpec {
-	var f hostileFlags
-	return cmdSpec{usage: "bench hostile [--addr HOST:PORT --node-pids PID | --binary PATH] [--duration 30s] [--conns 8] [--attacks a,b] [-o text|json]",
-		summary: "send a node hostile requests and connections while a client writes; report its peak memory, whether it stayed up and the client's successes",
-		define: func(fs *flag.FlagSet) runFunc {
-			fs.StringVar(&f.addr, "addr", "", "the node to attack (default: start a floe dev node of --binary on a temporary folder)")
-			fs.StringVar(&f.nodePIDs, "node-pids", "", "the process id of the --addr node, for its memory (/proc/PID/status)")
-			fs.StringVar(&f.binary, "binary", "", "the floe binary of the node started without --addr (default: this one)")
-			fs.StringVar(&f.dataDir, "data-dir", "", "the started node's folder (default: a temporary one, removed at the end)")
-			fs.DurationVar(&f.duration, "duration", 30*time.Second, "how long each attack runs")
-			fs.IntVar(&f.conns, "conns", 8, "connections sending each request attack at once")
-			names := make([]string, 0, 8)
-			for _, a := range hostileAttacks() {
-				names = append(names, a.name)
-			}
-			fs.StringVar(&f.attacks, "attacks", "", "comma-separated attacks to run (default all): "+strings.Join(names, ", "))
-			outputVar(fs, &f.output, "")
-			return func(ctx context.Context, pos []string) error {
-				if len(pos) != 0 {
-					return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
-				}
-				if err := f.validate(); err != nil {
-					return err
-				}
-				rows, err := benchHostile(ctx, env, &f)
-				if err != nil {
-					return err
-				}
-				if f.output == "json" {
-					for _, r := range rows {
-						line, _ := json.Marshal(r)
-						fmt.Fprintln(env.stdout, string(line))
-					}
-					return nil
-				}
-				printHostileRows(env, rows)
-				return nil
-			}
-		}}
-}
-
-// benchHostile starts or finds the node, sets up the tables, and runs each
-// attack in turn.
-func benchHostile(ctx context.Context, env *cliEnv, f *hostileFlags) ([]hostileRow, error) {
-	stderr := &syncWriter{w: env.stderr}
-	addr := f.addr
+// Hostile starts or finds the node, sets up the tables, and runs each
+// attack in turn, reporting which to progress.
+func Hostile(ctx context.Context, f *HostileOptions, progress io.Writer) ([]HostileRow, error) {
+	stderr := &syncWriter{w: progress}
+	attacks, err := chooseAttacks(f.Attacks)
+	if err != nil {
+		return nil, err
+	}
+	pid := f.PID
+	addr := f.Addr
 	if addr == "" {
-		binary, dir := f.binary, f.dataDir
+		binary, dir := f.Binary, f.DataDir
 		var err error
 		if binary == "" {
 			if binary, err = os.Executable(); err != nil {
@@ -174,7 +104,7 @@ func benchHostile(ctx context.Context, env *cliEnv, f *hostileFlags) ([]hostileR
 		if err != nil {
 			return nil, fmt.Errorf("the node never became ready: %w", err)
 		}
-		addr, f.pid = node.addr, node.cmd.Process.Pid
+		addr, pid = node.addr, node.cmd.Process.Pid
 	}
 	c, err := client.Connect(ctx, addr)
 	if err != nil {
@@ -186,11 +116,11 @@ func benchHostile(ctx context.Context, env *cliEnv, f *hostileFlags) ([]hostileR
 		return nil, err
 	}
 	defer normal.close(ctx)
-	idle := hostileRSS(f.pid)
-	var rows []hostileRow
-	for _, a := range f.chosen {
-		fmt.Fprintf(stderr, "%s: %s, %v\n", a.name, a.about, f.duration)
-		row := runHostile(ctx, f, a, target, normal)
+	idle := hostileRSS(pid)
+	var rows []HostileRow
+	for _, a := range attacks {
+		fmt.Fprintf(stderr, "%s: %s, %v\n", a.name, a.about, f.Duration)
+		row := runHostile(ctx, f, pid, a, target, normal)
 		row.IdleRSS = idle
 		rows = append(rows, row)
 		if ctx.Err() != nil {
@@ -239,8 +169,8 @@ func setupHostile(ctx context.Context, c *client.Client, addr string) (*hostileT
 		return nil, nil, err
 	}
 	for _, spec := range []client.TableSpec{
-		{Database: hostileDatabase, Name: "events", Schema: benchSchema, Buckets: 1},
-		{Database: hostileDatabase, Name: "kv", Schema: kvBenchSchema, PrimaryKey: []string{"id"}, Buckets: 1},
+		{Database: hostileDatabase, Name: "events", Schema: LogSchema, Buckets: 1},
+		{Database: hostileDatabase, Name: "kv", Schema: KVSchema, PrimaryKey: []string{"id"}, Buckets: 1},
 	} {
 		if _, err := c.Admin().CreateTable(ctx, spec, client.IfNotExists()); err != nil {
 			return nil, nil, err
@@ -289,13 +219,13 @@ func setupHostile(ctx context.Context, c *client.Client, addr string) (*hostileT
 
 // runHostile runs one attack for the flags' duration beside the normal
 // client and a memory sampler.
-func runHostile(ctx context.Context, f *hostileFlags, a hostileAttack, t *hostileTarget, normal *hostileNormal) hostileRow {
+func runHostile(ctx context.Context, f *HostileOptions, pid int, a hostileAttack, t *hostileTarget, normal *hostileNormal) HostileRow {
 	conns := a.conns
 	if conns == 0 {
-		conns = f.conns
+		conns = f.Conns
 	}
-	row := hostileRow{Attack: a.name, About: a.about, Conns: conns, BeforeRSS: hostileRSS(f.pid)}
-	attackCtx, stop := context.WithTimeout(ctx, f.duration)
+	row := HostileRow{Attack: a.name, About: a.about, Conns: conns, BeforeRSS: hostileRSS(pid)}
+	attackCtx, stop := context.WithTimeout(ctx, f.Duration)
 	defer stop()
 	var wg sync.WaitGroup
 	var attempts, refused atomic.Int64
@@ -348,20 +278,20 @@ func runHostile(ctx context.Context, f *hostileFlags, a hostileAttack, t *hostil
 	for attackCtx.Err() == nil {
 		select {
 		case <-tick.C:
-			peak = max(peak, hostileRSS(f.pid))
+			peak = max(peak, hostileRSS(pid))
 		case <-attackCtx.Done():
 		}
 	}
 	tick.Stop()
 	wg.Wait()
-	row.PeakRSS = max(peak, hostileRSS(f.pid))
+	row.PeakRSS = max(peak, hostileRSS(pid))
 	row.Attempts, row.Refused = attempts.Load(), refused.Load()
 	row.ClientOK, row.ClientErrors = ok.Load(), failed.Load()
 	if s, _ := lastClientErr.Load().(string); s != "" {
 		row.ClientErr = s
 	}
 	upCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	row.NodeUp = hostileAlive(f.pid) && normal.once(upCtx) == nil
+	row.NodeUp = hostileAlive(pid) && normal.once(upCtx) == nil
 	cancel()
 	return row
 }
@@ -384,14 +314,14 @@ func hostileAlive(pid int) bool {
 	return pid == 0 || syscall.Kill(pid, 0) == nil
 }
 
-func printHostileRows(env *cliEnv, rows []hostileRow) {
+func PrintHostileRows(out io.Writer, rows []HostileRow) {
 	mib := func(b int64) string {
 		if b == 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.0f", float64(b)/(1<<20))
 	}
-	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "attack\tconns\tattempts\trefused\tidle MiB\tpeak above idle MiB\tnode up\tclient ok\tclient errors\tlast refusal")
 	for _, r := range rows {
 		above := "-"
@@ -408,7 +338,7 @@ func printHostileRows(env *cliEnv, rows []hostileRow) {
 	tw.Flush()
 	for _, r := range rows {
 		if r.ClientErr != "" {
-			fmt.Fprintf(env.stdout, "%s: the normal client's last error: %s\n", r.Attack, r.ClientErr)
+			fmt.Fprintf(out, "%s: the normal client's last error: %s\n", r.Attack, r.ClientErr)
 		}
 	}
 }

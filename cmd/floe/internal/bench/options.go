@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/storage/record"
+)
+
+// LogSchema is the schema of the log tables the benchmarks create.
+const LogSchema = "id BIGINT NOT NULL, payload BYTES"
+
+// benchDrainTimeout bounds the wait for acknowledgements (and, in e2e, for
+// the scanner) after --duration.
+const benchDrainTimeout = 30 * time.Second
+
+// Options are what every load benchmark (produce, e2e, upsert, lookup)
+// takes: the table, how long and how many callers, and how its writers
+// send.
+type Options struct {
+	// Table is DB.TABLE, created with the benchmark's schema if missing.
+	Table string
+	// Duration is how long the callers run.
+	Duration time.Duration
+	// Concurrency is the number of callers (goroutines).
+	Concurrency int
+	// RecordBytes is the payload (value) size of each record or row.
+	RecordBytes int
+	// Acks is the writers' acknowledgement level.
+	Acks client.Acks
+	// Buckets and Replication are those of a table the benchmark creates
+	// (0: the cluster's default).
+	Buckets int
+	// Linger and MaxInFlight are the writers' (0: the writer's default).
+	Linger      time.Duration
+	MaxInFlight int
+	// NodePIDs are the process ids of nodes on this machine whose CPU
+	// time is reported per operation (see ParseNodePIDs).
+	NodePIDs []int
+}
+
+// appendOptions are the options of the benchmark's append writers.
+func (f *Options) appendOptions() client.AppendWriterOptions {
+	return client.AppendWriterOptions{Acks: f.Acks, Linger: f.Linger, MaxInFlight: f.MaxInFlight}
+}
+
+// upsertOptions are the options of the benchmark's upsert writers.
+func (f *Options) upsertOptions() client.UpsertWriterOptions {
+	return client.UpsertWriterOptions{Acks: f.Acks, Linger: f.Linger, MaxInFlight: f.MaxInFlight}
+}
+
+// OpenLogTable creates o.Table and its database if missing, each call
+// within timeout, and opens the table, which must have LogSchema's columns
+// first.
+func OpenLogTable(ctx context.Context, c *client.Client, o *Options, timeout time.Duration) (*client.Table, error) {
+	f := o
+	tbl, err := ensureBenchTable(ctx, c, timeout, f.Table, client.TableSpec{Schema: LogSchema, Buckets: int32(f.Buckets)})
+	if err != nil {
+		return nil, err
+	}
+	cols := tbl.Schema().Columns
+	if len(cols) < 2 || cols[0].Type.Kind() != record.KindBigInt || cols[1].Type.Kind() != record.KindBytes {
+		return nil, fmt.Errorf("table %s exists with schema %q, want %q first", f.Table, tbl.Schema().String(), LogSchema)
+	}
+	return tbl, nil
+}
+
+// ensureBenchTable creates table (DB.TABLE) with spec, and its database,
+// if missing, and opens it; callers check the schema of a table that
+// already existed.
+func ensureBenchTable(ctx context.Context, c *client.Client, timeout time.Duration, table string, spec client.TableSpec) (*client.Table, error) {
+	db, name, err := client.SplitTableName(table)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := c.Admin().CreateDatabase(ctx, db, client.IfNotExists()); err != nil {
+		return nil, err
+	}
+	spec.Database, spec.Name = db, name
+	if _, err := c.Admin().CreateTable(ctx, spec, client.IfNotExists()); err != nil {
+		return nil, err
+	}
+	return c.Table(ctx, db, name)
+}
+
+// benchRows encodes rows (id, payload) with a random payload whose first 8
+// bytes the caller may overwrite. Not safe for concurrent use.
+type benchRows struct {
+	enc     *record.RowEncoder
+	payload []byte
+	row     []byte
+}
+
+func newBenchRows(tbl *client.Table, payloadBytes int) *benchRows {
+	p := make([]byte, payloadBytes)
+	_, _ = rand.Read(p)
+	return &benchRows{enc: tbl.NewRowEncoder(), payload: p}
+}
+
+// next encodes row id; the result is valid until the next call.
+func (r *benchRows) next(id int64) ([]byte, error) {
+	r.enc.SetInt64(0, id)
+	r.enc.SetBytes(1, r.payload)
+	row, err := r.enc.Finish(r.row[:0])
+	r.row = row
+	return row, err
+}
