@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/floedb/floe/raftmeta/metastate"
+	"github.com/floedb/floe/server/tablet"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/gossip"
@@ -162,7 +163,7 @@ func (m *metaService) GetTable(ctx context.Context, req *pb.GetTableRequest) (*p
 			return err
 		}
 		resp = &pb.GetTableResponse{Table: table, Buckets: buckets, AppliedIndex: applied,
-			MaxBatchBytes: int32(min(m.s.maxBatchFor(table), math.MaxInt32))}
+			MaxBatchBytes: int32(min(tablet.MaxBatchFor(table, m.s.cfg.MaxBatchBytes, m.s.cfg.SegmentMaxBytes), math.MaxInt32))}
 		holders := map[uint32]bool{}
 		for _, b := range buckets {
 			for _, r := range b.Replicas {

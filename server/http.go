@@ -54,7 +54,7 @@ const votersTimeout = time.Second
 // ready reports whether the node can serve, and why not.
 func (s *Server) ready(ctx context.Context) (bool, string) {
 	in := readinessInput{formed: isClosed(s.formed), registeredAt: s.registeredAt.Load(),
-		meta: s.cfg.HasRole(RoleMeta), tablet: s.follower != nil}
+		meta: s.cfg.HasRole(RoleMeta), tablet: s.tablet != nil}
 	if why := s.registerErr.Load(); why != nil {
 		in.registerErr = *why
 	}
@@ -69,8 +69,9 @@ func (s *Server) ready(ctx context.Context) (bool, string) {
 			in.votersErr = err.Error()
 		}
 	}
-	if s.follower != nil {
-		_, in.tabletApplied, in.watching, in.watchErr = s.follower.state()
+	if s.tablet != nil {
+		f := s.tablet.FollowerState()
+		in.tabletApplied, in.watching, in.watchErr = f.Applied, f.Watching, f.LastErr
 	}
 	return readiness(in)
 }
@@ -82,4 +83,14 @@ func (s *Server) HTTPAddr() string {
 		return ""
 	}
 	return s.httpLis.Addr().String()
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

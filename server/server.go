@@ -16,8 +16,7 @@ import (
 
 	"github.com/floedb/floe/internal/backoff"
 	"github.com/floedb/floe/raftmeta"
-	"github.com/floedb/floe/server/replica"
-	"github.com/floedb/floe/server/replica/kvreplica"
+	"github.com/floedb/floe/server/tablet"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/gossip"
 	"github.com/floedb/floe/transport/pb"
@@ -42,12 +41,8 @@ type Server struct {
 	node    atomic.Pointer[raftmeta.Node]
 	metrics *metrics // served on /metrics (metrics.go)
 
-	replicas    *replica.Manager  // tablet role
-	kvTables    *kvreplica.Tables // tablet role: the KV side of its replicas
-	tabletReady atomic.Bool
-	// snapshotSem lets one KV snapshot run at a time (kvsnapshot.go).
-	snapshotSem chan struct{}
-	gossip      atomic.Pointer[gossip.Gossip]
+	tablet *tablet.Role // nil without the tablet role
+	gossip atomic.Pointer[gossip.Gossip]
 
 	peersMu     sync.Mutex
 	peers       map[uint32]*pb.PeerInfo // met through Hello
@@ -60,9 +55,13 @@ type Server struct {
 	registered   chan struct{}          // closed once this run's registration is committed
 	registeredAt atomic.Uint64          // the Raft index of that registration (the node epoch)
 	registerErr  atomic.Pointer[string] // why the registration was refused, nil when it was not
-	follower     *metaFollower          // tablet role: follows the metadata from the registration on
 	fatal        chan error             // a failure the node cannot serve through: Run stops with it
 	wg           sync.WaitGroup
+
+	// watchOpen opens the tablet role's metadata watch and onMetadata sees
+	// what its replicas acted on: seams for tests, set before Run.
+	watchOpen  func(ctx context.Context, addr string, from uint64) (tablet.MetaStream, error)
+	onMetadata func(*pb.MetadataUpdate)
 }
 
 // New validates the configuration, loads the data folder's identity and binds
@@ -86,12 +85,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, id: id, dirLock: lock, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}), snapshotSem: make(chan struct{}, 1),
+	s := &Server{cfg: cfg, id: id, dirLock: lock, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}),
 		registered: make(chan struct{}), fatal: make(chan error, 1)}
 	s.log = cfg.Logger.With("node", cfg.NodeID)
-	if cfg.HasRole(RoleTablet) {
-		s.follower = s.newFollower()
-	}
 	knownID := id.ClusterID // a copy: adoptClusterID writes s.id under idMu
 	s.clusterID.Store(&knownID)
 
@@ -112,6 +108,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
 	clusterID := func() string { return *s.clusterID.Load() }
+	s.pool = transport.NewPool(transport.PoolConfig{ClusterID: clusterID})
+	if cfg.HasRole(RoleTablet) {
+		s.tablet = s.newTablet()
+	}
 	s.rpc = transport.NewServer(transport.ServerConfig{
 		MaxMessageBytes:         cfg.MaxMessageBytes,
 		IdleTimeout:             cfg.IdleTimeout,
@@ -127,12 +127,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	if cfg.HasRole(RoleTablet) {
-		if err := pb.DRPCRegisterTablet(s.rpc.Mux(), &tabletGate{s: s}); err != nil {
+		if err := pb.DRPCRegisterTablet(s.rpc.Mux(), s.tablet.Service()); err != nil {
 			s.lis.Close()
 			return nil, fmt.Errorf("server: %w", err)
 		}
 	}
-	s.pool = transport.NewPool(transport.PoolConfig{ClusterID: clusterID})
 	if cfg.HTTP != "" {
 		if s.httpLis, err = net.Listen("tcp", cfg.HTTP); err != nil {
 			s.lis.Close()
@@ -141,6 +140,37 @@ func New(cfg Config) (*Server, error) {
 	}
 	built = true
 	return s, nil
+}
+
+// newTablet makes the tablet role over the node's pool and metadata view.
+func (s *Server) newTablet() *tablet.Role {
+	cfg := s.cfg
+	s.watchOpen = func(ctx context.Context, addr string, from uint64) (tablet.MetaStream, error) {
+		return pb.NewDRPCMetaClient(s.pool.Conn(addr)).WatchMetadata(ctx,
+			&pb.WatchMetadataRequest{NodeId: cfg.NodeID, FromIndex: from})
+	}
+	return tablet.New(tablet.Deps{
+		Config: tablet.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, LogSync: cfg.LogSync,
+			SegmentMaxBytes: cfg.SegmentMaxBytes, Remote: cfg.Remote, TieringInterval: cfg.TieringInterval,
+			MaxBatchBytes: cfg.MaxBatchBytes, KV: cfg.KV, KVRowCacheBytes: cfg.KVRowCacheBytes, KVBufferBytes: cfg.KVBufferBytes},
+		Meta:      tabletMeta{s},
+		Pool:      s.pool,
+		ClusterID: s.ClusterID,
+		OpenWatch: func(ctx context.Context, addr string, from uint64) (tablet.MetaStream, error) {
+			return s.watchOpen(ctx, addr, from)
+		},
+		OnMetadata: func(u *pb.MetadataUpdate) {
+			if s.onMetadata != nil {
+				s.onMetadata(u)
+			}
+		},
+		WatchIdle: watchIdle,
+		Go:        s.goRun,
+		Stop:      s.stop,
+		RPCs:      s.metrics,
+		Metrics:   s.metrics.tablet,
+		Logger:    s.log,
+	})
 }
 
 // advertiseFor derives the address to advertise from the listen address and
@@ -167,8 +197,8 @@ func (s *Server) Formed() <-chan struct{} { return s.formed }
 // replicas act on metadata at or above that registration: a table created
 // from then on can be placed on it. /readyz says whether it still is.
 func (s *Server) Ready() <-chan struct{} {
-	if s.follower != nil {
-		return s.follower.Following() // which waits for the registration
+	if s.tablet != nil {
+		return s.tablet.Following() // which waits for the registration
 	}
 	return s.registered
 }
@@ -255,13 +285,8 @@ func nonCanceled(err error) error {
 
 func (s *Server) shutdown() {
 	s.leaveGossip()
-	if s.replicas != nil {
-		if err := s.replicas.Close(); err != nil {
-			s.log.Warn("closing replicas", "err", err)
-		}
-	}
-	if s.kvTables != nil {
-		s.kvTables.Close()
+	if s.tablet != nil {
+		s.tablet.Close()
 	}
 	if n := s.node.Load(); n != nil {
 		if err := n.Close(); err != nil {
@@ -288,8 +313,8 @@ func (s *Server) startAfterFormed(ctx context.Context) error {
 	if s.cfg.HasRole(RoleMeta) {
 		s.goRun(func() { s.controllerLoop(ctx) })
 	}
-	if s.cfg.HasRole(RoleTablet) {
-		return s.startTablet(ctx)
+	if s.tablet != nil {
+		return s.tablet.Start(ctx)
 	}
 	return nil
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
-
+	"github.com/floedb/floe/server/internal/metaimage"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -59,7 +57,7 @@ func (s *Server) watchMetadata(req *pb.WatchMetadataRequest, stream pb.DRPCMeta_
 			if err != nil {
 				return err
 			}
-			for _, part := range imageParts(img, watchImagePartBytes) {
+			for _, part := range metaimage.Split(img, watchImagePartBytes) {
 				if err := stream.Send(part); err != nil {
 					return err
 				}
@@ -94,54 +92,4 @@ func (s *Server) watchMetadata(req *pb.WatchMetadataRequest, stream pb.DRPCMeta_
 			return err
 		}
 	}
-}
-
-// imageParts splits an image into messages of about maxBytes of records
-// each (at least one record): every part has the image's index and full
-// set, all but the last have more set, and the records come in the image's
-// order, nodes, then tables, then buckets. An image within maxBytes is one
-// message, itself.
-func imageParts(img *pb.MetadataUpdate, maxBytes int) []*pb.MetadataUpdate {
-	if proto.Size(img) <= maxBytes {
-		return []*pb.MetadataUpdate{img}
-	}
-	p := imageSplitter{index: img.Index, maxBytes: maxBytes}
-	for _, n := range img.Nodes {
-		part := p.add(n)
-		part.Nodes = append(part.Nodes, n)
-	}
-	for _, t := range img.Tables {
-		part := p.add(t)
-		part.Tables = append(part.Tables, t)
-	}
-	for _, b := range img.Buckets {
-		part := p.add(b)
-		part.Buckets = append(part.Buckets, b)
-	}
-	for _, part := range p.parts[:len(p.parts)-1] {
-		part.More = true
-	}
-	return p.parts
-}
-
-// imageSplitter collects the parts of imageParts.
-type imageSplitter struct {
-	index    uint64
-	maxBytes int
-	parts    []*pb.MetadataUpdate
-	part     *pb.MetadataUpdate // the last of parts
-	size     int                // of the records in part
-}
-
-// add makes room for record m and returns the part to put it in: the
-// current one, or a new one if m would take the current one past maxBytes.
-func (p *imageSplitter) add(m proto.Message) *pb.MetadataUpdate {
-	n := 1 + protowire.SizeBytes(proto.Size(m)) // tag, length and record in the part
-	if p.part == nil || (p.size > 0 && p.size+n > p.maxBytes) {
-		p.part = &pb.MetadataUpdate{Index: p.index, Full: true}
-		p.parts = append(p.parts, p.part)
-		p.size = 0
-	}
-	p.size += n
-	return p.part
 }

@@ -1,4 +1,4 @@
-package server
+package tablet
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func (t *tabletService) ReplicaLogs(ctx context.Context, req *pb.ReplicaLogsRequ
 		if !ok {
 			continue
 		}
-		resp.Logs = append(resp.Logs, &pb.ReplicaLog{NodeId: t.s.cfg.NodeID, Bucket: bucket,
+		resp.Logs = append(resp.Logs, &pb.ReplicaLog{NodeId: t.r.cfg.NodeID, Bucket: bucket,
 			LatestEpoch: st.LatestEpoch, EndOffset: st.EndOffset})
 	}
 	return resp, nil

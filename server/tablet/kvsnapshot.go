@@ -1,4 +1,4 @@
-package server
+package tablet
 
 import (
 	"context"
@@ -24,76 +24,76 @@ const kvSnapshotTimeout = 30 * time.Minute
 // it through the controller naming that list's version, then collects what
 // no snapshot committed by then references. Snapshots of the node run one
 // at a time, so its collection never runs during an upload of its own.
-func (s *Server) snapshotBucket(ctx context.Context, id replica.BucketID) (*pb.SnapshotKVResponse, error) {
+func (r *Role) snapshotBucket(ctx context.Context, id replica.BucketID) (*pb.SnapshotKVResponse, error) {
 	start := time.Now()
-	resp, err := s.takeKVSnapshot(ctx, id)
+	resp, err := r.takeKVSnapshot(ctx, id)
 	if err != nil {
-		s.metrics.kvSnapshotErrors.Inc()
+		r.deps.Metrics.KVSnapshotErrors.Inc()
 		return nil, err
 	}
-	s.metrics.kvSnapshots.Inc()
-	s.metrics.kvSnapshotBytes.Add(float64(resp.UploadedBytes))
-	s.metrics.kvSnapshotDurations.Observe(time.Since(start).Seconds())
+	r.deps.Metrics.KVSnapshots.Inc()
+	r.deps.Metrics.KVSnapshotBytes.Add(float64(resp.UploadedBytes))
+	r.deps.Metrics.KVSnapshotDurations.Observe(time.Since(start).Seconds())
 	return resp, nil
 }
 
 // takeKVSnapshot is snapshotBucket's work.
-func (s *Server) takeKVSnapshot(ctx context.Context, id replica.BucketID) (*pb.SnapshotKVResponse, error) {
-	if s.cfg.Remote == nil {
+func (r *Role) takeKVSnapshot(ctx context.Context, id replica.BucketID) (*pb.SnapshotKVResponse, error) {
+	if r.cfg.Remote == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
-			"node %d has no remote storage for KV snapshots (floe serve --remote-dir or --s3-*)", s.cfg.NodeID)
+			"node %d has no remote storage for KV snapshots (floe serve --remote-dir or --s3-*)", r.cfg.NodeID)
 	}
-	root := s.ClusterID()
+	root := r.deps.ClusterID()
 	if root == "" {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d does not know its cluster yet", s.cfg.NodeID)
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d does not know its cluster yet", r.cfg.NodeID)
 	}
 	ctx, cancel := context.WithTimeout(ctx, kvSnapshotTimeout)
 	defer cancel()
 	select {
-	case s.snapshotSem <- struct{}{}:
-		defer func() { <-s.snapshotSem }()
+	case r.snapshotSem <- struct{}{}:
+		defer func() { <-r.snapshotSem }()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	lead, err := s.replicas.KVLeader(id)
+	lead, err := r.replicas.KVLeader(id)
 	if err != nil {
 		return nil, err
 	}
 	read := func(ctx context.Context) (*pb.BucketRecord, error) {
-		return s.committedBucket(ctx, id, lead.Database, lead.Table)
+		return r.committedBucket(ctx, id, lead.Database, lead.Table)
 	}
 	base, err := read(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("server: read the committed KV snapshots of bucket %s: %w", id, err)
 	}
-	if err := leadsAt(base, s.cfg.NodeID, lead.LeaderEpoch); err != nil {
+	if err := leadsAt(base, r.cfg.NodeID, lead.LeaderEpoch); err != nil {
 		return nil, err
 	}
-	taken, err := s.replicas.TakeKVSnapshot(ctx, id, s.cfg.Remote, root, lead.LeaderEpoch, base.GetKvSnapshots())
+	taken, err := r.replicas.TakeKVSnapshot(ctx, id, r.cfg.Remote, root, lead.LeaderEpoch, base.GetKvSnapshots())
 	if err != nil {
 		return nil, err
 	}
 	m := taken.Manifest
 	snap := &pb.KVSnapshot{ManifestKey: taken.ManifestKey, Offset: m.Offset, CreatedMs: m.CreatedMs, Rows: m.Rows, Bytes: m.Bytes}
-	b, err := s.commitKVSnapshot(ctx, &pb.CommitKVSnapshot{TableId: id.TableID, Bucket: id.Bucket, LeaderId: s.cfg.NodeID,
+	b, err := r.commitKVSnapshot(ctx, &pb.CommitKVSnapshot{TableId: id.TableID, Bucket: id.Bucket, LeaderId: r.cfg.NodeID,
 		LeaderEpoch: lead.LeaderEpoch, Snapshot: snap, Retained: int32(lead.Retained),
 		ExpectedVersion: proto.Int64(metastate.KVSnapshotsVersion(base.GetKvSnapshots()))})
 	if err != nil {
 		// The parts and manifest stay until a collection after a commit.
 		return nil, fmt.Errorf("server: commit KV snapshot of bucket %s: %w", id, err)
 	}
-	s.replicas.NoteKVSnapshots(id, b.GetKvSnapshots())
-	cfg := tiering.KVSnapshotConfig{Store: s.cfg.Remote, Root: root, TableID: id.TableID, Bucket: id.Bucket}
-	n, err := collectKVSnapshots(ctx, cfg, s.cfg.NodeID, lead.LeaderEpoch, read)
+	r.replicas.NoteKVSnapshots(id, b.GetKvSnapshots())
+	cfg := tiering.KVSnapshotConfig{Store: r.cfg.Remote, Root: root, TableID: id.TableID, Bucket: id.Bucket}
+	n, err := collectKVSnapshots(ctx, cfg, r.cfg.NodeID, lead.LeaderEpoch, read)
 	switch {
 	case errors.Is(err, errDeposed):
-		s.log.Info("not deleting objects of dropped KV snapshots: the bucket has a newer leader, which will", "bucket", id.String(), "err", err)
+		r.log.Info("not deleting objects of dropped KV snapshots: the bucket has a newer leader, which will", "bucket", id.String(), "err", err)
 	case err != nil:
-		s.log.Warn("deleting objects of dropped KV snapshots (collected after the next snapshot)", "bucket", id.String(), "err", err)
+		r.log.Warn("deleting objects of dropped KV snapshots (collected after the next snapshot)", "bucket", id.String(), "err", err)
 	case n > 0:
-		s.log.Debug("deleted objects of dropped KV snapshots", "bucket", id.String(), "objects", n)
+		r.log.Debug("deleted objects of dropped KV snapshots", "bucket", id.String(), "objects", n)
 	}
-	s.log.Info("KV snapshot committed", "bucket", id.String(), "offset", m.Offset, "rows", m.Rows, "parts", len(m.Parts),
+	r.log.Info("KV snapshot committed", "bucket", id.String(), "offset", m.Offset, "rows", m.Rows, "parts", len(m.Parts),
 		"reused_parts", taken.ReusedParts, "uploaded_bytes", taken.UploadedBytes)
 	return &pb.SnapshotKVResponse{Snapshot: snap, UploadedBytes: taken.UploadedBytes, Parts: int32(len(m.Parts)),
 		ReusedParts: int32(taken.ReusedParts)}, nil
@@ -141,9 +141,9 @@ func leadsAt(b *pb.BucketRecord, node uint32, leaderEpoch int32) error {
 // committedBucket reads the bucket's record as the metadata holds it now
 // (GetTable reads on the metadata leader, linearizably). UNKNOWN_TABLE
 // when the table was dropped, even if another now has its name.
-func (s *Server) committedBucket(ctx context.Context, id replica.BucketID, database, table string) (*pb.BucketRecord, error) {
+func (r *Role) committedBucket(ctx context.Context, id replica.BucketID, database, table string) (*pb.BucketRecord, error) {
 	var resp *pb.GetTableResponse
-	err := s.callMeta(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+	err := r.deps.Meta.Call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		var err error
 		resp, err = m.GetTable(ctx, &pb.GetTableRequest{Database: database, Name: table})
 		return err
@@ -164,11 +164,11 @@ func (s *Server) committedBucket(ctx context.Context, id replica.BucketID, datab
 
 // commitKVSnapshot proposes the commit, retrying what may be retried with
 // the same request id.
-func (s *Server) commitKVSnapshot(ctx context.Context, c *pb.CommitKVSnapshot) (*pb.BucketRecord, error) {
+func (r *Role) commitKVSnapshot(ctx context.Context, c *pb.CommitKVSnapshot) (*pb.BucketRecord, error) {
 	req := &pb.CommitKVSnapshotRequest{Commit: c,
 		RequestId: fmt.Appendf(nil, "kvsnap/%d/%d/%s", c.TableId, c.Bucket, c.Snapshot.ManifestKey)}
 	var resp *pb.CommitKVSnapshotResponse
-	err := s.commitWithRetry(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+	err := r.commitWithRetry(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		var err error
 		resp, err = m.CommitKVSnapshot(ctx, req)
 		return err
@@ -192,14 +192,14 @@ func snapshotDue(l replica.LeaderBucket, now time.Time) bool {
 
 // snapshotDueBuckets takes the periodic KV snapshots of the buckets in
 // leaders that need one, one at a time.
-func (s *Server) snapshotDueBuckets(ctx context.Context, leaders []replica.LeaderBucket) {
+func (r *Role) snapshotDueBuckets(ctx context.Context, leaders []replica.LeaderBucket) {
 	now := time.Now()
 	for _, l := range leaders {
 		if ctx.Err() != nil || !snapshotDue(l, now) {
 			continue
 		}
-		if _, err := s.snapshotBucket(ctx, l.ID); err != nil && ctx.Err() == nil {
-			s.log.Warn("periodic KV snapshot failed; tried again next round", "bucket", l.ID.String(), "err", err)
+		if _, err := r.snapshotBucket(ctx, l.ID); err != nil && ctx.Err() == nil {
+			r.log.Warn("periodic KV snapshot failed; tried again next round", "bucket", l.ID.String(), "err", err)
 		}
 	}
 }

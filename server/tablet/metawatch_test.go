@@ -1,4 +1,4 @@
-package server
+package tablet
 
 import (
 	"context"
@@ -90,7 +90,7 @@ func newRecordingFollower(serve func(addr string, from uint64) []*pb.MetadataUpd
 	r := &recordingFollower{changed: make(chan struct{}, 1000)}
 	r.metaFollower = newMetaFollower(metaFollowerConfig{
 		addrs: func() []string { return []string{"lagging", "current"} },
-		open: func(_ context.Context, addr string, from uint64) (metaStream, error) {
+		open: func(_ context.Context, addr string, from uint64) (MetaStream, error) {
 			r.mu.Lock()
 			r.opens = append(r.opens, addr)
 			r.mu.Unlock()
@@ -260,7 +260,7 @@ func TestWatchLeavesASilentMetaNode(t *testing.T) {
 	changed := make(chan struct{}, 100)
 	f := newMetaFollower(metaFollowerConfig{
 		addrs: func() []string { return []string{"paused", "live"} },
-		open: func(ctx context.Context, addr string, from uint64) (metaStream, error) {
+		open: func(ctx context.Context, addr string, from uint64) (MetaStream, error) {
 			mu.Lock()
 			opens = append(opens, fmt.Sprintf("%s@%d", addr, from))
 			mu.Unlock()

@@ -1,4 +1,4 @@
-package server
+package tablet
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/server/internal/metaimage"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -86,8 +87,12 @@ func (g *watchGate) markApplied(u *pb.MetadataUpdate) {
 	g.applied = u.GetIndex()
 }
 
-// metaStream is one open WatchMetadata stream.
-type metaStream interface {
+// defaultWatchIdle is the follower's idle timeout when Deps.WatchIdle
+// sets none: four of the meta role's one-second keepalives.
+const defaultWatchIdle = 4 * time.Second
+
+// MetaStream is one open WatchMetadata stream.
+type MetaStream interface {
 	Recv() (*pb.MetadataUpdate, error)
 	Close() error
 }
@@ -97,14 +102,14 @@ type metaFollowerConfig struct {
 	// addrs lists the meta nodes to watch, in the order to try them.
 	addrs func() []string
 	// open starts a watch at addr after index from (0: image first).
-	open func(ctx context.Context, addr string, from uint64) (metaStream, error)
+	open func(ctx context.Context, addr string, from uint64) (MetaStream, error)
 	// apply hands one update to the replicas.
 	apply func(*pb.MetadataUpdate)
 	// registration blocks until the node's registration is committed and
 	// returns its Raft index.
 	registration func(ctx context.Context) (uint64, error)
 	// idle is how long a stream may stay silent (no change, no keepalive)
-	// before the follower gives up on it; 0: watchIdle.
+	// before the follower gives up on it; 0: defaultWatchIdle.
 	idle time.Duration
 	log  *slog.Logger
 }
@@ -116,11 +121,12 @@ type metaFollowerConfig struct {
 type metaFollower struct {
 	cfg metaFollowerConfig
 
-	mu        sync.Mutex
-	gate      watchGate
-	connected bool   // a stream is open and has delivered an admitted update
-	lastErr   string // why the last stream ended
-	following chan struct{}
+	mu            sync.Mutex
+	gate          watchGate
+	connected     bool   // a stream is open and has delivered an admitted update
+	lastErr       string // why the last stream ended
+	following     chan struct{}
+	followingOnce sync.Once
 }
 
 func newMetaFollower(cfg metaFollowerConfig) *metaFollower {
@@ -128,7 +134,7 @@ func newMetaFollower(cfg metaFollowerConfig) *metaFollower {
 		cfg.log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.idle == 0 {
-		cfg.idle = watchIdle
+		cfg.idle = defaultWatchIdle
 	}
 	return &metaFollower{cfg: cfg, following: make(chan struct{})}
 }
@@ -222,7 +228,7 @@ func (f *metaFollower) follow(ctx context.Context, addr string) (int, error) {
 	}
 	defer stream.Close()
 	n := 0
-	var parts imageAssembly // an image's parts end with the stream
+	var parts metaimage.Assembly // an image's parts end with the stream
 	for {
 		u, err := stream.Recv()
 		if err != nil {
@@ -235,7 +241,7 @@ func (f *metaFollower) follow(ctx context.Context, addr string) (int, error) {
 		if u.GetKeepalive() {
 			continue
 		}
-		if u, err = parts.add(u); err != nil {
+		if u, err = parts.Add(u); err != nil {
 			return n, err
 		}
 		if u == nil {
@@ -259,52 +265,7 @@ func (f *metaFollower) follow(ctx context.Context, addr string) (int, error) {
 		f.gate.markApplied(u)
 		f.connected = true
 		f.mu.Unlock()
-		if !isClosed(f.following) { // only this goroutine closes it
-			close(f.following)
-		}
+		f.followingOnce.Do(func() { close(f.following) })
 		n++
-	}
-}
-
-// imageAssembly joins the parts of an image (pb.MetadataUpdate.more), so
-// the replicas act on the whole image or, if the stream ends first, on none
-// of it.
-type imageAssembly struct {
-	img *pb.MetadataUpdate // the parts so far; nil: not in an image
-}
-
-// add takes the stream's next message and returns what to act on: the
-// message itself outside an image, the whole image with its last part, nil
-// while parts are to come. A message that does not continue the image is
-// an error: the stream is broken.
-func (a *imageAssembly) add(u *pb.MetadataUpdate) (*pb.MetadataUpdate, error) {
-	switch {
-	case a.img == nil && !(u.GetFull() && u.GetMore()):
-		return u, nil
-	case a.img == nil:
-		a.img = u
-		return nil, nil
-	case !u.GetFull() || u.GetIndex() != a.img.GetIndex():
-		return nil, fmt.Errorf("metadata stream: a message at index %d (full %v) among the parts of the image at index %d",
-			u.GetIndex(), u.GetFull(), a.img.GetIndex())
-	}
-	a.img.Nodes = append(a.img.Nodes, u.GetNodes()...)
-	a.img.Tables = append(a.img.Tables, u.GetTables()...)
-	a.img.Buckets = append(a.img.Buckets, u.GetBuckets()...)
-	if u.GetMore() {
-		return nil, nil
-	}
-	img := a.img
-	img.More, a.img = false, nil
-	return img, nil
-}
-
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }

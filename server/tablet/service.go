@@ -1,4 +1,4 @@
-package server
+package tablet
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // tabletService implements pb.DRPCTabletServer over the replica manager.
 type tabletService struct {
 	m *replica.Manager
-	s *Server // what the replicas need of the node: KV snapshots commit through it
+	r *Role // KV snapshots commit through the role
 }
 
 var _ pb.DRPCTabletServer = (*tabletService)(nil)
@@ -82,19 +82,23 @@ func (t *tabletService) ScanRows(ctx context.Context, req *pb.ScanRowsRequest) (
 // SnapshotKV takes a KV snapshot of a primary-key bucket now, on its
 // leader, and commits it.
 func (t *tabletService) SnapshotKV(ctx context.Context, req *pb.SnapshotKVRequest) (*pb.SnapshotKVResponse, error) {
-	return t.s.snapshotBucket(ctx, replica.BucketID{TableID: req.TableId, Bucket: req.Bucket})
+	return t.r.snapshotBucket(ctx, replica.BucketID{TableID: req.TableId, Bucket: req.Bucket})
 }
 
+// Service is the Tablet service of the role: UNAVAILABLE until Start
+// opened the replicas.
+func (r *Role) Service() pb.DRPCTabletServer { return &tabletGate{r: r} }
+
 // tabletGate answers UNAVAILABLE until the replica manager runs.
-type tabletGate struct{ s *Server }
+type tabletGate struct{ r *Role }
 
 var _ pb.DRPCTabletServer = (*tabletGate)(nil)
 
 func (g *tabletGate) service() (*tabletService, error) {
-	if !g.s.tabletReady.Load() {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is starting", g.s.cfg.NodeID)
+	if !g.r.ready.Load() {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is starting", g.r.cfg.NodeID)
 	}
-	return &tabletService{m: g.s.replicas, s: g.s}, nil
+	return &tabletService{m: g.r.replicas, r: g.r}, nil
 }
 
 func (g *tabletGate) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
@@ -229,18 +233,25 @@ func (t *tabletService) Writes(stream pb.DRPCTablet_WritesStream) error {
 			} else {
 				res.Response = resp
 			}
-			t.s.metrics.ObserveRPC(rpc, time.Since(start), err != nil, res.ErrorCode)
+			t.r.deps.RPCs.ObserveRPC(rpc, time.Since(start), err != nil, res.ErrorCode)
 			results.send(res)
 		})
 	}
 }
 
+// Labels of the write calls of a Tablet.Writes stream: each is counted
+// as a call of its own, besides the stream.
+const (
+	WritesProduceRPC = "/floe.v1.Tablet/Writes/Produce"
+	WritesPutKvRPC   = "/floe.v1.Tablet/Writes/PutKv"
+)
+
 // writeCallRPC is the name a Writes stream's call is counted under.
 func writeCallRPC(call *pb.WriteCall) string {
 	if _, ok := call.Call.(*pb.WriteCall_PutKv); ok {
-		return writesPutKvRPC
+		return WritesPutKvRPC
 	}
-	return writesProduceRPC
+	return WritesProduceRPC
 }
 
 // resultWriter answers the calls of one Writes stream. A call's goroutine
