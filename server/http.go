@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/floedb/floe/server/meta"
 )
 
 // serveHTTP serves /healthz (the process is up), /readyz (200 when the node
@@ -58,11 +60,11 @@ func (s *Server) ready(ctx context.Context) (bool, string) {
 	if why := s.registerErr.Load(); why != nil {
 		in.registerErr = *why
 	}
-	if n := s.node.Load(); n != nil {
+	if n := s.meta.Node(); n != nil {
 		in.leader, _ = n.Leader()
 		in.metaApplied = n.Status().AppliedIndex
 		vctx, cancel := context.WithTimeout(ctx, votersTimeout)
-		missing, voters, err := unregisteredVoters(vctx, n)
+		missing, voters, err := meta.UnregisteredVoters(vctx, n)
 		cancel()
 		in.unregisteredVoters, in.voters = missing, voters
 		if err != nil {

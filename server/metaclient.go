@@ -3,23 +3,24 @@ package server
 import (
 	"context"
 
+	"github.com/floedb/floe/server/meta"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
 
 // callMeta runs fn against a meta node: this one when it has the meta role,
 // otherwise each known meta address in turn, each attempt bounded by
-// forwardTimeout (a paused meta node never answers).
+// meta.ForwardTimeout (a paused meta node never answers).
 func (s *Server) callMeta(ctx context.Context, fn func(context.Context, pb.DRPCMetaClient) error) error {
 	addrs := s.metaAddresses()
 	var lastErr error = transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "no meta node known")
 	for _, a := range addrs {
-		actx, cancel := context.WithTimeout(ctx, forwardTimeout)
+		actx, cancel := context.WithTimeout(ctx, meta.ForwardTimeout)
 		err := fn(actx, pb.NewDRPCMetaClient(s.pool.Conn(a)))
 		expired := actx.Err() != nil
 		cancel()
 		if err != nil && expired && ctx.Err() == nil {
-			err = transport.Errorf(pb.ErrorCode_ERROR_CODE_TIMEOUT, "meta node %s did not answer within %v", a, forwardTimeout)
+			err = transport.Errorf(pb.ErrorCode_ERROR_CODE_TIMEOUT, "meta node %s did not answer within %v", a, meta.ForwardTimeout)
 		}
 		if err == nil || !transport.IsRetriable(err) {
 			return err
@@ -67,7 +68,7 @@ func (m tabletMeta) Call(ctx context.Context, fn func(context.Context, pb.DRPCMe
 }
 
 func (m tabletMeta) Propose(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
-	return m.s.propose(ctx, cmd)
+	return m.s.meta.Propose(ctx, cmd)
 }
 
 func (m tabletMeta) Addresses() []string { return m.s.metaAddresses() }

@@ -119,7 +119,7 @@ func (c *nodeCollector) collectReplicas(ch chan<- prometheus.Metric) {
 // collectMeta reports the metadata Raft of a meta node and, on its leader,
 // the offline buckets.
 func (c *nodeCollector) collectMeta(ch chan<- prometheus.Metric) {
-	n := c.s.node.Load()
+	n := c.s.meta.Node()
 	if n == nil {
 		return
 	}
@@ -176,7 +176,7 @@ func offlineBuckets(state *metastate.State) map[string]int {
 // collectDisk reports the metadata's folder (the tablet role's parts are
 // reported with its tables).
 func (c *nodeCollector) collectDisk(ch chan<- prometheus.Metric) {
-	if c.s.node.Load() == nil {
+	if c.s.meta.Node() == nil {
 		return
 	}
 	if meta, err := diskusage.Bytes(filepath.Join(c.s.cfg.DataDir, "meta")); err == nil {

@@ -7,20 +7,16 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/floedb/floe/internal/backoff"
-	"github.com/floedb/floe/raftmeta"
+	"github.com/floedb/floe/server/meta"
 	"github.com/floedb/floe/server/tablet"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/gossip"
 	"github.com/floedb/floe/transport/pb"
-	"github.com/floedb/floe/transport/raftnet"
 )
 
 // Server is one Floe node.
@@ -38,8 +34,9 @@ type Server struct {
 	httpLis net.Listener
 	rpc     *transport.Server
 	pool    *transport.Pool
-	node    atomic.Pointer[raftmeta.Node]
 	metrics *metrics // served on /metrics (metrics.go)
+
+	meta *meta.Role // every node's: runs Raft only with the meta role
 
 	tablet *tablet.Role // nil without the tablet role
 	gossip atomic.Pointer[gossip.Gossip]
@@ -122,7 +119,8 @@ func New(cfg Config) (*Server, error) {
 		Observer:                s.metrics,
 		Logger:                  s.log,
 	})
-	if err := pb.DRPCRegisterMeta(s.rpc.Mux(), &metaService{s: s}); err != nil {
+	s.meta = s.newMeta()
+	if err := pb.DRPCRegisterMeta(s.rpc.Mux(), metaServer{Service: s.meta.Service(), s: s}); err != nil {
 		s.lis.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -164,12 +162,38 @@ func (s *Server) newTablet() *tablet.Role {
 				s.onMetadata(u)
 			}
 		},
-		WatchIdle: watchIdle,
+		WatchIdle: meta.WatchIdle,
 		Go:        s.goRun,
 		Stop:      s.stop,
 		RPCs:      s.metrics,
 		Metrics:   s.metrics.tablet,
 		Logger:    s.log,
+	})
+}
+
+// newMeta makes the meta role over the node's listener, pool and
+// discovery.
+func (s *Server) newMeta() *meta.Role {
+	cfg := s.cfg
+	return meta.New(meta.Deps{
+		Config: meta.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Advertise: s.advertise, Incarnation: s.id.Incarnation,
+			Join: cfg.Join, BootstrapExpect: cfg.BootstrapExpect, LivenessGrace: cfg.LivenessGrace,
+			RaftHeartbeatTimeout: cfg.RaftHeartbeatTimeout, RaftElectionTimeout: cfg.RaftElectionTimeout,
+			RaftSnapshotThreshold: cfg.RaftSnapshotThreshold, RaftTrailingLogs: cfg.RaftTrailingLogs,
+			RaftSnapshotInterval: cfg.RaftSnapshotInterval},
+		Listener:       s.lis,
+		Pool:           s.pool,
+		Peers:          nodePeers{s},
+		ClusterID:      s.ClusterID,
+		AdoptClusterID: s.adoptClusterID,
+		Gossip:         s.gossip.Load,
+		CallMeta:       s.callMeta,
+		MaxBatchFor: func(t *pb.TableRecord) int {
+			return tablet.MaxBatchFor(t, cfg.MaxBatchBytes, cfg.SegmentMaxBytes)
+		},
+		Go:     s.goRun,
+		Stop:   s.stop,
+		Logger: s.log,
 	})
 }
 
@@ -288,11 +312,7 @@ func (s *Server) shutdown() {
 	if s.tablet != nil {
 		s.tablet.Close()
 	}
-	if n := s.node.Load(); n != nil {
-		if err := n.Close(); err != nil {
-			s.log.Warn("raft shutdown", "err", err)
-		}
-	}
+	s.meta.Close()
 	s.closeGossip()
 	s.lis.Close()
 	s.pool.Close()
@@ -311,7 +331,7 @@ func (s *Server) startAfterFormed(ctx context.Context) error {
 		return err
 	}
 	if s.cfg.HasRole(RoleMeta) {
-		s.goRun(func() { s.controllerLoop(ctx) })
+		s.goRun(func() { s.meta.RunController(ctx) })
 	}
 	if s.tablet != nil {
 		return s.tablet.Start(ctx)
@@ -322,14 +342,11 @@ func (s *Server) startAfterFormed(ctx context.Context) error {
 // startMeta forms or joins the cluster, starts Raft and the background work
 // of a meta node.
 func (s *Server) startMeta(ctx context.Context) error {
-	if err := s.form(ctx); err != nil {
+	if err := s.meta.Start(ctx); err != nil {
 		return err
 	}
-	n := s.node.Load()
-	s.goRun(func() { s.stopWhenMetaFails(ctx, n) })
 	close(s.formed)
 	s.goRun(func() { s.registerSelf(ctx) })
-	s.goRun(func() { s.leaderLoop(ctx) })
 	return nil
 }
 
@@ -339,7 +356,7 @@ func (s *Server) startTabletOnly(ctx context.Context) error {
 		return errors.New("server: a tablet-only node needs --join with meta node addresses")
 	}
 	s.goRun(func() {
-		pace := backoff.Backoff{Min: formRetry, Max: time.Second, Jitter: true}
+		pace := backoff.Backoff{Min: meta.FormRetry, Max: time.Second, Jitter: true}
 		for s.ClusterID() == "" {
 			for _, r := range s.helloAll(ctx) {
 				if r.ClusterId != "" && r.Formed {
@@ -359,74 +376,6 @@ func (s *Server) startTabletOnly(ctx context.Context) error {
 	})
 	return nil
 }
-
-// openRaft starts the Raft node over the one-port stream layer.
-func (s *Server) openRaft() (*raftmeta.Node, error) {
-	layer := raftnet.NewStreamLayer(s.lis, raftnet.StreamConfig{
-		ClusterID:           s.ClusterID(),
-		Incarnation:         s.id.Incarnation,
-		ExpectedIncarnation: s.incarnationAt,
-		Logger:              s.log,
-	})
-	n, err := raftmeta.Open(raftmeta.Config{
-		NodeID:            s.cfg.NodeID,
-		Dir:               filepath.Join(s.cfg.DataDir, "meta"),
-		Stream:            advertisedStream{StreamLayer: layer, addr: advertisedAddr(s.advertise)},
-		HeartbeatTimeout:  s.cfg.RaftHeartbeatTimeout,
-		ElectionTimeout:   s.cfg.RaftElectionTimeout,
-		SnapshotThreshold: s.cfg.RaftSnapshotThreshold,
-		TrailingLogs:      s.cfg.RaftTrailingLogs,
-		SnapshotInterval:  s.cfg.RaftSnapshotInterval,
-		Logger:            s.log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.node.Store(n)
-	return n, nil
-}
-
-// stopWhenMetaFails stops the node when its metadata voter stopped because
-// its state file failed to commit (raftmeta.Node.Failed): a node that kept
-// serving would answer from a state machine that skipped entries. Run then
-// returns the voter's error, which wraps raftmeta.ErrStateMachineFailed.
-func (s *Server) stopWhenMetaFails(ctx context.Context, n *raftmeta.Node) {
-	select {
-	case <-n.Failed():
-		s.stop(n.Err())
-	case <-ctx.Done():
-	}
-}
-
-// incarnationAt is the incarnation this node's metadata has registered at a
-// Raft address, "" when none: Raft dials name it so a wiped node's new
-// incarnation refuses peers that still expect the old one.
-func (s *Server) incarnationAt(address string) string {
-	n := s.node.Load()
-	if n == nil {
-		return ""
-	}
-	for _, rec := range n.State().Nodes() {
-		if rec.RpcAddress == address {
-			return rec.Incarnation
-		}
-	}
-	return ""
-}
-
-// advertisedStream reports the advertised address as its own, which Raft
-// sends to peers.
-type advertisedStream struct {
-	raft.StreamLayer
-	addr net.Addr
-}
-
-func (a advertisedStream) Addr() net.Addr { return a.addr }
-
-type advertisedAddr string
-
-func (a advertisedAddr) Network() string { return "tcp" }
-func (a advertisedAddr) String() string  { return string(a) }
 
 // adoptClusterID records the cluster this node belongs to, once.
 func (s *Server) adoptClusterID(id string) error {

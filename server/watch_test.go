@@ -49,7 +49,7 @@ func TestWatchForNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	s, _ := startMetaNode(t, ctx)
-	n := s.node.Load()
+	n := s.meta.Node()
 	propose := func(op *pb.Command) {
 		t.Helper()
 		op.RequestId = []byte(newID())

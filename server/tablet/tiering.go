@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/floedb/floe/internal/fanout"
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/internal/fanout"
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/tiering"

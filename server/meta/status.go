@@ -1,4 +1,4 @@
-package server
+package meta
 
 import (
 	"context"
@@ -17,9 +17,9 @@ const statusProbeTimeout = 500 * time.Millisecond
 // probe just now.
 func (m *metaService) ClusterStatus(ctx context.Context, req *pb.ClusterStatusRequest) (*pb.ClusterStatusResponse, error) {
 	var resp *pb.ClusterStatusResponse
-	err := m.s.onLeader(ctx, func(ctx context.Context) error {
+	err := m.r.onLeader(ctx, func(ctx context.Context) error {
 		var err error
-		resp, err = m.s.clusterStatus(ctx)
+		resp, err = m.r.clusterStatus(ctx)
 		return err
 	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
 		var err error
@@ -29,8 +29,8 @@ func (m *metaService) ClusterStatus(ctx context.Context, req *pb.ClusterStatusRe
 	return resp, err
 }
 
-func (s *Server) clusterStatus(ctx context.Context) (*pb.ClusterStatusResponse, error) {
-	n := s.node.Load()
+func (r *Role) clusterStatus(ctx context.Context) (*pb.ClusterStatusResponse, error) {
+	n := r.node.Load()
 	if err := n.LinearizableRead(ctx); err != nil {
 		return nil, err
 	}
@@ -40,13 +40,13 @@ func (s *Server) clusterStatus(ctx context.Context) (*pb.ClusterStatusResponse, 
 		return nil, err
 	}
 	leader, _ := n.Leader()
-	resp := &pb.ClusterStatusResponse{ClusterId: s.ClusterID(), LeaderId: leader, Term: st.Term,
+	resp := &pb.ClusterStatusResponse{ClusterId: r.deps.ClusterID(), LeaderId: leader, Term: st.Term,
 		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex}
 	nodes := n.State().Nodes()
 
 	// Voters report their own Raft state; liveness of the other nodes comes
 	// from gossip, or from a probe while this node does not gossip yet.
-	g := s.gossip.Load()
+	g := r.deps.Gossip()
 	addrs := map[uint32]string{}
 	for _, v := range servers {
 		addrs[v.ID] = v.Address
@@ -56,10 +56,10 @@ func (s *Server) clusterStatus(ctx context.Context) (*pb.ClusterStatusResponse, 
 			addrs[rec.Id] = rec.RpcAddress
 		}
 	}
-	states := s.probe(ctx, addrs)
+	states := r.probe(ctx, addrs)
 	for _, v := range servers {
 		state := states[v.ID]
-		if v.ID == s.cfg.NodeID {
+		if v.ID == r.cfg.NodeID {
 			state = st.State
 		}
 		resp.Voters = append(resp.Voters, &pb.VoterInfo{NodeId: v.ID, Address: v.Address, Suffrage: suffrage(v.Voter), State: state})
@@ -67,7 +67,7 @@ func (s *Server) clusterStatus(ctx context.Context) (*pb.ClusterStatusResponse, 
 	for _, rec := range nodes {
 		var alive bool
 		switch {
-		case rec.Id == s.cfg.NodeID:
+		case rec.Id == r.cfg.NodeID:
 			alive = true
 		case g != nil:
 			m, ok := g.Member(rec.Id)
@@ -82,12 +82,12 @@ func (s *Server) clusterStatus(ctx context.Context) (*pb.ClusterStatusResponse, 
 
 // probe asks each node for its Raft state, "unreachable" when it does not
 // answer in time.
-func (s *Server) probe(ctx context.Context, addrs map[uint32]string) map[uint32]string {
+func (r *Role) probe(ctx context.Context, addrs map[uint32]string) map[uint32]string {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	out := make(map[uint32]string, len(addrs))
 	for id, addr := range addrs {
-		if id == s.cfg.NodeID {
+		if id == r.cfg.NodeID {
 			continue
 		}
 		wg.Add(1)
@@ -96,7 +96,7 @@ func (s *Server) probe(ctx context.Context, addrs map[uint32]string) map[uint32]
 			pctx, cancel := context.WithTimeout(ctx, statusProbeTimeout)
 			defer cancel()
 			state := "unreachable"
-			if r, err := pb.NewDRPCMetaClient(s.pool.Conn(addr)).RaftStatus(pctx, &pb.RaftStatusRequest{}); err == nil && r.NodeId == id {
+			if r, err := pb.NewDRPCMetaClient(r.pool.Conn(addr)).RaftStatus(pctx, &pb.RaftStatusRequest{}); err == nil && r.NodeId == id {
 				state = r.State
 			}
 			mu.Lock()

@@ -1,4 +1,4 @@
-package server
+package meta
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/floedb/floe/raftmeta/metastate"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -82,22 +83,14 @@ func startFakeTablet(t *testing.T) *fakeTablet {
 func TestUncleanElectionGathersReplicaLogs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	s, _ := startMetaNode(t, ctx)
-	n := s.node.Load()
-	propose := func(op *pb.Command) *pb.CommandResult {
-		t.Helper()
-		op.RequestId = []byte(newID())
-		res, err := n.Propose(ctx, op)
-		if err != nil || res.GetError() != "" {
-			t.Fatalf("%v: %v %v", op, err, res)
-		}
-		return res
-	}
+	r := startMeta(t, ctx)
+	n := r.node.Load()
+	propose := proposer(t, ctx, n)
 	tablets := map[uint32]*fakeTablet{}
 	for id := uint32(2); id <= 5; id++ {
 		tablets[id] = startFakeTablet(t)
 		propose(&pb.Command{Op: &pb.Command_RegisterNode{RegisterNode: &pb.RegisterNode{Node: &pb.NodeRecord{
-			Id: id, Roles: []string{RoleTablet}, RpcAddress: tablets[id].addr, Incarnation: "test"}}}})
+			Id: id, Roles: []string{metastate.RoleTablet}, RpcAddress: tablets[id].addr, Incarnation: "test"}}}})
 	}
 	propose(&pb.Command{Op: &pb.Command_CreateDatabase{CreateDatabase: &pb.CreateDatabase{Name: "db"}}})
 	table := propose(&pb.Command{Op: &pb.Command_CreateTable{CreateTable: &pb.CreateTable{Database: "db", Name: "t",
@@ -121,7 +114,7 @@ func TestUncleanElectionGathersReplicaLogs(t *testing.T) {
 	live := []uint32{silent, short, long}
 
 	clean := &pb.ElectLeadersRequest{Database: "db", Table: "t"}
-	if _, err := s.electLeaders(ctx, clean, []byte(newID()), live); err == nil {
+	if _, err := r.electLeaders(ctx, clean, []byte(NewID()), live); err == nil {
 		t.Fatal("a clean election without a live in-sync replica succeeded")
 	}
 	for id, f := range tablets {
@@ -130,7 +123,7 @@ func TestUncleanElectionGathersReplicaLogs(t *testing.T) {
 		}
 	}
 
-	resp, err := s.electLeaders(ctx, &pb.ElectLeadersRequest{Database: "db", Table: "t", Unclean: true}, []byte(newID()), live)
+	resp, err := r.electLeaders(ctx, &pb.ElectLeadersRequest{Database: "db", Table: "t", Unclean: true}, []byte(NewID()), live)
 	if err != nil {
 		t.Fatal(err)
 	}

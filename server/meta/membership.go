@@ -1,8 +1,7 @@
-package server
+package meta
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,7 +25,7 @@ const catchUpWait = 3 * time.Second
 // stops for good. So the address must first answer as meta node id of this
 // cluster; the node then joins as a non-voter, which counts for nothing,
 // and becomes a voter only once it has caught up.
-func (s *Server) addVoter(ctx context.Context, n *raftmeta.Node, id uint32, addr string) error {
+func (r *Role) addVoter(ctx context.Context, n *raftmeta.Node, id uint32, addr string) error {
 	servers, err := n.Servers(ctx)
 	if err != nil {
 		return err
@@ -42,7 +41,7 @@ func (s *Server) addVoter(ctx context.Context, n *raftmeta.Node, id uint32, addr
 	if cur != nil && cur.Voter {
 		return nil
 	}
-	if err := s.checkCandidate(ctx, id, addr); err != nil {
+	if err := r.deps.Peers.CheckCandidate(ctx, id, addr); err != nil {
 		return err
 	}
 	if err := n.LinearizableRead(ctx); err != nil {
@@ -56,9 +55,9 @@ func (s *Server) addVoter(ctx context.Context, n *raftmeta.Node, id uint32, addr
 		if err := n.AddNonvoter(ctx, id, addr); err != nil {
 			return err
 		}
-		s.log.Info("added a non-voter; promoting it once caught up", "new_node", id, "address", addr, "applied_index", target)
+		r.log.Info("added a non-voter; promoting it once caught up", "new_node", id, "address", addr, "applied_index", target)
 	}
-	applied, err := s.waitCaughtUp(ctx, id, addr, target)
+	applied, err := r.waitCaughtUp(ctx, id, addr, target)
 	if err != nil {
 		return err
 	}
@@ -74,14 +73,14 @@ func (s *Server) addVoter(ctx context.Context, n *raftmeta.Node, id uint32, addr
 // waitCaughtUp polls the member at addr until its state machine applied
 // target or catchUpWait passes, and returns the last applied index it
 // reported.
-func (s *Server) waitCaughtUp(ctx context.Context, id uint32, addr string, target uint64) (uint64, error) {
+func (r *Role) waitCaughtUp(ctx context.Context, id uint32, addr string, target uint64) (uint64, error) {
 	wctx, cancel := context.WithTimeout(ctx, catchUpWait)
 	defer cancel()
 	var applied uint64
 	pace := backoff.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond}
 	for {
 		pctx, pcancel := context.WithTimeout(wctx, statusProbeTimeout)
-		r, err := pb.NewDRPCMetaClient(s.pool.Conn(addr)).RaftStatus(pctx, &pb.RaftStatusRequest{})
+		r, err := pb.NewDRPCMetaClient(r.pool.Conn(addr)).RaftStatus(pctx, &pb.RaftStatusRequest{})
 		pcancel()
 		if err == nil && r.NodeId == id {
 			applied = r.AppliedIndex
@@ -97,53 +96,11 @@ func (s *Server) waitCaughtUp(ctx context.Context, id uint32, addr string, targe
 	}
 }
 
-// checkCandidate greets addr and refuses, saying why, unless it answers as
-// meta node id of this cluster with its metadata Raft running.
-func (s *Server) checkCandidate(ctx context.Context, id uint32, addr string) error {
-	o := s.greet(ctx, addr)
-	if trouble, why := diagnoseHello(o); trouble != joinOK {
-		code := pb.ErrorCode_ERROR_CODE_INVALID_REQUEST
-		if trouble == joinOtherCluster {
-			code = pb.ErrorCode_ERROR_CODE_CLUSTER_MISMATCH
-		}
-		return transport.Errorf(code, "refusing to add node %d: %s does not answer as a node of this cluster (%s): %s. "+
-			"Start the node first (floe serve --id %d --join ...); nothing was changed", id, addr, trouble, why, id)
-	}
-	r := o.resp
-	switch {
-	case r.NodeId != id:
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
-			"refusing to add node %d: %s answers as node %d; nothing was changed", id, addr, r.NodeId)
-	case !slices.Contains(r.Roles, RoleMeta):
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
-			"refusing to add node %d: it runs without the meta role (roles %s), so it holds no metadata; nothing was changed",
-			id, strings.Join(r.Roles, ","))
-	case r.ClusterId == "" || !r.Formed:
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
-			"refusing to add node %d: it is not part of a cluster yet (start it with --join); nothing was changed", id)
-	}
-	return nil
-}
-
-// greet sends one Hello to addr and, when it fails for another reason than
-// a cluster mismatch, dials addr plainly to tell why.
-func (s *Server) greet(ctx context.Context, addr string) helloOutcome {
-	req := &pb.HelloRequest{NodeId: s.cfg.NodeID, RpcAddress: s.advertise, Roles: s.cfg.Roles}
-	cctx, cancel := context.WithTimeout(ctx, helloTimeout)
-	resp, err := pb.NewDRPCMetaClient(s.pool.Conn(addr)).Hello(cctx, req)
-	cancel()
-	o := helloOutcome{clusterID: s.ClusterID(), resp: resp, helloErr: err}
-	if err != nil && !errors.Is(err, transport.ErrClusterMismatch) {
-		o.dialErr = transport.ProbeDial(ctx, addr, helloTimeout)
-	}
-	return o
-}
-
 // removeVoter runs on the leader. It never removes the last voter, and
 // without force it refuses a removal after which the voters that answer
 // are fewer than a quorum of the voters left: the metadata would stop
 // taking changes until the missing ones come back.
-func (s *Server) removeVoter(ctx context.Context, n *raftmeta.Node, id uint32, force bool) error {
+func (r *Role) removeVoter(ctx context.Context, n *raftmeta.Node, id uint32, force bool) error {
 	servers, err := n.Servers(ctx)
 	if err != nil {
 		return err
@@ -153,7 +110,7 @@ func (s *Server) removeVoter(ctx context.Context, n *raftmeta.Node, id uint32, f
 		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE, "node %d is not a member of the metadata group", id)
 	}
 	if servers[i].Voter {
-		if risk, last := s.voterRemovalRisk(ctx, servers, id); risk != nil && (!force || last) {
+		if risk, last := r.voterRemovalRisk(ctx, servers, id); risk != nil && (!force || last) {
 			return risk
 		}
 	}
@@ -163,15 +120,15 @@ func (s *Server) removeVoter(ctx context.Context, n *raftmeta.Node, id uint32, f
 // voterRemovalRisk probes the voters of servers other than id and says,
 // with removalRisk, why removing voter id puts the quorum at risk (nil when
 // it does not); last reports that id is the only voter.
-func (s *Server) voterRemovalRisk(ctx context.Context, servers []raftmeta.Server, id uint32) (risk error, last bool) {
+func (r *Role) voterRemovalRisk(ctx context.Context, servers []raftmeta.Server, id uint32) (risk error, last bool) {
 	addrs := map[uint32]string{}
 	for _, v := range servers {
 		if v.Voter && v.ID != id {
 			addrs[v.ID] = v.Address
 		}
 	}
-	live := map[uint32]bool{s.cfg.NodeID: true}
-	for vid, state := range s.probe(ctx, addrs) {
+	live := map[uint32]bool{r.cfg.NodeID: true}
+	for vid, state := range r.probe(ctx, addrs) {
 		live[vid] = state == "leader" || state == "follower"
 	}
 	return removalRisk(servers, id, live), len(addrs) == 0

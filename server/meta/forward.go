@@ -1,4 +1,4 @@
-package server
+package meta
 
 import (
 	"context"
@@ -21,10 +21,10 @@ const forwardedKey = "floe-forwarded"
 // leaderWait bounds how long a request waits for a leader to appear.
 const leaderWait = 10 * time.Second
 
-// forwardTimeout bounds one attempt of a request sent to another meta node.
+// ForwardTimeout bounds one attempt of a request sent to another meta node.
 // A paused node keeps its connections open and never answers, so without a
 // bound the request would wait for as long as the pause lasts.
-const forwardTimeout = 10 * time.Second
+const ForwardTimeout = 10 * time.Second
 
 // leaderPoll is how often a forwarded request checks that the leader it
 // waits on is still the leader.
@@ -38,11 +38,11 @@ func isForwarded(ctx context.Context) bool {
 // onLeader runs local when this node leads, or remote against the leader,
 // retrying while leadership moves (an election, a stale view) until ctx or
 // leaderWait ends.
-func (s *Server) onLeader(ctx context.Context, local func(context.Context) error,
+func (r *Role) onLeader(ctx context.Context, local func(context.Context) error,
 	remote func(context.Context, pb.DRPCMetaClient) error) error {
-	n := s.node.Load()
+	n := r.node.Load()
 	if n == nil {
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is not part of a cluster yet", s.cfg.NodeID)
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is not part of a cluster yet", r.cfg.NodeID)
 	}
 	forwarded := isForwarded(ctx)
 	deadline := time.Now().Add(leaderWait)
@@ -55,12 +55,12 @@ func (s *Server) onLeader(ctx context.Context, local func(context.Context) error
 			err = local(ctx)
 		case forwarded:
 			return raftmeta.ErrNotLeader
-		case addr != "" && id != s.cfg.NodeID:
-			err = s.forward(ctx, n, id, addr, remote)
+		case addr != "" && id != r.cfg.NodeID:
+			err = r.forward(ctx, n, id, addr, remote)
 		default:
 			err = raftmeta.ErrNoLeader
 		}
-		if err == nil || !leaderTrouble(err) {
+		if err == nil || !LeaderTrouble(err) {
 			return err
 		}
 		lastErr = err
@@ -73,11 +73,11 @@ func (s *Server) onLeader(ctx context.Context, local func(context.Context) error
 // forward runs remote against the leader this node knows (id at addr),
 // marked as forwarded. The attempt ends early, with a retriable error, when
 // this node's view of the leader changes (the leader was paused or cut off
-// and another was elected) or after forwardTimeout; a proposal retried
+// and another was elected) or after ForwardTimeout; a proposal retried
 // after that carries the same request id, so it applies at most once.
-func (s *Server) forward(ctx context.Context, n *raftmeta.Node, id uint32, addr string,
+func (r *Role) forward(ctx context.Context, n *raftmeta.Node, id uint32, addr string,
 	remote func(context.Context, pb.DRPCMetaClient) error) error {
-	actx, cancel := context.WithTimeout(drpcmetadata.Add(ctx, forwardedKey, "1"), forwardTimeout)
+	actx, cancel := context.WithTimeout(drpcmetadata.Add(ctx, forwardedKey, "1"), ForwardTimeout)
 	defer cancel()
 	moved := make(chan struct{})
 	watched := make(chan struct{})
@@ -98,7 +98,7 @@ func (s *Server) forward(ctx context.Context, n *raftmeta.Node, id uint32, addr 
 			}
 		}
 	}()
-	err := remote(actx, pb.NewDRPCMetaClient(s.pool.Conn(addr)))
+	err := remote(actx, pb.NewDRPCMetaClient(r.pool.Conn(addr)))
 	cancel()
 	<-watched
 	if err == nil || ctx.Err() != nil || actx.Err() == nil {
@@ -110,14 +110,14 @@ func (s *Server) forward(ctx context.Context, n *raftmeta.Node, id uint32, addr 
 			"metadata leadership moved away from node %d while a forwarded request waited on it", id)
 	default:
 		return transport.Errorf(pb.ErrorCode_ERROR_CODE_TIMEOUT,
-			"metadata leader node %d at %s did not answer within %v", id, addr, forwardTimeout)
+			"metadata leader node %d at %s did not answer within %v", id, addr, ForwardTimeout)
 	}
 }
 
-// leaderTrouble reports errors that a retry against the (new) leader may fix.
+// LeaderTrouble reports errors that a retry against the (new) leader may fix.
 // An unknown outcome is among them: every proposal carries a request id, so
 // a retry is answered with the first result if the first attempt did apply.
-func leaderTrouble(err error) bool {
+func LeaderTrouble(err error) bool {
 	return errors.Is(err, raftmeta.ErrNotLeader) || errors.Is(err, raftmeta.ErrNoLeader) ||
 		errors.Is(err, raftmeta.ErrUnknownOutcome) || errors.Is(err, transport.ErrNotLeader) ||
 		errors.Is(err, transport.ErrUnavailable) || errors.Is(err, transport.ErrTimeout)
@@ -125,8 +125,8 @@ func leaderTrouble(err error) bool {
 
 // propose replicates a command through the leader and turns a refusal
 // recorded in its result into an error.
-func (s *Server) propose(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
-	res, err := s.proposeResult(ctx, cmd)
+func (r *Role) propose(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	res, err := r.proposeResult(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (s *Server) propose(ctx context.Context, cmd *pb.Command) (*pb.CommandResul
 // proposeResult replicates a command through the leader and returns the
 // state machine's result as is. A node outside the Raft group (tablet-only)
 // hands it to any meta node, which forwards it.
-func (s *Server) proposeResult(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+func (r *Role) proposeResult(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
 	var res *pb.CommandResult
 	remote := func(ctx context.Context, c pb.DRPCMetaClient) error {
 		resp, err := c.Propose(ctx, &pb.ProposeRequest{Command: cmd})
@@ -147,12 +147,12 @@ func (s *Server) proposeResult(ctx context.Context, cmd *pb.Command) (*pb.Comman
 		return err
 	}
 	var err error
-	if s.node.Load() == nil {
-		err = s.callMeta(ctx, remote)
+	if r.node.Load() == nil {
+		err = r.deps.CallMeta(ctx, remote)
 	} else {
-		err = s.onLeader(ctx, func(ctx context.Context) error {
+		err = r.onLeader(ctx, func(ctx context.Context) error {
 			var err error
-			res, err = s.node.Load().Propose(ctx, cmd)
+			res, err = r.node.Load().Propose(ctx, cmd)
 			return err
 		}, remote)
 	}

@@ -1,4 +1,4 @@
-package server
+package meta
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/floedb/floe/raftmeta/metastate"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -17,20 +18,12 @@ import (
 func TestAdjustIsrRetryIsTheSameProposal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	s, _ := startMetaNode(t, ctx)
-	n := s.node.Load()
-	propose := func(op *pb.Command) *pb.CommandResult {
-		t.Helper()
-		op.RequestId = []byte(newID())
-		res, err := n.Propose(ctx, op)
-		if err != nil || res.GetError() != "" {
-			t.Fatalf("%v: %v %v", op, err, res)
-		}
-		return res
-	}
+	r := startMeta(t, ctx)
+	n := r.node.Load()
+	propose := proposer(t, ctx, n)
 	for id := uint32(2); id <= 3; id++ {
 		propose(&pb.Command{Op: &pb.Command_RegisterNode{RegisterNode: &pb.RegisterNode{Node: &pb.NodeRecord{
-			Id: id, Roles: []string{RoleTablet}, RpcAddress: "127.0.0.1:1", Incarnation: "test"}}}})
+			Id: id, Roles: []string{metastate.RoleTablet}, RpcAddress: "127.0.0.1:1", Incarnation: "test"}}}})
 	}
 	propose(&pb.Command{Op: &pb.Command_CreateDatabase{CreateDatabase: &pb.CreateDatabase{Name: "db"}}})
 	table := propose(&pb.Command{Op: &pb.Command_CreateTable{CreateTable: &pb.CreateTable{Database: "db", Name: "t",
@@ -40,7 +33,7 @@ func TestAdjustIsrRetryIsTheSameProposal(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m := &metaService{s: s}
+	m := &metaService{r: r}
 	req := &pb.AdjustIsrRequest{RequestId: []byte("shrink-1"), Change: &pb.AdjustIsr{
 		TableId: b.TableId, Bucket: b.Bucket, LeaderId: b.Leader, LeaderEpoch: b.LeaderEpoch,
 		BucketEpoch: b.BucketEpoch, Isr: []uint32{b.Leader}}}

@@ -1,4 +1,4 @@
-package server
+package meta
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/floedb/floe/raftmeta/metastate"
-	"github.com/floedb/floe/server/tablet"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/gossip"
@@ -30,7 +29,7 @@ func (m *metaService) DropDatabase(ctx context.Context, req *pb.DropDatabaseRequ
 }
 
 func (m *metaService) CreateTable(ctx context.Context, req *pb.CreateTableRequest) (*pb.CommandResponse, error) {
-	cmd, err := createTableCommand(req, m.s.liveTabletNodes())
+	cmd, err := CreateTableCommand(req, m.r.liveTabletNodes())
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +37,7 @@ func (m *metaService) CreateTable(ctx context.Context, req *pb.CreateTableReques
 	if err != nil {
 		return nil, err
 	}
-	if n := m.s.node.Load(); n != nil && resp.GetResult().GetTable() != nil {
+	if n := m.r.node.Load(); n != nil && resp.GetResult().GetTable() != nil {
 		if expected, err := expectedTabletNodes(ctx, n); err == nil {
 			if w := replicationWarning(req, resp.GetResult(), expected); w != "" {
 				resp.Warnings = append(resp.Warnings, w)
@@ -72,7 +71,10 @@ func replicationWarning(req *pb.CreateTableRequest, res *pb.CommandResult, expec
 		t.GetDatabase(), t.GetName(), t.GetReplication(), asked, t.GetReplication(), expected)
 }
 
-func createTableCommand(req *pb.CreateTableRequest, liveNodes []uint32) (*pb.Command, error) {
+// CreateTableCommand is the command a CreateTable request proposes, its
+// schema parsed and checked; liveNodes are the tablet nodes to place it on
+// (nil: every registered one).
+func CreateTableCommand(req *pb.CreateTableRequest, liveNodes []uint32) (*pb.Command, error) {
 	columns, pk, err := tableColumns(req.Schema, req.PrimaryKey)
 	if err != nil {
 		return nil, err
@@ -92,26 +94,26 @@ func tableColumns(schema string, primaryKey []string) ([]*pb.Column, []string, e
 	if strings.TrimSpace(schema) == "" {
 		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "a table needs a schema, like 'id BIGINT NOT NULL, name STRING'")
 	}
-	s, err := record.ParseSchema(schema)
+	sch, err := record.ParseSchema(schema)
 	if err != nil {
 		return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "%v", err)
 	}
 	if len(primaryKey) > 0 {
-		if len(s.PrimaryKey) > 0 && !slices.Equal(s.PrimaryKey, primaryKey) {
+		if len(sch.PrimaryKey) > 0 && !slices.Equal(sch.PrimaryKey, primaryKey) {
 			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
 				"primary key given twice: (%s) in the schema and (%s) as an option",
-				strings.Join(s.PrimaryKey, ", "), strings.Join(primaryKey, ", "))
+				strings.Join(sch.PrimaryKey, ", "), strings.Join(primaryKey, ", "))
 		}
-		s.PrimaryKey = primaryKey
-		if err := s.Validate(); err != nil {
+		sch.PrimaryKey = primaryKey
+		if err := sch.Validate(); err != nil {
 			return nil, nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "%v", err)
 		}
 	}
-	columns := make([]*pb.Column, len(s.Columns))
-	for i, c := range s.Columns {
+	columns := make([]*pb.Column, len(sch.Columns))
+	for i, c := range sch.Columns {
 		columns[i] = &pb.Column{Name: c.Name, Type: c.Type.String(), Nullable: c.Nullable}
 	}
-	return columns, s.PrimaryKey, nil
+	return columns, sch.PrimaryKey, nil
 }
 
 func (m *metaService) DropTable(ctx context.Context, req *pb.DropTableRequest) (*pb.CommandResponse, error) {
@@ -120,7 +122,7 @@ func (m *metaService) DropTable(ctx context.Context, req *pb.DropTableRequest) (
 }
 
 func (m *metaService) command(ctx context.Context, cmd *pb.Command) (*pb.CommandResponse, error) {
-	res, err := m.s.propose(ctx, cmd)
+	res, err := m.r.propose(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -129,8 +131,8 @@ func (m *metaService) command(ctx context.Context, cmd *pb.Command) (*pb.Command
 
 func (m *metaService) ListDatabases(ctx context.Context, req *pb.ListDatabasesRequest) (*pb.ListDatabasesResponse, error) {
 	var resp *pb.ListDatabasesResponse
-	err := m.s.read(ctx, req.Local, func(applied uint64) error {
-		resp = &pb.ListDatabasesResponse{Databases: m.s.node.Load().State().Databases(), AppliedIndex: applied}
+	err := m.r.read(ctx, req.Local, func(applied uint64) error {
+		resp = &pb.ListDatabasesResponse{Databases: m.r.node.Load().State().Databases(), AppliedIndex: applied}
 		return nil
 	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
 		var err error
@@ -142,8 +144,8 @@ func (m *metaService) ListDatabases(ctx context.Context, req *pb.ListDatabasesRe
 
 func (m *metaService) ListTables(ctx context.Context, req *pb.ListTablesRequest) (*pb.ListTablesResponse, error) {
 	var resp *pb.ListTablesResponse
-	err := m.s.read(ctx, req.Local, func(applied uint64) error {
-		tables, err := m.s.node.Load().State().Tables(req.Database)
+	err := m.r.read(ctx, req.Local, func(applied uint64) error {
+		tables, err := m.r.node.Load().State().Tables(req.Database)
 		resp = &pb.ListTablesResponse{Tables: tables, AppliedIndex: applied}
 		return err
 	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
@@ -156,14 +158,14 @@ func (m *metaService) ListTables(ctx context.Context, req *pb.ListTablesRequest)
 
 func (m *metaService) GetTable(ctx context.Context, req *pb.GetTableRequest) (*pb.GetTableResponse, error) {
 	var resp *pb.GetTableResponse
-	err := m.s.read(ctx, false, func(applied uint64) error {
-		state := m.s.node.Load().State()
+	err := m.r.read(ctx, false, func(applied uint64) error {
+		state := m.r.node.Load().State()
 		table, buckets, err := state.Table(req.Database, req.Name)
 		if err != nil {
 			return err
 		}
 		resp = &pb.GetTableResponse{Table: table, Buckets: buckets, AppliedIndex: applied,
-			MaxBatchBytes: int32(min(tablet.MaxBatchFor(table, m.s.cfg.MaxBatchBytes, m.s.cfg.SegmentMaxBytes), math.MaxInt32))}
+			MaxBatchBytes: int32(min(m.r.deps.MaxBatchFor(table), math.MaxInt32))}
 		holders := map[uint32]bool{}
 		for _, b := range buckets {
 			for _, r := range b.Replicas {
@@ -188,17 +190,17 @@ func (m *metaService) GetTable(ctx context.Context, req *pb.GetTableRequest) (*p
 // forwards the request to the leader; with local, it reads this node's own
 // (possibly stale) state. Either way read learns the applied index it
 // reflects.
-func (s *Server) read(ctx context.Context, local bool, read func(applied uint64) error,
+func (r *Role) read(ctx context.Context, local bool, read func(applied uint64) error,
 	remote func(context.Context, pb.DRPCMetaClient) error) error {
 	if local {
-		n := s.node.Load()
+		n := r.node.Load()
 		if n == nil {
-			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is not part of a cluster yet", s.cfg.NodeID)
+			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is not part of a cluster yet", r.cfg.NodeID)
 		}
 		return read(n.State().AppliedIndex())
 	}
-	return s.onLeader(ctx, func(ctx context.Context) error {
-		n := s.node.Load()
+	return r.onLeader(ctx, func(ctx context.Context) error {
+		n := r.node.Load()
 		if err := n.LinearizableRead(ctx); err != nil {
 			return err
 		}
@@ -209,14 +211,14 @@ func (s *Server) read(ctx context.Context, local bool, read func(applied uint64)
 // liveTabletNodes lists the tablet nodes gossip reports alive, for placing
 // new tables on; nil when this node does not gossip yet (then every
 // registered tablet node is eligible).
-func (s *Server) liveTabletNodes() []uint32 {
-	g := s.gossip.Load()
+func (r *Role) liveTabletNodes() []uint32 {
+	g := r.deps.Gossip()
 	if g == nil {
 		return nil
 	}
 	var out []uint32
 	for _, m := range g.Members() {
-		if m.State == gossip.StateAlive && slices.Contains(m.Roles, RoleTablet) {
+		if m.State == gossip.StateAlive && slices.Contains(m.Roles, metastate.RoleTablet) {
 			out = append(out, m.NodeID)
 		}
 	}

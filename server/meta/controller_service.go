@@ -1,4 +1,4 @@
-package server
+package meta
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func (m *metaService) AdjustIsr(ctx context.Context, req *pb.AdjustIsrRequest) (
 	if req.Change == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "adjust ISR without a change")
 	}
-	res, err := m.s.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
+	res, err := m.r.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
 		Op: &pb.Command_AdjustIsr{AdjustIsr: req.Change}})
 	if err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func (m *metaService) AdjustIsr(ctx context.Context, req *pb.AdjustIsrRequest) (
 // AllocateWriterId hands out an idempotent writer id from the metadata
 // counter.
 func (m *metaService) AllocateWriterId(ctx context.Context, req *pb.AllocateWriterIdRequest) (*pb.AllocateWriterIdResponse, error) {
-	res, err := m.s.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
+	res, err := m.r.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
 		Op: &pb.Command_AllocateWriterId{AllocateWriterId: &pb.AllocateWriterId{}}})
 	if err != nil {
 		return nil, err
@@ -42,7 +42,7 @@ func (m *metaService) AllocateWriterId(ctx context.Context, req *pb.AllocateWrit
 
 // WatchMetadata streams the committed metadata to a tablet node.
 func (m *metaService) WatchMetadata(req *pb.WatchMetadataRequest, stream pb.DRPCMeta_WatchMetadataStream) error {
-	return m.s.watchMetadata(req, stream)
+	return m.r.watchMetadata(req, stream)
 }
 
 // ElectLeaders runs an operator's election of bucket leaders on the Raft
@@ -58,13 +58,13 @@ func (m *metaService) ElectLeaders(ctx context.Context, req *pb.ElectLeadersRequ
 	}
 	id := requestID(req.RequestId)
 	var resp *pb.ElectLeadersResponse
-	err := m.s.onLeader(ctx, func(ctx context.Context) error {
-		g, n := m.s.gossip.Load(), m.s.node.Load()
+	err := m.r.onLeader(ctx, func(ctx context.Context) error {
+		g, n := m.r.deps.Gossip(), m.r.node.Load()
 		if g == nil {
-			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d does not know which nodes are alive yet", m.s.cfg.NodeID)
+			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d does not know which nodes are alive yet", m.r.cfg.NodeID)
 		}
 		var err error
-		resp, err = m.s.electLeaders(ctx, req, id, liveTablets(n.State().Nodes(), g))
+		resp, err = m.r.electLeaders(ctx, req, id, liveTablets(n.State().Nodes(), g))
 		return err
 	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
 		var err error
@@ -77,12 +77,12 @@ func (m *metaService) ElectLeaders(ctx context.Context, req *pb.ElectLeadersRequ
 // electLeaders proposes an operator's election with the tablet nodes live
 // lists, on the Raft leader; an unclean one carries what the live replicas'
 // logs hold (replicaLogs).
-func (s *Server) electLeaders(ctx context.Context, req *pb.ElectLeadersRequest, id []byte, live []uint32) (*pb.ElectLeadersResponse, error) {
-	n := s.node.Load()
+func (r *Role) electLeaders(ctx context.Context, req *pb.ElectLeadersRequest, id []byte, live []uint32) (*pb.ElectLeadersResponse, error) {
+	n := r.node.Load()
 	var logs []*pb.ReplicaLog
 	if req.Unclean {
 		var err error
-		if logs, err = s.replicaLogs(ctx, n.State(), req.Database, req.Table, req.Bucket, live); err != nil {
+		if logs, err = r.replicaLogs(ctx, n.State(), req.Database, req.Table, req.Bucket, live); err != nil {
 			return nil, err
 		}
 	}
@@ -97,13 +97,13 @@ func (s *Server) electLeaders(ctx context.Context, req *pb.ElectLeadersRequest, 
 		return nil, err
 	}
 	resp := &pb.ElectLeadersResponse{Buckets: res.GetElection().GetBuckets(), Index: res.GetIndex()}
-	s.logElections(req, resp)
+	r.logElections(req, resp)
 	return resp, nil
 }
 
 // logElections logs the leaders an operator's election chose: unclean ones
 // at warn level, since what only the old ISR held may be lost.
-func (s *Server) logElections(req *pb.ElectLeadersRequest, resp *pb.ElectLeadersResponse) {
+func (r *Role) logElections(req *pb.ElectLeadersRequest, resp *pb.ElectLeadersResponse) {
 	for _, e := range resp.Buckets {
 		if !e.Elected {
 			continue
@@ -112,10 +112,10 @@ func (s *Server) logElections(req *pb.ElectLeadersRequest, resp *pb.ElectLeaders
 		attrs := []any{"table", req.Database + "." + req.Table, "bucket", b.Bucket, "leader", b.Leader,
 			"leader_epoch", b.LeaderEpoch, "index", resp.Index}
 		if e.Unclean {
-			s.log.Warn("unclean leader election: data only the old in-sync replicas held may be lost",
+			r.log.Warn("unclean leader election: data only the old in-sync replicas held may be lost",
 				append(attrs, "unclean_elections", b.UncleanElections, "ranking", rankingForLog(e.Candidates))...)
 		} else {
-			s.log.Info("leader elected", attrs...)
+			r.log.Info("leader elected", attrs...)
 		}
 	}
 }
@@ -148,10 +148,10 @@ func (m *metaService) DrainNode(ctx context.Context, req *pb.DrainNodeRequest) (
 	}
 	id := requestID(req.RequestId)
 	var resp *pb.DrainNodeResponse
-	err := m.s.onLeader(ctx, func(ctx context.Context) error {
-		g, n := m.s.gossip.Load(), m.s.node.Load()
+	err := m.r.onLeader(ctx, func(ctx context.Context) error {
+		g, n := m.r.deps.Gossip(), m.r.node.Load()
 		if g == nil {
-			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d does not know which nodes are alive yet", m.s.cfg.NodeID)
+			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d does not know which nodes are alive yet", m.r.cfg.NodeID)
 		}
 		res, err := n.Propose(ctx, &pb.Command{RequestId: id, Op: &pb.Command_DrainNode{DrainNode: &pb.DrainNode{
 			NodeId: req.NodeId, Cancel: req.Cancel, LiveNodes: liveTablets(n.State().Nodes(), g),
@@ -170,7 +170,7 @@ func (m *metaService) DrainNode(ctx context.Context, req *pb.DrainNodeRequest) (
 		resp = &pb.DrainNodeResponse{Node: d.Node, Buckets: d.Buckets, Index: res.GetIndex(), Unchanged: res.GetUnchanged()}
 		member, known := g.Member(req.NodeId)
 		resp.Alive = aliveAsRegistered(d.Node, member, known)
-		m.s.logDrain(req, resp)
+		m.r.logDrain(req, resp)
 		return nil
 	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
 		var err error
@@ -203,18 +203,18 @@ func nameDrainedBuckets(st *metastate.State, buckets []*pb.BucketDrain) error {
 // logDrain logs what a drain did: each leadership moved, and each that
 // could not move, at warn level (stopping the node takes those buckets
 // offline until it is back).
-func (s *Server) logDrain(req *pb.DrainNodeRequest, resp *pb.DrainNodeResponse) {
+func (r *Role) logDrain(req *pb.DrainNodeRequest, resp *pb.DrainNodeResponse) {
 	if req.Cancel {
-		s.log.Info("node no longer draining", "node", req.NodeId, "index", resp.Index)
+		r.log.Info("node no longer draining", "node", req.NodeId, "index", resp.Index)
 		return
 	}
 	for _, e := range resp.Buckets {
 		b := e.Bucket
 		attrs := []any{"node", req.NodeId, "table", e.Database + "." + e.Table, "bucket", b.Bucket, "index", resp.Index}
 		if e.Moved {
-			s.log.Info("drain: leadership moved", append(attrs, "leader", b.Leader, "leader_epoch", b.LeaderEpoch)...)
+			r.log.Info("drain: leadership moved", append(attrs, "leader", b.Leader, "leader_epoch", b.LeaderEpoch)...)
 		} else {
-			s.log.Warn("drain: leadership not moved", append(attrs, "reason", e.Error)...)
+			r.log.Warn("drain: leadership not moved", append(attrs, "reason", e.Error)...)
 		}
 	}
 }
@@ -228,7 +228,7 @@ func (m *metaService) CommitRemoteLog(ctx context.Context, req *pb.CommitRemoteL
 	if req.Commit == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "commit remote log without a commit")
 	}
-	res, err := m.s.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
+	res, err := m.r.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
 		Op: &pb.Command_CommitRemoteLog{CommitRemoteLog: req.Commit}})
 	if err != nil {
 		return nil, err
@@ -243,7 +243,7 @@ func (m *metaService) CommitKVSnapshot(ctx context.Context, req *pb.CommitKVSnap
 	if req.Commit == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "commit KV snapshot without a commit")
 	}
-	res, err := m.s.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
+	res, err := m.r.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
 		Op: &pb.Command_CommitKvSnapshot{CommitKvSnapshot: req.Commit}})
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package server
+package meta
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 )
 
 // watchKeepalive is how often an idle metadata stream says it is alive;
-// a watcher gives up on a stream after watchIdle without a message.
+// a watcher gives up on a stream after WatchIdle without a message.
 const (
 	watchKeepalive = time.Second
-	watchIdle      = 4 * watchKeepalive
+	WatchIdle      = 4 * watchKeepalive
 )
 
 // Bounds of what one metadata stream holds at a time: the changes it takes
@@ -41,10 +41,10 @@ const (
 // stale for as long as it stays cut off, and the watcher should follow a
 // meta node that is current. A paused node sends nothing at all, and the
 // watcher's idle timeout moves it on.
-func (s *Server) watchMetadata(req *pb.WatchMetadataRequest, stream pb.DRPCMeta_WatchMetadataStream) error {
-	n := s.node.Load()
+func (r *Role) watchMetadata(req *pb.WatchMetadataRequest, stream pb.DRPCMeta_WatchMetadataStream) error {
+	n := r.node.Load()
 	if n == nil {
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is not part of a cluster yet", s.cfg.NodeID)
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is not part of a cluster yet", r.cfg.NodeID)
 	}
 	ctx := stream.Context()
 	state := n.State()
@@ -83,7 +83,7 @@ func (s *Server) watchMetadata(req *pb.WatchMetadataRequest, stream pb.DRPCMeta_
 		case errors.Is(err, context.DeadlineExceeded):
 			if !n.InContact() {
 				return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE,
-					"meta node %d lost contact with the metadata leader; its view may be stale", s.cfg.NodeID)
+					"meta node %d lost contact with the metadata leader; its view may be stale", r.cfg.NodeID)
 			}
 			if err := stream.Send(&pb.MetadataUpdate{Index: sent, Keepalive: true}); err != nil {
 				return err

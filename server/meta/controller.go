@@ -1,10 +1,11 @@
-package server
+package meta
 
 import (
 	"context"
 	"slices"
 	"time"
 
+	"github.com/floedb/floe/raftmeta/metastate"
 	"github.com/floedb/floe/transport/gossip"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -21,7 +22,7 @@ const controllerTick = 100 * time.Millisecond
 // from when its own gossip saw the node stop being alive: when the
 // metadata leader dies with a bucket leader (the same node), the grace
 // runs during the Raft election instead of after it.
-func (s *Server) controllerLoop(ctx context.Context) {
+func (r *Role) controllerLoop(ctx context.Context) {
 	t := time.NewTicker(controllerTick)
 	defer t.Stop()
 	deadSince := map[uint32]time.Time{}
@@ -33,7 +34,7 @@ func (s *Server) controllerLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		n, g := s.node.Load(), s.gossip.Load()
+		n, g := r.node.Load(), r.deps.Gossip()
 		if n == nil || g == nil || !n.IsLeader() {
 			wasLeader = false
 			continue
@@ -45,17 +46,17 @@ func (s *Server) controllerLoop(ctx context.Context) {
 		if err := view.catchUp(n.State()); err != nil {
 			continue
 		}
-		gone := goneNodes(view.nodeList(), g.Member, deadSince, time.Now(), s.cfg.LivenessGrace)
+		gone := goneNodes(view.nodeList(), g.Member, deadSince, time.Now(), r.cfg.LivenessGrace)
 		if !view.needsFencing(gone) {
 			continue
 		}
-		s.log.Info("controller: fencing tablet nodes", "gone", gone)
+		r.log.Info("controller: fencing tablet nodes", "gone", gone)
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := n.Propose(cctx, &pb.Command{RequestId: []byte(newID()),
+		_, err := n.Propose(cctx, &pb.Command{RequestId: []byte(NewID()),
 			Op: &pb.Command_FenceNodes{FenceNodes: &pb.FenceNodes{Gone: gone}}})
 		cancel()
 		if err != nil {
-			s.log.Warn("controller: fencing failed", "err", err)
+			r.log.Warn("controller: fencing failed", "err", err)
 		}
 	}
 }
@@ -68,7 +69,7 @@ func goneNodes(nodes []*pb.NodeRecord, member func(uint32) (gossip.Member, bool)
 	now time.Time, grace time.Duration) []uint32 {
 	var gone []uint32
 	for _, rec := range nodes {
-		if !slices.Contains(rec.Roles, RoleTablet) {
+		if !slices.Contains(rec.Roles, metastate.RoleTablet) {
 			continue
 		}
 		m, ok := member(rec.Id)
@@ -107,7 +108,7 @@ func aliveAsRegistered(rec *pb.NodeRecord, m gossip.Member, ok bool) bool {
 func liveTablets(nodes []*pb.NodeRecord, g *gossip.Gossip) []uint32 {
 	var live []uint32
 	for _, rec := range nodes {
-		if m, ok := g.Member(rec.Id); slices.Contains(rec.Roles, RoleTablet) && aliveAsRegistered(rec, m, ok) {
+		if m, ok := g.Member(rec.Id); slices.Contains(rec.Roles, metastate.RoleTablet) && aliveAsRegistered(rec, m, ok) {
 			live = append(live, rec.Id)
 		}
 	}

@@ -1,4 +1,4 @@
-package server
+package meta
 
 import (
 	"context"
@@ -20,9 +20,9 @@ func (m *metaService) RemoveNode(ctx context.Context, req *pb.RemoveNodeRequest)
 	}
 	id := requestID(req.RequestId)
 	var resp *pb.RemoveNodeResponse
-	err := m.s.onLeader(ctx, func(ctx context.Context) error {
+	err := m.r.onLeader(ctx, func(ctx context.Context) error {
 		var err error
-		resp, err = m.s.removeNode(ctx, req.NodeId, id)
+		resp, err = m.r.removeNode(ctx, req.NodeId, id)
 		return err
 	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
 		var err error
@@ -42,17 +42,17 @@ func (m *metaService) RemoveNode(ctx context.Context, req *pb.RemoveNodeRequest)
 // gets the command's first result and finishes the Raft step; a removal of
 // a node that is only a Raft member (never registered, or registered and
 // removed by a call that failed before that step) does that step alone.
-func (s *Server) removeNode(ctx context.Context, id uint32, reqID []byte) (*pb.RemoveNodeResponse, error) {
-	g, n := s.gossip.Load(), s.node.Load()
+func (r *Role) removeNode(ctx context.Context, id uint32, reqID []byte) (*pb.RemoveNodeResponse, error) {
+	g, n := r.deps.Gossip(), r.node.Load()
 	if g == nil {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d does not know which nodes are alive yet", s.cfg.NodeID)
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d does not know which nodes are alive yet", r.cfg.NodeID)
 	}
 	servers, err := n.Servers(ctx)
 	if err != nil {
 		return nil, err
 	}
 	member := slices.IndexFunc(servers, func(v raftmeta.Server) bool { return v.ID == id })
-	if err := s.refuseLiveRemoval(ctx, g, id, servers, member); err != nil {
+	if err := r.refuseLiveRemoval(ctx, g, id, servers, member); err != nil {
 		return nil, err
 	}
 	// The state machine refuses the same; asking first keeps a removal
@@ -63,7 +63,7 @@ func (s *Server) removeNode(ctx context.Context, id uint32, reqID []byte) (*pb.R
 	if member >= 0 && servers[member].Voter {
 		// A voter that does not answer is not needed by the quorum once
 		// removed, unless others are down too: say so before any change.
-		if risk, _ := s.voterRemovalRisk(ctx, servers, id); risk != nil {
+		if risk, _ := r.voterRemovalRisk(ctx, servers, id); risk != nil {
 			return nil, risk
 		}
 	}
@@ -92,7 +92,7 @@ func (s *Server) removeNode(ctx context.Context, id uint32, reqID []byte) (*pb.R
 		}
 		resp.LeftRaft = true
 	}
-	s.logRemoval(id, resp)
+	r.logRemoval(id, resp)
 	return resp, nil
 }
 
@@ -102,13 +102,13 @@ func (s *Server) removeNode(ctx context.Context, id uint32, reqID []byte) (*pb.R
 // member -1: it is not), it answers a probe. A live node would go on
 // serving replicas the metadata no longer counts; the way to retire one is
 // a drain and a stop first.
-func (s *Server) refuseLiveRemoval(ctx context.Context, g *gossip.Gossip, id uint32, servers []raftmeta.Server, member int) error {
-	alive := id == s.cfg.NodeID
+func (r *Role) refuseLiveRemoval(ctx context.Context, g *gossip.Gossip, id uint32, servers []raftmeta.Server, member int) error {
+	alive := id == r.cfg.NodeID
 	if m, ok := g.Member(id); ok && m.State == gossip.StateAlive {
 		alive = true
 	}
 	if !alive && member >= 0 {
-		alive = s.probe(ctx, map[uint32]string{id: servers[member].Address})[id] != "unreachable"
+		alive = r.probe(ctx, map[uint32]string{id: servers[member].Address})[id] != "unreachable"
 	}
 	if alive {
 		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
@@ -156,17 +156,17 @@ func describeRemovedReplicas(st *metastate.State, buckets []*pb.BucketRecord) ([
 
 // logRemoval logs a node's removal, and at warn level each bucket it left
 // under-replicated or offline.
-func (s *Server) logRemoval(id uint32, resp *pb.RemoveNodeResponse) {
-	s.log.Info("node removed", "node", id, "index", resp.Index, "left_raft", resp.LeftRaft, "buckets", len(resp.Buckets))
-	for _, r := range resp.Buckets {
-		b := r.Bucket
-		attrs := []any{"node", id, "table", r.Database + "." + r.Table, "bucket", b.Bucket, "replicas", b.Replicas,
-			"replication", r.Replication, "leader", b.Leader}
+func (r *Role) logRemoval(id uint32, resp *pb.RemoveNodeResponse) {
+	r.log.Info("node removed", "node", id, "index", resp.Index, "left_raft", resp.LeftRaft, "buckets", len(resp.Buckets))
+	for _, removed := range resp.Buckets {
+		b := removed.Bucket
+		attrs := []any{"node", id, "table", removed.Database + "." + removed.Table, "bucket", b.Bucket, "replicas", b.Replicas,
+			"replication", removed.Replication, "leader", b.Leader}
 		switch {
 		case b.Leader == 0:
-			s.log.Warn("node removal: bucket offline until an in-sync replica is back", attrs...)
-		case int32(len(b.Replicas)) < r.Replication:
-			s.log.Warn("node removal: bucket under-replicated", attrs...)
+			r.log.Warn("node removal: bucket offline until an in-sync replica is back", attrs...)
+		case int32(len(b.Replicas)) < removed.Replication:
+			r.log.Warn("node removal: bucket under-replicated", attrs...)
 		}
 	}
 }

@@ -1,10 +1,11 @@
-package server
+package meta
 
 import (
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/floedb/floe/raftmeta/metastate"
 	"github.com/floedb/floe/transport/gossip"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -20,7 +21,7 @@ func TestGoneNodesGraceFromGossip(t *testing.T) {
 	const grace = time.Second
 	now := time.Unix(1000, 0)
 	tablet := func(id uint32, inc string) *pb.NodeRecord {
-		return &pb.NodeRecord{Id: id, Roles: []string{RoleTablet}, Incarnation: inc}
+		return &pb.NodeRecord{Id: id, Roles: []string{metastate.RoleTablet}, Incarnation: inc}
 	}
 	nodes := []*pb.NodeRecord{tablet(1, "a"), tablet(2, "b"), tablet(3, "c"), tablet(4, "d"), tablet(5, "e"), tablet(6, "f")}
 	members := map[uint32]gossip.Member{

@@ -1,4 +1,4 @@
-package server
+package meta
 
 import (
 	"cmp"
@@ -29,9 +29,9 @@ const (
 // each bucket's leader reports (highWatermarks).
 func (m *metaService) BucketStatus(ctx context.Context, req *pb.BucketStatusRequest) (*pb.BucketStatusResponse, error) {
 	var resp *pb.BucketStatusResponse
-	err := m.s.onLeader(ctx, func(ctx context.Context) error {
+	err := m.r.onLeader(ctx, func(ctx context.Context) error {
 		var err error
-		resp, err = m.s.bucketStatus(ctx)
+		resp, err = m.r.bucketStatus(ctx)
 		return err
 	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
 		var err error
@@ -41,8 +41,8 @@ func (m *metaService) BucketStatus(ctx context.Context, req *pb.BucketStatusRequ
 	return resp, err
 }
 
-func (s *Server) bucketStatus(ctx context.Context) (*pb.BucketStatusResponse, error) {
-	n := s.node.Load()
+func (r *Role) bucketStatus(ctx context.Context) (*pb.BucketStatusResponse, error) {
+	n := r.node.Load()
 	if err := n.LinearizableRead(ctx); err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (s *Server) bucketStatus(ctx context.Context) (*pb.BucketStatusResponse, er
 	slices.SortFunc(out, func(a, b *pb.BucketStatus) int {
 		return cmp.Or(cmp.Compare(a.Database, b.Database), cmp.Compare(a.Table, b.Table), cmp.Compare(a.Bucket.Bucket, b.Bucket.Bucket))
 	})
-	s.highWatermarks(ctx, out, addrs)
+	r.highWatermarks(ctx, out, addrs)
 	return &pb.BucketStatusResponse{Buckets: out, AppliedIndex: img.Index}, nil
 }
 
@@ -83,7 +83,7 @@ func (s *Server) bucketStatus(ctx context.Context) (*pb.BucketStatusResponse, er
 // its other buckets get the same error at once, so a dead node costs one
 // timeout, not one per bucket. A leader that answers with an error (it no
 // longer leads, say) is asked for its other buckets as usual.
-func (s *Server) highWatermarks(ctx context.Context, buckets []*pb.BucketStatus, addrs map[uint32]string) {
+func (r *Role) highWatermarks(ctx context.Context, buckets []*pb.BucketStatus, addrs map[uint32]string) {
 	ctx, cancel := context.WithTimeout(ctx, hwTimeout)
 	defer cancel()
 	var mu sync.Mutex
@@ -111,7 +111,7 @@ func (s *Server) highWatermarks(ctx context.Context, buckets []*pb.BucketStatus,
 			failed(st, why)
 			return
 		}
-		resp, err := pb.NewDRPCTabletClient(s.pool.Conn(addr)).ListOffsets(ctx, &pb.ListOffsetsRequest{
+		resp, err := pb.NewDRPCTabletClient(r.pool.Conn(addr)).ListOffsets(ctx, &pb.ListOffsetsRequest{
 			TableId: st.Bucket.TableId, Bucket: st.Bucket.Bucket, Spec: pb.OffsetSpec_OFFSET_SPEC_LATEST})
 		var coded *transport.Error
 		switch {

@@ -1,4 +1,4 @@
-package server
+package meta
 
 import (
 	"context"
@@ -16,10 +16,8 @@ import (
 // through the leader (propose); reads run on the leader after a linearizable
 // read check (leaderRead); formation calls (Hello) answer locally.
 type metaService struct {
-	s *Server
+	r *Role
 }
-
-var _ pb.DRPCMetaServer = (*metaService)(nil)
 
 // requestID returns the caller's request id, or a fresh one when it gave
 // none (then a retry after an unknown outcome is not deduplicated).
@@ -27,29 +25,12 @@ func requestID(id []byte) []byte {
 	if len(id) > 0 {
 		return id
 	}
-	return []byte(newID())
-}
-
-func (m *metaService) Hello(_ context.Context, req *pb.HelloRequest) (*pb.HelloResponse, error) {
-	s := m.s
-	s.rememberPeer(&pb.PeerInfo{NodeId: req.NodeId, RpcAddress: req.RpcAddress, Roles: req.Roles})
-	for _, p := range req.Peers {
-		s.rememberPeer(p)
-	}
-	resp := &pb.HelloResponse{NodeId: s.cfg.NodeID, Roles: s.cfg.Roles, ClusterId: s.ClusterID(),
-		Peers: s.metaPeers(), GossipAddress: s.cfg.Gossip}
-	if n := s.node.Load(); n != nil {
-		resp.Formed = true
-		if rec, err := n.State().Node(req.NodeId); err == nil {
-			resp.YourIncarnation = rec.Incarnation
-		}
-	}
-	return resp, nil
+	return []byte(NewID())
 }
 
 func (m *metaService) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinResponse, error) {
 	var resp *pb.JoinResponse
-	err := m.s.onLeader(ctx, func(ctx context.Context) error {
+	err := m.r.onLeader(ctx, func(ctx context.Context) error {
 		var err error
 		resp, err = m.join(ctx, req)
 		return err
@@ -68,7 +49,7 @@ func (m *metaService) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRe
 // one voted in. New members join as non-voters and ask for promotion once
 // caught up.
 func (m *metaService) join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinResponse, error) {
-	n := m.s.node.Load()
+	n := m.r.node.Load()
 	if req.NodeId == 0 || req.RaftAddress == "" || req.Incarnation == "" {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "join needs a node id, an address and an incarnation")
 	}
@@ -81,7 +62,7 @@ func (m *metaService) join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRe
 		cur = &servers[i]
 	}
 	if rec, err := n.State().Node(req.NodeId); err == nil && rec.Incarnation != req.Incarnation {
-		m.s.log.Warn("replacing the membership of a wiped node", "joining_node", req.NodeId,
+		m.r.log.Warn("replacing the membership of a wiped node", "joining_node", req.NodeId,
 			"old_incarnation", rec.Incarnation, "incarnation", req.Incarnation)
 		// Record the new incarnation first: Raft connections name the
 		// incarnation they expect, so from here on peers that have applied
@@ -104,7 +85,7 @@ func (m *metaService) join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRe
 			cur = nil
 		}
 	}
-	resp := &pb.JoinResponse{ClusterId: m.s.ClusterID()}
+	resp := &pb.JoinResponse{ClusterId: m.r.deps.ClusterID()}
 	switch {
 	case cur == nil:
 		if err := n.AddNonvoter(ctx, req.NodeId, req.RaftAddress); err != nil {
@@ -126,10 +107,10 @@ func (m *metaService) Propose(ctx context.Context, req *pb.ProposeRequest) (*pb.
 	if req.Command == nil {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "propose without a command")
 	}
-	if m.s.node.Load() == nil {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is not part of a cluster yet", m.s.cfg.NodeID)
+	if m.r.node.Load() == nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d is not part of a cluster yet", m.r.cfg.NodeID)
 	}
-	res, err := m.s.proposeResult(ctx, req.Command)
+	res, err := m.r.proposeResult(ctx, req.Command)
 	if err != nil {
 		return nil, err
 	}
@@ -137,9 +118,9 @@ func (m *metaService) Propose(ctx context.Context, req *pb.ProposeRequest) (*pb.
 }
 
 func (m *metaService) RaftStatus(ctx context.Context, _ *pb.RaftStatusRequest) (*pb.RaftStatusResponse, error) {
-	s := m.s
-	resp := &pb.RaftStatusResponse{NodeId: s.cfg.NodeID, ClusterId: s.ClusterID(), State: "none"}
-	n := s.node.Load()
+	r := m.r
+	resp := &pb.RaftStatusResponse{NodeId: r.cfg.NodeID, ClusterId: r.deps.ClusterID(), State: "none"}
+	n := r.node.Load()
 	if n == nil {
 		return resp, nil
 	}
@@ -167,7 +148,7 @@ func (m *metaService) AddVoter(ctx context.Context, req *pb.AddVoterRequest) (*p
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "add voter needs a node id and an address")
 	}
 	return m.admin(ctx, func(ctx context.Context, n *raftmeta.Node) error {
-		return m.s.addVoter(ctx, n, req.NodeId, req.Address)
+		return m.r.addVoter(ctx, n, req.NodeId, req.Address)
 	}, func(ctx context.Context, c pb.DRPCMetaClient) (*pb.AdminResponse, error) { return c.AddVoter(ctx, req) })
 }
 
@@ -176,7 +157,7 @@ func (m *metaService) RemoveVoter(ctx context.Context, req *pb.RemoveVoterReques
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "remove voter needs a node id")
 	}
 	return m.admin(ctx, func(ctx context.Context, n *raftmeta.Node) error {
-		return m.s.removeVoter(ctx, n, req.NodeId, req.Force)
+		return m.r.removeVoter(ctx, n, req.NodeId, req.Force)
 	}, func(ctx context.Context, c pb.DRPCMetaClient) (*pb.AdminResponse, error) {
 		return c.RemoveVoter(ctx, req)
 	})
@@ -211,8 +192,8 @@ func (m *metaService) TransferLeadership(ctx context.Context, req *pb.TransferLe
 func (m *metaService) admin(ctx context.Context, local func(context.Context, *raftmeta.Node) error,
 	remote func(context.Context, pb.DRPCMetaClient) (*pb.AdminResponse, error)) (*pb.AdminResponse, error) {
 	var resp *pb.AdminResponse
-	err := m.s.onLeader(ctx, func(ctx context.Context) error {
-		n := m.s.node.Load()
+	err := m.r.onLeader(ctx, func(ctx context.Context) error {
+		n := m.r.node.Load()
 		if err := local(ctx, n); err != nil {
 			return err
 		}

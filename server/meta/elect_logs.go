@@ -1,4 +1,4 @@
-package server
+package meta
 
 import (
 	"cmp"
@@ -33,7 +33,7 @@ const (
 // elected when nothing else can be. The answer is a hint taken at
 // proposal time: the command carries it, and the state machine decides on
 // the committed state at apply time.
-func (s *Server) replicaLogs(ctx context.Context, st *metastate.State, database, table string, bucket *int32, live []uint32) ([]*pb.ReplicaLog, error) {
+func (r *Role) replicaLogs(ctx context.Context, st *metastate.State, database, table string, bucket *int32, live []uint32) ([]*pb.ReplicaLog, error) {
 	var tableID uint64
 	asks := map[uint32][]int32{} // node → buckets to ask it about
 	err := st.Read(func(v *metastate.View) error {
@@ -71,10 +71,10 @@ func (s *Server) replicaLogs(ctx context.Context, st *metastate.State, database,
 	var out []*pb.ReplicaLog
 	fanout.Until(ctx, slices.Sorted(maps.Keys(asks)), replicaLogsFanout, func(id uint32) {
 		buckets := asks[id]
-		resp, err := pb.NewDRPCTabletClient(s.pool.Conn(addrs[id])).ReplicaLogs(ctx,
+		resp, err := pb.NewDRPCTabletClient(r.pool.Conn(addrs[id])).ReplicaLogs(ctx,
 			&pb.ReplicaLogsRequest{TableId: tableID, Buckets: buckets})
 		if err != nil {
-			s.log.Warn("unclean election: a node did not report its replicas' logs; they rank last",
+			r.log.Warn("unclean election: a node did not report its replicas' logs; they rank last",
 				"node", id, "addr", addrs[id], "table", database+"."+table, "err", err)
 			return
 		}
@@ -83,7 +83,7 @@ func (s *Server) replicaLogs(ctx context.Context, st *metastate.State, database,
 		out = append(out, logs...)
 		mu.Unlock()
 	}, func(id uint32) {
-		s.log.Warn("unclean election: no time left to ask a node for its replicas' logs; they rank last",
+		r.log.Warn("unclean election: no time left to ask a node for its replicas' logs; they rank last",
 			"node", id, "table", database+"."+table, "err", ctx.Err())
 	})
 	// In node order, so the command reads the same whichever node answered
