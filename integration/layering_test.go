@@ -10,10 +10,13 @@ import (
 const module = "github.com/floedb/floe"
 
 // forbidden maps a package prefix (relative to the module) to the module
-// packages it must not import: storage ← tiering ← server ← cmd, raftmeta
-// storage-free, transport/client free of business logic, and the engines
-// the floe commands call (cmd/floe/internal/bench, dataio) libraries over
-// the SDK and the storage formats, never a node's own packages.
+// packages it must not import (a name ending in $ is that package alone,
+// not the ones under it): storage ← tiering ← server ← cmd, raftmeta
+// storage-free, transport/client free of business logic, a node's two
+// roles (server/meta, server/tablet) apart from each other and from the
+// node that wires them, and the engines the floe commands call
+// (cmd/floe/internal/bench, dataio) libraries over the SDK and the storage
+// formats, never a node's own packages.
 var forbidden = map[string][]string{
 	"storage/record":    {"storage/logstore", "storage/kvstore", "tiering", "server", "raftmeta", "transport", "client", "cmd"},
 	"storage/logstore":  {"storage/kvstore", "tiering", "server", "raftmeta", "transport", "client", "cmd"},
@@ -23,6 +26,9 @@ var forbidden = map[string][]string{
 	"transport":         {"storage/logstore", "storage/kvstore", "tiering", "server", "raftmeta", "client", "cmd"},
 	"client":            {"storage/logstore", "storage/kvstore", "tiering", "server", "raftmeta", "cmd"},
 	"server":            {"cmd", "client"},
+	"server/meta":       {"server$", "server/tablet"},
+	"server/tablet":     {"server$", "server/meta"},
+	"server/internal":   {"server$", "server/meta", "server/tablet"},
 	"cmd/floe/internal": {"server", "raftmeta", "tiering", "storage/kvstore"},
 }
 
@@ -64,7 +70,8 @@ func TestImportDirection(t *testing.T) {
 					continue
 				}
 				for _, b := range banned {
-					if (irel == b || strings.HasPrefix(irel, b+"/")) && !strings.HasPrefix(irel, prefix) {
+					pkg, alone := strings.CutSuffix(b, "$")
+					if (irel == pkg || !alone && strings.HasPrefix(irel, pkg+"/")) && !strings.HasPrefix(irel, prefix) {
 						t.Errorf("%s imports %s: %s must not depend on %s", rel, irel, prefix, b)
 					}
 				}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/floedb/floe/server/tablet"
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/tiering"
@@ -18,6 +19,9 @@ const (
 	RoleMeta   = "meta"
 	RoleTablet = "tablet"
 )
+
+// DefaultTieringInterval is Config.TieringInterval's default.
+const DefaultTieringInterval = tablet.DefaultTieringInterval
 
 // Config configures a node. Zero values take the documented defaults.
 type Config struct {
@@ -92,7 +96,7 @@ type Config struct {
 	KV kvstore.Config
 	// KVRowCacheBytes bounds the node's cache of recently read rows of
 	// primary-key tables, shared by its stores; 0: a quarter of the
-	// node's memory (DefaultKVRowCacheBytes), negative: none.
+	// node's memory (tablet.DefaultKVRowCacheBytes), negative: none.
 	KVRowCacheBytes int64
 	// KVBufferBytes bounds each primary-key bucket leader's uncommitted
 	// writes (kvreplica.Config.BufferBytes); 0: 64 MiB.

@@ -37,7 +37,7 @@ func (s *Server) gossipSeeds() []string {
 		out = append(out, a)
 	}
 	s.peersMu.Unlock()
-	if n := s.node.Load(); n != nil {
+	if n := s.meta.Node(); n != nil {
 		for _, rec := range n.State().Nodes() {
 			if rec.Id != s.cfg.NodeID && rec.GossipAddress != "" {
 				out = append(out, rec.GossipAddress)

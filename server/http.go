@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/floedb/floe/server/meta"
 )
 
 // serveHTTP serves /healthz (the process is up), /readyz (200 when the node
@@ -54,23 +56,24 @@ const votersTimeout = time.Second
 // ready reports whether the node can serve, and why not.
 func (s *Server) ready(ctx context.Context) (bool, string) {
 	in := readinessInput{formed: isClosed(s.formed), registeredAt: s.registeredAt.Load(),
-		meta: s.cfg.HasRole(RoleMeta), tablet: s.follower != nil}
+		meta: s.cfg.HasRole(RoleMeta), tablet: s.tablet != nil}
 	if why := s.registerErr.Load(); why != nil {
 		in.registerErr = *why
 	}
-	if n := s.node.Load(); n != nil {
+	if n := s.meta.Node(); n != nil {
 		in.leader, _ = n.Leader()
 		in.metaApplied = n.Status().AppliedIndex
 		vctx, cancel := context.WithTimeout(ctx, votersTimeout)
-		missing, voters, err := unregisteredVoters(vctx, n)
+		missing, voters, err := meta.UnregisteredVoters(vctx, n)
 		cancel()
 		in.unregisteredVoters, in.voters = missing, voters
 		if err != nil {
 			in.votersErr = err.Error()
 		}
 	}
-	if s.follower != nil {
-		_, in.tabletApplied, in.watching, in.watchErr = s.follower.state()
+	if s.tablet != nil {
+		f := s.tablet.FollowerState()
+		in.tabletApplied, in.watching, in.watchErr = f.Applied, f.Watching, f.LastErr
 	}
 	return readiness(in)
 }
@@ -82,4 +85,14 @@ func (s *Server) HTTPAddr() string {
 		return ""
 	}
 	return s.httpLis.Addr().String()
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

@@ -19,8 +19,8 @@ func TestRunStopsWhenMetadataCommitFails(t *testing.T) {
 	defer cancel()
 	s, done := startMetaNode(t, ctx)
 	errDisk := errors.New("input/output error")
-	s.node.Load().State().InjectCommitFault(func(uint64) error { return errDisk })
-	m := &metaService{s: s}
+	s.meta.Node().State().InjectCommitFault(func(uint64) error { return errDisk })
+	m := metaServer{Service: s.meta.Service(), s: s}
 	if _, err := m.CreateDatabase(ctx, &pb.CreateDatabaseRequest{Name: "db"}); err == nil {
 		t.Fatal("a database was created on a failing disk")
 	}

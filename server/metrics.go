@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"storj.io/drpc"
 
+	"github.com/floedb/floe/server/tablet"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -33,13 +34,8 @@ type metrics struct {
 	// path only.
 	errors *prometheus.CounterVec
 
-	tieringSegments     prometheus.Counter
-	tieringBytes        prometheus.Counter
-	tieringRoundErrors  prometheus.Counter
-	kvSnapshots         prometheus.Counter
-	kvSnapshotErrors    prometheus.Counter
-	kvSnapshotBytes     prometheus.Counter
-	kvSnapshotDurations prometheus.Observer
+	// tablet are the tablet role's series: tiering and KV snapshots.
+	tablet *tablet.Metrics
 }
 
 // rpcSeries are one RPC's pre-resolved series.
@@ -53,13 +49,6 @@ type rpcSeries struct {
 // slow commit (30 s), in seconds.
 var rpcLatencyBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 	0.25, 0.5, 1, 2.5, 5, 10, 30}
-
-// Labels of the write calls of a Tablet.Writes stream: each is counted
-// as a call of its own, besides the stream.
-const (
-	writesProduceRPC = "/floe.v1.Tablet/Writes/Produce"
-	writesPutKvRPC   = "/floe.v1.Tablet/Writes/PutKv"
-)
 
 // newMetrics makes the registry of server s with every collector
 // registered.
@@ -83,29 +72,15 @@ func newMetrics(s *Server) (*metrics, error) {
 			}
 		}
 	}
-	for _, rpc := range []string{writesProduceRPC, writesPutKvRPC} {
+	for _, rpc := range []string{tablet.WritesProduceRPC, tablet.WritesPutKvRPC} {
 		m.rpcs[rpc] = series(rpcLabel(rpc))
 	}
 	m.other = series("other")
 
-	m.tieringSegments = newCounter("floe_tiering_uploaded_segments_total",
-		"Sealed log segments this node's leaders uploaded to remote storage.")
-	m.tieringBytes = newCounter("floe_tiering_uploaded_bytes_total",
-		"Bytes of sealed log segments this node's leaders uploaded to remote storage.")
-	m.tieringRoundErrors = newCounter("floe_tiering_errors_total",
-		"Tiering rounds of a bucket that failed (retried the next round).")
-	m.kvSnapshots = newCounter("floe_kv_snapshots_total",
-		"KV snapshots this node's primary-key leaders took and committed.")
-	m.kvSnapshotErrors = newCounter("floe_kv_snapshot_errors_total",
-		"KV snapshots that failed to be taken or committed.")
-	m.kvSnapshotBytes = newCounter("floe_kv_snapshot_uploaded_bytes_total",
-		"Bytes KV snapshots uploaded (parts an earlier snapshot stored are reused, not counted).")
-	kvSnapshotDurations := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "floe_kv_snapshot_duration_seconds",
-		Help: "Time taking and committing a KV snapshot.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 9)})
-	m.kvSnapshotDurations = kvSnapshotDurations
+	m.tablet = tablet.NewMetrics()
 
-	for _, c := range []prometheus.Collector{requests, latency, m.errors, m.tieringSegments, m.tieringBytes,
-		m.tieringRoundErrors, m.kvSnapshots, m.kvSnapshotErrors, m.kvSnapshotBytes, kvSnapshotDurations, &nodeCollector{s: s}} {
+	own := append([]prometheus.Collector{requests, latency, m.errors, &nodeCollector{s: s}}, m.tablet.Collectors()...)
+	for _, c := range own {
 		if err := m.reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -127,10 +102,6 @@ func newMetrics(s *Server) (*metrics, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-func newCounter(name, help string) prometheus.Counter {
-	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 }
 
 // rpcLabel is an RPC's label: its DRPC name without the package,

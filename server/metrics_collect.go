@@ -76,12 +76,16 @@ func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v int64, labels ..
 // collectReplicas reports the tablet role's tables and events.
 func (c *nodeCollector) collectReplicas(ch chan<- prometheus.Metric) {
 	s := c.s
-	if !s.tabletReady.Load() {
+	if s.tablet == nil {
+		return
+	}
+	replicas := s.tablet.Replicas()
+	if replicas == nil {
 		return
 	}
 	var logs int64
 	tiered := s.cfg.Remote != nil
-	for _, g := range s.replicas.TableGauges(time.Now()) {
+	for _, g := range replicas.TableGauges(time.Now()) {
 		t := g.Name
 		counter(ch, tableBytesIn, g.Traffic.BytesIn.Load(), t)
 		counter(ch, tableRecordsIn, g.Traffic.RecordsIn.Load(), t)
@@ -102,7 +106,7 @@ func (c *nodeCollector) collectReplicas(ch chan<- prometheus.Metric) {
 			gauge(ch, kvSnapshotAge, g.KVSnapshotAge.Seconds(), t)
 		}
 	}
-	ev := s.replicas.Events()
+	ev := replicas.Events()
 	counter(ch, isrShrinks, ev.ISRShrinks)
 	counter(ch, isrExpands, ev.ISRExpands)
 	counter(ch, leaderElections, ev.LeaderElections)
@@ -115,7 +119,7 @@ func (c *nodeCollector) collectReplicas(ch chan<- prometheus.Metric) {
 // collectMeta reports the metadata Raft of a meta node and, on its leader,
 // the offline buckets.
 func (c *nodeCollector) collectMeta(ch chan<- prometheus.Metric) {
-	n := c.s.node.Load()
+	n := c.s.meta.Node()
 	if n == nil {
 		return
 	}
@@ -172,7 +176,7 @@ func offlineBuckets(state *metastate.State) map[string]int {
 // collectDisk reports the metadata's folder (the tablet role's parts are
 // reported with its tables).
 func (c *nodeCollector) collectDisk(ch chan<- prometheus.Metric) {
-	if c.s.node.Load() == nil {
+	if c.s.meta.Node() == nil {
 		return
 	}
 	if meta, err := diskusage.Bytes(filepath.Join(c.s.cfg.DataDir, "meta")); err == nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/floedb/floe/raftmeta"
+	"github.com/floedb/floe/server/meta"
 )
 
 // RecoverMeta makes voters the whole metadata group of the stopped meta
@@ -22,7 +23,7 @@ func RecoverMeta(dataDir string, nodeID uint32, voters []raftmeta.Server) (befor
 		return nil, fmt.Errorf("server: recover: %w; stop the node first", err)
 	}
 	defer unlockDataDir(lock)
-	dir := metaDir(dataDir)
+	dir := meta.Dir(dataDir)
 	before, err = raftmeta.Configuration(dir, nodeID)
 	if err != nil {
 		return nil, fmt.Errorf("server: recover: %w (is %s the data folder of a meta node, and is the node stopped?)", err, dataDir)

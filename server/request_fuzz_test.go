@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/floedb/floe/raftmeta/metastate"
+	"github.com/floedb/floe/server/meta"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -117,7 +118,7 @@ func checkRequest(codec *record.Codec, msg proto.Message) {
 			usablePeer(p)
 		}
 	case *pb.CreateTableRequest:
-		if cmd, err := createTableCommand(req, nil); err == nil {
+		if cmd, err := meta.CreateTableCommand(req, nil); err == nil {
 			metastate.Precheck(cmd)
 		}
 	case *pb.CreateDatabaseRequest:

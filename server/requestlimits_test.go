@@ -59,12 +59,12 @@ func TestHostileRequestsLeaveTheNodeServing(t *testing.T) {
 		t.Fatalf("hello answers %d peers; the table holds at most %d and the node itself", len(resp.Peers), maxHelloPeers)
 	}
 
-	before := s.node.Load().Status().LastLogIndex
+	before := s.meta.Node().Status().LastLogIndex
 	_, err = meta.CreateDatabase(ctx, &pb.CreateDatabaseRequest{Name: strings.Repeat("n", 1<<20)})
 	if !errors.Is(err, transport.ErrInvalidRequest) {
 		t.Fatalf("create database with a 1 MiB name: %v; want INVALID_REQUEST", err)
 	}
-	if after := s.node.Load().Status().LastLogIndex; after != before {
+	if after := s.meta.Node().Status().LastLogIndex; after != before {
 		t.Fatalf("the Raft log went from index %d to %d: the invalid command was proposed", before, after)
 	}
 }

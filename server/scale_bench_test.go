@@ -42,7 +42,7 @@ func BenchmarkMetaAt100kBuckets(b *testing.B) {
 	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
 	defer cancel()
 	s, _ := startMetaNode(b, ctx)
-	n := s.node.Load()
+	n := s.meta.Node()
 	pool := transport.NewPool(transport.PoolConfig{})
 	defer pool.Close()
 	meta := pb.NewDRPCMetaClient(pool.Conn(s.Addr()))

@@ -7,21 +7,16 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/floedb/floe/internal/backoff"
-	"github.com/floedb/floe/raftmeta"
-	"github.com/floedb/floe/server/replica"
-	"github.com/floedb/floe/server/replica/kvreplica"
+	"github.com/floedb/floe/server/meta"
+	"github.com/floedb/floe/server/tablet"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/gossip"
 	"github.com/floedb/floe/transport/pb"
-	"github.com/floedb/floe/transport/raftnet"
 )
 
 // Server is one Floe node.
@@ -39,15 +34,12 @@ type Server struct {
 	httpLis net.Listener
 	rpc     *transport.Server
 	pool    *transport.Pool
-	node    atomic.Pointer[raftmeta.Node]
 	metrics *metrics // served on /metrics (metrics.go)
 
-	replicas    *replica.Manager  // tablet role
-	kvTables    *kvreplica.Tables // tablet role: the KV side of its replicas
-	tabletReady atomic.Bool
-	// snapshotSem lets one KV snapshot run at a time (kvsnapshot.go).
-	snapshotSem chan struct{}
-	gossip      atomic.Pointer[gossip.Gossip]
+	meta *meta.Role // every node's: runs Raft only with the meta role
+
+	tablet *tablet.Role // nil without the tablet role
+	gossip atomic.Pointer[gossip.Gossip]
 
 	peersMu     sync.Mutex
 	peers       map[uint32]*pb.PeerInfo // met through Hello
@@ -60,9 +52,13 @@ type Server struct {
 	registered   chan struct{}          // closed once this run's registration is committed
 	registeredAt atomic.Uint64          // the Raft index of that registration (the node epoch)
 	registerErr  atomic.Pointer[string] // why the registration was refused, nil when it was not
-	follower     *metaFollower          // tablet role: follows the metadata from the registration on
 	fatal        chan error             // a failure the node cannot serve through: Run stops with it
 	wg           sync.WaitGroup
+
+	// watchOpen opens the tablet role's metadata watch and onMetadata sees
+	// what its replicas acted on: seams for tests, set before Run.
+	watchOpen  func(ctx context.Context, addr string, from uint64) (tablet.MetaStream, error)
+	onMetadata func(*pb.MetadataUpdate)
 }
 
 // New validates the configuration, loads the data folder's identity and binds
@@ -86,12 +82,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, id: id, dirLock: lock, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}), snapshotSem: make(chan struct{}, 1),
+	s := &Server{cfg: cfg, id: id, dirLock: lock, peers: map[uint32]*pb.PeerInfo{}, gossipAddrs: map[uint32]string{}, formed: make(chan struct{}),
 		registered: make(chan struct{}), fatal: make(chan error, 1)}
 	s.log = cfg.Logger.With("node", cfg.NodeID)
-	if cfg.HasRole(RoleTablet) {
-		s.follower = s.newFollower()
-	}
 	knownID := id.ClusterID // a copy: adoptClusterID writes s.id under idMu
 	s.clusterID.Store(&knownID)
 
@@ -112,6 +105,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
 	clusterID := func() string { return *s.clusterID.Load() }
+	s.pool = transport.NewPool(transport.PoolConfig{ClusterID: clusterID})
+	if cfg.HasRole(RoleTablet) {
+		s.tablet = s.newTablet()
+	}
 	s.rpc = transport.NewServer(transport.ServerConfig{
 		MaxMessageBytes:         cfg.MaxMessageBytes,
 		IdleTimeout:             cfg.IdleTimeout,
@@ -122,17 +119,17 @@ func New(cfg Config) (*Server, error) {
 		Observer:                s.metrics,
 		Logger:                  s.log,
 	})
-	if err := pb.DRPCRegisterMeta(s.rpc.Mux(), &metaService{s: s}); err != nil {
+	s.meta = s.newMeta()
+	if err := pb.DRPCRegisterMeta(s.rpc.Mux(), metaServer{Service: s.meta.Service(), s: s}); err != nil {
 		s.lis.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	if cfg.HasRole(RoleTablet) {
-		if err := pb.DRPCRegisterTablet(s.rpc.Mux(), &tabletGate{s: s}); err != nil {
+		if err := pb.DRPCRegisterTablet(s.rpc.Mux(), s.tablet.Service()); err != nil {
 			s.lis.Close()
 			return nil, fmt.Errorf("server: %w", err)
 		}
 	}
-	s.pool = transport.NewPool(transport.PoolConfig{ClusterID: clusterID})
 	if cfg.HTTP != "" {
 		if s.httpLis, err = net.Listen("tcp", cfg.HTTP); err != nil {
 			s.lis.Close()
@@ -141,6 +138,63 @@ func New(cfg Config) (*Server, error) {
 	}
 	built = true
 	return s, nil
+}
+
+// newTablet makes the tablet role over the node's pool and metadata view.
+func (s *Server) newTablet() *tablet.Role {
+	cfg := s.cfg
+	s.watchOpen = func(ctx context.Context, addr string, from uint64) (tablet.MetaStream, error) {
+		return pb.NewDRPCMetaClient(s.pool.Conn(addr)).WatchMetadata(ctx,
+			&pb.WatchMetadataRequest{NodeId: cfg.NodeID, FromIndex: from})
+	}
+	return tablet.New(tablet.Deps{
+		Config: tablet.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, LogSync: cfg.LogSync,
+			SegmentMaxBytes: cfg.SegmentMaxBytes, Remote: cfg.Remote, TieringInterval: cfg.TieringInterval,
+			MaxBatchBytes: cfg.MaxBatchBytes, KV: cfg.KV, KVRowCacheBytes: cfg.KVRowCacheBytes, KVBufferBytes: cfg.KVBufferBytes},
+		Meta:      tabletMeta{s},
+		Pool:      s.pool,
+		ClusterID: s.ClusterID,
+		OpenWatch: func(ctx context.Context, addr string, from uint64) (tablet.MetaStream, error) {
+			return s.watchOpen(ctx, addr, from)
+		},
+		OnMetadata: func(u *pb.MetadataUpdate) {
+			if s.onMetadata != nil {
+				s.onMetadata(u)
+			}
+		},
+		WatchIdle: meta.WatchIdle,
+		Go:        s.goRun,
+		Stop:      s.stop,
+		RPCs:      s.metrics,
+		Metrics:   s.metrics.tablet,
+		Logger:    s.log,
+	})
+}
+
+// newMeta makes the meta role over the node's listener, pool and
+// discovery.
+func (s *Server) newMeta() *meta.Role {
+	cfg := s.cfg
+	return meta.New(meta.Deps{
+		Config: meta.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Advertise: s.advertise, Incarnation: s.id.Incarnation,
+			Join: cfg.Join, BootstrapExpect: cfg.BootstrapExpect, LivenessGrace: cfg.LivenessGrace,
+			RaftHeartbeatTimeout: cfg.RaftHeartbeatTimeout, RaftElectionTimeout: cfg.RaftElectionTimeout,
+			RaftSnapshotThreshold: cfg.RaftSnapshotThreshold, RaftTrailingLogs: cfg.RaftTrailingLogs,
+			RaftSnapshotInterval: cfg.RaftSnapshotInterval},
+		Listener:       s.lis,
+		Pool:           s.pool,
+		Peers:          nodePeers{s},
+		ClusterID:      s.ClusterID,
+		AdoptClusterID: s.adoptClusterID,
+		Gossip:         s.gossip.Load,
+		CallMeta:       s.callMeta,
+		MaxBatchFor: func(t *pb.TableRecord) int {
+			return tablet.MaxBatchFor(t, cfg.MaxBatchBytes, cfg.SegmentMaxBytes)
+		},
+		Go:     s.goRun,
+		Stop:   s.stop,
+		Logger: s.log,
+	})
 }
 
 // advertiseFor derives the address to advertise from the listen address and
@@ -167,8 +221,8 @@ func (s *Server) Formed() <-chan struct{} { return s.formed }
 // replicas act on metadata at or above that registration: a table created
 // from then on can be placed on it. /readyz says whether it still is.
 func (s *Server) Ready() <-chan struct{} {
-	if s.follower != nil {
-		return s.follower.Following() // which waits for the registration
+	if s.tablet != nil {
+		return s.tablet.Following() // which waits for the registration
 	}
 	return s.registered
 }
@@ -255,19 +309,10 @@ func nonCanceled(err error) error {
 
 func (s *Server) shutdown() {
 	s.leaveGossip()
-	if s.replicas != nil {
-		if err := s.replicas.Close(); err != nil {
-			s.log.Warn("closing replicas", "err", err)
-		}
+	if s.tablet != nil {
+		s.tablet.Close()
 	}
-	if s.kvTables != nil {
-		s.kvTables.Close()
-	}
-	if n := s.node.Load(); n != nil {
-		if err := n.Close(); err != nil {
-			s.log.Warn("raft shutdown", "err", err)
-		}
-	}
+	s.meta.Close()
 	s.closeGossip()
 	s.lis.Close()
 	s.pool.Close()
@@ -286,10 +331,10 @@ func (s *Server) startAfterFormed(ctx context.Context) error {
 		return err
 	}
 	if s.cfg.HasRole(RoleMeta) {
-		s.goRun(func() { s.controllerLoop(ctx) })
+		s.goRun(func() { s.meta.RunController(ctx) })
 	}
-	if s.cfg.HasRole(RoleTablet) {
-		return s.startTablet(ctx)
+	if s.tablet != nil {
+		return s.tablet.Start(ctx)
 	}
 	return nil
 }
@@ -297,14 +342,11 @@ func (s *Server) startAfterFormed(ctx context.Context) error {
 // startMeta forms or joins the cluster, starts Raft and the background work
 // of a meta node.
 func (s *Server) startMeta(ctx context.Context) error {
-	if err := s.form(ctx); err != nil {
+	if err := s.meta.Start(ctx); err != nil {
 		return err
 	}
-	n := s.node.Load()
-	s.goRun(func() { s.stopWhenMetaFails(ctx, n) })
 	close(s.formed)
 	s.goRun(func() { s.registerSelf(ctx) })
-	s.goRun(func() { s.leaderLoop(ctx) })
 	return nil
 }
 
@@ -314,7 +356,7 @@ func (s *Server) startTabletOnly(ctx context.Context) error {
 		return errors.New("server: a tablet-only node needs --join with meta node addresses")
 	}
 	s.goRun(func() {
-		pace := backoff.Backoff{Min: formRetry, Max: time.Second, Jitter: true}
+		pace := backoff.Backoff{Min: meta.FormRetry, Max: time.Second, Jitter: true}
 		for s.ClusterID() == "" {
 			for _, r := range s.helloAll(ctx) {
 				if r.ClusterId != "" && r.Formed {
@@ -334,74 +376,6 @@ func (s *Server) startTabletOnly(ctx context.Context) error {
 	})
 	return nil
 }
-
-// openRaft starts the Raft node over the one-port stream layer.
-func (s *Server) openRaft() (*raftmeta.Node, error) {
-	layer := raftnet.NewStreamLayer(s.lis, raftnet.StreamConfig{
-		ClusterID:           s.ClusterID(),
-		Incarnation:         s.id.Incarnation,
-		ExpectedIncarnation: s.incarnationAt,
-		Logger:              s.log,
-	})
-	n, err := raftmeta.Open(raftmeta.Config{
-		NodeID:            s.cfg.NodeID,
-		Dir:               filepath.Join(s.cfg.DataDir, "meta"),
-		Stream:            advertisedStream{StreamLayer: layer, addr: advertisedAddr(s.advertise)},
-		HeartbeatTimeout:  s.cfg.RaftHeartbeatTimeout,
-		ElectionTimeout:   s.cfg.RaftElectionTimeout,
-		SnapshotThreshold: s.cfg.RaftSnapshotThreshold,
-		TrailingLogs:      s.cfg.RaftTrailingLogs,
-		SnapshotInterval:  s.cfg.RaftSnapshotInterval,
-		Logger:            s.log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.node.Store(n)
-	return n, nil
-}
-
-// stopWhenMetaFails stops the node when its metadata voter stopped because
-// its state file failed to commit (raftmeta.Node.Failed): a node that kept
-// serving would answer from a state machine that skipped entries. Run then
-// returns the voter's error, which wraps raftmeta.ErrStateMachineFailed.
-func (s *Server) stopWhenMetaFails(ctx context.Context, n *raftmeta.Node) {
-	select {
-	case <-n.Failed():
-		s.stop(n.Err())
-	case <-ctx.Done():
-	}
-}
-
-// incarnationAt is the incarnation this node's metadata has registered at a
-// Raft address, "" when none: Raft dials name it so a wiped node's new
-// incarnation refuses peers that still expect the old one.
-func (s *Server) incarnationAt(address string) string {
-	n := s.node.Load()
-	if n == nil {
-		return ""
-	}
-	for _, rec := range n.State().Nodes() {
-		if rec.RpcAddress == address {
-			return rec.Incarnation
-		}
-	}
-	return ""
-}
-
-// advertisedStream reports the advertised address as its own, which Raft
-// sends to peers.
-type advertisedStream struct {
-	raft.StreamLayer
-	addr net.Addr
-}
-
-func (a advertisedStream) Addr() net.Addr { return a.addr }
-
-type advertisedAddr string
-
-func (a advertisedAddr) Network() string { return "tcp" }
-func (a advertisedAddr) String() string  { return string(a) }
 
 // adoptClusterID records the cluster this node belongs to, once.
 func (s *Server) adoptClusterID(id string) error {

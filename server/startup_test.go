@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/floedb/floe/server/tablet"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -43,12 +44,10 @@ func runNode(t *testing.T, s *Server) (stop func() error) {
 func appliedIndexes(s *Server) func() []uint64 {
 	var mu sync.Mutex
 	var seen []uint64
-	apply := s.follower.cfg.apply
-	s.follower.cfg.apply = func(u *pb.MetadataUpdate) {
+	s.onMetadata = func(u *pb.MetadataUpdate) {
 		mu.Lock()
 		seen = append(seen, u.GetIndex())
 		mu.Unlock()
-		apply(u)
 	}
 	return func() []uint64 {
 		mu.Lock()
@@ -123,8 +122,8 @@ func TestReadyWaitsForTheTabletToFollowMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
-	open := s.follower.cfg.open
-	s.follower.cfg.open = func(ctx context.Context, addr string, from uint64) (metaStream, error) {
+	open := s.watchOpen
+	s.watchOpen = func(ctx context.Context, addr string, from uint64) (tablet.MetaStream, error) {
 		select {
 		case <-release:
 		case <-ctx.Done():
