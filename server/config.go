@@ -1,13 +1,12 @@
 package server
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"slices"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/server/tablet"
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
@@ -116,49 +115,49 @@ type Config struct {
 // Validate reports the first invalid field.
 func (c *Config) Validate() error {
 	if c.NodeID == 0 {
-		return errors.New("server: --id must be a positive integer")
+		return pkgerr.New("server", "--id must be a positive integer")
 	}
 	if len(c.Roles) == 0 {
-		return errors.New("server: at least one role is required (meta, tablet)")
+		return pkgerr.New("server", "at least one role is required (meta, tablet)")
 	}
 	for _, r := range c.Roles {
 		if r != RoleMeta && r != RoleTablet {
-			return fmt.Errorf("server: unknown role %q (want meta or tablet)", r)
+			return pkgerr.Errorf("server", "unknown role %q (want meta or tablet)", r)
 		}
 	}
 	if c.DataDir == "" {
-		return errors.New("server: --data-dir is required")
+		return pkgerr.New("server", "--data-dir is required")
 	}
 	if c.BootstrapExpect < 0 {
-		return errors.New("server: --bootstrap-expect must not be negative")
+		return pkgerr.New("server", "--bootstrap-expect must not be negative")
 	}
 	if c.BootstrapExpect > 0 && !c.HasRole(RoleMeta) {
-		return errors.New("server: --bootstrap-expect needs the meta role")
+		return pkgerr.New("server", "--bootstrap-expect needs the meta role")
 	}
 	for _, a := range append([]string{c.Listen, c.Advertise, c.Gossip}, c.Join...) {
 		if a == "" {
 			continue
 		}
 		if _, _, err := net.SplitHostPort(a); err != nil {
-			return fmt.Errorf("server: bad address %q: %v", a, err)
+			return pkgerr.Errorf("server", "bad address %q: %v", a, err)
 		}
 	}
 	if c.KVBufferBytes < 0 {
-		return errors.New("server: --kv-buffer-bytes must not be negative")
+		return pkgerr.New("server", "--kv-buffer-bytes must not be negative")
 	}
 	if c.TieringInterval < 0 {
-		return errors.New("server: --tiering-interval must not be negative")
+		return pkgerr.New("server", "--tiering-interval must not be negative")
 	}
 	if c.MessageTimeout < 0 {
-		return errors.New("server: --rpc-message-timeout must not be negative")
+		return pkgerr.New("server", "--rpc-message-timeout must not be negative")
 	}
 	if c.MaxRPCConns < 0 || c.MaxRaftConns < 0 {
-		return errors.New("server: --max-rpc-conns and --max-raft-conns must not be negative")
+		return pkgerr.New("server", "--max-rpc-conns and --max-raft-conns must not be negative")
 	}
 	kv := c.KV
 	kv.Dir = c.DataDir // set by the node; here only to check the sizes
 	if err := kv.Validate(); err != nil {
-		return fmt.Errorf("server: %w", err)
+		return pkgerr.Errorf("server", "%w", err)
 	}
 	return nil
 }

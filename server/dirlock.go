@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // lockFile, in the data folder, is held (flock) by the process that runs
@@ -22,12 +24,12 @@ const lockFile = "LOCK"
 // it sooner.
 func lockDataDir(dir string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		return nil, pkgerr.Errorf("server", "%w", err)
 	}
 	path := filepath.Join(dir, lockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		return nil, pkgerr.Errorf("server", "%w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
@@ -38,9 +40,9 @@ func lockDataDir(dir string) (*os.File, error) {
 					holder = fmt.Sprintf("another process (pid %d)", pid)
 				}
 			}
-			return nil, fmt.Errorf("server: data folder %s is in use by %s: each node needs a folder of its own", dir, holder)
+			return nil, pkgerr.Errorf("server", "data folder %s is in use by %s: each node needs a folder of its own", dir, holder)
 		}
-		return nil, fmt.Errorf("server: lock %s: %w", path, err)
+		return nil, pkgerr.Errorf("server", "lock %s: %w", path, err)
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/server/meta"
 )
 
@@ -45,7 +45,7 @@ func (s *Server) serveHTTP(ctx context.Context, lis net.Listener) error {
 		srv.Shutdown(sctx)
 	}()
 	if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("server: HTTP on %s: %w", lis.Addr(), err)
+		return pkgerr.Errorf("server", "HTTP on %s: %w", lis.Addr(), err)
 	}
 	return nil
 }

@@ -5,9 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 const identityFile = "node.json"
@@ -24,7 +25,7 @@ type identity struct {
 // loadIdentity reads the folder's identity, creating it on first use.
 func loadIdentity(dir string, nodeID uint32) (*identity, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		return nil, pkgerr.Errorf("server", "%w", err)
 	}
 	buf, err := os.ReadFile(filepath.Join(dir, identityFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -32,14 +33,14 @@ func loadIdentity(dir string, nodeID uint32) (*identity, error) {
 		return id, id.save(dir)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		return nil, pkgerr.Errorf("server", "%w", err)
 	}
 	var id identity
 	if err := json.Unmarshal(buf, &id); err != nil {
-		return nil, fmt.Errorf("server: %s is damaged: %v", filepath.Join(dir, identityFile), err)
+		return nil, pkgerr.Errorf("server", "%s is damaged: %v", filepath.Join(dir, identityFile), err)
 	}
 	if id.NodeID != nodeID {
-		return nil, fmt.Errorf("server: data folder %s belongs to node %d, not %d", dir, id.NodeID, nodeID)
+		return nil, pkgerr.Errorf("server", "data folder %s belongs to node %d, not %d", dir, id.NodeID, nodeID)
 	}
 	return &id, nil
 }
@@ -53,25 +54,25 @@ func (id *identity) save(dir string) error {
 	tmp := filepath.Join(dir, identityFile+".tmp")
 	f, err := os.Create(tmp)
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		return pkgerr.Errorf("server", "%w", err)
 	}
 	if _, err := f.Write(append(buf, '\n')); err != nil {
 		f.Close()
-		return fmt.Errorf("server: %w", err)
+		return pkgerr.Errorf("server", "%w", err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("server: %w", err)
+		return pkgerr.Errorf("server", "%w", err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("server: %w", err)
+		return pkgerr.Errorf("server", "%w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, identityFile)); err != nil {
-		return fmt.Errorf("server: %w", err)
+		return pkgerr.Errorf("server", "%w", err)
 	}
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		return pkgerr.Errorf("server", "%w", err)
 	}
 	defer d.Close()
 	return d.Sync()

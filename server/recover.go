@@ -1,9 +1,9 @@
 package server
 
 import (
-	"fmt"
 	"os"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/raftmeta"
 	"github.com/floedb/floe/server/meta"
 )
@@ -16,17 +16,17 @@ import (
 // leader again.
 func RecoverMeta(dataDir string, nodeID uint32, voters []raftmeta.Server) (before []raftmeta.Server, err error) {
 	if st, err := os.Stat(dataDir); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("server: recover: no data folder at %s", dataDir)
+		return nil, pkgerr.Errorf("server", "recover: no data folder at %s", dataDir)
 	}
 	lock, err := lockDataDir(dataDir)
 	if err != nil {
-		return nil, fmt.Errorf("server: recover: %w; stop the node first", err)
+		return nil, pkgerr.Errorf("server", "recover: %w; stop the node first", err)
 	}
 	defer unlockDataDir(lock)
 	dir := meta.Dir(dataDir)
 	before, err = raftmeta.Configuration(dir, nodeID)
 	if err != nil {
-		return nil, fmt.Errorf("server: recover: %w (is %s the data folder of a meta node, and is the node stopped?)", err, dataDir)
+		return nil, pkgerr.Errorf("server", "recover: %w (is %s the data folder of a meta node, and is the node stopped?)", err, dataDir)
 	}
 	if err := raftmeta.Recover(dir, nodeID, voters); err != nil {
 		return before, err

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/server/meta"
 	"github.com/floedb/floe/server/tablet"
 	"github.com/floedb/floe/transport"
@@ -94,7 +94,7 @@ func New(cfg Config) (*Server, error) {
 		Logger:       s.log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Listen, err)
+		return nil, pkgerr.Errorf("server", "listen on %s: %w", cfg.Listen, err)
 	}
 	s.advertise = cfg.Advertise
 	if s.advertise == "" {
@@ -102,7 +102,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.metrics, err = newMetrics(s); err != nil {
 		s.lis.Close()
-		return nil, fmt.Errorf("server: metrics: %w", err)
+		return nil, pkgerr.Errorf("server", "metrics: %w", err)
 	}
 	clusterID := func() string { return *s.clusterID.Load() }
 	s.pool = transport.NewPool(transport.PoolConfig{ClusterID: clusterID})
@@ -122,18 +122,18 @@ func New(cfg Config) (*Server, error) {
 	s.meta = s.newMeta()
 	if err := pb.DRPCRegisterMeta(s.rpc.Mux(), metaServer{Service: s.meta.Service(), s: s}); err != nil {
 		s.lis.Close()
-		return nil, fmt.Errorf("server: %w", err)
+		return nil, pkgerr.Errorf("server", "%w", err)
 	}
 	if cfg.HasRole(RoleTablet) {
 		if err := pb.DRPCRegisterTablet(s.rpc.Mux(), s.tablet.Service()); err != nil {
 			s.lis.Close()
-			return nil, fmt.Errorf("server: %w", err)
+			return nil, pkgerr.Errorf("server", "%w", err)
 		}
 	}
 	if cfg.HTTP != "" {
 		if s.httpLis, err = net.Listen("tcp", cfg.HTTP); err != nil {
 			s.lis.Close()
-			return nil, fmt.Errorf("server: listen on %s: %w", cfg.HTTP, err)
+			return nil, pkgerr.Errorf("server", "listen on %s: %w", cfg.HTTP, err)
 		}
 	}
 	built = true
@@ -353,7 +353,7 @@ func (s *Server) startMeta(ctx context.Context) error {
 // startTabletOnly learns the cluster id from the meta nodes and registers.
 func (s *Server) startTabletOnly(ctx context.Context) error {
 	if len(s.cfg.Join) == 0 {
-		return errors.New("server: a tablet-only node needs --join with meta node addresses")
+		return pkgerr.New("server", "a tablet-only node needs --join with meta node addresses")
 	}
 	s.goRun(func() {
 		pace := backoff.Backoff{Min: meta.FormRetry, Max: time.Second, Jitter: true}
@@ -385,7 +385,7 @@ func (s *Server) adoptClusterID(id string) error {
 		return nil
 	}
 	if s.id.ClusterID != "" {
-		return fmt.Errorf("server: this node belongs to cluster %s, peers are in %s", s.id.ClusterID, id)
+		return pkgerr.Errorf("server", "this node belongs to cluster %s, peers are in %s", s.id.ClusterID, id)
 	}
 	s.id.ClusterID = id
 	if err := s.id.save(s.cfg.DataDir); err != nil {

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // ErrKeyConflict: a folder store cannot hold the object, because its path
 // is a folder of other objects, or one of its parents is an object (the
 // pair "a/b" and "a/b/c", which S3 allows).
-var ErrKeyConflict = errors.New("tiering: key conflicts with an object's path in the folder store")
+var ErrKeyConflict = pkgerr.New("tiering", "key conflicts with an object's path in the folder store")
 
 // Folder is an ObjectStore in a local folder: the object "a/b" is the file
 // a/b below it. Put writes a temporary file next to the object, fsyncs it
@@ -40,10 +42,10 @@ var _ ObjectStore = (*Folder)(nil)
 func NewFolder(dir string) (*Folder, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("tiering: folder %s: %w", dir, err)
+		return nil, pkgerr.Errorf("tiering", "folder %s: %w", dir, err)
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return nil, fmt.Errorf("tiering: folder %s: %w", abs, err)
+		return nil, pkgerr.Errorf("tiering", "folder %s: %w", abs, err)
 	}
 	return &Folder{dir: abs}, nil
 }
@@ -64,7 +66,7 @@ func (f *Folder) PresignGet(_ context.Context, key string, _ time.Duration) (str
 	if err := ValidateKey(key); err != nil {
 		return "", err
 	}
-	return "", fmt.Errorf("tiering: folder presign %s: %w", key, ErrNoPresign)
+	return "", pkgerr.Errorf("tiering", "folder presign %s: %w", key, ErrNoPresign)
 }
 
 // Put stores size bytes of r as the object key (see Folder).
@@ -74,10 +76,10 @@ func (f *Folder) Put(ctx context.Context, key string, r io.Reader, size int64) e
 		return err
 	}
 	if err := checkPut(size); err != nil {
-		return fmt.Errorf("tiering: folder put %s: %w", key, err)
+		return pkgerr.Errorf("tiering", "folder put %s: %w", key, err)
 	}
 	if err := f.put(ctx, path, r, size); err != nil {
-		return fmt.Errorf("tiering: folder put %s: %w", key, err)
+		return pkgerr.Errorf("tiering", "folder put %s: %w", key, err)
 	}
 	return nil
 }

@@ -3,9 +3,10 @@ package tiering
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Delete removes the objects and then the folders they leave empty. Keys
@@ -23,10 +24,10 @@ func (f *Folder) Delete(ctx context.Context, keys ...string) error {
 	var errs []error
 	for i, path := range paths {
 		if err := ctx.Err(); err != nil {
-			return errors.Join(append(errs, fmt.Errorf("tiering: folder delete: %w", err))...)
+			return errors.Join(append(errs, pkgerr.Errorf("tiering", "folder delete: %w", err))...)
 		}
 		if err := f.remove(path); err != nil {
-			errs = append(errs, fmt.Errorf("tiering: folder delete %s: %w", keys[i], err))
+			errs = append(errs, pkgerr.Errorf("tiering", "folder delete %s: %w", keys[i], err))
 		}
 	}
 	return errors.Join(errs...)

@@ -2,11 +2,12 @@ package tiering
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // List calls fn for the objects whose keys start with prefix, in key order.
@@ -37,14 +38,14 @@ func (f *Folder) walk(ctx context.Context, path, keyDir, first string, fn func(O
 		return nil // nothing below this prefix
 	}
 	if err != nil {
-		return fmt.Errorf("tiering: folder list %s: %w", keyDir, err)
+		return pkgerr.Errorf("tiering", "folder list %s: %w", keyDir, err)
 	}
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), first) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("tiering: folder list %s: %w", keyDir, err)
+			return pkgerr.Errorf("tiering", "folder list %s: %w", keyDir, err)
 		}
 		key := keyDir + e.Name()
 		if e.IsDir() {
@@ -61,7 +62,7 @@ func (f *Folder) walk(ctx context.Context, path, keyDir, first string, fn func(O
 			continue // deleted since the folder was read
 		}
 		if err != nil {
-			return fmt.Errorf("tiering: folder list %s: %w", key, err)
+			return pkgerr.Errorf("tiering", "folder list %s: %w", key, err)
 		}
 		if err := fn(ObjectInfo{Key: key, Size: info.Size(), Modified: info.ModTime()}); err != nil {
 			return err

@@ -2,10 +2,11 @@ package tiering
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Get reads length bytes of the object key from offset on (length < 0: to
@@ -17,14 +18,14 @@ func (f *Folder) Get(ctx context.Context, key string, offset, length int64) (io.
 		return nil, err
 	}
 	if err := checkGet(offset); err != nil {
-		return nil, fmt.Errorf("tiering: folder get %s: %w", key, err)
+		return nil, pkgerr.Errorf("tiering", "folder get %s: %w", key, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("tiering: folder get %s: %w", key, err)
+		return nil, pkgerr.Errorf("tiering", "folder get %s: %w", key, err)
 	}
 	file, info, err := openObject(path)
 	if err != nil {
-		return nil, fmt.Errorf("tiering: folder get %s: %w", key, err)
+		return nil, pkgerr.Errorf("tiering", "folder get %s: %w", key, err)
 	}
 	n := max(info.Size()-offset, 0)
 	if length >= 0 {
@@ -48,14 +49,14 @@ func (f *Folder) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 		return ObjectInfo{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return ObjectInfo{}, fmt.Errorf("tiering: folder stat %s: %w", key, err)
+		return ObjectInfo{}, pkgerr.Errorf("tiering", "folder stat %s: %w", key, err)
 	}
 	info, err := os.Stat(path)
 	if err == nil && !info.Mode().IsRegular() {
 		err = fs.ErrNotExist // a folder of other objects
 	}
 	if err != nil {
-		return ObjectInfo{}, fmt.Errorf("tiering: folder stat %s: %w", key, objectError(err))
+		return ObjectInfo{}, pkgerr.Errorf("tiering", "folder stat %s: %w", key, objectError(err))
 	}
 	return ObjectInfo{Key: key, Size: info.Size(), Modified: info.ModTime()}, nil
 }

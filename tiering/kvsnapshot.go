@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // A KV snapshot is a primary-key bucket's rows as of a log offset, stored
@@ -59,7 +60,7 @@ const (
 
 // ErrBadKVSnapshot: a snapshot manifest or part that does not decode or
 // does not match its key.
-var ErrBadKVSnapshot = errors.New("tiering: bad KV snapshot")
+var ErrBadKVSnapshot = pkgerr.New("tiering", "bad KV snapshot")
 
 // KVManifest lists one KV snapshot's parts, in key order.
 type KVManifest struct {
@@ -139,7 +140,7 @@ func TakeKVSnapshot(ctx context.Context, cfg KVSnapshotConfig, leaderEpoch int32
 	}
 	spool, err := os.MkdirTemp(cfg.TempDir, "kv-snapshot-")
 	if err != nil {
-		return KVSnapshotResult{}, fmt.Errorf("tiering: KV snapshot: %w", err)
+		return KVSnapshotResult{}, pkgerr.Errorf("tiering", "KV snapshot: %w", err)
 	}
 	defer os.RemoveAll(spool)
 	m := &KVManifest{Format: kvManifestFormat, TableID: cfg.TableID, Bucket: cfg.Bucket, LeaderEpoch: leaderEpoch,
@@ -160,7 +161,7 @@ func TakeKVSnapshot(ctx context.Context, cfg KVSnapshotConfig, leaderEpoch int32
 		err = w.cut()
 	}
 	if err != nil {
-		return KVSnapshotResult{}, fmt.Errorf("tiering: KV snapshot of table %d bucket %d: %w", cfg.TableID, cfg.Bucket, err)
+		return KVSnapshotResult{}, pkgerr.Errorf("tiering", "KV snapshot of table %d bucket %d: %w", cfg.TableID, cfg.Bucket, err)
 	}
 	m.Offset = offset
 	res := KVSnapshotResult{Manifest: m}
@@ -170,7 +171,7 @@ func TakeKVSnapshot(ctx context.Context, cfg KVSnapshotConfig, leaderEpoch int32
 			res.ReusedParts++
 		} else {
 			if err := putFile(ctx, cfg.Store, p.Key, p.path, p.Bytes); err != nil {
-				return KVSnapshotResult{}, fmt.Errorf("tiering: KV snapshot part %d of table %d bucket %d: %w", i, cfg.TableID, cfg.Bucket, err)
+				return KVSnapshotResult{}, pkgerr.Errorf("tiering", "KV snapshot part %d of table %d bucket %d: %w", i, cfg.TableID, cfg.Bucket, err)
 			}
 			known[path.Base(p.Key)] = p.Key // the same rows twice in one snapshot go up once
 			res.UploadedBytes += p.Bytes
@@ -186,7 +187,7 @@ func TakeKVSnapshot(ctx context.Context, cfg KVSnapshotConfig, leaderEpoch int32
 	}
 	res.ManifestKey = kvManifestKey(cfg.Root, cfg.TableID, cfg.Bucket, offset, leaderEpoch, nonce())
 	if err := cfg.Store.Put(ctx, res.ManifestKey, bytes.NewReader(data), int64(len(data))); err != nil {
-		return KVSnapshotResult{}, fmt.Errorf("tiering: KV snapshot manifest: %w", err)
+		return KVSnapshotResult{}, pkgerr.Errorf("tiering", "KV snapshot manifest: %w", err)
 	}
 	res.UploadedBytes += int64(len(data))
 	return res, nil
@@ -259,7 +260,7 @@ func (w *partSpool) cut() error {
 func ReadKVManifest(ctx context.Context, store ObjectStore, key string) (*KVManifest, error) {
 	data, err := readAll(ctx, store, key, maxManifestBytes)
 	if err != nil {
-		return nil, fmt.Errorf("tiering: read KV snapshot manifest %s: %w", key, err)
+		return nil, pkgerr.Errorf("tiering", "read KV snapshot manifest %s: %w", key, err)
 	}
 	m := &KVManifest{}
 	if json.Unmarshal(data, m) != nil || m.Format != kvManifestFormat {
@@ -295,7 +296,7 @@ func RestoreKVSnapshot(ctx context.Context, store ObjectStore, manifestKey strin
 	for _, p := range m.Parts {
 		obj, err := readAll(ctx, store, p.Key, maxKVPartObjectBytes)
 		if err != nil {
-			return nil, fmt.Errorf("tiering: read KV snapshot part %s: %w", p.Key, err)
+			return nil, pkgerr.Errorf("tiering", "read KV snapshot part %s: %w", p.Key, err)
 		}
 		if raw, err = decodeKVPart(dec, obj, p, raw[:0]); err != nil {
 			return nil, err

@@ -2,16 +2,17 @@ package tiering
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // ManifestFormat is the version of the manifest encoding.
 const ManifestFormat = 1
 
 // ErrBadManifest: a manifest that does not decode or breaks its rules.
-var ErrBadManifest = errors.New("tiering: bad remote manifest")
+var ErrBadManifest = pkgerr.New("tiering", "bad remote manifest")
 
 // Manifest lists a bucket's remote log segments, oldest first. It is an
 // immutable object in remote storage; the metadata commits which one is

@@ -2,11 +2,12 @@ package tiering
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // ObjectStore is the remote storage tiering writes to: S3 (any server
@@ -54,11 +55,11 @@ type ObjectInfo struct {
 
 var (
 	// ErrNotFound: no object under the key.
-	ErrNotFound = errors.New("tiering: object not found")
+	ErrNotFound = pkgerr.New("tiering", "object not found")
 	// ErrInvalidKey: the key is not a valid object key.
-	ErrInvalidKey = errors.New("tiering: invalid object key")
+	ErrInvalidKey = pkgerr.New("tiering", "invalid object key")
 	// ErrNoPresign: the store cannot hand out presigned URLs.
-	ErrNoPresign = errors.New("tiering: store has no presigned URLs")
+	ErrNoPresign = pkgerr.New("tiering", "store has no presigned URLs")
 )
 
 // maxKeyBytes is S3's limit on a key.

@@ -2,17 +2,17 @@ package tiering
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
 )
 
 // ErrNotRemote: the offset is not in the committed remote log.
-var ErrNotRemote = errors.New("tiering: offset not in the remote log")
+var ErrNotRemote = pkgerr.New("tiering", "offset not in the remote log")
 
 // ReaderConfig configures a Reader.
 type ReaderConfig struct {
@@ -42,7 +42,7 @@ type Reader struct {
 // NewReader returns a Reader over cfg.Store.
 func NewReader(cfg ReaderConfig) (*Reader, error) {
 	if cfg.Store == nil {
-		return nil, errors.New("tiering: reader config: Store is required")
+		return nil, pkgerr.New("tiering", "reader config: Store is required")
 	}
 	if cfg.CacheBytes <= 0 {
 		cfg.CacheBytes = DefaultReaderCacheBytes
@@ -70,7 +70,7 @@ func (r *Reader) Manifest(ctx context.Context, h Handle) (*Manifest, error) {
 	}
 	data, err := r.readObject(ctx, h.ManifestKey, maxManifestBytes)
 	if err != nil {
-		return nil, fmt.Errorf("tiering: read manifest: %w", err)
+		return nil, pkgerr.Errorf("tiering", "read manifest: %w", err)
 	}
 	m, err := DecodeManifest(data)
 	if err != nil {
@@ -109,7 +109,7 @@ func (r *Reader) index(ctx context.Context, seg RemoteSegment) (*logstore.Segmen
 	}
 	data, err := r.readObject(ctx, seg.IndexKey, maxIndexBytes)
 	if err != nil {
-		return nil, fmt.Errorf("tiering: read segment index: %w", err)
+		return nil, pkgerr.Errorf("tiering", "read segment index: %w", err)
 	}
 	ix, err := logstore.DecodeSegmentIndex(seg.BaseOffset, seg.objectBytes(), data)
 	if err != nil {
@@ -173,12 +173,12 @@ func drain(it *record.BatchIterator) error {
 func (r *Reader) readRange(ctx context.Context, key string, offset, n int64) ([]byte, error) {
 	body, err := r.cfg.Store.Get(ctx, key, offset, n)
 	if err != nil {
-		return nil, fmt.Errorf("tiering: read %s: %w", key, err)
+		return nil, pkgerr.Errorf("tiering", "read %s: %w", key, err)
 	}
 	defer body.Close()
 	data := make([]byte, n)
 	if _, err := io.ReadFull(body, data); err != nil {
-		return nil, fmt.Errorf("tiering: read %s [%d, +%d): %w", key, offset, n, err)
+		return nil, pkgerr.Errorf("tiering", "read %s [%d, +%d): %w", key, offset, n, err)
 	}
 	return data, nil
 }

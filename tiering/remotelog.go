@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
 )
@@ -107,11 +108,11 @@ const DefaultMaxSegmentsPerRound = 8
 func (c *RemoteLogConfig) Validate() error {
 	switch {
 	case c.Store == nil || c.Commit == nil:
-		return errors.New("tiering: remote log config: Store and Commit are required")
+		return pkgerr.New("tiering", "remote log config: Store and Commit are required")
 	case ValidateKey(c.Root) != nil:
-		return fmt.Errorf("tiering: remote log config: root %q is not a valid key prefix", c.Root)
+		return pkgerr.Errorf("tiering", "remote log config: root %q is not a valid key prefix", c.Root)
 	case c.MaxSegmentsPerRound < 0:
-		return errors.New("tiering: remote log config: negative MaxSegmentsPerRound")
+		return pkgerr.New("tiering", "remote log config: negative MaxSegmentsPerRound")
 	}
 	return nil
 }
@@ -350,14 +351,14 @@ func (r *RemoteLog) uploadSegment(ctx context.Context, b *LeaderBucket, base int
 	}
 	dataKey, indexKey, writersKey := segmentKeys(r.cfg.Root, b.TableID, b.Bucket, s.BaseOffset, b.LeaderEpoch)
 	if err := r.cfg.Store.Put(ctx, dataKey, s.Data(), s.Bytes); err != nil {
-		return RemoteSegment{}, fmt.Errorf("tiering: upload segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
+		return RemoteSegment{}, pkgerr.Errorf("tiering", "upload segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
 	}
 	ix := s.Index.Marshal()
 	if err := r.cfg.Store.Put(ctx, indexKey, bytes.NewReader(ix), int64(len(ix))); err != nil {
-		return RemoteSegment{}, fmt.Errorf("tiering: upload index of segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
+		return RemoteSegment{}, pkgerr.Errorf("tiering", "upload index of segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
 	}
 	if err := putWriters(ctx, r.cfg.Store, writersKey, ws); err != nil {
-		return RemoteSegment{}, fmt.Errorf("tiering: upload writer state of segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
+		return RemoteSegment{}, pkgerr.Errorf("tiering", "upload writer state of segment %d of table %d bucket %d: %w", base, b.TableID, b.Bucket, err)
 	}
 	rs := RemoteSegment{BaseOffset: s.BaseOffset, NextOffset: s.NextOffset, Bytes: s.Bytes, MaxTimestamp: s.MaxTimestamp,
 		UploadEpoch: b.LeaderEpoch, DataKey: dataKey, IndexKey: indexKey, WritersKey: writersKey}
@@ -419,7 +420,7 @@ func (r *RemoteLog) cut(ctx context.Context, b *LeaderBucket) (Round, error) {
 	})
 	if shortenErr != nil {
 		// Dropping the segment whole could lose offsets only it holds.
-		return Round{}, fmt.Errorf("tiering: cut the remote log of table %d bucket %d at %d: %w", b.TableID, b.Bucket, at, shortenErr)
+		return Round{}, pkgerr.Errorf("tiering", "cut the remote log of table %d bucket %d at %d: %w", b.TableID, b.Bucket, at, shortenErr)
 	}
 	r.log.Warn("cutting the remote log after an unclean election: the leader's history parts from it there",
 		"table", b.TableID, "bucket", b.Bucket, "cut_offset", at, "remote_end", cur.handle.EndOffset, "segments_dropped", len(dropped))
@@ -472,7 +473,7 @@ func (r *RemoteLog) batchPosition(ctx context.Context, s RemoteSegment, offset i
 		_, err = io.ReadFull(body, header)
 		body.Close()
 		if err != nil {
-			return 0, fmt.Errorf("tiering: batch header at byte %d of %s: %w", pos, s.DataKey, err)
+			return 0, pkgerr.Errorf("tiering", "batch header at byte %d of %s: %w", pos, s.DataKey, err)
 		}
 		n, ok := record.PeekSize(header)
 		b := record.Batch(header)
@@ -482,11 +483,11 @@ func (r *RemoteLog) batchPosition(ctx context.Context, s RemoteSegment, offset i
 		case b.BaseOffset() == offset:
 			return pos, nil
 		case b.BaseOffset() > offset:
-			return 0, fmt.Errorf("tiering: no batch starts at offset %d in %s (one starts at %d)", offset, s.DataKey, b.BaseOffset())
+			return 0, pkgerr.Errorf("tiering", "no batch starts at offset %d in %s (one starts at %d)", offset, s.DataKey, b.BaseOffset())
 		}
 		pos += int64(n)
 	}
-	return 0, fmt.Errorf("tiering: offset %d is past segment %s", offset, s.DataKey)
+	return 0, pkgerr.Errorf("tiering", "offset %d is past segment %s", offset, s.DataKey)
 }
 
 // commit writes the manifest under a new key and commits it: as the cut of
@@ -498,7 +499,7 @@ func (r *RemoteLog) commit(ctx context.Context, b *LeaderBucket, cur *cachedMani
 	}
 	key := manifestKey(r.cfg.Root, b.TableID, b.Bucket, cur.handle.Version+1, b.LeaderEpoch, nonce())
 	if err := r.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
-		return Handle{}, fmt.Errorf("tiering: write manifest %s: %w", key, err)
+		return Handle{}, pkgerr.Errorf("tiering", "write manifest %s: %w", key, err)
 	}
 	next := Handle{ManifestKey: key, StartOffset: m.Start(), EndOffset: m.End(), RunStart: m.RunStart(),
 		Segments: int32(len(m.Segments)), Bytes: m.Bytes(), MaxTimestamp: m.MaxTimestamp()}
@@ -521,7 +522,7 @@ func (r *RemoteLog) commit(ctx context.Context, b *LeaderBucket, cur *cachedMani
 		// Refused or unknown: the manifest written is garbage unless the
 		// commit landed; either way the next round rereads the metadata.
 		r.Forget(b.TableID, b.Bucket)
-		return Handle{}, fmt.Errorf("tiering: commit remote log of table %d bucket %d: %w", b.TableID, b.Bucket, err)
+		return Handle{}, pkgerr.Errorf("tiering", "commit remote log of table %d bucket %d: %w", b.TableID, b.Bucket, err)
 	}
 	r.store(bucketRef{b.TableID, b.Bucket}, &cachedManifest{handle: committed, manifest: m, sweptEpoch: cur.sweptEpoch})
 	r.log.Info("remote log committed", "table", b.TableID, "bucket", b.Bucket, "version", committed.Version,

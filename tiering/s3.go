@@ -11,6 +11,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // S3 is an ObjectStore in an S3 bucket, through minio-go. Put is one PUT up
@@ -55,7 +56,7 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 		MaxRetries:   s3Attempts,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("tiering: s3 %s: %w", cfg.Endpoint, err)
+		return nil, pkgerr.Errorf("tiering", "s3 %s: %w", cfg.Endpoint, err)
 	}
 	s := &S3{
 		client:   client,
@@ -99,7 +100,7 @@ func (s *S3) checkBucket(ctx context.Context, region string, create bool) error 
 func (s *S3) checkBucketOnce(ctx context.Context, region string, create bool) error {
 	exists, err := s.client.BucketExists(ctx, s.bucket)
 	if err != nil {
-		return fmt.Errorf("tiering: s3 %s: bucket %s: %w", s.endpoint, s.bucket, err)
+		return pkgerr.Errorf("tiering", "s3 %s: bucket %s: %w", s.endpoint, s.bucket, err)
 	}
 	if exists {
 		return nil
@@ -109,7 +110,7 @@ func (s *S3) checkBucketOnce(ctx context.Context, region string, create bool) er
 	}
 	err = s.client.MakeBucket(ctx, s.bucket, minio.MakeBucketOptions{Region: region})
 	if err != nil && errorCode(err) != "BucketAlreadyOwnedByYou" { // made meanwhile by another node
-		return fmt.Errorf("tiering: s3 %s: create bucket %s: %w", s.endpoint, s.bucket, err)
+		return pkgerr.Errorf("tiering", "s3 %s: create bucket %s: %w", s.endpoint, s.bucket, err)
 	}
 	return nil
 }
@@ -135,7 +136,7 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 		return err
 	}
 	if err := checkPut(size); err != nil {
-		return fmt.Errorf("tiering: s3 put %s: %w", key, err)
+		return pkgerr.Errorf("tiering", "s3 put %s: %w", key, err)
 	}
 	_, err = s.client.PutObject(ctx, s.bucket, name, newExactReader(r, size), size, minio.PutObjectOptions{
 		PartSize:             uint64(s.partSize),

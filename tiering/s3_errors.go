@@ -3,20 +3,21 @@ package tiering
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // fail wraps an error of the operation op on key, as ErrNotFound if the
 // server said the object is not there.
 func (s *S3) fail(op, key string, err error) error {
 	if isNoSuchKey(err) {
-		return fmt.Errorf("tiering: s3 %s %s: %w", op, key, ErrNotFound)
+		return pkgerr.Errorf("tiering", "s3 %s %s: %w", op, key, ErrNotFound)
 	}
-	return fmt.Errorf("tiering: s3 %s %s: %w", op, key, err)
+	return pkgerr.Errorf("tiering", "s3 %s %s: %w", op, key, err)
 }
 
 // isNoSuchKey reports the server's "no such object": the code NoSuchKey, or

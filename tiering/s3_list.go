@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // List calls fn for the objects whose keys start with prefix, in key order
@@ -26,7 +28,7 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(ObjectInfo) error)
 	objects := s.client.ListObjectsIter(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix + prefix, Recursive: true})
 	for obj := range objects {
 		if obj.Err != nil {
-			return fmt.Errorf("tiering: s3 list %q: %w", prefix, obj.Err)
+			return pkgerr.Errorf("tiering", "s3 list %q: %w", prefix, obj.Err)
 		}
 		key, ok := strings.CutPrefix(obj.Key, s.prefix)
 		if !ok || ValidateKey(key) != nil {
@@ -59,7 +61,7 @@ func (s *S3) Delete(ctx context.Context, keys ...string) error {
 	}
 	results, err := s.client.RemoveObjectsWithIter(ctx, s.bucket, removals(names), minio.RemoveObjectsOptions{})
 	if err != nil {
-		return fmt.Errorf("tiering: s3 delete: %w", err)
+		return pkgerr.Errorf("tiering", "s3 delete: %w", err)
 	}
 	deleted := 0
 	var first error
@@ -76,7 +78,7 @@ func (s *S3) Delete(ctx context.Context, keys ...string) error {
 	}
 	// A cancelled delete stops without a result for every key.
 	first = cmp.Or(first, ctx.Err(), errors.New("no answer for them"))
-	return fmt.Errorf("tiering: s3 delete: %d of %d keys not deleted: %w", len(names)-deleted, len(names), first)
+	return pkgerr.Errorf("tiering", "s3 delete: %d of %d keys not deleted: %w", len(names)-deleted, len(names), first)
 }
 
 // removals yields the objects RemoveObjectsWithIter is to remove.

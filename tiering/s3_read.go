@@ -2,11 +2,12 @@ package tiering
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Get reads length bytes of the object key from offset on (length < 0: to
@@ -22,7 +23,7 @@ func (s *S3) Get(ctx context.Context, key string, offset, length int64) (io.Read
 		return nil, err
 	}
 	if err := checkGet(offset); err != nil {
-		return nil, fmt.Errorf("tiering: s3 get %s: %w", key, err)
+		return nil, pkgerr.Errorf("tiering", "s3 get %s: %w", key, err)
 	}
 	if length == 0 {
 		// No range names zero bytes; what is left to say is whether the
@@ -40,7 +41,7 @@ func (s *S3) Get(ctx context.Context, key string, offset, length int64) (io.Read
 		err = opts.SetRange(offset, 0)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tiering: s3 get %s: %w", key, err)
+		return nil, pkgerr.Errorf("tiering", "s3 get %s: %w", key, err)
 	}
 	body, _, _, err := s.core.GetObject(ctx, s.bucket, name, opts)
 	if errorCode(err) == minio.InvalidRange {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/minio/minio-go/v7/pkg/s3utils"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // S3Config says where an S3 store keeps its objects. The zero value is not
@@ -59,7 +61,7 @@ const (
 
 // ErrNoBucket: the S3 bucket does not exist (and S3Config.CreateBucket is
 // not set).
-var ErrNoBucket = errors.New("tiering: s3 bucket does not exist")
+var ErrNoBucket = pkgerr.New("tiering", "s3 bucket does not exist")
 
 // Validate checks the configuration without reaching the server.
 func (c S3Config) Validate() error {
@@ -83,7 +85,7 @@ func (c S3Config) Validate() error {
 		errs = append(errs, fmt.Errorf("part size %d not in [%d, %d]", c.PartSize, minPartSize, maxPartSize))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("tiering: s3 config: %w", err)
+		return pkgerr.Errorf("tiering", "s3 config: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
 )
@@ -37,7 +38,7 @@ func verifySegment(data io.ReaderAt, size, base, next int64) ([]WriterBatch, err
 	}
 	for pos := int64(0); pos < size; {
 		if _, err := data.ReadAt(header, pos); err != nil {
-			return nil, fmt.Errorf("tiering: verify segment %d: batch header at byte %d: %w", base, pos, err)
+			return nil, pkgerr.Errorf("tiering", "verify segment %d: batch header at byte %d: %w", base, pos, err)
 		}
 		n, ok := record.PeekSize(header)
 		switch {
@@ -55,7 +56,7 @@ func verifySegment(data io.ReaderAt, size, base, next int64) ([]WriterBatch, err
 		for at, end := pos+record.HeaderSize, pos+int64(n); at < end; {
 			buf := chunk[:min(int64(len(chunk)), end-at)]
 			if _, err := data.ReadAt(buf, at); err != nil {
-				return nil, fmt.Errorf("tiering: verify segment %d: batch at byte %d: %w", base, pos, err)
+				return nil, pkgerr.Errorf("tiering", "verify segment %d: batch at byte %d: %w", base, pos, err)
 			}
 			crc = record.UpdateCRC(crc, buf)
 			at += int64(len(buf))

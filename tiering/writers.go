@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // writersPerSegment is how many batches per idempotent writer a segment's
@@ -30,7 +32,7 @@ func (r *Reader) Writers(ctx context.Context, seg RemoteSegment) ([]WriterBatch,
 	}
 	data, err := r.readObject(ctx, seg.WritersKey, maxIndexBytes)
 	if err != nil {
-		return nil, fmt.Errorf("tiering: read writer state: %w", err)
+		return nil, pkgerr.Errorf("tiering", "read writer state: %w", err)
 	}
 	var out []WriterBatch
 	if err := json.Unmarshal(data, &out); err != nil {

@@ -15,9 +15,11 @@ import (
 
 	"github.com/floedb/floe/client"
 	"github.com/floedb/floe/internal/tableprop"
+	"github.com/floedb/floe/server"
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/transport"
 )
 
@@ -258,6 +260,11 @@ func TestCLIMessages(t *testing.T) {
 	_, logstoreErr := logstore.ListSegments(filepath.Join(t.TempDir(), "missing"))
 	// A server's error reaches the CLI over the wire, as a *transport.Error.
 	wireErr := transport.FromWire(transport.ToWire(fmt.Errorf("read bucket 3: %w", logstore.ErrOffsetOutOfRange)))
+	// A node's own configuration errors reach `floe serve` directly.
+	serverErr := (&server.Config{}).Validate()
+	notDir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notDir, nil, 0o644)
+	_, tieringErr := tiering.NewFolder(filepath.Join(notDir, "remote"))
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -272,13 +279,15 @@ func TestCLIMessages(t *testing.T) {
 		{"logstore", logstoreErr, strings.TrimPrefix(logstoreErr.Error(), "logstore: ")},
 		{"kvstore", fmt.Errorf("upsert: %w", kvstore.ErrDeleteDisabled), "upsert: deletes are disabled for this table"},
 		{"transport", wireErr, "internal error: read bucket 3: offset out of range"},
+		{"server", serverErr, strings.TrimPrefix(serverErr.Error(), "server: ")},
+		{"tiering", tieringErr, strings.TrimPrefix(tieringErr.Error(), "tiering: ")},
 		{"repeated phrase", fmt.Errorf("corrupt data: %w", fmt.Errorf("corrupt data: %w", logstore.ErrCorrupt)), "corrupt data: corrupt log"},
 	} {
 		got := cliMessage(tc.err)
 		if got != tc.want {
 			t.Errorf("%s: cliMessage(%q)\n got %q\nwant %q", tc.name, tc.err, got, tc.want)
 		}
-		for _, pkg := range []string{"client", "record", "tableprop", "logstore", "transport", "kvstore", "metastate", "raftmeta"} {
+		for _, pkg := range []string{"client", "record", "tableprop", "logstore", "transport", "kvstore", "metastate", "raftmeta", "server", "tiering"} {
 			if strings.Contains(got, pkg+": ") {
 				t.Errorf("%s: %q names the Go package %s", tc.name, got, pkg)
 			}

@@ -2,10 +2,10 @@ package meta
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/raftmeta"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -42,7 +42,7 @@ func (r *Role) form(ctx context.Context) error {
 		return err
 	}
 	if r.cfg.BootstrapExpect == 0 && len(r.cfg.Join) == 0 {
-		return fmt.Errorf("server: nothing to do: give --bootstrap-expect to form a cluster or --join to join one")
+		return pkgerr.Errorf("server", "nothing to do: give --bootstrap-expect to form a cluster or --join to join one")
 	}
 	lastLog := time.Time{}
 	// Discovery polls at a steady pace (peers may start at any moment);
@@ -144,7 +144,7 @@ func (r *Role) tryBootstrap(ctx context.Context, responses []*pb.HelloResponse) 
 		servers = append(servers, raftmeta.Server{ID: p.NodeId, Address: p.RpcAddress, Voter: true})
 	}
 	if err := n.Bootstrap(servers); err != nil {
-		return false, fmt.Errorf("server: bootstrap: %w", err)
+		return false, pkgerr.Errorf("server", "bootstrap: %w", err)
 	}
 	r.log.Info("bootstrapped a new cluster", "cluster_id", id, "voters", len(servers))
 	return true, nil

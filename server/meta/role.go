@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/raftmeta"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/gossip"
@@ -223,5 +223,5 @@ func NewID() string {
 // errNoRaftState is a data folder with Raft state but no cluster id in
 // the node's identity file (server's node.json).
 func errNoRaftState(raftDir string) error {
-	return fmt.Errorf("server: %s has Raft state but no cluster id in node.json", raftDir)
+	return pkgerr.Errorf("server", "%s has Raft state but no cluster id in node.json", raftDir)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -51,7 +52,7 @@ const (
 
 // errCatchUpOutdated: the replica's role, epoch or log changed while its
 // catch-up read remote storage; what it read is dropped.
-var errCatchUpOutdated = errors.New("replica: the follower changed while it caught up: its catch-up is dropped")
+var errCatchUpOutdated = pkgerr.New("replica", "the follower changed while it caught up: its catch-up is dropped")
 
 // catchUp is a replica's background catch-up; under Replica.mu.
 type catchUp struct {

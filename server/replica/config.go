@@ -2,10 +2,10 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/transport/pb"
@@ -91,13 +91,13 @@ type Config struct {
 func (c *Config) Validate() error {
 	switch {
 	case c.NodeID == 0:
-		return errors.New("replica: config: NodeID is required")
+		return pkgerr.New("replica", "config: NodeID is required")
 	case c.Dir == "":
-		return errors.New("replica: config: Dir is required")
+		return pkgerr.New("replica", "config: Dir is required")
 	case c.Meta == nil || c.Dialer == nil:
-		return errors.New("replica: config: Meta and Dialer are required")
+		return pkgerr.New("replica", "config: Meta and Dialer are required")
 	case c.ReplicaLagMax < 0 || c.MaxBatchBytes < 0:
-		return errors.New("replica: config: negative limit")
+		return pkgerr.New("replica", "config: negative limit")
 	}
 	return nil
 }

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/floedb/floe/internal/fanout"
 	"io"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/floedb/floe/internal/fanout"
+	"github.com/floedb/floe/internal/pkgerr"
 
 	"github.com/floedb/floe/internal/backoff"
 	"github.com/floedb/floe/server/replication"
@@ -116,7 +118,7 @@ func exchangeFetch(st pb.DRPCTablet_FetchesClient, req *pb.FetchRequest) (*pb.Fe
 
 // errFetchStreamEnded: the leader node ended the fetch stream without an
 // error (it is shutting down its connections).
-var errFetchStreamEnded = errors.New("replica: the leader node ended the fetch stream")
+var errFetchStreamEnded = pkgerr.New("replica", "the leader node ended the fetch stream")
 
 // closeStream ends the fetcher's stream, if one is open.
 func (f *fetcher) closeStream() {
@@ -193,7 +195,7 @@ func (f *fetcher) run() {
 // errNothingToFetch: every replica following the leader waits for its
 // damaged log to be cut back or catches up from remote storage; the
 // fetcher backs off meanwhile.
-var errNothingToFetch = errors.New("replica: every replica to fetch for waits for its damage to be cut away or catches up")
+var errNothingToFetch = pkgerr.New("replica", "every replica to fetch for waits for its damage to be cut away or catches up")
 
 // fetchOnce sends one Fetch for the given replicas and applies the answer.
 func (f *fetcher) fetchOnce(reps []*Replica) error {

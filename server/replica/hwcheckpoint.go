@@ -4,13 +4,14 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // The node's high-watermark checkpoint: one file for all its replicas
@@ -60,14 +61,14 @@ func loadHWCheckpoint(dir string) (*hwCheckpoint, error) {
 
 func decodeHWCheckpoint(buf []byte) (map[BucketID]int64, error) {
 	if len(buf) < 12 || binary.BigEndian.Uint32(buf) != hwCheckpointMagic {
-		return nil, fmt.Errorf("replica: %s: bad header", hwCheckpointFile)
+		return nil, pkgerr.Errorf("replica", "%s: bad header", hwCheckpointFile)
 	}
 	n := int(binary.BigEndian.Uint32(buf[4:]))
 	if len(buf) != 8+n*hwEntryBytes+4 {
-		return nil, fmt.Errorf("replica: %s: %d entries in %d bytes", hwCheckpointFile, n, len(buf))
+		return nil, pkgerr.Errorf("replica", "%s: %d entries in %d bytes", hwCheckpointFile, n, len(buf))
 	}
 	if crc32.Checksum(buf[:len(buf)-4], castagnoli) != binary.BigEndian.Uint32(buf[len(buf)-4:]) {
-		return nil, fmt.Errorf("replica: %s: bad checksum", hwCheckpointFile)
+		return nil, pkgerr.Errorf("replica", "%s: bad checksum", hwCheckpointFile)
 	}
 	out := make(map[BucketID]int64, n)
 	for p := buf[8 : len(buf)-4]; len(p) > 0; p = p[hwEntryBytes:] {

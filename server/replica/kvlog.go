@@ -3,8 +3,10 @@ package replica
 import (
 	"context"
 	"errors"
-	"github.com/floedb/floe/server/replication"
 	"time"
+
+	"github.com/floedb/floe/internal/pkgerr"
+	"github.com/floedb/floe/server/replication"
 
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
@@ -76,7 +78,7 @@ func (r *Replica) Write(ctx context.Context, turn *Turn, b record.Batch, acks in
 		var wait func() error
 		err := derive(epoch, func(batch record.Batch) (logstore.AppendInfo, error) {
 			if wait != nil {
-				return logstore.AppendInfo{}, errors.New("replica: a write appends one batch")
+				return logstore.AppendInfo{}, pkgerr.New("replica", "a write appends one batch")
 			}
 			appended, w, err := r.log.AppendPending(batch, epoch)
 			if err != nil {
@@ -87,7 +89,7 @@ func (r *Replica) Write(ctx context.Context, turn *Turn, b record.Batch, acks in
 			return appended, nil
 		})
 		if err == nil && wait == nil {
-			err = errors.New("replica: a write returned without appending")
+			err = pkgerr.New("replica", "a write returned without appending")
 		}
 		return info, wait, err
 	})

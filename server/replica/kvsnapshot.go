@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/transport"
@@ -125,7 +126,7 @@ func (m *Manager) TakeKVSnapshot(ctx context.Context, id BucketID, store tiering
 	cfg := tiering.KVSnapshotConfig{Store: store, Root: root, TableID: id.TableID, Bucket: id.Bucket, TempDir: r.dir}
 	res, err := r.kv.Snapshot(ctx, cfg, leaderEpoch, previous)
 	if err != nil {
-		return tiering.KVSnapshotResult{}, fmt.Errorf("replica: KV snapshot of bucket %s: %w", id, err)
+		return tiering.KVSnapshotResult{}, pkgerr.Errorf("replica", "KV snapshot of bucket %s: %w", id, err)
 	}
 	return res, nil
 }

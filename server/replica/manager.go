@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"errors"
-	"github.com/floedb/floe/internal/fanout"
 	"log/slog"
 	"maps"
 	"os"
@@ -12,13 +11,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/floedb/floe/internal/fanout"
+	"github.com/floedb/floe/internal/pkgerr"
+
 	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
 
-var errNoAddress = errors.New("replica: no address known for the leader node")
+var errNoAddress = pkgerr.New("replica", "no address known for the leader node")
 
 // Manager owns this node's bucket replicas. Its fields are grouped by
 // what guards them; doc.go gives the order its locks are taken in.

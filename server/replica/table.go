@@ -1,9 +1,9 @@
 package replica
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/internal/tableprop"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
@@ -39,7 +39,7 @@ const MinInsyncReplicasProperty = tableprop.MinInsyncReplicas
 // build that checked less (a property out of range, a type this build does
 // not know). The table's buckets get no replica here, and requests for them
 // are answered with the reason, never as if the table had been dropped.
-var ErrUnusableTable = errors.New("replica: unusable table metadata")
+var ErrUnusableTable = pkgerr.New("replica", "unusable table metadata")
 
 // newTableInfo reads a table's metadata; the KV side of a primary-key
 // table comes from kv.
@@ -69,7 +69,7 @@ func newTableInfo(t *pb.TableRecord, kv KVTables) (*tableInfo, error) {
 	_, info.segmentBytesSet = t.Properties[tableprop.LogSegmentBytes]
 	if info.primaryKey {
 		if kv == nil {
-			return nil, fmt.Errorf("replica: table %s has a primary key and this node has no KV tables", info.name)
+			return nil, pkgerr.Errorf("replica", "table %s has a primary key and this node has no KV tables", info.name)
 		}
 		kvt, err := kv.Table(t, info.name, info.schema)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/storage/kvstore/kverr"
 	"github.com/floedb/floe/storage/logstore"
@@ -53,7 +54,7 @@ func WireError(err error) error {
 			return transport.Errorf(row.code, "%v", err)
 		}
 	}
-	return fmt.Errorf("replica: %w", err)
+	return pkgerr.Errorf("replica", "%w", err)
 }
 
 // wireError is WireError with the bucket named; nil stays nil.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/server/replication"
 	"github.com/floedb/floe/storage/record"
 )
@@ -46,7 +47,7 @@ type snapAnchor struct {
 
 var noBatch = snapAnchor{epoch: -1}
 
-var errBadWriterSnap = errors.New("replica: damaged writer-state snapshot")
+var errBadWriterSnap = pkgerr.New("replica", "damaged writer-state snapshot")
 
 // saveWritersLocked writes the snapshot at the log's end, after syncing
 // the log, unless the snapshot on disk was taken there (the writer table
@@ -58,7 +59,7 @@ func (r *Replica) saveWritersLocked() error {
 	}
 	end := r.log.EndOffset()
 	if written := r.log.WrittenEnd(); written != end {
-		return fmt.Errorf("replica: log written to %d but durable to %d after a sync", written, end)
+		return pkgerr.Errorf("replica", "log written to %d but durable to %d after a sync", written, end)
 	}
 	if end == r.writers.saved {
 		return nil
@@ -86,11 +87,11 @@ func (r *Replica) anchorAt(offset int64) (snapAnchor, error) {
 	defer recs.Release()
 	it := recs.Batches()
 	if !it.Next() {
-		return snapAnchor{}, fmt.Errorf("replica: no batch holds offset %d: %v", offset-1, it.Err())
+		return snapAnchor{}, pkgerr.Errorf("replica", "no batch holds offset %d: %v", offset-1, it.Err())
 	}
 	b := it.Batch()
 	if b.LastOffset() != offset-1 {
-		return snapAnchor{}, fmt.Errorf("replica: offset %d is inside batch %d-%d", offset, b.BaseOffset(), b.LastOffset())
+		return snapAnchor{}, pkgerr.Errorf("replica", "offset %d is inside batch %d-%d", offset, b.BaseOffset(), b.LastOffset())
 	}
 	return snapAnchor{epoch: b.LeaderEpoch(), crc: b.CRC()}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/raftmeta/metastate"
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/tiering"
@@ -64,7 +65,7 @@ func (r *Role) takeKVSnapshot(ctx context.Context, id replica.BucketID) (*pb.Sna
 	}
 	base, err := read(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("server: read the committed KV snapshots of bucket %s: %w", id, err)
+		return nil, pkgerr.Errorf("server", "read the committed KV snapshots of bucket %s: %w", id, err)
 	}
 	if err := leadsAt(base, r.cfg.NodeID, lead.LeaderEpoch); err != nil {
 		return nil, err
@@ -80,7 +81,7 @@ func (r *Role) takeKVSnapshot(ctx context.Context, id replica.BucketID) (*pb.Sna
 		ExpectedVersion: proto.Int64(metastate.KVSnapshotsVersion(base.GetKvSnapshots()))})
 	if err != nil {
 		// The parts and manifest stay until a collection after a commit.
-		return nil, fmt.Errorf("server: commit KV snapshot of bucket %s: %w", id, err)
+		return nil, pkgerr.Errorf("server", "commit KV snapshot of bucket %s: %w", id, err)
 	}
 	r.replicas.NoteKVSnapshots(id, b.GetKvSnapshots())
 	cfg := tiering.KVSnapshotConfig{Store: r.cfg.Remote, Root: root, TableID: id.TableID, Bucket: id.Bucket}
@@ -101,7 +102,7 @@ func (r *Role) takeKVSnapshot(ctx context.Context, id replica.BucketID) (*pb.Sna
 
 // errDeposed: a KV snapshot collection found that the node no longer leads
 // the bucket at the epoch it committed in, and deleted nothing.
-var errDeposed = errors.New("server: deposed before collecting KV snapshots")
+var errDeposed = pkgerr.New("server", "deposed before collecting KV snapshots")
 
 // collectKVSnapshots deletes the bucket's KV snapshot objects that no
 // snapshot committed when it runs references (read gives the bucket's

@@ -3,7 +3,6 @@ package tablet
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/internal/tableprop"
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/server/replica/kvreplica"
@@ -233,7 +233,7 @@ func (r *Role) Start(ctx context.Context) error {
 		Meta:           metaClient{r.deps.Meta},
 		Dialer:         poolDialer{r.deps.Pool},
 		Logger:         r.log,
-		OnFail:         func(err error) { r.deps.Stop(fmt.Errorf("server: a bucket replica's log failed: %w", err)) },
+		OnFail:         func(err error) { r.deps.Stop(pkgerr.Errorf("server", "a bucket replica's log failed: %w", err)) },
 	})
 	if err != nil {
 		kv.Close()

@@ -1,7 +1,6 @@
 package gossip
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // Profiles name a set of memberlist timings; see the package doc for the
@@ -71,39 +72,39 @@ type Config struct {
 func (c *Config) Validate() error {
 	switch {
 	case c.NodeID == 0:
-		return errors.New("gossip: config: NodeID must be > 0")
+		return pkgerr.New("gossip", "config: NodeID must be > 0")
 	case c.BindAddress == "":
-		return errors.New("gossip: config: BindAddress is required")
+		return pkgerr.New("gossip", "config: BindAddress is required")
 	case c.RPCAddress == "":
-		return errors.New("gossip: config: RPCAddress is required")
+		return pkgerr.New("gossip", "config: RPCAddress is required")
 	case c.Incarnation == "":
-		return errors.New("gossip: config: Incarnation is required")
+		return pkgerr.New("gossip", "config: Incarnation is required")
 	case c.ForgetAfter < 0:
-		return errors.New("gossip: config: negative ForgetAfter")
+		return pkgerr.New("gossip", "config: negative ForgetAfter")
 	}
 	if _, err := profileTimings(c.Profile); err != nil {
 		return err
 	}
 	if _, _, err := splitIPPort(c.BindAddress, false); err != nil {
-		return fmt.Errorf("gossip: config: BindAddress: %w", err)
+		return pkgerr.Errorf("gossip", "config: BindAddress: %w", err)
 	}
 	if c.AdvertiseAddress != "" {
 		if _, _, err := splitIPPort(c.AdvertiseAddress, true); err != nil {
-			return fmt.Errorf("gossip: config: AdvertiseAddress: %w", err)
+			return pkgerr.Errorf("gossip", "config: AdvertiseAddress: %w", err)
 		}
 	}
 	for i, r := range c.Roles {
 		if r == "" {
-			return fmt.Errorf("gossip: config: Roles[%d] is empty", i)
+			return pkgerr.Errorf("gossip", "config: Roles[%d] is empty", i)
 		}
 	}
 	for i, a := range c.Join {
 		if a == "" {
-			return fmt.Errorf("gossip: config: Join[%d] is empty", i)
+			return pkgerr.Errorf("gossip", "config: Join[%d] is empty", i)
 		}
 	}
 	if _, err := c.meta().encode(); err != nil {
-		return fmt.Errorf("gossip: config: %w", err)
+		return pkgerr.Errorf("gossip", "config: %w", err)
 	}
 	return nil
 }
@@ -176,7 +177,7 @@ func profileTimings(profile string) (timings, error) {
 			reconnectInterval: 500 * time.Millisecond,
 		}, nil
 	default:
-		return timings{}, fmt.Errorf("gossip: config: unknown Profile %q (want %q or %q)", profile, ProfileLAN, ProfileLocal)
+		return timings{}, pkgerr.Errorf("gossip", "config: unknown Profile %q (want %q or %q)", profile, ProfileLAN, ProfileLocal)
 	}
 }
 
@@ -209,7 +210,7 @@ func nodeName(id uint32) string { return strconv.FormatUint(uint64(id), 10) }
 func parseNodeName(name string) (uint32, error) {
 	id, err := strconv.ParseUint(name, 10, 32)
 	if err != nil || id == 0 || name != nodeName(uint32(id)) {
-		return 0, fmt.Errorf("gossip: node name %q is not a node id", name)
+		return 0, pkgerr.Errorf("gossip", "node name %q is not a node id", name)
 	}
 	return uint32(id), nil
 }

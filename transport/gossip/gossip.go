@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/floedb/floe/internal/pkgerr"
 )
 
 // subscriberBuffer is how many events a subscriber may have pending;
@@ -71,7 +72,7 @@ func New(cfg Config) (*Gossip, error) {
 	mc.Logger = newMemberlistLogger(cfg.Logger)
 	ml, err := memberlist.Create(mc)
 	if err != nil {
-		return nil, fmt.Errorf("gossip: start memberlist on %s: %w", cfg.BindAddress, err)
+		return nil, pkgerr.Errorf("gossip", "start memberlist on %s: %w", cfg.BindAddress, err)
 	}
 	g.ml = ml
 	ctx, stop := context.WithCancel(context.Background())
@@ -100,7 +101,7 @@ func (g *Gossip) Address() string { return g.ml.LocalNode().Address() }
 // local: 1 s) whatever ctx says.
 func (g *Gossip) Join(ctx context.Context, addrs []string) (int, error) {
 	if len(addrs) == 0 {
-		return 0, errors.New("gossip: join: no addresses")
+		return 0, pkgerr.New("gossip", "join: no addresses")
 	}
 	backoff := g.timings.joinBackoffMin
 	var timer *time.Timer
@@ -124,7 +125,7 @@ func (g *Gossip) Join(ctx context.Context, addrs []string) (int, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("gossip: join %v: %w (last attempt: %v)", addrs, ctx.Err(), err)
+			return 0, pkgerr.Errorf("gossip", "join %v: %w (last attempt: %v)", addrs, ctx.Err(), err)
 		case <-timer.C:
 		}
 		backoff = min(2*backoff, g.timings.joinBackoffMax)
@@ -286,11 +287,11 @@ func (g *Gossip) Leave(timeout time.Duration) error {
 		// On a timeout the update stays queued: a second Leave goes on
 		// with memberlist's leave.
 		if err := g.ml.UpdateNode(remaining(deadline)); err != nil {
-			return fmt.Errorf("gossip: leave: announce: %w", err)
+			return pkgerr.Errorf("gossip", "leave: announce: %w", err)
 		}
 	}
 	if err := g.ml.Leave(remaining(deadline)); err != nil {
-		return fmt.Errorf("gossip: leave: %w", err)
+		return pkgerr.Errorf("gossip", "leave: %w", err)
 	}
 	g.logger.Info("left the pool", "node_id", g.cfg.NodeID)
 	return nil
@@ -331,7 +332,7 @@ func (g *Gossip) Close() error {
 		close(ch)
 	}
 	if err != nil {
-		return fmt.Errorf("gossip: shutdown: %w", err)
+		return pkgerr.Errorf("gossip", "shutdown: %w", err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package raftnet
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/internal/sampledlog"
 )
@@ -113,9 +113,9 @@ func (s *StreamLayer) Accept() (net.Conn, error) {
 	case conn := <-s.ready:
 		return conn, nil
 	case <-s.done:
-		return nil, fmt.Errorf("raftnet: stream layer: %w", net.ErrClosed)
+		return nil, pkgerr.Errorf("raftnet", "stream layer: %w", net.ErrClosed)
 	case <-s.lisDone:
-		return nil, fmt.Errorf("raftnet: stream layer: %w", s.lisErr)
+		return nil, pkgerr.Errorf("raftnet", "stream layer: %w", s.lisErr)
 	}
 }
 
@@ -144,18 +144,18 @@ func (s *StreamLayer) Close() error {
 // cluster, or not a meta node.
 func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	if len(s.clusterID) > maxClusterIDBytes {
-		return nil, fmt.Errorf("raftnet: dial: cluster id is %d bytes, at most %d", len(s.clusterID), maxClusterIDBytes)
+		return nil, pkgerr.Errorf("raftnet", "dial: cluster id is %d bytes, at most %d", len(s.clusterID), maxClusterIDBytes)
 	}
 	want := s.expected(string(address))
 	if len(want) > maxClusterIDBytes {
-		return nil, fmt.Errorf("raftnet: dial: incarnation is %d bytes, at most %d", len(want), maxClusterIDBytes)
+		return nil, pkgerr.Errorf("raftnet", "dial: incarnation is %d bytes, at most %d", len(want), maxClusterIDBytes)
 	}
 	if timeout <= 0 {
 		timeout = defaultRaftDialWait
 	}
 	conn, err := net.DialTimeout("tcp", string(address), timeout)
 	if err != nil {
-		return nil, fmt.Errorf("raftnet: dial %s: %w", address, err)
+		return nil, pkgerr.Errorf("raftnet", "dial %s: %w", address, err)
 	}
 	hello := make([]byte, 0, len(transport.RaftHeader)+2+len(s.clusterID)+len(want))
 	hello = append(hello, transport.RaftHeader...)
@@ -179,7 +179,7 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	}
 	if err != nil {
 		_ = conn.Close()
-		return nil, fmt.Errorf("raftnet: handshake with %s refused (another cluster, or not a meta node?): %w", address, err)
+		return nil, pkgerr.Errorf("raftnet", "handshake with %s refused (another cluster, or not a meta node?): %w", address, err)
 	}
 	return conn, nil
 }
@@ -304,9 +304,9 @@ func (s *StreamLayer) closing() bool {
 
 var (
 	// errClusterRefused marks a handshake refused for its cluster id.
-	errClusterRefused = errors.New("raftnet: peer of another cluster")
+	errClusterRefused = pkgerr.New("raftnet", "peer of another cluster")
 	// errIncarnationRefused marks a handshake meant for another incarnation.
-	errIncarnationRefused = errors.New("raftnet: peer expects another incarnation")
+	errIncarnationRefused = pkgerr.New("raftnet", "peer expects another incarnation")
 )
 
 // readHello reads the dialer's cluster id and expected incarnation within

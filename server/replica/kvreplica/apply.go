@@ -2,8 +2,8 @@ package kvreplica
 
 import (
 	"errors"
-	"fmt"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 )
@@ -53,7 +53,7 @@ func (kv *kvReplica) catchUp() (more bool) {
 				kv.stuck.Store(nil)
 				continue
 			}
-			err := fmt.Errorf("replica: bucket %s: the KV store needs the log from offset %d, which starts at %d", kv.id, applied, start)
+			err := pkgerr.Errorf("replica", "bucket %s: the KV store needs the log from offset %d, which starts at %d", kv.id, applied, start)
 			if kv.stuck.Swap(&err) == nil {
 				kv.log.Error("KV store cannot catch up", "bucket", kv.id, "applied_offset", applied, "log_start_offset", start)
 			}

@@ -3,10 +3,10 @@ package kvreplica
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/record"
@@ -206,7 +206,7 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 	}
 	changelog, err := bld.Build()
 	if err != nil {
-		return nil, nil, fmt.Errorf("replica: build changelog: %w", err)
+		return nil, nil, pkgerr.Errorf("replica", "build changelog: %w", err)
 	}
 	// Every row the buffer keeps must outlive the request.
 	for i := range rows {

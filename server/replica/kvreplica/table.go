@@ -1,8 +1,7 @@
 package kvreplica
 
 import (
-	"fmt"
-
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/internal/tableprop"
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/storage/kvstore"
@@ -33,7 +32,7 @@ func (t *Tables) Table(rec *pb.TableRecord, name string, schema record.Schema) (
 	props, err := tableprop.ParseStored(rec.Properties, tableprop.Table{Replication: int(rec.Replication), PrimaryKey: true,
 		CreatedChecks: rec.GetChecks()})
 	if err != nil {
-		return nil, fmt.Errorf("kvreplica: table %s: %w", name, err)
+		return nil, pkgerr.Errorf("kvreplica", "table %s: %w", name, err)
 	}
 	switch props.MergeEngine {
 	case tableprop.MergeFirstRow:

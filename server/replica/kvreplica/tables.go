@@ -1,11 +1,11 @@
 package kvreplica
 
 import (
-	"errors"
 	"log/slog"
 	"runtime"
 	"sync"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/kvstore"
 )
 
@@ -36,7 +36,7 @@ type Config struct {
 // Validate reports the first invalid field.
 func (c *Config) Validate() error {
 	if c.BufferBytes < 0 {
-		return errors.New("kvreplica: config: negative BufferBytes")
+		return pkgerr.New("kvreplica", "config: negative BufferBytes")
 	}
 	return c.DB.Validate()
 }
