@@ -11,6 +11,8 @@ import (
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/tiering"
+	authid "github.com/floedb/floe/transport/identity"
+	"github.com/floedb/floe/transport/tlsconf"
 )
 
 // Roles a node can run.
@@ -108,6 +110,27 @@ type Config struct {
 	RaftSnapshotThreshold uint64
 	RaftTrailingLogs      uint64
 	RaftSnapshotInterval  time.Duration
+	// TLS names the node's certificate, key and the cluster's CA
+	// (--tls-cert, --tls-key, --tls-ca): the port then speaks TLS 1.3
+	// only, to nodes that show node certificates of the CA and to clients
+	// as TLSClientAuth says. The certificate must be this node's
+	// (floe://node/<NodeID>). Empty: plaintext.
+	TLS tlsconf.Files
+	// TLSClientAuth is what callers must show (--tls-client-auth): with
+	// request (the default) or require, every call needs an identity, a
+	// certificate or a password; none encrypts but identifies nobody.
+	TLSClientAuth tlsconf.ClientAuth
+	// Authorization turns ACLs on (--authorization): a call no ACL
+	// allows is refused. Needs TLS with client authentication.
+	Authorization bool
+	// SuperUsers may make every call whatever the ACLs say
+	// (--super-users).
+	SuperUsers []authid.Principal
+	// GossipKeyFile holds the gossip encryption keys (--gossip-key-file):
+	// base64 AES keys of 16, 24 or 32 bytes, one per line, the first
+	// used to encrypt; read again when it changes. Empty: gossip is not
+	// encrypted.
+	GossipKeyFile string
 	// Logger receives the node's messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -154,10 +177,34 @@ func (c *Config) Validate() error {
 	if c.MaxRPCConns < 0 || c.MaxRaftConns < 0 {
 		return pkgerr.New("server", "--max-rpc-conns and --max-raft-conns must not be negative")
 	}
+	if err := c.validateSecurity(); err != nil {
+		return err
+	}
 	kv := c.KV
 	kv.Dir = c.DataDir // set by the node; here only to check the sizes
 	if err := kv.Validate(); err != nil {
 		return pkgerr.Errorf("server", "%w", err)
+	}
+	return nil
+}
+
+// validateSecurity checks the security settings go together.
+func (c *Config) validateSecurity() error {
+	if err := c.TLS.Validate(); err != nil {
+		return pkgerr.Errorf("server", "%w", err)
+	}
+	tlsOn := c.TLS.Cert != ""
+	switch {
+	case c.TLS.Enabled() && !tlsOn:
+		return pkgerr.New("server", "--tls-ca needs --tls-cert and --tls-key: a node serves TLS with its own certificate")
+	case c.TLSClientAuth != tlsconf.ClientAuthRequest && !tlsOn:
+		return pkgerr.New("server", "--tls-client-auth needs TLS (--tls-cert, --tls-key, --tls-ca)")
+	case c.Authorization && !tlsOn:
+		return pkgerr.New("server", "--authorization needs TLS (--tls-cert, --tls-key, --tls-ca): without it nobody is identified")
+	case c.Authorization && c.TLSClientAuth == tlsconf.ClientAuthNone:
+		return pkgerr.New("server", "--authorization needs --tls-client-auth request or require: with none nobody is identified")
+	case len(c.SuperUsers) > 0 && !c.Authorization:
+		return pkgerr.New("server", "--super-users needs --authorization")
 	}
 	return nil
 }

@@ -79,7 +79,7 @@ func newMetrics(s *Server) (*metrics, error) {
 
 	m.tablet = tablet.NewMetrics()
 
-	own := append([]prometheus.Collector{requests, latency, m.errors, &nodeCollector{s: s}}, m.tablet.Collectors()...)
+	own := append([]prometheus.Collector{requests, latency, m.errors, &nodeCollector{s: s}, s.sec.authFailures}, m.tablet.Collectors()...)
 	for _, c := range own {
 		if err := m.reg.Register(c); err != nil {
 			return nil, err

@@ -30,6 +30,7 @@ type Server struct {
 	id        *identity
 	clusterID atomic.Pointer[string]
 
+	sec     *security
 	lis     *transport.Listener
 	httpLis net.Listener
 	rpc     *transport.Server
@@ -88,11 +89,16 @@ func New(cfg Config) (*Server, error) {
 	knownID := id.ClusterID // a copy: adoptClusterID writes s.id under idMu
 	s.clusterID.Store(&knownID)
 
-	s.lis, err = transport.Listen(cfg.Listen, transport.ListenerConfig{
-		MaxConns:     cfg.MaxRPCConns,
-		MaxRaftConns: cfg.MaxRaftConns,
-		Logger:       s.log,
-	})
+	if s.sec, err = newSecurity(cfg); err != nil {
+		return nil, err
+	}
+	lc := transport.ListenerConfig{MaxConns: cfg.MaxRPCConns, MaxRaftConns: cfg.MaxRaftConns, Logger: s.log}
+	if s.sec.tls != nil {
+		if lc.TLS, err = s.sec.tls.ServerConfig(cfg.TLSClientAuth); err != nil {
+			return nil, pkgerr.Errorf("server", "%w", err)
+		}
+	}
+	s.lis, err = transport.Listen(cfg.Listen, lc)
 	if err != nil {
 		return nil, pkgerr.Errorf("server", "listen on %s: %w", cfg.Listen, err)
 	}
@@ -105,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, pkgerr.Errorf("server", "metrics: %w", err)
 	}
 	clusterID := func() string { return *s.clusterID.Load() }
-	s.pool = transport.NewPool(transport.PoolConfig{ClusterID: clusterID})
+	s.pool = transport.NewPool(transport.PoolConfig{ClusterID: clusterID, TLS: s.sec.dialTLS()})
 	if cfg.HasRole(RoleTablet) {
 		s.tablet = s.newTablet()
 	}
@@ -117,6 +123,7 @@ func New(cfg Config) (*Server, error) {
 		ClusterID:               clusterID,
 		FieldLimits:             requestFieldLimits(),
 		Observer:                s.metrics,
+		Security:                s.sec.transportSecurity(),
 		Logger:                  s.log,
 	})
 	s.meta = s.newMeta()
@@ -158,6 +165,9 @@ func (s *Server) newTablet() *tablet.Role {
 			return s.watchOpen(ctx, addr, from)
 		},
 		OnMetadata: func(u *pb.MetadataUpdate) {
+			if !cfg.HasRole(RoleMeta) {
+				s.sec.apply(u) // a meta node follows its own state
+			}
 			if s.onMetadata != nil {
 				s.onMetadata(u)
 			}
@@ -191,9 +201,11 @@ func (s *Server) newMeta() *meta.Role {
 		MaxBatchFor: func(t *pb.TableRecord) int {
 			return tablet.MaxBatchFor(t, cfg.MaxBatchBytes, cfg.SegmentMaxBytes)
 		},
-		Go:     s.goRun,
-		Stop:   s.stop,
-		Logger: s.log,
+		WriterKey: s.sec.WriterKey,
+		TLS:       s.sec.dialTLS(),
+		Go:        s.goRun,
+		Stop:      s.stop,
+		Logger:    s.log,
 	})
 }
 
@@ -344,6 +356,10 @@ func (s *Server) startAfterFormed(ctx context.Context) error {
 func (s *Server) startMeta(ctx context.Context) error {
 	if err := s.meta.Start(ctx); err != nil {
 		return err
+	}
+	if n := s.meta.Node(); n != nil {
+		st := n.State()
+		s.goRun(func() { s.sec.followLocalState(ctx, st) })
 	}
 	close(s.formed)
 	s.goRun(func() { s.registerSelf(ctx) })

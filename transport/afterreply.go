@@ -50,6 +50,9 @@ type hookedStream struct {
 	conn     *limitedConn
 	streamID uint64
 	received uint64
+	// authorize checks each request message once decoded (security.go);
+	// nil: no check.
+	authorize func(context.Context, drpc.Message) error
 }
 
 func (s *hookedStream) Context() context.Context { return s.ctx }

@@ -74,7 +74,8 @@ func (c *connCap) admit(conn net.Conn) (net.Conn, bool) {
 	}
 	go func() {
 		defer c.answering.Done()
-		c.answerRefusal(conn)
+		answerFirstCall(conn, Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE,
+			"the node serves its limit of %d DRPC connections (%s); try again later", c.max, maxConnsFlag))
 		c.mu.Lock()
 		delete(c.refusing, conn)
 		c.mu.Unlock()
@@ -82,11 +83,11 @@ func (c *connCap) admit(conn net.Conn) (net.Conn, bool) {
 	return nil, false
 }
 
-// answerRefusal reads the client's first invoke, fails that call with
-// UNAVAILABLE, lets the client read the answer, and closes. Answering before
-// the invoke would reach a client whose call has not started, which then
-// sees only the connection close.
-func (c *connCap) answerRefusal(conn net.Conn) {
+// answerFirstCall reads the client's first invoke, fails that call with
+// refusal, lets the client read the answer, and closes; all within
+// refusalLinger. Answering before the invoke would reach a client whose
+// call has not started, which then sees only the connection close.
+func answerFirstCall(conn net.Conn, refusal error) {
 	defer conn.Close()
 	if err := conn.SetDeadline(time.Now().Add(refusalLinger)); err != nil {
 		return
@@ -102,8 +103,7 @@ func (c *connCap) answerRefusal(conn net.Conn) {
 			stream = pkt.ID.Stream
 		}
 	}
-	frame := errorFrame(stream, Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE,
-		"the node serves its limit of %d DRPC connections (%s); try again later", c.max, maxConnsFlag))
+	frame := errorFrame(stream, refusal)
 	if _, err := conn.Write(frame); err != nil {
 		return
 	}
@@ -137,6 +137,9 @@ type cappedConn struct {
 	cap  *connCap
 	once sync.Once
 }
+
+// NetConn returns the connection counted.
+func (c *cappedConn) NetConn() net.Conn { return c.Conn }
 
 // Close closes the connection and counts it out.
 func (c *cappedConn) Close() error {

@@ -40,6 +40,8 @@ var codes = map[pb.ErrorCode]codeInfo{
 	pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND: {"not enough replicas after append", true},
 	pb.ErrorCode_ERROR_CODE_QUORUM_AT_RISK:                   {"quorum at risk", false},
 	pb.ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA:               {"ineligible replica", false},
+	pb.ErrorCode_ERROR_CODE_UNAUTHENTICATED:                  {"unauthenticated", false},
+	pb.ErrorCode_ERROR_CODE_NOT_AUTHORIZED:                   {"not authorized", false},
 }
 
 // CodeName returns how a code reads in error messages ("not leader").
@@ -127,4 +129,8 @@ var (
 	// ErrQuorumAtRisk: a membership change refused for the metadata
 	// group's quorum.
 	ErrQuorumAtRisk = &Error{Code: pb.ErrorCode_ERROR_CODE_QUORUM_AT_RISK}
+	// ErrUnauthenticated: the caller has not proven who it is.
+	ErrUnauthenticated = &Error{Code: pb.ErrorCode_ERROR_CODE_UNAUTHENTICATED}
+	// ErrNotAuthorized: the caller may not make the call.
+	ErrNotAuthorized = &Error{Code: pb.ErrorCode_ERROR_CODE_NOT_AUTHORIZED}
 )

@@ -139,6 +139,15 @@ func (e limitedEncoding) Unmarshal(buf []byte, msg drpc.Message) error {
 // the message is decoded: every message a handler receives, unary request
 // or stream message, passes here.
 func (s *hookedStream) MsgRecv(msg drpc.Message, enc drpc.Encoding) error {
+	if err := s.msgRecv(msg, enc); err != nil || s.authorize == nil {
+		return err
+	}
+	return s.authorize(s.ctx, msg)
+}
+
+// msgRecv receives and decodes a message within the field limits and the
+// request budget.
+func (s *hookedStream) msgRecv(msg drpc.Message, enc drpc.Encoding) error {
 	if len(s.limits) > 0 {
 		enc = limitedEncoding{Encoding: enc, limits: s.limits}
 	}

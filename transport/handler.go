@@ -30,6 +30,7 @@ type handler struct {
 	clusterID func() string
 	limits    fieldLimits
 	observer  RPCObserver // nil: none
+	sec       Security
 	log       *slog.Logger
 }
 
@@ -58,6 +59,10 @@ func (h *handler) HandleRPC(stream drpc.Stream, rpc string) (err error) {
 	if err := h.checkCluster(stream.Context()); err != nil {
 		return err
 	}
+	caller, err := h.admit(stream.Context(), rpc)
+	if err != nil {
+		return err
+	}
 	manual := false
 	if s, ok := stream.(interface{ SetManualFlush(bool) }); ok && h.next.unary[rpc] {
 		// The reply waits in the stream's buffer for the end of the
@@ -69,6 +74,11 @@ func (h *handler) HandleRPC(stream drpc.Stream, rpc string) (err error) {
 	hooks := &afterReplyHooks{}
 	defer hooks.run()
 	hs := &hookedStream{Stream: stream, manualFlush: manual, limits: h.limits, conn: budgetConn(stream.Context())}
+	if h.sec.Authorizer != nil && rpc != authRPC {
+		hs.authorize = func(ctx context.Context, msg drpc.Message) error {
+			return h.sec.Authorizer.AuthorizeRequest(ctx, caller, rpc, msg)
+		}
+	}
 	if hs.conn != nil {
 		if s, ok := stream.(interface{ ID() uint64 }); ok {
 			hs.streamID = s.ID()
@@ -78,6 +88,28 @@ func (h *handler) HandleRPC(stream drpc.Stream, rpc string) (err error) {
 	}
 	hs.ctx = context.WithValue(stream.Context(), afterReplyKey{}, hooks)
 	return h.next.HandleRPC(hs, rpc)
+}
+
+// admit checks the caller of a call that starts: it must have proven who it
+// is when the server authenticates (Auth's own call aside), and may be
+// refused by RPC alone (calls for nodes only).
+func (h *handler) admit(ctx context.Context, rpc string) (Caller, error) {
+	caller := CallerFrom(ctx)
+	if rpc == authRPC {
+		return caller, nil
+	}
+	if h.sec.Authenticate && caller.Principal.IsAnonymous() {
+		if h.sec.OnAuthFailure != nil {
+			h.sec.OnAuthFailure("unauthenticated_call")
+		}
+		return caller, errUnauthenticated
+	}
+	if h.sec.Authorizer != nil {
+		if err := h.sec.Authorizer.AuthorizeCall(caller, rpc); err != nil {
+			return caller, err
+		}
+	}
+	return caller, nil
 }
 
 // checkCluster refuses a call whose caller names another cluster than this

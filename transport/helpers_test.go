@@ -163,6 +163,8 @@ func (m *testMeta) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloRe
 			return nil, errors.New("AfterReply refused a served call")
 		}
 		return resp, nil
+	case "whoami":
+		return &pb.HelloResponse{ClusterId: transport.CallerFrom(ctx).Principal.String()}, nil
 	case "block":
 		m.entered <- struct{}{}
 		select {
@@ -353,4 +355,28 @@ func silentConns(t *testing.T, addr, prefix string, n int) []net.Conn {
 		t.Cleanup(func() { _ = conn.Close() })
 	}
 	return conns
+}
+
+func (m *testMeta) PutUser(context.Context, *pb.PutUserRequest) (*pb.CommandResponse, error) {
+	return nil, m.notServed()
+}
+
+func (m *testMeta) DeleteUser(context.Context, *pb.DeleteUserRequest) (*pb.CommandResponse, error) {
+	return nil, m.notServed()
+}
+
+func (m *testMeta) ListUsers(context.Context, *pb.ListUsersRequest) (*pb.ListUsersResponse, error) {
+	return nil, m.notServed()
+}
+
+func (m *testMeta) AddAcls(context.Context, *pb.AddAclsRequest) (*pb.CommandResponse, error) {
+	return nil, m.notServed()
+}
+
+func (m *testMeta) RemoveAcls(context.Context, *pb.RemoveAclsRequest) (*pb.CommandResponse, error) {
+	return nil, m.notServed()
+}
+
+func (m *testMeta) ListAcls(context.Context, *pb.ListAclsRequest) (*pb.ListAclsResponse, error) {
+	return nil, m.notServed()
 }

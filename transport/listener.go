@@ -2,12 +2,15 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/floedb/floe/internal/pkgerr"
+	"github.com/floedb/floe/transport/internal/sampledlog"
 	"storj.io/drpc/drpcmigrate"
 )
 
@@ -51,6 +54,11 @@ type ListenerConfig struct {
 	// more closes the oldest of them: real clients send their prefix at
 	// once, so the oldest is the likeliest to be silent. Default 1024.
 	MaxPendingConns int
+	// TLS, when set, makes the port a TLS port (tlsport.go): every
+	// connection starts with a TLS handshake, the protocol prefix comes
+	// inside. A server configuration (tlsconf.Source.ServerConfig). nil:
+	// plaintext.
+	TLS *tls.Config
 	// Logger receives the listener's messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -96,6 +104,10 @@ type Listener struct {
 	raft    *routeListener
 	rpcCap  *connCap // DRPC connections served
 
+	plainRefused sampledlog.Log // plaintext callers of a TLS port
+	tlsFailed    sampledlog.Log // failed TLS handshakes
+	tlsRefused   sampledlog.Log // TLS callers of a plaintext port
+
 	pumps sync.WaitGroup // the routes' goroutines
 
 	mu      sync.Mutex
@@ -137,6 +149,9 @@ func newListener(base net.Listener, cfg ListenerConfig) *Listener {
 		pending: newPendingSet(cfg.HandshakeTimeout, cfg.MaxPendingConns, cfg.Logger),
 		rpcCap:  newConnCap(cfg.MaxConns, cfg.Logger),
 		runDone: make(chan struct{}),
+	}
+	if cfg.TLS != nil {
+		base = &tlsPort{Listener: base, cfg: cfg.TLS, log: cfg.Logger, refused: &l.plainRefused, failed: &l.tlsFailed}
 	}
 	l.mux = drpcmigrate.NewListenMux(&acceptRetrier{Listener: base, log: cfg.Logger, pending: l.pending}, prefixBytes)
 	l.drpc = newRouteListener(l.mux.Route(drpcmigrate.DRPCHeader), l.rpcCap.admit)
@@ -208,9 +223,26 @@ func (l *Listener) refuseUnknown() {
 		if err != nil {
 			return
 		}
-		l.cfg.Logger.Debug("closing connection with an unknown protocol prefix", "remote_addr", conn.RemoteAddr().String())
-		_ = conn.Close()
+		l.refuse(conn)
 	}
+}
+
+// refuse closes a connection whose prefix matched no protocol. A TLS
+// ClientHello on a plaintext port is answered with a TLS alert first, so the
+// caller learns that the node does not use TLS.
+func (l *Listener) refuse(conn net.Conn) {
+	defer conn.Close()
+	var head [2]byte
+	if _, err := io.ReadFull(conn, head[:]); err == nil && l.cfg.TLS == nil && looksLikeTLS(head[:]) {
+		_ = conn.SetWriteDeadline(time.Now().Add(refusalLinger))
+		_, _ = conn.Write(tlsAlertProtocolVersion)
+		if suppressed, ok := l.tlsRefused.Allow(); ok {
+			l.cfg.Logger.Warn("refusing a TLS connection: this node runs without TLS (--tls-cert)",
+				"remote_addr", conn.RemoteAddr().String(), "suppressed", suppressed)
+		}
+		return
+	}
+	l.cfg.Logger.Debug("closing connection with an unknown protocol prefix", "remote_addr", conn.RemoteAddr().String())
 }
 
 // Close stops routing, closes the TCP listener, the DRPC and Raft listeners

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"slices"
@@ -55,6 +56,13 @@ type PoolConfig struct {
 	// Dialer opens the connection to addr; nil dials TCP. The pool writes
 	// the DRPC prefix itself.
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
+	// TLS, when set, runs a TLS handshake on every new connection before
+	// the DRPC prefix (a client configuration, tlsconf.Source.ClientConfig).
+	TLS *tls.Config
+	// Authenticate, when set, runs on every new connection before its
+	// first call (a SCRAM exchange: ScramAuthenticator). Its failure fails
+	// the call that needed the connection.
+	Authenticate func(ctx context.Context, conn drpc.Conn) error
 	// Logger receives the pool's messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -248,6 +256,12 @@ func (p *Pool) dial(ctx context.Context, addr string) (*pooledConn, error) {
 		p.releaseSlot(addr)
 		return nil, err
 	}
+	if p.cfg.TLS != nil {
+		if raw, err = p.handshake(ctx, addr, raw); err != nil {
+			p.releaseSlot(addr)
+			return nil, err
+		}
+	}
 	sniff := &sniffConn{Conn: raw}
 	pc := &pooledConn{
 		addr:  addr,
@@ -257,6 +271,16 @@ func (p *Pool) dial(ctx context.Context, addr string) (*pooledConn, error) {
 				Reader: drpcwire.ReaderOptions{MaximumBufferSize: p.cfg.MaxMessageBytes + readerSlackBytes},
 			},
 		}),
+	}
+	if p.cfg.Authenticate != nil {
+		actx, cancel := context.WithTimeout(ctx, p.cfg.DialTimeout)
+		err := p.cfg.Authenticate(actx, pc.conn)
+		cancel()
+		if err != nil {
+			_ = pc.conn.Close()
+			p.releaseSlot(addr)
+			return nil, FromWire(err)
+		}
 	}
 	p.mu.Lock()
 	if p.closed {
@@ -268,6 +292,16 @@ func (p *Pool) dial(ctx context.Context, addr string) (*pooledConn, error) {
 	p.addrs[addr].busy[pc] = struct{}{}
 	p.mu.Unlock()
 	return pc, nil
+}
+
+// handshake runs the TLS handshake on a new connection, within the dial
+// timeout. A node that does not speak TLS, or whose certificate does not
+// pass, fails the call with UNAUTHENTICATED, which retrying does not
+// change.
+func (p *Pool) handshake(ctx context.Context, addr string, raw net.Conn) (net.Conn, error) {
+	hctx, cancel := context.WithTimeout(ctx, p.cfg.DialTimeout)
+	defer cancel()
+	return ClientHandshake(hctx, raw, p.cfg.TLS, addr)
 }
 
 // put gives back a connection after a call. One that failed (reuse false),

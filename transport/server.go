@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/internal/pkgerr"
+	"github.com/floedb/floe/transport/pb"
 	"storj.io/drpc/drpcmanager"
 	"storj.io/drpc/drpcserver"
 	"storj.io/drpc/drpcwire"
@@ -59,6 +60,9 @@ type ServerConfig struct {
 	// Observer is told of every call served, as it ends (metrics); nil:
 	// none.
 	Observer RPCObserver
+	// Security says who may call (security.go); the zero value: anybody
+	// may make any call.
+	Security Security
 	// Logger receives the server's messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -121,8 +125,14 @@ func NewServer(cfg ServerConfig) *Server {
 	if err != nil && s.invalid == nil {
 		s.invalid = err
 	}
+	if s.cfg.Security.Authenticate {
+		if err := pb.DRPCRegisterAuth(s.mux, newAuthService(s.cfg.Security)); err != nil && s.invalid == nil {
+			s.invalid = err
+		}
+	}
 	s.drpc = drpcserver.NewWithOptions(
-		&handler{next: s.mux, clusterID: s.cfg.ClusterID, limits: limits, observer: s.cfg.Observer, log: s.cfg.Logger},
+		&handler{next: s.mux, clusterID: s.cfg.ClusterID, limits: limits, observer: s.cfg.Observer,
+			sec: s.cfg.Security, log: s.cfg.Logger},
 		drpcserver.Options{Manager: drpcmanager.Options{
 			Reader:            drpcwire.ReaderOptions{MaximumBufferSize: s.cfg.MaxMessageBytes + readerSlackBytes},
 			InactivityTimeout: s.cfg.IdleTimeout,
@@ -179,10 +189,19 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 
 // serveConn runs the calls of one connection, one after another.
 func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
+	p, err := newPeer(conn)
+	if err != nil {
+		s.cfg.Logger.Warn("client certificate names no identity; the caller must authenticate with a password",
+			"remote_addr", conn.RemoteAddr().String(), "error", err)
+		if s.cfg.Security.OnAuthFailure != nil {
+			s.cfg.Security.OnAuthFailure("bad_certificate")
+		}
+	}
 	tr := newLimitedConn(conn, s.cfg.MaxMessageBytes, s.cfg.MessageTimeout, s.budget, s.cfg.Logger)
 	// Handlers find their connection in the context, to give back its
-	// request budget (budgethold.go).
-	err := s.drpc.ServeOne(context.WithValue(ctx, connKey{}, tr), tr)
+	// request budget (budgethold.go), and who is on its other end.
+	ctx = context.WithValue(context.WithValue(ctx, connKey{}, tr), peerKey{}, p)
+	err = s.drpc.ServeOne(ctx, tr)
 	_ = tr.Close()
 	s.cfg.Logger.Debug("connection closed", "remote_addr", conn.RemoteAddr().String(), "error", err)
 }

@@ -234,6 +234,16 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.drainNode(op.DrainNode)
 	case *pb.Command_RemoveNode:
 		res, err = a.removeNode(op.RemoveNode)
+	case *pb.Command_PutUser:
+		res, err = a.putUser(op.PutUser)
+	case *pb.Command_DeleteUser:
+		res, err = a.deleteUser(op.DeleteUser)
+	case *pb.Command_AddAcls:
+		res, err = a.addAcls(op.AddAcls)
+	case *pb.Command_RemoveAcls:
+		res, err = a.removeAcls(op.RemoveAcls)
+	case *pb.Command_InitWriterKey:
+		res, err = a.initWriterKey(op.InitWriterKey)
 	default:
 		err = errorf(codeInvalidRequest, "command has no known operation")
 	}

@@ -16,10 +16,16 @@ type changeSet struct {
 	bucketAt      map[string]int // position in buckets by bucket key
 	droppedTables []uint64
 	droppedNodes  []uint32
+	users         []*pb.UserRecord
+	droppedUsers  []string
+	aclsSet       bool
+	acls          []*pb.AclEntry
+	writerKey     []byte
 }
 
 func (c *changeSet) empty() bool {
-	return len(c.nodes) == 0 && len(c.tables) == 0 && len(c.buckets) == 0 && len(c.droppedTables) == 0 && len(c.droppedNodes) == 0
+	return len(c.nodes) == 0 && len(c.tables) == 0 && len(c.buckets) == 0 && len(c.droppedTables) == 0 && len(c.droppedNodes) == 0 &&
+		len(c.users) == 0 && len(c.droppedUsers) == 0 && !c.aclsSet && c.writerKey == nil
 }
 
 // update is the feed message of the changes at index, or nil when there are
@@ -36,6 +42,11 @@ func (c *changeSet) update(index uint64) *pb.MetadataUpdate {
 		Buckets:       c.buckets,
 		DroppedTables: c.droppedTables,
 		DroppedNodes:  c.droppedNodes,
+		Users:         c.users,
+		DroppedUsers:  c.droppedUsers,
+		AclsSet:       c.aclsSet,
+		Acls:          c.acls,
+		WriterKey:     c.writerKey,
 	}
 	return proto.CloneOf(u)
 }

@@ -165,7 +165,8 @@ func updateFor(u *pb.MetadataUpdate, node uint32) *pb.MetadataUpdate {
 		return proto.CloneOf(u)
 	}
 	c := &pb.MetadataUpdate{Index: u.GetIndex(), Full: u.GetFull(), Nodes: u.GetNodes(), Tables: u.GetTables(),
-		DroppedTables: u.GetDroppedTables(), DroppedNodes: u.GetDroppedNodes()}
+		DroppedTables: u.GetDroppedTables(), DroppedNodes: u.GetDroppedNodes(),
+		Users: u.GetUsers(), DroppedUsers: u.GetDroppedUsers(), AclsSet: u.GetAclsSet(), Acls: u.GetAcls(), WriterKey: u.GetWriterKey()}
 	for _, b := range u.GetBuckets() {
 		if replicaOf(b, node) {
 			c.Buckets = append(c.Buckets, b)
@@ -179,7 +180,8 @@ func replicaOf(b *pb.BucketRecord, node uint32) bool { return slices.Contains(b.
 
 // isEmptyUpdate reports whether u carries no record and no drop.
 func isEmptyUpdate(u *pb.MetadataUpdate) bool {
-	return len(u.GetNodes())+len(u.GetTables())+len(u.GetBuckets())+len(u.GetDroppedTables())+len(u.GetDroppedNodes()) == 0
+	return len(u.GetNodes())+len(u.GetTables())+len(u.GetBuckets())+len(u.GetDroppedTables())+len(u.GetDroppedNodes())+
+		len(u.GetUsers())+len(u.GetDroppedUsers()) == 0 && !u.GetAclsSet() && u.GetWriterKey() == nil
 }
 
 // WaitApplied blocks until the applied index is above after and returns

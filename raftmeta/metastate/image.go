@@ -92,6 +92,16 @@ func imageOf(tx *bolt.Tx, buckets func() ([]*pb.BucketRecord, error)) (*pb.Metad
 	if u.Buckets, err = buckets(); err != nil {
 		return nil, err
 	}
+	if u.Users, err = decodeAll(tx.Bucket(bucketUsers), func() *pb.UserRecord { return &pb.UserRecord{} }); err != nil {
+		return nil, err
+	}
+	if u.Acls, err = listACLs(tx); err != nil {
+		return nil, err
+	}
+	u.AclsSet = true
+	if k := tx.Bucket(bucketMeta).Get(keyWriterKey); k != nil {
+		u.WriterKey = append([]byte(nil), k...)
+	}
 	return u, nil
 }
 

@@ -23,8 +23,14 @@ var (
 	bucketRequests     = []byte("requests")
 	bucketRequestOrder = []byte("request_order")
 
+	bucketUsers = []byte("users")
+	bucketACLs  = []byte("acls")
+
 	allBuckets = [][]byte{bucketMeta, bucketNodes, bucketDatabases, bucketTables,
 		bucketBuckets, bucketRequests, bucketRequestOrder}
+	// addedBuckets came after the first files were written: a file without
+	// them gets them, empty, when it is opened.
+	addedBuckets = [][]byte{bucketUsers, bucketACLs}
 )
 
 // Keys of the meta bucket.

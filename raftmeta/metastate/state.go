@@ -105,7 +105,13 @@ func openDB(path string) (*bolt.DB, error) {
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketMeta) != nil {
-			return checkLayout(tx)
+			if err := checkLayout(tx); err != nil {
+				return err
+			}
+			return createBuckets(tx, addedBuckets)
+		}
+		if err := createBuckets(tx, addedBuckets); err != nil {
+			return err
 		}
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -119,6 +125,16 @@ func openDB(path string) (*bolt.DB, error) {
 		return nil, pkgerr.Errorf("metastate", "open %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// createBuckets creates the buckets missing of names.
+func createBuckets(tx *bolt.Tx, names [][]byte) error {
+	for _, name := range names {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkLayout verifies that a file holds a state of this format.

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/floedb/floe/raftmeta/metastate"
+	"github.com/floedb/floe/server/access"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -30,14 +31,27 @@ func (m *metaService) AdjustIsr(ctx context.Context, req *pb.AdjustIsrRequest) (
 }
 
 // AllocateWriterId hands out an idempotent writer id from the metadata
-// counter.
+// counter, bound to the caller by a token when callers are authenticated
+// (see writer_token.go).
 func (m *metaService) AllocateWriterId(ctx context.Context, req *pb.AllocateWriterIdRequest) (*pb.AllocateWriterIdResponse, error) {
+	caller := transport.CallerFrom(ctx).Principal
+	var key []byte
+	if !caller.IsAnonymous() && m.r.deps.WriterKey != nil {
+		var err error
+		if key, err = m.r.writerKey(ctx); err != nil {
+			return nil, err
+		}
+	}
 	res, err := m.r.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
 		Op: &pb.Command_AllocateWriterId{AllocateWriterId: &pb.AllocateWriterId{}}})
 	if err != nil {
 		return nil, err
 	}
-	return &pb.AllocateWriterIdResponse{WriterId: res.GetWriterId()}, nil
+	resp := &pb.AllocateWriterIdResponse{WriterId: res.GetWriterId()}
+	if key != nil {
+		resp.WriterToken = access.WriterToken(key, resp.WriterId, caller)
+	}
+	return resp, nil
 }
 
 // WatchMetadata streams the committed metadata to a tablet node.

@@ -3,6 +3,7 @@ package meta
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"log/slog"
 	"net"
@@ -74,6 +75,12 @@ type Deps struct {
 	// MaxBatchFor is the largest batch a client should send to a table
 	// (GetTable tells it).
 	MaxBatchFor func(*pb.TableRecord) int
+	// WriterKey is the cluster's writer key as this node knows it (nil
+	// until it does); nil func: writer ids are not bound to principals.
+	WriterKey func() []byte
+	// TLS is the node's TLS configuration for Raft's dials; nil:
+	// plaintext.
+	TLS *tls.Config
 	// Go runs a goroutine the node waits for when it stops.
 	Go func(func())
 	// Stop stops the node with err: a failure it cannot serve through.
@@ -151,6 +158,7 @@ func (r *Role) openRaft() (*raftmeta.Node, error) {
 		ClusterID:           r.deps.ClusterID(),
 		Incarnation:         r.cfg.Incarnation,
 		ExpectedIncarnation: r.incarnationAt,
+		TLS:                 r.deps.TLS,
 		Logger:              r.log,
 	})
 	n, err := raftmeta.Open(raftmeta.Config{

@@ -84,6 +84,14 @@ const (
 	// since the fetches that made it eligible (it restarted or was wiped:
 	// Kafka's KIP-903). The bucket did not move: the change was not applied.
 	ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA ErrorCode = 22
+	// The caller has not proven who it is: no certificate and no password
+	// exchange on this connection, a failed exchange (no detail is given),
+	// or a plaintext connection to a port that requires TLS. Not retriable.
+	ErrorCode_ERROR_CODE_UNAUTHENTICATED ErrorCode = 23
+	// The caller is known but not allowed to make this call: no ACL allows
+	// the operation on the resource, one denies it, or the call is for
+	// nodes only. The message names the principal, operation and resource.
+	ErrorCode_ERROR_CODE_NOT_AUTHORIZED ErrorCode = 24
 )
 
 // Enum value maps for ErrorCode.
@@ -112,6 +120,8 @@ var (
 		20: "ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND",
 		21: "ERROR_CODE_QUORUM_AT_RISK",
 		22: "ERROR_CODE_INELIGIBLE_REPLICA",
+		23: "ERROR_CODE_UNAUTHENTICATED",
+		24: "ERROR_CODE_NOT_AUTHORIZED",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_INTERNAL":                         0,
@@ -137,6 +147,8 @@ var (
 		"ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND": 20,
 		"ERROR_CODE_QUORUM_AT_RISK":                   21,
 		"ERROR_CODE_INELIGIBLE_REPLICA":               22,
+		"ERROR_CODE_UNAUTHENTICATED":                  23,
+		"ERROR_CODE_NOT_AUTHORIZED":                   24,
 	}
 )
 
@@ -171,7 +183,7 @@ var File_errors_proto protoreflect.FileDescriptor
 
 const file_errors_proto_rawDesc = "" +
 	"\n" +
-	"\ferrors.proto\x12\afloe.v1*\xcf\x05\n" +
+	"\ferrors.proto\x12\afloe.v1*\x8e\x06\n" +
 	"\tErrorCode\x12\x17\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\x00\x12\x19\n" +
 	"\x15ERROR_CODE_NOT_LEADER\x10\x01\x12\x15\n" +
@@ -196,7 +208,9 @@ const file_errors_proto_rawDesc = "" +
 	"\x12ERROR_CODE_CORRUPT\x10\x13\x12/\n" +
 	"+ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x14\x12\x1d\n" +
 	"\x19ERROR_CODE_QUORUM_AT_RISK\x10\x15\x12!\n" +
-	"\x1dERROR_CODE_INELIGIBLE_REPLICA\x10\x16B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\x1dERROR_CODE_INELIGIBLE_REPLICA\x10\x16\x12\x1e\n" +
+	"\x1aERROR_CODE_UNAUTHENTICATED\x10\x17\x12\x1d\n" +
+	"\x19ERROR_CODE_NOT_AUTHORIZED\x10\x18B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_errors_proto_rawDescOnce sync.Once

@@ -2345,8 +2345,12 @@ func (x *AllocateWriterIdRequest) GetRequestId() []byte {
 }
 
 type AllocateWriterIdResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WriterId      uint64                 `protobuf:"varint,1,opt,name=writer_id,json=writerId,proto3" json:"writer_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WriterId uint64                 `protobuf:"varint,1,opt,name=writer_id,json=writerId,proto3" json:"writer_id,omitempty"`
+	// Binds the id to the caller: sent with every batch of the writer
+	// (ProduceRequest.writer_token). Empty on a cluster without
+	// authentication.
+	WriterToken   []byte `protobuf:"bytes,2,opt,name=writer_token,json=writerToken,proto3" json:"writer_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2386,6 +2390,13 @@ func (x *AllocateWriterIdResponse) GetWriterId() uint64 {
 		return x.WriterId
 	}
 	return 0
+}
+
+func (x *AllocateWriterIdResponse) GetWriterToken() []byte {
+	if x != nil {
+		return x.WriterToken
+	}
+	return nil
 }
 
 type ElectLeadersRequest struct {
@@ -2858,6 +2869,396 @@ func (x *ElectLeadersResponse) GetIndex() uint64 {
 	return 0
 }
 
+// PutUserRequest creates a user or changes its password. The credentials
+// are SCRAM-SHA-256's, derived from the password on the client: the
+// password itself never reaches the cluster.
+type PutUserRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	User      *UserRecord            `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	// Refuse (ALREADY_EXISTS) when the user exists.
+	Create bool `protobuf:"varint,3,opt,name=create,proto3" json:"create,omitempty"`
+	// Refuse (INVALID_REQUEST) when the user does not.
+	Alter         bool `protobuf:"varint,4,opt,name=alter,proto3" json:"alter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutUserRequest) Reset() {
+	*x = PutUserRequest{}
+	mi := &file_meta_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutUserRequest) ProtoMessage() {}
+
+func (x *PutUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutUserRequest.ProtoReflect.Descriptor instead.
+func (*PutUserRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *PutUserRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *PutUserRequest) GetUser() *UserRecord {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *PutUserRequest) GetCreate() bool {
+	if x != nil {
+		return x.Create
+	}
+	return false
+}
+
+func (x *PutUserRequest) GetAlter() bool {
+	if x != nil {
+		return x.Alter
+	}
+	return false
+}
+
+type DeleteUserRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUserRequest) Reset() {
+	*x = DeleteUserRequest{}
+	mi := &file_meta_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUserRequest) ProtoMessage() {}
+
+func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
+func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *DeleteUserRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *DeleteUserRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ListUsersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersRequest) Reset() {
+	*x = ListUsersRequest{}
+	mi := &file_meta_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersRequest) ProtoMessage() {}
+
+func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
+func (*ListUsersRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{49}
+}
+
+type ListUsersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Without their credentials.
+	Users         []*UserRecord `protobuf:"bytes,1,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersResponse) Reset() {
+	*x = ListUsersResponse{}
+	mi := &file_meta_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersResponse) ProtoMessage() {}
+
+func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
+func (*ListUsersResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ListUsersResponse) GetUsers() []*UserRecord {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+type AddAclsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Entries       []*AclEntry            `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddAclsRequest) Reset() {
+	*x = AddAclsRequest{}
+	mi := &file_meta_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddAclsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddAclsRequest) ProtoMessage() {}
+
+func (x *AddAclsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddAclsRequest.ProtoReflect.Descriptor instead.
+func (*AddAclsRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *AddAclsRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *AddAclsRequest) GetEntries() []*AclEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type RemoveAclsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Entries       []*AclEntry            `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveAclsRequest) Reset() {
+	*x = RemoveAclsRequest{}
+	mi := &file_meta_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveAclsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveAclsRequest) ProtoMessage() {}
+
+func (x *RemoveAclsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveAclsRequest.ProtoReflect.Descriptor instead.
+func (*RemoveAclsRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *RemoveAclsRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *RemoveAclsRequest) GetEntries() []*AclEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type ListAclsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAclsRequest) Reset() {
+	*x = ListAclsRequest{}
+	mi := &file_meta_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAclsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAclsRequest) ProtoMessage() {}
+
+func (x *ListAclsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAclsRequest.ProtoReflect.Descriptor instead.
+func (*ListAclsRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{53}
+}
+
+type ListAclsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*AclEntry            `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAclsResponse) Reset() {
+	*x = ListAclsResponse{}
+	mi := &file_meta_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAclsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAclsResponse) ProtoMessage() {}
+
+func (x *ListAclsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAclsResponse.ProtoReflect.Descriptor instead.
+func (*ListAclsResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ListAclsResponse) GetEntries() []*AclEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
 var File_meta_proto protoreflect.FileDescriptor
 
 const file_meta_proto_rawDesc = "" +
@@ -3037,9 +3438,10 @@ const file_meta_proto_rawDesc = "" +
 	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\"8\n" +
 	"\x17AllocateWriterIdRequest\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\fR\trequestId\"7\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\"Z\n" +
 	"\x18AllocateWriterIdResponse\x12\x1b\n" +
-	"\twriter_id\x18\x01 \x01(\x04R\bwriterId\"\xa8\x01\n" +
+	"\twriter_id\x18\x01 \x01(\x04R\bwriterId\x12!\n" +
+	"\fwriter_token\x18\x02 \x01(\fR\vwriterToken\"\xa8\x01\n" +
 	"\x13ElectLeadersRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x12\x1a\n" +
@@ -3075,7 +3477,31 @@ const file_meta_proto_rawDesc = "" +
 	"\vreplication\x18\x04 \x01(\x05R\vreplication\"_\n" +
 	"\x14ElectLeadersResponse\x121\n" +
 	"\abuckets\x18\x01 \x03(\v2\x17.floe.v1.BucketElectionR\abuckets\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index2\xcc\r\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\"\x86\x01\n" +
+	"\x0ePutUserRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12'\n" +
+	"\x04user\x18\x02 \x01(\v2\x13.floe.v1.UserRecordR\x04user\x12\x16\n" +
+	"\x06create\x18\x03 \x01(\bR\x06create\x12\x14\n" +
+	"\x05alter\x18\x04 \x01(\bR\x05alter\"F\n" +
+	"\x11DeleteUserRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\x12\n" +
+	"\x10ListUsersRequest\">\n" +
+	"\x11ListUsersResponse\x12)\n" +
+	"\x05users\x18\x01 \x03(\v2\x13.floe.v1.UserRecordR\x05users\"\\\n" +
+	"\x0eAddAclsRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12+\n" +
+	"\aentries\x18\x02 \x03(\v2\x11.floe.v1.AclEntryR\aentries\"_\n" +
+	"\x11RemoveAclsRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12+\n" +
+	"\aentries\x18\x02 \x03(\v2\x11.floe.v1.AclEntryR\aentries\"\x11\n" +
+	"\x0fListAclsRequest\"?\n" +
+	"\x10ListAclsResponse\x12+\n" +
+	"\aentries\x18\x01 \x03(\v2\x11.floe.v1.AclEntryR\aentries2\xd5\x10\n" +
 	"\x04Meta\x126\n" +
 	"\x05Hello\x12\x15.floe.v1.HelloRequest\x1a\x16.floe.v1.HelloResponse\x123\n" +
 	"\x04Join\x12\x14.floe.v1.JoinRequest\x1a\x15.floe.v1.JoinResponse\x12<\n" +
@@ -3103,7 +3529,15 @@ const file_meta_proto_rawDesc = "" +
 	"\fBucketStatus\x12\x1c.floe.v1.BucketStatusRequest\x1a\x1d.floe.v1.BucketStatusResponse\x12<\n" +
 	"\bAddVoter\x12\x18.floe.v1.AddVoterRequest\x1a\x16.floe.v1.AdminResponse\x12B\n" +
 	"\vRemoveVoter\x12\x1b.floe.v1.RemoveVoterRequest\x1a\x16.floe.v1.AdminResponse\x12P\n" +
-	"\x12TransferLeadership\x12\".floe.v1.TransferLeadershipRequest\x1a\x16.floe.v1.AdminResponseB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\x12TransferLeadership\x12\".floe.v1.TransferLeadershipRequest\x1a\x16.floe.v1.AdminResponse\x12<\n" +
+	"\aPutUser\x12\x17.floe.v1.PutUserRequest\x1a\x18.floe.v1.CommandResponse\x12B\n" +
+	"\n" +
+	"DeleteUser\x12\x1a.floe.v1.DeleteUserRequest\x1a\x18.floe.v1.CommandResponse\x12B\n" +
+	"\tListUsers\x12\x19.floe.v1.ListUsersRequest\x1a\x1a.floe.v1.ListUsersResponse\x12<\n" +
+	"\aAddAcls\x12\x17.floe.v1.AddAclsRequest\x1a\x18.floe.v1.CommandResponse\x12B\n" +
+	"\n" +
+	"RemoveAcls\x12\x1a.floe.v1.RemoveAclsRequest\x1a\x18.floe.v1.CommandResponse\x12?\n" +
+	"\bListAcls\x12\x18.floe.v1.ListAclsRequest\x1a\x19.floe.v1.ListAclsResponseB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_meta_proto_rawDescOnce sync.Once
@@ -3117,7 +3551,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_meta_proto_goTypes = []any{
 	(*HelloRequest)(nil),              // 0: floe.v1.HelloRequest
 	(*PeerInfo)(nil),                  // 1: floe.v1.PeerInfo
@@ -3166,105 +3600,132 @@ var file_meta_proto_goTypes = []any{
 	(*RemoveNodeResponse)(nil),        // 44: floe.v1.RemoveNodeResponse
 	(*RemovedReplica)(nil),            // 45: floe.v1.RemovedReplica
 	(*ElectLeadersResponse)(nil),      // 46: floe.v1.ElectLeadersResponse
-	nil,                               // 47: floe.v1.CreateTableRequest.PropertiesEntry
-	(*Command)(nil),                   // 48: floe.v1.Command
-	(*CommandResult)(nil),             // 49: floe.v1.CommandResult
-	(*DatabaseRecord)(nil),            // 50: floe.v1.DatabaseRecord
-	(*TableRecord)(nil),               // 51: floe.v1.TableRecord
-	(*BucketRecord)(nil),              // 52: floe.v1.BucketRecord
-	(*NodeRecord)(nil),                // 53: floe.v1.NodeRecord
-	(ErrorCode)(0),                    // 54: floe.v1.ErrorCode
-	(*AdjustIsr)(nil),                 // 55: floe.v1.AdjustIsr
-	(*CommitRemoteLog)(nil),           // 56: floe.v1.CommitRemoteLog
-	(*CommitKVSnapshot)(nil),          // 57: floe.v1.CommitKVSnapshot
-	(*BucketDrain)(nil),               // 58: floe.v1.BucketDrain
-	(*BucketElection)(nil),            // 59: floe.v1.BucketElection
-	(*MetadataUpdate)(nil),            // 60: floe.v1.MetadataUpdate
+	(*PutUserRequest)(nil),            // 47: floe.v1.PutUserRequest
+	(*DeleteUserRequest)(nil),         // 48: floe.v1.DeleteUserRequest
+	(*ListUsersRequest)(nil),          // 49: floe.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),         // 50: floe.v1.ListUsersResponse
+	(*AddAclsRequest)(nil),            // 51: floe.v1.AddAclsRequest
+	(*RemoveAclsRequest)(nil),         // 52: floe.v1.RemoveAclsRequest
+	(*ListAclsRequest)(nil),           // 53: floe.v1.ListAclsRequest
+	(*ListAclsResponse)(nil),          // 54: floe.v1.ListAclsResponse
+	nil,                               // 55: floe.v1.CreateTableRequest.PropertiesEntry
+	(*Command)(nil),                   // 56: floe.v1.Command
+	(*CommandResult)(nil),             // 57: floe.v1.CommandResult
+	(*DatabaseRecord)(nil),            // 58: floe.v1.DatabaseRecord
+	(*TableRecord)(nil),               // 59: floe.v1.TableRecord
+	(*BucketRecord)(nil),              // 60: floe.v1.BucketRecord
+	(*NodeRecord)(nil),                // 61: floe.v1.NodeRecord
+	(ErrorCode)(0),                    // 62: floe.v1.ErrorCode
+	(*AdjustIsr)(nil),                 // 63: floe.v1.AdjustIsr
+	(*CommitRemoteLog)(nil),           // 64: floe.v1.CommitRemoteLog
+	(*CommitKVSnapshot)(nil),          // 65: floe.v1.CommitKVSnapshot
+	(*BucketDrain)(nil),               // 66: floe.v1.BucketDrain
+	(*BucketElection)(nil),            // 67: floe.v1.BucketElection
+	(*UserRecord)(nil),                // 68: floe.v1.UserRecord
+	(*AclEntry)(nil),                  // 69: floe.v1.AclEntry
+	(*MetadataUpdate)(nil),            // 70: floe.v1.MetadataUpdate
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
 	1,  // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
-	48, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
-	49, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
+	56, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
+	57, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
 	9,  // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
-	49, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
-	50, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
-	47, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
-	51, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
-	51, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
-	52, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
-	53, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
+	57, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
+	58, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
+	55, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
+	59, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
+	59, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
+	60, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
+	61, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
 	9,  // 12: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
 	23, // 13: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	53, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	61, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
 	26, // 15: floe.v1.BucketStatusResponse.buckets:type_name -> floe.v1.BucketStatus
-	52, // 16: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
-	54, // 17: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
-	55, // 18: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
-	52, // 19: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
-	56, // 20: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
-	52, // 21: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
-	57, // 22: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
-	52, // 23: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
-	53, // 24: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
-	58, // 25: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
-	53, // 26: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
+	60, // 16: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
+	62, // 17: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
+	63, // 18: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	60, // 19: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	64, // 20: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
+	60, // 21: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
+	65, // 22: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
+	60, // 23: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
+	61, // 24: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
+	66, // 25: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
+	61, // 26: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
 	45, // 27: floe.v1.RemoveNodeResponse.buckets:type_name -> floe.v1.RemovedReplica
-	52, // 28: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
-	59, // 29: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
-	0,  // 30: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,  // 31: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,  // 32: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,  // 33: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11, // 34: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12, // 35: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13, // 36: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15, // 37: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16, // 38: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17, // 39: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	19, // 40: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	31, // 41: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
-	32, // 42: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
-	34, // 43: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
-	36, // 44: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
-	38, // 45: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
-	40, // 46: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
-	41, // 47: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
-	43, // 48: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
-	21, // 49: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	24, // 50: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
-	27, // 51: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	28, // 52: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	29, // 53: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	2,  // 54: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,  // 55: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,  // 56: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,  // 57: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10, // 58: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10, // 59: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14, // 60: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10, // 61: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10, // 62: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	18, // 63: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	20, // 64: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	60, // 65: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
-	33, // 66: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
-	35, // 67: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
-	37, // 68: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
-	39, // 69: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
-	46, // 70: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
-	42, // 71: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
-	44, // 72: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
-	22, // 73: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	25, // 74: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
-	30, // 75: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	30, // 76: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	30, // 77: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	54, // [54:78] is the sub-list for method output_type
-	30, // [30:54] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	60, // 28: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
+	67, // 29: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
+	68, // 30: floe.v1.PutUserRequest.user:type_name -> floe.v1.UserRecord
+	68, // 31: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserRecord
+	69, // 32: floe.v1.AddAclsRequest.entries:type_name -> floe.v1.AclEntry
+	69, // 33: floe.v1.RemoveAclsRequest.entries:type_name -> floe.v1.AclEntry
+	69, // 34: floe.v1.ListAclsResponse.entries:type_name -> floe.v1.AclEntry
+	0,  // 35: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,  // 36: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,  // 37: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,  // 38: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11, // 39: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12, // 40: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13, // 41: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15, // 42: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16, // 43: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17, // 44: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	19, // 45: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	31, // 46: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	32, // 47: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	34, // 48: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
+	36, // 49: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
+	38, // 50: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	40, // 51: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
+	41, // 52: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
+	43, // 53: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
+	21, // 54: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	24, // 55: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
+	27, // 56: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	28, // 57: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	29, // 58: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	47, // 59: floe.v1.Meta.PutUser:input_type -> floe.v1.PutUserRequest
+	48, // 60: floe.v1.Meta.DeleteUser:input_type -> floe.v1.DeleteUserRequest
+	49, // 61: floe.v1.Meta.ListUsers:input_type -> floe.v1.ListUsersRequest
+	51, // 62: floe.v1.Meta.AddAcls:input_type -> floe.v1.AddAclsRequest
+	52, // 63: floe.v1.Meta.RemoveAcls:input_type -> floe.v1.RemoveAclsRequest
+	53, // 64: floe.v1.Meta.ListAcls:input_type -> floe.v1.ListAclsRequest
+	2,  // 65: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,  // 66: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,  // 67: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,  // 68: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10, // 69: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10, // 70: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14, // 71: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10, // 72: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10, // 73: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	18, // 74: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	20, // 75: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	70, // 76: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	33, // 77: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	35, // 78: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
+	37, // 79: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
+	39, // 80: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	46, // 81: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
+	42, // 82: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
+	44, // 83: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
+	22, // 84: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	25, // 85: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
+	30, // 86: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	30, // 87: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	30, // 88: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	10, // 89: floe.v1.Meta.PutUser:output_type -> floe.v1.CommandResponse
+	10, // 90: floe.v1.Meta.DeleteUser:output_type -> floe.v1.CommandResponse
+	50, // 91: floe.v1.Meta.ListUsers:output_type -> floe.v1.ListUsersResponse
+	10, // 92: floe.v1.Meta.AddAcls:output_type -> floe.v1.CommandResponse
+	10, // 93: floe.v1.Meta.RemoveAcls:output_type -> floe.v1.CommandResponse
+	54, // 94: floe.v1.Meta.ListAcls:output_type -> floe.v1.ListAclsResponse
+	65, // [65:95] is the sub-list for method output_type
+	35, // [35:65] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -3282,7 +3743,7 @@ func file_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   48,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

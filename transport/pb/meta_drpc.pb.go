@@ -62,6 +62,12 @@ type DRPCMetaClient interface {
 	AddVoter(ctx context.Context, in *AddVoterRequest) (*AdminResponse, error)
 	RemoveVoter(ctx context.Context, in *RemoveVoterRequest) (*AdminResponse, error)
 	TransferLeadership(ctx context.Context, in *TransferLeadershipRequest) (*AdminResponse, error)
+	PutUser(ctx context.Context, in *PutUserRequest) (*CommandResponse, error)
+	DeleteUser(ctx context.Context, in *DeleteUserRequest) (*CommandResponse, error)
+	ListUsers(ctx context.Context, in *ListUsersRequest) (*ListUsersResponse, error)
+	AddAcls(ctx context.Context, in *AddAclsRequest) (*CommandResponse, error)
+	RemoveAcls(ctx context.Context, in *RemoveAclsRequest) (*CommandResponse, error)
+	ListAcls(ctx context.Context, in *ListAclsRequest) (*ListAclsResponse, error)
 }
 
 type drpcMetaClient struct {
@@ -321,6 +327,60 @@ func (c *drpcMetaClient) TransferLeadership(ctx context.Context, in *TransferLea
 	return out, nil
 }
 
+func (c *drpcMetaClient) PutUser(ctx context.Context, in *PutUserRequest) (*CommandResponse, error) {
+	out := new(CommandResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/PutUser", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) DeleteUser(ctx context.Context, in *DeleteUserRequest) (*CommandResponse, error) {
+	out := new(CommandResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/DeleteUser", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) ListUsers(ctx context.Context, in *ListUsersRequest) (*ListUsersResponse, error) {
+	out := new(ListUsersResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/ListUsers", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) AddAcls(ctx context.Context, in *AddAclsRequest) (*CommandResponse, error) {
+	out := new(CommandResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/AddAcls", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) RemoveAcls(ctx context.Context, in *RemoveAclsRequest) (*CommandResponse, error) {
+	out := new(CommandResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/RemoveAcls", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) ListAcls(ctx context.Context, in *ListAclsRequest) (*ListAclsResponse, error) {
+	out := new(ListAclsResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/ListAcls", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 type DRPCMetaServer interface {
 	Hello(context.Context, *HelloRequest) (*HelloResponse, error)
 	Join(context.Context, *JoinRequest) (*JoinResponse, error)
@@ -346,6 +406,12 @@ type DRPCMetaServer interface {
 	AddVoter(context.Context, *AddVoterRequest) (*AdminResponse, error)
 	RemoveVoter(context.Context, *RemoveVoterRequest) (*AdminResponse, error)
 	TransferLeadership(context.Context, *TransferLeadershipRequest) (*AdminResponse, error)
+	PutUser(context.Context, *PutUserRequest) (*CommandResponse, error)
+	DeleteUser(context.Context, *DeleteUserRequest) (*CommandResponse, error)
+	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
+	AddAcls(context.Context, *AddAclsRequest) (*CommandResponse, error)
+	RemoveAcls(context.Context, *RemoveAclsRequest) (*CommandResponse, error)
+	ListAcls(context.Context, *ListAclsRequest) (*ListAclsResponse, error)
 }
 
 type DRPCMetaUnimplementedServer struct{}
@@ -446,9 +512,33 @@ func (s *DRPCMetaUnimplementedServer) TransferLeadership(context.Context, *Trans
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCMetaUnimplementedServer) PutUser(context.Context, *PutUserRequest) (*CommandResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) DeleteUser(context.Context, *DeleteUserRequest) (*CommandResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) AddAcls(context.Context, *AddAclsRequest) (*CommandResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) RemoveAcls(context.Context, *RemoveAclsRequest) (*CommandResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) ListAcls(context.Context, *ListAclsRequest) (*ListAclsResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 type DRPCMetaDescription struct{}
 
-func (DRPCMetaDescription) NumMethods() int { return 24 }
+func (DRPCMetaDescription) NumMethods() int { return 30 }
 
 func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -668,6 +758,60 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*TransferLeadershipRequest),
 					)
 			}, DRPCMetaServer.TransferLeadership, true
+	case 24:
+		return "/floe.v1.Meta/PutUser", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					PutUser(
+						ctx,
+						in1.(*PutUserRequest),
+					)
+			}, DRPCMetaServer.PutUser, true
+	case 25:
+		return "/floe.v1.Meta/DeleteUser", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					DeleteUser(
+						ctx,
+						in1.(*DeleteUserRequest),
+					)
+			}, DRPCMetaServer.DeleteUser, true
+	case 26:
+		return "/floe.v1.Meta/ListUsers", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					ListUsers(
+						ctx,
+						in1.(*ListUsersRequest),
+					)
+			}, DRPCMetaServer.ListUsers, true
+	case 27:
+		return "/floe.v1.Meta/AddAcls", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					AddAcls(
+						ctx,
+						in1.(*AddAclsRequest),
+					)
+			}, DRPCMetaServer.AddAcls, true
+	case 28:
+		return "/floe.v1.Meta/RemoveAcls", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					RemoveAcls(
+						ctx,
+						in1.(*RemoveAclsRequest),
+					)
+			}, DRPCMetaServer.RemoveAcls, true
+	case 29:
+		return "/floe.v1.Meta/ListAcls", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					ListAcls(
+						ctx,
+						in1.(*ListAclsRequest),
+					)
+			}, DRPCMetaServer.ListAcls, true
 	default:
 		return "", nil, nil, nil, false
 	}
@@ -1148,6 +1292,126 @@ func (x *drpcMeta_TransferLeadershipStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcMeta_TransferLeadershipStream) SendAndClose(m *AdminResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_PutUserStream interface {
+	drpc.Stream
+	SendAndClose(*CommandResponse) error
+}
+
+type drpcMeta_PutUserStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_PutUserStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_PutUserStream) SendAndClose(m *CommandResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_DeleteUserStream interface {
+	drpc.Stream
+	SendAndClose(*CommandResponse) error
+}
+
+type drpcMeta_DeleteUserStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_DeleteUserStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_DeleteUserStream) SendAndClose(m *CommandResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_ListUsersStream interface {
+	drpc.Stream
+	SendAndClose(*ListUsersResponse) error
+}
+
+type drpcMeta_ListUsersStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_ListUsersStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_ListUsersStream) SendAndClose(m *ListUsersResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_AddAclsStream interface {
+	drpc.Stream
+	SendAndClose(*CommandResponse) error
+}
+
+type drpcMeta_AddAclsStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_AddAclsStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_AddAclsStream) SendAndClose(m *CommandResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_RemoveAclsStream interface {
+	drpc.Stream
+	SendAndClose(*CommandResponse) error
+}
+
+type drpcMeta_RemoveAclsStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_RemoveAclsStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_RemoveAclsStream) SendAndClose(m *CommandResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_ListAclsStream interface {
+	drpc.Stream
+	SendAndClose(*ListAclsResponse) error
+}
+
+type drpcMeta_ListAclsStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_ListAclsStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_ListAclsStream) SendAndClose(m *ListAclsResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
 		return err
 	}

@@ -21,6 +21,228 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type AclResourceType int32
+
+const (
+	AclResourceType_ACL_RESOURCE_UNSPECIFIED AclResourceType = 0
+	// The cluster: nodes, membership, users, ACLs, and everything in it.
+	AclResourceType_ACL_RESOURCE_CLUSTER AclResourceType = 1
+	// A database and the tables in it.
+	AclResourceType_ACL_RESOURCE_DATABASE AclResourceType = 2
+	// A table, named "database.table".
+	AclResourceType_ACL_RESOURCE_TABLE AclResourceType = 3
+)
+
+// Enum value maps for AclResourceType.
+var (
+	AclResourceType_name = map[int32]string{
+		0: "ACL_RESOURCE_UNSPECIFIED",
+		1: "ACL_RESOURCE_CLUSTER",
+		2: "ACL_RESOURCE_DATABASE",
+		3: "ACL_RESOURCE_TABLE",
+	}
+	AclResourceType_value = map[string]int32{
+		"ACL_RESOURCE_UNSPECIFIED": 0,
+		"ACL_RESOURCE_CLUSTER":     1,
+		"ACL_RESOURCE_DATABASE":    2,
+		"ACL_RESOURCE_TABLE":       3,
+	}
+)
+
+func (x AclResourceType) Enum() *AclResourceType {
+	p := new(AclResourceType)
+	*p = x
+	return p
+}
+
+func (x AclResourceType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclResourceType) Descriptor() protoreflect.EnumDescriptor {
+	return file_metastate_proto_enumTypes[0].Descriptor()
+}
+
+func (AclResourceType) Type() protoreflect.EnumType {
+	return &file_metastate_proto_enumTypes[0]
+}
+
+func (x AclResourceType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclResourceType.Descriptor instead.
+func (AclResourceType) EnumDescriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{0}
+}
+
+type AclPatternType int32
+
+const (
+	AclPatternType_ACL_PATTERN_UNSPECIFIED AclPatternType = 0
+	// The resource named exactly.
+	AclPatternType_ACL_PATTERN_LITERAL AclPatternType = 1
+	// Every resource whose name starts with the name.
+	AclPatternType_ACL_PATTERN_PREFIX AclPatternType = 2
+)
+
+// Enum value maps for AclPatternType.
+var (
+	AclPatternType_name = map[int32]string{
+		0: "ACL_PATTERN_UNSPECIFIED",
+		1: "ACL_PATTERN_LITERAL",
+		2: "ACL_PATTERN_PREFIX",
+	}
+	AclPatternType_value = map[string]int32{
+		"ACL_PATTERN_UNSPECIFIED": 0,
+		"ACL_PATTERN_LITERAL":     1,
+		"ACL_PATTERN_PREFIX":      2,
+	}
+)
+
+func (x AclPatternType) Enum() *AclPatternType {
+	p := new(AclPatternType)
+	*p = x
+	return p
+}
+
+func (x AclPatternType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclPatternType) Descriptor() protoreflect.EnumDescriptor {
+	return file_metastate_proto_enumTypes[1].Descriptor()
+}
+
+func (AclPatternType) Type() protoreflect.EnumType {
+	return &file_metastate_proto_enumTypes[1]
+}
+
+func (x AclPatternType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclPatternType.Descriptor instead.
+func (AclPatternType) EnumDescriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{1}
+}
+
+type AclOperation int32
+
+const (
+	AclOperation_ACL_OPERATION_UNSPECIFIED   AclOperation = 0
+	AclOperation_ACL_OPERATION_READ          AclOperation = 1
+	AclOperation_ACL_OPERATION_WRITE         AclOperation = 2
+	AclOperation_ACL_OPERATION_CREATE        AclOperation = 3
+	AclOperation_ACL_OPERATION_DROP          AclOperation = 4
+	AclOperation_ACL_OPERATION_ALTER         AclOperation = 5
+	AclOperation_ACL_OPERATION_DESCRIBE      AclOperation = 6
+	AclOperation_ACL_OPERATION_CLUSTER_ADMIN AclOperation = 7
+	AclOperation_ACL_OPERATION_ALL           AclOperation = 8
+)
+
+// Enum value maps for AclOperation.
+var (
+	AclOperation_name = map[int32]string{
+		0: "ACL_OPERATION_UNSPECIFIED",
+		1: "ACL_OPERATION_READ",
+		2: "ACL_OPERATION_WRITE",
+		3: "ACL_OPERATION_CREATE",
+		4: "ACL_OPERATION_DROP",
+		5: "ACL_OPERATION_ALTER",
+		6: "ACL_OPERATION_DESCRIBE",
+		7: "ACL_OPERATION_CLUSTER_ADMIN",
+		8: "ACL_OPERATION_ALL",
+	}
+	AclOperation_value = map[string]int32{
+		"ACL_OPERATION_UNSPECIFIED":   0,
+		"ACL_OPERATION_READ":          1,
+		"ACL_OPERATION_WRITE":         2,
+		"ACL_OPERATION_CREATE":        3,
+		"ACL_OPERATION_DROP":          4,
+		"ACL_OPERATION_ALTER":         5,
+		"ACL_OPERATION_DESCRIBE":      6,
+		"ACL_OPERATION_CLUSTER_ADMIN": 7,
+		"ACL_OPERATION_ALL":           8,
+	}
+)
+
+func (x AclOperation) Enum() *AclOperation {
+	p := new(AclOperation)
+	*p = x
+	return p
+}
+
+func (x AclOperation) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclOperation) Descriptor() protoreflect.EnumDescriptor {
+	return file_metastate_proto_enumTypes[2].Descriptor()
+}
+
+func (AclOperation) Type() protoreflect.EnumType {
+	return &file_metastate_proto_enumTypes[2]
+}
+
+func (x AclOperation) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclOperation.Descriptor instead.
+func (AclOperation) EnumDescriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{2}
+}
+
+type AclPermission int32
+
+const (
+	AclPermission_ACL_PERMISSION_UNSPECIFIED AclPermission = 0
+	AclPermission_ACL_PERMISSION_ALLOW       AclPermission = 1
+	AclPermission_ACL_PERMISSION_DENY        AclPermission = 2
+)
+
+// Enum value maps for AclPermission.
+var (
+	AclPermission_name = map[int32]string{
+		0: "ACL_PERMISSION_UNSPECIFIED",
+		1: "ACL_PERMISSION_ALLOW",
+		2: "ACL_PERMISSION_DENY",
+	}
+	AclPermission_value = map[string]int32{
+		"ACL_PERMISSION_UNSPECIFIED": 0,
+		"ACL_PERMISSION_ALLOW":       1,
+		"ACL_PERMISSION_DENY":        2,
+	}
+)
+
+func (x AclPermission) Enum() *AclPermission {
+	p := new(AclPermission)
+	*p = x
+	return p
+}
+
+func (x AclPermission) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclPermission) Descriptor() protoreflect.EnumDescriptor {
+	return file_metastate_proto_enumTypes[3].Descriptor()
+}
+
+func (AclPermission) Type() protoreflect.EnumType {
+	return &file_metastate_proto_enumTypes[3]
+}
+
+func (x AclPermission) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclPermission.Descriptor instead.
+func (AclPermission) EnumDescriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{3}
+}
+
 // NodeRecord is a registered node.
 type NodeRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -836,6 +1058,11 @@ type Command struct {
 	//	*Command_CommitKvSnapshot
 	//	*Command_DrainNode
 	//	*Command_RemoveNode
+	//	*Command_PutUser
+	//	*Command_DeleteUser
+	//	*Command_AddAcls
+	//	*Command_RemoveAcls
+	//	*Command_InitWriterKey
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1020,6 +1247,51 @@ func (x *Command) GetRemoveNode() *RemoveNode {
 	return nil
 }
 
+func (x *Command) GetPutUser() *PutUser {
+	if x != nil {
+		if x, ok := x.Op.(*Command_PutUser); ok {
+			return x.PutUser
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteUser() *DeleteUser {
+	if x != nil {
+		if x, ok := x.Op.(*Command_DeleteUser); ok {
+			return x.DeleteUser
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetAddAcls() *AddAcls {
+	if x != nil {
+		if x, ok := x.Op.(*Command_AddAcls); ok {
+			return x.AddAcls
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetRemoveAcls() *RemoveAcls {
+	if x != nil {
+		if x, ok := x.Op.(*Command_RemoveAcls); ok {
+			return x.RemoveAcls
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetInitWriterKey() *InitWriterKey {
+	if x != nil {
+		if x, ok := x.Op.(*Command_InitWriterKey); ok {
+			return x.InitWriterKey
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -1084,6 +1356,26 @@ type Command_RemoveNode struct {
 	RemoveNode *RemoveNode `protobuf:"bytes,24,opt,name=remove_node,json=removeNode,proto3,oneof"`
 }
 
+type Command_PutUser struct {
+	PutUser *PutUser `protobuf:"bytes,25,opt,name=put_user,json=putUser,proto3,oneof"`
+}
+
+type Command_DeleteUser struct {
+	DeleteUser *DeleteUser `protobuf:"bytes,26,opt,name=delete_user,json=deleteUser,proto3,oneof"`
+}
+
+type Command_AddAcls struct {
+	AddAcls *AddAcls `protobuf:"bytes,27,opt,name=add_acls,json=addAcls,proto3,oneof"`
+}
+
+type Command_RemoveAcls struct {
+	RemoveAcls *RemoveAcls `protobuf:"bytes,28,opt,name=remove_acls,json=removeAcls,proto3,oneof"`
+}
+
+type Command_InitWriterKey struct {
+	InitWriterKey *InitWriterKey `protobuf:"bytes,29,opt,name=init_writer_key,json=initWriterKey,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -1113,6 +1405,16 @@ func (*Command_CommitKvSnapshot) isCommand_Op() {}
 func (*Command_DrainNode) isCommand_Op() {}
 
 func (*Command_RemoveNode) isCommand_Op() {}
+
+func (*Command_PutUser) isCommand_Op() {}
+
+func (*Command_DeleteUser) isCommand_Op() {}
+
+func (*Command_AddAcls) isCommand_Op() {}
+
+func (*Command_RemoveAcls) isCommand_Op() {}
+
+func (*Command_InitWriterKey) isCommand_Op() {}
 
 // RemoveNode is an operator's removal of a node gone for good (dead, or
 // left out by a recovery of the metadata group): its registration is
@@ -2845,7 +3147,9 @@ type CommandResult struct {
 	//	*CommandResult_Removal
 	Value isCommandResult_Value `protobuf_oneof:"value"`
 	// Set when an "if not exists" or "if exists" made the command a no-op.
-	Unchanged     bool `protobuf:"varint,20,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	Unchanged bool `protobuf:"varint,20,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	// AddAcls and RemoveAcls: how many entries were added or removed.
+	AclsChanged   uint32 `protobuf:"varint,21,opt,name=acls_changed,json=aclsChanged,proto3" json:"acls_changed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2987,6 +3291,13 @@ func (x *CommandResult) GetUnchanged() bool {
 	return false
 }
 
+func (x *CommandResult) GetAclsChanged() uint32 {
+	if x != nil {
+		return x.AclsChanged
+	}
+	return 0
+}
+
 type isCommandResult_Value interface {
 	isCommandResult_Value()
 }
@@ -3062,7 +3373,17 @@ type MetadataUpdate struct {
 	// full set and the same index, the first with every node and table, all
 	// but the last with more set. A watcher acts on the image once it has the
 	// last part, and on none of it if the stream ends before.
-	More          bool `protobuf:"varint,9,opt,name=more,proto3" json:"more,omitempty"`
+	More bool `protobuf:"varint,9,opt,name=more,proto3" json:"more,omitempty"`
+	// Users written and deleted (in a full image: every user).
+	Users        []*UserRecord `protobuf:"bytes,10,rep,name=users,proto3" json:"users,omitempty"`
+	DroppedUsers []string      `protobuf:"bytes,11,rep,name=dropped_users,json=droppedUsers,proto3" json:"dropped_users,omitempty"`
+	// Set when the ACLs changed (and in every full image): acls is then the
+	// whole list.
+	AclsSet bool        `protobuf:"varint,12,opt,name=acls_set,json=aclsSet,proto3" json:"acls_set,omitempty"`
+	Acls    []*AclEntry `protobuf:"bytes,13,rep,name=acls,proto3" json:"acls,omitempty"`
+	// The key that binds writer ids to principals, once set (and in every
+	// full image).
+	WriterKey     []byte `protobuf:"bytes,14,opt,name=writer_key,json=writerKey,proto3" json:"writer_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3160,6 +3481,489 @@ func (x *MetadataUpdate) GetMore() bool {
 	return false
 }
 
+func (x *MetadataUpdate) GetUsers() []*UserRecord {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+func (x *MetadataUpdate) GetDroppedUsers() []string {
+	if x != nil {
+		return x.DroppedUsers
+	}
+	return nil
+}
+
+func (x *MetadataUpdate) GetAclsSet() bool {
+	if x != nil {
+		return x.AclsSet
+	}
+	return false
+}
+
+func (x *MetadataUpdate) GetAcls() []*AclEntry {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
+func (x *MetadataUpdate) GetWriterKey() []byte {
+	if x != nil {
+		return x.WriterKey
+	}
+	return nil
+}
+
+// UserRecord is a user who authenticates with a password, by SCRAM-SHA-256
+// (RFC 7677): the credentials are the salted, hashed keys derived from the
+// password on the client, so the cluster never holds the password.
+type UserRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Salt          []byte                 `protobuf:"bytes,2,opt,name=salt,proto3" json:"salt,omitempty"`
+	Iterations    uint32                 `protobuf:"varint,3,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	StoredKey     []byte                 `protobuf:"bytes,4,opt,name=stored_key,json=storedKey,proto3" json:"stored_key,omitempty"`
+	ServerKey     []byte                 `protobuf:"bytes,5,opt,name=server_key,json=serverKey,proto3" json:"server_key,omitempty"`
+	CreatedAtMs   int64                  `protobuf:"varint,6,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	ChangedAtMs   int64                  `protobuf:"varint,7,opt,name=changed_at_ms,json=changedAtMs,proto3" json:"changed_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserRecord) Reset() {
+	*x = UserRecord{}
+	mi := &file_metastate_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserRecord) ProtoMessage() {}
+
+func (x *UserRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
+func (*UserRecord) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *UserRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UserRecord) GetSalt() []byte {
+	if x != nil {
+		return x.Salt
+	}
+	return nil
+}
+
+func (x *UserRecord) GetIterations() uint32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+func (x *UserRecord) GetStoredKey() []byte {
+	if x != nil {
+		return x.StoredKey
+	}
+	return nil
+}
+
+func (x *UserRecord) GetServerKey() []byte {
+	if x != nil {
+		return x.ServerKey
+	}
+	return nil
+}
+
+func (x *UserRecord) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *UserRecord) GetChangedAtMs() int64 {
+	if x != nil {
+		return x.ChangedAtMs
+	}
+	return 0
+}
+
+// PutUser creates a user (create: refused with ALREADY_EXISTS when it
+// exists) or changes its credentials (alter: refused with INVALID_REQUEST
+// when it does not); neither flag: either. created_at_ms is kept across
+// changes.
+type PutUser struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          *UserRecord            `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Create        bool                   `protobuf:"varint,2,opt,name=create,proto3" json:"create,omitempty"`
+	Alter         bool                   `protobuf:"varint,3,opt,name=alter,proto3" json:"alter,omitempty"`
+	NowMs         int64                  `protobuf:"varint,4,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutUser) Reset() {
+	*x = PutUser{}
+	mi := &file_metastate_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutUser) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutUser) ProtoMessage() {}
+
+func (x *PutUser) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutUser.ProtoReflect.Descriptor instead.
+func (*PutUser) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *PutUser) GetUser() *UserRecord {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *PutUser) GetCreate() bool {
+	if x != nil {
+		return x.Create
+	}
+	return false
+}
+
+func (x *PutUser) GetAlter() bool {
+	if x != nil {
+		return x.Alter
+	}
+	return false
+}
+
+func (x *PutUser) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
+}
+
+// DeleteUser deletes a user; INVALID_REQUEST when there is none. Its ACLs
+// stay (a user created again with the name has them).
+type DeleteUser struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUser) Reset() {
+	*x = DeleteUser{}
+	mi := &file_metastate_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUser) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUser) ProtoMessage() {}
+
+func (x *DeleteUser) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUser.ProtoReflect.Descriptor instead.
+func (*DeleteUser) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *DeleteUser) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// AclEntry allows or denies a principal an operation on resources, from a
+// host. Deny wins over allow; with authorization on, a call no entry allows
+// is refused.
+type AclEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "user:NAME", "node:ID", or "user:*" for every user.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The caller's IP address, or "*" for any.
+	Host         string          `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	ResourceType AclResourceType `protobuf:"varint,3,opt,name=resource_type,json=resourceType,proto3,enum=floe.v1.AclResourceType" json:"resource_type,omitempty"`
+	// "" for the cluster; a database name; "database.table".
+	ResourceName  string         `protobuf:"bytes,4,opt,name=resource_name,json=resourceName,proto3" json:"resource_name,omitempty"`
+	Pattern       AclPatternType `protobuf:"varint,5,opt,name=pattern,proto3,enum=floe.v1.AclPatternType" json:"pattern,omitempty"`
+	Operation     AclOperation   `protobuf:"varint,6,opt,name=operation,proto3,enum=floe.v1.AclOperation" json:"operation,omitempty"`
+	Permission    AclPermission  `protobuf:"varint,7,opt,name=permission,proto3,enum=floe.v1.AclPermission" json:"permission,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AclEntry) Reset() {
+	*x = AclEntry{}
+	mi := &file_metastate_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AclEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AclEntry) ProtoMessage() {}
+
+func (x *AclEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AclEntry.ProtoReflect.Descriptor instead.
+func (*AclEntry) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *AclEntry) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *AclEntry) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *AclEntry) GetResourceType() AclResourceType {
+	if x != nil {
+		return x.ResourceType
+	}
+	return AclResourceType_ACL_RESOURCE_UNSPECIFIED
+}
+
+func (x *AclEntry) GetResourceName() string {
+	if x != nil {
+		return x.ResourceName
+	}
+	return ""
+}
+
+func (x *AclEntry) GetPattern() AclPatternType {
+	if x != nil {
+		return x.Pattern
+	}
+	return AclPatternType_ACL_PATTERN_UNSPECIFIED
+}
+
+func (x *AclEntry) GetOperation() AclOperation {
+	if x != nil {
+		return x.Operation
+	}
+	return AclOperation_ACL_OPERATION_UNSPECIFIED
+}
+
+func (x *AclEntry) GetPermission() AclPermission {
+	if x != nil {
+		return x.Permission
+	}
+	return AclPermission_ACL_PERMISSION_UNSPECIFIED
+}
+
+// AddAcls adds entries; one already present is not added twice.
+type AddAcls struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*AclEntry            `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddAcls) Reset() {
+	*x = AddAcls{}
+	mi := &file_metastate_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddAcls) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddAcls) ProtoMessage() {}
+
+func (x *AddAcls) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddAcls.ProtoReflect.Descriptor instead.
+func (*AddAcls) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *AddAcls) GetEntries() []*AclEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// RemoveAcls removes the entries equal to those given; an entry absent is
+// skipped (acls_changed counts those removed).
+type RemoveAcls struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*AclEntry            `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveAcls) Reset() {
+	*x = RemoveAcls{}
+	mi := &file_metastate_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveAcls) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveAcls) ProtoMessage() {}
+
+func (x *RemoveAcls) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveAcls.ProtoReflect.Descriptor instead.
+func (*RemoveAcls) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *RemoveAcls) GetEntries() []*AclEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// InitWriterKey sets the key that binds writer ids to the principals they
+// were allocated to, once: a cluster keeps its first key.
+type InitWriterKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitWriterKey) Reset() {
+	*x = InitWriterKey{}
+	mi := &file_metastate_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitWriterKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitWriterKey) ProtoMessage() {}
+
+func (x *InitWriterKey) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitWriterKey.ProtoReflect.Descriptor instead.
+func (*InitWriterKey) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *InitWriterKey) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
 var File_metastate_proto protoreflect.FileDescriptor
 
 const file_metastate_proto_rawDesc = "" +
@@ -3245,7 +4049,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\bsegments\x18\x06 \x01(\x05R\bsegments\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12#\n" +
 	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\x12(\n" +
-	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xe6\a\n" +
+	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xf6\t\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -3269,7 +4073,14 @@ const file_metastate_proto_rawDesc = "" +
 	"\n" +
 	"drain_node\x18\x17 \x01(\v2\x12.floe.v1.DrainNodeH\x00R\tdrainNode\x126\n" +
 	"\vremove_node\x18\x18 \x01(\v2\x13.floe.v1.RemoveNodeH\x00R\n" +
-	"removeNodeB\x04\n" +
+	"removeNode\x12-\n" +
+	"\bput_user\x18\x19 \x01(\v2\x10.floe.v1.PutUserH\x00R\aputUser\x126\n" +
+	"\vdelete_user\x18\x1a \x01(\v2\x13.floe.v1.DeleteUserH\x00R\n" +
+	"deleteUser\x12-\n" +
+	"\badd_acls\x18\x1b \x01(\v2\x10.floe.v1.AddAclsH\x00R\aaddAcls\x126\n" +
+	"\vremove_acls\x18\x1c \x01(\v2\x13.floe.v1.RemoveAclsH\x00R\n" +
+	"removeAcls\x12@\n" +
+	"\x0finit_writer_key\x18\x1d \x01(\v2\x16.floe.v1.InitWriterKeyH\x00R\rinitWriterKeyB\x04\n" +
 	"\x02op\"D\n" +
 	"\n" +
 	"RemoveNode\x12\x17\n" +
@@ -3409,7 +4220,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\tDropTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
-	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\x86\x04\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xa9\x04\n" +
 	"\rCommandResult\x12&\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x14\n" +
@@ -3423,8 +4234,9 @@ const file_metastate_proto_rawDesc = "" +
 	"\belection\x18\x0f \x01(\v2\x17.floe.v1.ElectionResultH\x00R\belection\x12,\n" +
 	"\x05drain\x18\x10 \x01(\v2\x14.floe.v1.DrainResultH\x00R\x05drain\x125\n" +
 	"\aremoval\x18\x11 \x01(\v2\x19.floe.v1.RemoveNodeResultH\x00R\aremoval\x12\x1c\n" +
-	"\tunchanged\x18\x14 \x01(\bR\tunchangedB\a\n" +
-	"\x05value\"\xc2\x02\n" +
+	"\tunchanged\x18\x14 \x01(\bR\tunchanged\x12!\n" +
+	"\facls_changed\x18\x15 \x01(\rR\vaclsChangedB\a\n" +
+	"\x05value\"\xf3\x03\n" +
 	"\x0eMetadataUpdate\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04full\x18\x02 \x01(\bR\x04full\x12)\n" +
@@ -3434,7 +4246,75 @@ const file_metastate_proto_rawDesc = "" +
 	"\x0edropped_tables\x18\x06 \x03(\x04R\rdroppedTables\x12#\n" +
 	"\rdropped_nodes\x18\a \x03(\rR\fdroppedNodes\x12\x1c\n" +
 	"\tkeepalive\x18\b \x01(\bR\tkeepalive\x12\x12\n" +
-	"\x04more\x18\t \x01(\bR\x04moreB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\x04more\x18\t \x01(\bR\x04more\x12)\n" +
+	"\x05users\x18\n" +
+	" \x03(\v2\x13.floe.v1.UserRecordR\x05users\x12#\n" +
+	"\rdropped_users\x18\v \x03(\tR\fdroppedUsers\x12\x19\n" +
+	"\bacls_set\x18\f \x01(\bR\aaclsSet\x12%\n" +
+	"\x04acls\x18\r \x03(\v2\x11.floe.v1.AclEntryR\x04acls\x12\x1d\n" +
+	"\n" +
+	"writer_key\x18\x0e \x01(\fR\twriterKey\"\xda\x01\n" +
+	"\n" +
+	"UserRecord\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04salt\x18\x02 \x01(\fR\x04salt\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x03 \x01(\rR\n" +
+	"iterations\x12\x1d\n" +
+	"\n" +
+	"stored_key\x18\x04 \x01(\fR\tstoredKey\x12\x1d\n" +
+	"\n" +
+	"server_key\x18\x05 \x01(\fR\tserverKey\x12\"\n" +
+	"\rcreated_at_ms\x18\x06 \x01(\x03R\vcreatedAtMs\x12\"\n" +
+	"\rchanged_at_ms\x18\a \x01(\x03R\vchangedAtMs\"w\n" +
+	"\aPutUser\x12'\n" +
+	"\x04user\x18\x01 \x01(\v2\x13.floe.v1.UserRecordR\x04user\x12\x16\n" +
+	"\x06create\x18\x02 \x01(\bR\x06create\x12\x14\n" +
+	"\x05alter\x18\x03 \x01(\bR\x05alter\x12\x15\n" +
+	"\x06now_ms\x18\x04 \x01(\x03R\x05nowMs\" \n" +
+	"\n" +
+	"DeleteUser\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xc0\x02\n" +
+	"\bAclEntry\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\x12=\n" +
+	"\rresource_type\x18\x03 \x01(\x0e2\x18.floe.v1.AclResourceTypeR\fresourceType\x12#\n" +
+	"\rresource_name\x18\x04 \x01(\tR\fresourceName\x121\n" +
+	"\apattern\x18\x05 \x01(\x0e2\x17.floe.v1.AclPatternTypeR\apattern\x123\n" +
+	"\toperation\x18\x06 \x01(\x0e2\x15.floe.v1.AclOperationR\toperation\x126\n" +
+	"\n" +
+	"permission\x18\a \x01(\x0e2\x16.floe.v1.AclPermissionR\n" +
+	"permission\"6\n" +
+	"\aAddAcls\x12+\n" +
+	"\aentries\x18\x01 \x03(\v2\x11.floe.v1.AclEntryR\aentries\"9\n" +
+	"\n" +
+	"RemoveAcls\x12+\n" +
+	"\aentries\x18\x01 \x03(\v2\x11.floe.v1.AclEntryR\aentries\"!\n" +
+	"\rInitWriterKey\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key*|\n" +
+	"\x0fAclResourceType\x12\x1c\n" +
+	"\x18ACL_RESOURCE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14ACL_RESOURCE_CLUSTER\x10\x01\x12\x19\n" +
+	"\x15ACL_RESOURCE_DATABASE\x10\x02\x12\x16\n" +
+	"\x12ACL_RESOURCE_TABLE\x10\x03*^\n" +
+	"\x0eAclPatternType\x12\x1b\n" +
+	"\x17ACL_PATTERN_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13ACL_PATTERN_LITERAL\x10\x01\x12\x16\n" +
+	"\x12ACL_PATTERN_PREFIX\x10\x02*\xfd\x01\n" +
+	"\fAclOperation\x12\x1d\n" +
+	"\x19ACL_OPERATION_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12ACL_OPERATION_READ\x10\x01\x12\x17\n" +
+	"\x13ACL_OPERATION_WRITE\x10\x02\x12\x18\n" +
+	"\x14ACL_OPERATION_CREATE\x10\x03\x12\x16\n" +
+	"\x12ACL_OPERATION_DROP\x10\x04\x12\x17\n" +
+	"\x13ACL_OPERATION_ALTER\x10\x05\x12\x1a\n" +
+	"\x16ACL_OPERATION_DESCRIBE\x10\x06\x12\x1f\n" +
+	"\x1bACL_OPERATION_CLUSTER_ADMIN\x10\a\x12\x15\n" +
+	"\x11ACL_OPERATION_ALL\x10\b*b\n" +
+	"\rAclPermission\x12\x1e\n" +
+	"\x1aACL_PERMISSION_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14ACL_PERMISSION_ALLOW\x10\x01\x12\x17\n" +
+	"\x13ACL_PERMISSION_DENY\x10\x02B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_metastate_proto_rawDescOnce sync.Once
@@ -3448,100 +4328,126 @@ func file_metastate_proto_rawDescGZIP() []byte {
 	return file_metastate_proto_rawDescData
 }
 
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_metastate_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_metastate_proto_goTypes = []any{
-	(*NodeRecord)(nil),           // 0: floe.v1.NodeRecord
-	(*DatabaseRecord)(nil),       // 1: floe.v1.DatabaseRecord
-	(*Column)(nil),               // 2: floe.v1.Column
-	(*SchemaVersion)(nil),        // 3: floe.v1.SchemaVersion
-	(*TableRecord)(nil),          // 4: floe.v1.TableRecord
-	(*BucketRecord)(nil),         // 5: floe.v1.BucketRecord
-	(*KVSnapshot)(nil),           // 6: floe.v1.KVSnapshot
-	(*RemoteLog)(nil),            // 7: floe.v1.RemoteLog
-	(*Command)(nil),              // 8: floe.v1.Command
-	(*RemoveNode)(nil),           // 9: floe.v1.RemoveNode
-	(*RemoveNodeResult)(nil),     // 10: floe.v1.RemoveNodeResult
-	(*DrainNode)(nil),            // 11: floe.v1.DrainNode
-	(*DrainResult)(nil),          // 12: floe.v1.DrainResult
-	(*BucketDrain)(nil),          // 13: floe.v1.BucketDrain
-	(*CommitKVSnapshot)(nil),     // 14: floe.v1.CommitKVSnapshot
-	(*CommitRemoteLog)(nil),      // 15: floe.v1.CommitRemoteLog
-	(*ReportDamagedReplica)(nil), // 16: floe.v1.ReportDamagedReplica
-	(*AllocateWriterId)(nil),     // 17: floe.v1.AllocateWriterId
-	(*AdjustIsr)(nil),            // 18: floe.v1.AdjustIsr
-	(*MemberEpoch)(nil),          // 19: floe.v1.MemberEpoch
-	(*FenceNodes)(nil),           // 20: floe.v1.FenceNodes
-	(*ElectLeaders)(nil),         // 21: floe.v1.ElectLeaders
-	(*ReplicaLog)(nil),           // 22: floe.v1.ReplicaLog
-	(*ElectionCandidate)(nil),    // 23: floe.v1.ElectionCandidate
-	(*ElectionResult)(nil),       // 24: floe.v1.ElectionResult
-	(*BucketElection)(nil),       // 25: floe.v1.BucketElection
-	(*InitCluster)(nil),          // 26: floe.v1.InitCluster
-	(*RegisterNode)(nil),         // 27: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),       // 28: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),         // 29: floe.v1.DropDatabase
-	(*CreateTable)(nil),          // 30: floe.v1.CreateTable
-	(*DropTable)(nil),            // 31: floe.v1.DropTable
-	(*CommandResult)(nil),        // 32: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),       // 33: floe.v1.MetadataUpdate
-	nil,                          // 34: floe.v1.TableRecord.PropertiesEntry
-	nil,                          // 35: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),               // 36: floe.v1.ErrorCode
+	(AclResourceType)(0),         // 0: floe.v1.AclResourceType
+	(AclPatternType)(0),          // 1: floe.v1.AclPatternType
+	(AclOperation)(0),            // 2: floe.v1.AclOperation
+	(AclPermission)(0),           // 3: floe.v1.AclPermission
+	(*NodeRecord)(nil),           // 4: floe.v1.NodeRecord
+	(*DatabaseRecord)(nil),       // 5: floe.v1.DatabaseRecord
+	(*Column)(nil),               // 6: floe.v1.Column
+	(*SchemaVersion)(nil),        // 7: floe.v1.SchemaVersion
+	(*TableRecord)(nil),          // 8: floe.v1.TableRecord
+	(*BucketRecord)(nil),         // 9: floe.v1.BucketRecord
+	(*KVSnapshot)(nil),           // 10: floe.v1.KVSnapshot
+	(*RemoteLog)(nil),            // 11: floe.v1.RemoteLog
+	(*Command)(nil),              // 12: floe.v1.Command
+	(*RemoveNode)(nil),           // 13: floe.v1.RemoveNode
+	(*RemoveNodeResult)(nil),     // 14: floe.v1.RemoveNodeResult
+	(*DrainNode)(nil),            // 15: floe.v1.DrainNode
+	(*DrainResult)(nil),          // 16: floe.v1.DrainResult
+	(*BucketDrain)(nil),          // 17: floe.v1.BucketDrain
+	(*CommitKVSnapshot)(nil),     // 18: floe.v1.CommitKVSnapshot
+	(*CommitRemoteLog)(nil),      // 19: floe.v1.CommitRemoteLog
+	(*ReportDamagedReplica)(nil), // 20: floe.v1.ReportDamagedReplica
+	(*AllocateWriterId)(nil),     // 21: floe.v1.AllocateWriterId
+	(*AdjustIsr)(nil),            // 22: floe.v1.AdjustIsr
+	(*MemberEpoch)(nil),          // 23: floe.v1.MemberEpoch
+	(*FenceNodes)(nil),           // 24: floe.v1.FenceNodes
+	(*ElectLeaders)(nil),         // 25: floe.v1.ElectLeaders
+	(*ReplicaLog)(nil),           // 26: floe.v1.ReplicaLog
+	(*ElectionCandidate)(nil),    // 27: floe.v1.ElectionCandidate
+	(*ElectionResult)(nil),       // 28: floe.v1.ElectionResult
+	(*BucketElection)(nil),       // 29: floe.v1.BucketElection
+	(*InitCluster)(nil),          // 30: floe.v1.InitCluster
+	(*RegisterNode)(nil),         // 31: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),       // 32: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),         // 33: floe.v1.DropDatabase
+	(*CreateTable)(nil),          // 34: floe.v1.CreateTable
+	(*DropTable)(nil),            // 35: floe.v1.DropTable
+	(*CommandResult)(nil),        // 36: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),       // 37: floe.v1.MetadataUpdate
+	(*UserRecord)(nil),           // 38: floe.v1.UserRecord
+	(*PutUser)(nil),              // 39: floe.v1.PutUser
+	(*DeleteUser)(nil),           // 40: floe.v1.DeleteUser
+	(*AclEntry)(nil),             // 41: floe.v1.AclEntry
+	(*AddAcls)(nil),              // 42: floe.v1.AddAcls
+	(*RemoveAcls)(nil),           // 43: floe.v1.RemoveAcls
+	(*InitWriterKey)(nil),        // 44: floe.v1.InitWriterKey
+	nil,                          // 45: floe.v1.TableRecord.PropertiesEntry
+	nil,                          // 46: floe.v1.CreateTable.PropertiesEntry
+	(ErrorCode)(0),               // 47: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
-	2,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
-	3,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	34, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
-	7,  // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
-	6,  // 4: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
-	26, // 5: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	27, // 6: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	28, // 7: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	29, // 8: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	30, // 9: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	31, // 10: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
-	17, // 11: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
-	18, // 12: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
-	20, // 13: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
-	21, // 14: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
-	16, // 15: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
-	15, // 16: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
-	14, // 17: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
-	11, // 18: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
-	9,  // 19: floe.v1.Command.remove_node:type_name -> floe.v1.RemoveNode
-	0,  // 20: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
-	5,  // 21: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
-	0,  // 22: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
-	13, // 23: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
-	5,  // 24: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
-	36, // 25: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
-	6,  // 26: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
-	7,  // 27: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
-	19, // 28: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
-	22, // 29: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
-	25, // 30: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	5,  // 31: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	36, // 32: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	23, // 33: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
-	0,  // 34: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	2,  // 35: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	35, // 36: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	36, // 37: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	1,  // 38: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	4,  // 39: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	0,  // 40: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	5,  // 41: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	24, // 42: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	12, // 43: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
-	10, // 44: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
-	0,  // 45: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	4,  // 46: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	5,  // 47: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	48, // [48:48] is the sub-list for method output_type
-	48, // [48:48] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	6,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
+	7,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
+	45, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	11, // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
+	10, // 4: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
+	30, // 5: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	31, // 6: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	32, // 7: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	33, // 8: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	34, // 9: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	35, // 10: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	21, // 11: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
+	22, // 12: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
+	24, // 13: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
+	25, // 14: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
+	20, // 15: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
+	19, // 16: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
+	18, // 17: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
+	15, // 18: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
+	13, // 19: floe.v1.Command.remove_node:type_name -> floe.v1.RemoveNode
+	39, // 20: floe.v1.Command.put_user:type_name -> floe.v1.PutUser
+	40, // 21: floe.v1.Command.delete_user:type_name -> floe.v1.DeleteUser
+	42, // 22: floe.v1.Command.add_acls:type_name -> floe.v1.AddAcls
+	43, // 23: floe.v1.Command.remove_acls:type_name -> floe.v1.RemoveAcls
+	44, // 24: floe.v1.Command.init_writer_key:type_name -> floe.v1.InitWriterKey
+	4,  // 25: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
+	9,  // 26: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
+	4,  // 27: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
+	17, // 28: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
+	9,  // 29: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
+	47, // 30: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
+	10, // 31: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
+	11, // 32: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
+	23, // 33: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
+	26, // 34: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
+	29, // 35: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	9,  // 36: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	47, // 37: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	27, // 38: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
+	4,  // 39: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	6,  // 40: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	46, // 41: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	47, // 42: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	5,  // 43: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	8,  // 44: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	4,  // 45: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	9,  // 46: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	28, // 47: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	16, // 48: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
+	14, // 49: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
+	4,  // 50: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	8,  // 51: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	9,  // 52: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	38, // 53: floe.v1.MetadataUpdate.users:type_name -> floe.v1.UserRecord
+	41, // 54: floe.v1.MetadataUpdate.acls:type_name -> floe.v1.AclEntry
+	38, // 55: floe.v1.PutUser.user:type_name -> floe.v1.UserRecord
+	0,  // 56: floe.v1.AclEntry.resource_type:type_name -> floe.v1.AclResourceType
+	1,  // 57: floe.v1.AclEntry.pattern:type_name -> floe.v1.AclPatternType
+	2,  // 58: floe.v1.AclEntry.operation:type_name -> floe.v1.AclOperation
+	3,  // 59: floe.v1.AclEntry.permission:type_name -> floe.v1.AclPermission
+	41, // 60: floe.v1.AddAcls.entries:type_name -> floe.v1.AclEntry
+	41, // 61: floe.v1.RemoveAcls.entries:type_name -> floe.v1.AclEntry
+	62, // [62:62] is the sub-list for method output_type
+	62, // [62:62] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -3566,6 +4472,11 @@ func file_metastate_proto_init() {
 		(*Command_CommitKvSnapshot)(nil),
 		(*Command_DrainNode)(nil),
 		(*Command_RemoveNode)(nil),
+		(*Command_PutUser)(nil),
+		(*Command_DeleteUser)(nil),
+		(*Command_AddAcls)(nil),
+		(*Command_RemoveAcls)(nil),
+		(*Command_InitWriterKey)(nil),
 	}
 	file_metastate_proto_msgTypes[14].OneofWrappers = []any{}
 	file_metastate_proto_msgTypes[21].OneofWrappers = []any{}
@@ -3584,13 +4495,14 @@ func file_metastate_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   36,
+			NumEnums:      4,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_metastate_proto_goTypes,
 		DependencyIndexes: file_metastate_proto_depIdxs,
+		EnumInfos:         file_metastate_proto_enumTypes,
 		MessageInfos:      file_metastate_proto_msgTypes,
 	}.Build()
 	File_metastate_proto = out.File

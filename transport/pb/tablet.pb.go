@@ -346,7 +346,9 @@ type PutKvRequest struct {
 	// (the primary key columns are always set). Empty: every column.
 	TargetColumns []int32 `protobuf:"varint,6,rep,packed,name=target_columns,json=targetColumns,proto3" json:"target_columns,omitempty"`
 	// As in ProduceRequest.
-	Pipelined     bool `protobuf:"varint,7,opt,name=pipelined,proto3" json:"pipelined,omitempty"`
+	Pipelined bool `protobuf:"varint,7,opt,name=pipelined,proto3" json:"pipelined,omitempty"`
+	// As in ProduceRequest.
+	WriterToken   []byte `protobuf:"bytes,8,opt,name=writer_token,json=writerToken,proto3" json:"writer_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -428,6 +430,13 @@ func (x *PutKvRequest) GetPipelined() bool {
 		return x.Pipelined
 	}
 	return false
+}
+
+func (x *PutKvRequest) GetWriterToken() []byte {
+	if x != nil {
+		return x.WriterToken
+	}
+	return nil
 }
 
 type LookupRequest struct {
@@ -892,7 +901,11 @@ type ProduceRequest struct {
 	// acknowledged: a bucket that has no history of the writer refuses the
 	// batch (OUT_OF_ORDER_SEQUENCE) instead of taking it as the writer's
 	// first, since its predecessor may still be on the way.
-	Pipelined     bool `protobuf:"varint,6,opt,name=pipelined,proto3" json:"pipelined,omitempty"`
+	Pipelined bool `protobuf:"varint,6,opt,name=pipelined,proto3" json:"pipelined,omitempty"`
+	// The token AllocateWriterId gave with the batch's writer id: on a
+	// cluster with authentication, a batch of an idempotent writer is taken
+	// only from the principal the id was allocated to.
+	WriterToken   []byte `protobuf:"bytes,7,opt,name=writer_token,json=writerToken,proto3" json:"writer_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -967,6 +980,13 @@ func (x *ProduceRequest) GetPipelined() bool {
 		return x.Pipelined
 	}
 	return false
+}
+
+func (x *ProduceRequest) GetWriterToken() []byte {
+	if x != nil {
+		return x.WriterToken
+	}
+	return nil
 }
 
 type ProduceResponse struct {
@@ -1789,7 +1809,7 @@ const file_tablet_proto_rawDesc = "" +
 	"\bresponse\x18\x02 \x01(\v2\x18.floe.v1.ProduceResponseR\bresponse\x121\n" +
 	"\n" +
 	"error_code\x18\x03 \x01(\x0e2\x12.floe.v1.ErrorCodeR\terrorCode\x12#\n" +
-	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"\xcf\x01\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"\xf2\x01\n" +
 	"\fPutKvRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
@@ -1798,7 +1818,8 @@ const file_tablet_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x05 \x01(\x05R\ttimeoutMs\x12%\n" +
 	"\x0etarget_columns\x18\x06 \x03(\x05R\rtargetColumns\x12\x1c\n" +
-	"\tpipelined\x18\a \x01(\bR\tpipelined\"z\n" +
+	"\tpipelined\x18\a \x01(\bR\tpipelined\x12!\n" +
+	"\fwriter_token\x18\b \x01(\fR\vwriterToken\"z\n" +
 	"\rLookupRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
@@ -1830,7 +1851,7 @@ const file_tablet_proto_rawDesc = "" +
 	"\bnext_key\x18\x03 \x01(\fR\anextKey\x12\x12\n" +
 	"\x04done\x18\x04 \x01(\bR\x04done\x12!\n" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12%\n" +
-	"\x0eapplied_offset\x18\x06 \x01(\x03R\rappliedOffset\"\xaa\x01\n" +
+	"\x0eapplied_offset\x18\x06 \x01(\x03R\rappliedOffset\"\xcd\x01\n" +
 	"\x0eProduceRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
@@ -1838,7 +1859,8 @@ const file_tablet_proto_rawDesc = "" +
 	"\x05batch\x18\x04 \x01(\fR\x05batch\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x05 \x01(\x05R\ttimeoutMs\x12\x1c\n" +
-	"\tpipelined\x18\x06 \x01(\bR\tpipelined\"\xb7\x01\n" +
+	"\tpipelined\x18\x06 \x01(\bR\tpipelined\x12!\n" +
+	"\fwriter_token\x18\a \x01(\fR\vwriterToken\"\xb7\x01\n" +
 	"\x0fProduceResponse\x12\x1f\n" +
 	"\vbase_offset\x18\x01 \x01(\x03R\n" +
 	"baseOffset\x12\x1f\n" +

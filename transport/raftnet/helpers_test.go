@@ -2,6 +2,7 @@ package raftnet_test
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"sync"
 	"testing"
@@ -30,6 +31,8 @@ type nodeOptions struct {
 	// at an address.
 	incarnation string
 	expect      func(address string) string
+	// tls: the stream layer's dial configuration (and nodes only accepted).
+	tls *tls.Config
 }
 
 // startNode starts a node on a free loopback port; it stops at the end of
@@ -42,7 +45,7 @@ func startNode(t *testing.T, opts nodeOptions) *node {
 	}
 	n := &node{addr: lis.Addr().String(), lis: lis}
 	n.raft = raftnet.NewStreamLayer(lis, raftnet.StreamConfig{ClusterID: opts.clusterID,
-		Incarnation: opts.incarnation, ExpectedIncarnation: opts.expect, Logger: opts.listener.Logger})
+		Incarnation: opts.incarnation, ExpectedIncarnation: opts.expect, TLS: opts.tls, Logger: opts.listener.Logger})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -1,6 +1,8 @@
 package raftnet
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/internal/sampledlog"
+	"github.com/floedb/floe/transport/tlsconf"
 )
 
 // Raft handshake, after the 8-byte transport.RaftHeader: the dialer sends its cluster
@@ -44,6 +47,7 @@ type StreamLayer struct {
 	incarnation string
 	expected    func(address string) string
 	timeout     time.Duration
+	tls         *tls.Config // nil: plaintext
 	log         *slog.Logger
 
 	ready   chan net.Conn  // handshaken connections, for Accept
@@ -52,6 +56,7 @@ type StreamLayer struct {
 	lisErr  error          // why, set before lisDone closes
 	conns   *raftConnSet   // handed to Raft
 	evicted sampledlog.Log // handshakes closed to make room
+	notNode sampledlog.Log // connections refused for not being a node
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -74,7 +79,14 @@ type StreamConfig struct {
 	// ExpectedIncarnation returns the incarnation a dial to address should
 	// reach, "" when unknown (then any is accepted). Nil: always "".
 	ExpectedIncarnation func(address string) string
-	Logger              *slog.Logger
+	// TLS, when set, is the configuration Raft dials its peers with
+	// (tlsconf.Source.ClientConfig: the peer must show a node
+	// certificate), and every accepted connection must have come through
+	// the listener's TLS with a node certificate: Raft speaks only to
+	// nodes of the cluster. nil: plaintext, peers checked by cluster id
+	// only.
+	TLS    *tls.Config
+	Logger *slog.Logger
 }
 
 // NewStreamLayer takes over l's Raft listener. Close it before closing l.
@@ -95,6 +107,7 @@ func NewStreamLayer(l *transport.Listener, cfg StreamConfig) *StreamLayer {
 		incarnation: cfg.Incarnation,
 		expected:    expected,
 		timeout:     limits.HandshakeTimeout,
+		tls:         cfg.TLS,
 		log:         logger,
 		ready:       make(chan net.Conn),
 		done:        make(chan struct{}),
@@ -157,6 +170,14 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	if err != nil {
 		return nil, pkgerr.Errorf("raftnet", "dial %s: %w", address, err)
 	}
+	if s.tls != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		conn, err = transport.ClientHandshake(ctx, conn, s.tls, string(address))
+		cancel()
+		if err != nil {
+			return nil, pkgerr.Errorf("raftnet", "dial %s: %w", address, err)
+		}
+	}
 	hello := make([]byte, 0, len(transport.RaftHeader)+2+len(s.clusterID)+len(want))
 	hello = append(hello, transport.RaftHeader...)
 	hello = append(hello, byte(len(s.clusterID)))
@@ -170,6 +191,10 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	}
 	if err == nil {
 		_, err = io.ReadFull(conn, ack[:])
+	}
+	if err == nil && ack[0] == transport.RaftTLSRequired {
+		_ = conn.Close()
+		return nil, pkgerr.Errorf("raftnet", "handshake with %s refused: the peer requires TLS (--tls-cert on this node)", address)
 	}
 	if err == nil && ack[0] != raftHandshakeOK {
 		err = fmt.Errorf("unexpected answer %#x", ack[0])
@@ -242,6 +267,17 @@ func (s *StreamLayer) startHandshake(conn net.Conn) bool {
 // connection is closed.
 func (s *StreamLayer) handshake(conn net.Conn) {
 	remote := conn.RemoteAddr().String()
+	if err := s.checkPeerNode(conn); err != nil {
+		if suppressed, ok := s.notNode.Allow(); ok {
+			s.log.Warn("refusing raft connection: Raft accepts only nodes of the cluster", "remote_addr", remote,
+				"error", err, "suppressed", suppressed)
+		}
+		s.mu.Lock()
+		delete(s.handshaking, conn)
+		s.mu.Unlock()
+		_ = conn.Close()
+		return
+	}
 	got, wantIncarnation, err := s.readHello(conn)
 	if err == nil && got != s.clusterID {
 		s.log.Warn("refusing raft connection from another cluster",
@@ -281,6 +317,26 @@ func (s *StreamLayer) handshake(conn net.Conn) {
 	case <-s.done:
 		_ = rc.Close()
 	}
+}
+
+// checkPeerNode requires, on a TLS stream layer, that conn came through TLS
+// with a node certificate of the cluster's CA.
+func (s *StreamLayer) checkPeerNode(conn net.Conn) error {
+	if s.tls == nil {
+		return nil
+	}
+	st, ok := conn.(transport.TLSState)
+	if !ok {
+		return pkgerr.New("raftnet", "the connection is not TLS")
+	}
+	p, err := tlsconf.PeerIdentity(st.ConnectionState())
+	if err != nil {
+		return err
+	}
+	if !p.IsNode() {
+		return pkgerr.Errorf("raftnet", "the peer is %s, not a node", p)
+	}
+	return nil
 }
 
 // stillHandshaking reports whether conn is still in its handshake, that is

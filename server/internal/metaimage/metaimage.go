@@ -16,7 +16,8 @@ import (
 // Split splits an image into messages of about maxBytes of records
 // each (at least one record): every part has the image's index and full
 // set, all but the last have more set, and the records come in the image's
-// order, nodes, then tables, then buckets. An image within maxBytes is one
+// order, nodes, then tables, buckets, users and ACL entries; the first
+// part carries acls_set and the writer key. An image within maxBytes is one
 // message, itself.
 func Split(img *pb.MetadataUpdate, maxBytes int) []*pb.MetadataUpdate {
 	if proto.Size(img) <= maxBytes {
@@ -35,6 +36,15 @@ func Split(img *pb.MetadataUpdate, maxBytes int) []*pb.MetadataUpdate {
 		part := p.add(b)
 		part.Buckets = append(part.Buckets, b)
 	}
+	for _, u := range img.Users {
+		part := p.add(u)
+		part.Users = append(part.Users, u)
+	}
+	for _, e := range img.Acls {
+		part := p.add(e)
+		part.Acls = append(part.Acls, e)
+	}
+	p.parts[0].AclsSet, p.parts[0].WriterKey = img.AclsSet, img.WriterKey
 	for _, part := range p.parts[:len(p.parts)-1] {
 		part.More = true
 	}
@@ -88,6 +98,8 @@ func (a *Assembly) Add(u *pb.MetadataUpdate) (*pb.MetadataUpdate, error) {
 	a.img.Nodes = append(a.img.Nodes, u.GetNodes()...)
 	a.img.Tables = append(a.img.Tables, u.GetTables()...)
 	a.img.Buckets = append(a.img.Buckets, u.GetBuckets()...)
+	a.img.Users = append(a.img.Users, u.GetUsers()...)
+	a.img.Acls = append(a.img.Acls, u.GetAcls()...)
 	if u.GetMore() {
 		return nil, nil
 	}
