@@ -54,7 +54,7 @@ type jsonScratch struct {
 var appendKind = writerKind{name: "append writer", appendOnly: true,
 	call: func(call batchCall) *pb.WriteCall {
 		return &pb.WriteCall{Call: &pb.WriteCall_Produce{Produce: &pb.ProduceRequest{TableId: call.tableID, Bucket: call.bucket,
-			Acks: call.acks, Batch: call.batch, TimeoutMs: call.timeoutMs, Pipelined: call.pipelined}}}
+			Acks: call.acks, Batch: call.batch, TimeoutMs: call.timeoutMs, Pipelined: call.pipelined, WriterToken: call.writerToken}}}
 	}}
 
 // NewAppendWriter returns a writer of the table's rows. It does no I/O and

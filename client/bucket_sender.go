@@ -272,7 +272,7 @@ func (s *bucketSender) startCall(ctx context.Context, f *flight, timeout time.Du
 	// up on.
 	it.stream = st
 	call := s.w.kind.call(batchCall{tableID: s.w.t.info.ID, bucket: s.bucket, acks: s.w.opts.Acks.wire(), batch: it.batch,
-		timeoutMs: int32(max(timeout.Milliseconds(), 1)), pipelined: f.Pipelined()})
+		timeoutMs: int32(max(timeout.Milliseconds(), 1)), pipelined: f.Pipelined(), writerToken: s.w.t.c.writerToken(it.batch)})
 	st.start(call, func(o writeOutcome) { s.post(callResult{f: f, call: id, out: o}) })
 }
 

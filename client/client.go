@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
+	"github.com/floedb/floe/transport/tlsconf"
 )
 
 // Client is a connection to a Floe cluster. It is safe for concurrent use.
@@ -25,6 +27,9 @@ type Client struct {
 
 	// writes are the ordered write streams to the nodes (write_stream.go).
 	writes writeStreams
+	// writerTokens holds the token of each writer id allocated
+	// (int64 → []byte), sent with the id's batches.
+	writerTokens sync.Map
 
 	codecOnce sync.Once
 	codec     *record.Codec // zstd, made on first use
@@ -51,12 +56,60 @@ const (
 )
 
 // Connect returns a client for the cluster reachable at any of addrs (RPC
-// addresses of its nodes). It checks that one of them answers.
+// addresses of its nodes), over plaintext and without credentials (floe
+// dev, a cluster without security). It checks that one of them answers.
 func Connect(ctx context.Context, addrs ...string) (*Client, error) {
+	return ConnectWith(ctx, Config{Addrs: addrs})
+}
+
+// Config says how to reach a cluster and who the client is.
+type Config struct {
+	// Addrs are RPC addresses of the cluster's nodes, tried in turn.
+	Addrs []string
+	// TLS connects with TLS; TLSFromFiles makes it from the cluster's CA
+	// and, for a client that proves who it is with one, a client
+	// certificate. nil: plaintext.
+	TLS *tls.Config
+	// User and Password sign in with SCRAM-SHA-256 on every connection,
+	// on a cluster that authenticates its callers. With a client
+	// certificate, leave them empty: the certificate says who the client
+	// is.
+	User, Password string
+}
+
+// TLSFromFiles returns the TLS configuration of a client of a cluster
+// whose CA certificate is in caFile: the nodes must show node certificates
+// of that CA. certFile and keyFile are the client's certificate and key,
+// or both empty for a client that signs in with a password. The files are
+// read again when they change.
+func TLSFromFiles(caFile, certFile, keyFile string) (*tls.Config, error) {
+	src, err := tlsconf.Load(tlsconf.Files{CA: caFile, Cert: certFile, Key: keyFile}, nil)
+	if err != nil {
+		return nil, pkgerr.Errorf("client", "%w", err)
+	}
+	return src.ClientConfig(), nil
+}
+
+// ConnectWith returns a client for the cluster cfg describes. It checks
+// that one of the nodes answers; wrong credentials fail it at once with an
+// error matching transport.ErrUnauthenticated.
+func ConnectWith(ctx context.Context, cfg Config) (*Client, error) {
+	addrs := cfg.Addrs
 	if len(addrs) == 0 {
 		return nil, pkgerr.New("client", "no server address")
 	}
-	c := &Client{addrs: addrs, pool: transport.NewPool(transport.PoolConfig{}),
+	pc := transport.PoolConfig{TLS: cfg.TLS}
+	switch {
+	case cfg.User != "":
+		auth, err := transport.ScramAuthenticator(cfg.User, cfg.Password)
+		if err != nil {
+			return nil, pkgerr.Errorf("client", "%w", err)
+		}
+		pc.Authenticate = auth
+	case cfg.Password != "":
+		return nil, pkgerr.New("client", "a password without a user name")
+	}
+	c := &Client{addrs: addrs, pool: transport.NewPool(pc),
 		http: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
 	c.writes.c = c
 	err := c.callUntil(ctx, connectGiveUp*time.Duration(len(addrs)), func(ctx context.Context, m pb.DRPCMetaClient) error {

@@ -84,7 +84,8 @@ func (t *Table) NewUpsertWriter(opts UpsertWriterOptions) (*UpsertWriter, error)
 	kind := writerKind{name: upsertWriterName,
 		call: func(call batchCall) *pb.WriteCall {
 			return &pb.WriteCall{Call: &pb.WriteCall_PutKv{PutKv: &pb.PutKvRequest{TableId: call.tableID, Bucket: call.bucket,
-				Acks: call.acks, Batch: call.batch, TimeoutMs: call.timeoutMs, TargetColumns: targets, Pipelined: call.pipelined}}}
+				Acks: call.acks, Batch: call.batch, TimeoutMs: call.timeoutMs, TargetColumns: targets, Pipelined: call.pipelined,
+				WriterToken: call.writerToken}}}
 		}}
 	core, err := startWriter(t, kind, opts.common())
 	if err != nil {

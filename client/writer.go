@@ -83,6 +83,9 @@ type batchCall struct {
 	batch     []byte
 	timeoutMs int32
 	pipelined bool
+	// writerToken binds the batch's writer id to this client's principal
+	// (empty on a cluster without authentication).
+	writerToken []byte
 }
 
 // startWriter starts a writer of the table's rows: a sender goroutine per
@@ -253,5 +256,23 @@ func (c *Client) allocateWriterID(ctx context.Context) (int64, error) {
 	if resp.WriterId > math.MaxInt64 {
 		return 0, pkgerr.Errorf("client", "allocate writer id: id %d does not fit a batch header", resp.WriterId)
 	}
+	if len(resp.WriterToken) > 0 {
+		c.writerTokens.Store(int64(resp.WriterId), resp.WriterToken)
+	}
 	return int64(resp.WriterId), nil
+}
+
+// writerToken returns the token of batch's writer id; nil without one.
+func (c *Client) writerToken(batch []byte) []byte {
+	if len(batch) < record.HeaderSize {
+		return nil
+	}
+	id := record.Batch(batch).WriterID()
+	if id == record.NoWriterID {
+		return nil
+	}
+	if t, ok := c.writerTokens.Load(id); ok {
+		return t.([]byte)
+	}
+	return nil
 }

@@ -20,7 +20,7 @@ func (s *Server) startGossip(ctx context.Context) error {
 	g, err := gossip.New(gossip.Config{
 		NodeID: s.cfg.NodeID, BindAddress: s.cfg.Gossip, RPCAddress: s.advertise, Roles: s.cfg.Roles,
 		Incarnation: s.id.Incarnation, ClusterID: s.ClusterID(), Join: seeds, Profile: s.cfg.GossipProfile,
-		Logger: s.log,
+		KeyFile: s.cfg.GossipKeyFile, Logger: s.log,
 	})
 	if err != nil {
 		return err

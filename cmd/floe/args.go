@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"flag"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/floedb/floe/client"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // argKind is what a command's first positional argument names. A client
@@ -79,9 +81,17 @@ func serverNames(cmd *cobra.Command, kind argKind, prefix string) []string {
 	if err != nil {
 		return nil
 	}
+	cf := completionClientFlags(fs)
+	if cf.user != "" && os.Getenv(passwordEnv) == "" && cf.passwordFile == "" {
+		return nil // completion never prompts
+	}
+	cfg, err := cf.config(addrs)
+	if err != nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
-	c, err := client.Connect(ctx, addrs...)
+	c, err := client.ConnectWith(ctx, cfg)
 	if err != nil {
 		return nil
 	}
@@ -137,4 +147,17 @@ func registerFlagCompletions(cmd *cobra.Command, gofs *flag.FlagSet) {
 			_ = cmd.RegisterFlagCompletionFunc(f.Name, complete) // a name is registered once
 		}
 	})
+}
+
+// completionClientFlags reads the security flags of a command being
+// completed (their values as typed, or from the environment).
+func completionClientFlags(fs *pflag.FlagSet) *clientFlags {
+	get := func(name string) string {
+		if f := fs.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	return &clientFlags{tlsCA: get("tls-ca"), tlsCert: get("tls-cert"), tlsKey: get("tls-key"),
+		user: get("user"), passwordFile: get("password-file")}
 }

@@ -22,6 +22,10 @@ type clientFlags struct {
 	servers string
 	output  string
 	timeout time.Duration
+
+	// Security: TLS files and a user signing in with a password.
+	tlsCA, tlsCert, tlsKey string
+	user, passwordFile     string
 }
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
@@ -29,6 +33,11 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	fs.StringVar(&f.servers, "server", defaultServer, withEnv("server", "comma-separated server addresses, tried in turn"))
 	choiceVar(fs, &f.output, "output", "text", outputFormats, withEnv("output", "output format: text or json"))
 	fs.DurationVar(&f.timeout, "timeout", 15*time.Second, withEnv("timeout", "give up after this long (retries included)"))
+	fs.StringVar(&f.tlsCA, "tls-ca", "", withEnv("tls-ca", "the cluster's CA certificate: connect with TLS"))
+	fs.StringVar(&f.tlsCert, "tls-cert", "", withEnv("tls-cert", "client certificate, to sign in with it (with --tls-key)"))
+	fs.StringVar(&f.tlsKey, "tls-key", "", withEnv("tls-key", "the client certificate's key"))
+	fs.StringVar(&f.user, "user", "", withEnv("user", "user name, to sign in with a password (from "+passwordEnv+", --password-file or a prompt)"))
+	fs.StringVar(&f.passwordFile, "password-file", "", withEnv("password-file", "file whose first line is the password of --user"))
 	return f
 }
 
@@ -98,13 +107,41 @@ func (f *clientFlags) connect(ctx context.Context) (*client.Client, context.Cont
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	cfg, err := f.config(addrs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	c, err := client.Connect(ctx, addrs...)
+	c, err := client.ConnectWith(ctx, cfg)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err
 	}
 	return c, ctx, cancel, nil
+}
+
+// config is the SDK configuration of the flags: TLS when --tls-ca is
+// given, a password sign-in when --user is.
+func (f *clientFlags) config(addrs []string) (client.Config, error) {
+	cfg := client.Config{Addrs: addrs}
+	switch {
+	case f.tlsCA == "" && (f.tlsCert != "" || f.tlsKey != ""):
+		return cfg, fmt.Errorf("%w: --tls-cert and --tls-key need --tls-ca", errUsage)
+	case f.tlsCA != "":
+		tc, err := client.TLSFromFiles(f.tlsCA, f.tlsCert, f.tlsKey)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.TLS = tc
+	}
+	if f.user != "" {
+		p, err := password(f.passwordFile, "password for "+f.user)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.User, cfg.Password = f.user, p
+	}
+	return cfg, nil
 }
 
 // serverAddrs splits --server into host:port addresses, refusing what

@@ -18,6 +18,7 @@ type remoteFlags struct {
 	region, prefix       *string
 	pathStyle, secure    *bool
 	accessKey, secretKey *string
+	secretKeyFile        *string
 	createBucket         *bool
 	interval             *time.Duration
 	s3                   bool // the S3 flags are defined
@@ -38,7 +39,8 @@ func defineRemoteFlags(fs *flag.FlagSet, dirHelp string, s3 bool) *remoteFlags {
 		f.pathStyle = fs.Bool("s3-path-style", false, "address the bucket in the path (http://host/bucket/key), as MinIO and most non-AWS servers want")
 		f.secure = fs.Bool("s3-tls", false, "speak TLS (https) to the S3 server")
 		f.accessKey = fs.String("s3-access-key", "", "S3 access key (default: $AWS_ACCESS_KEY_ID)")
-		f.secretKey = fs.String("s3-secret-key", "", "S3 secret key (default: $AWS_SECRET_ACCESS_KEY)")
+		f.secretKeyFile = fs.String("s3-secret-key-file", "", "file whose first line is the S3 secret key (default: $AWS_SECRET_ACCESS_KEY); never on the command line")
+		f.secretKey = fs.String("s3-secret-key", "", "refused: a secret on the command line shows in ps and /debug/pprof/cmdline; use --s3-secret-key-file or $AWS_SECRET_ACCESS_KEY")
 		f.createBucket = fs.Bool("s3-create-bucket", false, "create --s3-bucket when it does not exist")
 	}
 	return f
@@ -54,10 +56,19 @@ func (f *remoteFlags) open(ctx context.Context, defaultDir string) (tiering.Obje
 	switch {
 	case useS3 && *f.dir != "":
 		return nil, fmt.Errorf("%w: give --remote-dir or --s3-endpoint, not both", errUsage)
+	case f.s3 && *f.secretKey != "":
+		return nil, fmt.Errorf("%w: --s3-secret-key would show the secret in ps and /debug/pprof/cmdline: put it in a file (--s3-secret-key-file) or in AWS_SECRET_ACCESS_KEY", errUsage)
 	case useS3:
 		cfg := tiering.S3Config{Endpoint: *f.endpoint, Bucket: *f.bucket, Region: *f.region, Prefix: *f.prefix,
-			PathStyle: *f.pathStyle, Secure: *f.secure, AccessKey: *f.accessKey, SecretKey: *f.secretKey,
+			PathStyle: *f.pathStyle, Secure: *f.secure, AccessKey: *f.accessKey,
 			CreateBucket: *f.createBucket}
+		if *f.secretKeyFile != "" {
+			secret, err := readSecretFile(*f.secretKeyFile, "--s3-secret-key-file")
+			if err != nil {
+				return nil, err
+			}
+			cfg.SecretKey = secret
+		}
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: S3 remote storage: %v", errUsage, err)
 		}

@@ -51,6 +51,7 @@ func serveSpec(env *cliEnv) cmdSpec {
 			messageTimeout := fs.Duration("rpc-message-timeout", transport.DefaultMessageTimeout, "how long a request message, once started, may take to arrive whole before the connection is closed")
 			maxInflight := fs.Int("max-inflight-request-bytes", transport.DefaultMaxInflightRequestBytes, "bytes of large requests (over 64 KiB) the node holds in reception and handling at once; one more waits, then is answered UNAVAILABLE (-1: no bound)")
 			remote := defineRemoteFlags(fs, "tier sealed log segments to this folder (shared by every tablet node, e.g. a network mount); default: no tiering", true)
+			sec := defineSecurityFlags(fs)
 			return func(ctx context.Context, pos []string) error {
 				var err error
 				if len(pos) != 0 {
@@ -79,7 +80,14 @@ func serveSpec(env *cliEnv) cmdSpec {
 					return err
 				}
 				logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+				secCfg, err := sec.config()
+				if err != nil {
+					return err
+				}
+				warnPlaintext(logger, *listen, secCfg)
 				srv, err := server.New(server.Config{
+					TLS: secCfg.TLS, TLSClientAuth: secCfg.TLSClientAuth, Authorization: secCfg.Authorization,
+					SuperUsers: secCfg.SuperUsers, GossipKeyFile: secCfg.GossipKeyFile,
 					Remote: store, TieringInterval: *remote.interval,
 					NodeID: uint32(*id), Roles: splitList(*roles), DataDir: *dataDir, Listen: *listen,
 					Advertise: *advertise, Gossip: g, Join: splitList(*join), BootstrapExpect: *bootstrapExpect,

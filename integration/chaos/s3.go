@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -18,6 +19,8 @@ type s3Server struct {
 	endpoint string
 	port     int
 	exited   chan struct{}
+	// secretFile holds the secret key the nodes read (never in argv).
+	secretFile string
 }
 
 const (
@@ -39,7 +42,11 @@ func startS3(ctx context.Context, dir, host string) (*s3Server, error) {
 		return nil, err
 	}
 	port := 20000 + rand.IntN(20000)
-	s := &s3Server{port: port, endpoint: fmt.Sprintf("%s:%d", host, port), exited: make(chan struct{})}
+	s := &s3Server{port: port, endpoint: fmt.Sprintf("%s:%d", host, port), exited: make(chan struct{}),
+		secretFile: filepath.Join(dir, "..", "s3-secret-key")}
+	if err := os.WriteFile(s.secretFile, []byte(s3SecretKey+"\n"), 0o600); err != nil {
+		return nil, err
+	}
 	s.cmd = exec.Command(bin, "--port", s.endpoint, "--quiet", "posix", dir)
 	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s3AccessKey, "ROOT_SECRET_KEY="+s3SecretKey)
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -72,7 +79,7 @@ func startS3(ctx context.Context, dir, host string) (*s3Server, error) {
 // args are the flags that point a node at the server.
 func (s *s3Server) args() []string {
 	return []string{"--s3-endpoint", s.endpoint, "--s3-bucket", "floe-chaos", "--s3-region", "us-east-1",
-		"--s3-path-style", "--s3-create-bucket", "--s3-access-key", s3AccessKey, "--s3-secret-key", s3SecretKey}
+		"--s3-path-style", "--s3-create-bucket", "--s3-access-key", s3AccessKey, "--s3-secret-key-file", s.secretFile}
 }
 
 func (s *s3Server) close() {

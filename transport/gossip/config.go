@@ -63,6 +63,9 @@ type Config struct {
 	// Members; zero means DefaultForgetAfter. Dead members are also
 	// retried (to heal partitions) only until then.
 	ForgetAfter time.Duration
+	// KeyFile, when set, encrypts gossip with the keys it holds (keys.go),
+	// read again when it changes. Empty: gossip is not encrypted.
+	KeyFile string
 	// Logger receives this package's and memberlist's messages; nil
 	// discards them.
 	Logger *slog.Logger

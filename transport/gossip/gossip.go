@@ -37,6 +37,8 @@ type Gossip struct {
 	// mu guards the fields below. memberlist calls the delegates with its
 	// own lock held and takes mu inside it: never call memberlist with mu
 	// held.
+	keyring *memberlist.Keyring // nil: not encrypted
+
 	mu      sync.Mutex
 	members map[uint32]Member
 	subs    map[chan Event]struct{}
@@ -70,6 +72,17 @@ func New(cfg Config) (*Gossip, error) {
 	d := &delegate{g: g}
 	mc.Delegate, mc.Events, mc.Alive, mc.Merge, mc.Conflict = d, d, d, d, d
 	mc.Logger = newMemberlistLogger(cfg.Logger)
+	if cfg.KeyFile != "" {
+		keys, err := LoadKeyFile(cfg.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		if mc.Keyring, err = keyring(keys); err != nil {
+			return nil, err
+		}
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+	}
+	g.keyring = mc.Keyring
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		return nil, pkgerr.Errorf("gossip", "start memberlist on %s: %w", cfg.BindAddress, err)
@@ -78,6 +91,9 @@ func New(cfg Config) (*Gossip, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	g.stop = stop
 	g.wg.Go(func() { g.run(ctx) })
+	if cfg.KeyFile != "" {
+		g.wg.Go(func() { g.watchKeys(ctx) })
+	}
 	g.logger.Info("gossip started", "node_id", cfg.NodeID, "gossip_address", g.Address(), "profile", orDefault(cfg.Profile, ProfileLAN))
 	return g, nil
 }
