@@ -118,6 +118,9 @@ func ConnectWith(ctx context.Context, cfg Config) (*Client, error) {
 	})
 	if err != nil {
 		c.pool.Close()
+		if errors.Is(err, transport.ErrUnauthenticated) {
+			return nil, pkgerr.Errorf("client", "%v refused the connection: %w", addrs, err)
+		}
 		return nil, pkgerr.Errorf("client", "no server answered at %v: %w", addrs, err)
 	}
 	return c, nil

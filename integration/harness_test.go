@@ -63,6 +63,9 @@ type Cluster struct {
 	t     testing.TB
 	dir   string
 	Nodes []*Node
+	// Sec is the cluster's security when it was started Secure: its CA,
+	// and the files its harness clients sign in with.
+	Sec *Security
 }
 
 // Node is one floe process.
@@ -91,6 +94,11 @@ type ClusterOptions struct {
 	// Unregistered: do not wait for every node to register (a test
 	// that keeps one from it).
 	Unregistered bool
+	// Secure starts the nodes with TLS (certificates of a CA made for the
+	// test), client authentication, authorization with user:admin as
+	// super-user, and gossip encrypted; the harness's own clients and
+	// CLI calls sign in as admin with a client certificate.
+	Secure bool
 }
 
 // StartCluster starts n nodes with both roles (or opts.Roles) forming one
@@ -109,11 +117,15 @@ func StartCluster(t testing.TB, n int, opts ClusterOptions) *Cluster {
 	for _, nd := range c.Nodes {
 		addrs = append(addrs, nd.Addr)
 	}
+	if opts.Secure {
+		c.Sec = newSecurity(t, filepath.Join(c.dir, "certs"))
+	}
 	for _, nd := range c.Nodes {
 		nd.args = append([]string{"serve", "--id", strconv.Itoa(int(nd.ID)), "--roles", cmp.Or(opts.Roles, "meta,tablet"),
 			"--data-dir", nd.DataDir, "--listen", nd.Addr, "--gossip", nd.Gossip,
 			"--join", strings.Join(addrs, ","), "--bootstrap-expect", strconv.Itoa(n), "--log-level", *logLevel},
 			opts.ExtraArgs...)
+		nd.args = append(nd.args, c.Sec.nodeArgs(t, nd.ID)...)
 		nd.args = append(nd.args, opts.NodeArgs[nd.ID]...)
 		c.start(nd)
 	}
@@ -130,7 +142,7 @@ func (c *Cluster) WaitRegistered(timeout time.Duration) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cl, err := client.Connect(ctx, c.Addrs()...)
+	cl, err := c.connect(ctx, c.Addrs()...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -217,6 +229,7 @@ func (c *Cluster) AddNode(roles string) *Node {
 		DataDir: filepath.Join(c.dir, fmt.Sprintf("node%d", id)), logPath: filepath.Join(c.dir, fmt.Sprintf("node%d.log", id))}
 	nd.args = []string{"serve", "--id", strconv.Itoa(int(id)), "--roles", roles, "--data-dir", nd.DataDir,
 		"--listen", nd.Addr, "--gossip", nd.Gossip, "--join", strings.Join(c.Addrs(), ","), "--log-level", *logLevel}
+	nd.args = append(nd.args, c.Sec.nodeArgs(c.t, id)...)
 	c.Nodes = append(c.Nodes, nd)
 	c.start(nd)
 	return nd
@@ -327,7 +340,7 @@ func (c *Cluster) NodeAt(addr string) *Node {
 // Client connects the SDK to every node.
 func (c *Cluster) Client(ctx context.Context) *client.Client {
 	c.t.Helper()
-	cl, err := client.Connect(ctx, c.Addrs()...)
+	cl, err := c.connect(ctx, c.Addrs()...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -354,6 +367,7 @@ func (c *Cluster) MustCLI(args ...string) string {
 // CLIInput is CLI with stdin.
 func (c *Cluster) CLIInput(stdin string, args ...string) (stdout, stderr string, code int) {
 	args = append(args, "--server", strings.Join(c.Addrs(), ","))
+	args = append(args, c.Sec.clientArgs()...)
 	cmd := exec.Command(floeBin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
@@ -382,7 +396,7 @@ func (c *Cluster) CLIJSON(v any, args ...string) {
 
 // raftStatus asks one node for its own Raft view.
 func (c *Cluster) raftStatus(ctx context.Context, nd *Node) (*client.RaftStatus, error) {
-	cl, err := client.Connect(ctx, nd.Addr)
+	cl, err := c.connect(ctx, nd.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -438,3 +452,12 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 }
 
 func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// connect connects the SDK to addrs as the harness does: plaintext, or as
+// admin on a secure cluster.
+func (c *Cluster) connect(ctx context.Context, addrs ...string) (*client.Client, error) {
+	if c.Sec == nil {
+		return client.Connect(ctx, addrs...)
+	}
+	return client.ConnectWith(ctx, c.Sec.Config(c.t, "admin", addrs...))
+}

@@ -51,7 +51,7 @@ func rowBatch(t testing.TB, schemaID int16, first, n int, tag string) []byte {
 // bucketLeader returns the address of a bucket's leader as the metadata says.
 func bucketLeader(t testing.TB, ctx context.Context, c *Cluster, db, table string, bucket int32) (uint64, string) {
 	t.Helper()
-	cl, err := client.Connect(ctx, c.Addrs()...)
+	cl, err := c.connect(ctx, c.Addrs()...)
 	if err != nil {
 		t.Fatal(err)
 	}

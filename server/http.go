@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/server/meta"
+	"github.com/floedb/floe/transport/tlsconf"
 )
 
 // serveHTTP serves /healthz (the process is up), /readyz (200 when the node
@@ -30,14 +33,23 @@ func (s *Server) serveHTTP(ctx context.Context, lis net.Listener) error {
 		}
 		json.NewEncoder(w).Encode(map[string]any{"ready": ready, "reason": why, "node": s.cfg.NodeID, "cluster_id": s.ClusterID()})
 	})
-	mux.Handle("GET /metrics", s.metrics.handler(s.log))
+	gate := s.httpGate()
+	mux.Handle("GET /metrics", gate.require(opDescribe, s.metrics.handler(s.log)))
 	// Go's profiler, for operators chasing CPU, memory or lock contention.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	mux.Handle("/debug/pprof/", gate.require(opClusterAdmin, http.HandlerFunc(pprof.Index)))
+	mux.Handle("/debug/pprof/cmdline", gate.require(opClusterAdmin, http.HandlerFunc(redactedCmdline)))
+	mux.Handle("/debug/pprof/profile", gate.require(opClusterAdmin, http.HandlerFunc(pprof.Profile)))
+	mux.Handle("/debug/pprof/symbol", gate.require(opClusterAdmin, http.HandlerFunc(pprof.Symbol)))
+	mux.Handle("/debug/pprof/trace", gate.require(opClusterAdmin, http.HandlerFunc(pprof.Trace)))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: httpReadTimeout,
+		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
+	if s.sec.tls != nil {
+		cfg, err := s.sec.tls.ServerConfig(tlsconf.ClientAuthRequest)
+		if err != nil {
+			return pkgerr.Errorf("server", "HTTP: %w", err)
+		}
+		lis = tls.NewListener(lis, cfg)
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

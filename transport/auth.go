@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"net/netip"
 
 	"github.com/xdg-go/scram"
 	"storj.io/drpc"
@@ -212,3 +213,33 @@ func scramExchange(ctx context.Context, conv *scram.ClientConversation, conn drp
 	}
 	return nil
 }
+
+// VerifyPassword reports whether password is the one rec's credentials
+// were made from (for HTTP basic authentication, where there is no SCRAM
+// exchange). It costs a key derivation.
+func VerifyPassword(rec *pb.UserRecord, password string) bool {
+	if rec == nil || len(rec.GetSalt()) == 0 {
+		return false
+	}
+	client, err := scram.SHA256.NewClient(rec.GetName(), password, "")
+	if err != nil {
+		return false
+	}
+	creds := client.GetStoredCredentials(scram.KeyFactors{Salt: string(rec.GetSalt()), Iters: int(rec.GetIterations())})
+	return hmac.Equal(creds.StoredKey, rec.GetStoredKey())
+}
+
+// FailureLimiter applies a FailureLimit, for authentication outside the
+// RPC port (HTTP basic authentication).
+type FailureLimiter struct{ l *failureLimiter }
+
+// NewFailureLimiter returns a limiter of cfg.
+func NewFailureLimiter(cfg FailureLimit) *FailureLimiter {
+	return &FailureLimiter{l: newFailureLimiter(cfg)}
+}
+
+// Allowed reports whether addr may try to authenticate now.
+func (f *FailureLimiter) Allowed(addr netip.Addr) bool { return f.l.allowed(addr) }
+
+// Failure counts a failed attempt of addr.
+func (f *FailureLimiter) Failure(addr netip.Addr) { f.l.failure(addr) }

@@ -83,34 +83,34 @@ func (c *connCap) admit(conn net.Conn) (net.Conn, bool) {
 	return nil, false
 }
 
-// answerFirstCall reads the client's first invoke, fails that call with
-// refusal, lets the client read the answer, and closes; all within
-// refusalLinger. Answering before the invoke would reach a client whose
-// call has not started, which then sees only the connection close.
+// answerFirstCall fails every call the client starts on conn with refusal,
+// for refusalLinger, reading at most refusalMaxDrain bytes; then closes.
+// Each invoke is answered as it arrives: answering before it would reach a
+// client whose call has not started, which then sees only the connection
+// close. The connection stays open until the client closes it or the
+// linger runs out: DRPC cancels a call whose connection ends, even one that
+// has just received its error, and the caller would see only "canceled";
+// and a client that takes the connection for another call before it
+// learns of the refusal gets the refusal again, not a lost connection.
 func answerFirstCall(conn net.Conn, refusal error) {
 	defer conn.Close()
 	if err := conn.SetDeadline(time.Now().Add(refusalLinger)); err != nil {
 		return
 	}
-	rd := drpcwire.NewReaderWithOptions(conn, drpcwire.ReaderOptions{MaximumBufferSize: refusalMaxDrain})
-	var stream uint64
-	for stream == 0 {
+	rd := drpcwire.NewReaderWithOptions(io.LimitReader(conn, refusalMaxDrain),
+		drpcwire.ReaderOptions{MaximumBufferSize: refusalMaxDrain})
+	for {
 		pkt, err := rd.ReadPacket()
 		if err != nil {
 			return
 		}
-		if pkt.Kind == drpcwire.KindInvoke {
-			stream = pkt.ID.Stream
+		if pkt.Kind != drpcwire.KindInvoke {
+			continue
+		}
+		if _, err := conn.Write(errorFrame(pkt.ID.Stream, refusal)); err != nil {
+			return
 		}
 	}
-	frame := errorFrame(stream, refusal)
-	if _, err := conn.Write(frame); err != nil {
-		return
-	}
-	// Not closed yet: DRPC cancels a call whose connection ends, even one
-	// that has just received its error, and the caller would see only
-	// "canceled". The client closes first, or the linger runs out.
-	_, _ = io.Copy(io.Discard, io.LimitReader(conn, refusalMaxDrain))
 }
 
 // release counts a connection out.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/floedb/floe/internal/pkgerr"
@@ -134,6 +135,7 @@ type pooledConn struct {
 	conn      *drpcconn.Conn
 	sniff     *sniffConn // the raw connection, telling a foreign peer
 	idleSince time.Time
+	refused   atomic.Bool // a call was refused UNAUTHENTICATED: the node closes it
 }
 
 // NewPool returns a pool. An invalid cfg makes every call fail.
@@ -311,7 +313,7 @@ func (p *Pool) put(pc *pooledConn, reuse bool) {
 	ac := p.addrs[pc.addr]
 	delete(ac.busy, pc)
 	switch {
-	case !reuse || p.closed || isClosed(pc.conn.Closed()):
+	case !reuse || p.closed || isClosed(pc.conn.Closed()) || pc.refused.Load():
 	case len(ac.waiters) > 0:
 		wait := ac.waiters[0]
 		ac.waiters = ac.waiters[1:]

@@ -9,6 +9,7 @@ import (
 	"storj.io/drpc"
 	"storj.io/drpc/drpcconn"
 	"storj.io/drpc/drpcenc"
+	"storj.io/drpc/drpcerr"
 	"storj.io/drpc/drpcmetadata"
 	"storj.io/drpc/drpcwire"
 
@@ -213,9 +214,20 @@ func (p *Pool) getError(ctx context.Context, err error) error {
 		return err
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case refusedHandshake(err):
+		return err
 	default: // the dial failed
 		return &DialError{Err: err}
 	}
+}
+
+// refusedHandshake reports a connection that was made but refused: a TLS
+// handshake or a sign-in that failed for a reason retrying does not
+// change (UNAUTHENTICATED). It is the node's answer, not a failure to
+// reach it.
+func refusedHandshake(err error) bool {
+	var we *Error
+	return errors.As(err, &we) && we.Code == pb.ErrorCode_ERROR_CODE_UNAUTHENTICATED
 }
 
 // DialError is a failure to connect: nothing accepted the connection, or
@@ -251,6 +263,7 @@ func callError(ctx context.Context, pc *pooledConn, err error) error {
 		// context.Canceled, though the caller canceled nothing.
 		return &Error{Code: pb.ErrorCode_ERROR_CODE_UNAVAILABLE, Message: "connection lost during the call: " + err.Error()}
 	}
+	noteRefusal(pc, err)
 	return fromWire(err, isClosed(pc.conn.Closed()))
 }
 
@@ -264,7 +277,17 @@ func reusable(ctx context.Context, pc *pooledConn, err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 		return false
 	}
-	return !isClosed(pc.conn.Closed()) && !isConnFailure(err)
+	noteRefusal(pc, err)
+	return !isClosed(pc.conn.Closed()) && !isConnFailure(err) && !pc.refused.Load()
+}
+
+// noteRefusal marks pc refused when err is UNAUTHENTICATED: the node closes
+// a connection it refused (plaintext on a TLS port, a failed sign-in), so
+// no other call may take it.
+func noteRefusal(pc *pooledConn, err error) {
+	if pb.ErrorCode(drpcerr.Code(err)) == pb.ErrorCode_ERROR_CODE_UNAUTHENTICATED {
+		pc.refused.Store(true)
+	}
 }
 
 // releasedCtx is a stream's context whose Done waits for the connection's

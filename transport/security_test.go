@@ -88,9 +88,13 @@ func TestTLSMismatchSaysWhy(t *testing.T) {
 	t.Run("plaintext client, TLS port", func(t *testing.T) {
 		p := transport.NewPool(transport.PoolConfig{})
 		defer p.Close()
-		_, err := whoami(t, p, secure.addr)
-		if !errors.Is(err, transport.ErrUnauthenticated) || !strings.Contains(err.Error(), "requires TLS") {
-			t.Fatalf("err = %v, want UNAUTHENTICATED saying the node requires TLS", err)
+		// Every call says so, not only the first: a refused connection
+		// is not reused (the node closes it).
+		for range 3 {
+			_, err := whoami(t, p, secure.addr)
+			if !errors.Is(err, transport.ErrUnauthenticated) || !strings.Contains(err.Error(), "requires TLS") {
+				t.Fatalf("err = %v, want UNAUTHENTICATED saying the node requires TLS", err)
+			}
 		}
 	})
 	t.Run("TLS client, plaintext port", func(t *testing.T) {

@@ -35,7 +35,7 @@ type runFunc func(ctx context.Context, pos []string) error
 // definition.
 const rootHelp = `Floe: a streaming storage cluster.
 
-Client commands (db, table, cluster, node, produce, consume, lookup, bench)
+Client commands (db, table, cluster, node, user, acl, produce, consume, lookup, bench)
 take these flags, before or after the command name (floe -s A db list,
 floe db list -s A); a flag not given reads its FLOE_* environment variable:
 
@@ -76,6 +76,9 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		groupCmd("table", "create, list, describe, drop tables and elect their leaders", clientSpecs(env, tableCmds(env))),
 		groupCmd("cluster", "cluster status and metadata group membership", clientSpecs(env, clusterCmds(env))),
 		groupCmd("node", "drain a tablet node's leaderships before a planned stop", clientSpecs(env, nodeCmds(env))),
+		groupCmd("user", "create, list and delete users who sign in with passwords", clientSpecs(env, userCmds(env))),
+		groupCmd("acl", "allow and deny principals operations on the cluster, databases and tables", clientSpecs(env, aclCmds(env))),
+		groupCmd("cert", "make a CA, node and user certificates, and gossip keys for a cluster", certSpecs(env)),
 		leafCmd(recoverSpec(env), ""),
 		leafCmd(healthSpec(env), ""),
 		groupCmd("chaos", "run the fault-injection scenarios against clusters of this binary (needs root)", chaosSpecs(env)),

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/floedb/floe/client"
 )
 
 // errUnhealthy: `floe health` got an answer other than 200.
@@ -19,12 +21,13 @@ var errUnhealthy = errors.New("not ready")
 // no curl, so a container built FROM scratch can run it as its health
 // check.
 func healthSpec(env *cliEnv) cmdSpec {
-	return cmdSpec{usage: "health [--http ADDR] [--live] [--timeout 2s]",
+	return cmdSpec{usage: "health [--http ADDR] [--live] [--timeout 2s] [--tls-ca FILE]",
 		summary: "check a node's /readyz over HTTP (exit 0 ready, 1 not): a container health check",
 		define: func(fs *flag.FlagSet) runFunc {
 			addr := fs.String("http", "127.0.0.1:8080", "the node's --http address")
 			live := fs.Bool("live", false, "check /healthz (the process is up) instead of /readyz")
 			timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for the answer")
+			ca := fs.String("tls-ca", "", "the cluster's CA: the node serves HTTPS (it runs with --tls-cert)")
 			var output string
 			outputVar(fs, &output, `{"url", "status", "ready", "reason", "node"}`)
 			return func(ctx context.Context, pos []string) error {
@@ -40,7 +43,17 @@ func healthSpec(env *cliEnv) cmdSpec {
 				}
 				ctx, cancel := context.WithTimeout(ctx, *timeout)
 				defer cancel()
-				return checkHealth(ctx, env, "http://"+*addr+path, output == "json")
+				hc := http.DefaultClient
+				scheme := "http://"
+				if *ca != "" {
+					tc, err := client.TLSFromFiles(*ca, "", "")
+					if err != nil {
+						return err
+					}
+					hc = &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
+					scheme = "https://"
+				}
+				return checkHealth(ctx, env, hc, scheme+*addr+path, output == "json")
 			}
 		}}
 }
@@ -60,12 +73,12 @@ type healthAnswer struct {
 // checkHealth GETs url and prints what it says: "ready" (or the /healthz
 // body) on 200, the reason /readyz gives otherwise; asJSON prints the
 // answer as a healthAnswer, also when it fails the check.
-func checkHealth(ctx context.Context, env *cliEnv, url string, asJSON bool) error {
+func checkHealth(ctx context.Context, env *cliEnv, hc *http.Client, url string, asJSON bool) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err // names the method and the URL
 	}
