@@ -205,7 +205,7 @@ func TestSecureClusterRefusesAttacks(t *testing.T) {
 		// A user certificate of the cluster's own CA: closed before Raft
 		// reads a byte of it.
 		for name, files := range map[string]tlsconf.Files{
-			"user certificate":        c.Sec.UserFiles(t, "mallory"),
+			"user certificate":         c.Sec.UserFiles(t, "mallory"),
 			"another CA's node (id 1)": tlstest.NewCA(t, "impostor").Node(t, 1),
 		} {
 			cert, err := tls.LoadX509KeyPair(files.Cert, files.Key)
