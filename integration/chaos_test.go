@@ -23,6 +23,7 @@ var (
 	chaosSeeds      = flag.Int("chaos.seeds", 1, "how many seeds each chaos scenario runs (from -chaos.seed on)")
 	chaosReplay     = flag.String("chaos.replay", "", "a replay file a failed chaos run wrote: run its scenario and seed again")
 	chaosContainers = flag.Bool("chaos.containers", false, "run the chaos scenarios' nodes as Docker containers instead of processes in network namespaces")
+	chaosSecure     = flag.Bool("chaos.secure", false, "run the chaos scenarios against secure clusters (TLS, authentication, ACLs, encrypted gossip: the README's secure recipe)")
 	chaosOut        = flag.String("chaos.out", filepath.Join(os.TempDir(), "floe-chaos"), "where failed chaos runs write their replay files")
 )
 
@@ -80,7 +81,7 @@ func TestChaos(t *testing.T) {
 			}
 			for _, s := range run {
 				v, err := chaos.Run(t.Context(), chaos.RunConfig{Scenario: sc, Seed: s, Duration: duration, Binary: floeBin,
-					Dir: t.TempDir(), ReplayDir: *chaosOut, Containers: *chaosContainers, Logf: func(format string, args ...any) { t.Logf(format, args...) }})
+					Dir: t.TempDir(), ReplayDir: *chaosOut, Containers: *chaosContainers, Secure: *chaosSecure, Logf: func(format string, args ...any) { t.Logf(format, args...) }})
 				if errors.Is(err, chaos.ErrNoS3Server) {
 					t.Skipf("seed %d: %v", s, err)
 				}

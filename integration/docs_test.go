@@ -223,3 +223,25 @@ func TestDocBlocksParse(t *testing.T) {
 		t.Fatal("a skip without a reason was accepted")
 	}
 }
+
+// TestSecureRecipeIsTheTestedOne: the README's secure cluster is the
+// recipe of docs/security.md, which TestDocCommands runs (one page may
+// start one cluster on the doc ports).
+func TestSecureRecipeIsTheTestedOne(t *testing.T) {
+	first := func(page string) string {
+		blocks, err := parseDocBlocks(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range blocks {
+			if strings.Contains(b.script, "floe cert ca") {
+				return b.script
+			}
+		}
+		t.Fatalf("%s has no secure cluster recipe", page)
+		return ""
+	}
+	if readme, doc := first("../README.md"), first("../docs/security.md"); readme != doc {
+		t.Fatalf("the README's secure recipe differs from docs/security.md's:\n%s\n----\n%s", readme, doc)
+	}
+}

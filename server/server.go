@@ -203,6 +203,7 @@ func (s *Server) newMeta() *meta.Role {
 		},
 		WriterKey: s.sec.WriterKey,
 		TLS:       s.sec.dialTLS(),
+		NodesOnly: s.sec.authz != nil,
 		Go:        s.goRun,
 		Stop:      s.stop,
 		Logger:    s.log,

@@ -54,13 +54,14 @@ func chaosSpecs(env *cliEnv) []cmdSpec {
 					return w.Flush()
 				}
 			}},
-		{usage: "chaos run [SCENARIO...] [--seed 1] [--seeds 1] [--duration 60s] [--containers] [--dir DIR] [--replay FILE]",
+		{usage: "chaos run [SCENARIO...] [--seed 1] [--seeds 1] [--duration 60s] [--containers] [--secure] [--dir DIR] [--replay FILE]",
 			summary: "start 3-node clusters of this binary, inject a scenario's faults while workloads run, check what was promised",
 			define: func(fs *flag.FlagSet) runFunc {
 				seed := fs.Uint64("seed", 1, "the first seed of the fault schedules")
 				seeds := fs.Int("seeds", 1, "how many seeds each scenario runs (from --seed on)")
 				duration := fs.Duration("duration", 60*time.Second, "how long each run injects faults")
 				containers := fs.Bool("containers", false, "run each node as a Docker container (needs a static binary and a Docker engine)")
+				secure := fs.Bool("secure", false, "run secure clusters: TLS, authentication, ACLs and encrypted gossip, as docs/security.md's recipe")
 				dir := fs.String("dir", "", "where the clusters' data and the replay files of failed runs go (default: a new temporary folder)")
 				replay := fs.String("replay", "", "a replay file a failed run wrote: run its scenario and seed again")
 				verbose := fs.Bool("verbose", false, "print the harness's messages (faults injected, healed)")
@@ -103,7 +104,7 @@ func chaosSpecs(env *cliEnv) []cmdSpec {
 						}
 					}
 					err = runChaos(ctx, env, chaosPlan{scenarios: scenarios, seed: first, seeds: count, duration: length,
-						binary: bin, dir: base, containers: *containers, verbose: *verbose, json: output == "json", run: chaos.Run})
+						binary: bin, dir: base, containers: *containers, secure: *secure, verbose: *verbose, json: output == "json", run: chaos.Run})
 					if *dir == "" {
 						_ = os.Remove(base) // only if empty: every run passed
 					}
@@ -140,6 +141,7 @@ type chaosPlan struct {
 	duration            time.Duration
 	binary, dir         string
 	containers, verbose bool
+	secure              bool
 	json                bool
 	// run runs one scenario and seed: chaos.Run.
 	run func(context.Context, chaos.RunConfig) (chaos.Verdict, error)
@@ -165,7 +167,7 @@ func runChaos(ctx context.Context, env *cliEnv, p chaosPlan) error {
 				}
 			}
 			v, err := p.run(ctx, chaos.RunConfig{Scenario: sc, Seed: s, Duration: p.duration, Binary: p.binary,
-				Dir: runDir, ReplayDir: p.dir, Containers: p.containers, Logf: logf})
+				Dir: runDir, ReplayDir: p.dir, Containers: p.containers, Secure: p.secure, Logf: logf})
 			if err != nil {
 				if ctx.Err() != nil {
 					return fmt.Errorf("%s seed %d: interrupted: %w", sc.Name, s, err)

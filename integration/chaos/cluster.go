@@ -38,6 +38,11 @@ type Options struct {
 	// network of the cluster's own, instead of as a process in a network
 	// namespace. The faults are the same; see DockerAvailable.
 	Containers bool
+	// Secure starts the nodes as the README's secure recipe does: TLS,
+	// client authentication, authorization with user:admin as
+	// super-user, gossip encrypted; the workloads sign in as admin with
+	// a client certificate. Processes only, not Containers.
+	Secure bool
 	// Logf receives the harness's messages (nil: discarded).
 	Logf func(format string, args ...any)
 }
@@ -49,6 +54,8 @@ func (o *Options) Validate() error {
 		return errors.New("chaos: options: Binary and Dir are required")
 	case o.Nodes < 0 || o.Nodes > 9:
 		return fmt.Errorf("chaos: options: %d nodes, want 1 to 9", o.Nodes)
+	case o.Secure && o.Containers:
+		return errors.New("chaos: options: a secure cluster runs as processes, not containers")
 	}
 	return nil
 }
@@ -75,6 +82,7 @@ type Cluster struct {
 	net   *network
 	Nodes []*Node
 	s3    *s3Server
+	sec   *secureFiles // nil: plaintext
 	logf  func(string, ...any)
 
 	mu     sync.Mutex
@@ -128,9 +136,15 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		}
 		remote = c.s3.args()
 	}
-	var join []string
+	var join, hosts []string
 	for i := 1; i <= opts.Nodes; i++ {
 		join = append(join, c.net.addr(i)+":7700")
+		hosts = append(hosts, c.net.addr(i))
+	}
+	if opts.Secure {
+		if c.sec, err = makeSecureFiles(filepath.Join(opts.Dir, "certs"), hosts); err != nil {
+			return nil, err
+		}
 	}
 	for i := 1; i <= opts.Nodes; i++ {
 		nd := &Node{ID: uint32(i), c: c, Addr: c.net.addr(i) + ":7700",
@@ -153,6 +167,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			"--join", strings.Join(join, ","), "--bootstrap-expect", strconv.Itoa(opts.Nodes),
 			"--tiering-interval", opts.TieringInterval.String()}, remote...)
 		serve = append(serve, opts.ExtraArgs...)
+		if c.sec != nil {
+			serve = append(serve, c.sec.nodeArgs(i)...)
+		}
 		if opts.Containers {
 			if err := c.net.createContainer(ctx, i, image, nd.DataDir, serve); err != nil {
 				return nil, err
@@ -188,6 +205,9 @@ func (c *Cluster) Node(id uint32) *Node { return c.Nodes[id-1] }
 
 // Client connects a client to every node.
 func (c *Cluster) Client(ctx context.Context) (*client.Client, error) {
+	if c.sec != nil {
+		return c.sec.connect(ctx, c.Addrs())
+	}
 	return client.Connect(ctx, c.Addrs()...)
 }
 
@@ -198,7 +218,7 @@ func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 	defer cancel()
 	var last error
 	for {
-		cl, err := client.Connect(ctx, c.Addrs()...)
+		cl, err := c.Client(ctx)
 		if err == nil {
 			st, serr := cl.Admin().ClusterStatus(ctx)
 			cl.Close()

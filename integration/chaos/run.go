@@ -29,7 +29,9 @@ type RunConfig struct {
 	ReplayDir string
 	// Containers runs the nodes as Docker containers (Options.Containers).
 	Containers bool
-	Logf       func(format string, args ...any)
+	// Secure runs a secure cluster (Options.Secure).
+	Secure bool
+	Logf   func(format string, args ...any)
 }
 
 // Verdict is the outcome of a run.
@@ -82,7 +84,7 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	opts := Options{Binary: cfg.Binary, Dir: cfg.Dir, Nodes: 3, Containers: cfg.Containers, Logf: logf}
+	opts := Options{Binary: cfg.Binary, Dir: cfg.Dir, Nodes: 3, Containers: cfg.Containers, Secure: cfg.Secure, Logf: logf}
 	if cfg.Scenario.Setup != nil {
 		cfg.Scenario.Setup(&opts)
 	}

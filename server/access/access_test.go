@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -220,5 +221,23 @@ func TestUnknownTableIsNotLetThrough(t *testing.T) {
 	err := authorize(a, alice, "/floe.v1.Tablet/Produce", &pb.ProduceRequest{TableId: 99})
 	if !errors.Is(err, transport.ErrNotLeader) {
 		t.Fatalf("a table the node does not know: %v, want NOT_LEADER (retriable)", err)
+	}
+}
+
+// TestSecurityDocListsEveryRule: docs/security.md has a row per RPC saying
+// what the rule needs, as the rules table does.
+func TestSecurityDocListsEveryRule(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rpc, need := range RuleDocs() {
+		if need == "" {
+			t.Errorf("the rule of %s has no doc", rpc)
+			continue
+		}
+		if row := "| `" + rpc + "` | " + need + " |"; !strings.Contains(string(doc), row) {
+			t.Errorf("docs/security.md lacks the row %q", row)
+		}
 	}
 }

@@ -127,11 +127,12 @@ func rpcName(rpc string) string {
 	return strings.Replace(strings.TrimPrefix(rpc, "/floe.v1."), "/", ".", 1)
 }
 
-// RPCs lists the RPCs the rules cover, for documentation and tests.
-func RPCs() []string {
-	out := make([]string, 0, len(rules))
-	for rpc := range rules {
-		out = append(out, rpc)
+// RuleDocs maps every RPC the rules cover ("Meta.Join") to what it needs
+// ("nodes only"), as docs/security.md lists them.
+func RuleDocs() map[string]string {
+	out := make(map[string]string, len(rules))
+	for rpc, r := range rules {
+		out[rpcName(rpc)] = r.doc
 	}
 	return out
 }

@@ -12,6 +12,8 @@ import (
 type rule struct {
 	nodesOnly bool
 	check     func(a *Authorizer, c caller, req drpc.Message) error
+	// doc says what the rule needs, as docs/security.md lists it.
+	doc string
 }
 
 // Operations, shortened.
@@ -25,22 +27,23 @@ const (
 )
 
 // nodes is the rule of the RPCs only nodes make.
-var nodes = rule{nodesOnly: true}
+var nodes = rule{nodesOnly: true, doc: "nodes only"}
 
 // anyone is the rule of the RPCs every authenticated caller may make: they
 // reveal or grant nothing by themselves (a writer id is bound to whoever
 // allocated it; the Raft status names the metadata voters).
-var anyone = rule{check: func(*Authorizer, caller, drpc.Message) error { return nil }}
+var anyone = rule{check: func(*Authorizer, caller, drpc.Message) error { return nil }, doc: "any authenticated caller"}
 
 // on returns the rule of an operation on the cluster.
 func on(op pb.AclOperation) rule {
-	return rule{check: func(a *Authorizer, c caller, _ drpc.Message) error { return a.need(c, op, Cluster) }}
+	return rule{check: func(a *Authorizer, c caller, _ drpc.Message) error { return a.need(c, op, Cluster) },
+		doc: OperationName(op) + " on the cluster"}
 }
 
 // onRequest returns the rule of an operation on the resource a request of
 // type M names.
-func onRequest[M drpc.Message](op pb.AclOperation, resource func(m M) Resource) rule {
-	return rule{check: func(a *Authorizer, c caller, req drpc.Message) error {
+func onRequest[M drpc.Message](op pb.AclOperation, what string, resource func(m M) Resource) rule {
+	return rule{doc: OperationName(op) + " on " + what, check: func(a *Authorizer, c caller, req drpc.Message) error {
 		m, ok := req.(M)
 		if !ok {
 			return a.refuse(c, "an unexpected request type %T", req)
@@ -55,7 +58,7 @@ func onTable[M interface {
 	drpc.Message
 	GetTableId() uint64
 }](op pb.AclOperation) rule {
-	return rule{check: func(a *Authorizer, c caller, req drpc.Message) error {
+	return rule{doc: OperationName(op) + " on the table", check: func(a *Authorizer, c caller, req drpc.Message) error {
 		m, ok := req.(M)
 		if !ok {
 			return a.refuse(c, "an unexpected request type %T", req)
@@ -82,17 +85,17 @@ var rules = map[string]rule{
 	"/floe.v1.Meta/AllocateWriterId": anyone,
 
 	// Catalog.
-	"/floe.v1.Meta/CreateDatabase": onRequest(opCreate, func(m *pb.CreateDatabaseRequest) Resource { return Database(m.GetName()) }),
-	"/floe.v1.Meta/DropDatabase":   onRequest(opDrop, func(m *pb.DropDatabaseRequest) Resource { return Database(m.GetName()) }),
+	"/floe.v1.Meta/CreateDatabase": onRequest(opCreate, "the database", func(m *pb.CreateDatabaseRequest) Resource { return Database(m.GetName()) }),
+	"/floe.v1.Meta/DropDatabase":   onRequest(opDrop, "the database", func(m *pb.DropDatabaseRequest) Resource { return Database(m.GetName()) }),
 	"/floe.v1.Meta/ListDatabases":  on(opDescribe),
-	"/floe.v1.Meta/CreateTable": onRequest(opCreate, func(m *pb.CreateTableRequest) Resource {
+	"/floe.v1.Meta/CreateTable": onRequest(opCreate, "the table", func(m *pb.CreateTableRequest) Resource {
 		return Table(m.GetDatabase(), m.GetName())
 	}),
-	"/floe.v1.Meta/DropTable": onRequest(opDrop, func(m *pb.DropTableRequest) Resource {
+	"/floe.v1.Meta/DropTable": onRequest(opDrop, "the table", func(m *pb.DropTableRequest) Resource {
 		return Table(m.GetDatabase(), m.GetName())
 	}),
-	"/floe.v1.Meta/ListTables": onRequest(opDescribe, func(m *pb.ListTablesRequest) Resource { return Database(m.GetDatabase()) }),
-	"/floe.v1.Meta/GetTable": onRequest(opDescribe, func(m *pb.GetTableRequest) Resource {
+	"/floe.v1.Meta/ListTables": onRequest(opDescribe, "the database", func(m *pb.ListTablesRequest) Resource { return Database(m.GetDatabase()) }),
+	"/floe.v1.Meta/GetTable": onRequest(opDescribe, "the table", func(m *pb.GetTableRequest) Resource {
 		return Table(m.GetDatabase(), m.GetName())
 	}),
 
@@ -107,7 +110,7 @@ var rules = map[string]rule{
 	"/floe.v1.Meta/TransferLeadership": on(opAdmin),
 
 	// Security.
-	"/floe.v1.Meta/PutUser":    {check: putUser},
+	"/floe.v1.Meta/PutUser":    {check: putUser, doc: "cluster-admin on the cluster; a user may change its own password"},
 	"/floe.v1.Meta/DeleteUser": on(opAdmin),
 	"/floe.v1.Meta/ListUsers":  on(opDescribe),
 	"/floe.v1.Meta/AddAcls":    on(opAdmin),
@@ -115,17 +118,23 @@ var rules = map[string]rule{
 	"/floe.v1.Meta/ListAcls":   on(opDescribe),
 
 	// Data.
-	"/floe.v1.Tablet/Produce":      {check: produce},
-	"/floe.v1.Tablet/PutKv":        {check: putKV},
-	"/floe.v1.Tablet/Writes":       {check: writeCall},
-	"/floe.v1.Tablet/Fetch":        {check: fetch},
-	"/floe.v1.Tablet/Fetches":      {check: fetch},
+	"/floe.v1.Tablet/Produce":      {check: produce, doc: writeDoc},
+	"/floe.v1.Tablet/PutKv":        {check: putKV, doc: writeDoc},
+	"/floe.v1.Tablet/Writes":       {check: writeCall, doc: "each call: " + writeDoc},
+	"/floe.v1.Tablet/Fetch":        {check: fetch, doc: fetchDoc},
+	"/floe.v1.Tablet/Fetches":      {check: fetch, doc: "each fetch: " + fetchDoc},
 	"/floe.v1.Tablet/ListOffsets":  onTable[*pb.ListOffsetsRequest](opRead),
 	"/floe.v1.Tablet/Lookup":       onTable[*pb.LookupRequest](opRead),
 	"/floe.v1.Tablet/PrefixLookup": onTable[*pb.PrefixLookupRequest](opRead),
-	"/floe.v1.Tablet/SnapshotKV":   onTable[*pb.SnapshotKVRequest](opRead),
+	"/floe.v1.Tablet/SnapshotKV":   onTable[*pb.SnapshotKVRequest](pb.AclOperation_ACL_OPERATION_ALTER),
 	"/floe.v1.Tablet/ScanRows":     onTable[*pb.ScanRowsRequest](opRead),
 }
+
+// Docs of the data rules.
+const (
+	writeDoc = "write on the table, with a writer id of the caller's own"
+	fetchDoc = "read on every table it names; a follower's fetch (replica id set): nodes only"
+)
 
 // putUser: changing users is cluster administration, but a user may change
 // its own password (alter only: it cannot create itself).

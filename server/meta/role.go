@@ -79,8 +79,10 @@ type Deps struct {
 	// until it does); nil func: writer ids are not bound to principals.
 	WriterKey func() []byte
 	// TLS is the node's TLS configuration for Raft's dials; nil:
-	// plaintext.
-	TLS *tls.Config
+	// plaintext. NodesOnly makes Raft accept only peers that showed node
+	// certificates.
+	TLS       *tls.Config
+	NodesOnly bool
 	// Go runs a goroutine the node waits for when it stops.
 	Go func(func())
 	// Stop stops the node with err: a failure it cannot serve through.
@@ -159,6 +161,7 @@ func (r *Role) openRaft() (*raftmeta.Node, error) {
 		Incarnation:         r.cfg.Incarnation,
 		ExpectedIncarnation: r.incarnationAt,
 		TLS:                 r.deps.TLS,
+		NodesOnly:           r.deps.NodesOnly,
 		Logger:              r.log,
 	})
 	n, err := raftmeta.Open(raftmeta.Config{

@@ -45,7 +45,7 @@ func startNode(t *testing.T, opts nodeOptions) *node {
 	}
 	n := &node{addr: lis.Addr().String(), lis: lis}
 	n.raft = raftnet.NewStreamLayer(lis, raftnet.StreamConfig{ClusterID: opts.clusterID,
-		Incarnation: opts.incarnation, ExpectedIncarnation: opts.expect, TLS: opts.tls, Logger: opts.listener.Logger})
+		Incarnation: opts.incarnation, ExpectedIncarnation: opts.expect, TLS: opts.tls, NodesOnly: opts.tls != nil, Logger: opts.listener.Logger})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {

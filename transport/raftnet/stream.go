@@ -48,6 +48,7 @@ type StreamLayer struct {
 	expected    func(address string) string
 	timeout     time.Duration
 	tls         *tls.Config // nil: plaintext
+	nodesOnly   bool
 	log         *slog.Logger
 
 	ready   chan net.Conn  // handshaken connections, for Accept
@@ -81,12 +82,14 @@ type StreamConfig struct {
 	ExpectedIncarnation func(address string) string
 	// TLS, when set, is the configuration Raft dials its peers with
 	// (tlsconf.Source.ClientConfig: the peer must show a node
-	// certificate), and every accepted connection must have come through
+	// certificate). nil: plaintext.
+	TLS *tls.Config
+	// NodesOnly requires every accepted connection to have come through
 	// the listener's TLS with a node certificate: Raft speaks only to
-	// nodes of the cluster. nil: plaintext, peers checked by cluster id
-	// only.
-	TLS    *tls.Config
-	Logger *slog.Logger
+	// nodes of the cluster. Off, peers are checked by cluster id only
+	// (plaintext, or TLS that identifies nobody).
+	NodesOnly bool
+	Logger    *slog.Logger
 }
 
 // NewStreamLayer takes over l's Raft listener. Close it before closing l.
@@ -108,6 +111,7 @@ func NewStreamLayer(l *transport.Listener, cfg StreamConfig) *StreamLayer {
 		expected:    expected,
 		timeout:     limits.HandshakeTimeout,
 		tls:         cfg.TLS,
+		nodesOnly:   cfg.NodesOnly,
 		log:         logger,
 		ready:       make(chan net.Conn),
 		done:        make(chan struct{}),
@@ -319,10 +323,10 @@ func (s *StreamLayer) handshake(conn net.Conn) {
 	}
 }
 
-// checkPeerNode requires, on a TLS stream layer, that conn came through TLS
-// with a node certificate of the cluster's CA.
+// checkPeerNode requires, with NodesOnly, that conn came through TLS with
+// a node certificate of the cluster's CA.
 func (s *StreamLayer) checkPeerNode(conn net.Conn) error {
-	if s.tls == nil {
+	if !s.nodesOnly {
 		return nil
 	}
 	st, ok := conn.(transport.TLSState)
