@@ -328,6 +328,30 @@ func TestSecureClusterRefusesAttacks(t *testing.T) {
 		}
 	})
 
+	t.Run("passwords", func(t *testing.T) {
+		// Bob may not change alice's password; alice may change her own,
+		// and then only the new one signs her in.
+		bob, err := client.ConnectWith(ctx, c.Sec.PasswordConfig(t, "bob", bobPassword, addr))
+		must(t, err)
+		defer bob.Close()
+		wantNotAuthorized(t, "bob changing alice's password", bob.Admin().SetPassword(ctx, "alice", "by-bob"))
+		alice, err := client.ConnectWith(ctx, c.Sec.PasswordConfig(t, "alice", alicePassword, addr))
+		must(t, err)
+		defer alice.Close()
+		must(t, alice.Admin().SetPassword(ctx, "alice", "alice-new"))
+		wantNotAuthorized(t, "alice creating a user", alice.Admin().CreateUser(ctx, "carol", "x"))
+		waitFor(t, 10*time.Second, "the old password to stop working", func() bool {
+			cl, err := client.ConnectWith(ctx, c.Sec.PasswordConfig(t, "alice", alicePassword, addr))
+			if err == nil {
+				cl.Close()
+			}
+			return errors.Is(err, transport.ErrUnauthenticated)
+		})
+		cl, err := client.ConnectWith(ctx, c.Sec.PasswordConfig(t, "alice", "alice-new", addr))
+		must(t, err)
+		cl.Close()
+	})
+
 	after, err := f.admin.Admin().ClusterStatus(ctx)
 	must(t, err)
 	if len(after.Voters) != 3 || len(after.Nodes) != 3 {
