@@ -46,6 +46,9 @@ func newSecurity(cfg Config) (*security, error) {
 	sec.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_auth_failures_total",
 		Help: "Failed authentications, by reason: bad_credentials, rate_limited, unauthenticated_call, bad_certificate."},
 		[]string{"reason"})
+	for _, reason := range []string{"bad_credentials", "rate_limited", "unauthenticated_call", "bad_certificate"} {
+		sec.authFailures.WithLabelValues(reason) // listed at 0 from the start
+	}
 	if !cfg.TLS.Enabled() {
 		return sec, nil
 	}
