@@ -106,9 +106,6 @@ func Load(files Files, logger *slog.Logger) (*Source, error) {
 // without one.
 func (s *Source) Identity() identity.Principal { return s.current().self }
 
-// Files returns the files the source reads.
-func (s *Source) Files() Files { return s.files }
-
 // current returns the newest loadable version of the files.
 func (s *Source) current() *material {
 	s.mu.Lock()
