@@ -76,8 +76,8 @@ type serverTLSConn struct {
 	port *tlsPort
 
 	once sync.Once
-	tls  *tls.Conn // set by start when the caller speaks TLS
-	err  error     // why the connection cannot be used; set by start
+	tls  *batchedTLS // set by start when the caller speaks TLS
+	err  error       // why the connection cannot be used; set by start
 }
 
 // start runs once, on the first read or write.
@@ -91,7 +91,9 @@ func (c *serverTLSConn) start() {
 		c.err = c.refusePlaintext(first[0])
 		return
 	}
-	c.tls = tls.Server(&replayConn{Conn: c.raw, head: first[:]}, c.port.cfg)
+	c.tls = newBatchedTLS(&replayConn{Conn: c.raw, head: first[:]}, func(conn net.Conn) *tls.Conn {
+		return tls.Server(conn, c.port.cfg)
+	})
 	if err := c.tls.Handshake(); err != nil {
 		if suppressed, ok := c.port.failed.Allow(); ok {
 			c.port.log.Warn("TLS handshake failed", "remote_addr", c.raw.RemoteAddr().String(), "error", err,
@@ -199,7 +201,7 @@ func looksLikeTLS(prefix []byte) bool {
 // words an operator can act on: a node without TLS, a certificate of
 // another CA, a timeout.
 func ClientHandshake(ctx context.Context, raw net.Conn, cfg *tls.Config, addr string) (net.Conn, error) {
-	conn := tls.Client(raw, cfg)
+	conn := newBatchedTLS(raw, func(conn net.Conn) *tls.Conn { return tls.Client(conn, cfg) })
 	err := conn.HandshakeContext(ctx)
 	if err == nil {
 		return conn, nil
