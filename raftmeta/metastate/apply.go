@@ -244,6 +244,12 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.removeAcls(op.RemoveAcls)
 	case *pb.Command_InitWriterKey:
 		res, err = a.initWriterKey(op.InitWriterKey)
+	case *pb.Command_MoveReplicas:
+		res, err = a.moveReplicas(op.MoveReplicas)
+	case *pb.Command_CompleteMove:
+		res, err = a.completeMove(op.CompleteMove)
+	case *pb.Command_CancelMove:
+		res, err = a.cancelMove(op.CancelMove)
 	default:
 		err = errorf(codeInvalidRequest, "command has no known operation")
 	}

@@ -1,6 +1,8 @@
 package metastate
 
 import (
+	"slices"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/floedb/floe/transport/pb"
@@ -21,11 +23,16 @@ type changeSet struct {
 	aclsSet       bool
 	acls          []*pb.AclEntry
 	writerKey     []byte
+	moveBounds    *pb.MoveBounds
+	// removedReplicas: the nodes each changed bucket no longer has among
+	// its replicas, so they delete their copies.
+	removedReplicas []*pb.ReplicaRemoval
 }
 
 func (c *changeSet) empty() bool {
 	return len(c.nodes) == 0 && len(c.tables) == 0 && len(c.buckets) == 0 && len(c.droppedTables) == 0 && len(c.droppedNodes) == 0 &&
-		len(c.users) == 0 && len(c.droppedUsers) == 0 && !c.aclsSet && c.writerKey == nil
+		len(c.users) == 0 && len(c.droppedUsers) == 0 && !c.aclsSet && c.writerKey == nil && c.moveBounds == nil &&
+		len(c.removedReplicas) == 0
 }
 
 // update is the feed message of the changes at index, or nil when there are
@@ -36,17 +43,19 @@ func (c *changeSet) update(index uint64) *pb.MetadataUpdate {
 		return nil
 	}
 	u := &pb.MetadataUpdate{
-		Index:         index,
-		Nodes:         c.nodes,
-		Tables:        c.tables,
-		Buckets:       c.buckets,
-		DroppedTables: c.droppedTables,
-		DroppedNodes:  c.droppedNodes,
-		Users:         c.users,
-		DroppedUsers:  c.droppedUsers,
-		AclsSet:       c.aclsSet,
-		Acls:          c.acls,
-		WriterKey:     c.writerKey,
+		Index:           index,
+		Nodes:           c.nodes,
+		Tables:          c.tables,
+		Buckets:         c.buckets,
+		DroppedTables:   c.droppedTables,
+		DroppedNodes:    c.droppedNodes,
+		Users:           c.users,
+		DroppedUsers:    c.droppedUsers,
+		AclsSet:         c.aclsSet,
+		Acls:            c.acls,
+		WriterKey:       c.writerKey,
+		MoveBounds:      c.moveBounds,
+		RemovedReplicas: c.removedReplicas,
 	}
 	return proto.CloneOf(u)
 }
@@ -84,6 +93,7 @@ func (a *applier) putBucket(b *pb.BucketRecord) error {
 		return err
 	}
 	a.edits = append(a.edits, edit)
+	a.changes.noteRemovedReplicas(edit.old, b)
 	k := string(key)
 	if i, ok := a.changes.bucketAt[k]; ok {
 		a.changes.buckets[i] = b
@@ -95,6 +105,29 @@ func (a *applier) putBucket(b *pb.BucketRecord) error {
 	a.changes.bucketAt[k] = len(a.changes.buckets)
 	a.changes.buckets = append(a.changes.buckets, b)
 	return nil
+}
+
+// noteRemovedReplicas lists the replicas of old that b no longer has. A
+// command that changes a bucket twice lists each removal once.
+func (c *changeSet) noteRemovedReplicas(old, b *pb.BucketRecord) {
+	if old == nil {
+		return
+	}
+	for _, id := range old.GetReplicas() {
+		if slices.Contains(b.GetReplicas(), id) {
+			continue
+		}
+		i := slices.IndexFunc(c.removedReplicas, func(r *pb.ReplicaRemoval) bool {
+			return r.GetTableId() == b.GetTableId() && r.GetBucket() == b.GetBucket()
+		})
+		if i < 0 {
+			i = len(c.removedReplicas)
+			c.removedReplicas = append(c.removedReplicas, &pb.ReplicaRemoval{TableId: b.GetTableId(), Bucket: b.GetBucket()})
+		}
+		if r := c.removedReplicas[i]; !slices.Contains(r.Nodes, id) {
+			r.Nodes = append(r.Nodes, id)
+		}
+	}
 }
 
 // dropTableRecord deletes a table and its buckets and lists the table as

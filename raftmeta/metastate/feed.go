@@ -166,10 +166,16 @@ func updateFor(u *pb.MetadataUpdate, node uint32) *pb.MetadataUpdate {
 	}
 	c := &pb.MetadataUpdate{Index: u.GetIndex(), Full: u.GetFull(), Nodes: u.GetNodes(), Tables: u.GetTables(),
 		DroppedTables: u.GetDroppedTables(), DroppedNodes: u.GetDroppedNodes(),
-		Users: u.GetUsers(), DroppedUsers: u.GetDroppedUsers(), AclsSet: u.GetAclsSet(), Acls: u.GetAcls(), WriterKey: u.GetWriterKey()}
+		Users: u.GetUsers(), DroppedUsers: u.GetDroppedUsers(), AclsSet: u.GetAclsSet(), Acls: u.GetAcls(), WriterKey: u.GetWriterKey(),
+		MoveBounds: u.GetMoveBounds()}
 	for _, b := range u.GetBuckets() {
 		if replicaOf(b, node) {
 			c.Buckets = append(c.Buckets, b)
+		}
+	}
+	for _, r := range u.GetRemovedReplicas() {
+		if slices.Contains(r.GetNodes(), node) {
+			c.RemovedReplicas = append(c.RemovedReplicas, &pb.ReplicaRemoval{TableId: r.GetTableId(), Bucket: r.GetBucket(), Nodes: []uint32{node}})
 		}
 	}
 	return proto.CloneOf(c)
@@ -181,7 +187,8 @@ func replicaOf(b *pb.BucketRecord, node uint32) bool { return slices.Contains(b.
 // isEmptyUpdate reports whether u carries no record and no drop.
 func isEmptyUpdate(u *pb.MetadataUpdate) bool {
 	return len(u.GetNodes())+len(u.GetTables())+len(u.GetBuckets())+len(u.GetDroppedTables())+len(u.GetDroppedNodes())+
-		len(u.GetUsers())+len(u.GetDroppedUsers()) == 0 && !u.GetAclsSet() && u.GetWriterKey() == nil
+		len(u.GetUsers())+len(u.GetDroppedUsers())+len(u.GetRemovedReplicas()) == 0 && !u.GetAclsSet() && u.GetWriterKey() == nil &&
+		u.GetMoveBounds() == nil
 }
 
 // WaitApplied blocks until the applied index is above after and returns

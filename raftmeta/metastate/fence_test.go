@@ -252,6 +252,13 @@ func checkBucketInvariants(t interface{ Fatalf(string, ...any) }, b *pb.BucketRe
 	if b.GetLeader() != 0 && !slices.Contains(isr, b.GetLeader()) {
 		t.Fatalf("leader outside the ISR: %v", b)
 	}
+	if m := b.GetMove(); m != nil {
+		// While a move runs, the replicas are the target's, then the
+		// original ones leaving.
+		if len(m.GetTarget()) == 0 || !slices.Equal(b.GetReplicas(), union(m.GetTarget(), m.GetOriginal())) {
+			t.Fatalf("replicas not the move's target then its original replicas: %v", b)
+		}
+	}
 }
 
 // checkEpochs: the bucket epoch rises by one exactly when the record

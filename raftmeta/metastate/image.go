@@ -102,6 +102,13 @@ func imageOf(tx *bolt.Tx, buckets func() ([]*pb.BucketRecord, error)) (*pb.Metad
 	if k := tx.Bucket(bucketMeta).Get(keyWriterKey); k != nil {
 		u.WriterKey = append([]byte(nil), k...)
 	}
+	if v := tx.Bucket(bucketMeta).Get(keyMovePlan); v != nil {
+		plan := &pb.MovePlan{}
+		if err := proto.Unmarshal(v, plan); err != nil {
+			return nil, corruptRecord(keyMovePlan, err)
+		}
+		u.MoveBounds = boundsOf(plan)
+	}
 	return u, nil
 }
 

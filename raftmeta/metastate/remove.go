@@ -121,10 +121,12 @@ func holdsOnlyCopy(b *pb.BucketRecord, id uint32) bool {
 }
 
 // removeReplica takes a removed node out of one bucket's replicas and ISR,
-// in place, and reports whether the bucket changed; the bucket epoch rises
-// with any change. If the node led, the first other in-sync replica in
-// assignment order that is live leads (one that is not draining, if there
-// is one), with a new leader epoch; with none live the bucket goes offline
+// in place (and out of a move in progress), and reports whether the
+// bucket changed; the bucket and leader epochs rise with any change (a
+// replica leaving always raises the leader epoch: see endMove). If the
+// node led, the first other in-sync replica in assignment order that is
+// live leads (one that is not draining, if there is one); with none live
+// the bucket goes offline
 // (leader 0) and keeps its ISR, so the controller's fencing elects a member
 // once one is back, as it does for a leader that died (fenceBucket).
 func removeReplica(b *pb.BucketRecord, id uint32, live, draining func(id uint32) bool) bool {
@@ -134,11 +136,23 @@ func removeReplica(b *pb.BucketRecord, id uint32, live, draining func(id uint32)
 	removed := func(r uint32) bool { return r == id }
 	b.Replicas = slices.DeleteFunc(slices.Clone(b.GetReplicas()), removed)
 	b.Isr = slices.DeleteFunc(slices.Clone(b.GetIsr()), removed)
+	if m := b.GetMove(); m != nil {
+		// A move in progress goes on without the node; one whose whole
+		// target it was has nowhere left to go.
+		m.Original = slices.DeleteFunc(m.Original, removed)
+		m.Target = slices.DeleteFunc(m.Target, removed)
+		if len(m.Target) == 0 {
+			b.Move = nil
+		}
+	}
 	b.BucketEpoch++
 	if b.GetLeader() == id {
 		b.Leader = electable(b, func(r uint32) bool { return !live(r) }, draining)
-		b.LeaderEpoch++
 	}
+	// A replica left: the leader epoch rises even when the leader stays
+	// (as endMove's), so nothing the removed node sent in the old epoch
+	// counts.
+	b.LeaderEpoch++
 	return true
 }
 

@@ -23,13 +23,15 @@ func TestRemoveReplica(t *testing.T) {
 		draining []uint32
 		want     *pb.BucketRecord
 	}{
-		{"a follower leaves replicas and ISR", bk(r, 1, r, 4, 9), []uint32{1, 2}, nil, bk([]uint32{1, 2}, 1, []uint32{1, 2}, 4, 10)},
-		{"a follower out of the ISR", bk(r, 1, []uint32{1, 2}, 4, 9), []uint32{1, 2}, nil, bk([]uint32{1, 2}, 1, []uint32{1, 2}, 4, 10)},
+		// A replica leaving raises the leader epoch, the leader staying
+		// or not: its late fetches of the old epoch are fenced.
+		{"a follower leaves replicas and ISR", bk(r, 1, r, 4, 9), []uint32{1, 2}, nil, bk([]uint32{1, 2}, 1, []uint32{1, 2}, 5, 10)},
+		{"a follower out of the ISR", bk(r, 1, []uint32{1, 2}, 4, 9), []uint32{1, 2}, nil, bk([]uint32{1, 2}, 1, []uint32{1, 2}, 5, 10)},
 		{"the leader: the next live ISR member leads", bk(r, 3, r, 4, 9), []uint32{1, 2}, nil, bk([]uint32{1, 2}, 1, []uint32{1, 2}, 5, 10)},
 		{"the leader: a dead ISR member is passed over", bk(r, 3, r, 4, 9), []uint32{2}, nil, bk([]uint32{1, 2}, 2, []uint32{1, 2}, 5, 10)},
 		{"the leader: a draining member is passed over", bk(r, 3, r, 4, 9), []uint32{1, 2}, []uint32{1}, bk([]uint32{1, 2}, 2, []uint32{1, 2}, 5, 10)},
 		{"the leader: no live ISR member, offline with its ISR", bk(r, 3, []uint32{1, 3}, 4, 9), []uint32{2}, nil, bk([]uint32{1, 2}, 0, []uint32{1}, 5, 10)},
-		{"an offline bucket stays offline", bk(r, 0, []uint32{1, 3}, 4, 9), []uint32{1, 2}, nil, bk([]uint32{1, 2}, 0, []uint32{1}, 4, 10)},
+		{"an offline bucket stays offline", bk(r, 0, []uint32{1, 3}, 4, 9), []uint32{1, 2}, nil, bk([]uint32{1, 2}, 0, []uint32{1}, 5, 10)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,8 +95,8 @@ func TestRemoveNode(t *testing.T) {
 		}
 		want := []*pb.BucketRecord{
 			{TableId: 1, Bucket: 0, Replicas: []uint32{1, 2}, Leader: 1, Isr: []uint32{1, 2}, LeaderEpoch: 4, BucketEpoch: 6},
-			{TableId: 1, Bucket: 1, Replicas: []uint32{1, 2}, Leader: 1, Isr: []uint32{1}, LeaderEpoch: 1, BucketEpoch: 5},
-			{TableId: 1, Bucket: 2, Replicas: []uint32{2, 1}, Leader: 2, Isr: []uint32{2}, BucketEpoch: 1},
+			{TableId: 1, Bucket: 1, Replicas: []uint32{1, 2}, Leader: 1, Isr: []uint32{1}, LeaderEpoch: 2, BucketEpoch: 5},
+			{TableId: 1, Bucket: 2, Replicas: []uint32{2, 1}, Leader: 2, Isr: []uint32{2}, LeaderEpoch: 1, BucketEpoch: 1},
 		}
 		if len(got.GetBuckets()) != len(want) {
 			t.Fatalf("buckets %v, want %v", got.GetBuckets(), want)

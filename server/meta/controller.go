@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/floedb/floe/raftmeta"
 	"github.com/floedb/floe/raftmeta/metastate"
 	"github.com/floedb/floe/transport/gossip"
 	"github.com/floedb/floe/transport/pb"
@@ -47,17 +48,35 @@ func (r *Role) controllerLoop(ctx context.Context) {
 			continue
 		}
 		gone := goneNodes(view.nodeList(), g.Member, deadSince, time.Now(), r.cfg.LivenessGrace)
-		if !view.needsFencing(gone) {
-			continue
+		if view.needsFencing(gone) {
+			r.log.Info("controller: fencing tablet nodes", "gone", gone)
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := n.Propose(cctx, &pb.Command{RequestId: []byte(NewID()),
+				Op: &pb.Command_FenceNodes{FenceNodes: &pb.FenceNodes{Gone: gone}}})
+			cancel()
+			if err != nil {
+				r.log.Warn("controller: fencing failed", "err", err)
+			}
 		}
-		r.log.Info("controller: fencing tablet nodes", "gone", gone)
+		r.completeMoves(ctx, n, &view, liveTablets(view.nodeList(), g))
+	}
+}
+
+// completeMoves ends the moves whose target replicas are all in sync
+// (CompleteMove), each a compare-and-set on the bucket epoch it saw: a
+// bucket that changed since is looked at again next tick.
+func (r *Role) completeMoves(ctx context.Context, n *raftmeta.Node, view *metadataView, live []uint32) {
+	for _, b := range view.completableMoves(func(id uint32) bool { return slices.Contains(live, id) }) {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := n.Propose(cctx, &pb.Command{RequestId: []byte(NewID()),
-			Op: &pb.Command_FenceNodes{FenceNodes: &pb.FenceNodes{Gone: gone}}})
+		_, err := n.Propose(cctx, &pb.Command{RequestId: []byte(NewID()), Op: &pb.Command_CompleteMove{CompleteMove: &pb.CompleteMove{
+			TableId: b.GetTableId(), Bucket: b.GetBucket(), BucketEpoch: b.GetBucketEpoch(), LiveNodes: live,
+			NowMs: time.Now().UnixMilli()}}})
 		cancel()
 		if err != nil {
-			r.log.Warn("controller: fencing failed", "err", err)
+			r.log.Warn("controller: completing a move failed", "table", b.GetTableId(), "bucket", b.GetBucket(), "err", err)
+			return
 		}
+		r.log.Info("controller: move completed", "table", b.GetTableId(), "bucket", b.GetBucket(), "replicas", b.GetMove().GetTarget())
 	}
 }
 

@@ -37,6 +37,9 @@ type metadataView struct {
 	clean    bool
 	cleanFor []uint32
 	changed  map[bucketRef]struct{}
+
+	// moving holds the buckets with a move in progress.
+	moving map[bucketRef]struct{}
 }
 
 // bucketRef names a bucket.
@@ -77,6 +80,7 @@ func (v *metadataView) apply(u *pb.MetadataUpdate) {
 	if u.GetFull() || v.nodes == nil {
 		v.nodes, v.buckets = map[uint32]*pb.NodeRecord{}, map[uint64]map[int32]*pb.BucketRecord{}
 		v.changed, v.clean = map[bucketRef]struct{}{}, false
+		v.moving = map[bucketRef]struct{}{}
 	}
 	for _, n := range u.GetNodes() {
 		v.nodes[n.GetId()] = n
@@ -88,6 +92,9 @@ func (v *metadataView) apply(u *pb.MetadataUpdate) {
 		v.sortedNodes = slices.SortedFunc(maps.Values(v.nodes), func(a, b *pb.NodeRecord) int { return cmp.Compare(a.GetId(), b.GetId()) })
 	}
 	for _, t := range u.GetDroppedTables() {
+		for b := range v.buckets[t] {
+			delete(v.moving, bucketRef{t, b})
+		}
 		delete(v.buckets, t)
 	}
 	for _, b := range u.GetBuckets() {
@@ -97,10 +104,40 @@ func (v *metadataView) apply(u *pb.MetadataUpdate) {
 			v.buckets[b.GetTableId()] = table
 		}
 		table[b.GetBucket()] = b
+		if ref := (bucketRef{b.GetTableId(), b.GetBucket()}); b.GetMove() != nil {
+			v.moving[ref] = struct{}{}
+		} else {
+			delete(v.moving, ref)
+		}
 		if v.clean {
 			v.changed[bucketRef{b.GetTableId(), b.GetBucket()}] = struct{}{}
 		}
 	}
+}
+
+// completableMoves lists the buckets whose move CompleteMove would end
+// now: every target replica is in the ISR, the bucket has a leader or a
+// live target replica to take it. In table and bucket order.
+func (v *metadataView) completableMoves(live func(uint32) bool) []*pb.BucketRecord {
+	var out []*pb.BucketRecord
+	for ref := range v.moving {
+		b := v.buckets[ref.table][ref.bucket]
+		if b == nil || b.GetMove() == nil {
+			continue
+		}
+		target := b.GetMove().GetTarget()
+		if slices.ContainsFunc(target, func(id uint32) bool { return !slices.Contains(b.GetIsr(), id) }) {
+			continue
+		}
+		if (b.GetLeader() == 0 || !slices.Contains(target, b.GetLeader())) && !slices.ContainsFunc(target, live) {
+			continue
+		}
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b *pb.BucketRecord) int {
+		return cmp.Or(cmp.Compare(a.GetTableId(), b.GetTableId()), cmp.Compare(a.GetBucket(), b.GetBucket()))
+	})
+	return out
 }
 
 // nodeList is every registered node, by id.

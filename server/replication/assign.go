@@ -22,6 +22,13 @@ func (b *Bucket) Assign(a Assignment, logEnd int64, now time.Time) Effects {
 		return eff
 	}
 	b.replicas = slices.Clone(a.Replicas)
+	for id := range b.followers {
+		// A replica taken away forgets what it reported: added again
+		// later, it starts with an empty log and must catch up afresh.
+		if !slices.Contains(b.replicas, id) {
+			delete(b.followers, id)
+		}
+	}
 	if a.BucketEpoch > b.bucketEpoch || a.LeaderEpoch > b.leaderEpoch {
 		eff.ISRChanged = !slices.Equal(b.isr, a.ISR)
 		b.isr = slices.Clone(a.ISR)

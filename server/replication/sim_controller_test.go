@@ -20,6 +20,11 @@ type simController struct {
 	bucketEpoch int32
 	replicas    []uint32
 	isr         []uint32
+	// original is the replica set a move in progress started from (nil:
+	// no move); target the one it moves to. While it runs, replicas is
+	// target then the replicas leaving, and the ones joining are learners
+	// until they enter the ISR.
+	original, target []uint32
 	// regs holds each node's registration, by id.
 	regs map[uint32]simRegistration
 	// suspected: gossip reports the node dead (rightly or not).
@@ -136,6 +141,107 @@ func (c *simController) electable(gone func(uint32) bool) uint32 {
 		}
 	}
 	return 0
+}
+
+// startMove applies a move of the bucket to target (docs/replication.md,
+// moving replicas 1): the replicas joining fetch as learners, nothing else
+// changes yet. Refused while another move runs.
+func (c *simController) startMove(target []uint32) (simImage, bool) {
+	if c.original != nil || len(target) == 0 || slices.Equal(target, c.replicas) {
+		return simImage{}, false
+	}
+	c.index++
+	c.original, c.target = slices.Clone(c.replicas), slices.Clone(target)
+	c.replicas = c.union(target, c.original)
+	c.isr = inAssignmentOrder(c.replicas, c.isr)
+	c.bucketEpoch++
+	return c.commit(), true
+}
+
+// union is a's members in order, then b's that a lacks.
+func (c *simController) union(a, b []uint32) []uint32 {
+	out := slices.Clone(a)
+	for _, r := range b {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// completeMove finishes the move once every target replica is in the ISR
+// (moving replicas 2): the replicas become the target, the ones leaving
+// leave the ISR with it, and leadership moves to the first in-sync target
+// replica not gone if the leader leaves. Removing a replica raises the
+// leader epoch even when the leader stays, so nothing a removed replica
+// sent in the old epoch (a late fetch, above all) is taken for the
+// fetches of a replica added again later with an empty log.
+func (c *simController) completeMove() (simImage, bool) {
+	if c.original == nil || c.leader == 0 {
+		return simImage{}, false
+	}
+	for _, r := range c.target {
+		if !slices.Contains(c.isr, r) {
+			return simImage{}, false
+		}
+	}
+	leader := c.leader
+	if !slices.Contains(c.target, leader) {
+		leader = 0
+		for _, r := range c.target {
+			if !c.suspected[r] {
+				leader = r
+				break
+			}
+		}
+		if leader == 0 {
+			return simImage{}, false
+		}
+	}
+	return c.endMove(c.target, leader), true
+}
+
+// cancelMove goes back to the original replicas (moving replicas 3): the
+// learners leave, and so does a leader that is one of them, for the first
+// in-sync original replica not gone. Refused when no original replica is
+// in the ISR: then only finishing the move keeps the data.
+func (c *simController) cancelMove() (simImage, bool) {
+	if c.original == nil {
+		return simImage{}, false
+	}
+	isr := inAssignmentOrder(c.original, c.isr)
+	if len(isr) == 0 {
+		return simImage{}, false
+	}
+	leader := c.leader
+	if leader != 0 && !slices.Contains(c.original, leader) {
+		leader = 0
+		for _, r := range isr {
+			if !c.suspected[r] {
+				leader = r
+				break
+			}
+		}
+		if leader == 0 {
+			return simImage{}, false
+		}
+	}
+	return c.endMove(c.original, leader), true
+}
+
+// endMove makes replicas the bucket's replicas, led by leader.
+func (c *simController) endMove(replicas []uint32, leader uint32) simImage {
+	c.index++
+	removed := slices.ContainsFunc(c.replicas, func(r uint32) bool { return !slices.Contains(replicas, r) })
+	if leader != c.leader || (removed && c.leader != 0) {
+		c.leaderEpoch++
+	}
+	c.leader = leader
+	c.replicas = slices.Clone(replicas)
+	c.isr = inAssignmentOrder(replicas, c.isr)
+	c.original, c.target = nil, nil
+	c.bucketEpoch++
+	return c.commit()
 }
 
 // simAdjust is an AdjustIsr request as it travels.

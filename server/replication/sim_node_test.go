@@ -9,9 +9,16 @@ import (
 // survives crashes (less the unsynced tail), its core and everything in
 // memory do not.
 type simNode struct {
-	id          uint32
-	up, paused  bool
-	run         int // this process lifetime; 0 while down
+	id         uint32
+	up, paused bool
+	// holds: the node's disk holds a replica of the bucket (its log, maybe
+	// empty). A node opens its replica when the metadata lists it and
+	// deletes it when committed metadata no longer does.
+	holds bool
+	// run is this replica's lifetime in this process: a new one at every
+	// start, and when the replica is deleted; 0 while down. proc is the
+	// process's: the metadata stream is the node's, not a replica's.
+	run, proc   int
 	incarnation int // the data folder's; a wipe makes a new one
 	nodeEpoch   int64
 	log         *simLog
@@ -91,6 +98,19 @@ func (w *simWorld) applyMeta(n *simNode, img simImage, stale bool) error {
 		return nil // the stream is in order: a late copy is not applied
 	}
 	n.metaIndex = max(n.metaIndex, img.index)
+	// Only metadata as of the node's registration or later opens or
+	// deletes a replica: older metadata may name replica sets long gone.
+	listed, current := slices.Contains(img.a.Replicas, n.id), img.index >= n.nodeEpoch
+	switch {
+	case n.core == nil && listed && current:
+		w.openReplica(n)
+	case n.core != nil && !listed && current:
+		w.deleteReplica(n)
+		return nil
+	}
+	if n.core == nil {
+		return nil
+	}
 	if err := w.sync(n); err != nil {
 		return err
 	}
@@ -110,6 +130,33 @@ func (w *simWorld) sync(n *simNode) error {
 		return w.handle(n, n.core.Fetched(f.leader, f.epoch, f.hw, n.log.synced))
 	}
 	return nil
+}
+
+// openReplica starts n's replica: the log its disk holds, or a new empty
+// one.
+func (w *simWorld) openReplica(n *simNode) {
+	if !n.holds {
+		n.holds, n.log = true, &simLog{}
+	}
+	n.core = New(Config{Self: n.id, ReplicaLagMax: w.lagMax, MinISR: w.minISR, NodeEpoch: n.nodeEpoch}, n.log.recovered())
+	n.writers = n.log.writerTable()
+	n.seenLeaderEpoch, n.seenBucketEpoch, n.seenHW, n.seenHWEpoch = -1, -1, 0, -1
+	w.logf("node %d opens its replica, log end %d", n.id, n.log.end())
+}
+
+// deleteReplica closes n's replica, which committed metadata no longer
+// lists, and deletes its log. What the replica had on its way (fetches,
+// proposals) dies with it: the next replica is a new run. The deleted log
+// still counts as a copy acknowledged writes had.
+func (w *simWorld) deleteReplica(n *simNode) {
+	w.nextRun++
+	w.stats.replicasDeleted++
+	n.run, n.core, n.holds = w.nextRun, nil, false
+	n.fetching, n.fetched = false, nil
+	n.writers, n.turns, n.stalled = nil, nil, false
+	n.wipedLogs = append(n.wipedLogs, n.log)
+	n.log = &simLog{}
+	w.logf("node %d is no longer a replica: deletes its log, as run %d", n.id, n.run)
 }
 
 // startFetch sends n's fetch to its leader.
@@ -209,7 +256,7 @@ func (w *simWorld) produce(n *simNode) {
 // crash stops n: the unsynced tail, the core and every message to it are
 // lost.
 func (w *simWorld) crash(n *simNode, wipe bool) {
-	n.up, n.paused, n.core, n.run = false, false, nil, 0
+	n.up, n.paused, n.core, n.run, n.proc = false, false, nil, 0, 0
 	n.fetching, n.fetched = false, nil
 	n.writers, n.turns, n.stalled = nil, nil, false
 	for _, wr := range w.writers {
@@ -232,14 +279,14 @@ func (w *simWorld) crash(n *simNode, wipe bool) {
 // of the bucket, as a node that re-opened with the last image it had.
 func (w *simWorld) restart(n *simNode, stale bool) error {
 	w.nextRun++
-	n.up, n.run, n.metaIndex = true, w.nextRun, 0
+	n.up, n.run, n.proc, n.metaIndex = true, w.nextRun, w.nextRun, 0
 	index, img := w.ctrl.register(n.id, n.incarnation)
 	n.nodeEpoch = index
-	n.core = New(Config{Self: n.id, ReplicaLagMax: w.lagMax, MinISR: w.minISR, NodeEpoch: index}, n.log.recovered())
-	n.writers = n.log.writerTable()
-	n.seenLeaderEpoch, n.seenBucketEpoch, n.seenHW, n.seenHWEpoch = -1, -1, 0, -1
 	w.logf("node %d restarts as run %d, node epoch %d, log end %d", n.id, n.run, index, n.log.end())
-	if stale {
+	if n.holds {
+		w.openReplica(n)
+	}
+	if stale && n.core != nil {
 		old := w.ctrl.images[max(0, len(w.ctrl.images)-1-1-w.rng.IntN(8))]
 		if err := w.applyMeta(n, old, true); err != nil {
 			return err

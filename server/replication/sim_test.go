@@ -2,15 +2,22 @@ package replication
 
 // The seeded simulation of one bucket's replication.
 //
-// What it models: 3–5 replicas of one bucket, each a node running the real
-// core (Bucket) over a simulated log (entries with epoch and bytes, a
+// What it models: 3–5 replicas of one bucket and 1–2 spare nodes, each
+// replica a node running the real core (Bucket) over a simulated log (entries with epoch and bytes, a
 // durable end and an unsynced tail, an epoch cache persisted when written
 // and cut back on recovery, a high-watermark checkpoint); a controller
 // with the metadata state machine's rules (registrations whose Raft index
 // is the node epoch, a new incarnation leaving the ISR even as its last
 // member, a re-registration raising the leader epoch of the buckets the node
 // leads, elections only from the ISR in assignment order, AdjustIsr as a
-// compare-and-set on the leader and both epochs with request-id dedupe);
+// compare-and-set on the leader and both epochs with request-id dedupe,
+// and moves of the replica set: started to any set of the nodes, the
+// joining replicas fetching as learners, completed once the whole target
+// is in the ISR (leadership moving to a target replica, the leader epoch
+// raised whenever a replica leaves), or cancelled back to the original
+// set; a node opens a replica when committed metadata lists it and
+// deletes its log when it no longer does, and may be added again later
+// with an empty log);
 // acks=all producers; pipelined idempotent writers, each driving the
 // client's sequencing rules (writeseq.Window) over one ordered connection
 // per node, whose calls take their turn at the node as they arrive and are
@@ -157,6 +164,9 @@ func TestSimulation(t *testing.T) {
 	t.Logf("%d seeds from %d: %+v", *simSeeds, *simFirst, total)
 	if total.acked == 0 {
 		t.Fatal("no write was acknowledged in any seed: the simulation checks nothing")
+	}
+	if total.movesCompleted == 0 || total.movesCancelled == 0 || total.replicasDeleted == 0 || total.learnersInSync == 0 {
+		t.Fatal("no move completed, none was cancelled, no replica was deleted or no learner entered the ISR: the moves' checks check nothing")
 	}
 	if total.writerAcked == 0 {
 		t.Fatal("no writer's batch was acknowledged in any seed: the writers' checks check nothing")

@@ -75,6 +75,11 @@ type simAck struct {
 // outOfOrder the OUT_OF_ORDER_SEQUENCE answers writers got.
 type simStats struct {
 	acked, failedWrites, leaderships, truncations, crashes, wipes int
+	// movesStarted, movesCompleted and movesCancelled count the moves of
+	// the replica set; replicasDeleted the replicas a move or cancel
+	// took away and learnersInSync the joining replicas that entered the
+	// ISR.
+	movesStarted, movesCompleted, movesCancelled, replicasDeleted, learnersInSync int
 
 	writerAcked, writerFailed, serverAcks, calls, resent, resequenced, outOfOrder int
 }
@@ -86,6 +91,11 @@ func (s *simStats) add(o simStats) {
 	s.truncations += o.truncations
 	s.crashes += o.crashes
 	s.wipes += o.wipes
+	s.movesStarted += o.movesStarted
+	s.movesCompleted += o.movesCompleted
+	s.movesCancelled += o.movesCancelled
+	s.replicasDeleted += o.replicasDeleted
+	s.learnersInSync += o.learnersInSync
 	s.writerAcked += o.writerAcked
 	s.writerFailed += o.writerFailed
 	s.serverAcks += o.serverAcks
@@ -109,13 +119,21 @@ func newSimWorld(seed uint64, traced bool) *simWorld {
 		replicas[i] = uint32(i + 1)
 	}
 	w.ctrl = newSimController(replicas)
-	w.logf("%d replicas, min.insync.replicas %d, replica lag max %v", n, w.minISR, w.lagMax)
-	for _, id := range replicas {
+	// Spare nodes hold no replica until a move makes them one.
+	spares := 1 + w.rng.IntN(2)
+	for i := range spares {
+		w.ctrl.register(uint32(n+i+1), 1)
+	}
+	w.logf("%d replicas and %d spare nodes, min.insync.replicas %d, replica lag max %v", n, spares, w.minISR, w.lagMax)
+	for id := uint32(1); id <= uint32(n+spares); id++ {
 		w.nextRun++
-		nd := &simNode{id: id, up: true, run: w.nextRun, incarnation: 1, nodeEpoch: w.ctrl.regs[id].nodeEpoch, log: &simLog{},
+		nd := &simNode{id: id, up: true, run: w.nextRun, proc: w.nextRun, incarnation: 1, nodeEpoch: w.ctrl.regs[id].nodeEpoch, log: &simLog{},
 			seenLeaderEpoch: -1, seenBucketEpoch: -1, seenHWEpoch: -1}
-		nd.core = New(Config{Self: id, ReplicaLagMax: w.lagMax, MinISR: w.minISR, NodeEpoch: nd.nodeEpoch}, nd.log.recovered())
-		nd.writers = NewWriterTable()
+		if slices.Contains(replicas, id) {
+			nd.holds = true
+			nd.core = New(Config{Self: id, ReplicaLagMax: w.lagMax, MinISR: w.minISR, NodeEpoch: nd.nodeEpoch}, nd.log.recovered())
+			nd.writers = NewWriterTable()
+		}
 		w.nodes = append(w.nodes, nd)
 	}
 	w.newWriters()
@@ -135,7 +153,7 @@ func (w *simWorld) send(m simMsg) { w.net = append(w.net, m) }
 func (w *simWorld) broadcast(img simImage) {
 	for _, n := range w.nodes {
 		if n.up {
-			w.send(simMsg{kind: msgMeta, to: n.id, toRun: n.run, img: img})
+			w.send(simMsg{kind: msgMeta, to: n.id, toRun: n.proc, img: img})
 		}
 	}
 }
@@ -359,6 +377,45 @@ var simActions = []simAction{
 		}
 		return nil
 	}},
+	{2, "move", func(w *simWorld) error {
+		// An operator moves the bucket to 1–all nodes, often as many as
+		// it has, in any order.
+		from := w.ctrl.replicas
+		if w.ctrl.original != nil {
+			from = w.ctrl.original
+		}
+		k := min(max(len(from)+w.rng.IntN(3)-1, 1), len(w.nodes))
+		target := make([]uint32, 0, k)
+		for _, i := range w.rng.Perm(len(w.nodes))[:k] {
+			target = append(target, uint32(i+1))
+		}
+		if img, ok := w.ctrl.startMove(target); ok {
+			w.stats.movesStarted++
+			w.logf("controller starts a move to %v: %+v at index %d", target, img.a, img.index)
+			w.broadcast(img)
+		}
+		return nil
+	}},
+	{5, "complete move", func(w *simWorld) error {
+		if img, ok := w.ctrl.completeMove(); ok {
+			w.stats.movesCompleted++
+			w.logf("controller completes the move: %+v at index %d", img.a, img.index)
+			w.broadcast(img)
+		}
+		return nil
+	}},
+	{1, "cancel move", func(w *simWorld) error {
+		// Rarer than completions: most moves run to their end.
+		if w.rng.IntN(3) != 0 {
+			return nil
+		}
+		if img, ok := w.ctrl.cancelMove(); ok {
+			w.stats.movesCancelled++
+			w.logf("controller cancels the move: %+v at index %d", img.a, img.index)
+			w.broadcast(img)
+		}
+		return nil
+	}},
 	{2, "metadata resync", func(w *simWorld) error {
 		if n := w.pick((*simNode).active); n != nil {
 			return w.applyMeta(n, w.ctrl.images[len(w.ctrl.images)-1], false)
@@ -412,6 +469,15 @@ func (w *simWorld) deliverOne() error {
 		return w.controllerReceives(m)
 	}
 	n := w.node(m.to)
+	if m.kind == msgMeta {
+		if !n.up || m.toRun != n.proc {
+			return nil
+		}
+		// A node without a replica of the bucket follows the metadata
+		// too: it opens one when a move adds it.
+		w.logf("deliver %v", m)
+		return w.applyMeta(n, m.img, false)
+	}
 	if !n.live() || (m.toRun != 0 && m.toRun != n.run) {
 		return nil
 	}
@@ -434,13 +500,29 @@ func (w *simWorld) controllerReceives(m simMsg) error {
 	if m.kind != msgAdjust {
 		return fmt.Errorf("message %v to the controller", m)
 	}
+	learnersBefore := w.learnersInISR()
 	res, img, changed := w.ctrl.adjustIsr(m.adjust)
+	w.stats.learnersInSync += max(0, w.learnersInISR()-learnersBefore)
 	w.logf("controller: %v → %s %s", m, outcomeName(res.outcome), res.why)
 	w.send(simMsg{kind: msgAdjustAnswer, to: m.from, toRun: m.fromRun, adjust: m.adjust, result: res})
 	if changed {
 		w.broadcast(img)
 	}
 	return nil
+}
+
+// learnersInISR counts the ISR members a move in progress brings.
+func (w *simWorld) learnersInISR() int {
+	if w.ctrl.original == nil {
+		return 0
+	}
+	n := 0
+	for _, id := range w.ctrl.isr {
+		if !slices.Contains(w.ctrl.original, id) {
+			n++
+		}
+	}
+	return n
 }
 
 // settleWrites answers the writes whose leader can now decide them; a

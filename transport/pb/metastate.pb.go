@@ -699,8 +699,10 @@ type BucketRecord struct {
 	// replica reads or restores from them, deletes a local copy on their
 	// strength, or commits a new one. 0: no fence.
 	RemoteFenceEpoch int32 `protobuf:"varint,11,opt,name=remote_fence_epoch,json=remoteFenceEpoch,proto3" json:"remote_fence_epoch,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The move of the bucket's replicas in progress; absent when none.
+	Move          *ReplicaMove `protobuf:"bytes,12,opt,name=move,proto3" json:"move,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BucketRecord) Reset() {
@@ -810,6 +812,526 @@ func (x *BucketRecord) GetRemoteFenceEpoch() int32 {
 	return 0
 }
 
+func (x *BucketRecord) GetMove() *ReplicaMove {
+	if x != nil {
+		return x.Move
+	}
+	return nil
+}
+
+// ReplicaMove is a bucket's move to another replica set, in progress
+// (docs/replication.md, moving replicas). While it runs, the bucket's
+// replicas are the target's, in order, then the original ones that leave;
+// the ones that join fetch as learners, outside the ISR, until they meet
+// the ISR rule. CompleteMove ends it once every target replica is in the
+// ISR; CancelMove goes back to the original replicas.
+type ReplicaMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Original      []uint32               `protobuf:"varint,1,rep,packed,name=original,proto3" json:"original,omitempty"`
+	Target        []uint32               `protobuf:"varint,2,rep,packed,name=target,proto3" json:"target,omitempty"`
+	StartedAtMs   int64                  `protobuf:"varint,3,opt,name=started_at_ms,json=startedAtMs,proto3" json:"started_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaMove) Reset() {
+	*x = ReplicaMove{}
+	mi := &file_metastate_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaMove) ProtoMessage() {}
+
+func (x *ReplicaMove) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaMove.ProtoReflect.Descriptor instead.
+func (*ReplicaMove) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ReplicaMove) GetOriginal() []uint32 {
+	if x != nil {
+		return x.Original
+	}
+	return nil
+}
+
+func (x *ReplicaMove) GetTarget() []uint32 {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *ReplicaMove) GetStartedAtMs() int64 {
+	if x != nil {
+		return x.StartedAtMs
+	}
+	return 0
+}
+
+// BucketMove names a bucket and the replicas it is to have, preferred
+// leader first.
+type BucketMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TableId       uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket        int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	Target        []uint32               `protobuf:"varint,3,rep,packed,name=target,proto3" json:"target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BucketMove) Reset() {
+	*x = BucketMove{}
+	mi := &file_metastate_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BucketMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BucketMove) ProtoMessage() {}
+
+func (x *BucketMove) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BucketMove.ProtoReflect.Descriptor instead.
+func (*BucketMove) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *BucketMove) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *BucketMove) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *BucketMove) GetTarget() []uint32 {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+// MovePlan is the cluster's moves waiting for a turn, and the bounds every
+// move runs under. Stored once; absent until the first MoveReplicas.
+type MovePlan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Waiting, in order: a move starts when fewer than max_moves run.
+	Queued []*BucketMove `protobuf:"bytes,1,rep,name=queued,proto3" json:"queued,omitempty"`
+	// The catch-up bytes per second a node lets its joining replicas copy
+	// (fetched from their leaders or read from remote storage), 0: no bound.
+	ThrottleBytesPerS int64 `protobuf:"varint,2,opt,name=throttle_bytes_per_s,json=throttleBytesPerS,proto3" json:"throttle_bytes_per_s,omitempty"`
+	// How many moves run at once, at most (≥ 1).
+	MaxMoves int32 `protobuf:"varint,3,opt,name=max_moves,json=maxMoves,proto3" json:"max_moves,omitempty"`
+	// The moves running, in the order they started (each bucket's record
+	// holds its move).
+	Running       []*BucketMove `protobuf:"bytes,4,rep,name=running,proto3" json:"running,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MovePlan) Reset() {
+	*x = MovePlan{}
+	mi := &file_metastate_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MovePlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MovePlan) ProtoMessage() {}
+
+func (x *MovePlan) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MovePlan.ProtoReflect.Descriptor instead.
+func (*MovePlan) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *MovePlan) GetQueued() []*BucketMove {
+	if x != nil {
+		return x.Queued
+	}
+	return nil
+}
+
+func (x *MovePlan) GetThrottleBytesPerS() int64 {
+	if x != nil {
+		return x.ThrottleBytesPerS
+	}
+	return 0
+}
+
+func (x *MovePlan) GetMaxMoves() int32 {
+	if x != nil {
+		return x.MaxMoves
+	}
+	return 0
+}
+
+func (x *MovePlan) GetRunning() []*BucketMove {
+	if x != nil {
+		return x.Running
+	}
+	return nil
+}
+
+// MoveReplicas starts moves, or queues those beyond the plan's max_moves
+// running at once. Each bucket must exist and not be moving or queued
+// already, and its target must be 1–16 distinct registered tablet nodes
+// that are not draining; a target equal to the current replicas is
+// refused too (nothing to move). All or nothing: one invalid move refuses
+// the command, naming it. throttle_bytes_per_s and max_moves, when set
+// (> 0; -1 for the throttle: none), replace the plan's.
+type MoveReplicas struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Moves             []*BucketMove          `protobuf:"bytes,1,rep,name=moves,proto3" json:"moves,omitempty"`
+	NowMs             int64                  `protobuf:"varint,2,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	ThrottleBytesPerS int64                  `protobuf:"varint,3,opt,name=throttle_bytes_per_s,json=throttleBytesPerS,proto3" json:"throttle_bytes_per_s,omitempty"`
+	MaxMoves          int32                  `protobuf:"varint,4,opt,name=max_moves,json=maxMoves,proto3" json:"max_moves,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *MoveReplicas) Reset() {
+	*x = MoveReplicas{}
+	mi := &file_metastate_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveReplicas) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveReplicas) ProtoMessage() {}
+
+func (x *MoveReplicas) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveReplicas.ProtoReflect.Descriptor instead.
+func (*MoveReplicas) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *MoveReplicas) GetMoves() []*BucketMove {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+func (x *MoveReplicas) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
+}
+
+func (x *MoveReplicas) GetThrottleBytesPerS() int64 {
+	if x != nil {
+		return x.ThrottleBytesPerS
+	}
+	return 0
+}
+
+func (x *MoveReplicas) GetMaxMoves() int32 {
+	if x != nil {
+		return x.MaxMoves
+	}
+	return 0
+}
+
+// CompleteMove ends a bucket's move once every target replica is in the
+// ISR, as a compare-and-set on bucket_epoch: the replicas become the
+// target and the ISR its members (all of them); a leader outside the
+// target hands over to the first target replica in live_nodes that is not
+// draining (or draining, if no other), and since replicas leave, the
+// leader epoch rises even when the leader stays, so nothing a removed
+// replica sent in the old epoch counts again. Then the next queued moves
+// start. FENCED on another bucket epoch; NOT_ENOUGH_REPLICAS while a
+// target replica is outside the ISR or no target replica is live to lead.
+type CompleteMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TableId       uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket        int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	BucketEpoch   int32                  `protobuf:"varint,3,opt,name=bucket_epoch,json=bucketEpoch,proto3" json:"bucket_epoch,omitempty"`
+	LiveNodes     []uint32               `protobuf:"varint,4,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
+	NowMs         int64                  `protobuf:"varint,5,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteMove) Reset() {
+	*x = CompleteMove{}
+	mi := &file_metastate_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteMove) ProtoMessage() {}
+
+func (x *CompleteMove) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteMove.ProtoReflect.Descriptor instead.
+func (*CompleteMove) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CompleteMove) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *CompleteMove) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *CompleteMove) GetBucketEpoch() int32 {
+	if x != nil {
+		return x.BucketEpoch
+	}
+	return 0
+}
+
+func (x *CompleteMove) GetLiveNodes() []uint32 {
+	if x != nil {
+		return x.LiveNodes
+	}
+	return nil
+}
+
+func (x *CompleteMove) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
+}
+
+// CancelMove goes back from a bucket's move (or, with all, from every
+// move, and empties the queue): the replicas become the original ones
+// again and the ISR those of them in it; a leader that joined with the
+// move hands over to the first original in-sync replica in live_nodes,
+// and as replicas leave the leader epoch rises. A queued move is just
+// dropped. Refused (NOT_ENOUGH_REPLICAS) when no original replica is in
+// the ISR: the data is on the joining replicas only, and only completing
+// the move keeps it. Then the next queued moves start.
+type CancelMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TableId       uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket        int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	All           bool                   `protobuf:"varint,3,opt,name=all,proto3" json:"all,omitempty"`
+	LiveNodes     []uint32               `protobuf:"varint,4,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
+	NowMs         int64                  `protobuf:"varint,5,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelMove) Reset() {
+	*x = CancelMove{}
+	mi := &file_metastate_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelMove) ProtoMessage() {}
+
+func (x *CancelMove) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelMove.ProtoReflect.Descriptor instead.
+func (*CancelMove) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CancelMove) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *CancelMove) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *CancelMove) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+func (x *CancelMove) GetLiveNodes() []uint32 {
+	if x != nil {
+		return x.LiveNodes
+	}
+	return nil
+}
+
+func (x *CancelMove) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
+}
+
+// MoveResult is the outcome of MoveReplicas, CompleteMove and CancelMove:
+// the buckets changed (started, completed or cancelled moves), and the
+// plan after the command.
+type MoveResult struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Buckets []*BucketRecord        `protobuf:"bytes,1,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	Plan    *MovePlan              `protobuf:"bytes,2,opt,name=plan,proto3" json:"plan,omitempty"`
+	// Moves this command queued (MoveReplicas) or took off the queue
+	// (CancelMove).
+	Queued        []*BucketMove `protobuf:"bytes,3,rep,name=queued,proto3" json:"queued,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveResult) Reset() {
+	*x = MoveResult{}
+	mi := &file_metastate_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveResult) ProtoMessage() {}
+
+func (x *MoveResult) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveResult.ProtoReflect.Descriptor instead.
+func (*MoveResult) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *MoveResult) GetBuckets() []*BucketRecord {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *MoveResult) GetPlan() *MovePlan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+func (x *MoveResult) GetQueued() []*BucketMove {
+	if x != nil {
+		return x.Queued
+	}
+	return nil
+}
+
 // KVSnapshot is a primary-key bucket's store as of a log offset, in remote
 // storage: a manifest object listing content-addressed parts of rows
 // (tiering/kvsnap).
@@ -836,7 +1358,7 @@ type KVSnapshot struct {
 
 func (x *KVSnapshot) Reset() {
 	*x = KVSnapshot{}
-	mi := &file_metastate_proto_msgTypes[6]
+	mi := &file_metastate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +1370,7 @@ func (x *KVSnapshot) String() string {
 func (*KVSnapshot) ProtoMessage() {}
 
 func (x *KVSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[6]
+	mi := &file_metastate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +1383,7 @@ func (x *KVSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVSnapshot.ProtoReflect.Descriptor instead.
 func (*KVSnapshot) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{6}
+	return file_metastate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KVSnapshot) GetManifestKey() string {
@@ -946,7 +1468,7 @@ type RemoteLog struct {
 
 func (x *RemoteLog) Reset() {
 	*x = RemoteLog{}
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +1480,7 @@ func (x *RemoteLog) String() string {
 func (*RemoteLog) ProtoMessage() {}
 
 func (x *RemoteLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +1493,7 @@ func (x *RemoteLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLog.ProtoReflect.Descriptor instead.
 func (*RemoteLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{7}
+	return file_metastate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RemoteLog) GetManifestKey() string {
@@ -1063,6 +1585,9 @@ type Command struct {
 	//	*Command_AddAcls
 	//	*Command_RemoveAcls
 	//	*Command_InitWriterKey
+	//	*Command_MoveReplicas
+	//	*Command_CompleteMove
+	//	*Command_CancelMove
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1070,7 +1595,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1607,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1620,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{8}
+	return file_metastate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Command) GetRequestId() []byte {
@@ -1292,6 +1817,33 @@ func (x *Command) GetInitWriterKey() *InitWriterKey {
 	return nil
 }
 
+func (x *Command) GetMoveReplicas() *MoveReplicas {
+	if x != nil {
+		if x, ok := x.Op.(*Command_MoveReplicas); ok {
+			return x.MoveReplicas
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCompleteMove() *CompleteMove {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CompleteMove); ok {
+			return x.CompleteMove
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCancelMove() *CancelMove {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CancelMove); ok {
+			return x.CancelMove
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -1376,6 +1928,18 @@ type Command_InitWriterKey struct {
 	InitWriterKey *InitWriterKey `protobuf:"bytes,29,opt,name=init_writer_key,json=initWriterKey,proto3,oneof"`
 }
 
+type Command_MoveReplicas struct {
+	MoveReplicas *MoveReplicas `protobuf:"bytes,30,opt,name=move_replicas,json=moveReplicas,proto3,oneof"`
+}
+
+type Command_CompleteMove struct {
+	CompleteMove *CompleteMove `protobuf:"bytes,31,opt,name=complete_move,json=completeMove,proto3,oneof"`
+}
+
+type Command_CancelMove struct {
+	CancelMove *CancelMove `protobuf:"bytes,32,opt,name=cancel_move,json=cancelMove,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -1416,6 +1980,12 @@ func (*Command_RemoveAcls) isCommand_Op() {}
 
 func (*Command_InitWriterKey) isCommand_Op() {}
 
+func (*Command_MoveReplicas) isCommand_Op() {}
+
+func (*Command_CompleteMove) isCommand_Op() {}
+
+func (*Command_CancelMove) isCommand_Op() {}
+
 // RemoveNode is an operator's removal of a node gone for good (dead, or
 // left out by a recovery of the metadata group): its registration is
 // deleted (MetadataUpdate.dropped_nodes) and it leaves the replica list and
@@ -1441,7 +2011,7 @@ type RemoveNode struct {
 
 func (x *RemoveNode) Reset() {
 	*x = RemoveNode{}
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +2023,7 @@ func (x *RemoveNode) String() string {
 func (*RemoveNode) ProtoMessage() {}
 
 func (x *RemoveNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +2036,7 @@ func (x *RemoveNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNode.ProtoReflect.Descriptor instead.
 func (*RemoveNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{9}
+	return file_metastate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RemoveNode) GetNodeId() uint32 {
@@ -1496,7 +2066,7 @@ type RemoveNodeResult struct {
 
 func (x *RemoveNodeResult) Reset() {
 	*x = RemoveNodeResult{}
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +2078,7 @@ func (x *RemoveNodeResult) String() string {
 func (*RemoveNodeResult) ProtoMessage() {}
 
 func (x *RemoveNodeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +2091,7 @@ func (x *RemoveNodeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResult.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{10}
+	return file_metastate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RemoveNodeResult) GetNode() *NodeRecord {
@@ -1566,7 +2136,7 @@ type DrainNode struct {
 
 func (x *DrainNode) Reset() {
 	*x = DrainNode{}
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +2148,7 @@ func (x *DrainNode) String() string {
 func (*DrainNode) ProtoMessage() {}
 
 func (x *DrainNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +2161,7 @@ func (x *DrainNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNode.ProtoReflect.Descriptor instead.
 func (*DrainNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{11}
+	return file_metastate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DrainNode) GetNodeId() uint32 {
@@ -1628,7 +2198,7 @@ type DrainResult struct {
 
 func (x *DrainResult) Reset() {
 	*x = DrainResult{}
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +2210,7 @@ func (x *DrainResult) String() string {
 func (*DrainResult) ProtoMessage() {}
 
 func (x *DrainResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +2223,7 @@ func (x *DrainResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainResult.ProtoReflect.Descriptor instead.
 func (*DrainResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{12}
+	return file_metastate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DrainResult) GetNode() *NodeRecord {
@@ -1689,7 +2259,7 @@ type BucketDrain struct {
 
 func (x *BucketDrain) Reset() {
 	*x = BucketDrain{}
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +2271,7 @@ func (x *BucketDrain) String() string {
 func (*BucketDrain) ProtoMessage() {}
 
 func (x *BucketDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +2284,7 @@ func (x *BucketDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketDrain.ProtoReflect.Descriptor instead.
 func (*BucketDrain) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{13}
+	return file_metastate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BucketDrain) GetBucket() *BucketRecord {
@@ -1793,7 +2363,7 @@ type CommitKVSnapshot struct {
 
 func (x *CommitKVSnapshot) Reset() {
 	*x = CommitKVSnapshot{}
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1805,7 +2375,7 @@ func (x *CommitKVSnapshot) String() string {
 func (*CommitKVSnapshot) ProtoMessage() {}
 
 func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1818,7 +2388,7 @@ func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshot.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshot) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{14}
+	return file_metastate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CommitKVSnapshot) GetTableId() uint64 {
@@ -1901,7 +2471,7 @@ type CommitRemoteLog struct {
 
 func (x *CommitRemoteLog) Reset() {
 	*x = CommitRemoteLog{}
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +2483,7 @@ func (x *CommitRemoteLog) String() string {
 func (*CommitRemoteLog) ProtoMessage() {}
 
 func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +2496,7 @@ func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLog.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{15}
+	return file_metastate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CommitRemoteLog) GetTableId() uint64 {
@@ -2018,7 +2588,7 @@ type ReportDamagedReplica struct {
 
 func (x *ReportDamagedReplica) Reset() {
 	*x = ReportDamagedReplica{}
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2030,7 +2600,7 @@ func (x *ReportDamagedReplica) String() string {
 func (*ReportDamagedReplica) ProtoMessage() {}
 
 func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2043,7 +2613,7 @@ func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportDamagedReplica.ProtoReflect.Descriptor instead.
 func (*ReportDamagedReplica) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{16}
+	return file_metastate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReportDamagedReplica) GetTableId() uint64 {
@@ -2104,7 +2674,7 @@ type AllocateWriterId struct {
 
 func (x *AllocateWriterId) Reset() {
 	*x = AllocateWriterId{}
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2116,7 +2686,7 @@ func (x *AllocateWriterId) String() string {
 func (*AllocateWriterId) ProtoMessage() {}
 
 func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2129,7 +2699,7 @@ func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterId.ProtoReflect.Descriptor instead.
 func (*AllocateWriterId) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{17}
+	return file_metastate_proto_rawDescGZIP(), []int{24}
 }
 
 // AdjustIsr is a bucket leader's request to change its ISR: compare-and-set
@@ -2156,7 +2726,7 @@ type AdjustIsr struct {
 
 func (x *AdjustIsr) Reset() {
 	*x = AdjustIsr{}
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2168,7 +2738,7 @@ func (x *AdjustIsr) String() string {
 func (*AdjustIsr) ProtoMessage() {}
 
 func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2181,7 +2751,7 @@ func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsr.ProtoReflect.Descriptor instead.
 func (*AdjustIsr) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{18}
+	return file_metastate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AdjustIsr) GetTableId() uint64 {
@@ -2244,7 +2814,7 @@ type MemberEpoch struct {
 
 func (x *MemberEpoch) Reset() {
 	*x = MemberEpoch{}
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +2826,7 @@ func (x *MemberEpoch) String() string {
 func (*MemberEpoch) ProtoMessage() {}
 
 func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +2839,7 @@ func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberEpoch.ProtoReflect.Descriptor instead.
 func (*MemberEpoch) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{19}
+	return file_metastate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *MemberEpoch) GetNodeId() uint32 {
@@ -2303,7 +2873,7 @@ type FenceNodes struct {
 
 func (x *FenceNodes) Reset() {
 	*x = FenceNodes{}
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2315,7 +2885,7 @@ func (x *FenceNodes) String() string {
 func (*FenceNodes) ProtoMessage() {}
 
 func (x *FenceNodes) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2328,7 +2898,7 @@ func (x *FenceNodes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceNodes.ProtoReflect.Descriptor instead.
 func (*FenceNodes) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{20}
+	return file_metastate_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *FenceNodes) GetGone() []uint32 {
@@ -2375,7 +2945,7 @@ type ElectLeaders struct {
 
 func (x *ElectLeaders) Reset() {
 	*x = ElectLeaders{}
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2387,7 +2957,7 @@ func (x *ElectLeaders) String() string {
 func (*ElectLeaders) ProtoMessage() {}
 
 func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2400,7 +2970,7 @@ func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeaders.ProtoReflect.Descriptor instead.
 func (*ElectLeaders) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{21}
+	return file_metastate_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ElectLeaders) GetDatabase() string {
@@ -2461,7 +3031,7 @@ type ReplicaLog struct {
 
 func (x *ReplicaLog) Reset() {
 	*x = ReplicaLog{}
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2473,7 +3043,7 @@ func (x *ReplicaLog) String() string {
 func (*ReplicaLog) ProtoMessage() {}
 
 func (x *ReplicaLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2486,7 +3056,7 @@ func (x *ReplicaLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaLog.ProtoReflect.Descriptor instead.
 func (*ReplicaLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{22}
+	return file_metastate_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReplicaLog) GetNodeId() uint32 {
@@ -2536,7 +3106,7 @@ type ElectionCandidate struct {
 
 func (x *ElectionCandidate) Reset() {
 	*x = ElectionCandidate{}
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2548,7 +3118,7 @@ func (x *ElectionCandidate) String() string {
 func (*ElectionCandidate) ProtoMessage() {}
 
 func (x *ElectionCandidate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2561,7 +3131,7 @@ func (x *ElectionCandidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionCandidate.ProtoReflect.Descriptor instead.
 func (*ElectionCandidate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{23}
+	return file_metastate_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ElectionCandidate) GetNodeId() uint32 {
@@ -2609,7 +3179,7 @@ type ElectionResult struct {
 
 func (x *ElectionResult) Reset() {
 	*x = ElectionResult{}
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2621,7 +3191,7 @@ func (x *ElectionResult) String() string {
 func (*ElectionResult) ProtoMessage() {}
 
 func (x *ElectionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2634,7 +3204,7 @@ func (x *ElectionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionResult.ProtoReflect.Descriptor instead.
 func (*ElectionResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{24}
+	return file_metastate_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ElectionResult) GetBuckets() []*BucketElection {
@@ -2662,7 +3232,7 @@ type BucketElection struct {
 
 func (x *BucketElection) Reset() {
 	*x = BucketElection{}
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2674,7 +3244,7 @@ func (x *BucketElection) String() string {
 func (*BucketElection) ProtoMessage() {}
 
 func (x *BucketElection) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2687,7 +3257,7 @@ func (x *BucketElection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketElection.ProtoReflect.Descriptor instead.
 func (*BucketElection) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{25}
+	return file_metastate_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BucketElection) GetBucket() *BucketRecord {
@@ -2742,7 +3312,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +3324,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,7 +3337,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{26}
+	return file_metastate_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -2786,7 +3356,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[27]
+	mi := &file_metastate_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2798,7 +3368,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[27]
+	mi := &file_metastate_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2811,7 +3381,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{27}
+	return file_metastate_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -2831,7 +3401,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[28]
+	mi := &file_metastate_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2843,7 +3413,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[28]
+	mi := &file_metastate_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2856,7 +3426,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{28}
+	return file_metastate_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -2884,7 +3454,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[29]
+	mi := &file_metastate_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2896,7 +3466,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[29]
+	mi := &file_metastate_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2909,7 +3479,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{29}
+	return file_metastate_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -2962,7 +3532,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[30]
+	mi := &file_metastate_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2974,7 +3544,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[30]
+	mi := &file_metastate_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2987,7 +3557,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{30}
+	return file_metastate_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -3078,7 +3648,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[31]
+	mi := &file_metastate_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3090,7 +3660,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[31]
+	mi := &file_metastate_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3103,7 +3673,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{31}
+	return file_metastate_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -3145,6 +3715,7 @@ type CommandResult struct {
 	//	*CommandResult_Election
 	//	*CommandResult_Drain
 	//	*CommandResult_Removal
+	//	*CommandResult_Moves
 	Value isCommandResult_Value `protobuf_oneof:"value"`
 	// Set when an "if not exists" or "if exists" made the command a no-op.
 	Unchanged bool `protobuf:"varint,20,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
@@ -3156,7 +3727,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[32]
+	mi := &file_metastate_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3168,7 +3739,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[32]
+	mi := &file_metastate_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3181,7 +3752,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{32}
+	return file_metastate_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -3284,6 +3855,15 @@ func (x *CommandResult) GetRemoval() *RemoveNodeResult {
 	return nil
 }
 
+func (x *CommandResult) GetMoves() *MoveResult {
+	if x != nil {
+		if x, ok := x.Value.(*CommandResult_Moves); ok {
+			return x.Moves
+		}
+	}
+	return nil
+}
+
 func (x *CommandResult) GetUnchanged() bool {
 	if x != nil {
 		return x.Unchanged
@@ -3334,6 +3914,10 @@ type CommandResult_Removal struct {
 	Removal *RemoveNodeResult `protobuf:"bytes,17,opt,name=removal,proto3,oneof"`
 }
 
+type CommandResult_Moves struct {
+	Moves *MoveResult `protobuf:"bytes,18,opt,name=moves,proto3,oneof"`
+}
+
 func (*CommandResult_Database) isCommandResult_Value() {}
 
 func (*CommandResult_Table) isCommandResult_Value() {}
@@ -3349,6 +3933,8 @@ func (*CommandResult_Election) isCommandResult_Value() {}
 func (*CommandResult_Drain) isCommandResult_Value() {}
 
 func (*CommandResult_Removal) isCommandResult_Value() {}
+
+func (*CommandResult_Moves) isCommandResult_Value() {}
 
 // MetadataUpdate is one message of the metadata stream a tablet node
 // follows: a full image (full = true: everything there is at index) or the
@@ -3383,14 +3969,23 @@ type MetadataUpdate struct {
 	Acls    []*AclEntry `protobuf:"bytes,13,rep,name=acls,proto3" json:"acls,omitempty"`
 	// The key that binds writer ids to principals, once set (and in every
 	// full image).
-	WriterKey     []byte `protobuf:"bytes,14,opt,name=writer_key,json=writerKey,proto3" json:"writer_key,omitempty"`
+	WriterKey []byte `protobuf:"bytes,14,opt,name=writer_key,json=writerKey,proto3" json:"writer_key,omitempty"`
+	// Replicas the command took away from buckets (a move completed or
+	// cancelled, a node removed): each named node deletes its copy. A
+	// stream watched for a node id carries those naming it. A full image
+	// lists none: a node deletes every copy of a bucket the image does not
+	// list it a replica of.
+	RemovedReplicas []*ReplicaRemoval `protobuf:"bytes,15,rep,name=removed_replicas,json=removedReplicas,proto3" json:"removed_replicas,omitempty"`
+	// The bounds moves run under, when the plan changed (and in every full
+	// image once set); the queue stays with the controller.
+	MoveBounds    *MoveBounds `protobuf:"bytes,16,opt,name=move_bounds,json=moveBounds,proto3" json:"move_bounds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[33]
+	mi := &file_metastate_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3402,7 +3997,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[33]
+	mi := &file_metastate_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3415,7 +4010,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{33}
+	return file_metastate_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -3516,6 +4111,134 @@ func (x *MetadataUpdate) GetWriterKey() []byte {
 	return nil
 }
 
+func (x *MetadataUpdate) GetRemovedReplicas() []*ReplicaRemoval {
+	if x != nil {
+		return x.RemovedReplicas
+	}
+	return nil
+}
+
+func (x *MetadataUpdate) GetMoveBounds() *MoveBounds {
+	if x != nil {
+		return x.MoveBounds
+	}
+	return nil
+}
+
+// MoveBounds are a MovePlan's bounds.
+type MoveBounds struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	ThrottleBytesPerS int64                  `protobuf:"varint,1,opt,name=throttle_bytes_per_s,json=throttleBytesPerS,proto3" json:"throttle_bytes_per_s,omitempty"`
+	MaxMoves          int32                  `protobuf:"varint,2,opt,name=max_moves,json=maxMoves,proto3" json:"max_moves,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *MoveBounds) Reset() {
+	*x = MoveBounds{}
+	mi := &file_metastate_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveBounds) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveBounds) ProtoMessage() {}
+
+func (x *MoveBounds) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveBounds.ProtoReflect.Descriptor instead.
+func (*MoveBounds) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *MoveBounds) GetThrottleBytesPerS() int64 {
+	if x != nil {
+		return x.ThrottleBytesPerS
+	}
+	return 0
+}
+
+func (x *MoveBounds) GetMaxMoves() int32 {
+	if x != nil {
+		return x.MaxMoves
+	}
+	return 0
+}
+
+// ReplicaRemoval names the nodes that stopped being replicas of a bucket.
+type ReplicaRemoval struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TableId       uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket        int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	Nodes         []uint32               `protobuf:"varint,3,rep,packed,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaRemoval) Reset() {
+	*x = ReplicaRemoval{}
+	mi := &file_metastate_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaRemoval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaRemoval) ProtoMessage() {}
+
+func (x *ReplicaRemoval) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaRemoval.ProtoReflect.Descriptor instead.
+func (*ReplicaRemoval) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ReplicaRemoval) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *ReplicaRemoval) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *ReplicaRemoval) GetNodes() []uint32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
 // UserRecord is a user who authenticates with a password, by SCRAM-SHA-256
 // (RFC 7677): the credentials are the salted, hashed keys derived from the
 // password on the client, so the cluster never holds the password.
@@ -3534,7 +4257,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_metastate_proto_msgTypes[34]
+	mi := &file_metastate_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3546,7 +4269,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[34]
+	mi := &file_metastate_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3559,7 +4282,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{34}
+	return file_metastate_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *UserRecord) GetName() string {
@@ -3627,7 +4350,7 @@ type PutUser struct {
 
 func (x *PutUser) Reset() {
 	*x = PutUser{}
-	mi := &file_metastate_proto_msgTypes[35]
+	mi := &file_metastate_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3639,7 +4362,7 @@ func (x *PutUser) String() string {
 func (*PutUser) ProtoMessage() {}
 
 func (x *PutUser) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[35]
+	mi := &file_metastate_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3652,7 +4375,7 @@ func (x *PutUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutUser.ProtoReflect.Descriptor instead.
 func (*PutUser) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{35}
+	return file_metastate_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PutUser) GetUser() *UserRecord {
@@ -3694,7 +4417,7 @@ type DeleteUser struct {
 
 func (x *DeleteUser) Reset() {
 	*x = DeleteUser{}
-	mi := &file_metastate_proto_msgTypes[36]
+	mi := &file_metastate_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3706,7 +4429,7 @@ func (x *DeleteUser) String() string {
 func (*DeleteUser) ProtoMessage() {}
 
 func (x *DeleteUser) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[36]
+	mi := &file_metastate_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3719,7 +4442,7 @@ func (x *DeleteUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUser.ProtoReflect.Descriptor instead.
 func (*DeleteUser) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{36}
+	return file_metastate_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *DeleteUser) GetName() string {
@@ -3750,7 +4473,7 @@ type AclEntry struct {
 
 func (x *AclEntry) Reset() {
 	*x = AclEntry{}
-	mi := &file_metastate_proto_msgTypes[37]
+	mi := &file_metastate_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3762,7 +4485,7 @@ func (x *AclEntry) String() string {
 func (*AclEntry) ProtoMessage() {}
 
 func (x *AclEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[37]
+	mi := &file_metastate_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3775,7 +4498,7 @@ func (x *AclEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclEntry.ProtoReflect.Descriptor instead.
 func (*AclEntry) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{37}
+	return file_metastate_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AclEntry) GetPrincipal() string {
@@ -3837,7 +4560,7 @@ type AddAcls struct {
 
 func (x *AddAcls) Reset() {
 	*x = AddAcls{}
-	mi := &file_metastate_proto_msgTypes[38]
+	mi := &file_metastate_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3849,7 +4572,7 @@ func (x *AddAcls) String() string {
 func (*AddAcls) ProtoMessage() {}
 
 func (x *AddAcls) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[38]
+	mi := &file_metastate_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3862,7 +4585,7 @@ func (x *AddAcls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAcls.ProtoReflect.Descriptor instead.
 func (*AddAcls) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{38}
+	return file_metastate_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AddAcls) GetEntries() []*AclEntry {
@@ -3883,7 +4606,7 @@ type RemoveAcls struct {
 
 func (x *RemoveAcls) Reset() {
 	*x = RemoveAcls{}
-	mi := &file_metastate_proto_msgTypes[39]
+	mi := &file_metastate_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3895,7 +4618,7 @@ func (x *RemoveAcls) String() string {
 func (*RemoveAcls) ProtoMessage() {}
 
 func (x *RemoveAcls) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[39]
+	mi := &file_metastate_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3908,7 +4631,7 @@ func (x *RemoveAcls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAcls.ProtoReflect.Descriptor instead.
 func (*RemoveAcls) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{39}
+	return file_metastate_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RemoveAcls) GetEntries() []*AclEntry {
@@ -3929,7 +4652,7 @@ type InitWriterKey struct {
 
 func (x *InitWriterKey) Reset() {
 	*x = InitWriterKey{}
-	mi := &file_metastate_proto_msgTypes[40]
+	mi := &file_metastate_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3941,7 +4664,7 @@ func (x *InitWriterKey) String() string {
 func (*InitWriterKey) ProtoMessage() {}
 
 func (x *InitWriterKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[40]
+	mi := &file_metastate_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3954,7 +4677,7 @@ func (x *InitWriterKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitWriterKey.ProtoReflect.Descriptor instead.
 func (*InitWriterKey) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{40}
+	return file_metastate_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *InitWriterKey) GetKey() []byte {
@@ -4014,7 +4737,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\x06checks\x18\f \x01(\rR\x06checks\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x93\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbd\x03\n" +
 	"\fBucketRecord\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1a\n" +
@@ -4028,7 +4751,47 @@ const file_metastate_proto_rawDesc = "" +
 	"remote_log\x18\t \x01(\v2\x12.floe.v1.RemoteLogR\tremoteLog\x126\n" +
 	"\fkv_snapshots\x18\n" +
 	" \x03(\v2\x13.floe.v1.KVSnapshotR\vkvSnapshots\x12,\n" +
-	"\x12remote_fence_epoch\x18\v \x01(\x05R\x10remoteFenceEpoch\"\xcd\x01\n" +
+	"\x12remote_fence_epoch\x18\v \x01(\x05R\x10remoteFenceEpoch\x12(\n" +
+	"\x04move\x18\f \x01(\v2\x14.floe.v1.ReplicaMoveR\x04move\"e\n" +
+	"\vReplicaMove\x12\x1a\n" +
+	"\boriginal\x18\x01 \x03(\rR\boriginal\x12\x16\n" +
+	"\x06target\x18\x02 \x03(\rR\x06target\x12\"\n" +
+	"\rstarted_at_ms\x18\x03 \x01(\x03R\vstartedAtMs\"W\n" +
+	"\n" +
+	"BucketMove\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x16\n" +
+	"\x06target\x18\x03 \x03(\rR\x06target\"\xb4\x01\n" +
+	"\bMovePlan\x12+\n" +
+	"\x06queued\x18\x01 \x03(\v2\x13.floe.v1.BucketMoveR\x06queued\x12/\n" +
+	"\x14throttle_bytes_per_s\x18\x02 \x01(\x03R\x11throttleBytesPerS\x12\x1b\n" +
+	"\tmax_moves\x18\x03 \x01(\x05R\bmaxMoves\x12-\n" +
+	"\arunning\x18\x04 \x03(\v2\x13.floe.v1.BucketMoveR\arunning\"\x9e\x01\n" +
+	"\fMoveReplicas\x12)\n" +
+	"\x05moves\x18\x01 \x03(\v2\x13.floe.v1.BucketMoveR\x05moves\x12\x15\n" +
+	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12/\n" +
+	"\x14throttle_bytes_per_s\x18\x03 \x01(\x03R\x11throttleBytesPerS\x12\x1b\n" +
+	"\tmax_moves\x18\x04 \x01(\x05R\bmaxMoves\"\x9a\x01\n" +
+	"\fCompleteMove\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12!\n" +
+	"\fbucket_epoch\x18\x03 \x01(\x05R\vbucketEpoch\x12\x1d\n" +
+	"\n" +
+	"live_nodes\x18\x04 \x03(\rR\tliveNodes\x12\x15\n" +
+	"\x06now_ms\x18\x05 \x01(\x03R\x05nowMs\"\x87\x01\n" +
+	"\n" +
+	"CancelMove\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x10\n" +
+	"\x03all\x18\x03 \x01(\bR\x03all\x12\x1d\n" +
+	"\n" +
+	"live_nodes\x18\x04 \x03(\rR\tliveNodes\x12\x15\n" +
+	"\x06now_ms\x18\x05 \x01(\x03R\x05nowMs\"\x91\x01\n" +
+	"\n" +
+	"MoveResult\x12/\n" +
+	"\abuckets\x18\x01 \x03(\v2\x15.floe.v1.BucketRecordR\abuckets\x12%\n" +
+	"\x04plan\x18\x02 \x01(\v2\x11.floe.v1.MovePlanR\x04plan\x12+\n" +
+	"\x06queued\x18\x03 \x03(\v2\x13.floe.v1.BucketMoveR\x06queued\"\xcd\x01\n" +
 	"\n" +
 	"KVSnapshot\x12!\n" +
 	"\fmanifest_key\x18\x01 \x01(\tR\vmanifestKey\x12\x16\n" +
@@ -4049,7 +4812,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\bsegments\x18\x06 \x01(\x05R\bsegments\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12#\n" +
 	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\x12(\n" +
-	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xf6\t\n" +
+	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xaa\v\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -4080,7 +4843,11 @@ const file_metastate_proto_rawDesc = "" +
 	"\badd_acls\x18\x1b \x01(\v2\x10.floe.v1.AddAclsH\x00R\aaddAcls\x126\n" +
 	"\vremove_acls\x18\x1c \x01(\v2\x13.floe.v1.RemoveAclsH\x00R\n" +
 	"removeAcls\x12@\n" +
-	"\x0finit_writer_key\x18\x1d \x01(\v2\x16.floe.v1.InitWriterKeyH\x00R\rinitWriterKeyB\x04\n" +
+	"\x0finit_writer_key\x18\x1d \x01(\v2\x16.floe.v1.InitWriterKeyH\x00R\rinitWriterKey\x12<\n" +
+	"\rmove_replicas\x18\x1e \x01(\v2\x15.floe.v1.MoveReplicasH\x00R\fmoveReplicas\x12<\n" +
+	"\rcomplete_move\x18\x1f \x01(\v2\x15.floe.v1.CompleteMoveH\x00R\fcompleteMove\x126\n" +
+	"\vcancel_move\x18  \x01(\v2\x13.floe.v1.CancelMoveH\x00R\n" +
+	"cancelMoveB\x04\n" +
 	"\x02op\"D\n" +
 	"\n" +
 	"RemoveNode\x12\x17\n" +
@@ -4220,7 +4987,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\tDropTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
-	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xa9\x04\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xd6\x04\n" +
 	"\rCommandResult\x12&\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x14\n" +
@@ -4233,10 +5000,11 @@ const file_metastate_proto_rawDesc = "" +
 	"\twriter_id\x18\x0e \x01(\x04H\x00R\bwriterId\x125\n" +
 	"\belection\x18\x0f \x01(\v2\x17.floe.v1.ElectionResultH\x00R\belection\x12,\n" +
 	"\x05drain\x18\x10 \x01(\v2\x14.floe.v1.DrainResultH\x00R\x05drain\x125\n" +
-	"\aremoval\x18\x11 \x01(\v2\x19.floe.v1.RemoveNodeResultH\x00R\aremoval\x12\x1c\n" +
+	"\aremoval\x18\x11 \x01(\v2\x19.floe.v1.RemoveNodeResultH\x00R\aremoval\x12+\n" +
+	"\x05moves\x18\x12 \x01(\v2\x13.floe.v1.MoveResultH\x00R\x05moves\x12\x1c\n" +
 	"\tunchanged\x18\x14 \x01(\bR\tunchanged\x12!\n" +
 	"\facls_changed\x18\x15 \x01(\rR\vaclsChangedB\a\n" +
-	"\x05value\"\xf3\x03\n" +
+	"\x05value\"\xed\x04\n" +
 	"\x0eMetadataUpdate\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04full\x18\x02 \x01(\bR\x04full\x12)\n" +
@@ -4253,7 +5021,18 @@ const file_metastate_proto_rawDesc = "" +
 	"\bacls_set\x18\f \x01(\bR\aaclsSet\x12%\n" +
 	"\x04acls\x18\r \x03(\v2\x11.floe.v1.AclEntryR\x04acls\x12\x1d\n" +
 	"\n" +
-	"writer_key\x18\x0e \x01(\fR\twriterKey\"\xda\x01\n" +
+	"writer_key\x18\x0e \x01(\fR\twriterKey\x12B\n" +
+	"\x10removed_replicas\x18\x0f \x03(\v2\x17.floe.v1.ReplicaRemovalR\x0fremovedReplicas\x124\n" +
+	"\vmove_bounds\x18\x10 \x01(\v2\x13.floe.v1.MoveBoundsR\n" +
+	"moveBounds\"Z\n" +
+	"\n" +
+	"MoveBounds\x12/\n" +
+	"\x14throttle_bytes_per_s\x18\x01 \x01(\x03R\x11throttleBytesPerS\x12\x1b\n" +
+	"\tmax_moves\x18\x02 \x01(\x05R\bmaxMoves\"Y\n" +
+	"\x0eReplicaRemoval\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x14\n" +
+	"\x05nodes\x18\x03 \x03(\rR\x05nodes\"\xda\x01\n" +
 	"\n" +
 	"UserRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -4329,7 +5108,7 @@ func file_metastate_proto_rawDescGZIP() []byte {
 }
 
 var file_metastate_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_metastate_proto_goTypes = []any{
 	(AclResourceType)(0),         // 0: floe.v1.AclResourceType
 	(AclPatternType)(0),          // 1: floe.v1.AclPatternType
@@ -4341,113 +5120,135 @@ var file_metastate_proto_goTypes = []any{
 	(*SchemaVersion)(nil),        // 7: floe.v1.SchemaVersion
 	(*TableRecord)(nil),          // 8: floe.v1.TableRecord
 	(*BucketRecord)(nil),         // 9: floe.v1.BucketRecord
-	(*KVSnapshot)(nil),           // 10: floe.v1.KVSnapshot
-	(*RemoteLog)(nil),            // 11: floe.v1.RemoteLog
-	(*Command)(nil),              // 12: floe.v1.Command
-	(*RemoveNode)(nil),           // 13: floe.v1.RemoveNode
-	(*RemoveNodeResult)(nil),     // 14: floe.v1.RemoveNodeResult
-	(*DrainNode)(nil),            // 15: floe.v1.DrainNode
-	(*DrainResult)(nil),          // 16: floe.v1.DrainResult
-	(*BucketDrain)(nil),          // 17: floe.v1.BucketDrain
-	(*CommitKVSnapshot)(nil),     // 18: floe.v1.CommitKVSnapshot
-	(*CommitRemoteLog)(nil),      // 19: floe.v1.CommitRemoteLog
-	(*ReportDamagedReplica)(nil), // 20: floe.v1.ReportDamagedReplica
-	(*AllocateWriterId)(nil),     // 21: floe.v1.AllocateWriterId
-	(*AdjustIsr)(nil),            // 22: floe.v1.AdjustIsr
-	(*MemberEpoch)(nil),          // 23: floe.v1.MemberEpoch
-	(*FenceNodes)(nil),           // 24: floe.v1.FenceNodes
-	(*ElectLeaders)(nil),         // 25: floe.v1.ElectLeaders
-	(*ReplicaLog)(nil),           // 26: floe.v1.ReplicaLog
-	(*ElectionCandidate)(nil),    // 27: floe.v1.ElectionCandidate
-	(*ElectionResult)(nil),       // 28: floe.v1.ElectionResult
-	(*BucketElection)(nil),       // 29: floe.v1.BucketElection
-	(*InitCluster)(nil),          // 30: floe.v1.InitCluster
-	(*RegisterNode)(nil),         // 31: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),       // 32: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),         // 33: floe.v1.DropDatabase
-	(*CreateTable)(nil),          // 34: floe.v1.CreateTable
-	(*DropTable)(nil),            // 35: floe.v1.DropTable
-	(*CommandResult)(nil),        // 36: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),       // 37: floe.v1.MetadataUpdate
-	(*UserRecord)(nil),           // 38: floe.v1.UserRecord
-	(*PutUser)(nil),              // 39: floe.v1.PutUser
-	(*DeleteUser)(nil),           // 40: floe.v1.DeleteUser
-	(*AclEntry)(nil),             // 41: floe.v1.AclEntry
-	(*AddAcls)(nil),              // 42: floe.v1.AddAcls
-	(*RemoveAcls)(nil),           // 43: floe.v1.RemoveAcls
-	(*InitWriterKey)(nil),        // 44: floe.v1.InitWriterKey
-	nil,                          // 45: floe.v1.TableRecord.PropertiesEntry
-	nil,                          // 46: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),               // 47: floe.v1.ErrorCode
+	(*ReplicaMove)(nil),          // 10: floe.v1.ReplicaMove
+	(*BucketMove)(nil),           // 11: floe.v1.BucketMove
+	(*MovePlan)(nil),             // 12: floe.v1.MovePlan
+	(*MoveReplicas)(nil),         // 13: floe.v1.MoveReplicas
+	(*CompleteMove)(nil),         // 14: floe.v1.CompleteMove
+	(*CancelMove)(nil),           // 15: floe.v1.CancelMove
+	(*MoveResult)(nil),           // 16: floe.v1.MoveResult
+	(*KVSnapshot)(nil),           // 17: floe.v1.KVSnapshot
+	(*RemoteLog)(nil),            // 18: floe.v1.RemoteLog
+	(*Command)(nil),              // 19: floe.v1.Command
+	(*RemoveNode)(nil),           // 20: floe.v1.RemoveNode
+	(*RemoveNodeResult)(nil),     // 21: floe.v1.RemoveNodeResult
+	(*DrainNode)(nil),            // 22: floe.v1.DrainNode
+	(*DrainResult)(nil),          // 23: floe.v1.DrainResult
+	(*BucketDrain)(nil),          // 24: floe.v1.BucketDrain
+	(*CommitKVSnapshot)(nil),     // 25: floe.v1.CommitKVSnapshot
+	(*CommitRemoteLog)(nil),      // 26: floe.v1.CommitRemoteLog
+	(*ReportDamagedReplica)(nil), // 27: floe.v1.ReportDamagedReplica
+	(*AllocateWriterId)(nil),     // 28: floe.v1.AllocateWriterId
+	(*AdjustIsr)(nil),            // 29: floe.v1.AdjustIsr
+	(*MemberEpoch)(nil),          // 30: floe.v1.MemberEpoch
+	(*FenceNodes)(nil),           // 31: floe.v1.FenceNodes
+	(*ElectLeaders)(nil),         // 32: floe.v1.ElectLeaders
+	(*ReplicaLog)(nil),           // 33: floe.v1.ReplicaLog
+	(*ElectionCandidate)(nil),    // 34: floe.v1.ElectionCandidate
+	(*ElectionResult)(nil),       // 35: floe.v1.ElectionResult
+	(*BucketElection)(nil),       // 36: floe.v1.BucketElection
+	(*InitCluster)(nil),          // 37: floe.v1.InitCluster
+	(*RegisterNode)(nil),         // 38: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),       // 39: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),         // 40: floe.v1.DropDatabase
+	(*CreateTable)(nil),          // 41: floe.v1.CreateTable
+	(*DropTable)(nil),            // 42: floe.v1.DropTable
+	(*CommandResult)(nil),        // 43: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),       // 44: floe.v1.MetadataUpdate
+	(*MoveBounds)(nil),           // 45: floe.v1.MoveBounds
+	(*ReplicaRemoval)(nil),       // 46: floe.v1.ReplicaRemoval
+	(*UserRecord)(nil),           // 47: floe.v1.UserRecord
+	(*PutUser)(nil),              // 48: floe.v1.PutUser
+	(*DeleteUser)(nil),           // 49: floe.v1.DeleteUser
+	(*AclEntry)(nil),             // 50: floe.v1.AclEntry
+	(*AddAcls)(nil),              // 51: floe.v1.AddAcls
+	(*RemoveAcls)(nil),           // 52: floe.v1.RemoveAcls
+	(*InitWriterKey)(nil),        // 53: floe.v1.InitWriterKey
+	nil,                          // 54: floe.v1.TableRecord.PropertiesEntry
+	nil,                          // 55: floe.v1.CreateTable.PropertiesEntry
+	(ErrorCode)(0),               // 56: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	6,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	7,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	45, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
-	11, // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
-	10, // 4: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
-	30, // 5: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	31, // 6: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	32, // 7: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	33, // 8: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	34, // 9: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	35, // 10: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
-	21, // 11: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
-	22, // 12: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
-	24, // 13: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
-	25, // 14: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
-	20, // 15: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
-	19, // 16: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
-	18, // 17: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
-	15, // 18: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
-	13, // 19: floe.v1.Command.remove_node:type_name -> floe.v1.RemoveNode
-	39, // 20: floe.v1.Command.put_user:type_name -> floe.v1.PutUser
-	40, // 21: floe.v1.Command.delete_user:type_name -> floe.v1.DeleteUser
-	42, // 22: floe.v1.Command.add_acls:type_name -> floe.v1.AddAcls
-	43, // 23: floe.v1.Command.remove_acls:type_name -> floe.v1.RemoveAcls
-	44, // 24: floe.v1.Command.init_writer_key:type_name -> floe.v1.InitWriterKey
-	4,  // 25: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
-	9,  // 26: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
-	4,  // 27: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
-	17, // 28: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
-	9,  // 29: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
-	47, // 30: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
-	10, // 31: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
-	11, // 32: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
-	23, // 33: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
-	26, // 34: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
-	29, // 35: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	9,  // 36: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	47, // 37: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	27, // 38: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
-	4,  // 39: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	6,  // 40: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	46, // 41: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	47, // 42: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	5,  // 43: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	8,  // 44: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	4,  // 45: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	9,  // 46: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	28, // 47: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	16, // 48: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
-	14, // 49: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
-	4,  // 50: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	8,  // 51: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	9,  // 52: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	38, // 53: floe.v1.MetadataUpdate.users:type_name -> floe.v1.UserRecord
-	41, // 54: floe.v1.MetadataUpdate.acls:type_name -> floe.v1.AclEntry
-	38, // 55: floe.v1.PutUser.user:type_name -> floe.v1.UserRecord
-	0,  // 56: floe.v1.AclEntry.resource_type:type_name -> floe.v1.AclResourceType
-	1,  // 57: floe.v1.AclEntry.pattern:type_name -> floe.v1.AclPatternType
-	2,  // 58: floe.v1.AclEntry.operation:type_name -> floe.v1.AclOperation
-	3,  // 59: floe.v1.AclEntry.permission:type_name -> floe.v1.AclPermission
-	41, // 60: floe.v1.AddAcls.entries:type_name -> floe.v1.AclEntry
-	41, // 61: floe.v1.RemoveAcls.entries:type_name -> floe.v1.AclEntry
-	62, // [62:62] is the sub-list for method output_type
-	62, // [62:62] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	54, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	18, // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
+	17, // 4: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
+	10, // 5: floe.v1.BucketRecord.move:type_name -> floe.v1.ReplicaMove
+	11, // 6: floe.v1.MovePlan.queued:type_name -> floe.v1.BucketMove
+	11, // 7: floe.v1.MovePlan.running:type_name -> floe.v1.BucketMove
+	11, // 8: floe.v1.MoveReplicas.moves:type_name -> floe.v1.BucketMove
+	9,  // 9: floe.v1.MoveResult.buckets:type_name -> floe.v1.BucketRecord
+	12, // 10: floe.v1.MoveResult.plan:type_name -> floe.v1.MovePlan
+	11, // 11: floe.v1.MoveResult.queued:type_name -> floe.v1.BucketMove
+	37, // 12: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	38, // 13: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	39, // 14: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	40, // 15: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	41, // 16: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	42, // 17: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	28, // 18: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
+	29, // 19: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
+	31, // 20: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
+	32, // 21: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
+	27, // 22: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
+	26, // 23: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
+	25, // 24: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
+	22, // 25: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
+	20, // 26: floe.v1.Command.remove_node:type_name -> floe.v1.RemoveNode
+	48, // 27: floe.v1.Command.put_user:type_name -> floe.v1.PutUser
+	49, // 28: floe.v1.Command.delete_user:type_name -> floe.v1.DeleteUser
+	51, // 29: floe.v1.Command.add_acls:type_name -> floe.v1.AddAcls
+	52, // 30: floe.v1.Command.remove_acls:type_name -> floe.v1.RemoveAcls
+	53, // 31: floe.v1.Command.init_writer_key:type_name -> floe.v1.InitWriterKey
+	13, // 32: floe.v1.Command.move_replicas:type_name -> floe.v1.MoveReplicas
+	14, // 33: floe.v1.Command.complete_move:type_name -> floe.v1.CompleteMove
+	15, // 34: floe.v1.Command.cancel_move:type_name -> floe.v1.CancelMove
+	4,  // 35: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
+	9,  // 36: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
+	4,  // 37: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
+	24, // 38: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
+	9,  // 39: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
+	56, // 40: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
+	17, // 41: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
+	18, // 42: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
+	30, // 43: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
+	33, // 44: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
+	36, // 45: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	9,  // 46: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	56, // 47: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	34, // 48: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
+	4,  // 49: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	6,  // 50: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	55, // 51: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	56, // 52: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	5,  // 53: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	8,  // 54: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	4,  // 55: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	9,  // 56: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	35, // 57: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	23, // 58: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
+	21, // 59: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
+	16, // 60: floe.v1.CommandResult.moves:type_name -> floe.v1.MoveResult
+	4,  // 61: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	8,  // 62: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	9,  // 63: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	47, // 64: floe.v1.MetadataUpdate.users:type_name -> floe.v1.UserRecord
+	50, // 65: floe.v1.MetadataUpdate.acls:type_name -> floe.v1.AclEntry
+	46, // 66: floe.v1.MetadataUpdate.removed_replicas:type_name -> floe.v1.ReplicaRemoval
+	45, // 67: floe.v1.MetadataUpdate.move_bounds:type_name -> floe.v1.MoveBounds
+	47, // 68: floe.v1.PutUser.user:type_name -> floe.v1.UserRecord
+	0,  // 69: floe.v1.AclEntry.resource_type:type_name -> floe.v1.AclResourceType
+	1,  // 70: floe.v1.AclEntry.pattern:type_name -> floe.v1.AclPatternType
+	2,  // 71: floe.v1.AclEntry.operation:type_name -> floe.v1.AclOperation
+	3,  // 72: floe.v1.AclEntry.permission:type_name -> floe.v1.AclPermission
+	50, // 73: floe.v1.AddAcls.entries:type_name -> floe.v1.AclEntry
+	50, // 74: floe.v1.RemoveAcls.entries:type_name -> floe.v1.AclEntry
+	75, // [75:75] is the sub-list for method output_type
+	75, // [75:75] is the sub-list for method input_type
+	75, // [75:75] is the sub-list for extension type_name
+	75, // [75:75] is the sub-list for extension extendee
+	0,  // [0:75] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -4456,7 +5257,7 @@ func file_metastate_proto_init() {
 		return
 	}
 	file_errors_proto_init()
-	file_metastate_proto_msgTypes[8].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[15].OneofWrappers = []any{
 		(*Command_InitCluster)(nil),
 		(*Command_RegisterNode)(nil),
 		(*Command_CreateDatabase)(nil),
@@ -4477,10 +5278,13 @@ func file_metastate_proto_init() {
 		(*Command_AddAcls)(nil),
 		(*Command_RemoveAcls)(nil),
 		(*Command_InitWriterKey)(nil),
+		(*Command_MoveReplicas)(nil),
+		(*Command_CompleteMove)(nil),
+		(*Command_CancelMove)(nil),
 	}
-	file_metastate_proto_msgTypes[14].OneofWrappers = []any{}
 	file_metastate_proto_msgTypes[21].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[32].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[28].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[39].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
@@ -4489,6 +5293,7 @@ func file_metastate_proto_init() {
 		(*CommandResult_Election)(nil),
 		(*CommandResult_Drain)(nil),
 		(*CommandResult_Removal)(nil),
+		(*CommandResult_Moves)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4496,7 +5301,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   43,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -44,7 +44,7 @@ func Split(img *pb.MetadataUpdate, maxBytes int) []*pb.MetadataUpdate {
 		part := p.add(e)
 		part.Acls = append(part.Acls, e)
 	}
-	p.parts[0].AclsSet, p.parts[0].WriterKey = img.AclsSet, img.WriterKey
+	p.parts[0].AclsSet, p.parts[0].WriterKey, p.parts[0].MoveBounds = img.AclsSet, img.WriterKey, img.MoveBounds
 	for _, part := range p.parts[:len(p.parts)-1] {
 		part.More = true
 	}
