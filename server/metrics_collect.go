@@ -40,6 +40,7 @@ var (
 	isrShrinks      = desc("floe_isr_shrinks_total", "ISR shrinks of buckets led by this node.")
 	isrExpands      = desc("floe_isr_expands_total", "ISR expansions of buckets led by this node.")
 	leaderElections = desc("floe_bucket_leader_elections_total", "Bucket leaderships this node took (a new leader epoch began here); summed over nodes: the cluster's leader changes.")
+	moveBytes       = desc("floe_move_bytes_total", "Bytes the replicas moves added to this node copied while they caught up (from their leaders and remote storage; KV snapshot restores not included).")
 
 	metaTerm         = desc("floe_meta_term", "The metadata Raft's current term on this node.")
 	metaCommitIndex  = desc("floe_meta_commit_index", "The metadata Raft's commit index on this node.")
@@ -53,7 +54,7 @@ var (
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{tableBytesIn, tableRecordsIn, tableBytesOut, tableRecordsOut,
 		bucketLeaders, bucketFollowers, bucketsUnderReplicated, bucketsBelowMinISR, bucketsOffline, followerLag,
-		tieringLag, kvSnapshotAge, kvNoSnapshot, logBytes, isrShrinks, isrExpands, leaderElections,
+		tieringLag, kvSnapshotAge, kvNoSnapshot, logBytes, isrShrinks, isrExpands, leaderElections, moveBytes,
 		metaTerm, metaCommitIndex, metaAppliedIndex, metaLastIndex, metaLeader, diskBytes} {
 		ch <- d
 	}
@@ -110,6 +111,7 @@ func (c *nodeCollector) collectReplicas(ch chan<- prometheus.Metric) {
 	counter(ch, isrShrinks, ev.ISRShrinks)
 	counter(ch, isrExpands, ev.ISRExpands)
 	counter(ch, leaderElections, ev.LeaderElections)
+	counter(ch, moveBytes, ev.MoveBytes)
 	gauge(ch, diskBytes, float64(logs), "logs")
 	if kv, err := diskusage.Bytes(filepath.Join(s.cfg.DataDir, "tablet", "kv")); err == nil {
 		gauge(ch, diskBytes, float64(kv), "kv")

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/floedb/floe/server/replication"
@@ -76,6 +77,14 @@ func (r *Replica) catchUpStep(ctx context.Context, leader uint32, epoch int32, f
 		return false, err
 	}
 	readable := r.mgr.cfg.Remote != nil && rl != nil
+	if r.kv == nil && end == r.log.StartOffset() {
+		// An empty log (a replica a move added, or one whose disk was
+		// lost) starts at the leader's log start: below it the remote
+		// log holds the history, where readers find it, so a move copies
+		// the bucket's local tail, not all it ever held.
+		return false, r.startOverAt(ctx, leader, epoch, end, fb.LogStartOffset, fb.HighWatermark, slog.LevelInfo,
+			"empty follower log: starting it at its leader's log start")
+	}
 	if readable && end >= covered && end < rl.EndOffset {
 		if cut, err := r.truncateToRemote(ctx, leader, epoch); err != nil || cut {
 			return cut, err // after a cut, the next step goes on from the new end
@@ -83,6 +92,12 @@ func (r *Replica) catchUpStep(ctx context.Context, leader uint32, epoch int32, f
 		data, err := r.readRemoteFrom(ctx, end, DefaultFollowerFetchBytes)
 		if err != nil {
 			return false, err
+		}
+		if r.learner.Load() {
+			r.mgr.events.moveBytes.Add(int64(len(data)))
+			if err := r.mgr.throttle.wait(ctx, len(data)); err != nil {
+				return false, err
+			}
 		}
 		return true, r.appendRemote(leader, epoch, end, fb.HighWatermark, data)
 	}
@@ -98,19 +113,26 @@ func (r *Replica) catchUpStep(ctx context.Context, leader uint32, epoch int32, f
 		// store cannot skip changes.
 		return false, fmt.Errorf("the cluster holds offsets from %d on, this primary-key replica ends at %d, and no KV snapshot it can read starts at or past %d", start, end, start)
 	}
+	return false, r.startOverAt(ctx, leader, epoch, end, start, fb.HighWatermark, slog.LevelWarn,
+		"follower's log ends below what the cluster still holds: starting it over there")
+}
+
+// startOverAt starts the follower's log, which ends at end, over at start
+// (startOver), with the writer state of the remote log there, if it still
+// follows leader at epoch and ends at end.
+func (r *Replica) startOverAt(ctx context.Context, leader uint32, epoch int32, end, start, leaderHW int64, level slog.Level, why string) error {
 	writers := r.remoteWriters(ctx, start)
 	release, err := r.lockFollowing(leader, epoch, end)
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer release()
-	r.mgr.log.Warn("follower's log ends below what the cluster still holds: starting it over there",
-		"bucket", r.id.String(), "end_offset", end, "start_offset", start, "leader", leader)
+	r.mgr.log.Log(ctx, level, why, "bucket", r.id.String(), "end_offset", end, "start_offset", start, "leader", leader)
 	if err := r.startOver(start, writers); err != nil {
-		return false, err
+		return err
 	}
-	r.reportFetched(leader, epoch, fb.HighWatermark)
-	return false, nil
+	r.reportFetched(leader, epoch, leaderHW)
+	return nil
 }
 
 // unjudgedBelowStart says that fb, a divergence the leader answered at

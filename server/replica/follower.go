@@ -214,8 +214,9 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 		MaxWaitMs: int32(DefaultFollowerMaxWait / time.Millisecond), MinBytes: 1, MaxBytes: maxFetchBytesTotal}
 	byID := map[BucketID]*Replica{}
 	epochs := map[BucketID]int32{}
+	admitLearners := f.m.throttle.admit(time.Now())
 	for _, r := range reps {
-		if !r.fetchable() {
+		if !r.fetchable() || (!admitLearners && r.learner.Load()) {
 			continue
 		}
 		_, _, epoch, hw := r.state()
@@ -250,9 +251,12 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 	slices.SortFunc(answered, func(a, b answer) int {
 		return cmp.Or(cmp.Compare(a.r.id.TableID, b.r.id.TableID), cmp.Compare(a.r.id.Bucket, b.r.id.Bucket))
 	})
-	refused := 0
+	refused, learnt := 0, 0
 	var appended []*fetchedAppend
 	for _, an := range answered {
+		if an.r.learner.Load() {
+			learnt += len(an.fb.Records)
+		}
 		a, ok := an.r.appendFetched(f.leader, epochs[an.r.id], an.fb)
 		if !ok {
 			refused++
@@ -260,6 +264,10 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 		if a != nil {
 			appended = append(appended, a)
 		}
+	}
+	if learnt > 0 {
+		f.m.events.moveBytes.Add(int64(learnt))
+		f.m.throttle.take(time.Now(), learnt)
 	}
 	syncFetched(appended)
 	for _, a := range appended {

@@ -3,9 +3,11 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -43,6 +45,8 @@ type Manager struct {
 	// events counts what the replicas went through (metrics.go).
 	// Lock-free.
 	events events
+	// throttle bounds what the learners of moves copy (throttle.go).
+	throttle moveThrottle
 
 	// followGen moves whenever a replica's role or leader may have
 	// changed or a replica closed: fetchers list the replicas they fetch
@@ -170,12 +174,17 @@ func (m *Manager) Apply(u *pb.MetadataUpdate) {
 		return
 	}
 	oldEpoch := m.nodeEpoch
+	if b := u.GetMoveBounds(); b != nil {
+		m.throttle.set(b.GetThrottleBytesPerS())
+	}
 	m.applyNodesLocked(u)
 	m.applyTablesLocked(u)
 	drop := m.takeDroppedLocked(u)
+	removed, orphans := m.takeRemovedLocked(u)
 	m.mu.Unlock()
 
 	m.deleteReplicas(drop)
+	m.deleteRemoved(removed, orphans)
 	m.spreadNodeEpoch(oldEpoch)
 	// Buckets are independent: opening a new replica costs a few fsyncs
 	// (its folder, its first segment, its epoch cache), so a table of a
@@ -300,6 +309,94 @@ func (m *Manager) deleteReplicas(drop []*Replica) {
 				held[r.id.TableID] = true
 				m.cfg.OnTableDropped(r.id.TableID)
 			}
+		}
+	}
+}
+
+// takeRemovedLocked takes out of the manager the replicas this node no
+// longer holds: those the update names removed from this node (a move
+// completed or cancelled, a node removed), and, with a full image, every
+// open replica of a bucket the image does not list this node a replica
+// of. It returns them, and the folders of such buckets on disk that no
+// replica has open (a removal this node missed while it was down), for
+// deleteRemoved. The metadata is committed: a replica set without this
+// node is final, and a node added again later starts from an empty log.
+func (m *Manager) takeRemovedLocked(u *pb.MetadataUpdate) (removed []*Replica, orphans []string) {
+	self := m.cfg.NodeID
+	take := func(id BucketID) {
+		if r := m.replicas[id]; r != nil {
+			removed = append(removed, r)
+			delete(m.replicas, id)
+			return
+		}
+		if dir := Dir(m.cfg.Dir, id); dirExists(dir) {
+			orphans = append(orphans, dir)
+		}
+	}
+	for _, rr := range u.GetRemovedReplicas() {
+		if slices.Contains(rr.GetNodes(), self) {
+			take(BucketID{TableID: rr.GetTableId(), Bucket: rr.GetBucket()})
+		}
+	}
+	if !u.GetFull() {
+		return removed, orphans
+	}
+	held := map[BucketID]bool{}
+	for _, b := range u.GetBuckets() {
+		if slices.Contains(b.GetReplicas(), self) {
+			held[BucketID{TableID: b.GetTableId(), Bucket: b.GetBucket()}] = true
+		}
+	}
+	for id := range m.replicas {
+		if !held[id] {
+			take(id)
+		}
+	}
+	entries, err := os.ReadDir(m.cfg.Dir)
+	if err != nil {
+		m.log.Warn("listing replica folders", "dir", m.cfg.Dir, "err", err)
+		return removed, orphans
+	}
+	for _, e := range entries {
+		var id BucketID
+		if !e.IsDir() || !parseReplicaDir(e.Name(), &id) || held[id] || m.replicas[id] != nil {
+			continue
+		}
+		orphans = append(orphans, filepath.Join(m.cfg.Dir, e.Name()))
+	}
+	return removed, orphans
+}
+
+// parseReplicaDir reads a replica folder's name (Dir) into id.
+func parseReplicaDir(name string, id *BucketID) bool {
+	if _, err := fmt.Sscanf(name, "t%d-b%d", &id.TableID, &id.Bucket); err != nil {
+		return false
+	}
+	return name == filepath.Base(Dir("", *id)) // nothing before, after or in between
+}
+
+// dirExists reports whether dir is a folder.
+func dirExists(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir()
+}
+
+// deleteRemoved closes the replicas this node no longer holds and deletes
+// their data, and deletes the folders of such replicas no one had open
+// (their KV stores go at the next start: kvreplica.Config.ReplicaKept).
+func (m *Manager) deleteRemoved(removed []*Replica, orphans []string) {
+	if len(removed) > 0 {
+		m.log.Info("no longer a replica: deleting", "replicas", len(removed), "first", removed[0].id.String())
+		fanout.Each(removed, openConcurrency, func(r *Replica) {
+			if err := r.close(true); err != nil {
+				m.log.Error("delete replica", "bucket", r.id.String(), "err", err)
+			}
+		})
+	}
+	for _, dir := range orphans {
+		m.log.Info("deleting the folder of a replica this node no longer holds", "dir", dir)
+		if err := os.RemoveAll(dir); err != nil {
+			m.log.Error("delete replica folder", "dir", dir, "err", err)
 		}
 	}
 }

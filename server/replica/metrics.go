@@ -109,17 +109,21 @@ type Events struct {
 	// leading. Each change of a bucket's leader counts once in the
 	// cluster, on its new leader.
 	LeaderElections int64
+	// MoveBytes: bytes the replicas a move added copied while they were
+	// learners, from their leaders and from remote storage (a KV
+	// snapshot's restore not included).
+	MoveBytes int64
 }
 
 // events are the Manager's counters behind Events.
 type events struct {
-	isrShrinks, isrExpands, leaderElections atomic.Int64
+	isrShrinks, isrExpands, leaderElections, moveBytes atomic.Int64
 }
 
 // Events returns the node's replica event counts.
 func (m *Manager) Events() Events {
 	return Events{ISRShrinks: m.events.isrShrinks.Load(), ISRExpands: m.events.isrExpands.Load(),
-		LeaderElections: m.events.leaderElections.Load()}
+		LeaderElections: m.events.leaderElections.Load(), MoveBytes: m.events.moveBytes.Load()}
 }
 
 // noteISRLocked counts a change of the ISR from before to the core's

@@ -61,6 +61,9 @@ type Replica struct {
 	bgSync    backgroundSync // acks=0 writes made durable in the background (backgroundsync.go)
 	catchUp   catchUp        // the follower's catch-up from remote storage (catchuptask.go)
 	damage    damage         // damage found in the log and not yet cut away (damage.go)
+	// learner: a move added this replica and it is not in the ISR yet; its
+	// catch-up is throttled (throttle.go).
+	learner atomic.Bool
 }
 
 // Dir is the folder of bucket id's replica under a node's tablet folder.

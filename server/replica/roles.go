@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"slices"
 	"time"
 
 	"github.com/floedb/floe/server/replication"
@@ -20,6 +21,8 @@ func (r *Replica) assign(b *pb.BucketRecord, index uint64) {
 	r.noteRemoteLog(b.RemoteLog)
 	r.setKVSnapshots(b.KvSnapshots)
 	r.uncleanElections.Store(b.UncleanElections)
+	self := r.mgr.cfg.NodeID
+	r.learner.Store(b.Move != nil && !slices.Contains(b.Move.Original, self) && !slices.Contains(b.Isr, self))
 	wasLeading, isrBefore := r.leadingLocked(), len(r.core.ISR())
 	eff := r.core.Assign(replication.Assignment{Leader: b.Leader, LeaderEpoch: b.LeaderEpoch, BucketEpoch: b.BucketEpoch,
 		Replicas: b.Replicas, ISR: b.Isr, Index: int64(index)}, r.log.EndOffset(), time.Now())
