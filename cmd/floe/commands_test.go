@@ -14,13 +14,14 @@ import (
 // subcommands to stdout and exit 0.
 func TestHelpOnEveryGroup(t *testing.T) {
 	groups := map[string][]string{
-		"db":      {"create", "list", "drop"},
-		"table":   {"create", "list", "describe", "drop", "elect", "export", "import"},
-		"cluster": {"status", "add-voter", "remove-voter", "transfer-leadership"},
-		"node":    {"drain", "undrain", "remove"},
-		"log":     {"dump", "verify"},
-		"schema":  {"check", "rows"},
-		"bench":   {"produce", "e2e", "upsert", "lookup"},
+		"db":       {"create", "list", "drop"},
+		"table":    {"create", "list", "describe", "drop", "elect", "export", "import"},
+		"cluster":  {"status", "add-voter", "remove-voter", "transfer-leadership"},
+		"node":     {"drain", "undrain", "remove"},
+		"reassign": {"status", "cancel"},
+		"log":      {"dump", "verify"},
+		"schema":   {"check", "rows"},
+		"bench":    {"produce", "e2e", "upsert", "lookup"},
 	}
 	for group, subs := range groups {
 		for _, args := range [][]string{{group, "-h"}, {group, "--help"}, {"help", group}} {

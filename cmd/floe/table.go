@@ -17,7 +17,7 @@ import (
 // tableCmds are the subcommands of floe table.
 func tableCmds(env *cliEnv) []clientCmd {
 	return []clientCmd{tableCreateCmd(env), tableListCmd(env), tableDescribeCmd(env), tableDropCmd(env), tableElectCmd(env),
-		tableExportCmd(env), tableImportCmd(env), tableSnapshotCmd(env)}
+		tableReassignCmd(env), tableExportCmd(env), tableImportCmd(env), tableSnapshotCmd(env)}
 }
 
 // splitList splits a comma-separated list, dropping empty items.

@@ -3259,6 +3259,505 @@ func (x *ListAclsResponse) GetEntries() []*AclEntry {
 	return nil
 }
 
+// NamedBucketMove is a bucket, by database, table and number, and the
+// replicas a move gives it, preferred leader first.
+type NamedBucketMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Database      string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	Bucket        int32                  `protobuf:"varint,3,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	Replicas      []uint32               `protobuf:"varint,4,rep,packed,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamedBucketMove) Reset() {
+	*x = NamedBucketMove{}
+	mi := &file_meta_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamedBucketMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamedBucketMove) ProtoMessage() {}
+
+func (x *NamedBucketMove) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamedBucketMove.ProtoReflect.Descriptor instead.
+func (*NamedBucketMove) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *NamedBucketMove) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *NamedBucketMove) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *NamedBucketMove) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *NamedBucketMove) GetReplicas() []uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+type MoveReplicasRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Moves     []*NamedBucketMove     `protobuf:"bytes,2,rep,name=moves,proto3" json:"moves,omitempty"`
+	// Catch-up bytes per second each node lets its joining replicas copy:
+	// 0 keeps the cluster's bound, -1 removes it.
+	ThrottleBytesPerS int64 `protobuf:"varint,3,opt,name=throttle_bytes_per_s,json=throttleBytesPerS,proto3" json:"throttle_bytes_per_s,omitempty"`
+	// Moves running at once, at most: 0 keeps the cluster's bound.
+	MaxMoves      int32 `protobuf:"varint,4,opt,name=max_moves,json=maxMoves,proto3" json:"max_moves,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveReplicasRequest) Reset() {
+	*x = MoveReplicasRequest{}
+	mi := &file_meta_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveReplicasRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveReplicasRequest) ProtoMessage() {}
+
+func (x *MoveReplicasRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveReplicasRequest.ProtoReflect.Descriptor instead.
+func (*MoveReplicasRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *MoveReplicasRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *MoveReplicasRequest) GetMoves() []*NamedBucketMove {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+func (x *MoveReplicasRequest) GetThrottleBytesPerS() int64 {
+	if x != nil {
+		return x.ThrottleBytesPerS
+	}
+	return 0
+}
+
+func (x *MoveReplicasRequest) GetMaxMoves() int32 {
+	if x != nil {
+		return x.MaxMoves
+	}
+	return 0
+}
+
+type MoveReplicasResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Raft index the command was applied at.
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// Moves started, queued behind the bound of moves at once, cancelled
+	// (back to the original replicas) and taken off the queue.
+	Started   []*NamedBucketMove `protobuf:"bytes,2,rep,name=started,proto3" json:"started,omitempty"`
+	Queued    []*NamedBucketMove `protobuf:"bytes,3,rep,name=queued,proto3" json:"queued,omitempty"`
+	Cancelled []*NamedBucketMove `protobuf:"bytes,4,rep,name=cancelled,proto3" json:"cancelled,omitempty"`
+	Dequeued  []*NamedBucketMove `protobuf:"bytes,5,rep,name=dequeued,proto3" json:"dequeued,omitempty"`
+	Bounds    *MoveBounds        `protobuf:"bytes,6,opt,name=bounds,proto3" json:"bounds,omitempty"`
+	// CancelMoves with all: moves that could not go back (no original
+	// replica is in sync) and keep running.
+	Kept          []*NamedBucketMove `protobuf:"bytes,7,rep,name=kept,proto3" json:"kept,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveReplicasResponse) Reset() {
+	*x = MoveReplicasResponse{}
+	mi := &file_meta_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveReplicasResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveReplicasResponse) ProtoMessage() {}
+
+func (x *MoveReplicasResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveReplicasResponse.ProtoReflect.Descriptor instead.
+func (*MoveReplicasResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *MoveReplicasResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *MoveReplicasResponse) GetStarted() []*NamedBucketMove {
+	if x != nil {
+		return x.Started
+	}
+	return nil
+}
+
+func (x *MoveReplicasResponse) GetQueued() []*NamedBucketMove {
+	if x != nil {
+		return x.Queued
+	}
+	return nil
+}
+
+func (x *MoveReplicasResponse) GetCancelled() []*NamedBucketMove {
+	if x != nil {
+		return x.Cancelled
+	}
+	return nil
+}
+
+func (x *MoveReplicasResponse) GetDequeued() []*NamedBucketMove {
+	if x != nil {
+		return x.Dequeued
+	}
+	return nil
+}
+
+func (x *MoveReplicasResponse) GetBounds() *MoveBounds {
+	if x != nil {
+		return x.Bounds
+	}
+	return nil
+}
+
+func (x *MoveReplicasResponse) GetKept() []*NamedBucketMove {
+	if x != nil {
+		return x.Kept
+	}
+	return nil
+}
+
+// CancelMovesRequest cancels a bucket's move (queued or running), or every
+// move with all.
+type CancelMovesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Database      string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Table         string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	Bucket        int32                  `protobuf:"varint,4,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	All           bool                   `protobuf:"varint,5,opt,name=all,proto3" json:"all,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelMovesRequest) Reset() {
+	*x = CancelMovesRequest{}
+	mi := &file_meta_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelMovesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelMovesRequest) ProtoMessage() {}
+
+func (x *CancelMovesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelMovesRequest.ProtoReflect.Descriptor instead.
+func (*CancelMovesRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *CancelMovesRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *CancelMovesRequest) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *CancelMovesRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *CancelMovesRequest) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *CancelMovesRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+type MoveStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveStatusRequest) Reset() {
+	*x = MoveStatusRequest{}
+	mi := &file_meta_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveStatusRequest) ProtoMessage() {}
+
+func (x *MoveStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveStatusRequest.ProtoReflect.Descriptor instead.
+func (*MoveStatusRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{59}
+}
+
+type MoveStatusResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Running []*MoveProgress        `protobuf:"bytes,1,rep,name=running,proto3" json:"running,omitempty"`
+	Queued  []*NamedBucketMove     `protobuf:"bytes,2,rep,name=queued,proto3" json:"queued,omitempty"`
+	Bounds  *MoveBounds            `protobuf:"bytes,3,opt,name=bounds,proto3" json:"bounds,omitempty"`
+	// The Raft index the status was read at.
+	Index         uint64 `protobuf:"varint,4,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveStatusResponse) Reset() {
+	*x = MoveStatusResponse{}
+	mi := &file_meta_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveStatusResponse) ProtoMessage() {}
+
+func (x *MoveStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveStatusResponse.ProtoReflect.Descriptor instead.
+func (*MoveStatusResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *MoveStatusResponse) GetRunning() []*MoveProgress {
+	if x != nil {
+		return x.Running
+	}
+	return nil
+}
+
+func (x *MoveStatusResponse) GetQueued() []*NamedBucketMove {
+	if x != nil {
+		return x.Queued
+	}
+	return nil
+}
+
+func (x *MoveStatusResponse) GetBounds() *MoveBounds {
+	if x != nil {
+		return x.Bounds
+	}
+	return nil
+}
+
+func (x *MoveStatusResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+// MoveProgress is a running move: the bucket, where it goes and came from,
+// and which target replicas are in sync already.
+type MoveProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Move          *NamedBucketMove       `protobuf:"bytes,1,opt,name=move,proto3" json:"move,omitempty"`
+	Original      []uint32               `protobuf:"varint,2,rep,packed,name=original,proto3" json:"original,omitempty"`
+	Leader        uint32                 `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	Isr           []uint32               `protobuf:"varint,4,rep,packed,name=isr,proto3" json:"isr,omitempty"`
+	StartedAtMs   int64                  `protobuf:"varint,5,opt,name=started_at_ms,json=startedAtMs,proto3" json:"started_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveProgress) Reset() {
+	*x = MoveProgress{}
+	mi := &file_meta_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveProgress) ProtoMessage() {}
+
+func (x *MoveProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveProgress.ProtoReflect.Descriptor instead.
+func (*MoveProgress) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *MoveProgress) GetMove() *NamedBucketMove {
+	if x != nil {
+		return x.Move
+	}
+	return nil
+}
+
+func (x *MoveProgress) GetOriginal() []uint32 {
+	if x != nil {
+		return x.Original
+	}
+	return nil
+}
+
+func (x *MoveProgress) GetLeader() uint32 {
+	if x != nil {
+		return x.Leader
+	}
+	return 0
+}
+
+func (x *MoveProgress) GetIsr() []uint32 {
+	if x != nil {
+		return x.Isr
+	}
+	return nil
+}
+
+func (x *MoveProgress) GetStartedAtMs() int64 {
+	if x != nil {
+		return x.StartedAtMs
+	}
+	return 0
+}
+
 var File_meta_proto protoreflect.FileDescriptor
 
 const file_meta_proto_rawDesc = "" +
@@ -3501,7 +4000,45 @@ const file_meta_proto_rawDesc = "" +
 	"\aentries\x18\x02 \x03(\v2\x11.floe.v1.AclEntryR\aentries\"\x11\n" +
 	"\x0fListAclsRequest\"?\n" +
 	"\x10ListAclsResponse\x12+\n" +
-	"\aentries\x18\x01 \x03(\v2\x11.floe.v1.AclEntryR\aentries2\xd5\x10\n" +
+	"\aentries\x18\x01 \x03(\v2\x11.floe.v1.AclEntryR\aentries\"w\n" +
+	"\x0fNamedBucketMove\x12\x1a\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x16\n" +
+	"\x06bucket\x18\x03 \x01(\x05R\x06bucket\x12\x1a\n" +
+	"\breplicas\x18\x04 \x03(\rR\breplicas\"\xb2\x01\n" +
+	"\x13MoveReplicasRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12.\n" +
+	"\x05moves\x18\x02 \x03(\v2\x18.floe.v1.NamedBucketMoveR\x05moves\x12/\n" +
+	"\x14throttle_bytes_per_s\x18\x03 \x01(\x03R\x11throttleBytesPerS\x12\x1b\n" +
+	"\tmax_moves\x18\x04 \x01(\x05R\bmaxMoves\"\xdb\x02\n" +
+	"\x14MoveReplicasResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x122\n" +
+	"\astarted\x18\x02 \x03(\v2\x18.floe.v1.NamedBucketMoveR\astarted\x120\n" +
+	"\x06queued\x18\x03 \x03(\v2\x18.floe.v1.NamedBucketMoveR\x06queued\x126\n" +
+	"\tcancelled\x18\x04 \x03(\v2\x18.floe.v1.NamedBucketMoveR\tcancelled\x124\n" +
+	"\bdequeued\x18\x05 \x03(\v2\x18.floe.v1.NamedBucketMoveR\bdequeued\x12+\n" +
+	"\x06bounds\x18\x06 \x01(\v2\x13.floe.v1.MoveBoundsR\x06bounds\x12,\n" +
+	"\x04kept\x18\a \x03(\v2\x18.floe.v1.NamedBucketMoveR\x04kept\"\x8f\x01\n" +
+	"\x12CancelMovesRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\tR\x05table\x12\x16\n" +
+	"\x06bucket\x18\x04 \x01(\x05R\x06bucket\x12\x10\n" +
+	"\x03all\x18\x05 \x01(\bR\x03all\"\x13\n" +
+	"\x11MoveStatusRequest\"\xba\x01\n" +
+	"\x12MoveStatusResponse\x12/\n" +
+	"\arunning\x18\x01 \x03(\v2\x15.floe.v1.MoveProgressR\arunning\x120\n" +
+	"\x06queued\x18\x02 \x03(\v2\x18.floe.v1.NamedBucketMoveR\x06queued\x12+\n" +
+	"\x06bounds\x18\x03 \x01(\v2\x13.floe.v1.MoveBoundsR\x06bounds\x12\x14\n" +
+	"\x05index\x18\x04 \x01(\x04R\x05index\"\xa6\x01\n" +
+	"\fMoveProgress\x12,\n" +
+	"\x04move\x18\x01 \x01(\v2\x18.floe.v1.NamedBucketMoveR\x04move\x12\x1a\n" +
+	"\boriginal\x18\x02 \x03(\rR\boriginal\x12\x16\n" +
+	"\x06leader\x18\x03 \x01(\rR\x06leader\x12\x10\n" +
+	"\x03isr\x18\x04 \x03(\rR\x03isr\x12\"\n" +
+	"\rstarted_at_ms\x18\x05 \x01(\x03R\vstartedAtMs2\xb4\x12\n" +
 	"\x04Meta\x126\n" +
 	"\x05Hello\x12\x15.floe.v1.HelloRequest\x1a\x16.floe.v1.HelloResponse\x123\n" +
 	"\x04Join\x12\x14.floe.v1.JoinRequest\x1a\x15.floe.v1.JoinResponse\x12<\n" +
@@ -3524,7 +4061,11 @@ const file_meta_proto_rawDesc = "" +
 	"\fElectLeaders\x12\x1c.floe.v1.ElectLeadersRequest\x1a\x1d.floe.v1.ElectLeadersResponse\x12B\n" +
 	"\tDrainNode\x12\x19.floe.v1.DrainNodeRequest\x1a\x1a.floe.v1.DrainNodeResponse\x12E\n" +
 	"\n" +
-	"RemoveNode\x12\x1a.floe.v1.RemoveNodeRequest\x1a\x1b.floe.v1.RemoveNodeResponse\x12N\n" +
+	"RemoveNode\x12\x1a.floe.v1.RemoveNodeRequest\x1a\x1b.floe.v1.RemoveNodeResponse\x12K\n" +
+	"\fMoveReplicas\x12\x1c.floe.v1.MoveReplicasRequest\x1a\x1d.floe.v1.MoveReplicasResponse\x12I\n" +
+	"\vCancelMoves\x12\x1b.floe.v1.CancelMovesRequest\x1a\x1d.floe.v1.MoveReplicasResponse\x12E\n" +
+	"\n" +
+	"MoveStatus\x12\x1a.floe.v1.MoveStatusRequest\x1a\x1b.floe.v1.MoveStatusResponse\x12N\n" +
 	"\rClusterStatus\x12\x1d.floe.v1.ClusterStatusRequest\x1a\x1e.floe.v1.ClusterStatusResponse\x12K\n" +
 	"\fBucketStatus\x12\x1c.floe.v1.BucketStatusRequest\x1a\x1d.floe.v1.BucketStatusResponse\x12<\n" +
 	"\bAddVoter\x12\x18.floe.v1.AddVoterRequest\x1a\x16.floe.v1.AdminResponse\x12B\n" +
@@ -3551,7 +4092,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_meta_proto_goTypes = []any{
 	(*HelloRequest)(nil),              // 0: floe.v1.HelloRequest
 	(*PeerInfo)(nil),                  // 1: floe.v1.PeerInfo
@@ -3608,124 +4149,149 @@ var file_meta_proto_goTypes = []any{
 	(*RemoveAclsRequest)(nil),         // 52: floe.v1.RemoveAclsRequest
 	(*ListAclsRequest)(nil),           // 53: floe.v1.ListAclsRequest
 	(*ListAclsResponse)(nil),          // 54: floe.v1.ListAclsResponse
-	nil,                               // 55: floe.v1.CreateTableRequest.PropertiesEntry
-	(*Command)(nil),                   // 56: floe.v1.Command
-	(*CommandResult)(nil),             // 57: floe.v1.CommandResult
-	(*DatabaseRecord)(nil),            // 58: floe.v1.DatabaseRecord
-	(*TableRecord)(nil),               // 59: floe.v1.TableRecord
-	(*BucketRecord)(nil),              // 60: floe.v1.BucketRecord
-	(*NodeRecord)(nil),                // 61: floe.v1.NodeRecord
-	(ErrorCode)(0),                    // 62: floe.v1.ErrorCode
-	(*AdjustIsr)(nil),                 // 63: floe.v1.AdjustIsr
-	(*CommitRemoteLog)(nil),           // 64: floe.v1.CommitRemoteLog
-	(*CommitKVSnapshot)(nil),          // 65: floe.v1.CommitKVSnapshot
-	(*BucketDrain)(nil),               // 66: floe.v1.BucketDrain
-	(*BucketElection)(nil),            // 67: floe.v1.BucketElection
-	(*UserRecord)(nil),                // 68: floe.v1.UserRecord
-	(*AclEntry)(nil),                  // 69: floe.v1.AclEntry
-	(*MetadataUpdate)(nil),            // 70: floe.v1.MetadataUpdate
+	(*NamedBucketMove)(nil),           // 55: floe.v1.NamedBucketMove
+	(*MoveReplicasRequest)(nil),       // 56: floe.v1.MoveReplicasRequest
+	(*MoveReplicasResponse)(nil),      // 57: floe.v1.MoveReplicasResponse
+	(*CancelMovesRequest)(nil),        // 58: floe.v1.CancelMovesRequest
+	(*MoveStatusRequest)(nil),         // 59: floe.v1.MoveStatusRequest
+	(*MoveStatusResponse)(nil),        // 60: floe.v1.MoveStatusResponse
+	(*MoveProgress)(nil),              // 61: floe.v1.MoveProgress
+	nil,                               // 62: floe.v1.CreateTableRequest.PropertiesEntry
+	(*Command)(nil),                   // 63: floe.v1.Command
+	(*CommandResult)(nil),             // 64: floe.v1.CommandResult
+	(*DatabaseRecord)(nil),            // 65: floe.v1.DatabaseRecord
+	(*TableRecord)(nil),               // 66: floe.v1.TableRecord
+	(*BucketRecord)(nil),              // 67: floe.v1.BucketRecord
+	(*NodeRecord)(nil),                // 68: floe.v1.NodeRecord
+	(ErrorCode)(0),                    // 69: floe.v1.ErrorCode
+	(*AdjustIsr)(nil),                 // 70: floe.v1.AdjustIsr
+	(*CommitRemoteLog)(nil),           // 71: floe.v1.CommitRemoteLog
+	(*CommitKVSnapshot)(nil),          // 72: floe.v1.CommitKVSnapshot
+	(*BucketDrain)(nil),               // 73: floe.v1.BucketDrain
+	(*BucketElection)(nil),            // 74: floe.v1.BucketElection
+	(*UserRecord)(nil),                // 75: floe.v1.UserRecord
+	(*AclEntry)(nil),                  // 76: floe.v1.AclEntry
+	(*MoveBounds)(nil),                // 77: floe.v1.MoveBounds
+	(*MetadataUpdate)(nil),            // 78: floe.v1.MetadataUpdate
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
 	1,  // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
-	56, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
-	57, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
+	63, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
+	64, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
 	9,  // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
-	57, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
-	58, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
-	55, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
-	59, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
-	59, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
-	60, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
-	61, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
+	64, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
+	65, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
+	62, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
+	66, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
+	66, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
+	67, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
+	68, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
 	9,  // 12: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
 	23, // 13: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	61, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	68, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
 	26, // 15: floe.v1.BucketStatusResponse.buckets:type_name -> floe.v1.BucketStatus
-	60, // 16: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
-	62, // 17: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
-	63, // 18: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
-	60, // 19: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
-	64, // 20: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
-	60, // 21: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
-	65, // 22: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
-	60, // 23: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
-	61, // 24: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
-	66, // 25: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
-	61, // 26: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
+	67, // 16: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
+	69, // 17: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
+	70, // 18: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	67, // 19: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	71, // 20: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
+	67, // 21: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
+	72, // 22: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
+	67, // 23: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
+	68, // 24: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
+	73, // 25: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
+	68, // 26: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
 	45, // 27: floe.v1.RemoveNodeResponse.buckets:type_name -> floe.v1.RemovedReplica
-	60, // 28: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
-	67, // 29: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
-	68, // 30: floe.v1.PutUserRequest.user:type_name -> floe.v1.UserRecord
-	68, // 31: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserRecord
-	69, // 32: floe.v1.AddAclsRequest.entries:type_name -> floe.v1.AclEntry
-	69, // 33: floe.v1.RemoveAclsRequest.entries:type_name -> floe.v1.AclEntry
-	69, // 34: floe.v1.ListAclsResponse.entries:type_name -> floe.v1.AclEntry
-	0,  // 35: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,  // 36: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,  // 37: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,  // 38: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11, // 39: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12, // 40: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13, // 41: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15, // 42: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16, // 43: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17, // 44: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	19, // 45: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	31, // 46: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
-	32, // 47: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
-	34, // 48: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
-	36, // 49: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
-	38, // 50: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
-	40, // 51: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
-	41, // 52: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
-	43, // 53: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
-	21, // 54: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	24, // 55: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
-	27, // 56: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	28, // 57: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	29, // 58: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	47, // 59: floe.v1.Meta.PutUser:input_type -> floe.v1.PutUserRequest
-	48, // 60: floe.v1.Meta.DeleteUser:input_type -> floe.v1.DeleteUserRequest
-	49, // 61: floe.v1.Meta.ListUsers:input_type -> floe.v1.ListUsersRequest
-	51, // 62: floe.v1.Meta.AddAcls:input_type -> floe.v1.AddAclsRequest
-	52, // 63: floe.v1.Meta.RemoveAcls:input_type -> floe.v1.RemoveAclsRequest
-	53, // 64: floe.v1.Meta.ListAcls:input_type -> floe.v1.ListAclsRequest
-	2,  // 65: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,  // 66: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,  // 67: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,  // 68: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10, // 69: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10, // 70: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14, // 71: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10, // 72: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10, // 73: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	18, // 74: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	20, // 75: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	70, // 76: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
-	33, // 77: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
-	35, // 78: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
-	37, // 79: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
-	39, // 80: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
-	46, // 81: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
-	42, // 82: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
-	44, // 83: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
-	22, // 84: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	25, // 85: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
-	30, // 86: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	30, // 87: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	30, // 88: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	10, // 89: floe.v1.Meta.PutUser:output_type -> floe.v1.CommandResponse
-	10, // 90: floe.v1.Meta.DeleteUser:output_type -> floe.v1.CommandResponse
-	50, // 91: floe.v1.Meta.ListUsers:output_type -> floe.v1.ListUsersResponse
-	10, // 92: floe.v1.Meta.AddAcls:output_type -> floe.v1.CommandResponse
-	10, // 93: floe.v1.Meta.RemoveAcls:output_type -> floe.v1.CommandResponse
-	54, // 94: floe.v1.Meta.ListAcls:output_type -> floe.v1.ListAclsResponse
-	65, // [65:95] is the sub-list for method output_type
-	35, // [35:65] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	67, // 28: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
+	74, // 29: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
+	75, // 30: floe.v1.PutUserRequest.user:type_name -> floe.v1.UserRecord
+	75, // 31: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserRecord
+	76, // 32: floe.v1.AddAclsRequest.entries:type_name -> floe.v1.AclEntry
+	76, // 33: floe.v1.RemoveAclsRequest.entries:type_name -> floe.v1.AclEntry
+	76, // 34: floe.v1.ListAclsResponse.entries:type_name -> floe.v1.AclEntry
+	55, // 35: floe.v1.MoveReplicasRequest.moves:type_name -> floe.v1.NamedBucketMove
+	55, // 36: floe.v1.MoveReplicasResponse.started:type_name -> floe.v1.NamedBucketMove
+	55, // 37: floe.v1.MoveReplicasResponse.queued:type_name -> floe.v1.NamedBucketMove
+	55, // 38: floe.v1.MoveReplicasResponse.cancelled:type_name -> floe.v1.NamedBucketMove
+	55, // 39: floe.v1.MoveReplicasResponse.dequeued:type_name -> floe.v1.NamedBucketMove
+	77, // 40: floe.v1.MoveReplicasResponse.bounds:type_name -> floe.v1.MoveBounds
+	55, // 41: floe.v1.MoveReplicasResponse.kept:type_name -> floe.v1.NamedBucketMove
+	61, // 42: floe.v1.MoveStatusResponse.running:type_name -> floe.v1.MoveProgress
+	55, // 43: floe.v1.MoveStatusResponse.queued:type_name -> floe.v1.NamedBucketMove
+	77, // 44: floe.v1.MoveStatusResponse.bounds:type_name -> floe.v1.MoveBounds
+	55, // 45: floe.v1.MoveProgress.move:type_name -> floe.v1.NamedBucketMove
+	0,  // 46: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,  // 47: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,  // 48: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,  // 49: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11, // 50: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12, // 51: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13, // 52: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15, // 53: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16, // 54: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17, // 55: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	19, // 56: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	31, // 57: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	32, // 58: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	34, // 59: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
+	36, // 60: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
+	38, // 61: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	40, // 62: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
+	41, // 63: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
+	43, // 64: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
+	56, // 65: floe.v1.Meta.MoveReplicas:input_type -> floe.v1.MoveReplicasRequest
+	58, // 66: floe.v1.Meta.CancelMoves:input_type -> floe.v1.CancelMovesRequest
+	59, // 67: floe.v1.Meta.MoveStatus:input_type -> floe.v1.MoveStatusRequest
+	21, // 68: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	24, // 69: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
+	27, // 70: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	28, // 71: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	29, // 72: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	47, // 73: floe.v1.Meta.PutUser:input_type -> floe.v1.PutUserRequest
+	48, // 74: floe.v1.Meta.DeleteUser:input_type -> floe.v1.DeleteUserRequest
+	49, // 75: floe.v1.Meta.ListUsers:input_type -> floe.v1.ListUsersRequest
+	51, // 76: floe.v1.Meta.AddAcls:input_type -> floe.v1.AddAclsRequest
+	52, // 77: floe.v1.Meta.RemoveAcls:input_type -> floe.v1.RemoveAclsRequest
+	53, // 78: floe.v1.Meta.ListAcls:input_type -> floe.v1.ListAclsRequest
+	2,  // 79: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,  // 80: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,  // 81: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,  // 82: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10, // 83: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10, // 84: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14, // 85: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10, // 86: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10, // 87: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	18, // 88: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	20, // 89: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	78, // 90: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	33, // 91: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	35, // 92: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
+	37, // 93: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
+	39, // 94: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	46, // 95: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
+	42, // 96: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
+	44, // 97: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
+	57, // 98: floe.v1.Meta.MoveReplicas:output_type -> floe.v1.MoveReplicasResponse
+	57, // 99: floe.v1.Meta.CancelMoves:output_type -> floe.v1.MoveReplicasResponse
+	60, // 100: floe.v1.Meta.MoveStatus:output_type -> floe.v1.MoveStatusResponse
+	22, // 101: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	25, // 102: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
+	30, // 103: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	30, // 104: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	30, // 105: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	10, // 106: floe.v1.Meta.PutUser:output_type -> floe.v1.CommandResponse
+	10, // 107: floe.v1.Meta.DeleteUser:output_type -> floe.v1.CommandResponse
+	50, // 108: floe.v1.Meta.ListUsers:output_type -> floe.v1.ListUsersResponse
+	10, // 109: floe.v1.Meta.AddAcls:output_type -> floe.v1.CommandResponse
+	10, // 110: floe.v1.Meta.RemoveAcls:output_type -> floe.v1.CommandResponse
+	54, // 111: floe.v1.Meta.ListAcls:output_type -> floe.v1.ListAclsResponse
+	79, // [79:112] is the sub-list for method output_type
+	46, // [46:79] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -3743,7 +4309,7 @@ func file_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   56,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -57,6 +57,9 @@ type DRPCMetaClient interface {
 	ElectLeaders(ctx context.Context, in *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	DrainNode(ctx context.Context, in *DrainNodeRequest) (*DrainNodeResponse, error)
 	RemoveNode(ctx context.Context, in *RemoveNodeRequest) (*RemoveNodeResponse, error)
+	MoveReplicas(ctx context.Context, in *MoveReplicasRequest) (*MoveReplicasResponse, error)
+	CancelMoves(ctx context.Context, in *CancelMovesRequest) (*MoveReplicasResponse, error)
+	MoveStatus(ctx context.Context, in *MoveStatusRequest) (*MoveStatusResponse, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	BucketStatus(ctx context.Context, in *BucketStatusRequest) (*BucketStatusResponse, error)
 	AddVoter(ctx context.Context, in *AddVoterRequest) (*AdminResponse, error)
@@ -282,6 +285,33 @@ func (c *drpcMetaClient) RemoveNode(ctx context.Context, in *RemoveNodeRequest) 
 	return out, nil
 }
 
+func (c *drpcMetaClient) MoveReplicas(ctx context.Context, in *MoveReplicasRequest) (*MoveReplicasResponse, error) {
+	out := new(MoveReplicasResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/MoveReplicas", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) CancelMoves(ctx context.Context, in *CancelMovesRequest) (*MoveReplicasResponse, error) {
+	out := new(MoveReplicasResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/CancelMoves", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) MoveStatus(ctx context.Context, in *MoveStatusRequest) (*MoveStatusResponse, error) {
+	out := new(MoveStatusResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/MoveStatus", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *drpcMetaClient) ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	out := new(ClusterStatusResponse)
 	err := c.cc.Invoke(ctx, "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{}, in, out)
@@ -401,6 +431,9 @@ type DRPCMetaServer interface {
 	ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	DrainNode(context.Context, *DrainNodeRequest) (*DrainNodeResponse, error)
 	RemoveNode(context.Context, *RemoveNodeRequest) (*RemoveNodeResponse, error)
+	MoveReplicas(context.Context, *MoveReplicasRequest) (*MoveReplicasResponse, error)
+	CancelMoves(context.Context, *CancelMovesRequest) (*MoveReplicasResponse, error)
+	MoveStatus(context.Context, *MoveStatusRequest) (*MoveStatusResponse, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	BucketStatus(context.Context, *BucketStatusRequest) (*BucketStatusResponse, error)
 	AddVoter(context.Context, *AddVoterRequest) (*AdminResponse, error)
@@ -492,6 +525,18 @@ func (s *DRPCMetaUnimplementedServer) RemoveNode(context.Context, *RemoveNodeReq
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCMetaUnimplementedServer) MoveReplicas(context.Context, *MoveReplicasRequest) (*MoveReplicasResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) CancelMoves(context.Context, *CancelMovesRequest) (*MoveReplicasResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) MoveStatus(context.Context, *MoveStatusRequest) (*MoveStatusResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 func (s *DRPCMetaUnimplementedServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
@@ -538,7 +583,7 @@ func (s *DRPCMetaUnimplementedServer) ListAcls(context.Context, *ListAclsRequest
 
 type DRPCMetaDescription struct{}
 
-func (DRPCMetaDescription) NumMethods() int { return 30 }
+func (DRPCMetaDescription) NumMethods() int { return 33 }
 
 func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -714,6 +759,33 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 					)
 			}, DRPCMetaServer.RemoveNode, true
 	case 19:
+		return "/floe.v1.Meta/MoveReplicas", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					MoveReplicas(
+						ctx,
+						in1.(*MoveReplicasRequest),
+					)
+			}, DRPCMetaServer.MoveReplicas, true
+	case 20:
+		return "/floe.v1.Meta/CancelMoves", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					CancelMoves(
+						ctx,
+						in1.(*CancelMovesRequest),
+					)
+			}, DRPCMetaServer.CancelMoves, true
+	case 21:
+		return "/floe.v1.Meta/MoveStatus", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					MoveStatus(
+						ctx,
+						in1.(*MoveStatusRequest),
+					)
+			}, DRPCMetaServer.MoveStatus, true
+	case 22:
 		return "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -722,7 +794,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ClusterStatusRequest),
 					)
 			}, DRPCMetaServer.ClusterStatus, true
-	case 20:
+	case 23:
 		return "/floe.v1.Meta/BucketStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -731,7 +803,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*BucketStatusRequest),
 					)
 			}, DRPCMetaServer.BucketStatus, true
-	case 21:
+	case 24:
 		return "/floe.v1.Meta/AddVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -740,7 +812,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddVoterRequest),
 					)
 			}, DRPCMetaServer.AddVoter, true
-	case 22:
+	case 25:
 		return "/floe.v1.Meta/RemoveVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -749,7 +821,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveVoterRequest),
 					)
 			}, DRPCMetaServer.RemoveVoter, true
-	case 23:
+	case 26:
 		return "/floe.v1.Meta/TransferLeadership", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -758,7 +830,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*TransferLeadershipRequest),
 					)
 			}, DRPCMetaServer.TransferLeadership, true
-	case 24:
+	case 27:
 		return "/floe.v1.Meta/PutUser", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -767,7 +839,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*PutUserRequest),
 					)
 			}, DRPCMetaServer.PutUser, true
-	case 25:
+	case 28:
 		return "/floe.v1.Meta/DeleteUser", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -776,7 +848,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*DeleteUserRequest),
 					)
 			}, DRPCMetaServer.DeleteUser, true
-	case 26:
+	case 29:
 		return "/floe.v1.Meta/ListUsers", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -785,7 +857,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ListUsersRequest),
 					)
 			}, DRPCMetaServer.ListUsers, true
-	case 27:
+	case 30:
 		return "/floe.v1.Meta/AddAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -794,7 +866,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddAclsRequest),
 					)
 			}, DRPCMetaServer.AddAcls, true
-	case 28:
+	case 31:
 		return "/floe.v1.Meta/RemoveAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -803,7 +875,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveAclsRequest),
 					)
 			}, DRPCMetaServer.RemoveAcls, true
-	case 29:
+	case 32:
 		return "/floe.v1.Meta/ListAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -1192,6 +1264,66 @@ func (x *drpcMeta_RemoveNodeStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcMeta_RemoveNodeStream) SendAndClose(m *RemoveNodeResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_MoveReplicasStream interface {
+	drpc.Stream
+	SendAndClose(*MoveReplicasResponse) error
+}
+
+type drpcMeta_MoveReplicasStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_MoveReplicasStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_MoveReplicasStream) SendAndClose(m *MoveReplicasResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_CancelMovesStream interface {
+	drpc.Stream
+	SendAndClose(*MoveReplicasResponse) error
+}
+
+type drpcMeta_CancelMovesStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_CancelMovesStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_CancelMovesStream) SendAndClose(m *MoveReplicasResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_MoveStatusStream interface {
+	drpc.Stream
+	SendAndClose(*MoveStatusResponse) error
+}
+
+type drpcMeta_MoveStatusStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_MoveStatusStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_MoveStatusStream) SendAndClose(m *MoveStatusResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
 		return err
 	}

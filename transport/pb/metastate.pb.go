@@ -1992,9 +1992,10 @@ func (*Command_CancelMove) isCommand_Op() {}
 // the ISR of every bucket it was a replica of. A bucket it led gets the
 // first other in-sync replica in assignment order that is in live_nodes
 // (one that is not draining if there is one), or goes offline (leader 0)
-// until the controller fences one of its members back in; the leader epoch
-// rises with the change of leader, and every bucket changed has its bucket
-// epoch raised. Refused (INVALID_REQUEST) while the node is in live_nodes;
+// until the controller fences one of its members back in; every bucket
+// changed has its leader epoch raised (a replica leaving always raises it,
+// see CompleteMove) and its bucket epoch. A move in progress goes on
+// without the node. Refused (INVALID_REQUEST) while the node is in live_nodes;
 // refused (NOT_ENOUGH_REPLICAS), naming the buckets, while it holds the
 // only in-sync copy of a bucket or is a bucket's last replica: its data
 // would be lost. UNKNOWN_NODE when the node is neither registered nor a
