@@ -293,6 +293,18 @@ func (m *testMeta) BucketStatus(context.Context, *pb.BucketStatusRequest) (*pb.B
 	return nil, m.notServed()
 }
 
+func (m *testMeta) MoveReplicas(context.Context, *pb.MoveReplicasRequest) (*pb.MoveReplicasResponse, error) {
+	return nil, m.notServed()
+}
+
+func (m *testMeta) CancelMoves(context.Context, *pb.CancelMovesRequest) (*pb.MoveReplicasResponse, error) {
+	return nil, m.notServed()
+}
+
+func (m *testMeta) MoveStatus(context.Context, *pb.MoveStatusRequest) (*pb.MoveStatusResponse, error) {
+	return nil, m.notServed()
+}
+
 // waitFor waits until cond holds, failing the test after guard.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
