@@ -96,8 +96,12 @@ func (m *metaService) CancelMoves(ctx context.Context, req *pb.CancelMovesReques
 			return err
 		}
 		// The buckets changed went back; with all, those still running
-		// could not.
+		// could not. A single cancel's result lists its bucket first,
+		// then the queued moves that took the freed turn and started.
 		resp.Cancelled, resp.Started = resp.Started, nil
+		if !req.All && len(resp.Cancelled) > 1 {
+			resp.Cancelled, resp.Started = resp.Cancelled[:1], resp.Cancelled[1:]
+		}
 		resp.Dequeued, resp.Queued = resp.Queued, nil
 		if req.All {
 			resp.Kept, err = m.r.namedMoves(n.State(), res.GetMoves().GetPlan().GetRunning())
