@@ -28,6 +28,9 @@ type Node struct {
 	// Draining: DrainNode moved its leaderships off, and elections pass it
 	// over until it registers again (restarts) or UndrainNode.
 	Draining bool `json:"draining"`
+	// Decommissioning: DecommissionNode moves every replica off it; it
+	// takes no new ones.
+	Decommissioning bool `json:"decommissioning"`
 }
 
 // ClusterStatus is the cluster as its metadata leader sees it.
@@ -40,6 +43,10 @@ type ClusterStatus struct {
 	AppliedIndex uint64  `json:"applied_index"`
 	Voters       []Voter `json:"voters"`
 	Nodes        []Node  `json:"nodes"`
+	// Moves running, and how many wait for a turn.
+	Moves       []MoveProgress  `json:"moves"`
+	QueuedMoves int32           `json:"queued_moves"`
+	Settings    ClusterSettings `json:"settings"`
 }
 
 // ClusterStatus reports the metadata group and the registered nodes.
@@ -61,13 +68,15 @@ func (a *Admin) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
 	for _, n := range resp.Nodes {
 		out.Nodes = append(out.Nodes, nodeFromPB(n.Node, n.Alive))
 	}
+	out.Moves, out.QueuedMoves, out.Settings = progressFromPB(resp.Moves), resp.QueuedMoves, *settingsFromPB(resp.Settings)
 	return out, nil
 }
 
 // nodeFromPB is a node record with whether it is alive.
 func nodeFromPB(r *pb.NodeRecord, alive bool) Node {
 	return Node{ID: r.GetId(), Roles: r.GetRoles(), Address: r.GetRpcAddress(), Gossip: r.GetGossipAddress(),
-		Rack: r.GetRack(), NodeEpoch: r.GetNodeEpoch(), Alive: alive, Draining: r.GetDraining()}
+		Rack: r.GetRack(), NodeEpoch: r.GetNodeEpoch(), Alive: alive, Draining: r.GetDraining(),
+		Decommissioning: r.GetDecommissioning()}
 }
 
 // BucketStatus is one bucket of a table as the metadata leader sees it,

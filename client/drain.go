@@ -65,8 +65,22 @@ func (a *Admin) UndrainNode(ctx context.Context, id uint32) (*DrainResult, error
 	return a.drain(ctx, id, true)
 }
 
+// DecommissionNode drains a node (DrainNode) and marks it
+// decommissioning: the controller moves every replica it holds to other
+// nodes (as `floe cluster rebalance` would place them, under the cluster's
+// move throttle and bound), and new tables are not placed on it. The mark
+// outlives restarts; once the node holds no replica it can be stopped and
+// removed (RemoveNode). UndrainNode cancels it; moves running go on.
+func (a *Admin) DecommissionNode(ctx context.Context, id uint32) (*DrainResult, error) {
+	return a.drainNode(ctx, &pb.DrainNodeRequest{NodeId: id, Decommission: true})
+}
+
 func (a *Admin) drain(ctx context.Context, id uint32, cancel bool) (*DrainResult, error) {
-	req := &pb.DrainNodeRequest{RequestId: newRequestID(), NodeId: id, Cancel: cancel}
+	return a.drainNode(ctx, &pb.DrainNodeRequest{NodeId: id, Cancel: cancel})
+}
+
+func (a *Admin) drainNode(ctx context.Context, req *pb.DrainNodeRequest) (*DrainResult, error) {
+	req.RequestId = newRequestID()
 	var resp *pb.DrainNodeResponse
 	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		var err error

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/floedb/floe/transport/pb"
@@ -128,21 +129,30 @@ func (a *Admin) MoveStatus(ctx context.Context) (*MoveStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &MoveStatus{Running: []MoveProgress{}, Queued: movesFromPB(resp.Queued),
+	return moveStatusFromPB(resp), nil
+}
+
+// moveStatusFromPB is a MoveStatus response as the SDK's MoveStatus.
+func moveStatusFromPB(resp *pb.MoveStatusResponse) *MoveStatus {
+	out := &MoveStatus{Running: progressFromPB(resp.Running), Queued: movesFromPB(resp.Queued),
 		ThrottleBytesPerS: resp.GetBounds().GetThrottleBytesPerS(), MaxMoves: resp.GetBounds().GetMaxMoves()}
-	for _, p := range resp.Running {
+	return out
+}
+
+// progressFromPB is running moves, each with its target replicas in sync.
+func progressFromPB(running []*pb.MoveProgress) []MoveProgress {
+	out := []MoveProgress{}
+	for _, p := range running {
 		mp := MoveProgress{BucketMove: moveFromPB(p.Move), Original: p.Original, Leader: p.Leader, ISR: p.Isr,
 			InSync: []uint32{}, StartedAt: time.UnixMilli(p.StartedAtMs)}
 		for _, id := range mp.Replicas {
-			for _, in := range p.Isr {
-				if in == id {
-					mp.InSync = append(mp.InSync, id)
-				}
+			if slices.Contains(p.Isr, id) {
+				mp.InSync = append(mp.InSync, id)
 			}
 		}
-		out.Running = append(out.Running, mp)
+		out = append(out, mp)
 	}
-	return out, nil
+	return out
 }
 
 func moveResultFromPB(resp *pb.MoveReplicasResponse) *MoveResult {
@@ -161,4 +171,105 @@ func movesFromPB(ms []*pb.NamedBucketMove) []BucketMove {
 
 func moveFromPB(m *pb.NamedBucketMove) BucketMove {
 	return BucketMove{Database: m.GetDatabase(), Table: m.GetTable(), Bucket: m.GetBucket(), Replicas: m.GetReplicas()}
+}
+
+// RebalanceOptions say whether a rebalance starts its plan, and the
+// bounds its moves run under (as MoveOptions).
+type RebalanceOptions struct {
+	Execute bool
+	MoveOptions
+}
+
+// PlannedMove is a move of a rebalance plan: the bucket, its target
+// replicas (preferred leader first) and the replicas it has now.
+type PlannedMove struct {
+	BucketMove
+	From []uint32 `json:"from"`
+}
+
+// NodeBalance is what a node holds: replicas, and buckets it is the
+// preferred leader of.
+type NodeBalance struct {
+	Node     uint32 `json:"node"`
+	Replicas int32  `json:"replicas"`
+	Leaders  int32  `json:"leaders"`
+}
+
+// RebalancePlan is a rebalance's plan, and with Execute what started.
+type RebalancePlan struct {
+	Moves []PlannedMove `json:"moves"`
+	// Before and After: each live tablet node's load now and once the
+	// plan has run.
+	Before []NodeBalance `json:"before"`
+	After  []NodeBalance `json:"after"`
+	// Busy: buckets the plan left alone because they move already, wait
+	// for a turn or have no leader.
+	Busy int32 `json:"busy"`
+	// Started: with Execute, the moves started and queued.
+	Started *MoveResult `json:"started,omitempty"`
+}
+
+// Rebalance plans moves that even out replicas, then preferred leaders,
+// over the live tablet nodes that are not draining (rack-aware: a move
+// never narrows the racks a bucket spans), and fills buckets short of
+// their table's replication. With Execute it starts them as MoveReplicas
+// does. A bucket's preferred leader becomes its leader at the next clean
+// election: `ElectLeaders`, or the cluster setting AutoElectLeaders.
+func (a *Admin) Rebalance(ctx context.Context, opts RebalanceOptions) (*RebalancePlan, error) {
+	req := &pb.RebalanceRequest{RequestId: newRequestID(), Execute: opts.Execute, ThrottleBytesPerS: opts.ThrottleBytesPerS,
+		MaxMoves: opts.MaxMoves}
+	var resp *pb.RebalanceResponse
+	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.Rebalance(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &RebalancePlan{Moves: []PlannedMove{}, Before: balanceFromPB(resp.Before), After: balanceFromPB(resp.After), Busy: resp.Busy}
+	for _, m := range resp.Moves {
+		out.Moves = append(out.Moves, PlannedMove{BucketMove: moveFromPB(m.Move), From: m.From})
+	}
+	if resp.Started != nil {
+		out.Started = moveResultFromPB(resp.Started)
+	}
+	return out, nil
+}
+
+func balanceFromPB(bs []*pb.NodeBalance) []NodeBalance {
+	out := make([]NodeBalance, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, NodeBalance{Node: b.NodeId, Replicas: b.Replicas, Leaders: b.Leaders})
+	}
+	return out
+}
+
+// ClusterSettings are the cluster-wide settings an operator changes at
+// run time.
+type ClusterSettings struct {
+	// AutoElectLeaders: the controller gives each bucket back to its
+	// preferred leader (first live in-sync replica) when another replica
+	// leads it, as `ElectLeaders` would.
+	AutoElectLeaders bool `json:"auto_elect_leaders"`
+}
+
+// SetAutoElectLeaders turns automatic preferred leader elections on or
+// off, and returns the settings after the change.
+func (a *Admin) SetAutoElectLeaders(ctx context.Context, on bool) (*ClusterSettings, error) {
+	req := &pb.SetClusterSettingsRequest{RequestId: newRequestID(), AutoElectLeaders: &on}
+	var resp *pb.SetClusterSettingsResponse
+	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.SetClusterSettings(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return settingsFromPB(resp.Settings), nil
+}
+
+func settingsFromPB(s *pb.ClusterSettings) *ClusterSettings {
+	return &ClusterSettings{AutoElectLeaders: s.GetAutoElectLeaders()}
 }

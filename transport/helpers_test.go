@@ -305,6 +305,14 @@ func (m *testMeta) MoveStatus(context.Context, *pb.MoveStatusRequest) (*pb.MoveS
 	return nil, m.notServed()
 }
 
+func (m *testMeta) Rebalance(context.Context, *pb.RebalanceRequest) (*pb.RebalanceResponse, error) {
+	return nil, m.notServed()
+}
+
+func (m *testMeta) SetClusterSettings(context.Context, *pb.SetClusterSettingsRequest) (*pb.SetClusterSettingsResponse, error) {
+	return nil, m.notServed()
+}
+
 // waitFor waits until cond holds, failing the test after guard.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -18,6 +18,8 @@ func clusterCmds(env *cliEnv) []clientCmd {
 	var force bool
 	return []clientCmd{
 		clusterStatusCmd(env),
+		clusterRebalanceCmd(env),
+		clusterSetCmd(env),
 		{usage: "cluster add-voter ID ADDRESS", summary: "add a meta node to the metadata voters", nargs: 2,
 			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 				id, err := nodeID(pos[0])
@@ -151,6 +153,7 @@ func printStatus(env *cliEnv, cf *clientFlags, st *client.ClusterStatus, buckets
 			"commit_index": st.CommitIndex, "applied_index": st.AppliedIndex,
 			"voters": st.Voters, "nodes": st.Nodes, "ready": ready, "not_ready_reason": why,
 			"buckets": nonNilBuckets(buckets), "under_replicated_buckets": under, "offline_buckets": offline,
+			"moves": st.Moves, "queued_moves": st.QueuedMoves, "settings": st.Settings,
 		})
 	}
 	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
@@ -164,13 +167,26 @@ func printStatus(env *cliEnv, cf *clientFlags, st *client.ClusterStatus, buckets
 	if showBuckets {
 		fmt.Fprintf(w, "buckets\t%d (%d under-replicated, %d offline)\n", len(buckets), under, offline)
 	}
+	fmt.Fprintf(w, "moves\t%d running, %d waiting\n", len(st.Moves), st.QueuedMoves)
+	fmt.Fprintf(w, "auto-elect leaders\t%s\n", onOff(st.Settings.AutoElectLeaders))
 	fmt.Fprintln(w, "\nVOTER\tADDRESS\tSUFFRAGE\tSTATE")
 	for _, v := range st.Voters {
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", v.ID, v.Address, v.Suffrage, v.State)
 	}
 	fmt.Fprintln(w, "\nNODE\tROLES\tADDRESS\tRACK\tEPOCH\tALIVE\tDRAINING")
 	for _, n := range st.Nodes {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%v\t%v\n", n.ID, strings.Join(n.Roles, ","), n.Address, n.Rack, n.NodeEpoch, n.Alive, n.Draining)
+		draining := strconv.FormatBool(n.Draining)
+		if n.Decommissioning {
+			draining = "decommissioning"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%v\t%s\n", n.ID, strings.Join(n.Roles, ","), n.Address, n.Rack, n.NodeEpoch, n.Alive, draining)
+	}
+	if len(st.Moves) > 0 {
+		fmt.Fprintln(w, "\nMOVING\tFROM\tTO\tIN SYNC\tLEADER\tFOR")
+		for _, p := range st.Moves {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d of %d\t%d\t%s\n", moveName(p.BucketMove), idList(p.Original), idList(p.Replicas),
+				len(p.InSync), len(p.Replicas), p.Leader, time.Since(p.StartedAt).Round(time.Second))
+		}
 	}
 	if showBuckets && len(buckets) > 0 {
 		fmt.Fprintln(w, "\nTABLE\tBUCKET\tLEADER\tEPOCH\tISR\tREPLICAS\tHW\tSTATUS")

@@ -46,7 +46,8 @@ func nodeCmds(env *cliEnv) []clientCmd {
 				}
 				return nil
 			}},
-		{usage: "node undrain ID", summary: "clear a node's draining mark (leaderships stay where they are)", nargs: 1,
+		nodeDecommissionCmd(env),
+		{usage: "node undrain ID", summary: "clear a node's draining or decommissioning mark (leaderships and replicas stay where they are)", nargs: 1,
 			run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 				id, err := nodeID(pos[0])
 				if err != nil {
@@ -141,8 +142,8 @@ func printRemoval(env *cliEnv, cf *clientFlags, id uint32, res *client.RemoveRes
 	what = append(what, plural(int64(len(res.Buckets)), "replica"))
 	fmt.Fprintf(env.stdout, "node %d removed: %s\n", id, strings.Join(what, ", "))
 	if n := res.UnderReplicated(); n > 0 {
-		fmt.Fprintf(env.stdout, "%s under-replicated: nothing places new replicas yet (replica reassignment is not built); "+
-			"they keep serving with the replicas left\n", plural(int64(n), "bucket"))
+		fmt.Fprintf(env.stdout, "%s under-replicated: the controller places new replicas on the other live nodes, copied from "+
+			"the in-sync ones (follow with floe reassign status)\n", plural(int64(n), "bucket"))
 	}
 	return nil
 }

@@ -250,6 +250,8 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.completeMove(op.CompleteMove)
 	case *pb.Command_CancelMove:
 		res, err = a.cancelMove(op.CancelMove)
+	case *pb.Command_SetClusterSettings:
+		res, err = a.setClusterSettings(op.SetClusterSettings)
 	default:
 		err = errorf(codeInvalidRequest, "command has no known operation")
 	}

@@ -36,11 +36,11 @@ func (a *applier) drainNode(c *pb.DrainNode) (*pb.CommandResult, error) {
 	result := &pb.DrainResult{Node: n}
 	done := &pb.CommandResult{Value: &pb.CommandResult_Drain{Drain: result}}
 	if c.GetCancel() {
-		if !n.GetDraining() {
+		if !n.GetDraining() && !n.GetDecommissioning() {
 			done.Unchanged = true
 			return done, nil
 		}
-		n.Draining = false
+		n.Draining, n.Decommissioning = false, false
 		if err := a.putNode(n); err != nil {
 			return nil, err
 		}
@@ -72,8 +72,9 @@ func (a *applier) drainNode(c *pb.DrainNode) (*pb.CommandResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !n.GetDraining() {
+	if !n.GetDraining() || (c.GetDecommission() && !n.GetDecommissioning()) {
 		n.Draining = true
+		n.Decommissioning = n.GetDecommissioning() || c.GetDecommission()
 		if err := a.putNode(n); err != nil {
 			return nil, err
 		}

@@ -145,3 +145,10 @@ func preferred(ids []uint32, ok, draining func(id uint32) bool) uint32 {
 	}
 	return fallback
 }
+
+// PreferredLeader is the replica a clean election would give b now: the
+// first in assignment order that is in the ISR, live and not draining (a
+// draining one only when no other qualifies), or 0.
+func PreferredLeader(b *pb.BucketRecord, live, draining func(id uint32) bool) uint32 {
+	return electable(b, func(id uint32) bool { return !live(id) }, draining)
+}

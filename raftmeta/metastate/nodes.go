@@ -45,8 +45,11 @@ func (a *applier) registerNode(c *pb.RegisterNode) (*pb.CommandResult, error) {
 	rec.NodeEpoch = a.index
 	rec.RegisteredAtMs = a.appendedAtMs
 	// A registration is a new run of the node: a drain's mark was for the
-	// stop it came back from.
-	rec.Draining = false
+	// stop it came back from, unless the node is being decommissioned:
+	// that holds until it has no replica left and is removed, or until
+	// the operator cancels it.
+	rec.Decommissioning = known && old.GetDecommissioning()
+	rec.Draining = rec.Decommissioning
 	draining, err := a.drainingNodes()
 	if err != nil {
 		return nil, err

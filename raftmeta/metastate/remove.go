@@ -18,8 +18,9 @@ const maxNamedBuckets = 20
 // (removeReplica). It is refused while the node is alive (live nodes), and
 // while it holds the only in-sync copy of a bucket or is a bucket's last
 // replica: those buckets' data would be lost with it, and the refusal names
-// them. A bucket left with fewer replicas than its table's replication
-// stays under-replicated: nothing places replicas again yet.
+// them. A bucket left with fewer replicas than its table's replication is
+// under-replicated until the controller's next round re-places replicas
+// (PlanMoves' repair, started as moves).
 func (a *applier) removeNode(c *pb.RemoveNode) (*pb.CommandResult, error) {
 	if len(c.GetLiveNodes()) > maxLiveNodes {
 		return nil, errorf(codeInvalidRequest, "remove node: %d live node ids exceed %d", len(c.GetLiveNodes()), maxLiveNodes)

@@ -93,6 +93,8 @@ func (a *applier) placeTable(qualified string, c *pb.CreateTable) (buckets, repl
 	if err != nil {
 		return 0, 0, nil, err
 	}
+	// A node being decommissioned takes no new replica.
+	nodes = slices.DeleteFunc(nodes, (*pb.NodeRecord).GetDecommissioning)
 	count := tabletCount{registered: len(nodes), live: -1}
 	if live := c.GetLiveNodes(); len(live) > 0 {
 		nodes = slices.DeleteFunc(nodes, func(n *pb.NodeRecord) bool { return !slices.Contains(live, n.GetId()) })

@@ -108,6 +108,8 @@ var rules = map[string]rule{
 	"/floe.v1.Meta/MoveReplicas":       on(opAdmin),
 	"/floe.v1.Meta/CancelMoves":        on(opAdmin),
 	"/floe.v1.Meta/MoveStatus":         on(opDescribe),
+	"/floe.v1.Meta/Rebalance":          on(opAdmin),
+	"/floe.v1.Meta/SetClusterSettings": on(opAdmin),
 	"/floe.v1.Meta/AddVoter":           on(opAdmin),
 	"/floe.v1.Meta/RemoveVoter":        on(opAdmin),
 	"/floe.v1.Meta/TransferLeadership": on(opAdmin),

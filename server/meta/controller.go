@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -29,6 +30,10 @@ func (r *Role) controllerLoop(ctx context.Context) {
 	deadSince := map[uint32]time.Time{}
 	wasLeader := false
 	var view metadataView
+	var lastReplace, lastElect time.Time
+	completeWarn := sampledWarning{what: "completing a move"}
+	replaceWarn := sampledWarning{what: "re-placing replicas"}
+	electWarn := sampledWarning{what: "electing preferred leaders"}
 	for {
 		select {
 		case <-ctx.Done():
@@ -58,14 +63,26 @@ func (r *Role) controllerLoop(ctx context.Context) {
 				r.log.Warn("controller: fencing failed", "err", err)
 			}
 		}
-		r.completeMoves(ctx, n, &view, liveTablets(view.nodeList(), g))
+		live := liveTablets(view.nodeList(), g)
+		now := time.Now()
+		completeWarn.log(r, now, r.completeMoves(ctx, n, &view, live))
+		if now.Sub(lastReplace) >= replaceEvery {
+			lastReplace = now
+			_, err := r.replaceReplicas(ctx, n, live)
+			replaceWarn.log(r, now, err)
+		}
+		if now.Sub(lastElect) >= autoElectEvery {
+			lastElect = now
+			_, err := r.autoElect(ctx, n, &view, live)
+			electWarn.log(r, now, err)
+		}
 	}
 }
 
 // completeMoves ends the moves whose target replicas are all in sync
 // (CompleteMove), each a compare-and-set on the bucket epoch it saw: a
 // bucket that changed since is looked at again next tick.
-func (r *Role) completeMoves(ctx context.Context, n *raftmeta.Node, view *metadataView, live []uint32) {
+func (r *Role) completeMoves(ctx context.Context, n *raftmeta.Node, view *metadataView, live []uint32) error {
 	for _, b := range view.completableMoves(func(id uint32) bool { return slices.Contains(live, id) }) {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := n.Propose(cctx, &pb.Command{RequestId: []byte(NewID()), Op: &pb.Command_CompleteMove{CompleteMove: &pb.CompleteMove{
@@ -73,11 +90,11 @@ func (r *Role) completeMoves(ctx context.Context, n *raftmeta.Node, view *metada
 			NowMs: time.Now().UnixMilli()}}})
 		cancel()
 		if err != nil {
-			r.log.Warn("controller: completing a move failed", "table", b.GetTableId(), "bucket", b.GetBucket(), "err", err)
-			return
+			return fmt.Errorf("table %d bucket %d: %w", b.GetTableId(), b.GetBucket(), err)
 		}
 		r.log.Info("controller: move completed", "table", b.GetTableId(), "bucket", b.GetBucket(), "replicas", b.GetMove().GetTarget())
 	}
+	return nil
 }
 
 // goneNodes lists registered tablet nodes that left, or that gossip (member)

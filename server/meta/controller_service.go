@@ -168,7 +168,7 @@ func (m *metaService) DrainNode(ctx context.Context, req *pb.DrainNodeRequest) (
 			return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE, "node %d does not know which nodes are alive yet", m.r.cfg.NodeID)
 		}
 		res, err := n.Propose(ctx, &pb.Command{RequestId: id, Op: &pb.Command_DrainNode{DrainNode: &pb.DrainNode{
-			NodeId: req.NodeId, Cancel: req.Cancel, LiveNodes: liveTablets(n.State().Nodes(), g),
+			NodeId: req.NodeId, Cancel: req.Cancel, Decommission: req.Decommission, LiveNodes: liveTablets(n.State().Nodes(), g),
 		}}})
 		if err != nil {
 			return err

@@ -130,32 +130,9 @@ func (m *metaService) MoveStatus(ctx context.Context, req *pb.MoveStatusRequest)
 			return err
 		}
 		return n.State().Read(func(v *metastate.View) error {
-			plan, err := v.MovePlan()
-			if err != nil {
-				return err
-			}
-			tables, err := v.TablesByID()
-			if err != nil {
-				return err
-			}
-			index, err := v.AppliedIndex()
-			if err != nil {
-				return err
-			}
-			resp = &pb.MoveStatusResponse{Bounds: &pb.MoveBounds{ThrottleBytesPerS: plan.GetThrottleBytesPerS(), MaxMoves: plan.GetMaxMoves()},
-				Index: index}
-			for _, mv := range plan.GetRunning() {
-				b, err := v.Bucket(mv.GetTableId(), mv.GetBucket())
-				if err != nil || b.GetMove() == nil {
-					continue // ended, or its table dropped, since the plan was written
-				}
-				resp.Running = append(resp.Running, &pb.MoveProgress{Move: nameMove(tables, mv), Original: b.GetMove().GetOriginal(),
-					Leader: b.GetLeader(), Isr: b.GetIsr(), StartedAtMs: b.GetMove().GetStartedAtMs()})
-			}
-			for _, mv := range plan.GetQueued() {
-				resp.Queued = append(resp.Queued, nameMove(tables, mv))
-			}
-			return nil
+			var err error
+			resp, err = readMoveStatus(v)
+			return err
 		})
 	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
 		var err error
@@ -213,4 +190,34 @@ func nameMove(tables map[uint64]*pb.TableRecord, mv *pb.BucketMove) *pb.NamedBuc
 		n.Database, n.Table = t.GetDatabase(), t.GetName()
 	}
 	return n
+}
+
+// readMoveStatus is the moves running and queued as v holds them.
+func readMoveStatus(v *metastate.View) (*pb.MoveStatusResponse, error) {
+	plan, err := v.MovePlan()
+	if err != nil {
+		return nil, err
+	}
+	tables, err := v.TablesByID()
+	if err != nil {
+		return nil, err
+	}
+	index, err := v.AppliedIndex()
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.MoveStatusResponse{Bounds: &pb.MoveBounds{ThrottleBytesPerS: plan.GetThrottleBytesPerS(), MaxMoves: plan.GetMaxMoves()},
+		Index: index}
+	for _, mv := range plan.GetRunning() {
+		b, err := v.Bucket(mv.GetTableId(), mv.GetBucket())
+		if err != nil || b.GetMove() == nil {
+			continue // ended, or its table dropped, since the plan was written
+		}
+		resp.Running = append(resp.Running, &pb.MoveProgress{Move: nameMove(tables, mv), Original: b.GetMove().GetOriginal(),
+			Leader: b.GetLeader(), Isr: b.GetIsr(), StartedAtMs: b.GetMove().GetStartedAtMs()})
+	}
+	for _, mv := range plan.GetQueued() {
+		resp.Queued = append(resp.Queued, nameMove(tables, mv))
+	}
+	return resp, nil
 }

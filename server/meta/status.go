@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/floedb/floe/raftmeta/metastate"
 	"github.com/floedb/floe/transport/gossip"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -77,7 +78,18 @@ func (r *Role) clusterStatus(ctx context.Context) (*pb.ClusterStatusResponse, er
 		}
 		resp.Nodes = append(resp.Nodes, &pb.NodeStatus{Node: rec, Alive: alive})
 	}
-	return resp, nil
+	// Moves and settings as this node's state holds them (a follower's
+	// may trail the leader's by what it has not applied yet).
+	err = n.State().Read(func(v *metastate.View) error {
+		moves, err := readMoveStatus(v)
+		if err != nil {
+			return err
+		}
+		resp.Moves, resp.QueuedMoves = moves.Running, int32(len(moves.Queued))
+		resp.Settings, err = v.ClusterSettings()
+		return err
+	})
+	return resp, err
 }
 
 // probe asks each node for its Raft state, "unreachable" when it does not

@@ -1430,14 +1430,18 @@ func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
 }
 
 type ClusterStatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClusterId     string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	LeaderId      uint32                 `protobuf:"varint,2,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	Term          uint64                 `protobuf:"varint,3,opt,name=term,proto3" json:"term,omitempty"`
-	CommitIndex   uint64                 `protobuf:"varint,4,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
-	AppliedIndex  uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	Voters        []*VoterInfo           `protobuf:"bytes,6,rep,name=voters,proto3" json:"voters,omitempty"`
-	Nodes         []*NodeStatus          `protobuf:"bytes,7,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId    string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	LeaderId     uint32                 `protobuf:"varint,2,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Term         uint64                 `protobuf:"varint,3,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex  uint64                 `protobuf:"varint,4,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	AppliedIndex uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	Voters       []*VoterInfo           `protobuf:"bytes,6,rep,name=voters,proto3" json:"voters,omitempty"`
+	Nodes        []*NodeStatus          `protobuf:"bytes,7,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// Moves running, and how many wait for a turn.
+	Moves         []*MoveProgress  `protobuf:"bytes,8,rep,name=moves,proto3" json:"moves,omitempty"`
+	QueuedMoves   int32            `protobuf:"varint,9,opt,name=queued_moves,json=queuedMoves,proto3" json:"queued_moves,omitempty"`
+	Settings      *ClusterSettings `protobuf:"bytes,10,opt,name=settings,proto3" json:"settings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1517,6 +1521,27 @@ func (x *ClusterStatusResponse) GetVoters() []*VoterInfo {
 func (x *ClusterStatusResponse) GetNodes() []*NodeStatus {
 	if x != nil {
 		return x.Nodes
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetMoves() []*MoveProgress {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetQueuedMoves() int32 {
+	if x != nil {
+		return x.QueuedMoves
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetSettings() *ClusterSettings {
+	if x != nil {
+		return x.Settings
 	}
 	return nil
 }
@@ -2480,8 +2505,12 @@ type DrainNodeRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	RequestId []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	NodeId    uint32                 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	// Clear the node's draining mark; no leadership moves.
-	Cancel        bool `protobuf:"varint,3,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	// Clear the node's draining (and decommissioning) mark; no leadership
+	// moves.
+	Cancel bool `protobuf:"varint,3,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	// Also mark it decommissioning: the controller moves every replica off
+	// it, and new tables are not placed on it.
+	Decommission  bool `protobuf:"varint,4,opt,name=decommission,proto3" json:"decommission,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2533,6 +2562,13 @@ func (x *DrainNodeRequest) GetNodeId() uint32 {
 func (x *DrainNodeRequest) GetCancel() bool {
 	if x != nil {
 		return x.Cancel
+	}
+	return false
+}
+
+func (x *DrainNodeRequest) GetDecommission() bool {
+	if x != nil {
+		return x.Decommission
 	}
 	return false
 }
@@ -3758,6 +3794,381 @@ func (x *MoveProgress) GetStartedAtMs() int64 {
 	return 0
 }
 
+type RebalanceRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Start the plan's moves (MoveReplicas); without it only the plan.
+	Execute bool `protobuf:"varint,2,opt,name=execute,proto3" json:"execute,omitempty"`
+	// As MoveReplicasRequest's.
+	ThrottleBytesPerS int64 `protobuf:"varint,3,opt,name=throttle_bytes_per_s,json=throttleBytesPerS,proto3" json:"throttle_bytes_per_s,omitempty"`
+	MaxMoves          int32 `protobuf:"varint,4,opt,name=max_moves,json=maxMoves,proto3" json:"max_moves,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *RebalanceRequest) Reset() {
+	*x = RebalanceRequest{}
+	mi := &file_meta_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebalanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebalanceRequest) ProtoMessage() {}
+
+func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebalanceRequest.ProtoReflect.Descriptor instead.
+func (*RebalanceRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *RebalanceRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *RebalanceRequest) GetExecute() bool {
+	if x != nil {
+		return x.Execute
+	}
+	return false
+}
+
+func (x *RebalanceRequest) GetThrottleBytesPerS() int64 {
+	if x != nil {
+		return x.ThrottleBytesPerS
+	}
+	return 0
+}
+
+func (x *RebalanceRequest) GetMaxMoves() int32 {
+	if x != nil {
+		return x.MaxMoves
+	}
+	return 0
+}
+
+type RebalanceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The moves planned, each with the replicas it leaves.
+	Moves []*PlannedMove `protobuf:"bytes,1,rep,name=moves,proto3" json:"moves,omitempty"`
+	// Replicas and preferred leaders per live tablet node, before the plan
+	// and after it, by node id.
+	Before []*NodeBalance `protobuf:"bytes,2,rep,name=before,proto3" json:"before,omitempty"`
+	After  []*NodeBalance `protobuf:"bytes,3,rep,name=after,proto3" json:"after,omitempty"`
+	// With execute: what started and what was queued.
+	Started *MoveReplicasResponse `protobuf:"bytes,4,opt,name=started,proto3" json:"started,omitempty"`
+	// Buckets left out because they move already or wait for a turn.
+	Busy          int32 `protobuf:"varint,5,opt,name=busy,proto3" json:"busy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RebalanceResponse) Reset() {
+	*x = RebalanceResponse{}
+	mi := &file_meta_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebalanceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebalanceResponse) ProtoMessage() {}
+
+func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebalanceResponse.ProtoReflect.Descriptor instead.
+func (*RebalanceResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *RebalanceResponse) GetMoves() []*PlannedMove {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+func (x *RebalanceResponse) GetBefore() []*NodeBalance {
+	if x != nil {
+		return x.Before
+	}
+	return nil
+}
+
+func (x *RebalanceResponse) GetAfter() []*NodeBalance {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *RebalanceResponse) GetStarted() *MoveReplicasResponse {
+	if x != nil {
+		return x.Started
+	}
+	return nil
+}
+
+func (x *RebalanceResponse) GetBusy() int32 {
+	if x != nil {
+		return x.Busy
+	}
+	return 0
+}
+
+type PlannedMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Move          *NamedBucketMove       `protobuf:"bytes,1,opt,name=move,proto3" json:"move,omitempty"`
+	From          []uint32               `protobuf:"varint,2,rep,packed,name=from,proto3" json:"from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlannedMove) Reset() {
+	*x = PlannedMove{}
+	mi := &file_meta_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlannedMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlannedMove) ProtoMessage() {}
+
+func (x *PlannedMove) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlannedMove.ProtoReflect.Descriptor instead.
+func (*PlannedMove) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *PlannedMove) GetMove() *NamedBucketMove {
+	if x != nil {
+		return x.Move
+	}
+	return nil
+}
+
+func (x *PlannedMove) GetFrom() []uint32 {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+type NodeBalance struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Replicas      int32                  `protobuf:"varint,2,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	Leaders       int32                  `protobuf:"varint,3,opt,name=leaders,proto3" json:"leaders,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeBalance) Reset() {
+	*x = NodeBalance{}
+	mi := &file_meta_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeBalance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeBalance) ProtoMessage() {}
+
+func (x *NodeBalance) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeBalance.ProtoReflect.Descriptor instead.
+func (*NodeBalance) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *NodeBalance) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *NodeBalance) GetReplicas() int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *NodeBalance) GetLeaders() int32 {
+	if x != nil {
+		return x.Leaders
+	}
+	return 0
+}
+
+type SetClusterSettingsRequest struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	RequestId        []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	AutoElectLeaders *bool                  `protobuf:"varint,2,opt,name=auto_elect_leaders,json=autoElectLeaders,proto3,oneof" json:"auto_elect_leaders,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SetClusterSettingsRequest) Reset() {
+	*x = SetClusterSettingsRequest{}
+	mi := &file_meta_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClusterSettingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClusterSettingsRequest) ProtoMessage() {}
+
+func (x *SetClusterSettingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClusterSettingsRequest.ProtoReflect.Descriptor instead.
+func (*SetClusterSettingsRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *SetClusterSettingsRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *SetClusterSettingsRequest) GetAutoElectLeaders() bool {
+	if x != nil && x.AutoElectLeaders != nil {
+		return *x.AutoElectLeaders
+	}
+	return false
+}
+
+type SetClusterSettingsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Settings      *ClusterSettings       `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	Index         uint64                 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Unchanged     bool                   `protobuf:"varint,3,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetClusterSettingsResponse) Reset() {
+	*x = SetClusterSettingsResponse{}
+	mi := &file_meta_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClusterSettingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClusterSettingsResponse) ProtoMessage() {}
+
+func (x *SetClusterSettingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClusterSettingsResponse.ProtoReflect.Descriptor instead.
+func (*SetClusterSettingsResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *SetClusterSettingsResponse) GetSettings() *ClusterSettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+func (x *SetClusterSettingsResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *SetClusterSettingsResponse) GetUnchanged() bool {
+	if x != nil {
+		return x.Unchanged
+	}
+	return false
+}
+
 var File_meta_proto protoreflect.FileDescriptor
 
 const file_meta_proto_rawDesc = "" +
@@ -3875,7 +4286,7 @@ const file_meta_proto_rawDesc = "" +
 	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\x12)\n" +
 	"\x05nodes\x18\x04 \x03(\v2\x13.floe.v1.NodeRecordR\x05nodes\x12&\n" +
 	"\x0fmax_batch_bytes\x18\x05 \x01(\x05R\rmaxBatchBytes\"\x16\n" +
-	"\x14ClusterStatusRequest\"\x86\x02\n" +
+	"\x14ClusterStatusRequest\"\x8c\x03\n" +
 	"\x15ClusterStatusResponse\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x1b\n" +
@@ -3884,7 +4295,11 @@ const file_meta_proto_rawDesc = "" +
 	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex\x12#\n" +
 	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12*\n" +
 	"\x06voters\x18\x06 \x03(\v2\x12.floe.v1.VoterInfoR\x06voters\x12)\n" +
-	"\x05nodes\x18\a \x03(\v2\x13.floe.v1.NodeStatusR\x05nodes\"K\n" +
+	"\x05nodes\x18\a \x03(\v2\x13.floe.v1.NodeStatusR\x05nodes\x12+\n" +
+	"\x05moves\x18\b \x03(\v2\x15.floe.v1.MoveProgressR\x05moves\x12!\n" +
+	"\fqueued_moves\x18\t \x01(\x05R\vqueuedMoves\x124\n" +
+	"\bsettings\x18\n" +
+	" \x01(\v2\x18.floe.v1.ClusterSettingsR\bsettings\"K\n" +
 	"\n" +
 	"NodeStatus\x12'\n" +
 	"\x04node\x18\x01 \x01(\v2\x13.floe.v1.NodeRecordR\x04node\x12\x14\n" +
@@ -3948,12 +4363,13 @@ const file_meta_proto_rawDesc = "" +
 	"\x05table\x18\x03 \x01(\tR\x05table\x12\x1b\n" +
 	"\x06bucket\x18\x04 \x01(\x05H\x00R\x06bucket\x88\x01\x01\x12\x18\n" +
 	"\aunclean\x18\x05 \x01(\bR\auncleanB\t\n" +
-	"\a_bucket\"b\n" +
+	"\a_bucket\"\x86\x01\n" +
 	"\x10DrainNodeRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\rR\x06nodeId\x12\x16\n" +
-	"\x06cancel\x18\x03 \x01(\bR\x06cancel\"\xb6\x01\n" +
+	"\x06cancel\x18\x03 \x01(\bR\x06cancel\x12\"\n" +
+	"\fdecommission\x18\x04 \x01(\bR\fdecommission\"\xb6\x01\n" +
 	"\x11DrainNodeResponse\x12'\n" +
 	"\x04node\x18\x01 \x01(\v2\x13.floe.v1.NodeRecordR\x04node\x12.\n" +
 	"\abuckets\x18\x02 \x03(\v2\x14.floe.v1.BucketDrainR\abuckets\x12\x14\n" +
@@ -4038,7 +4454,35 @@ const file_meta_proto_rawDesc = "" +
 	"\boriginal\x18\x02 \x03(\rR\boriginal\x12\x16\n" +
 	"\x06leader\x18\x03 \x01(\rR\x06leader\x12\x10\n" +
 	"\x03isr\x18\x04 \x03(\rR\x03isr\x12\"\n" +
-	"\rstarted_at_ms\x18\x05 \x01(\x03R\vstartedAtMs2\xb4\x12\n" +
+	"\rstarted_at_ms\x18\x05 \x01(\x03R\vstartedAtMs\"\x99\x01\n" +
+	"\x10RebalanceRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12\x18\n" +
+	"\aexecute\x18\x02 \x01(\bR\aexecute\x12/\n" +
+	"\x14throttle_bytes_per_s\x18\x03 \x01(\x03R\x11throttleBytesPerS\x12\x1b\n" +
+	"\tmax_moves\x18\x04 \x01(\x05R\bmaxMoves\"\xe6\x01\n" +
+	"\x11RebalanceResponse\x12*\n" +
+	"\x05moves\x18\x01 \x03(\v2\x14.floe.v1.PlannedMoveR\x05moves\x12,\n" +
+	"\x06before\x18\x02 \x03(\v2\x14.floe.v1.NodeBalanceR\x06before\x12*\n" +
+	"\x05after\x18\x03 \x03(\v2\x14.floe.v1.NodeBalanceR\x05after\x127\n" +
+	"\astarted\x18\x04 \x01(\v2\x1d.floe.v1.MoveReplicasResponseR\astarted\x12\x12\n" +
+	"\x04busy\x18\x05 \x01(\x05R\x04busy\"O\n" +
+	"\vPlannedMove\x12,\n" +
+	"\x04move\x18\x01 \x01(\v2\x18.floe.v1.NamedBucketMoveR\x04move\x12\x12\n" +
+	"\x04from\x18\x02 \x03(\rR\x04from\"\\\n" +
+	"\vNodeBalance\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x1a\n" +
+	"\breplicas\x18\x02 \x01(\x05R\breplicas\x12\x18\n" +
+	"\aleaders\x18\x03 \x01(\x05R\aleaders\"\x84\x01\n" +
+	"\x19SetClusterSettingsRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x121\n" +
+	"\x12auto_elect_leaders\x18\x02 \x01(\bH\x00R\x10autoElectLeaders\x88\x01\x01B\x15\n" +
+	"\x13_auto_elect_leaders\"\x86\x01\n" +
+	"\x1aSetClusterSettingsResponse\x124\n" +
+	"\bsettings\x18\x01 \x01(\v2\x18.floe.v1.ClusterSettingsR\bsettings\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1c\n" +
+	"\tunchanged\x18\x03 \x01(\bR\tunchanged2\xd7\x13\n" +
 	"\x04Meta\x126\n" +
 	"\x05Hello\x12\x15.floe.v1.HelloRequest\x1a\x16.floe.v1.HelloResponse\x123\n" +
 	"\x04Join\x12\x14.floe.v1.JoinRequest\x1a\x15.floe.v1.JoinResponse\x12<\n" +
@@ -4065,7 +4509,9 @@ const file_meta_proto_rawDesc = "" +
 	"\fMoveReplicas\x12\x1c.floe.v1.MoveReplicasRequest\x1a\x1d.floe.v1.MoveReplicasResponse\x12I\n" +
 	"\vCancelMoves\x12\x1b.floe.v1.CancelMovesRequest\x1a\x1d.floe.v1.MoveReplicasResponse\x12E\n" +
 	"\n" +
-	"MoveStatus\x12\x1a.floe.v1.MoveStatusRequest\x1a\x1b.floe.v1.MoveStatusResponse\x12N\n" +
+	"MoveStatus\x12\x1a.floe.v1.MoveStatusRequest\x1a\x1b.floe.v1.MoveStatusResponse\x12B\n" +
+	"\tRebalance\x12\x19.floe.v1.RebalanceRequest\x1a\x1a.floe.v1.RebalanceResponse\x12]\n" +
+	"\x12SetClusterSettings\x12\".floe.v1.SetClusterSettingsRequest\x1a#.floe.v1.SetClusterSettingsResponse\x12N\n" +
 	"\rClusterStatus\x12\x1d.floe.v1.ClusterStatusRequest\x1a\x1e.floe.v1.ClusterStatusResponse\x12K\n" +
 	"\fBucketStatus\x12\x1c.floe.v1.BucketStatusRequest\x1a\x1d.floe.v1.BucketStatusResponse\x12<\n" +
 	"\bAddVoter\x12\x18.floe.v1.AddVoterRequest\x1a\x16.floe.v1.AdminResponse\x12B\n" +
@@ -4092,206 +4538,225 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_meta_proto_goTypes = []any{
-	(*HelloRequest)(nil),              // 0: floe.v1.HelloRequest
-	(*PeerInfo)(nil),                  // 1: floe.v1.PeerInfo
-	(*HelloResponse)(nil),             // 2: floe.v1.HelloResponse
-	(*JoinRequest)(nil),               // 3: floe.v1.JoinRequest
-	(*JoinResponse)(nil),              // 4: floe.v1.JoinResponse
-	(*ProposeRequest)(nil),            // 5: floe.v1.ProposeRequest
-	(*ProposeResponse)(nil),           // 6: floe.v1.ProposeResponse
-	(*RaftStatusRequest)(nil),         // 7: floe.v1.RaftStatusRequest
-	(*RaftStatusResponse)(nil),        // 8: floe.v1.RaftStatusResponse
-	(*VoterInfo)(nil),                 // 9: floe.v1.VoterInfo
-	(*CommandResponse)(nil),           // 10: floe.v1.CommandResponse
-	(*CreateDatabaseRequest)(nil),     // 11: floe.v1.CreateDatabaseRequest
-	(*DropDatabaseRequest)(nil),       // 12: floe.v1.DropDatabaseRequest
-	(*ListDatabasesRequest)(nil),      // 13: floe.v1.ListDatabasesRequest
-	(*ListDatabasesResponse)(nil),     // 14: floe.v1.ListDatabasesResponse
-	(*CreateTableRequest)(nil),        // 15: floe.v1.CreateTableRequest
-	(*DropTableRequest)(nil),          // 16: floe.v1.DropTableRequest
-	(*ListTablesRequest)(nil),         // 17: floe.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),        // 18: floe.v1.ListTablesResponse
-	(*GetTableRequest)(nil),           // 19: floe.v1.GetTableRequest
-	(*GetTableResponse)(nil),          // 20: floe.v1.GetTableResponse
-	(*ClusterStatusRequest)(nil),      // 21: floe.v1.ClusterStatusRequest
-	(*ClusterStatusResponse)(nil),     // 22: floe.v1.ClusterStatusResponse
-	(*NodeStatus)(nil),                // 23: floe.v1.NodeStatus
-	(*BucketStatusRequest)(nil),       // 24: floe.v1.BucketStatusRequest
-	(*BucketStatusResponse)(nil),      // 25: floe.v1.BucketStatusResponse
-	(*BucketStatus)(nil),              // 26: floe.v1.BucketStatus
-	(*AddVoterRequest)(nil),           // 27: floe.v1.AddVoterRequest
-	(*RemoveVoterRequest)(nil),        // 28: floe.v1.RemoveVoterRequest
-	(*TransferLeadershipRequest)(nil), // 29: floe.v1.TransferLeadershipRequest
-	(*AdminResponse)(nil),             // 30: floe.v1.AdminResponse
-	(*WatchMetadataRequest)(nil),      // 31: floe.v1.WatchMetadataRequest
-	(*AdjustIsrRequest)(nil),          // 32: floe.v1.AdjustIsrRequest
-	(*AdjustIsrResponse)(nil),         // 33: floe.v1.AdjustIsrResponse
-	(*CommitRemoteLogRequest)(nil),    // 34: floe.v1.CommitRemoteLogRequest
-	(*CommitRemoteLogResponse)(nil),   // 35: floe.v1.CommitRemoteLogResponse
-	(*CommitKVSnapshotRequest)(nil),   // 36: floe.v1.CommitKVSnapshotRequest
-	(*CommitKVSnapshotResponse)(nil),  // 37: floe.v1.CommitKVSnapshotResponse
-	(*AllocateWriterIdRequest)(nil),   // 38: floe.v1.AllocateWriterIdRequest
-	(*AllocateWriterIdResponse)(nil),  // 39: floe.v1.AllocateWriterIdResponse
-	(*ElectLeadersRequest)(nil),       // 40: floe.v1.ElectLeadersRequest
-	(*DrainNodeRequest)(nil),          // 41: floe.v1.DrainNodeRequest
-	(*DrainNodeResponse)(nil),         // 42: floe.v1.DrainNodeResponse
-	(*RemoveNodeRequest)(nil),         // 43: floe.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),        // 44: floe.v1.RemoveNodeResponse
-	(*RemovedReplica)(nil),            // 45: floe.v1.RemovedReplica
-	(*ElectLeadersResponse)(nil),      // 46: floe.v1.ElectLeadersResponse
-	(*PutUserRequest)(nil),            // 47: floe.v1.PutUserRequest
-	(*DeleteUserRequest)(nil),         // 48: floe.v1.DeleteUserRequest
-	(*ListUsersRequest)(nil),          // 49: floe.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),         // 50: floe.v1.ListUsersResponse
-	(*AddAclsRequest)(nil),            // 51: floe.v1.AddAclsRequest
-	(*RemoveAclsRequest)(nil),         // 52: floe.v1.RemoveAclsRequest
-	(*ListAclsRequest)(nil),           // 53: floe.v1.ListAclsRequest
-	(*ListAclsResponse)(nil),          // 54: floe.v1.ListAclsResponse
-	(*NamedBucketMove)(nil),           // 55: floe.v1.NamedBucketMove
-	(*MoveReplicasRequest)(nil),       // 56: floe.v1.MoveReplicasRequest
-	(*MoveReplicasResponse)(nil),      // 57: floe.v1.MoveReplicasResponse
-	(*CancelMovesRequest)(nil),        // 58: floe.v1.CancelMovesRequest
-	(*MoveStatusRequest)(nil),         // 59: floe.v1.MoveStatusRequest
-	(*MoveStatusResponse)(nil),        // 60: floe.v1.MoveStatusResponse
-	(*MoveProgress)(nil),              // 61: floe.v1.MoveProgress
-	nil,                               // 62: floe.v1.CreateTableRequest.PropertiesEntry
-	(*Command)(nil),                   // 63: floe.v1.Command
-	(*CommandResult)(nil),             // 64: floe.v1.CommandResult
-	(*DatabaseRecord)(nil),            // 65: floe.v1.DatabaseRecord
-	(*TableRecord)(nil),               // 66: floe.v1.TableRecord
-	(*BucketRecord)(nil),              // 67: floe.v1.BucketRecord
-	(*NodeRecord)(nil),                // 68: floe.v1.NodeRecord
-	(ErrorCode)(0),                    // 69: floe.v1.ErrorCode
-	(*AdjustIsr)(nil),                 // 70: floe.v1.AdjustIsr
-	(*CommitRemoteLog)(nil),           // 71: floe.v1.CommitRemoteLog
-	(*CommitKVSnapshot)(nil),          // 72: floe.v1.CommitKVSnapshot
-	(*BucketDrain)(nil),               // 73: floe.v1.BucketDrain
-	(*BucketElection)(nil),            // 74: floe.v1.BucketElection
-	(*UserRecord)(nil),                // 75: floe.v1.UserRecord
-	(*AclEntry)(nil),                  // 76: floe.v1.AclEntry
-	(*MoveBounds)(nil),                // 77: floe.v1.MoveBounds
-	(*MetadataUpdate)(nil),            // 78: floe.v1.MetadataUpdate
+	(*HelloRequest)(nil),               // 0: floe.v1.HelloRequest
+	(*PeerInfo)(nil),                   // 1: floe.v1.PeerInfo
+	(*HelloResponse)(nil),              // 2: floe.v1.HelloResponse
+	(*JoinRequest)(nil),                // 3: floe.v1.JoinRequest
+	(*JoinResponse)(nil),               // 4: floe.v1.JoinResponse
+	(*ProposeRequest)(nil),             // 5: floe.v1.ProposeRequest
+	(*ProposeResponse)(nil),            // 6: floe.v1.ProposeResponse
+	(*RaftStatusRequest)(nil),          // 7: floe.v1.RaftStatusRequest
+	(*RaftStatusResponse)(nil),         // 8: floe.v1.RaftStatusResponse
+	(*VoterInfo)(nil),                  // 9: floe.v1.VoterInfo
+	(*CommandResponse)(nil),            // 10: floe.v1.CommandResponse
+	(*CreateDatabaseRequest)(nil),      // 11: floe.v1.CreateDatabaseRequest
+	(*DropDatabaseRequest)(nil),        // 12: floe.v1.DropDatabaseRequest
+	(*ListDatabasesRequest)(nil),       // 13: floe.v1.ListDatabasesRequest
+	(*ListDatabasesResponse)(nil),      // 14: floe.v1.ListDatabasesResponse
+	(*CreateTableRequest)(nil),         // 15: floe.v1.CreateTableRequest
+	(*DropTableRequest)(nil),           // 16: floe.v1.DropTableRequest
+	(*ListTablesRequest)(nil),          // 17: floe.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),         // 18: floe.v1.ListTablesResponse
+	(*GetTableRequest)(nil),            // 19: floe.v1.GetTableRequest
+	(*GetTableResponse)(nil),           // 20: floe.v1.GetTableResponse
+	(*ClusterStatusRequest)(nil),       // 21: floe.v1.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),      // 22: floe.v1.ClusterStatusResponse
+	(*NodeStatus)(nil),                 // 23: floe.v1.NodeStatus
+	(*BucketStatusRequest)(nil),        // 24: floe.v1.BucketStatusRequest
+	(*BucketStatusResponse)(nil),       // 25: floe.v1.BucketStatusResponse
+	(*BucketStatus)(nil),               // 26: floe.v1.BucketStatus
+	(*AddVoterRequest)(nil),            // 27: floe.v1.AddVoterRequest
+	(*RemoveVoterRequest)(nil),         // 28: floe.v1.RemoveVoterRequest
+	(*TransferLeadershipRequest)(nil),  // 29: floe.v1.TransferLeadershipRequest
+	(*AdminResponse)(nil),              // 30: floe.v1.AdminResponse
+	(*WatchMetadataRequest)(nil),       // 31: floe.v1.WatchMetadataRequest
+	(*AdjustIsrRequest)(nil),           // 32: floe.v1.AdjustIsrRequest
+	(*AdjustIsrResponse)(nil),          // 33: floe.v1.AdjustIsrResponse
+	(*CommitRemoteLogRequest)(nil),     // 34: floe.v1.CommitRemoteLogRequest
+	(*CommitRemoteLogResponse)(nil),    // 35: floe.v1.CommitRemoteLogResponse
+	(*CommitKVSnapshotRequest)(nil),    // 36: floe.v1.CommitKVSnapshotRequest
+	(*CommitKVSnapshotResponse)(nil),   // 37: floe.v1.CommitKVSnapshotResponse
+	(*AllocateWriterIdRequest)(nil),    // 38: floe.v1.AllocateWriterIdRequest
+	(*AllocateWriterIdResponse)(nil),   // 39: floe.v1.AllocateWriterIdResponse
+	(*ElectLeadersRequest)(nil),        // 40: floe.v1.ElectLeadersRequest
+	(*DrainNodeRequest)(nil),           // 41: floe.v1.DrainNodeRequest
+	(*DrainNodeResponse)(nil),          // 42: floe.v1.DrainNodeResponse
+	(*RemoveNodeRequest)(nil),          // 43: floe.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),         // 44: floe.v1.RemoveNodeResponse
+	(*RemovedReplica)(nil),             // 45: floe.v1.RemovedReplica
+	(*ElectLeadersResponse)(nil),       // 46: floe.v1.ElectLeadersResponse
+	(*PutUserRequest)(nil),             // 47: floe.v1.PutUserRequest
+	(*DeleteUserRequest)(nil),          // 48: floe.v1.DeleteUserRequest
+	(*ListUsersRequest)(nil),           // 49: floe.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),          // 50: floe.v1.ListUsersResponse
+	(*AddAclsRequest)(nil),             // 51: floe.v1.AddAclsRequest
+	(*RemoveAclsRequest)(nil),          // 52: floe.v1.RemoveAclsRequest
+	(*ListAclsRequest)(nil),            // 53: floe.v1.ListAclsRequest
+	(*ListAclsResponse)(nil),           // 54: floe.v1.ListAclsResponse
+	(*NamedBucketMove)(nil),            // 55: floe.v1.NamedBucketMove
+	(*MoveReplicasRequest)(nil),        // 56: floe.v1.MoveReplicasRequest
+	(*MoveReplicasResponse)(nil),       // 57: floe.v1.MoveReplicasResponse
+	(*CancelMovesRequest)(nil),         // 58: floe.v1.CancelMovesRequest
+	(*MoveStatusRequest)(nil),          // 59: floe.v1.MoveStatusRequest
+	(*MoveStatusResponse)(nil),         // 60: floe.v1.MoveStatusResponse
+	(*MoveProgress)(nil),               // 61: floe.v1.MoveProgress
+	(*RebalanceRequest)(nil),           // 62: floe.v1.RebalanceRequest
+	(*RebalanceResponse)(nil),          // 63: floe.v1.RebalanceResponse
+	(*PlannedMove)(nil),                // 64: floe.v1.PlannedMove
+	(*NodeBalance)(nil),                // 65: floe.v1.NodeBalance
+	(*SetClusterSettingsRequest)(nil),  // 66: floe.v1.SetClusterSettingsRequest
+	(*SetClusterSettingsResponse)(nil), // 67: floe.v1.SetClusterSettingsResponse
+	nil,                                // 68: floe.v1.CreateTableRequest.PropertiesEntry
+	(*Command)(nil),                    // 69: floe.v1.Command
+	(*CommandResult)(nil),              // 70: floe.v1.CommandResult
+	(*DatabaseRecord)(nil),             // 71: floe.v1.DatabaseRecord
+	(*TableRecord)(nil),                // 72: floe.v1.TableRecord
+	(*BucketRecord)(nil),               // 73: floe.v1.BucketRecord
+	(*NodeRecord)(nil),                 // 74: floe.v1.NodeRecord
+	(*ClusterSettings)(nil),            // 75: floe.v1.ClusterSettings
+	(ErrorCode)(0),                     // 76: floe.v1.ErrorCode
+	(*AdjustIsr)(nil),                  // 77: floe.v1.AdjustIsr
+	(*CommitRemoteLog)(nil),            // 78: floe.v1.CommitRemoteLog
+	(*CommitKVSnapshot)(nil),           // 79: floe.v1.CommitKVSnapshot
+	(*BucketDrain)(nil),                // 80: floe.v1.BucketDrain
+	(*BucketElection)(nil),             // 81: floe.v1.BucketElection
+	(*UserRecord)(nil),                 // 82: floe.v1.UserRecord
+	(*AclEntry)(nil),                   // 83: floe.v1.AclEntry
+	(*MoveBounds)(nil),                 // 84: floe.v1.MoveBounds
+	(*MetadataUpdate)(nil),             // 85: floe.v1.MetadataUpdate
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
 	1,  // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
-	63, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
-	64, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
+	69, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
+	70, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
 	9,  // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
-	64, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
-	65, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
-	62, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
-	66, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
-	66, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
-	67, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
-	68, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
+	70, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
+	71, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
+	68, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
+	72, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
+	72, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
+	73, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
+	74, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
 	9,  // 12: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
 	23, // 13: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	68, // 14: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
-	26, // 15: floe.v1.BucketStatusResponse.buckets:type_name -> floe.v1.BucketStatus
-	67, // 16: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
-	69, // 17: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
-	70, // 18: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
-	67, // 19: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
-	71, // 20: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
-	67, // 21: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
-	72, // 22: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
-	67, // 23: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
-	68, // 24: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
-	73, // 25: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
-	68, // 26: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
-	45, // 27: floe.v1.RemoveNodeResponse.buckets:type_name -> floe.v1.RemovedReplica
-	67, // 28: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
-	74, // 29: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
-	75, // 30: floe.v1.PutUserRequest.user:type_name -> floe.v1.UserRecord
-	75, // 31: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserRecord
-	76, // 32: floe.v1.AddAclsRequest.entries:type_name -> floe.v1.AclEntry
-	76, // 33: floe.v1.RemoveAclsRequest.entries:type_name -> floe.v1.AclEntry
-	76, // 34: floe.v1.ListAclsResponse.entries:type_name -> floe.v1.AclEntry
-	55, // 35: floe.v1.MoveReplicasRequest.moves:type_name -> floe.v1.NamedBucketMove
-	55, // 36: floe.v1.MoveReplicasResponse.started:type_name -> floe.v1.NamedBucketMove
-	55, // 37: floe.v1.MoveReplicasResponse.queued:type_name -> floe.v1.NamedBucketMove
-	55, // 38: floe.v1.MoveReplicasResponse.cancelled:type_name -> floe.v1.NamedBucketMove
-	55, // 39: floe.v1.MoveReplicasResponse.dequeued:type_name -> floe.v1.NamedBucketMove
-	77, // 40: floe.v1.MoveReplicasResponse.bounds:type_name -> floe.v1.MoveBounds
-	55, // 41: floe.v1.MoveReplicasResponse.kept:type_name -> floe.v1.NamedBucketMove
-	61, // 42: floe.v1.MoveStatusResponse.running:type_name -> floe.v1.MoveProgress
-	55, // 43: floe.v1.MoveStatusResponse.queued:type_name -> floe.v1.NamedBucketMove
-	77, // 44: floe.v1.MoveStatusResponse.bounds:type_name -> floe.v1.MoveBounds
-	55, // 45: floe.v1.MoveProgress.move:type_name -> floe.v1.NamedBucketMove
-	0,  // 46: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,  // 47: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,  // 48: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,  // 49: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11, // 50: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12, // 51: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13, // 52: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15, // 53: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16, // 54: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17, // 55: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	19, // 56: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	31, // 57: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
-	32, // 58: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
-	34, // 59: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
-	36, // 60: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
-	38, // 61: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
-	40, // 62: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
-	41, // 63: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
-	43, // 64: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
-	56, // 65: floe.v1.Meta.MoveReplicas:input_type -> floe.v1.MoveReplicasRequest
-	58, // 66: floe.v1.Meta.CancelMoves:input_type -> floe.v1.CancelMovesRequest
-	59, // 67: floe.v1.Meta.MoveStatus:input_type -> floe.v1.MoveStatusRequest
-	21, // 68: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	24, // 69: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
-	27, // 70: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	28, // 71: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	29, // 72: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	47, // 73: floe.v1.Meta.PutUser:input_type -> floe.v1.PutUserRequest
-	48, // 74: floe.v1.Meta.DeleteUser:input_type -> floe.v1.DeleteUserRequest
-	49, // 75: floe.v1.Meta.ListUsers:input_type -> floe.v1.ListUsersRequest
-	51, // 76: floe.v1.Meta.AddAcls:input_type -> floe.v1.AddAclsRequest
-	52, // 77: floe.v1.Meta.RemoveAcls:input_type -> floe.v1.RemoveAclsRequest
-	53, // 78: floe.v1.Meta.ListAcls:input_type -> floe.v1.ListAclsRequest
-	2,  // 79: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,  // 80: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,  // 81: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,  // 82: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10, // 83: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10, // 84: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14, // 85: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10, // 86: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10, // 87: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	18, // 88: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	20, // 89: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	78, // 90: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
-	33, // 91: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
-	35, // 92: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
-	37, // 93: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
-	39, // 94: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
-	46, // 95: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
-	42, // 96: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
-	44, // 97: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
-	57, // 98: floe.v1.Meta.MoveReplicas:output_type -> floe.v1.MoveReplicasResponse
-	57, // 99: floe.v1.Meta.CancelMoves:output_type -> floe.v1.MoveReplicasResponse
-	60, // 100: floe.v1.Meta.MoveStatus:output_type -> floe.v1.MoveStatusResponse
-	22, // 101: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	25, // 102: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
-	30, // 103: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	30, // 104: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	30, // 105: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	10, // 106: floe.v1.Meta.PutUser:output_type -> floe.v1.CommandResponse
-	10, // 107: floe.v1.Meta.DeleteUser:output_type -> floe.v1.CommandResponse
-	50, // 108: floe.v1.Meta.ListUsers:output_type -> floe.v1.ListUsersResponse
-	10, // 109: floe.v1.Meta.AddAcls:output_type -> floe.v1.CommandResponse
-	10, // 110: floe.v1.Meta.RemoveAcls:output_type -> floe.v1.CommandResponse
-	54, // 111: floe.v1.Meta.ListAcls:output_type -> floe.v1.ListAclsResponse
-	79, // [79:112] is the sub-list for method output_type
-	46, // [46:79] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	61, // 14: floe.v1.ClusterStatusResponse.moves:type_name -> floe.v1.MoveProgress
+	75, // 15: floe.v1.ClusterStatusResponse.settings:type_name -> floe.v1.ClusterSettings
+	74, // 16: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	26, // 17: floe.v1.BucketStatusResponse.buckets:type_name -> floe.v1.BucketStatus
+	73, // 18: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
+	76, // 19: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
+	77, // 20: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	73, // 21: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	78, // 22: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
+	73, // 23: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
+	79, // 24: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
+	73, // 25: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
+	74, // 26: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
+	80, // 27: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
+	74, // 28: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
+	45, // 29: floe.v1.RemoveNodeResponse.buckets:type_name -> floe.v1.RemovedReplica
+	73, // 30: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
+	81, // 31: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
+	82, // 32: floe.v1.PutUserRequest.user:type_name -> floe.v1.UserRecord
+	82, // 33: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserRecord
+	83, // 34: floe.v1.AddAclsRequest.entries:type_name -> floe.v1.AclEntry
+	83, // 35: floe.v1.RemoveAclsRequest.entries:type_name -> floe.v1.AclEntry
+	83, // 36: floe.v1.ListAclsResponse.entries:type_name -> floe.v1.AclEntry
+	55, // 37: floe.v1.MoveReplicasRequest.moves:type_name -> floe.v1.NamedBucketMove
+	55, // 38: floe.v1.MoveReplicasResponse.started:type_name -> floe.v1.NamedBucketMove
+	55, // 39: floe.v1.MoveReplicasResponse.queued:type_name -> floe.v1.NamedBucketMove
+	55, // 40: floe.v1.MoveReplicasResponse.cancelled:type_name -> floe.v1.NamedBucketMove
+	55, // 41: floe.v1.MoveReplicasResponse.dequeued:type_name -> floe.v1.NamedBucketMove
+	84, // 42: floe.v1.MoveReplicasResponse.bounds:type_name -> floe.v1.MoveBounds
+	55, // 43: floe.v1.MoveReplicasResponse.kept:type_name -> floe.v1.NamedBucketMove
+	61, // 44: floe.v1.MoveStatusResponse.running:type_name -> floe.v1.MoveProgress
+	55, // 45: floe.v1.MoveStatusResponse.queued:type_name -> floe.v1.NamedBucketMove
+	84, // 46: floe.v1.MoveStatusResponse.bounds:type_name -> floe.v1.MoveBounds
+	55, // 47: floe.v1.MoveProgress.move:type_name -> floe.v1.NamedBucketMove
+	64, // 48: floe.v1.RebalanceResponse.moves:type_name -> floe.v1.PlannedMove
+	65, // 49: floe.v1.RebalanceResponse.before:type_name -> floe.v1.NodeBalance
+	65, // 50: floe.v1.RebalanceResponse.after:type_name -> floe.v1.NodeBalance
+	57, // 51: floe.v1.RebalanceResponse.started:type_name -> floe.v1.MoveReplicasResponse
+	55, // 52: floe.v1.PlannedMove.move:type_name -> floe.v1.NamedBucketMove
+	75, // 53: floe.v1.SetClusterSettingsResponse.settings:type_name -> floe.v1.ClusterSettings
+	0,  // 54: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,  // 55: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,  // 56: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,  // 57: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11, // 58: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12, // 59: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13, // 60: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15, // 61: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16, // 62: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17, // 63: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	19, // 64: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	31, // 65: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	32, // 66: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	34, // 67: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
+	36, // 68: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
+	38, // 69: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	40, // 70: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
+	41, // 71: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
+	43, // 72: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
+	56, // 73: floe.v1.Meta.MoveReplicas:input_type -> floe.v1.MoveReplicasRequest
+	58, // 74: floe.v1.Meta.CancelMoves:input_type -> floe.v1.CancelMovesRequest
+	59, // 75: floe.v1.Meta.MoveStatus:input_type -> floe.v1.MoveStatusRequest
+	62, // 76: floe.v1.Meta.Rebalance:input_type -> floe.v1.RebalanceRequest
+	66, // 77: floe.v1.Meta.SetClusterSettings:input_type -> floe.v1.SetClusterSettingsRequest
+	21, // 78: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	24, // 79: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
+	27, // 80: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	28, // 81: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	29, // 82: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	47, // 83: floe.v1.Meta.PutUser:input_type -> floe.v1.PutUserRequest
+	48, // 84: floe.v1.Meta.DeleteUser:input_type -> floe.v1.DeleteUserRequest
+	49, // 85: floe.v1.Meta.ListUsers:input_type -> floe.v1.ListUsersRequest
+	51, // 86: floe.v1.Meta.AddAcls:input_type -> floe.v1.AddAclsRequest
+	52, // 87: floe.v1.Meta.RemoveAcls:input_type -> floe.v1.RemoveAclsRequest
+	53, // 88: floe.v1.Meta.ListAcls:input_type -> floe.v1.ListAclsRequest
+	2,  // 89: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,  // 90: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,  // 91: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,  // 92: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10, // 93: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10, // 94: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14, // 95: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10, // 96: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10, // 97: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	18, // 98: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	20, // 99: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	85, // 100: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	33, // 101: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	35, // 102: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
+	37, // 103: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
+	39, // 104: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	46, // 105: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
+	42, // 106: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
+	44, // 107: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
+	57, // 108: floe.v1.Meta.MoveReplicas:output_type -> floe.v1.MoveReplicasResponse
+	57, // 109: floe.v1.Meta.CancelMoves:output_type -> floe.v1.MoveReplicasResponse
+	60, // 110: floe.v1.Meta.MoveStatus:output_type -> floe.v1.MoveStatusResponse
+	63, // 111: floe.v1.Meta.Rebalance:output_type -> floe.v1.RebalanceResponse
+	67, // 112: floe.v1.Meta.SetClusterSettings:output_type -> floe.v1.SetClusterSettingsResponse
+	22, // 113: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	25, // 114: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
+	30, // 115: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	30, // 116: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	30, // 117: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	10, // 118: floe.v1.Meta.PutUser:output_type -> floe.v1.CommandResponse
+	10, // 119: floe.v1.Meta.DeleteUser:output_type -> floe.v1.CommandResponse
+	50, // 120: floe.v1.Meta.ListUsers:output_type -> floe.v1.ListUsersResponse
+	10, // 121: floe.v1.Meta.AddAcls:output_type -> floe.v1.CommandResponse
+	10, // 122: floe.v1.Meta.RemoveAcls:output_type -> floe.v1.CommandResponse
+	54, // 123: floe.v1.Meta.ListAcls:output_type -> floe.v1.ListAclsResponse
+	89, // [89:124] is the sub-list for method output_type
+	54, // [54:89] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -4303,13 +4768,14 @@ func file_meta_proto_init() {
 	file_metastate_proto_init()
 	file_meta_proto_msgTypes[26].OneofWrappers = []any{}
 	file_meta_proto_msgTypes[40].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[66].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   63,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

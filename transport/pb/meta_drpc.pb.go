@@ -60,6 +60,8 @@ type DRPCMetaClient interface {
 	MoveReplicas(ctx context.Context, in *MoveReplicasRequest) (*MoveReplicasResponse, error)
 	CancelMoves(ctx context.Context, in *CancelMovesRequest) (*MoveReplicasResponse, error)
 	MoveStatus(ctx context.Context, in *MoveStatusRequest) (*MoveStatusResponse, error)
+	Rebalance(ctx context.Context, in *RebalanceRequest) (*RebalanceResponse, error)
+	SetClusterSettings(ctx context.Context, in *SetClusterSettingsRequest) (*SetClusterSettingsResponse, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	BucketStatus(ctx context.Context, in *BucketStatusRequest) (*BucketStatusResponse, error)
 	AddVoter(ctx context.Context, in *AddVoterRequest) (*AdminResponse, error)
@@ -312,6 +314,24 @@ func (c *drpcMetaClient) MoveStatus(ctx context.Context, in *MoveStatusRequest) 
 	return out, nil
 }
 
+func (c *drpcMetaClient) Rebalance(ctx context.Context, in *RebalanceRequest) (*RebalanceResponse, error) {
+	out := new(RebalanceResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/Rebalance", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) SetClusterSettings(ctx context.Context, in *SetClusterSettingsRequest) (*SetClusterSettingsResponse, error) {
+	out := new(SetClusterSettingsResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/SetClusterSettings", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *drpcMetaClient) ClusterStatus(ctx context.Context, in *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	out := new(ClusterStatusResponse)
 	err := c.cc.Invoke(ctx, "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{}, in, out)
@@ -434,6 +454,8 @@ type DRPCMetaServer interface {
 	MoveReplicas(context.Context, *MoveReplicasRequest) (*MoveReplicasResponse, error)
 	CancelMoves(context.Context, *CancelMovesRequest) (*MoveReplicasResponse, error)
 	MoveStatus(context.Context, *MoveStatusRequest) (*MoveStatusResponse, error)
+	Rebalance(context.Context, *RebalanceRequest) (*RebalanceResponse, error)
+	SetClusterSettings(context.Context, *SetClusterSettingsRequest) (*SetClusterSettingsResponse, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	BucketStatus(context.Context, *BucketStatusRequest) (*BucketStatusResponse, error)
 	AddVoter(context.Context, *AddVoterRequest) (*AdminResponse, error)
@@ -537,6 +559,14 @@ func (s *DRPCMetaUnimplementedServer) MoveStatus(context.Context, *MoveStatusReq
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCMetaUnimplementedServer) Rebalance(context.Context, *RebalanceRequest) (*RebalanceResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) SetClusterSettings(context.Context, *SetClusterSettingsRequest) (*SetClusterSettingsResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 func (s *DRPCMetaUnimplementedServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
@@ -583,7 +613,7 @@ func (s *DRPCMetaUnimplementedServer) ListAcls(context.Context, *ListAclsRequest
 
 type DRPCMetaDescription struct{}
 
-func (DRPCMetaDescription) NumMethods() int { return 33 }
+func (DRPCMetaDescription) NumMethods() int { return 35 }
 
 func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -786,6 +816,24 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 					)
 			}, DRPCMetaServer.MoveStatus, true
 	case 22:
+		return "/floe.v1.Meta/Rebalance", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					Rebalance(
+						ctx,
+						in1.(*RebalanceRequest),
+					)
+			}, DRPCMetaServer.Rebalance, true
+	case 23:
+		return "/floe.v1.Meta/SetClusterSettings", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					SetClusterSettings(
+						ctx,
+						in1.(*SetClusterSettingsRequest),
+					)
+			}, DRPCMetaServer.SetClusterSettings, true
+	case 24:
 		return "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -794,7 +842,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ClusterStatusRequest),
 					)
 			}, DRPCMetaServer.ClusterStatus, true
-	case 23:
+	case 25:
 		return "/floe.v1.Meta/BucketStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -803,7 +851,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*BucketStatusRequest),
 					)
 			}, DRPCMetaServer.BucketStatus, true
-	case 24:
+	case 26:
 		return "/floe.v1.Meta/AddVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -812,7 +860,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddVoterRequest),
 					)
 			}, DRPCMetaServer.AddVoter, true
-	case 25:
+	case 27:
 		return "/floe.v1.Meta/RemoveVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -821,7 +869,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveVoterRequest),
 					)
 			}, DRPCMetaServer.RemoveVoter, true
-	case 26:
+	case 28:
 		return "/floe.v1.Meta/TransferLeadership", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -830,7 +878,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*TransferLeadershipRequest),
 					)
 			}, DRPCMetaServer.TransferLeadership, true
-	case 27:
+	case 29:
 		return "/floe.v1.Meta/PutUser", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -839,7 +887,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*PutUserRequest),
 					)
 			}, DRPCMetaServer.PutUser, true
-	case 28:
+	case 30:
 		return "/floe.v1.Meta/DeleteUser", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -848,7 +896,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*DeleteUserRequest),
 					)
 			}, DRPCMetaServer.DeleteUser, true
-	case 29:
+	case 31:
 		return "/floe.v1.Meta/ListUsers", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -857,7 +905,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ListUsersRequest),
 					)
 			}, DRPCMetaServer.ListUsers, true
-	case 30:
+	case 32:
 		return "/floe.v1.Meta/AddAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -866,7 +914,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddAclsRequest),
 					)
 			}, DRPCMetaServer.AddAcls, true
-	case 31:
+	case 33:
 		return "/floe.v1.Meta/RemoveAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -875,7 +923,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveAclsRequest),
 					)
 			}, DRPCMetaServer.RemoveAcls, true
-	case 32:
+	case 34:
 		return "/floe.v1.Meta/ListAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -1324,6 +1372,46 @@ func (x *drpcMeta_MoveStatusStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcMeta_MoveStatusStream) SendAndClose(m *MoveStatusResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_RebalanceStream interface {
+	drpc.Stream
+	SendAndClose(*RebalanceResponse) error
+}
+
+type drpcMeta_RebalanceStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_RebalanceStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_RebalanceStream) SendAndClose(m *RebalanceResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_SetClusterSettingsStream interface {
+	drpc.Stream
+	SendAndClose(*SetClusterSettingsResponse) error
+}
+
+type drpcMeta_SetClusterSettingsStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_SetClusterSettingsStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_SetClusterSettingsStream) SendAndClose(m *SetClusterSettingsResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
 		return err
 	}

@@ -260,9 +260,14 @@ type NodeRecord struct {
 	// Set by DrainNode before a planned stop: elections choose the node only
 	// when no other replica may lead. Cleared by the node's next
 	// registration (it restarted) or by DrainNode with cancel.
-	Draining      bool `protobuf:"varint,9,opt,name=draining,proto3" json:"draining,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Draining bool `protobuf:"varint,9,opt,name=draining,proto3" json:"draining,omitempty"`
+	// Set by DrainNode with decommission: every replica moves off the node
+	// (the controller plans the moves), new tables are not placed on it, and
+	// it stays draining across registrations. Cleared by DrainNode with
+	// cancel.
+	Decommissioning bool `protobuf:"varint,10,opt,name=decommissioning,proto3" json:"decommissioning,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *NodeRecord) Reset() {
@@ -354,6 +359,13 @@ func (x *NodeRecord) GetRegisteredAtMs() int64 {
 func (x *NodeRecord) GetDraining() bool {
 	if x != nil {
 		return x.Draining
+	}
+	return false
+}
+
+func (x *NodeRecord) GetDecommissioning() bool {
+	if x != nil {
+		return x.Decommissioning
 	}
 	return false
 }
@@ -1588,6 +1600,7 @@ type Command struct {
 	//	*Command_MoveReplicas
 	//	*Command_CompleteMove
 	//	*Command_CancelMove
+	//	*Command_SetClusterSettings
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1844,6 +1857,15 @@ func (x *Command) GetCancelMove() *CancelMove {
 	return nil
 }
 
+func (x *Command) GetSetClusterSettings() *SetClusterSettings {
+	if x != nil {
+		if x, ok := x.Op.(*Command_SetClusterSettings); ok {
+			return x.SetClusterSettings
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -1940,6 +1962,10 @@ type Command_CancelMove struct {
 	CancelMove *CancelMove `protobuf:"bytes,32,opt,name=cancel_move,json=cancelMove,proto3,oneof"`
 }
 
+type Command_SetClusterSettings struct {
+	SetClusterSettings *SetClusterSettings `protobuf:"bytes,33,opt,name=set_cluster_settings,json=setClusterSettings,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -1986,6 +2012,106 @@ func (*Command_CompleteMove) isCommand_Op() {}
 
 func (*Command_CancelMove) isCommand_Op() {}
 
+func (*Command_SetClusterSettings) isCommand_Op() {}
+
+// ClusterSettings are the cluster-wide switches an operator sets at run
+// time. Stored once; absent (all defaults) until the first
+// SetClusterSettings.
+type ClusterSettings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The controller elects each bucket's preferred leader (its first live
+	// in-sync replica) when another replica leads it, as an operator's clean
+	// ElectLeaders would: leaderships go back to a node that returned, and
+	// follow the replica order a rebalance planned.
+	AutoElectLeaders bool `protobuf:"varint,1,opt,name=auto_elect_leaders,json=autoElectLeaders,proto3" json:"auto_elect_leaders,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ClusterSettings) Reset() {
+	*x = ClusterSettings{}
+	mi := &file_metastate_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterSettings) ProtoMessage() {}
+
+func (x *ClusterSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterSettings.ProtoReflect.Descriptor instead.
+func (*ClusterSettings) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ClusterSettings) GetAutoElectLeaders() bool {
+	if x != nil {
+		return x.AutoElectLeaders
+	}
+	return false
+}
+
+// SetClusterSettings changes the settings it names; unchanged when they
+// hold those values already. The result is the settings after it
+// (CommandResult.settings).
+type SetClusterSettings struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	AutoElectLeaders *bool                  `protobuf:"varint,1,opt,name=auto_elect_leaders,json=autoElectLeaders,proto3,oneof" json:"auto_elect_leaders,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SetClusterSettings) Reset() {
+	*x = SetClusterSettings{}
+	mi := &file_metastate_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClusterSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClusterSettings) ProtoMessage() {}
+
+func (x *SetClusterSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClusterSettings.ProtoReflect.Descriptor instead.
+func (*SetClusterSettings) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SetClusterSettings) GetAutoElectLeaders() bool {
+	if x != nil && x.AutoElectLeaders != nil {
+		return *x.AutoElectLeaders
+	}
+	return false
+}
+
 // RemoveNode is an operator's removal of a node gone for good (dead, or
 // left out by a recovery of the metadata group): its registration is
 // deleted (MetadataUpdate.dropped_nodes) and it leaves the replica list and
@@ -2000,7 +2126,8 @@ func (*Command_CancelMove) isCommand_Op() {}
 // only in-sync copy of a bucket or is a bucket's last replica: its data
 // would be lost. UNKNOWN_NODE when the node is neither registered nor a
 // replica of any bucket. A bucket left with fewer replicas than its table's
-// replication is under-replicated until replicas are placed again.
+// replication is under-replicated until the controller re-places replicas
+// (a MoveReplicas it proposes).
 type RemoveNode struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	NodeId uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -2012,7 +2139,7 @@ type RemoveNode struct {
 
 func (x *RemoveNode) Reset() {
 	*x = RemoveNode{}
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2024,7 +2151,7 @@ func (x *RemoveNode) String() string {
 func (*RemoveNode) ProtoMessage() {}
 
 func (x *RemoveNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2037,7 +2164,7 @@ func (x *RemoveNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNode.ProtoReflect.Descriptor instead.
 func (*RemoveNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{16}
+	return file_metastate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RemoveNode) GetNodeId() uint32 {
@@ -2067,7 +2194,7 @@ type RemoveNodeResult struct {
 
 func (x *RemoveNodeResult) Reset() {
 	*x = RemoveNodeResult{}
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2079,7 +2206,7 @@ func (x *RemoveNodeResult) String() string {
 func (*RemoveNodeResult) ProtoMessage() {}
 
 func (x *RemoveNodeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2092,7 +2219,7 @@ func (x *RemoveNodeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResult.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{17}
+	return file_metastate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RemoveNodeResult) GetNode() *NodeRecord {
@@ -2123,7 +2250,10 @@ func (x *RemoveNodeResult) GetBuckets() []*BucketRecord {
 // that is not registered, INVALID_REQUEST for one without the tablet role.
 // Deterministic: it depends only on the state and the list. The result
 // (CommandResult.drain) lists every bucket the node led; unchanged when the
-// command changed nothing.
+// command changed nothing. With decommission the node is also marked
+// decommissioning (NodeRecord.decommissioning): a drain that does not end
+// at the next registration, under which the controller moves every replica
+// off the node; cancel clears both marks.
 type DrainNode struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	NodeId uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -2131,13 +2261,14 @@ type DrainNode struct {
 	// incarnation: only they can take a leadership.
 	LiveNodes     []uint32 `protobuf:"varint,2,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
 	Cancel        bool     `protobuf:"varint,3,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	Decommission  bool     `protobuf:"varint,4,opt,name=decommission,proto3" json:"decommission,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DrainNode) Reset() {
 	*x = DrainNode{}
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2149,7 +2280,7 @@ func (x *DrainNode) String() string {
 func (*DrainNode) ProtoMessage() {}
 
 func (x *DrainNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2162,7 +2293,7 @@ func (x *DrainNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNode.ProtoReflect.Descriptor instead.
 func (*DrainNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{18}
+	return file_metastate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DrainNode) GetNodeId() uint32 {
@@ -2186,6 +2317,13 @@ func (x *DrainNode) GetCancel() bool {
 	return false
 }
 
+func (x *DrainNode) GetDecommission() bool {
+	if x != nil {
+		return x.Decommission
+	}
+	return false
+}
+
 // DrainResult is the outcome of DrainNode.
 type DrainResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2199,7 +2337,7 @@ type DrainResult struct {
 
 func (x *DrainResult) Reset() {
 	*x = DrainResult{}
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2211,7 +2349,7 @@ func (x *DrainResult) String() string {
 func (*DrainResult) ProtoMessage() {}
 
 func (x *DrainResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2224,7 +2362,7 @@ func (x *DrainResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainResult.ProtoReflect.Descriptor instead.
 func (*DrainResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{19}
+	return file_metastate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DrainResult) GetNode() *NodeRecord {
@@ -2260,7 +2398,7 @@ type BucketDrain struct {
 
 func (x *BucketDrain) Reset() {
 	*x = BucketDrain{}
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2272,7 +2410,7 @@ func (x *BucketDrain) String() string {
 func (*BucketDrain) ProtoMessage() {}
 
 func (x *BucketDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2285,7 +2423,7 @@ func (x *BucketDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketDrain.ProtoReflect.Descriptor instead.
 func (*BucketDrain) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{20}
+	return file_metastate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BucketDrain) GetBucket() *BucketRecord {
@@ -2364,7 +2502,7 @@ type CommitKVSnapshot struct {
 
 func (x *CommitKVSnapshot) Reset() {
 	*x = CommitKVSnapshot{}
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2514,7 @@ func (x *CommitKVSnapshot) String() string {
 func (*CommitKVSnapshot) ProtoMessage() {}
 
 func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2527,7 @@ func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshot.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshot) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{21}
+	return file_metastate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CommitKVSnapshot) GetTableId() uint64 {
@@ -2472,7 +2610,7 @@ type CommitRemoteLog struct {
 
 func (x *CommitRemoteLog) Reset() {
 	*x = CommitRemoteLog{}
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2484,7 +2622,7 @@ func (x *CommitRemoteLog) String() string {
 func (*CommitRemoteLog) ProtoMessage() {}
 
 func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2497,7 +2635,7 @@ func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLog.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{22}
+	return file_metastate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CommitRemoteLog) GetTableId() uint64 {
@@ -2589,7 +2727,7 @@ type ReportDamagedReplica struct {
 
 func (x *ReportDamagedReplica) Reset() {
 	*x = ReportDamagedReplica{}
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2601,7 +2739,7 @@ func (x *ReportDamagedReplica) String() string {
 func (*ReportDamagedReplica) ProtoMessage() {}
 
 func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2614,7 +2752,7 @@ func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportDamagedReplica.ProtoReflect.Descriptor instead.
 func (*ReportDamagedReplica) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{23}
+	return file_metastate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReportDamagedReplica) GetTableId() uint64 {
@@ -2675,7 +2813,7 @@ type AllocateWriterId struct {
 
 func (x *AllocateWriterId) Reset() {
 	*x = AllocateWriterId{}
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2687,7 +2825,7 @@ func (x *AllocateWriterId) String() string {
 func (*AllocateWriterId) ProtoMessage() {}
 
 func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2700,7 +2838,7 @@ func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterId.ProtoReflect.Descriptor instead.
 func (*AllocateWriterId) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{24}
+	return file_metastate_proto_rawDescGZIP(), []int{26}
 }
 
 // AdjustIsr is a bucket leader's request to change its ISR: compare-and-set
@@ -2727,7 +2865,7 @@ type AdjustIsr struct {
 
 func (x *AdjustIsr) Reset() {
 	*x = AdjustIsr{}
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2739,7 +2877,7 @@ func (x *AdjustIsr) String() string {
 func (*AdjustIsr) ProtoMessage() {}
 
 func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2752,7 +2890,7 @@ func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsr.ProtoReflect.Descriptor instead.
 func (*AdjustIsr) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{25}
+	return file_metastate_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AdjustIsr) GetTableId() uint64 {
@@ -2815,7 +2953,7 @@ type MemberEpoch struct {
 
 func (x *MemberEpoch) Reset() {
 	*x = MemberEpoch{}
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2827,7 +2965,7 @@ func (x *MemberEpoch) String() string {
 func (*MemberEpoch) ProtoMessage() {}
 
 func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2840,7 +2978,7 @@ func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberEpoch.ProtoReflect.Descriptor instead.
 func (*MemberEpoch) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{26}
+	return file_metastate_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MemberEpoch) GetNodeId() uint32 {
@@ -2874,7 +3012,7 @@ type FenceNodes struct {
 
 func (x *FenceNodes) Reset() {
 	*x = FenceNodes{}
-	mi := &file_metastate_proto_msgTypes[27]
+	mi := &file_metastate_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2886,7 +3024,7 @@ func (x *FenceNodes) String() string {
 func (*FenceNodes) ProtoMessage() {}
 
 func (x *FenceNodes) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[27]
+	mi := &file_metastate_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2899,7 +3037,7 @@ func (x *FenceNodes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceNodes.ProtoReflect.Descriptor instead.
 func (*FenceNodes) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{27}
+	return file_metastate_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *FenceNodes) GetGone() []uint32 {
@@ -2946,7 +3084,7 @@ type ElectLeaders struct {
 
 func (x *ElectLeaders) Reset() {
 	*x = ElectLeaders{}
-	mi := &file_metastate_proto_msgTypes[28]
+	mi := &file_metastate_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2958,7 +3096,7 @@ func (x *ElectLeaders) String() string {
 func (*ElectLeaders) ProtoMessage() {}
 
 func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[28]
+	mi := &file_metastate_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2971,7 +3109,7 @@ func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeaders.ProtoReflect.Descriptor instead.
 func (*ElectLeaders) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{28}
+	return file_metastate_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ElectLeaders) GetDatabase() string {
@@ -3032,7 +3170,7 @@ type ReplicaLog struct {
 
 func (x *ReplicaLog) Reset() {
 	*x = ReplicaLog{}
-	mi := &file_metastate_proto_msgTypes[29]
+	mi := &file_metastate_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3044,7 +3182,7 @@ func (x *ReplicaLog) String() string {
 func (*ReplicaLog) ProtoMessage() {}
 
 func (x *ReplicaLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[29]
+	mi := &file_metastate_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3057,7 +3195,7 @@ func (x *ReplicaLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaLog.ProtoReflect.Descriptor instead.
 func (*ReplicaLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{29}
+	return file_metastate_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReplicaLog) GetNodeId() uint32 {
@@ -3107,7 +3245,7 @@ type ElectionCandidate struct {
 
 func (x *ElectionCandidate) Reset() {
 	*x = ElectionCandidate{}
-	mi := &file_metastate_proto_msgTypes[30]
+	mi := &file_metastate_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3119,7 +3257,7 @@ func (x *ElectionCandidate) String() string {
 func (*ElectionCandidate) ProtoMessage() {}
 
 func (x *ElectionCandidate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[30]
+	mi := &file_metastate_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3132,7 +3270,7 @@ func (x *ElectionCandidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionCandidate.ProtoReflect.Descriptor instead.
 func (*ElectionCandidate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{30}
+	return file_metastate_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ElectionCandidate) GetNodeId() uint32 {
@@ -3180,7 +3318,7 @@ type ElectionResult struct {
 
 func (x *ElectionResult) Reset() {
 	*x = ElectionResult{}
-	mi := &file_metastate_proto_msgTypes[31]
+	mi := &file_metastate_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3192,7 +3330,7 @@ func (x *ElectionResult) String() string {
 func (*ElectionResult) ProtoMessage() {}
 
 func (x *ElectionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[31]
+	mi := &file_metastate_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3205,7 +3343,7 @@ func (x *ElectionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionResult.ProtoReflect.Descriptor instead.
 func (*ElectionResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{31}
+	return file_metastate_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ElectionResult) GetBuckets() []*BucketElection {
@@ -3233,7 +3371,7 @@ type BucketElection struct {
 
 func (x *BucketElection) Reset() {
 	*x = BucketElection{}
-	mi := &file_metastate_proto_msgTypes[32]
+	mi := &file_metastate_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3245,7 +3383,7 @@ func (x *BucketElection) String() string {
 func (*BucketElection) ProtoMessage() {}
 
 func (x *BucketElection) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[32]
+	mi := &file_metastate_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3258,7 +3396,7 @@ func (x *BucketElection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketElection.ProtoReflect.Descriptor instead.
 func (*BucketElection) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{32}
+	return file_metastate_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *BucketElection) GetBucket() *BucketRecord {
@@ -3313,7 +3451,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[33]
+	mi := &file_metastate_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3325,7 +3463,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[33]
+	mi := &file_metastate_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3338,7 +3476,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{33}
+	return file_metastate_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -3357,7 +3495,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[34]
+	mi := &file_metastate_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3369,7 +3507,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[34]
+	mi := &file_metastate_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3382,7 +3520,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{34}
+	return file_metastate_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -3402,7 +3540,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[35]
+	mi := &file_metastate_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3414,7 +3552,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[35]
+	mi := &file_metastate_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3427,7 +3565,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{35}
+	return file_metastate_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -3455,7 +3593,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[36]
+	mi := &file_metastate_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3467,7 +3605,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[36]
+	mi := &file_metastate_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3480,7 +3618,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{36}
+	return file_metastate_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -3533,7 +3671,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[37]
+	mi := &file_metastate_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3545,7 +3683,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[37]
+	mi := &file_metastate_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3558,7 +3696,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{37}
+	return file_metastate_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -3649,7 +3787,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[38]
+	mi := &file_metastate_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3661,7 +3799,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[38]
+	mi := &file_metastate_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3674,7 +3812,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{38}
+	return file_metastate_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -3717,6 +3855,7 @@ type CommandResult struct {
 	//	*CommandResult_Drain
 	//	*CommandResult_Removal
 	//	*CommandResult_Moves
+	//	*CommandResult_Settings
 	Value isCommandResult_Value `protobuf_oneof:"value"`
 	// Set when an "if not exists" or "if exists" made the command a no-op.
 	Unchanged bool `protobuf:"varint,20,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
@@ -3728,7 +3867,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[39]
+	mi := &file_metastate_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3740,7 +3879,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[39]
+	mi := &file_metastate_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3753,7 +3892,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{39}
+	return file_metastate_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -3865,6 +4004,15 @@ func (x *CommandResult) GetMoves() *MoveResult {
 	return nil
 }
 
+func (x *CommandResult) GetSettings() *ClusterSettings {
+	if x != nil {
+		if x, ok := x.Value.(*CommandResult_Settings); ok {
+			return x.Settings
+		}
+	}
+	return nil
+}
+
 func (x *CommandResult) GetUnchanged() bool {
 	if x != nil {
 		return x.Unchanged
@@ -3919,6 +4067,10 @@ type CommandResult_Moves struct {
 	Moves *MoveResult `protobuf:"bytes,18,opt,name=moves,proto3,oneof"`
 }
 
+type CommandResult_Settings struct {
+	Settings *ClusterSettings `protobuf:"bytes,19,opt,name=settings,proto3,oneof"`
+}
+
 func (*CommandResult_Database) isCommandResult_Value() {}
 
 func (*CommandResult_Table) isCommandResult_Value() {}
@@ -3936,6 +4088,8 @@ func (*CommandResult_Drain) isCommandResult_Value() {}
 func (*CommandResult_Removal) isCommandResult_Value() {}
 
 func (*CommandResult_Moves) isCommandResult_Value() {}
+
+func (*CommandResult_Settings) isCommandResult_Value() {}
 
 // MetadataUpdate is one message of the metadata stream a tablet node
 // follows: a full image (full = true: everything there is at index) or the
@@ -3986,7 +4140,7 @@ type MetadataUpdate struct {
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[40]
+	mi := &file_metastate_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3998,7 +4152,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[40]
+	mi := &file_metastate_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4011,7 +4165,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{40}
+	return file_metastate_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -4137,7 +4291,7 @@ type MoveBounds struct {
 
 func (x *MoveBounds) Reset() {
 	*x = MoveBounds{}
-	mi := &file_metastate_proto_msgTypes[41]
+	mi := &file_metastate_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4149,7 +4303,7 @@ func (x *MoveBounds) String() string {
 func (*MoveBounds) ProtoMessage() {}
 
 func (x *MoveBounds) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[41]
+	mi := &file_metastate_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4162,7 +4316,7 @@ func (x *MoveBounds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveBounds.ProtoReflect.Descriptor instead.
 func (*MoveBounds) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{41}
+	return file_metastate_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *MoveBounds) GetThrottleBytesPerS() int64 {
@@ -4191,7 +4345,7 @@ type ReplicaRemoval struct {
 
 func (x *ReplicaRemoval) Reset() {
 	*x = ReplicaRemoval{}
-	mi := &file_metastate_proto_msgTypes[42]
+	mi := &file_metastate_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4203,7 +4357,7 @@ func (x *ReplicaRemoval) String() string {
 func (*ReplicaRemoval) ProtoMessage() {}
 
 func (x *ReplicaRemoval) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[42]
+	mi := &file_metastate_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4216,7 +4370,7 @@ func (x *ReplicaRemoval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRemoval.ProtoReflect.Descriptor instead.
 func (*ReplicaRemoval) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{42}
+	return file_metastate_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReplicaRemoval) GetTableId() uint64 {
@@ -4258,7 +4412,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_metastate_proto_msgTypes[43]
+	mi := &file_metastate_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4270,7 +4424,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[43]
+	mi := &file_metastate_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4283,7 +4437,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{43}
+	return file_metastate_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *UserRecord) GetName() string {
@@ -4351,7 +4505,7 @@ type PutUser struct {
 
 func (x *PutUser) Reset() {
 	*x = PutUser{}
-	mi := &file_metastate_proto_msgTypes[44]
+	mi := &file_metastate_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4363,7 +4517,7 @@ func (x *PutUser) String() string {
 func (*PutUser) ProtoMessage() {}
 
 func (x *PutUser) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[44]
+	mi := &file_metastate_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4376,7 +4530,7 @@ func (x *PutUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutUser.ProtoReflect.Descriptor instead.
 func (*PutUser) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{44}
+	return file_metastate_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PutUser) GetUser() *UserRecord {
@@ -4418,7 +4572,7 @@ type DeleteUser struct {
 
 func (x *DeleteUser) Reset() {
 	*x = DeleteUser{}
-	mi := &file_metastate_proto_msgTypes[45]
+	mi := &file_metastate_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4430,7 +4584,7 @@ func (x *DeleteUser) String() string {
 func (*DeleteUser) ProtoMessage() {}
 
 func (x *DeleteUser) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[45]
+	mi := &file_metastate_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4443,7 +4597,7 @@ func (x *DeleteUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUser.ProtoReflect.Descriptor instead.
 func (*DeleteUser) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{45}
+	return file_metastate_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DeleteUser) GetName() string {
@@ -4474,7 +4628,7 @@ type AclEntry struct {
 
 func (x *AclEntry) Reset() {
 	*x = AclEntry{}
-	mi := &file_metastate_proto_msgTypes[46]
+	mi := &file_metastate_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4486,7 +4640,7 @@ func (x *AclEntry) String() string {
 func (*AclEntry) ProtoMessage() {}
 
 func (x *AclEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[46]
+	mi := &file_metastate_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4499,7 +4653,7 @@ func (x *AclEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclEntry.ProtoReflect.Descriptor instead.
 func (*AclEntry) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{46}
+	return file_metastate_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AclEntry) GetPrincipal() string {
@@ -4561,7 +4715,7 @@ type AddAcls struct {
 
 func (x *AddAcls) Reset() {
 	*x = AddAcls{}
-	mi := &file_metastate_proto_msgTypes[47]
+	mi := &file_metastate_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4573,7 +4727,7 @@ func (x *AddAcls) String() string {
 func (*AddAcls) ProtoMessage() {}
 
 func (x *AddAcls) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[47]
+	mi := &file_metastate_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4586,7 +4740,7 @@ func (x *AddAcls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAcls.ProtoReflect.Descriptor instead.
 func (*AddAcls) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{47}
+	return file_metastate_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AddAcls) GetEntries() []*AclEntry {
@@ -4607,7 +4761,7 @@ type RemoveAcls struct {
 
 func (x *RemoveAcls) Reset() {
 	*x = RemoveAcls{}
-	mi := &file_metastate_proto_msgTypes[48]
+	mi := &file_metastate_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4619,7 +4773,7 @@ func (x *RemoveAcls) String() string {
 func (*RemoveAcls) ProtoMessage() {}
 
 func (x *RemoveAcls) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[48]
+	mi := &file_metastate_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4632,7 +4786,7 @@ func (x *RemoveAcls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAcls.ProtoReflect.Descriptor instead.
 func (*RemoveAcls) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{48}
+	return file_metastate_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RemoveAcls) GetEntries() []*AclEntry {
@@ -4653,7 +4807,7 @@ type InitWriterKey struct {
 
 func (x *InitWriterKey) Reset() {
 	*x = InitWriterKey{}
-	mi := &file_metastate_proto_msgTypes[49]
+	mi := &file_metastate_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4665,7 +4819,7 @@ func (x *InitWriterKey) String() string {
 func (*InitWriterKey) ProtoMessage() {}
 
 func (x *InitWriterKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[49]
+	mi := &file_metastate_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4678,7 +4832,7 @@ func (x *InitWriterKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitWriterKey.ProtoReflect.Descriptor instead.
 func (*InitWriterKey) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{49}
+	return file_metastate_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *InitWriterKey) GetKey() []byte {
@@ -4692,7 +4846,7 @@ var File_metastate_proto protoreflect.FileDescriptor
 
 const file_metastate_proto_rawDesc = "" +
 	"\n" +
-	"\x0fmetastate.proto\x12\afloe.v1\x1a\ferrors.proto\"\x95\x02\n" +
+	"\x0fmetastate.proto\x12\afloe.v1\x1a\ferrors.proto\"\xbf\x02\n" +
 	"\n" +
 	"NodeRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x14\n" +
@@ -4705,7 +4859,9 @@ const file_metastate_proto_rawDesc = "" +
 	"\n" +
 	"node_epoch\x18\a \x01(\x04R\tnodeEpoch\x12(\n" +
 	"\x10registered_at_ms\x18\b \x01(\x03R\x0eregisteredAtMs\x12\x1a\n" +
-	"\bdraining\x18\t \x01(\bR\bdraining\"X\n" +
+	"\bdraining\x18\t \x01(\bR\bdraining\x12(\n" +
+	"\x0fdecommissioning\x18\n" +
+	" \x01(\bR\x0fdecommissioning\"X\n" +
 	"\x0eDatabaseRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\"\n" +
@@ -4813,7 +4969,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\bsegments\x18\x06 \x01(\x05R\bsegments\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12#\n" +
 	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\x12(\n" +
-	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xaa\v\n" +
+	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xfb\v\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -4848,8 +5004,14 @@ const file_metastate_proto_rawDesc = "" +
 	"\rmove_replicas\x18\x1e \x01(\v2\x15.floe.v1.MoveReplicasH\x00R\fmoveReplicas\x12<\n" +
 	"\rcomplete_move\x18\x1f \x01(\v2\x15.floe.v1.CompleteMoveH\x00R\fcompleteMove\x126\n" +
 	"\vcancel_move\x18  \x01(\v2\x13.floe.v1.CancelMoveH\x00R\n" +
-	"cancelMoveB\x04\n" +
-	"\x02op\"D\n" +
+	"cancelMove\x12O\n" +
+	"\x14set_cluster_settings\x18! \x01(\v2\x1b.floe.v1.SetClusterSettingsH\x00R\x12setClusterSettingsB\x04\n" +
+	"\x02op\"?\n" +
+	"\x0fClusterSettings\x12,\n" +
+	"\x12auto_elect_leaders\x18\x01 \x01(\bR\x10autoElectLeaders\"^\n" +
+	"\x12SetClusterSettings\x121\n" +
+	"\x12auto_elect_leaders\x18\x01 \x01(\bH\x00R\x10autoElectLeaders\x88\x01\x01B\x15\n" +
+	"\x13_auto_elect_leaders\"D\n" +
 	"\n" +
 	"RemoveNode\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x1d\n" +
@@ -4857,12 +5019,13 @@ const file_metastate_proto_rawDesc = "" +
 	"live_nodes\x18\x02 \x03(\rR\tliveNodes\"l\n" +
 	"\x10RemoveNodeResult\x12'\n" +
 	"\x04node\x18\x01 \x01(\v2\x13.floe.v1.NodeRecordR\x04node\x12/\n" +
-	"\abuckets\x18\x02 \x03(\v2\x15.floe.v1.BucketRecordR\abuckets\"[\n" +
+	"\abuckets\x18\x02 \x03(\v2\x15.floe.v1.BucketRecordR\abuckets\"\x7f\n" +
 	"\tDrainNode\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x1d\n" +
 	"\n" +
 	"live_nodes\x18\x02 \x03(\rR\tliveNodes\x12\x16\n" +
-	"\x06cancel\x18\x03 \x01(\bR\x06cancel\"f\n" +
+	"\x06cancel\x18\x03 \x01(\bR\x06cancel\x12\"\n" +
+	"\fdecommission\x18\x04 \x01(\bR\fdecommission\"f\n" +
 	"\vDrainResult\x12'\n" +
 	"\x04node\x18\x01 \x01(\v2\x13.floe.v1.NodeRecordR\x04node\x12.\n" +
 	"\abuckets\x18\x02 \x03(\v2\x14.floe.v1.BucketDrainR\abuckets\"\xc2\x01\n" +
@@ -4988,7 +5151,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\tDropTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
-	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xd6\x04\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\x8e\x05\n" +
 	"\rCommandResult\x12&\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x14\n" +
@@ -5002,7 +5165,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\belection\x18\x0f \x01(\v2\x17.floe.v1.ElectionResultH\x00R\belection\x12,\n" +
 	"\x05drain\x18\x10 \x01(\v2\x14.floe.v1.DrainResultH\x00R\x05drain\x125\n" +
 	"\aremoval\x18\x11 \x01(\v2\x19.floe.v1.RemoveNodeResultH\x00R\aremoval\x12+\n" +
-	"\x05moves\x18\x12 \x01(\v2\x13.floe.v1.MoveResultH\x00R\x05moves\x12\x1c\n" +
+	"\x05moves\x18\x12 \x01(\v2\x13.floe.v1.MoveResultH\x00R\x05moves\x126\n" +
+	"\bsettings\x18\x13 \x01(\v2\x18.floe.v1.ClusterSettingsH\x00R\bsettings\x12\x1c\n" +
 	"\tunchanged\x18\x14 \x01(\bR\tunchanged\x12!\n" +
 	"\facls_changed\x18\x15 \x01(\rR\vaclsChangedB\a\n" +
 	"\x05value\"\xed\x04\n" +
@@ -5109,7 +5273,7 @@ func file_metastate_proto_rawDescGZIP() []byte {
 }
 
 var file_metastate_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_metastate_proto_goTypes = []any{
 	(AclResourceType)(0),         // 0: floe.v1.AclResourceType
 	(AclPatternType)(0),          // 1: floe.v1.AclPatternType
@@ -5131,48 +5295,50 @@ var file_metastate_proto_goTypes = []any{
 	(*KVSnapshot)(nil),           // 17: floe.v1.KVSnapshot
 	(*RemoteLog)(nil),            // 18: floe.v1.RemoteLog
 	(*Command)(nil),              // 19: floe.v1.Command
-	(*RemoveNode)(nil),           // 20: floe.v1.RemoveNode
-	(*RemoveNodeResult)(nil),     // 21: floe.v1.RemoveNodeResult
-	(*DrainNode)(nil),            // 22: floe.v1.DrainNode
-	(*DrainResult)(nil),          // 23: floe.v1.DrainResult
-	(*BucketDrain)(nil),          // 24: floe.v1.BucketDrain
-	(*CommitKVSnapshot)(nil),     // 25: floe.v1.CommitKVSnapshot
-	(*CommitRemoteLog)(nil),      // 26: floe.v1.CommitRemoteLog
-	(*ReportDamagedReplica)(nil), // 27: floe.v1.ReportDamagedReplica
-	(*AllocateWriterId)(nil),     // 28: floe.v1.AllocateWriterId
-	(*AdjustIsr)(nil),            // 29: floe.v1.AdjustIsr
-	(*MemberEpoch)(nil),          // 30: floe.v1.MemberEpoch
-	(*FenceNodes)(nil),           // 31: floe.v1.FenceNodes
-	(*ElectLeaders)(nil),         // 32: floe.v1.ElectLeaders
-	(*ReplicaLog)(nil),           // 33: floe.v1.ReplicaLog
-	(*ElectionCandidate)(nil),    // 34: floe.v1.ElectionCandidate
-	(*ElectionResult)(nil),       // 35: floe.v1.ElectionResult
-	(*BucketElection)(nil),       // 36: floe.v1.BucketElection
-	(*InitCluster)(nil),          // 37: floe.v1.InitCluster
-	(*RegisterNode)(nil),         // 38: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),       // 39: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),         // 40: floe.v1.DropDatabase
-	(*CreateTable)(nil),          // 41: floe.v1.CreateTable
-	(*DropTable)(nil),            // 42: floe.v1.DropTable
-	(*CommandResult)(nil),        // 43: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),       // 44: floe.v1.MetadataUpdate
-	(*MoveBounds)(nil),           // 45: floe.v1.MoveBounds
-	(*ReplicaRemoval)(nil),       // 46: floe.v1.ReplicaRemoval
-	(*UserRecord)(nil),           // 47: floe.v1.UserRecord
-	(*PutUser)(nil),              // 48: floe.v1.PutUser
-	(*DeleteUser)(nil),           // 49: floe.v1.DeleteUser
-	(*AclEntry)(nil),             // 50: floe.v1.AclEntry
-	(*AddAcls)(nil),              // 51: floe.v1.AddAcls
-	(*RemoveAcls)(nil),           // 52: floe.v1.RemoveAcls
-	(*InitWriterKey)(nil),        // 53: floe.v1.InitWriterKey
-	nil,                          // 54: floe.v1.TableRecord.PropertiesEntry
-	nil,                          // 55: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),               // 56: floe.v1.ErrorCode
+	(*ClusterSettings)(nil),      // 20: floe.v1.ClusterSettings
+	(*SetClusterSettings)(nil),   // 21: floe.v1.SetClusterSettings
+	(*RemoveNode)(nil),           // 22: floe.v1.RemoveNode
+	(*RemoveNodeResult)(nil),     // 23: floe.v1.RemoveNodeResult
+	(*DrainNode)(nil),            // 24: floe.v1.DrainNode
+	(*DrainResult)(nil),          // 25: floe.v1.DrainResult
+	(*BucketDrain)(nil),          // 26: floe.v1.BucketDrain
+	(*CommitKVSnapshot)(nil),     // 27: floe.v1.CommitKVSnapshot
+	(*CommitRemoteLog)(nil),      // 28: floe.v1.CommitRemoteLog
+	(*ReportDamagedReplica)(nil), // 29: floe.v1.ReportDamagedReplica
+	(*AllocateWriterId)(nil),     // 30: floe.v1.AllocateWriterId
+	(*AdjustIsr)(nil),            // 31: floe.v1.AdjustIsr
+	(*MemberEpoch)(nil),          // 32: floe.v1.MemberEpoch
+	(*FenceNodes)(nil),           // 33: floe.v1.FenceNodes
+	(*ElectLeaders)(nil),         // 34: floe.v1.ElectLeaders
+	(*ReplicaLog)(nil),           // 35: floe.v1.ReplicaLog
+	(*ElectionCandidate)(nil),    // 36: floe.v1.ElectionCandidate
+	(*ElectionResult)(nil),       // 37: floe.v1.ElectionResult
+	(*BucketElection)(nil),       // 38: floe.v1.BucketElection
+	(*InitCluster)(nil),          // 39: floe.v1.InitCluster
+	(*RegisterNode)(nil),         // 40: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),       // 41: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),         // 42: floe.v1.DropDatabase
+	(*CreateTable)(nil),          // 43: floe.v1.CreateTable
+	(*DropTable)(nil),            // 44: floe.v1.DropTable
+	(*CommandResult)(nil),        // 45: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),       // 46: floe.v1.MetadataUpdate
+	(*MoveBounds)(nil),           // 47: floe.v1.MoveBounds
+	(*ReplicaRemoval)(nil),       // 48: floe.v1.ReplicaRemoval
+	(*UserRecord)(nil),           // 49: floe.v1.UserRecord
+	(*PutUser)(nil),              // 50: floe.v1.PutUser
+	(*DeleteUser)(nil),           // 51: floe.v1.DeleteUser
+	(*AclEntry)(nil),             // 52: floe.v1.AclEntry
+	(*AddAcls)(nil),              // 53: floe.v1.AddAcls
+	(*RemoveAcls)(nil),           // 54: floe.v1.RemoveAcls
+	(*InitWriterKey)(nil),        // 55: floe.v1.InitWriterKey
+	nil,                          // 56: floe.v1.TableRecord.PropertiesEntry
+	nil,                          // 57: floe.v1.CreateTable.PropertiesEntry
+	(ErrorCode)(0),               // 58: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	6,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	7,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	54, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	56, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
 	18, // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
 	17, // 4: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
 	10, // 5: floe.v1.BucketRecord.move:type_name -> floe.v1.ReplicaMove
@@ -5182,74 +5348,76 @@ var file_metastate_proto_depIdxs = []int32{
 	9,  // 9: floe.v1.MoveResult.buckets:type_name -> floe.v1.BucketRecord
 	12, // 10: floe.v1.MoveResult.plan:type_name -> floe.v1.MovePlan
 	11, // 11: floe.v1.MoveResult.queued:type_name -> floe.v1.BucketMove
-	37, // 12: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	38, // 13: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	39, // 14: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	40, // 15: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	41, // 16: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	42, // 17: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
-	28, // 18: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
-	29, // 19: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
-	31, // 20: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
-	32, // 21: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
-	27, // 22: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
-	26, // 23: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
-	25, // 24: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
-	22, // 25: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
-	20, // 26: floe.v1.Command.remove_node:type_name -> floe.v1.RemoveNode
-	48, // 27: floe.v1.Command.put_user:type_name -> floe.v1.PutUser
-	49, // 28: floe.v1.Command.delete_user:type_name -> floe.v1.DeleteUser
-	51, // 29: floe.v1.Command.add_acls:type_name -> floe.v1.AddAcls
-	52, // 30: floe.v1.Command.remove_acls:type_name -> floe.v1.RemoveAcls
-	53, // 31: floe.v1.Command.init_writer_key:type_name -> floe.v1.InitWriterKey
+	39, // 12: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	40, // 13: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	41, // 14: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	42, // 15: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	43, // 16: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	44, // 17: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	30, // 18: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
+	31, // 19: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
+	33, // 20: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
+	34, // 21: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
+	29, // 22: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
+	28, // 23: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
+	27, // 24: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
+	24, // 25: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
+	22, // 26: floe.v1.Command.remove_node:type_name -> floe.v1.RemoveNode
+	50, // 27: floe.v1.Command.put_user:type_name -> floe.v1.PutUser
+	51, // 28: floe.v1.Command.delete_user:type_name -> floe.v1.DeleteUser
+	53, // 29: floe.v1.Command.add_acls:type_name -> floe.v1.AddAcls
+	54, // 30: floe.v1.Command.remove_acls:type_name -> floe.v1.RemoveAcls
+	55, // 31: floe.v1.Command.init_writer_key:type_name -> floe.v1.InitWriterKey
 	13, // 32: floe.v1.Command.move_replicas:type_name -> floe.v1.MoveReplicas
 	14, // 33: floe.v1.Command.complete_move:type_name -> floe.v1.CompleteMove
 	15, // 34: floe.v1.Command.cancel_move:type_name -> floe.v1.CancelMove
-	4,  // 35: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
-	9,  // 36: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
-	4,  // 37: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
-	24, // 38: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
-	9,  // 39: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
-	56, // 40: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
-	17, // 41: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
-	18, // 42: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
-	30, // 43: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
-	33, // 44: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
-	36, // 45: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	9,  // 46: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	56, // 47: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	34, // 48: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
-	4,  // 49: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	6,  // 50: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	55, // 51: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	56, // 52: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	5,  // 53: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	8,  // 54: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	4,  // 55: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	9,  // 56: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	35, // 57: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	23, // 58: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
-	21, // 59: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
-	16, // 60: floe.v1.CommandResult.moves:type_name -> floe.v1.MoveResult
-	4,  // 61: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	8,  // 62: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	9,  // 63: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	47, // 64: floe.v1.MetadataUpdate.users:type_name -> floe.v1.UserRecord
-	50, // 65: floe.v1.MetadataUpdate.acls:type_name -> floe.v1.AclEntry
-	46, // 66: floe.v1.MetadataUpdate.removed_replicas:type_name -> floe.v1.ReplicaRemoval
-	45, // 67: floe.v1.MetadataUpdate.move_bounds:type_name -> floe.v1.MoveBounds
-	47, // 68: floe.v1.PutUser.user:type_name -> floe.v1.UserRecord
-	0,  // 69: floe.v1.AclEntry.resource_type:type_name -> floe.v1.AclResourceType
-	1,  // 70: floe.v1.AclEntry.pattern:type_name -> floe.v1.AclPatternType
-	2,  // 71: floe.v1.AclEntry.operation:type_name -> floe.v1.AclOperation
-	3,  // 72: floe.v1.AclEntry.permission:type_name -> floe.v1.AclPermission
-	50, // 73: floe.v1.AddAcls.entries:type_name -> floe.v1.AclEntry
-	50, // 74: floe.v1.RemoveAcls.entries:type_name -> floe.v1.AclEntry
-	75, // [75:75] is the sub-list for method output_type
-	75, // [75:75] is the sub-list for method input_type
-	75, // [75:75] is the sub-list for extension type_name
-	75, // [75:75] is the sub-list for extension extendee
-	0,  // [0:75] is the sub-list for field type_name
+	21, // 35: floe.v1.Command.set_cluster_settings:type_name -> floe.v1.SetClusterSettings
+	4,  // 36: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
+	9,  // 37: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
+	4,  // 38: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
+	26, // 39: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
+	9,  // 40: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
+	58, // 41: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
+	17, // 42: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
+	18, // 43: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
+	32, // 44: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
+	35, // 45: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
+	38, // 46: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	9,  // 47: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	58, // 48: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	36, // 49: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
+	4,  // 50: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	6,  // 51: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	57, // 52: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	58, // 53: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	5,  // 54: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	8,  // 55: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	4,  // 56: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	9,  // 57: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	37, // 58: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	25, // 59: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
+	23, // 60: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
+	16, // 61: floe.v1.CommandResult.moves:type_name -> floe.v1.MoveResult
+	20, // 62: floe.v1.CommandResult.settings:type_name -> floe.v1.ClusterSettings
+	4,  // 63: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	8,  // 64: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	9,  // 65: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	49, // 66: floe.v1.MetadataUpdate.users:type_name -> floe.v1.UserRecord
+	52, // 67: floe.v1.MetadataUpdate.acls:type_name -> floe.v1.AclEntry
+	48, // 68: floe.v1.MetadataUpdate.removed_replicas:type_name -> floe.v1.ReplicaRemoval
+	47, // 69: floe.v1.MetadataUpdate.move_bounds:type_name -> floe.v1.MoveBounds
+	49, // 70: floe.v1.PutUser.user:type_name -> floe.v1.UserRecord
+	0,  // 71: floe.v1.AclEntry.resource_type:type_name -> floe.v1.AclResourceType
+	1,  // 72: floe.v1.AclEntry.pattern:type_name -> floe.v1.AclPatternType
+	2,  // 73: floe.v1.AclEntry.operation:type_name -> floe.v1.AclOperation
+	3,  // 74: floe.v1.AclEntry.permission:type_name -> floe.v1.AclPermission
+	52, // 75: floe.v1.AddAcls.entries:type_name -> floe.v1.AclEntry
+	52, // 76: floe.v1.RemoveAcls.entries:type_name -> floe.v1.AclEntry
+	77, // [77:77] is the sub-list for method output_type
+	77, // [77:77] is the sub-list for method input_type
+	77, // [77:77] is the sub-list for extension type_name
+	77, // [77:77] is the sub-list for extension extendee
+	0,  // [0:77] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -5282,10 +5450,12 @@ func file_metastate_proto_init() {
 		(*Command_MoveReplicas)(nil),
 		(*Command_CompleteMove)(nil),
 		(*Command_CancelMove)(nil),
+		(*Command_SetClusterSettings)(nil),
 	}
-	file_metastate_proto_msgTypes[21].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[28].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[39].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[17].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[23].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[30].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[41].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
@@ -5295,6 +5465,7 @@ func file_metastate_proto_init() {
 		(*CommandResult_Drain)(nil),
 		(*CommandResult_Removal)(nil),
 		(*CommandResult_Moves)(nil),
+		(*CommandResult_Settings)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5302,7 +5473,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   52,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
