@@ -31,6 +31,7 @@ func clusterRebalanceCmd(env *cliEnv) clientCmd {
 			fs.Var(&wait, "wait", "with --execute: wait until every move is done (at most DURATION, default 10m), printing progress, then elect the preferred leaders")
 			bounds.register(fs)
 		},
+		prepare:   waitDuration(&wait, 0),
 		streaming: true,
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, _ []string) error {
 			opts, err := bounds.options()
@@ -78,6 +79,20 @@ func clusterRebalanceCmd(env *cliEnv) clientCmd {
 				plural(int64(len(p.Moves)), "bucket"), plural(int64(elected), "bucket"))
 			return nil
 		}}
+}
+
+// waitDuration takes a --wait flag's duration from the positional
+// argument after the first n, when --wait is set and one is there.
+func waitDuration(wait *waitFlag, n int) func(cf *clientFlags, pos []string) ([]string, error) {
+	return func(cf *clientFlags, pos []string) ([]string, error) {
+		if wait.set && len(pos) == n+1 {
+			if err := wait.setDuration(pos[n]); err != nil {
+				return nil, fmt.Errorf("%w: %v", errUsage, err)
+			}
+			pos = pos[:n]
+		}
+		return pos, nil
+	}
 }
 
 // waitOr is the wait's duration, or d when the flag gave none.
@@ -260,6 +275,7 @@ func nodeDecommissionCmd(env *cliEnv) clientCmd {
 		flags: func(fs *flag.FlagSet) {
 			fs.Var(&wait, "wait", "wait until the node holds no replica (at most DURATION, default 30m), printing progress")
 		},
+		prepare:   waitDuration(&wait, 1),
 		streaming: true,
 		run: func(ctx context.Context, c *client.Client, cf *clientFlags, pos []string) error {
 			id, err := nodeID(pos[0])
