@@ -98,8 +98,8 @@ type BucketStatus struct {
 	// Replication is the table's replication factor.
 	Replication int32 `json:"replication"`
 	// UnderReplicated: the ISR has fewer members than the replicas, or
-	// than Replication (a removed node left the replica list, and nothing
-	// places a new replica yet).
+	// than Replication (a removed node left the replica list, until the
+	// controller places a new one).
 	UnderReplicated bool `json:"under_replicated"`
 	// Offline: no leader (no in-sync replica is alive, or none is left).
 	Offline bool `json:"offline"`

@@ -82,7 +82,7 @@ func TestNodeRemove(t *testing.T) {
 
 	out := c.MustCLI("node", "remove", "3")
 	for _, want := range []string{"node 3 removed: its registration, its metadata Raft membership, 2 replicas",
-		"db.t bucket 0: replicas ", "of replication 3", "under-replicated", "2 buckets under-replicated", "reassignment"} {
+		"db.t bucket 0: replicas ", "of replication 3", "under-replicated", "2 buckets under-replicated", "the controller places new replicas"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("node remove printed no %q:\n%s", want, out)
 		}
