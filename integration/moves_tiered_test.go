@@ -3,8 +3,13 @@ package integration
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,11 +50,22 @@ const (
 	tieredKVTailKeys = 300
 )
 
-// tieredMoveFixture is a moveFixture of two nodes (each with /metrics)
-// that tier to one shared folder, whose table is tiered.
+// tieredTable is the table of the tiered move tests, in a database of
+// each test's name.
+const tieredTable = "events"
+
+// tieredMoveFixture is a cluster of two nodes (each with /metrics) that
+// tier to one shared folder, and its tiered table of one bucket of
+// replication 1.
 type tieredMoveFixture struct {
-	*moveFixture
+	t    *testing.T
+	c    *Cluster
+	cl   *client.Client
+	tbl  *client.Table
 	pool *transport.Pool
+	db   string
+	// httpAddr is each node's /metrics address, by node id.
+	httpAddr map[uint32]string
 }
 
 // startTieredMove starts the cluster and creates the table: a log table,
@@ -69,7 +85,7 @@ func startTieredMove(t *testing.T, db string, primaryKey bool) *tieredMoveFixtur
 	if err := cl.Admin().CreateDatabase(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	spec := client.TableSpec{Database: db, Name: moveTable, Schema: logTableSchema, Buckets: 1, Replication: 1,
+	spec := client.TableSpec{Database: db, Name: tieredTable, Schema: logTableSchema, Buckets: 1, Replication: 1,
 		Properties: map[string]string{
 			"log.segment.bytes":  strconv.Itoa(tieredMoveSegmentBytes),
 			"log.local.segments": strconv.Itoa(tieredMoveLocalSegments)}}
@@ -80,20 +96,27 @@ func startTieredMove(t *testing.T, db string, primaryKey bool) *tieredMoveFixtur
 	if _, err := cl.Admin().CreateTable(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := cl.Table(ctx, db, moveTable)
+	tbl, err := cl.Table(ctx, db, tieredTable)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := transport.NewPool(transport.PoolConfig{})
 	t.Cleanup(func() { pool.Close() })
-	f := &tieredMoveFixture{moveFixture: &moveFixture{t: t, c: c, cl: cl, tbl: tbl, db: db, httpAddr: httpAddr}, pool: pool}
-	waitISRFull(t, ctx, cl, db, moveTable)
-	return f
+	waitISRFull(t, ctx, cl, db, tieredTable)
+	return &tieredMoveFixture{t: t, c: c, cl: cl, tbl: tbl, pool: pool, db: db, httpAddr: httpAddr}
+}
+
+// node is the node of id.
+func (f *tieredMoveFixture) node(id uint32) *Node { return f.c.Nodes[id-1] }
+
+// replicaDir is the folder of the bucket's replica on nd.
+func (f *tieredMoveFixture) replicaDir(nd *Node) string {
+	return filepath.Join(nd.DataDir, "tablet", fmt.Sprintf("t%d-b0", f.tbl.ID()))
 }
 
 // view is bucket 0 as the metadata and its leader say.
 func (f *tieredMoveFixture) view() (bucketView, error) {
-	return viewBucket(f.t.Context(), f.c, f.pool, f.db, moveTable)
+	return viewBucket(f.t.Context(), f.c, f.pool, f.db, tieredTable)
 }
 
 // waitLocalTail waits until the leader holds only the bucket's local
@@ -117,30 +140,61 @@ func (f *tieredMoveFixture) waitLocalTail() bucketView {
 	return v
 }
 
-// logBytes reads floe_log_bytes of the table from nd: the bytes of its
-// local log segments.
-func (f *tieredMoveFixture) logBytes(nd *Node) int64 {
+// metric reads one series of nd's /metrics.
+func (f *tieredMoveFixture) metric(nd *Node, series string) int64 {
 	f.t.Helper()
-	v, err := metricValue(f.t.Context(), f.httpAddr[nd.ID], fmt.Sprintf("floe_log_bytes{table=%q}", f.db+"."+moveTable))
+	v, err := metricValue(f.t.Context(), f.httpAddr[nd.ID], series)
 	if err != nil {
 		f.t.Fatalf("node %d: %v", nd.ID, err)
 	}
 	return int64(v)
 }
 
+// logBytes is floe_log_bytes of the table on nd: the bytes of its local
+// log segments.
+func (f *tieredMoveFixture) logBytes(nd *Node) int64 {
+	return f.metric(nd, fmt.Sprintf("floe_log_bytes{table=%q}", f.db+"."+tieredTable))
+}
+
+// moveBytes is floe_move_bytes_total on nd: what the replicas moves added
+// there copied.
+func (f *tieredMoveFixture) moveBytes(nd *Node) int64 { return f.metric(nd, "floe_move_bytes_total") }
+
 // moveToSpare moves the bucket off its only replica to the other node
-// with no throttle, waits for the move to complete and for the old
-// replica to delete its copy, and returns the new replica's node.
+// with no throttle, waits until the move completed (the new replica
+// alone, leading, no move running) and the old replica deleted its copy,
+// and returns the new replica's node.
 func (f *tieredMoveFixture) moveToSpare() *Node {
 	f.t.Helper()
-	orig := f.bucket()
-	spare, old := f.spare(orig), f.node(orig.Leader)
-	f.move([]uint32{spare.ID}, -1)
-	b := f.waitMoved([]uint32{spare.ID}, 60*time.Second)
-	if b.Leader != spare.ID {
-		f.t.Fatalf("the move to node %d made node %d the leader", spare.ID, b.Leader)
+	ctx := f.t.Context()
+	desc, err := f.cl.Admin().DescribeTable(ctx, f.db, tieredTable)
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	f.waitDeleted(old, "moved off")
+	old := f.node(desc.Placement[0].Leader)
+	spare := f.node(3 - old.ID)
+	target := []uint32{spare.ID}
+	res, err := f.cl.Admin().MoveReplicas(ctx, []client.BucketMove{{Database: f.db, Table: tieredTable, Replicas: target}},
+		client.MoveOptions{ThrottleBytesPerS: -1})
+	if err != nil || len(res.Started) != 1 {
+		f.t.Fatalf("move to node %d did not start: %+v, %v", spare.ID, res, err)
+	}
+	waitFor(f.t, 60*time.Second, fmt.Sprintf("the bucket on node %d alone, leading, no move running", spare.ID), func() bool {
+		desc, err := f.cl.Admin().DescribeTable(ctx, f.db, tieredTable)
+		if err != nil {
+			return false
+		}
+		b := desc.Placement[0]
+		if !slices.Equal(b.Replicas, target) || !slices.Equal(b.ISR, target) || b.Leader != spare.ID {
+			return false
+		}
+		st, err := f.cl.Admin().MoveStatus(ctx)
+		return err == nil && len(st.Running) == 0 && len(st.Queued) == 0
+	})
+	waitFor(f.t, 30*time.Second, fmt.Sprintf("node %d to delete its replica folder (moved off)", old.ID), func() bool {
+		_, err := os.Stat(f.replicaDir(old))
+		return errors.Is(err, fs.ErrNotExist)
+	})
 	return spare
 }
 
@@ -177,10 +231,7 @@ func TestMoveTieredBucketCopiesTheLocalTail(t *testing.T) {
 	remote := before.record.GetRemoteLog()
 
 	spare := f.moveToSpare()
-	moved, err := f.moveBytes(spare)
-	if err != nil {
-		t.Fatal(err)
-	}
+	moved := f.moveBytes(spare)
 	t.Logf("moved %d bytes, local %d bytes, remote %d bytes, ratio %.3f (node %d → node %d; local log [%d, %d), remote log [%d, %d))",
 		moved, local, remote.GetBytes(), float64(moved)/float64(local), leader.ID, spare.ID,
 		before.localStart, before.hw, remote.GetStartOffset(), remote.GetEndOffset())
@@ -193,7 +244,17 @@ func TestMoveTieredBucketCopiesTheLocalTail(t *testing.T) {
 			bases[:min(len(bases), 1)], before.localStart)
 	}
 
-	f.checkReadBack(ids(0, tieredMoveRows))
+	waitHWSettled(t, t.Context(), f.cl, f.db, tieredTable)
+	records := scanAll(t, t.Context(), f.tbl, 1)
+	for i, r := range records {
+		if r.id != int64(i) {
+			t.Fatalf("offset %d holds id %d, want %d: a record lost, doubled or out of order", r.offset, r.id, i)
+		}
+	}
+	if len(records) != tieredMoveRows {
+		t.Fatalf("%d records read from node %d and remote storage, %d written", len(records), spare.ID, tieredMoveRows)
+	}
+	t.Logf("read back %d records from the earliest offset, each once and in order", len(records))
 }
 
 // TestMoveTieredKVBucket: a primary-key bucket whose changelog is mostly
@@ -232,10 +293,7 @@ func TestMoveTieredKVBucket(t *testing.T) {
 	remote := before.record.GetRemoteLog()
 
 	spare := f.moveToSpare()
-	moved, err := f.moveBytes(spare)
-	if err != nil {
-		t.Fatal(err)
-	}
+	moved := f.moveBytes(spare)
 	after, err := f.view()
 	if err != nil {
 		t.Fatal(err)
