@@ -1,10 +1,13 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"time"
 
 	"github.com/floedb/floe/storage/record"
 )
@@ -42,21 +45,60 @@ func readReplica(dir string) ([]batchSig, error) {
 	return out, nil
 }
 
-// CompareReplicas stops every node and compares, per bucket of the table,
-// the batches every replica holds in the offset range all of them hold:
-// they must be the same batches (offsets and checksums). It returns the
-// differences found.
-func (c *Cluster) CompareReplicas(tableID uint64, buckets int32) ([]string, error) {
+// leftoverTimeout bounds how long CompareReplicas waits for nodes to
+// delete the replicas the metadata took from them (a move).
+const leftoverTimeout = time.Minute
+
+// replicaDir is node nd's folder of a bucket.
+func (nd *Node) replicaDir(tableID uint64, bucket int32) string {
+	return filepath.Join(nd.DataDir, "tablet", fmt.Sprintf("t%d-b%d", tableID, bucket))
+}
+
+// leftovers lists, per bucket, the nodes that hold a folder of it though
+// replicas (the metadata's replica sets, by bucket) does not list them.
+func (c *Cluster) leftovers(tableID uint64, replicas [][]uint32) map[int32][]uint32 {
+	out := map[int32][]uint32{}
+	for b, ids := range replicas {
+		for _, nd := range c.Nodes {
+			if _, err := os.Stat(nd.replicaDir(tableID, int32(b))); err == nil && !slices.Contains(ids, nd.ID) {
+				out[int32(b)] = append(out[int32(b)], nd.ID)
+			}
+		}
+	}
+	return out
+}
+
+// CompareReplicas compares, per bucket of the table, the batches its
+// replicas (replicas[b], as the metadata lists them) hold in the offset
+// range all of them hold: they must be the same batches (offsets and
+// checksums). A node the metadata took a replica from (a move) deletes it
+// once it learns so: CompareReplicas first waits up to leftoverTimeout
+// for every such folder to go, and reports those that stay. It stops
+// every node before reading, and returns the differences found.
+func (c *Cluster) CompareReplicas(ctx context.Context, tableID uint64, replicas [][]uint32) ([]string, error) {
+	deadline := time.Now().Add(leftoverTimeout)
+	left := c.leftovers(tableID, replicas)
+	for len(left) > 0 && time.Now().Before(deadline) && pause(ctx, 200*time.Millisecond) {
+		left = c.leftovers(tableID, replicas)
+	}
 	for _, nd := range c.Nodes {
 		nd.Stop()
 	}
 	var diffs []string
-	for b := range buckets {
+	for b, ids := range left {
+		diffs = append(diffs, fmt.Sprintf("bucket %d: nodes %v still hold its data %v after the metadata took it from them (replicas %v)",
+			b, ids, leftoverTimeout, replicas[b]))
+	}
+	slices.Sort(diffs)
+	for b, ids := range replicas {
 		logs := map[uint32][]batchSig{}
 		for _, nd := range c.Nodes {
-			dir := filepath.Join(nd.DataDir, "tablet", fmt.Sprintf("t%d-b%d", tableID, b))
+			if !slices.Contains(ids, nd.ID) {
+				continue
+			}
+			dir := nd.replicaDir(tableID, int32(b))
 			if _, err := os.Stat(dir); err != nil {
-				continue // not a replica of this bucket
+				continue // no data yet
 			}
 			sigs, err := readReplica(dir)
 			if err != nil {

@@ -42,8 +42,13 @@ type Verdict struct {
 	Log      LogResult     `json:"log"`
 	KV       KVResult      `json:"kv"`
 	DDL      KVResult      `json:"ddl"`
-	// ReplicaDiffs lists buckets whose replicas differ where all hold data.
-	ReplicaDiffs  []string   `json:"replica_diffs"`
+	// ReplicaDiffs lists buckets whose replicas differ where all hold
+	// data, and nodes that keep the data of a replica the metadata took
+	// from them.
+	ReplicaDiffs []string `json:"replica_diffs"`
+	// Moves counts the replica moves the scenario started and how they
+	// ended.
+	Moves         MoveResult `json:"moves"`
 	LeaderChanges int        `json:"leader_changes"`
 	Recoveries    []Recovery `json:"recoveries"`
 	// ReplayFile is where a failed run wrote what replays it.
@@ -139,7 +144,7 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 	})
 	wg.Go(func() { _ = dw.Run(wctx, h) })
 	fctx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
-	env := &Env{C: c, Cl: cl, Rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), H: h, Log: lw}
+	env := &Env{C: c, Cl: cl, Rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), H: h, Log: lw, KV: kw, moves: newMoveLog()}
 	pause(fctx, time.Second) // let the workloads start before the first fault
 	faultErr := cfg.Scenario.Faults(fctx, env)
 	if faultErr != nil && fctx.Err() != nil {
@@ -167,6 +172,11 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 	if workErr != nil {
 		return v, workErr
 	}
+	// Moves end before the replicas are compared, so the comparison is of
+	// the final replica sets.
+	if v.Moves, err = settleMoves(ctx, cl, env.moves, h, env.tables()...); err != nil {
+		return v, err
+	}
 	if err := waitSettled(ctx, cl, lw); err != nil {
 		return v, err
 	}
@@ -176,15 +186,17 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 	}
 	v.KV = kw.Check(time.Minute)
 	v.DDL = dw.Check(time.Minute)
-	epochsAfter, err := leaderEpochs(ctx, cl, lw)
+	desc, err := cl.Admin().DescribeTable(ctx, lw.Database, lw.Table)
 	if err != nil {
 		return v, err
 	}
-	for b := range epochsAfter {
-		v.LeaderChanges += int(epochsAfter[b] - epochsBefore[b])
+	replicas := make([][]uint32, len(desc.Placement))
+	for b, p := range desc.Placement {
+		v.LeaderChanges += int(p.LeaderEpoch - epochsBefore[b])
+		replicas[b] = p.Replicas
 	}
 	v.Recoveries = h.Recoveries()
-	if v.ReplicaDiffs, err = c.CompareReplicas(lw.tbl.ID(), lw.Buckets); err != nil {
+	if v.ReplicaDiffs, err = c.CompareReplicas(ctx, lw.tbl.ID(), replicas); err != nil {
 		return v, err
 	}
 	if !v.Pass() {
@@ -278,25 +290,29 @@ func waitSettled(ctx context.Context, cl *client.Client, lw *LogWorkload) error 
 // (answered without error) and failed (an error: outcome unknown for a
 // write); then the log's lost, duplicated and reordered records, replica
 // diffs, the key and DDL operations the linearizability check covered and
-// its result, leader changes and the longest recovery.
+// its result, leader changes and the longest recovery; last the replica
+// moves started, completed, cancelled (went back), calls failed and moves
+// left unfinished at the end.
 func Table(vs []Verdict) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 4, 1, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "SCENARIO\tSEED\tSECS\tLOG-ATT\tLOG-ACK\tLOG-FAIL\tKEY-ATT\tKEY-ACK\tKEY-FAIL\t"+
-		"DDL-ATT\tDDL-ACK\tDDL-FAIL\tLOST\tDUPS\tREORD\tDIFFS\tCHECKED\tLINEAR\tLEADERS\tRECOVERY\t")
+		"DDL-ATT\tDDL-ACK\tDDL-FAIL\tLOST\tDUPS\tREORD\tDIFFS\tCHECKED\tLINEAR\tLEADERS\tRECOVERY\t"+
+		"MV-START\tMV-DONE\tMV-BACK\tMV-FAIL\tMV-LEFT\t")
 	for _, v := range vs {
 		worst := time.Duration(0)
 		for _, r := range v.Recoveries {
 			worst = max(worst, r.After)
 		}
-		fmt.Fprintf(w, "%s\t%d\t%.0f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%d\t%s\t\n",
+		fmt.Fprintf(w, "%s\t%d\t%.0f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t\n",
 			v.Scenario, v.Seed, v.Duration.Seconds(),
 			v.Log.Attempted, v.Log.Acknowledged, v.Log.Failed,
 			v.KV.Attempted, v.KV.Acknowledged, v.KV.Failed,
 			v.DDL.Attempted, v.DDL.Acknowledged, v.DDL.Failed,
 			v.Log.Lost, v.Log.Duplicated, v.Log.Reordered+v.Log.WrongOffset, len(v.ReplicaDiffs),
 			v.KV.Operations+v.DDL.Operations, v.KV.Linearizable && v.DDL.Linearizable, v.LeaderChanges,
-			worst.Round(10*time.Millisecond))
+			worst.Round(10*time.Millisecond),
+			v.Moves.Started, v.Moves.Completed, v.Moves.Cancelled, v.Moves.Failed, v.Moves.Unfinished)
 	}
 	w.Flush()
 	return b.String()

@@ -18,6 +18,19 @@ type Env struct {
 	H   *History
 	// Log is the log workload's table (faults aim at its buckets).
 	Log *LogWorkload
+	// KV is the key workload's table (moves aim at its bucket too).
+	KV *KVWorkload
+
+	moves *moveLog // the replica moves the scenario starts
+}
+
+// tables are the workloads' tables.
+func (e *Env) tables() []tableRef {
+	out := []tableRef{{e.Log.Database, e.Log.Table}}
+	if e.KV != nil {
+		out = append(out, tableRef{e.KV.Database, e.KV.Table})
+	}
+	return out
 }
 
 // Scenario is a named fault schedule.
@@ -363,6 +376,11 @@ var Scenarios = []Scenario{
 				}, nil
 			})
 		}},
+	{Name: "reassign-under-faults", Doc: "on 4 nodes (replication 3, so each move takes a replica to a node that did not hold it, and later ones bring it back), " +
+		"move random buckets of the log and key tables to random 3-node targets (two at once, a third queued; half throttled to 512 KiB/s), cancel some, " +
+		"while SIGKILLing and restarting, or cutting off, the metadata leader, a bucket leader or any node; the end waits for every move to finish",
+		Setup:  func(o *Options) { o.Nodes = reassignNodes },
+		Faults: reassignUnderFaults},
 }
 
 // stopped says whether a node's process exited by itself (a node whose
