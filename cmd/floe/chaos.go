@@ -55,7 +55,7 @@ func chaosSpecs(env *cliEnv) []cmdSpec {
 				}
 			}},
 		{usage: "chaos run [SCENARIO...] [--seed 1] [--seeds 1] [--duration 60s] [--containers] [--secure] [--dir DIR] [--replay FILE]",
-			summary: "start 3-node clusters of this binary, inject a scenario's faults while workloads run, check what was promised",
+			summary: "start 3- or 4-node clusters of this binary, inject a scenario's faults while workloads run, check what was promised",
 			define: func(fs *flag.FlagSet) runFunc {
 				seed := fs.Uint64("seed", 1, "the first seed of the fault schedules")
 				seeds := fs.Int("seeds", 1, "how many seeds each scenario runs (from --seed on)")
