@@ -249,6 +249,30 @@ func waitHWSettled(t *testing.T, ctx context.Context, cl *client.Client, db, nam
 	})
 }
 
+// readReplicaLog reads every batch of the replica log in dir (its node
+// stopped), and where the log ends.
+func readReplicaLog(t *testing.T, dir string) (batches []string, end int64) {
+	t.Helper()
+	l, err := logstore.Open(logstore.Config{Dir: dir})
+	if err != nil {
+		t.Fatalf("open replica %s: %v", dir, err)
+	}
+	defer l.Close()
+	for from := l.StartOffset(); from < l.EndOffset(); {
+		recs, err := l.Read(from, 1<<20)
+		if err != nil {
+			t.Fatalf("read replica %s at %d: %v", dir, from, err)
+		}
+		it := recs.Batches()
+		for it.Next() {
+			batches = append(batches, string(it.Batch()))
+		}
+		from = recs.NextOffset
+		recs.Release()
+	}
+	return batches, l.EndOffset()
+}
+
 // compareReplicas stops the cluster and checks that the replicas of every
 // bucket, all in the ISR and caught up, end at the same offset and hold
 // byte-identical batches.
@@ -261,27 +285,9 @@ func compareReplicas(t *testing.T, c *Cluster, tbl *client.Table, buckets int32)
 		var logs [][]string
 		var ends []int64
 		for _, nd := range c.Nodes {
-			dir := filepath.Join(nd.DataDir, "tablet", fmt.Sprintf("t%d-b%d", tbl.ID(), b))
-			l, err := logstore.Open(logstore.Config{Dir: dir})
-			if err != nil {
-				t.Fatalf("open replica %s: %v", dir, err)
-			}
-			var batches []string
-			for from := l.StartOffset(); from < l.EndOffset(); {
-				recs, err := l.Read(from, 1<<20)
-				if err != nil {
-					t.Fatal(err)
-				}
-				it := recs.Batches()
-				for it.Next() {
-					batches = append(batches, string(it.Batch()))
-				}
-				from = recs.NextOffset
-				recs.Release()
-			}
-			ends = append(ends, l.EndOffset())
+			batches, end := readReplicaLog(t, filepath.Join(nd.DataDir, "tablet", fmt.Sprintf("t%d-b%d", tbl.ID(), b)))
+			ends = append(ends, end)
 			logs = append(logs, batches)
-			l.Close()
 		}
 		n := slices.Min([]int{len(logs[0]), len(logs[1]), len(logs[2])})
 		for i := 1; i < 3; i++ {

@@ -1,22 +1,17 @@
 package integration
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/floedb/floe/client"
-	"github.com/floedb/floe/storage/logstore"
 )
 
 // Moving replicas with real processes (docs/replication.md, Moving 1-4):
@@ -180,29 +175,8 @@ func (f *moveFixture) waitDeleted(nd *Node, why string) {
 
 // moveBytes reads floe_move_bytes_total from nd's /metrics.
 func (f *moveFixture) moveBytes(nd *Node) (int64, error) {
-	ctx, cancel := context.WithTimeout(f.t.Context(), 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+f.httpAddr[nd.ID]+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "floe_move_bytes_total "); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			return int64(n), err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, errors.New("no floe_move_bytes_total in /metrics")
+	v, err := metricValue(f.t.Context(), f.httpAddr[nd.ID], "floe_move_bytes_total")
+	return int64(v), err
 }
 
 // checkReadBack reads the bucket from its start up to its settled high
@@ -372,26 +346,7 @@ func compareBucketReplicas(t *testing.T, c *Cluster, tbl *client.Table, nodes []
 		if _, err := os.Stat(dir); err != nil {
 			t.Fatalf("replica of node %d: %v", id, err)
 		}
-		l, err := logstore.Open(logstore.Config{Dir: dir})
-		if err != nil {
-			t.Fatalf("open replica %s: %v", dir, err)
-		}
-		var batches []string
-		for from := l.StartOffset(); from < l.EndOffset(); {
-			recs, err := l.Read(from, 1<<20)
-			if err != nil {
-				l.Close()
-				t.Fatalf("read replica of node %d at %d: %v", id, from, err)
-			}
-			it := recs.Batches()
-			for it.Next() {
-				batches = append(batches, string(it.Batch()))
-			}
-			from = recs.NextOffset
-			recs.Release()
-		}
-		end := l.EndOffset()
-		l.Close()
+		batches, end := readReplicaLog(t, dir)
 		if i == 0 {
 			first, firstEnd = batches, end
 			continue
