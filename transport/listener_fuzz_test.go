@@ -21,13 +21,15 @@ const fuzzWait = 10 * time.Second
 // FuzzListenerPrefix sends any bytes as a new connection's first ones and
 // checks where the connection goes: with the DRPC or the Raft prefix, to
 // that protocol's listener with exactly the bytes after the prefix; with
-// anything else (a short or unknown prefix), closed by the listener.
+// anything else (a short or unknown prefix), closed by the listener, after
+// a TLS protocol_version alert when the bytes start like a TLS record.
 func FuzzListenerPrefix(f *testing.F) {
 	f.Add([]byte(drpcmigrate.DRPCHeader + "invoke"))
 	f.Add([]byte(RaftHeader + "\x02c1\x00rpc"))
 	f.Add([]byte(RaftHeader))
 	f.Add([]byte("DRPC!!"))
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add([]byte("\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03"))
 	f.Add([]byte{})
 	lis, pipes := runPipeListener(f, ListenerConfig{})
 	drpcConns, raftConns := pipenet.AcceptAll(lis.DRPC()), pipenet.AcceptAll(lis.Raft())
@@ -52,10 +54,15 @@ func FuzzListenerPrefix(f *testing.F) {
 			pipenet.SendAndClose(client, in)
 			return
 		case route == nil:
-			// Nothing accepts it: the listener closes it.
+			// Nothing accepts it: the listener closes it, answering a TLS
+			// ClientHello with an alert first.
 			go func() { _, _ = client.Write(in) }()
-			if got := readAll(t, client); len(got) != 0 {
-				t.Fatalf("the listener answered %q", got)
+			var want []byte
+			if looksLikeTLS(in) {
+				want = tlsAlertProtocolVersion
+			}
+			if got := readAll(t, client); !bytes.Equal(got, want) {
+				t.Fatalf("the listener answered %q, want %q", got, want)
 			}
 			return
 		}
