@@ -102,7 +102,11 @@ func fixedEnd(n int) int { return bitmapBytes(n) + slotBytes*n }
 // getters alias the row: they are valid while the row bytes are unchanged,
 // and callers must not modify them.
 type RowView struct {
+	// columns are a row's columns, or the element column alone of the
+	// elements of an array (ArrayView): value i is of column
+	// columns[min(i, len(columns)-1)].
 	columns []Column
+	length  int // values: len(columns) for a row, the element count for an array
 	data    []byte
 }
 
@@ -110,21 +114,25 @@ type RowView struct {
 // check the row: call ValidateRow first for rows of untrusted origin. The view
 // reads s.Columns, which must not change while the view is used.
 func NewRowView(s Schema, data []byte) RowView {
-	return RowView{columns: s.Columns, data: data}
+	return RowView{columns: s.Columns, length: len(s.Columns), data: data}
 }
 
 // Data returns the row bytes.
 func (v RowView) Data() []byte { return v.data }
 
-// NumColumns returns the number of columns of the schema.
-func (v RowView) NumColumns() int { return len(v.columns) }
+// NumColumns returns the number of columns of the schema (of the fields of
+// a ROW value).
+func (v RowView) NumColumns() int { return v.length }
 
 // checkIndex panics if i is not a column index.
 func (v RowView) checkIndex(i int) {
-	if uint(i) >= uint(len(v.columns)) {
-		panic("record: column index " + strconv.Itoa(i) + " out of range for " + strconv.Itoa(len(v.columns)) + " columns")
+	if uint(i) >= uint(v.length) {
+		panic("record: column index " + strconv.Itoa(i) + " out of range for " + strconv.Itoa(v.length) + " columns")
 	}
 }
+
+// column returns the column of value i, an index checked.
+func (v RowView) column(i int) *Column { return &v.columns[min(i, len(v.columns)-1)] }
 
 // IsNull reports whether column i is null.
 func (v RowView) IsNull(i int) bool {
@@ -137,7 +145,7 @@ func (v RowView) IsNull(i int) bool {
 
 // slotOffset returns the offset of the slot of column i.
 func (v RowView) slotOffset(i int) int {
-	return bitmapBytes(len(v.columns)) + slotBytes*i
+	return bitmapBytes(v.length) + slotBytes*i
 }
 
 // slot returns the 8 bytes of the slot of column i as a uint64.
@@ -198,7 +206,7 @@ func (v RowView) Bytes(i int) []byte { return v.payload(i) }
 // nanoseconds within that millisecond, 0 to 999,999.
 func (v RowView) Timestamp(i int) (millis int64, nanosOfMilli int32) {
 	v.checkIndex(i)
-	if v.columns[i].Type.precision <= MaxCompactTimestampPrecision {
+	if v.column(i).Type.precision <= MaxCompactTimestampPrecision {
 		millis, micros := floorDivMod(int64(v.slot(i)), 1000)
 		return millis, int32(micros * 1000)
 	}
@@ -213,7 +221,7 @@ func (v RowView) Timestamp(i int) (millis int64, nanosOfMilli int32) {
 // magnitude.
 func (v RowView) decimal(i int) (neg bool, mag uint128, ok bool) {
 	v.checkIndex(i)
-	if v.columns[i].Type.precision <= MaxCompactDecimalPrecision {
+	if v.column(i).Type.precision <= MaxCompactDecimalPrecision {
 		neg, mag = magnitudeOfInt64(int64(v.slot(i)))
 		return neg, mag, true
 	}
