@@ -120,7 +120,9 @@ func (a ArrayView) DecimalInt64(j int) (unscaled int64, ok bool) { return a.v.De
 
 // AppendDecimalBytes appends the unscaled value of a DECIMAL element to dst,
 // as RowView.AppendDecimalBytes.
-func (a ArrayView) AppendDecimalBytes(dst []byte, j int) []byte { return a.v.AppendDecimalBytes(dst, j) }
+func (a ArrayView) AppendDecimalBytes(dst []byte, j int) []byte {
+	return a.v.AppendDecimalBytes(dst, j)
+}
 
 // DecimalBig returns the unscaled value of a DECIMAL element as a new
 // big.Int.
