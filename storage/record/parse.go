@@ -347,11 +347,15 @@ func (p *schemaParser) parseNested(prefix string, kind Kind, depth int) (DataTyp
 			return DataType{}, newSchemaError(where + ": more than " + strconv.Itoa(MaxColumns) +
 				" nested fields (MaxColumns) at offset " + strconv.Itoa(p.tok.offset))
 		}
+		childWhere := where + " " + c.Name // as DataType.problem names it
+		if kind == KindRow {
+			childWhere = where + " field " + c.Name
+		}
 		var err error
-		if c.Type, err = p.parseType(where+" "+c.Name+": ", depth+1); err != nil {
+		if c.Type, err = p.parseType(childWhere+": ", depth+1); err != nil {
 			return DataType{}, err
 		}
-		nullable, err := p.parseNullability(where + " " + c.Name)
+		nullable, err := p.parseNullability(childWhere)
 		if err != nil {
 			return DataType{}, err
 		}

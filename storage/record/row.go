@@ -33,6 +33,14 @@
 //	                              of minimal length (1 to 16 bytes), |v| < 10^p
 //	TIMESTAMP(p), p > 6 and       12 bytes: int64 milliseconds since the epoch,
 //	TIMESTAMP_LTZ(p), p > 6       then int32 nanoseconds of the millisecond
+//	ROW<f1 T1, ..., fk Tk>        a row of the fields, laid out exactly as a row of
+//	                              a schema of those columns
+//	ARRAY<T> of n elements        uint32 n, then a block of n values of type T laid
+//	                              out as a row of n columns: null bitmap, n slots,
+//	                              variable part, offsets from the block's start
+//	MAP<K, V> of n entries        a row of two NOT NULL values, the keys and the
+//	                              values, each an ARRAY payload of n elements; keys
+//	                              are distinct and never null, entries keep their order
 //
 // A payload of at most 7 bytes lives inline in its slot: bytes 0 to len-1 hold
 // it, byte 7 holds 0x80|len, and the bytes between are zero. A longer payload
@@ -45,6 +53,15 @@
 // Timestamps and dates cover the years 0000 to 9999. A timestamp of precision
 // p has zeros past its p-th fractional digit. NaNs are stored as the
 // canonical quiet NaN (0x7fc00000 and 0x7ff8000000000000).
+//
+// Nested values follow the same rules all the way down (at most
+// MaxNestingDepth levels, as their types): a nested block has no bits set
+// past its values, zero slots for nulls, payloads back to back in value
+// order and nothing after the last; an element count takes at least its 8
+// bytes of slots, so a count larger than the payload allows is refused
+// before anything is sized by it. Equal map keys are equal bytes (the
+// encoding being canonical), which is how ValidateRow finds a key given
+// twice.
 //
 // Together these rules make the encoding canonical: each sequence of values
 // (floats taken bit for bit) has exactly one valid row, which is what
@@ -60,6 +77,21 @@
 //	68 69 00 00 00 00 00 82              note: "hi", inline
 //	00 00 00 00 00 00 00 00              tag: null
 //	68 65 6c 6c 6f 2c 20 77 6f 72 6c 64  "hello, world"
+//
+// Under "tags ARRAY<STRING NOT NULL>" the row (["a", "hello, world"]) is
+// 1 + 8 + 33 = 42 bytes; the column's payload is the 33 bytes at offset 9:
+//
+//	00                                   null bitmap of the row
+//	09 00 00 00 21 00 00 00              tags: 33 bytes at offset 9
+//	02 00 00 00                          2 elements
+//	00                                   null bitmap of the elements
+//	61 00 00 00 00 00 00 81              element 0: "a", inline
+//	11 00 00 00 0c 00 00 00              element 1: 12 bytes at offset 17 of the block
+//	68 65 6c 6c 6f 2c 20 77 6f 72 6c 64  "hello, world"
+//
+// An empty array is its 4-byte count alone, inline in its slot; a MAP
+// payload starts with 00 (no null) and the slots of its keys and values
+// arrays.
 
 package record
 
