@@ -44,8 +44,12 @@ const (
 const (
 	checksRegistry = 1 // the registry itself: min.insync.replicas, the merge engine, changelog and delete properties
 	checksTiering  = 2 // log retention, segment size, local retention and KV snapshots
+	// ChecksNestedTypes is the version from which the metadata state machine
+	// accepts columns of the nested types ARRAY, MAP and ROW (metastate
+	// validateSchema); it adds no property.
+	ChecksNestedTypes = 3
 	// LatestChecks is the newest version this registry knows.
-	LatestChecks = checksTiering
+	LatestChecks = ChecksNestedTypes
 )
 
 // Defaults of the tiering properties.

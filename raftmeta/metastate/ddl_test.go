@@ -88,6 +88,16 @@ func TestRefusedCommandsChangeNothing(t *testing.T) {
 		{"bucket key duplicate", table(func(c *pb.CreateTable) { c.BucketKey = []string{"id", "id"} }), invalid, []string{"bucket key", `"id"`, "twice"}},
 		{"bucket key outside primary key", table(func(c *pb.CreateTable) { c.BucketKey = []string{"amount"} }), invalid, []string{"bucket key", `"amount"`, "primary key"}},
 		{"log table bucket key unknown", table(func(c *pb.CreateTable) { c.PrimaryKey, c.BucketKey = nil, []string{"nope"} }), invalid, []string{"bucket key", `"nope"`}},
+		{"checks v2: nested type refused, as before nested types", table(func(c *pb.CreateTable) {
+			c.Checks, c.Columns[3].Type = 2, "ARRAY<STRING>"
+		}), invalid, []string{`"note"`, "nested type ARRAY<STRING> needs create-table checks 3"}},
+		{"checks v0: nested type refused", table(func(c *pb.CreateTable) { c.Checks, c.Columns[3].Type = 0, "MAP<STRING, INT>" }),
+			invalid, []string{`"note"`, "nested type"}},
+		{"nested primary key column", table(func(c *pb.CreateTable) { c.Columns[1].Type = "ARRAY<STRING>" }),
+			invalid, []string{`"region"`, "ARRAY<STRING> cannot be part of the primary key"}},
+		{"nested bucket key column", table(func(c *pb.CreateTable) {
+			c.PrimaryKey, c.BucketKey, c.Columns[3].Type = nil, []string{"note"}, "ROW<a INT>"
+		}), invalid, []string{`"note"`, "ROW<a INT> cannot be part of the bucket key"}},
 		{"negative buckets", table(func(c *pb.CreateTable) { c.Buckets = -1 }), invalid, []string{"buckets", "-1"}},
 		{"too many buckets", table(func(c *pb.CreateTable) { c.Buckets = MaxBuckets + 1 }), invalid, []string{"buckets", "4097"}},
 		{"negative replication", table(func(c *pb.CreateTable) { c.Replication = -1 }), invalid, []string{"replication", "-1"}},
@@ -205,6 +215,7 @@ func TestCreateTableDefaults(t *testing.T) {
 		{"max buckets", 1, func(c *pb.CreateTable) { c.Buckets = MaxBuckets }, MaxBuckets, 1, []string{"id", "region"}},
 		{"log table without bucket key", 3, func(c *pb.CreateTable) { c.PrimaryKey = nil }, 3, 3, nil},
 		{"log table with bucket key", 3, func(c *pb.CreateTable) { c.PrimaryKey, c.BucketKey = nil, []string{"note"} }, 3, 3, []string{"note"}},
+		{"nested column under checks 3", 3, func(c *pb.CreateTable) { c.Columns[3].Type = "MAP<STRING, ARRAY<INT NOT NULL>>" }, 3, 3, []string{"id", "region"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

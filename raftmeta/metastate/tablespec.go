@@ -59,6 +59,10 @@ func validateSchema(table string, c *pb.CreateTable) ([]string, error) {
 		if col.GetType() == "" {
 			return nil, errorf(codeInvalidRequest, "table %q: column %q has no type", table, name)
 		}
+		if isNestedType(col.GetType()) && c.GetChecks() < tableprop.ChecksNestedTypes {
+			return nil, errorf(codeInvalidRequest, "table %q: column %q: nested type %.256s needs create-table checks %d (this command has %d)",
+				table, name, col.GetType(), tableprop.ChecksNestedTypes, c.GetChecks())
+		}
 		byName[name] = col
 	}
 	pk := c.GetPrimaryKey()
@@ -71,6 +75,8 @@ func validateSchema(table string, c *pb.CreateTable) ([]string, error) {
 			return nil, errorf(codeInvalidRequest, "table %q: primary key lists column %q twice", table, name)
 		case col.GetNullable():
 			return nil, errorf(codeInvalidRequest, "table %q: primary key column %q is nullable", table, name)
+		case isNestedType(col.GetType()):
+			return nil, errorf(codeInvalidRequest, "table %q: column %q: %s cannot be part of the primary key", table, name, col.GetType())
 		}
 	}
 	bk := c.GetBucketKey()
@@ -82,6 +88,8 @@ func validateSchema(table string, c *pb.CreateTable) ([]string, error) {
 			return nil, errorf(codeInvalidRequest, "table %q: bucket key lists column %q twice", table, name)
 		case len(pk) > 0 && !slices.Contains(pk, name):
 			return nil, errorf(codeInvalidRequest, "table %q: bucket key column %q is not in the primary key", table, name)
+		case isNestedType(byName[name].GetType()):
+			return nil, errorf(codeInvalidRequest, "table %q: column %q: %s cannot be part of the bucket key", table, name, byName[name].GetType())
 		}
 	}
 	if len(bk) == 0 && len(pk) > 0 {
@@ -90,12 +98,19 @@ func validateSchema(table string, c *pb.CreateTable) ([]string, error) {
 	return slices.Clone(bk), nil
 }
 
+// isNestedType reports whether a column's type text is ARRAY<…>, MAP<…> or
+// ROW<…>. The state machine reads no types (it imports no storage package);
+// the proposer parsed them (record.ParseSchema), and the type names of the
+// builds before nested types never held "<".
+func isNestedType(typ string) bool { return strings.Contains(typ, "<") }
+
 // CreateTableChecks is the version of the create-table checks this build
 // asks for in the commands it proposes (pb.CreateTable.Checks): 1 checks
 // every property by the registry the replicas read them with
 // (internal/tableprop) and reserves the _ prefix of column names; 2 also
 // knows the tiering properties (log.ttl, log.segment.bytes, log.local.*,
-// kv.snapshot.*). Commands of version 0, committed by older builds, are
+// kv.snapshot.*); 3 (tableprop.ChecksNestedTypes) accepts columns of the
+// nested types ARRAY, MAP and ROW, outside primary and bucket keys. Commands of version 0, committed by older builds, are
 // applied by the checks of then (tablechecks_v0.go); those of 1 by the
 // registry as it was then (tableprop.Table.Checks).
 const CreateTableChecks = tableprop.LatestChecks

@@ -82,19 +82,26 @@ type ColumnError struct {
 	// Column is the column name as given by the schema or, for
 	// ErrUnknownColumn, by the input.
 	Column string
+	// Path locates the value at fault inside the value of a nested column,
+	// step by step: "[3]" for element 3 of an array, ".city" for a field
+	// of a row, ".keys[2]" and ".values[2]" for the key and value of map
+	// entry 2, and in JSON input `["k"]` for the value of key "k" of a map
+	// written as an object. It is empty for the column's own value.
+	Path string
 	// Err says what is wrong with the value.
 	Err error
 }
 
 // Error returns a message like `record: column "amount": value 123.456
-// exceeds DECIMAL(10,2)`.
+// exceeds DECIMAL(10,2)` or `record: column "tags"[3]: expected JSON
+// string for STRING, got number`.
 func (e *ColumnError) Error() string {
-	return "record: column " + strconv.Quote(e.Column) + ": " + e.Err.Error()
+	return "record: column " + strconv.Quote(e.Column) + e.Path + ": " + e.Err.Error()
 }
 
 // UserMessage is Error without the Go package names (pkgerr.Message).
 func (e *ColumnError) UserMessage() string {
-	return "column " + strconv.Quote(e.Column) + ": " + pkgerr.Message(e.Err)
+	return "column " + strconv.Quote(e.Column) + e.Path + ": " + pkgerr.Message(e.Err)
 }
 
 // Unwrap returns e.Err.
@@ -124,6 +131,12 @@ func (e *detailError) Unwrap() []error { return e.kinds }
 // and which matches the sentinels in kinds.
 func newColumnError(name, msg string, kinds ...error) error {
 	return &ColumnError{Column: name, Err: &detailError{msg: msg, kinds: kinds}}
+}
+
+// newPathError is newColumnError about the value at path inside column
+// name (see ColumnError.Path).
+func newPathError(name, path, msg string, kinds ...error) error {
+	return &ColumnError{Column: name, Path: path, Err: &detailError{msg: msg, kinds: kinds}}
 }
 
 // newRowError returns an error matching ErrInvalidRow, with msg as detail.

@@ -23,7 +23,25 @@ func fuzzSchemas() []Schema {
 			{Name: "day", Type: Date(), Nullable: true},
 			{Name: "k", Type: SmallInt()},
 		}},
+		nestedFuzzSchema(),
 	}
+}
+
+// nestedFuzzSchema has nested columns three levels deep.
+func nestedFuzzSchema() Schema {
+	s, err := ParseSchema("tags ARRAY<STRING NOT NULL>, attrs MAP<STRING, BIGINT>, " +
+		"byid MAP<INT, ARRAY<ROW<a INT, b STRING NOT NULL>>>, addr ROW<zip INT NOT NULL, geo ROW<lat DOUBLE, d DECIMAL(20,2)>>")
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// nestedFuzzRows are rows of nestedFuzzSchema, as JSON objects.
+var nestedFuzzRows = []string{
+	`{"tags":["a","bcdefghij",""],"attrs":{"x":1,"y":null},"byid":[{"key":7,"value":[{"a":1,"b":"q"},null]},{"key":8,"value":[]}],"addr":{"zip":1,"geo":{"lat":1.5,"d":"12345678901234567.89"}}}`,
+	`{"tags":[],"attrs":{},"byid":[],"addr":null}`,
+	`{"tags":null,"attrs":{"k":-1},"byid":null,"addr":{"zip":0,"geo":null}}`,
 }
 
 // readAll calls every getter on every column of row, whatever its type.
@@ -41,11 +59,33 @@ func readAll(s Schema, row []byte) {
 		v.StringBytes(i)
 		v.Bytes(i)
 		v.Timestamp(i)
-		if s.Columns[i].Type.Kind() == KindDecimal {
+		switch s.Columns[i].Type.Kind() {
+		case KindDecimal:
 			v.DecimalInt64(i)
 			v.AppendDecimalBytes(nil, i)
 			v.DecimalBig(i)
+		case KindArray:
+			readArray(v.Array(i))
+		case KindMap:
+			m := v.Map(i)
+			readArray(m.Keys())
+			readArray(m.Values())
+		case KindRow:
+			readAll(Schema{Columns: s.Columns[i].Type.Fields()}, v.Row(i).Data())
 		}
+	}
+}
+
+// readArray calls the getters of the elements of a, as readAll does.
+func readArray(a ArrayView) {
+	for j := range min(a.Len(), 64) {
+		a.IsNull(j)
+		a.Int64(j)
+		a.String(j)
+		a.Timestamp(j)
+		a.Array(j)
+		a.Map(j)
+		a.Row(j)
 	}
 }
 
@@ -77,6 +117,9 @@ func FuzzParseSchema(f *testing.F) {
 		"t TIMESTAMP(9), l TIMESTAMP_LTZ, d DATE, x TIME, y BYTEA, z bool, q numeric(38, 38)",
 		"a DECIMAL(", "a INT,,", "PRIMARY KEY (a)", "",
 		allTypesSchema().String(),
+		nestedFuzzSchema().String(),
+		"a array<map<int, row<x array<int not null> not null, y string>>> not null",
+		"a ARRAY<", "a MAP<INT,", "a ROW<a INT,>", "a ARRAY<ARRAY<ARRAY<INT>>",
 	} {
 		f.Add(seed)
 	}
@@ -141,6 +184,13 @@ func FuzzRowDecode(f *testing.F) {
 	e.SetInt64(7, -1)
 	e.SetInt64(8, -5)
 	f.Add(uint8(2), mustFinish(f, e))
+	for _, js := range nestedFuzzRows {
+		row, err := AppendRowFromJSON(nil, schemas[3], []byte(js))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(3), row)
+	}
 	f.Fuzz(func(t *testing.T, which uint8, row []byte) {
 		s := schemas[int(which)%len(schemas)]
 		readAll(s, row)
@@ -167,6 +217,8 @@ func FuzzRowFromJSON(f *testing.F) {
 		`{"s":"\ud800","b":"@@"}`,
 		`{"d":"-0.0000000001","e":0.5,"t0":"1970-01-01 00:00:00","t7":"9999-12-31T23:59:59.9999999Z","k":1}`,
 		`[1]`, `{"id":1,}`, `{"id":1} x`,
+		nestedFuzzRows[0], nestedFuzzRows[1], nestedFuzzRows[2],
+		`{"tags":["a",1]}`, `{"attrs":{"a":1,"a":2}}`, `{"byid":[{"key":1}]}`, `{"addr":{"zip":1,"geo":{"lat":"NaN","x":1}}}`,
 	} {
 		for which := range schemas {
 			f.Add(uint8(which), []byte(seed))

@@ -2,13 +2,11 @@ package record
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -42,6 +40,14 @@ import (
 //	TIME                      "15:04:05" with up to 3 fractional digits (more if zero) ["15:04:05" or "15:04:05.123"]
 //	TIMESTAMP(p)              "2006-01-02T15:04:05.999999999", T or space, no zone ["2006-01-02T15:04:05" and p digits]
 //	TIMESTAMP_LTZ(p)          RFC 3339 with "Z" or "±07:00", or epoch milliseconds as an integer ["2006-01-02T15:04:05Z" with p digits, in UTC]
+//	ARRAY<T>                  an array of the elements
+//	ROW<name T, ...>          an object of the fields, by the rules of a row's object
+//	MAP<STRING, V>            an object {"k": v, ...}, entries in order
+//	MAP<K, V>, K not STRING   an array of entries [{"key": k, "value": v}, ...] (a missing "value" is null)
+//
+// Errors about a value inside a nested one say where it is with
+// ColumnError.Path, as in `column "tags"[3]: expected JSON string for
+// STRING, got number`.
 //
 // Writing (AppendJSON) produces keys in column order and values that AppendRow
 // reads back into the same row bytes.
@@ -194,52 +200,17 @@ func trimJSONSpace(b []byte) []byte {
 	return b
 }
 
-// appendRowJSON appends the row of a validated view as a JSON object.
+// appendRowJSON appends the row of a validated view (a row or a ROW value)
+// as a JSON object.
 func appendRowJSON(dst []byte, v RowView) []byte {
 	dst = append(dst, '{')
-	for i, col := range v.columns {
+	for i := range v.length {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, col.Name)
+		dst = appendJSONString(dst, v.columns[i].Name)
 		dst = append(dst, ':')
-		if v.IsNull(i) {
-			dst = append(dst, "null"...)
-			continue
-		}
-		t := col.Type
-		switch t.kind {
-		case KindBoolean:
-			dst = strconv.AppendBool(dst, v.Bool(i))
-		case KindTinyInt, KindSmallInt, KindInt, KindBigInt:
-			dst = strconv.AppendInt(dst, v.Int64(i), 10)
-		case KindFloat:
-			dst = appendJSONFloat(dst, float64(v.Float32(i)), 32)
-		case KindDouble:
-			dst = appendJSONFloat(dst, v.Float64(i), 64)
-		case KindDecimal:
-			neg, mag, _ := v.decimal(i)
-			dst = appendDecimalText(dst, neg, mag, t.scale)
-		case KindString:
-			dst = appendJSONString(dst, v.StringBytes(i))
-		case KindBytes:
-			dst = append(dst, '"')
-			dst = base64.StdEncoding.AppendEncode(dst, v.Bytes(i))
-			dst = append(dst, '"')
-		case KindDate:
-			dst = append(dst, '"')
-			dst = appendDate(dst, v.Int64(i))
-			dst = append(dst, '"')
-		case KindTime:
-			dst = append(dst, '"')
-			dst = appendTimeOfDay(dst, v.Int64(i))
-			dst = append(dst, '"')
-		case KindTimestamp, KindTimestampLTZ:
-			millis, nanos := v.Timestamp(i)
-			dst = append(dst, '"')
-			dst = appendTimestampText(dst, millis, nanos, t.precision, t.kind == KindTimestampLTZ)
-			dst = append(dst, '"')
-		}
+		dst = appendValueJSON(dst, v, i)
 	}
 	return append(dst, '}')
 }

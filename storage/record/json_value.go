@@ -11,55 +11,65 @@ import (
 
 // setField sets column i from raw, one JSON value without surrounding space.
 func (c *JSONCodec) setField(i int, raw []byte) error {
-	col := &c.schema.Columns[i]
+	return c.setValue(c.enc, i, &c.schema.Columns[i], raw)
+}
+
+// setValue sets value i of enc, of column col, from raw, one JSON value
+// without surrounding space.
+func (c *JSONCodec) setValue(enc *RowEncoder, i int, col *Column, raw []byte) error {
 	if string(raw) == "null" {
 		if !col.Nullable {
 			return newColumnError(col.Name, "null for NOT NULL column", ErrNullNotAllowed)
 		}
-		c.enc.SetNull(i)
-		return c.enc.err
+		enc.SetNull(i)
+		return enc.err
 	}
 	var err error
 	switch col.Type.kind {
 	case KindBoolean:
-		err = c.setBool(i, col, raw)
+		err = c.setBool(enc, i, col, raw)
 	case KindTinyInt, KindSmallInt, KindInt, KindBigInt:
-		err = c.setInteger(i, col, raw)
+		err = c.setInteger(enc, i, col, raw)
 	case KindFloat, KindDouble:
-		err = c.setFloat(i, col, raw)
+		err = c.setFloat(enc, i, col, raw)
 	case KindDecimal:
-		err = c.setDecimal(i, col, raw)
+		err = c.setDecimal(enc, i, col, raw)
 	case KindString:
 		var text []byte
 		if text, err = c.stringValue(col, raw); err == nil {
-			c.enc.SetStringBytes(i, text)
+			enc.SetStringBytes(i, text)
 		}
 	case KindBytes:
-		err = c.setBytes(i, col, raw)
+		err = c.setBytes(enc, i, col, raw)
 	case KindDate, KindTime, KindTimestamp, KindTimestampLTZ:
-		err = c.setTemporal(i, col, raw)
+		err = c.setTemporal(enc, i, col, raw)
+	case KindArray, KindMap, KindRow:
+		var payload []byte
+		if payload, err = c.nestedValue(col, raw); err == nil {
+			enc.setNestedChecked(i, payload)
+		}
 	default:
 		err = newColumnError(col.Name, "unsupported type "+col.Type.String(), ErrWrongType)
 	}
 	if err != nil {
 		return err
 	}
-	return c.enc.err
+	return enc.err
 }
 
-func (c *JSONCodec) setBool(i int, col *Column, raw []byte) error {
+func (c *JSONCodec) setBool(enc *RowEncoder, i int, col *Column, raw []byte) error {
 	switch string(raw) {
 	case "true":
-		c.enc.SetBool(i, true)
+		enc.SetBool(i, true)
 	case "false":
-		c.enc.SetBool(i, false)
+		enc.SetBool(i, false)
 	default:
 		return wrongJSONType(col, raw, "boolean")
 	}
 	return nil
 }
 
-func (c *JSONCodec) setInteger(i int, col *Column, raw []byte) error {
+func (c *JSONCodec) setInteger(enc *RowEncoder, i int, col *Column, raw []byte) error {
 	if !isJSONNumber(raw) {
 		return wrongJSONType(col, raw, "number")
 	}
@@ -67,7 +77,7 @@ func (c *JSONCodec) setInteger(i int, col *Column, raw []byte) error {
 	if err != nil {
 		return err
 	}
-	c.enc.SetInt64(i, v) // checks the range of narrow types
+	enc.SetInt64(i, v) // checks the range of narrow types
 	return nil
 }
 
@@ -89,7 +99,7 @@ func jsonInteger(col *Column, raw []byte) (int64, error) {
 	return v, nil
 }
 
-func (c *JSONCodec) setFloat(i int, col *Column, raw []byte) error {
+func (c *JSONCodec) setFloat(enc *RowEncoder, i int, col *Column, raw []byte) error {
 	var f float64
 	switch {
 	case isJSONNumber(raw):
@@ -121,9 +131,9 @@ func (c *JSONCodec) setFloat(i int, col *Column, raw []byte) error {
 		return wrongJSONType(col, raw, "number")
 	}
 	if col.Type.kind == KindFloat {
-		c.enc.SetFloat32(i, float32(f))
+		enc.SetFloat32(i, float32(f))
 	} else {
-		c.enc.SetFloat64(i, f)
+		enc.SetFloat64(i, f)
 	}
 	return nil
 }
@@ -133,7 +143,7 @@ func isRangeError(err error) bool {
 	return ok && ne.Err == strconv.ErrRange
 }
 
-func (c *JSONCodec) setDecimal(i int, col *Column, raw []byte) error {
+func (c *JSONCodec) setDecimal(enc *RowEncoder, i int, col *Column, raw []byte) error {
 	text := raw
 	isString := raw[0] == '"'
 	if isString {
@@ -152,11 +162,11 @@ func (c *JSONCodec) setDecimal(i int, col *Column, raw []byte) error {
 	if res != scaleOK {
 		return newColumnError(col.Name, "value "+valueText(raw)+" exceeds "+col.Type.String(), ErrOverflow)
 	}
-	c.enc.setDecimal(i, &c.enc.columns[i], "", lit.neg, mag)
+	enc.setDecimal(i, col, "", lit.neg, mag)
 	return nil
 }
 
-func (c *JSONCodec) setBytes(i int, col *Column, raw []byte) error {
+func (c *JSONCodec) setBytes(enc *RowEncoder, i int, col *Column, raw []byte) error {
 	text, err := c.stringValue(col, raw)
 	if err != nil {
 		return err
@@ -165,12 +175,12 @@ func (c *JSONCodec) setBytes(i int, col *Column, raw []byte) error {
 	if err != nil {
 		return newColumnError(col.Name, "invalid base64: "+err.Error(), ErrInvalidValue)
 	}
-	c.enc.SetBytes(i, c.decoded)
+	enc.SetBytes(i, c.decoded)
 	return nil
 }
 
 // setTemporal sets a DATE, TIME, TIMESTAMP or TIMESTAMP_LTZ column.
-func (c *JSONCodec) setTemporal(i int, col *Column, raw []byte) error {
+func (c *JSONCodec) setTemporal(enc *RowEncoder, i int, col *Column, raw []byte) error {
 	t := col.Type
 	if t.kind == KindTimestampLTZ && isJSONNumber(raw) {
 		millis, err := jsonInteger(col, raw)
@@ -180,7 +190,7 @@ func (c *JSONCodec) setTemporal(i int, col *Column, raw []byte) error {
 		if msg := checkTimestamp(millis, 0, t.precision); msg != "" {
 			return newColumnError(col.Name, "value "+valueText(raw)+" exceeds "+t.String(), ErrOverflow)
 		}
-		c.enc.SetTimestamp(i, millis, 0)
+		enc.SetTimestamp(i, millis, 0)
 		return nil
 	}
 	if raw[0] != '"' {
@@ -199,7 +209,7 @@ func (c *JSONCodec) setTemporal(i int, col *Column, raw []byte) error {
 		if !ok {
 			return invalidTemporal(col, raw, "YYYY-MM-DD")
 		}
-		c.enc.SetInt64(i, days)
+		enc.SetInt64(i, days)
 	case KindTime:
 		nanosOfDay, ok := parseTimeOfDay(text)
 		if !ok {
@@ -208,7 +218,7 @@ func (c *JSONCodec) setTemporal(i int, col *Column, raw []byte) error {
 		if nanosOfDay%nanosPerMilli != 0 {
 			return newColumnError(col.Name, "value "+valueText(raw)+" exceeds TIME (milliseconds)", ErrOverflow)
 		}
-		c.enc.SetInt64(i, nanosOfDay/nanosPerMilli)
+		enc.SetInt64(i, nanosOfDay/nanosPerMilli)
 	default:
 		ltz := t.kind == KindTimestampLTZ
 		millis, nanos, ok := parseTimestamp(text, ltz)
@@ -226,7 +236,7 @@ func (c *JSONCodec) setTemporal(i int, col *Column, raw []byte) error {
 		if msg := checkTimestamp(millis, nanos, t.precision); msg != "" {
 			return newColumnError(col.Name, "value "+valueText(raw)+" exceeds "+t.String(), ErrOverflow)
 		}
-		c.enc.SetTimestamp(i, millis, nanos)
+		enc.SetTimestamp(i, millis, nanos)
 	}
 	return nil
 }

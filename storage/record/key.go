@@ -27,7 +27,8 @@ type KeyEncoder struct {
 
 // NewKeyEncoder returns an encoder of the key made of the named columns of
 // s, in that order. s must validate; key must name one or more distinct
-// columns of s. Errors match ErrInvalidSchema.
+// columns of s, none of a nested type (ARRAY, MAP, ROW). Errors match
+// ErrInvalidSchema.
 func NewKeyEncoder(s Schema, key []string) (*KeyEncoder, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -49,6 +50,9 @@ func NewKeyEncoder(s Schema, key []string) (*KeyEncoder, error) {
 			return nil, newSchemaError("key: duplicate column " + strconv.Quote(name))
 		}
 		col := s.Columns[ci]
+		if col.Type.IsNested() {
+			return nil, newSchemaError("key: " + columnRef(ci, name) + ": " + col.Type.String() + " cannot be part of a key")
+		}
 		col.Nullable = false
 		k.keySchema.Columns = append(k.keySchema.Columns, col)
 		k.indexes[i] = ci
@@ -69,7 +73,7 @@ func (k *KeyEncoder) KeySchema() Schema {
 // the row is an error matching ErrNullNotAllowed, and dst is returned
 // unchanged.
 func (k *KeyEncoder) AppendKey(dst, row []byte) ([]byte, error) {
-	view := RowView{columns: k.rowColumns, data: row}
+	view := RowView{columns: k.rowColumns, length: len(k.rowColumns), data: row}
 	n := len(k.indexes)
 	size := fixedEnd(n)
 	for i, ci := range k.indexes {

@@ -13,6 +13,10 @@ import (
 //	element = column | "PRIMARY" "KEY" "(" name { "," name } ")"
 //	column  = name type { "NOT" "NULL" | "NULL" | "PRIMARY" "KEY" }
 //	type    = typename [ "(" integer [ "," integer ] ")" ]
+//	        | "ARRAY" "<" type [ null ] ">"
+//	        | "MAP" "<" type [ "NOT" "NULL" ] "," type [ null ] ">"
+//	        | "ROW" "<" name type [ null ] { "," name type [ null ] } ">"
+//	null    = "NOT" "NULL" | "NULL"
 //
 // For example "id BIGINT NOT NULL PRIMARY KEY, name STRING, amount
 // DECIMAL(10,2)". Keywords and type names are case-insensitive; column names
@@ -33,12 +37,22 @@ import (
 //	TIME                                                milliseconds
 //	TIMESTAMP, TIMESTAMP(p)                             default precision 6
 //	TIMESTAMP_LTZ, TIMESTAMP_LTZ(p)                     default precision 6
+//	ARRAY<T>, MAP<K, V>, ROW<name T, ...>               nested, see below
+//
+// The nested types nest to MaxNestingDepth levels, with at most MaxColumns
+// columns and nested fields in all. An array element, a map value and a
+// row field are nullable unless they say NOT NULL, as columns are; map keys
+// are never null and of a type that is not nested. Field names follow the
+// column name rule and are distinct within their ROW. For example "tags
+// ARRAY<STRING NOT NULL>, attrs MAP<STRING, BIGINT>, address ROW<street
+// STRING, zip INT NOT NULL>".
 //
 // Lengths are refused (VARCHAR(n), CHAR(n), VARBINARY(n), BINARY(n)):
 // Floe does not enforce them, and accepting one would silently widen the
 // column. An unknown type's error lists SupportedTypes.
 //
-// The result is validated as by Schema.Validate. Errors match
+// The text is at most MaxSchemaTextBytes long. The result is validated as
+// by Schema.Validate. Errors match
 // ErrInvalidSchema and name the column by position and name, as in
 // `record: schema: column 2 "amount": unknown type "DECIMALS"`.
 func ParseSchema(src string) (Schema, error) {
@@ -56,6 +70,9 @@ func ParseSchema(src string) (Schema, error) {
 // column names that differ only in case, which a table created before they
 // were refused may have, so such a table still opens.
 func ParseStoredSchema(src string) (Schema, error) {
+	if err := checkSchemaTextSize(src); err != nil {
+		return Schema{}, err
+	}
 	p := schemaParser{src: src}
 	p.advance()
 	if p.tok.kind == tokEOF {
@@ -130,12 +147,28 @@ func namesDifferInCase(columns []Column) error {
 	return nil
 }
 
+// MaxSchemaTextBytes bounds the text that ParseSchema and ParseType read.
+const MaxSchemaTextBytes = 4 << 20
+
+func checkSchemaTextSize(src string) error {
+	if len(src) > MaxSchemaTextBytes {
+		return newSchemaError("text of " + strconv.Itoa(len(src)) + " bytes exceeds the limit of " +
+			strconv.Itoa(MaxSchemaTextBytes) + " (MaxSchemaTextBytes)")
+	}
+	return nil
+}
+
 // ParseType parses one type in the syntax of ParseSchema, such as
-// "DECIMAL(10,2)" or "timestamp". Errors match ErrInvalidSchema.
+// "DECIMAL(10,2)", "timestamp" or "ARRAY<ROW<a INT, b STRING NOT NULL>>".
+// ParseType(t.String()) equals t for every valid t. Errors match
+// ErrInvalidSchema.
 func ParseType(src string) (DataType, error) {
+	if err := checkSchemaTextSize(src); err != nil {
+		return DataType{}, err
+	}
 	p := schemaParser{src: src}
 	p.advance()
-	t, err := p.parseType("")
+	t, err := p.parseType("", 1)
 	if err != nil {
 		return DataType{}, err
 	}
@@ -148,7 +181,7 @@ func ParseType(src string) (DataType, error) {
 // parseColumn parses what follows the name of the column at index i.
 func (p *schemaParser) parseColumn(i int, name string) (col Column, isKey bool, err error) {
 	ref := columnRef(i, name)
-	t, err := p.parseType(ref + ": ")
+	t, err := p.parseType(ref+": ", 1)
 	if err != nil {
 		return Column{}, false, err
 	}
@@ -213,8 +246,10 @@ func (p *schemaParser) parseKeyList() ([]string, error) {
 }
 
 // parseType parses a type name and its parameters. prefix starts every error
-// message (a column reference and ": ", or nothing).
-func (p *schemaParser) parseType(prefix string) (DataType, error) {
+// message (a column reference and ": ", or nothing); depth is the nesting
+// depth of the type, 1 for a column's. The type of depth 1 is validated
+// whole.
+func (p *schemaParser) parseType(prefix string, depth int) (DataType, error) {
 	if p.tok.kind != tokWord {
 		where := strings.TrimSuffix(prefix, ": ")
 		if where == "" {
@@ -223,6 +258,18 @@ func (p *schemaParser) parseType(prefix string) (DataType, error) {
 		return DataType{}, p.syntaxError(where, "a type")
 	}
 	name := p.tok.text
+	if kind, ok := nestedKind(name); ok {
+		t, err := p.parseNested(prefix, kind, depth)
+		if err != nil {
+			return DataType{}, err
+		}
+		if depth == 1 {
+			if msg := t.problem(); msg != "" {
+				return DataType{}, newSchemaError(prefix + msg)
+			}
+		}
+		return t, nil
+	}
 	p.advance()
 	var params []int
 	if p.tok.kind == tokLParen {
@@ -254,11 +301,118 @@ func (p *schemaParser) parseType(prefix string) (DataType, error) {
 	return t, nil
 }
 
+// nestedKind returns the kind of a nested type name.
+func nestedKind(name string) (Kind, bool) {
+	switch strings.ToUpper(name) {
+	case "ARRAY":
+		return KindArray, true
+	case "MAP":
+		return KindMap, true
+	case "ROW":
+		return KindRow, true
+	}
+	return KindInvalid, false
+}
+
+// parseNested parses an ARRAY, MAP or ROW type from its name on.
+func (p *schemaParser) parseNested(prefix string, kind Kind, depth int) (DataType, error) {
+	where := prefix + kind.String()
+	if depth > MaxNestingDepth {
+		return DataType{}, newSchemaError(where + ": nesting deeper than " + strconv.Itoa(MaxNestingDepth) +
+			" levels (MaxNestingDepth) at offset " + strconv.Itoa(p.tok.offset))
+	}
+	p.advance()
+	if p.tok.kind != tokLAngle {
+		return DataType{}, p.syntaxError(where, `"<"`)
+	}
+	p.advance()
+	var children []Column
+	for {
+		var c Column
+		switch {
+		case kind == KindRow:
+			if p.tok.kind != tokWord {
+				return DataType{}, p.syntaxError(where, "a field name")
+			}
+			c.Name = p.tok.text
+			p.advance()
+		case kind == KindArray:
+			c.Name = elemName
+		case len(children) == 0:
+			c.Name = keyName
+		default:
+			c.Name = valueName
+		}
+		if p.fields++; p.fields > MaxColumns {
+			return DataType{}, newSchemaError(where + ": more than " + strconv.Itoa(MaxColumns) +
+				" nested fields (MaxColumns) at offset " + strconv.Itoa(p.tok.offset))
+		}
+		childWhere := where + " " + c.Name // as DataType.problem names it
+		if kind == KindRow {
+			childWhere = where + " field " + c.Name
+		}
+		var err error
+		if c.Type, err = p.parseType(childWhere+": ", depth+1); err != nil {
+			return DataType{}, err
+		}
+		nullable, err := p.parseNullability(childWhere)
+		if err != nil {
+			return DataType{}, err
+		}
+		c.Nullable = nullable
+		if c.Name == keyName && kind == KindMap {
+			if nullable && p.nullSaid {
+				return DataType{}, newSchemaError(where + ": keys are always NOT NULL")
+			}
+			c.Nullable = false
+		}
+		children = append(children, c)
+		more := kind == KindRow || (kind == KindMap && len(children) == 1)
+		if more && p.tok.kind == tokComma {
+			p.advance()
+			continue
+		}
+		if p.tok.kind == tokRAngle && (kind != KindMap || len(children) == 2) {
+			p.advance()
+			return DataType{kind: kind, children: children}, nil
+		}
+		switch {
+		case kind == KindRow:
+			return DataType{}, p.syntaxError(where, `NOT NULL, NULL, "," or ">"`)
+		case more:
+			return DataType{}, p.syntaxError(where, `NOT NULL or ","`)
+		default:
+			return DataType{}, p.syntaxError(where, `NOT NULL, NULL or ">"`)
+		}
+	}
+}
+
+// parseNullability parses the optional NOT NULL or NULL after a nested
+// type's child, returning whether the child is nullable (the default) and
+// setting p.nullSaid when either was written.
+func (p *schemaParser) parseNullability(where string) (nullable bool, err error) {
+	p.nullSaid = false
+	switch {
+	case p.isKeyword("NOT"):
+		p.advance()
+		if !p.isKeyword("NULL") {
+			return false, p.syntaxError(where, "NULL after NOT")
+		}
+		p.advance()
+		p.nullSaid = true
+		return false, nil
+	case p.isKeyword("NULL"):
+		p.advance()
+		p.nullSaid = true
+	}
+	return true, nil
+}
+
 // SupportedTypes lists the type names ParseSchema and ParseType accept,
 // aliases in parentheses, for error messages and the docs.
 const SupportedTypes = "BOOLEAN (BOOL), TINYINT, SMALLINT, INT (INTEGER), BIGINT, FLOAT, DOUBLE, " +
 	"DECIMAL(p,s) (NUMERIC, DEC), STRING (TEXT, VARCHAR), BYTES (BYTEA, VARBINARY), DATE, TIME, " +
-	"TIMESTAMP(p), TIMESTAMP_LTZ(p)"
+	"TIMESTAMP(p), TIMESTAMP_LTZ(p), ARRAY<T>, MAP<K, V>, ROW<name T, ...>"
 
 // typeFromName builds the type for a type name and its parameters, or says
 // what is wrong with them.
@@ -339,6 +493,8 @@ const (
 	tokLParen           // (
 	tokRParen           // )
 	tokComma            // ,
+	tokLAngle           // <
+	tokRAngle           // >
 	tokOther            // any other character
 )
 
@@ -350,9 +506,11 @@ type token struct {
 
 // schemaParser is a recursive-descent parser over a one-token lookahead.
 type schemaParser struct {
-	src string
-	pos int   // offset of the next unread byte
-	tok token // current token
+	src      string
+	pos      int   // offset of the next unread byte
+	tok      token // current token
+	fields   int   // nested fields parsed so far, at most MaxColumns
+	nullSaid bool  // the last parseNullability read NOT NULL or NULL
 }
 
 // advance moves to the next token.
@@ -373,6 +531,10 @@ func (p *schemaParser) advance() {
 		kind = tokRParen
 	case c == ',':
 		kind = tokComma
+	case c == '<':
+		kind = tokLAngle
+	case c == '>':
+		kind = tokRAngle
 	case isNameByte(c):
 		for p.pos < len(p.src) && isNameByte(p.src[p.pos]) {
 			p.pos++

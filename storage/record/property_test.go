@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/big"
 	"strconv"
@@ -26,7 +27,7 @@ func TestRowProperties(t *testing.T) {
 		want := make([]any, len(s.Columns)) // nil for null
 		setters := make([]func(), len(s.Columns))
 		for i, c := range s.Columns {
-			want[i], setters[i] = genCell(t, e, i, c)
+			want[i], setters[i] = genCell(t, e, i, c, "value "+strconv.Itoa(i))
 		}
 		order := rapid.Permutation(indexes(len(s.Columns))).Draw(t, "set order")
 		for _, i := range order {
@@ -112,14 +113,37 @@ func indexes(n int) []int {
 	return out
 }
 
-func genType(t *rapid.T, label string) DataType {
-	kind := Kind(rapid.IntRange(int(KindBoolean), int(kindCount)-1).Draw(t, label+" kind"))
+// genType draws a type, nested ones down to depth 4 (a column's type is at
+// depth 1).
+func genType(t *rapid.T, label string, depth int) DataType {
+	last := int(kindCount) - 1
+	if depth >= 4 {
+		last = int(KindArray) - 1
+	}
+	kind := Kind(rapid.IntRange(int(KindBoolean), last).Draw(t, label+" kind"))
 	switch kind {
 	case KindDecimal:
 		p := rapid.IntRange(1, MaxDecimalPrecision).Draw(t, label+" precision")
 		return Decimal(p, rapid.IntRange(0, p).Draw(t, label+" scale"))
 	case KindTimestamp, KindTimestampLTZ:
 		return DataType{kind: kind, precision: rapid.IntRange(0, MaxTimestampPrecision).Draw(t, label+" precision")}
+	case KindArray:
+		return Array(genType(t, label+" element", depth+1), rapid.Bool().Draw(t, label+" element nullable"))
+	case KindMap:
+		key := genType(t, label+" key", 4) // not nested
+		return Map(key, genType(t, label+" value", depth+1), rapid.Bool().Draw(t, label+" value nullable"))
+	case KindRow:
+		n := rapid.IntRange(1, 3).Draw(t, label+" fields")
+		fields := make([]Column, n)
+		for i := range fields {
+			fl := label + " field " + strconv.Itoa(i)
+			fields[i] = Column{
+				Name:     rapid.StringMatching(`[A-Za-z0-9_]{1,4}`).Draw(t, fl+" name") + "_" + strconv.Itoa(i),
+				Type:     genType(t, fl, depth+1),
+				Nullable: rapid.Bool().Draw(t, fl+" nullable"),
+			}
+		}
+		return Row(fields)
 	default:
 		return DataType{kind: kind}
 	}
@@ -133,12 +157,12 @@ func genSchema(t *rapid.T) Schema {
 		prefix := rapid.StringMatching(`[A-Za-z0-9_]{1,8}`).Draw(t, label+" name")
 		s.Columns = append(s.Columns, Column{
 			Name:     prefix + "_" + strconv.Itoa(i), // unique
-			Type:     genType(t, label),
+			Type:     genType(t, label, 1),
 			Nullable: rapid.Bool().Draw(t, label+" nullable"),
 		})
 	}
 	for _, i := range rapid.Permutation(indexes(n)).Draw(t, "key order") {
-		if !s.Columns[i].Nullable && rapid.IntRange(0, 3).Draw(t, "in key") == 0 {
+		if !s.Columns[i].Nullable && !s.Columns[i].Type.IsNested() && rapid.IntRange(0, 3).Draw(t, "in key") == 0 {
 			s.PrimaryKey = append(s.PrimaryKey, s.Columns[i].Name)
 		}
 	}
@@ -147,8 +171,7 @@ func genSchema(t *rapid.T) Schema {
 
 // genCell draws a value for column i and returns it in the form viewValue
 // returns (nil for null), with a function that sets it on e.
-func genCell(t *rapid.T, e *RowEncoder, i int, c Column) (any, func()) {
-	label := "value " + strconv.Itoa(i)
+func genCell(t *rapid.T, e *RowEncoder, i int, c Column, label string) (any, func()) {
 	if c.Nullable && rapid.IntRange(0, 4).Draw(t, label+" null") == 0 {
 		if rapid.Bool().Draw(t, label+" explicit null") {
 			return nil, func() { e.SetNull(i) }
@@ -212,10 +235,69 @@ func genCell(t *rapid.T, e *RowEncoder, i int, c Column) (any, func()) {
 		millis := seconds*1000 + fraction/nanosPerMilli
 		nanos := int32(fraction % nanosPerMilli)
 		return [2]int64{millis, int64(nanos)}, func() { e.SetTimestamp(i, millis, nanos) }
+	case KindArray, KindMap, KindRow:
+		want, payload := genNested(t, label, typ)
+		return want, func() { e.SetNested(i, payload) }
 	default:
 		t.Fatalf("no generator for %s", typ)
 		return nil, nil
 	}
+}
+
+// genNested draws a value of a nested type and returns it in the form
+// viewValue returns, with its encoding.
+func genNested(t *rapid.T, label string, typ DataType) (string, []byte) {
+	var want []any
+	var payload []byte
+	var err error
+	switch typ.kind {
+	case KindArray:
+		a, aerr := NewArrayEncoder(typ.Elem().Type, typ.Elem().Nullable)
+		if aerr != nil {
+			t.Fatalf("NewArrayEncoder(%s): %v", typ, aerr)
+		}
+		for j := range rapid.IntRange(0, 4).Draw(t, label+" elements") {
+			w, set := genCell(t, &a.e, a.next(), typ.Elem(), label+"["+strconv.Itoa(j)+"]")
+			set()
+			want = append(want, w)
+		}
+		payload, err = a.Finish(nil)
+	case KindRow:
+		e, rerr := NewRowValueEncoder(typ.Fields())
+		if rerr != nil {
+			t.Fatalf("NewRowValueEncoder(%s): %v", typ, rerr)
+		}
+		for k, f := range typ.Fields() {
+			w, set := genCell(t, e, k, f, label+"."+f.Name)
+			set()
+			want = append(want, w)
+		}
+		payload, err = e.Finish(nil)
+	case KindMap:
+		m, merr := NewMapEncoder(typ.MapKey().Type, typ.MapValue().Type, typ.MapValue().Nullable)
+		if merr != nil {
+			t.Fatalf("NewMapEncoder(%s): %v", typ, merr)
+		}
+		seen := map[string]bool{}
+		for j := range rapid.IntRange(0, 3).Draw(t, label+" entries") {
+			kl := label + ".keys[" + strconv.Itoa(j) + "]"
+			k, setKey := genCell(t, &m.keys.e, m.keys.Len(), typ.MapKey(), kl)
+			if seen[fmt.Sprint(k)] {
+				continue
+			}
+			seen[fmt.Sprint(k)] = true
+			m.keys.next()
+			setKey()
+			v, setValue := genCell(t, &m.values.e, m.values.next(), typ.MapValue(), label+".values["+strconv.Itoa(j)+"]")
+			setValue()
+			want = append(want, [2]any{k, v})
+		}
+		payload, err = m.Finish(nil)
+	}
+	if err != nil {
+		t.Fatalf("encoding a %s: %v", typ, err)
+	}
+	return fmt.Sprint(want), payload
 }
 
 // viewValue reads column i in the form genCell returns.
@@ -236,9 +318,37 @@ func viewValue(v RowView, i int, typ DataType) any {
 	case KindTimestamp, KindTimestampLTZ:
 		millis, nanos := v.Timestamp(i)
 		return [2]int64{millis, int64(nanos)}
+	case KindArray:
+		a := v.Array(i)
+		var list []any
+		for j := range a.Len() {
+			list = append(list, viewOrNil(a.v, j, typ.Elem().Type))
+		}
+		return fmt.Sprint(list)
+	case KindRow:
+		r := v.Row(i)
+		var list []any
+		for k, f := range typ.Fields() {
+			list = append(list, viewOrNil(r, k, f.Type))
+		}
+		return fmt.Sprint(list)
+	case KindMap:
+		m := v.Map(i)
+		var list []any
+		for j := range m.Len() {
+			list = append(list, [2]any{viewOrNil(m.Keys().v, j, typ.MapKey().Type), viewOrNil(m.Values().v, j, typ.MapValue().Type)})
+		}
+		return fmt.Sprint(list)
 	default:
 		return v.Int64(i)
 	}
+}
+
+func viewOrNil(v RowView, i int, typ DataType) any {
+	if v.IsNull(i) {
+		return nil
+	}
+	return viewValue(v, i, typ)
 }
 
 // bigToTwos returns x as big-endian two's complement with one redundant sign

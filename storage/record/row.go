@@ -33,6 +33,14 @@
 //	                              of minimal length (1 to 16 bytes), |v| < 10^p
 //	TIMESTAMP(p), p > 6 and       12 bytes: int64 milliseconds since the epoch,
 //	TIMESTAMP_LTZ(p), p > 6       then int32 nanoseconds of the millisecond
+//	ROW<f1 T1, ..., fk Tk>        a row of the fields, laid out exactly as a row of
+//	                              a schema of those columns
+//	ARRAY<T> of n elements        uint32 n, then a block of n values of type T laid
+//	                              out as a row of n columns: null bitmap, n slots,
+//	                              variable part, offsets from the block's start
+//	MAP<K, V> of n entries        a row of two NOT NULL values, the keys and the
+//	                              values, each an ARRAY payload of n elements; keys
+//	                              are distinct and never null, entries keep their order
 //
 // A payload of at most 7 bytes lives inline in its slot: bytes 0 to len-1 hold
 // it, byte 7 holds 0x80|len, and the bytes between are zero. A longer payload
@@ -45,6 +53,15 @@
 // Timestamps and dates cover the years 0000 to 9999. A timestamp of precision
 // p has zeros past its p-th fractional digit. NaNs are stored as the
 // canonical quiet NaN (0x7fc00000 and 0x7ff8000000000000).
+//
+// Nested values follow the same rules all the way down (at most
+// MaxNestingDepth levels, as their types): a nested block has no bits set
+// past its values, zero slots for nulls, payloads back to back in value
+// order and nothing after the last; an element count takes at least its 8
+// bytes of slots, so a count larger than the payload allows is refused
+// before anything is sized by it. Equal map keys are equal bytes (the
+// encoding being canonical), which is how ValidateRow finds a key given
+// twice.
 //
 // Together these rules make the encoding canonical: each sequence of values
 // (floats taken bit for bit) has exactly one valid row, which is what
@@ -60,6 +77,21 @@
 //	68 69 00 00 00 00 00 82              note: "hi", inline
 //	00 00 00 00 00 00 00 00              tag: null
 //	68 65 6c 6c 6f 2c 20 77 6f 72 6c 64  "hello, world"
+//
+// Under "tags ARRAY<STRING NOT NULL>" the row (["a", "hello, world"]) is
+// 1 + 8 + 33 = 42 bytes; the column's payload is the 33 bytes at offset 9:
+//
+//	00                                   null bitmap of the row
+//	09 00 00 00 21 00 00 00              tags: 33 bytes at offset 9
+//	02 00 00 00                          2 elements
+//	00                                   null bitmap of the elements
+//	61 00 00 00 00 00 00 81              element 0: "a", inline
+//	11 00 00 00 0c 00 00 00              element 1: 12 bytes at offset 17 of the block
+//	68 65 6c 6c 6f 2c 20 77 6f 72 6c 64  "hello, world"
+//
+// An empty array is its 4-byte count alone, inline in its slot; a MAP
+// payload starts with 00 (no null) and the slots of its keys and values
+// arrays.
 
 package record
 
@@ -102,7 +134,11 @@ func fixedEnd(n int) int { return bitmapBytes(n) + slotBytes*n }
 // getters alias the row: they are valid while the row bytes are unchanged,
 // and callers must not modify them.
 type RowView struct {
+	// columns are a row's columns, or the element column alone of the
+	// elements of an array (ArrayView): value i is of column
+	// columns[min(i, len(columns)-1)].
 	columns []Column
+	length  int // values: len(columns) for a row, the element count for an array
 	data    []byte
 }
 
@@ -110,21 +146,25 @@ type RowView struct {
 // check the row: call ValidateRow first for rows of untrusted origin. The view
 // reads s.Columns, which must not change while the view is used.
 func NewRowView(s Schema, data []byte) RowView {
-	return RowView{columns: s.Columns, data: data}
+	return RowView{columns: s.Columns, length: len(s.Columns), data: data}
 }
 
 // Data returns the row bytes.
 func (v RowView) Data() []byte { return v.data }
 
-// NumColumns returns the number of columns of the schema.
-func (v RowView) NumColumns() int { return len(v.columns) }
+// NumColumns returns the number of columns of the schema (of the fields of
+// a ROW value).
+func (v RowView) NumColumns() int { return v.length }
 
 // checkIndex panics if i is not a column index.
 func (v RowView) checkIndex(i int) {
-	if uint(i) >= uint(len(v.columns)) {
-		panic("record: column index " + strconv.Itoa(i) + " out of range for " + strconv.Itoa(len(v.columns)) + " columns")
+	if uint(i) >= uint(v.length) {
+		panic("record: column index " + strconv.Itoa(i) + " out of range for " + strconv.Itoa(v.length) + " columns")
 	}
 }
+
+// column returns the column of value i, an index checked.
+func (v RowView) column(i int) *Column { return &v.columns[min(i, len(v.columns)-1)] }
 
 // IsNull reports whether column i is null.
 func (v RowView) IsNull(i int) bool {
@@ -137,7 +177,7 @@ func (v RowView) IsNull(i int) bool {
 
 // slotOffset returns the offset of the slot of column i.
 func (v RowView) slotOffset(i int) int {
-	return bitmapBytes(len(v.columns)) + slotBytes*i
+	return bitmapBytes(v.length) + slotBytes*i
 }
 
 // slot returns the 8 bytes of the slot of column i as a uint64.
@@ -198,7 +238,7 @@ func (v RowView) Bytes(i int) []byte { return v.payload(i) }
 // nanoseconds within that millisecond, 0 to 999,999.
 func (v RowView) Timestamp(i int) (millis int64, nanosOfMilli int32) {
 	v.checkIndex(i)
-	if v.columns[i].Type.precision <= MaxCompactTimestampPrecision {
+	if v.column(i).Type.precision <= MaxCompactTimestampPrecision {
 		millis, micros := floorDivMod(int64(v.slot(i)), 1000)
 		return millis, int32(micros * 1000)
 	}
@@ -213,7 +253,7 @@ func (v RowView) Timestamp(i int) (millis int64, nanosOfMilli int32) {
 // magnitude.
 func (v RowView) decimal(i int) (neg bool, mag uint128, ok bool) {
 	v.checkIndex(i)
-	if v.columns[i].Type.precision <= MaxCompactDecimalPrecision {
+	if v.column(i).Type.precision <= MaxCompactDecimalPrecision {
 		neg, mag = magnitudeOfInt64(int64(v.slot(i)))
 		return neg, mag, true
 	}

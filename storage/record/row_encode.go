@@ -24,11 +24,14 @@ import (
 // rows, and Finish only grows dst when dst lacks capacity. A RowEncoder is not
 // safe for concurrent use.
 type RowEncoder struct {
+	// columns are the row's columns, or for an ArrayEncoder the element
+	// column alone: value i is of column columns[min(i, len(columns)-1)],
+	// and varlen is indexed the same way.
 	columns  []Column
 	varlen   []bool       // per column: !Type.IsFixedWidth()
-	states   []fieldState // per column
-	slots    []uint64     // per fixed-width column: the slot value
-	payloads []payloadRef // per variable-length column: its bytes in varBuf
+	states   []fieldState // per value
+	slots    []uint64     // per fixed-width value: the slot value
+	payloads []payloadRef // per variable-length value: its bytes in varBuf
 	varBuf   []byte
 	err      error
 }
@@ -83,16 +86,19 @@ func (e *RowEncoder) column(i int) (c *Column, ok bool) {
 	if e.err != nil {
 		return nil, false
 	}
-	if uint(i) >= uint(len(e.columns)) {
+	if uint(i) >= uint(len(e.states)) {
 		e.fail(&detailError{
 			pkg:   "record",
-			msg:   "column index " + strconv.Itoa(i) + " out of range for " + strconv.Itoa(len(e.columns)) + " columns",
+			msg:   "column index " + strconv.Itoa(i) + " out of range for " + strconv.Itoa(len(e.states)) + " columns",
 			kinds: []error{ErrUnknownColumn},
 		})
 		return nil, false
 	}
-	return &e.columns[i], true
+	return &e.columns[min(i, len(e.columns)-1)], true
 }
+
+// isVarlen reports whether value i is a variable-length payload.
+func (e *RowEncoder) isVarlen(i int) bool { return e.varlen[min(i, len(e.varlen)-1)] }
 
 // wrongSetter records the use of a setter on a column it does not serve.
 func (e *RowEncoder) wrongSetter(c *Column, setter string) {
@@ -259,7 +265,7 @@ func (e *RowEncoder) setDecimal(i int, c *Column, setter string, neg bool, mag u
 		e.fail(newColumnError(c.Name, "unscaled value "+string(text)+" exceeds "+c.Type.String(), ErrOverflow))
 		return
 	}
-	if !e.varlen[i] {
+	if !e.isVarlen(i) {
 		v, _ := int64OfMagnitude(neg, mag)
 		e.setSlot(i, uint64(v))
 		return
@@ -339,7 +345,7 @@ func (e *RowEncoder) SetTimestamp(i int, millis int64, nanosOfMilli int32) {
 		e.fail(newColumnError(c.Name, msg+" for "+c.Type.String(), ErrOverflow))
 		return
 	}
-	if !e.varlen[i] {
+	if !e.isVarlen(i) {
 		e.setSlot(i, uint64(millis*1000+int64(nanosOfMilli/1000)))
 		return
 	}
@@ -374,16 +380,22 @@ func (e *RowEncoder) Finish(dst []byte) ([]byte, error) {
 	if e.err != nil {
 		return dst, e.err
 	}
-	n := len(e.columns)
+	return e.appendBlock(dst)
+}
+
+// appendBlock appends the values set, in the row layout, to dst; on error
+// it returns dst unchanged.
+func (e *RowEncoder) appendBlock(dst []byte) ([]byte, error) {
+	n := len(e.states)
 	size := fixedEnd(n)
-	for i, c := range e.columns {
-		switch e.states[i] {
+	for i, state := range e.states {
+		switch state {
 		case fieldUnset:
-			if !c.Nullable {
+			if c := &e.columns[min(i, len(e.columns)-1)]; !c.Nullable {
 				return dst, newColumnError(c.Name, "missing value for NOT NULL column", ErrNullNotAllowed)
 			}
 		case fieldSet:
-			if e.varlen[i] {
+			if e.isVarlen(i) {
 				if l := e.payloads[i].end - e.payloads[i].start; l > maxInlinePayload {
 					size += l
 				}
@@ -403,13 +415,13 @@ func (e *RowEncoder) Finish(dst []byte) ([]byte, error) {
 	clear(row[:fixedEnd(n)])
 	slotsAt := bitmapBytes(n)
 	varAt := fixedEnd(n)
-	for i := range e.columns {
-		if e.states[i] != fieldSet {
+	for i, state := range e.states {
+		if state != fieldSet {
 			row[i/8] |= 1 << (i % 8)
 			continue
 		}
 		slot := row[slotsAt+slotBytes*i : slotsAt+slotBytes*(i+1)]
-		if !e.varlen[i] {
+		if !e.isVarlen(i) {
 			binary.LittleEndian.PutUint64(slot, e.slots[i])
 			continue
 		}

@@ -10,68 +10,102 @@ import (
 // layout described in row.go: its length, null bitmap and payload references,
 // that NOT NULL columns are not null, and that each value is in range for its
 // type (narrow integers, DATE, TIME, DECIMAL precision, timestamp range and
-// precision, UTF-8 of STRING, canonical NaN, zero padding). When it returns
-// nil, every RowView getter suited to a column's type returns a meaningful
-// value and the row converts to JSON.
+// precision, UTF-8 of STRING, canonical NaN, zero padding), nested values
+// (ARRAY, MAP, ROW) checked by the same rules all the way down, with element
+// counts that fit their payload and distinct map keys. When it returns nil,
+// every RowView getter suited to a column's type returns a meaningful value
+// and the row converts to JSON.
 //
-// ValidateRow never panics, whatever data holds, and does not allocate unless
-// it fails. It trusts s to be a validated schema, though an invalid one only
-// makes it return an error. Errors match ErrInvalidRow; those about one
-// column are *ColumnError values, and those about a null in a NOT NULL column
-// also match ErrNullNotAllowed.
+// ValidateRow never panics, whatever data holds, and does not allocate
+// unless it fails or checks a map of more than 32 entries. Its recursion
+// follows the schema's types, so it is at most MaxNestingDepth deep. It
+// trusts s to be a validated schema, though an invalid one only makes it
+// return an error. Errors match ErrInvalidRow; those about one column are
+// *ColumnError values (with a Path for a value inside a nested one), and
+// those about a null in a NOT NULL column also match ErrNullNotAllowed.
 func ValidateRow(s Schema, data []byte) error {
-	n := len(s.Columns)
 	if len(data) > MaxRowBytes {
 		return newRowError(strconv.Itoa(len(data)) + " bytes, more than the limit of " + strconv.Itoa(MaxRowBytes))
 	}
+	for i := range s.Columns {
+		if c := &s.Columns[i]; c.Type.problem() != "" {
+			return newColumnError(c.Name, "invalid row: "+c.Type.String()+": "+c.Type.problem(), ErrInvalidRow)
+		}
+	}
+	pr := checkBlock(data, s.Columns, len(s.Columns), "column")
+	switch {
+	case pr.msg == "":
+		return nil
+	case pr.index < 0:
+		return newRowError(pr.msg)
+	case pr.null:
+		return newPathError(s.Columns[pr.index].Name, pr.path, "invalid row: "+pr.msg, ErrInvalidRow, ErrNullNotAllowed)
+	default:
+		return newPathError(s.Columns[pr.index].Name, pr.path, "invalid row: "+pr.msg, ErrInvalidRow)
+	}
+}
+
+// blockProblem is what is wrong with a block of values laid out as a row
+// (a row, a ROW value, the elements of an ARRAY value); the zero value
+// (msg "") when nothing is.
+type blockProblem struct {
+	index int    // the value at fault, or -1 for the block as a whole
+	path  string // where inside that value, for a nested one (ColumnError.Path)
+	msg   string // what is wrong; about a value, it starts with the type at fault
+	null  bool   // a null in a NOT NULL value
+}
+
+// checkBlock checks data as a block of n values in the row layout, value i
+// of column cols[min(i, len(cols)-1)], which must validate. noun names the
+// values in messages: column, field, element, key or value. The caller
+// ensures n is at most len(data)/8 or a schema's column count.
+func checkBlock(data []byte, cols []Column, n int, noun string) blockProblem {
 	end := fixedEnd(n)
 	if len(data) < end {
-		return newRowError(strconv.Itoa(len(data)) + " bytes, shorter than the " + strconv.Itoa(end) +
-			"-byte bitmap and fixed part of " + strconv.Itoa(n) + " columns")
+		return blockProblem{index: -1, msg: strconv.Itoa(len(data)) + " bytes, shorter than the " + strconv.Itoa(end) +
+			"-byte bitmap and fixed part of " + strconv.Itoa(n) + " " + noun + "s"}
 	}
 	if n%8 != 0 && data[n/8]>>(n%8) != 0 {
-		return newRowError("null bitmap has bits set past the last column")
+		return blockProblem{index: -1, msg: "null bitmap has bits set past the last " + noun}
 	}
 	slotsAt := bitmapBytes(n)
 	varAt := end // where the next out-of-line payload must start
-	for i := range s.Columns {
-		c := &s.Columns[i]
+	for i := range n {
+		c := &cols[min(i, len(cols)-1)]
 		slotAt := slotsAt + slotBytes*i
 		slot := binary.LittleEndian.Uint64(data[slotAt:])
 		if data[i/8]&(1<<(i%8)) != 0 {
 			if !c.Nullable {
-				return newColumnError(c.Name, "invalid row: null in NOT NULL column", ErrInvalidRow, ErrNullNotAllowed)
+				return blockProblem{index: i, msg: "null in NOT NULL " + noun, null: true}
 			}
 			if slot != 0 {
-				return columnRowError(c, "slot of a null value is not zero")
+				return blockProblem{index: i, msg: c.Type.String() + ": slot of a null value is not zero"}
 			}
 			continue
 		}
-		if msg := c.Type.problem(); msg != "" {
-			return columnRowError(c, msg)
-		}
-		var msg string
+		var path, msg string
+		typed := false // msg starts with the type at fault
 		if c.Type.IsFixedWidth() {
 			msg = checkFixedSlot(c.Type, slot)
 		} else {
 			var payload []byte
 			payload, varAt, msg = locatePayload(data, slotAt, slot, varAt)
 			if msg == "" {
-				msg = checkPayload(c.Type, payload)
+				path, msg = checkPayload(c.Type, payload)
+				typed = c.Type.IsNested()
 			}
 		}
 		if msg != "" {
-			return columnRowError(c, msg)
+			if !typed {
+				msg = c.Type.String() + ": " + msg
+			}
+			return blockProblem{index: i, path: path, msg: msg}
 		}
 	}
 	if varAt != len(data) {
-		return newRowError(strconv.Itoa(len(data)-varAt) + " bytes after the last payload")
+		return blockProblem{index: -1, msg: strconv.Itoa(len(data)-varAt) + " bytes after the last payload"}
 	}
-	return nil
-}
-
-func columnRowError(c *Column, msg string) error {
-	return newColumnError(c.Name, "invalid row: "+c.Type.String()+": "+msg, ErrInvalidRow)
+	return blockProblem{}
 }
 
 // checkFixedSlot says what is wrong with the slot of a non-null value of a
@@ -142,8 +176,17 @@ func locatePayload(data []byte, slotAt int, slot uint64, varAt int) (payload []b
 }
 
 // checkPayload says what is wrong with the payload of a non-null value of a
-// variable-length type t, or returns "".
-func checkPayload(t DataType, p []byte) string {
+// variable-length type t, or returns "". For a nested value, path locates the
+// value at fault inside it, and msg starts with that value's type.
+func checkPayload(t DataType, p []byte) (path, msg string) {
+	if t.IsNested() {
+		return checkNested(t, p)
+	}
+	return "", checkFlatPayload(t, p)
+}
+
+// checkFlatPayload is checkPayload for a type that is not nested.
+func checkFlatPayload(t DataType, p []byte) string {
 	switch t.kind {
 	case KindString:
 		if !utf8.Valid(p) {
@@ -170,4 +213,88 @@ func checkPayload(t DataType, p []byte) string {
 		return "not a variable-length type"
 	}
 	return ""
+}
+
+// checkNested checks the payload of an ARRAY, MAP or ROW value of type t, a
+// valid type, as ValidateRow does: it returns where inside the value the
+// problem is (ColumnError.Path) and what it is, starting with the type of
+// the value at fault; or "", "".
+func checkNested(t DataType, p []byte) (path, msg string) {
+	switch t.kind {
+	case KindRow:
+		pr := checkBlock(p, t.children, len(t.children), "field")
+		if pr.index >= 0 {
+			return "." + t.children[pr.index].Name + pr.path, pr.msg
+		}
+		return nestedBlockProblem(t, "", pr)
+	case KindArray:
+		return checkArray(t, "", p, t.children, "element")
+	case KindMap:
+		return checkMap(t, p)
+	}
+	return "", t.String() + ": not a nested type"
+}
+
+// nestedBlockProblem returns the path and message of a problem found in the
+// block of a nested value of type t, whose path is at.
+func nestedBlockProblem(t DataType, at string, pr blockProblem) (path, msg string) {
+	if pr.msg == "" {
+		return "", ""
+	}
+	if pr.index < 0 {
+		return at, t.String() + ": " + pr.msg
+	}
+	return at + elementStep(pr.index) + pr.path, pr.msg
+}
+
+// checkArray checks an ARRAY payload p of element column elem (one column)
+// inside a value of type t, at path at (".keys" for the keys of a map, ""
+// for an array itself).
+func checkArray(t DataType, at string, p []byte, elem []Column, noun string) (path, msg string) {
+	n, block, ok := splitArray(p)
+	if !ok {
+		if len(p) < arrayCountBytes {
+			return at, t.String() + ": array payload of " + strconv.Itoa(len(p)) + " bytes, shorter than its element count"
+		}
+		return at, t.String() + ": element count " + strconv.FormatUint(uint64(binary.LittleEndian.Uint32(p)), 10) +
+			" does not fit the " + strconv.Itoa(len(p)-arrayCountBytes) + " bytes that follow"
+	}
+	return nestedBlockProblem(t, at, checkBlock(block, elem, n, noun))
+}
+
+// checkMap checks a MAP payload: a row of two NOT NULL arrays, the keys and
+// the values, of the same length, with distinct keys.
+func checkMap(t DataType, p []byte) (path, msg string) {
+	if len(p) < mapHeadBytes {
+		return "", t.String() + ": map payload of " + strconv.Itoa(len(p)) + " bytes, shorter than its " +
+			strconv.Itoa(mapHeadBytes) + "-byte head"
+	}
+	if p[0] != 0 {
+		return "", t.String() + ": null bitmap of a map is not zero"
+	}
+	keys, varAt, msg := locatePayload(p, 1, binary.LittleEndian.Uint64(p[1:]), mapHeadBytes)
+	if msg != "" {
+		return ".keys", t.String() + ": " + msg
+	}
+	values, varAt, msg := locatePayload(p, 1+slotBytes, binary.LittleEndian.Uint64(p[1+slotBytes:]), varAt)
+	if msg != "" {
+		return ".values", t.String() + ": " + msg
+	}
+	if varAt != len(p) {
+		return "", t.String() + ": " + strconv.Itoa(len(p)-varAt) + " bytes after the values"
+	}
+	if path, msg := checkArray(t, ".keys", keys, t.children[:1], "key"); msg != "" {
+		return path, msg
+	}
+	if path, msg := checkArray(t, ".values", values, t.children[1:], "value"); msg != "" {
+		return path, msg
+	}
+	m := mapView(t.children, p)
+	if m.keys.Len() != m.values.Len() {
+		return "", t.String() + ": " + strconv.Itoa(m.keys.Len()) + " keys but " + strconv.Itoa(m.values.Len()) + " values"
+	}
+	if i, j := duplicateKey(m.keys.v); j >= 0 {
+		return ".keys" + elementStep(j), t.children[0].Type.String() + ": duplicate key (also key " + strconv.Itoa(i) + ")"
+	}
+	return "", ""
 }

@@ -25,6 +25,12 @@ type Column struct {
 	Nullable bool `json:"nullable"`
 }
 
+// Equal reports whether c and o have the same name, nullability and type,
+// comparing nested types deeply.
+func (c Column) Equal(o Column) bool {
+	return c.Name == o.Name && c.Nullable == o.Nullable && c.Type.Equal(o.Type)
+}
+
 // Schema is the ordered list of columns of a table and its primary key.
 //
 // A Schema is a plain value; the functions that take one read it and keep no
@@ -49,6 +55,7 @@ func (s Schema) Validate() error {
 		return newSchemaError(strconv.Itoa(len(s.Columns)) + " columns, more than " + strconv.Itoa(MaxColumns))
 	}
 	seen := make(map[string]int, len(s.Columns))
+	fields := len(s.Columns) // columns and the columns nested in them
 	for i, c := range s.Columns {
 		if !ValidName(c.Name) {
 			return newSchemaError(columnRef(i, c.Name) + ": invalid name (want 1 to 200 characters of A-Z, a-z, 0-9, _)")
@@ -57,6 +64,12 @@ func (s Schema) Validate() error {
 			return newSchemaError(columnRef(i, c.Name) + ": duplicate name (also column " + strconv.Itoa(first+1) + ")")
 		}
 		seen[c.Name] = i
+		if c.Type.IsNested() {
+			if msg := c.Type.problemAt(1, &fields); msg != "" {
+				return newSchemaError(columnRef(i, c.Name) + ": " + msg)
+			}
+			continue
+		}
 		if msg := c.Type.problem(); msg != "" {
 			return newSchemaError(columnRef(i, c.Name) + ": " + msg)
 		}
@@ -71,6 +84,9 @@ func (s Schema) Validate() error {
 		}
 		if s.Columns[i].Nullable {
 			return newSchemaError(columnRef(i, name) + ": primary key column must be NOT NULL")
+		}
+		if t := s.Columns[i].Type; t.IsNested() {
+			return newSchemaError(columnRef(i, name) + ": " + t.String() + " cannot be part of the primary key")
 		}
 	}
 	return nil
@@ -116,7 +132,7 @@ func (s Schema) ColumnIndex(name string) (int, bool) {
 
 // Equal reports whether s and o have the same columns and primary key.
 func (s Schema) Equal(o Schema) bool {
-	return slices.Equal(s.Columns, o.Columns) && slices.Equal(s.PrimaryKey, o.PrimaryKey)
+	return slices.EqualFunc(s.Columns, o.Columns, Column.Equal) && slices.Equal(s.PrimaryKey, o.PrimaryKey)
 }
 
 // String returns the schema in the CLI syntax that ParseSchema reads, such as

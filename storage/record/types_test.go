@@ -44,7 +44,7 @@ func TestDataTypeString(t *testing.T) {
 				t.Errorf("Validate() = %v", err)
 			}
 			parsed, err := ParseType(tt.want)
-			if err != nil || parsed != tt.typ {
+			if err != nil || !parsed.Equal(tt.typ) {
 				t.Errorf("ParseType(%q) = %v, %v; want %v", tt.want, parsed, err, tt.typ)
 			}
 			text, err := tt.typ.MarshalText()
