@@ -141,7 +141,7 @@ func (d *Decoder) open(payload []byte, recordCount int) error {
 	}
 	for c, cl := range d.layout.columns {
 		r := &d.columns[c]
-		if err := r.open(m.nodes[cl.firstNode], d.bufs[cl.firstBuffer:cl.firstBuffer+cl.buffers]); err != nil {
+		if err := r.open(m.nodes[cl.firstNode], m.length, d.bufs[cl.firstBuffer:cl.firstBuffer+cl.buffers]); err != nil {
 			return fmt.Errorf("column %q: %w", r.col.Name, err)
 		}
 	}
@@ -158,11 +158,11 @@ type columnReader struct {
 	scratch  [16]byte
 }
 
-// open checks the column's node and buffers for a batch of node.length
-// records.
-func (r *columnReader) open(node fieldNode, bufs [][]byte) error {
-	n := node.length
+// open checks the column's node and buffers for a batch of n records.
+func (r *columnReader) open(node fieldNode, n int64, bufs [][]byte) error {
 	switch {
+	case node.length != n:
+		return invalidf("field node of %d records in a batch of %d", node.length, n)
 	case node.nullCount < 0 || node.nullCount > n:
 		return invalidf("%d nulls in %d records", node.nullCount, n)
 	case node.nullCount > 0 && !r.col.Nullable:
