@@ -149,7 +149,7 @@ func genDecimal(t *rapid.T, p int) *big.Int {
 		v = new(big.Int).Neg(maxV)
 	default:
 		digits := rapid.IntRange(1, p).Draw(t, "digits")
-		text := rapid.StringMatching("[0-9]{" + strconv.Itoa(digits) + "}").Draw(t, "decimal")
+		text := rapid.StringMatching("[0-9]{"+strconv.Itoa(digits)+"}").Draw(t, "decimal")
 		v, _ = new(big.Int).SetString(text, 10)
 		if rapid.Bool().Draw(t, "negative") {
 			v.Neg(v)
