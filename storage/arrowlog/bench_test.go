@@ -27,6 +27,7 @@ var benchOptions = []struct {
 	{"none", Options{}},
 	{"lz4", Options{Compression: record.CompressionLZ4}},
 	{"zstd-3", Options{Compression: record.CompressionZstd, Level: 3}},
+	{"zstd-9", Options{Compression: record.CompressionZstd, Level: 9}},
 }
 
 // BenchmarkPayloadBytes reports bytes per record of a clickstream batch in
@@ -72,7 +73,7 @@ func BenchmarkPayloadBytes(b *testing.B) {
 	}
 }
 
-func encodeBatch(b *testing.B, e *Encoder, rows [][]byte, dst []byte) []byte {
+func encodeBatch(b testing.TB, e *Encoder, rows [][]byte, dst []byte) []byte {
 	for _, r := range rows {
 		if err := e.Append(r); err != nil {
 			b.Fatal(err)
