@@ -71,6 +71,10 @@ const (
 	// sequence survives in the log). Each record's data starts with a
 	// ControlKind byte. Readers of table data skip control batches.
 	PayloadControl PayloadFormat = 2
+	// PayloadArrow: the payload is one Arrow IPC record batch message whose
+	// schema the batch's schema id names (see payload_arrow.go and
+	// storage/arrowlog). It is never compressed as a whole.
+	PayloadArrow PayloadFormat = 3
 )
 
 // ControlKind is the first byte of a control record.
@@ -85,12 +89,15 @@ const (
 	ControlNoop ControlKind = 2
 )
 
-// Compression is the codec applied to a batch's payload.
+// Compression is the codec applied to a batch's payload, or for
+// PayloadArrow to the Arrow body buffers inside it.
 type Compression uint8
 
 const (
 	CompressionNone Compression = 0
 	CompressionZstd Compression = 1
+	// CompressionLZ4 is the LZ4 frame format, for PayloadArrow only.
+	CompressionLZ4 Compression = 2
 )
 
 func (c Compression) String() string {
@@ -99,6 +106,8 @@ func (c Compression) String() string {
 		return "none"
 	case CompressionZstd:
 		return "zstd"
+	case CompressionLZ4:
+		return "lz4"
 	default:
 		return fmt.Sprintf("compression(%d)", uint8(c))
 	}
@@ -111,8 +120,10 @@ func ParseCompression(name string) (Compression, error) {
 		return CompressionNone, nil
 	case "zstd":
 		return CompressionZstd, nil
+	case "lz4":
+		return CompressionLZ4, nil
 	default:
-		return 0, pkgerr.Errorf("record", "unknown compression %q (want none or zstd)", name)
+		return 0, pkgerr.Errorf("record", "unknown compression %q (want none, zstd or lz4)", name)
 	}
 }
 
@@ -256,10 +267,11 @@ func CheckHeader(data []byte) (Batch, error) {
 	if b.Magic() != CurrentMagic {
 		return nil, fmt.Errorf("%w: unknown magic %d", ErrCorruptBatch, b.Magic())
 	}
-	// Every record takes at least two bytes (change type and length).
+	// Every record takes at least two bytes (change type and length), in
+	// an uncompressed row or raw payload; an Arrow one may take a bit.
 	count := b.RecordCount()
 	maxCount := int64(MaxBatchSize / minRecordSize)
-	if b.Compression() == CompressionNone {
+	if b.Compression() == CompressionNone && b.PayloadFormat() != PayloadArrow {
 		maxCount = int64(size-HeaderSize) / minRecordSize
 	}
 	if count < 1 || int64(count) > maxCount {
@@ -269,8 +281,7 @@ func CheckHeader(data []byte) (Batch, error) {
 		return nil, fmt.Errorf("%w: last offset delta %d with %d records", ErrCorruptBatch,
 			b.LastOffsetDelta(), count)
 	}
-	if b.Attributes()&^knownAttributeBits != 0 || b.Compression() > CompressionZstd ||
-		b.PayloadFormat() > PayloadControl {
+	if b.Attributes()&^knownAttributeBits != 0 || checkFormat(b.PayloadFormat(), b.Compression()) != nil {
 		return nil, fmt.Errorf("%w: unknown attributes %#04x", ErrCorruptBatch, b.Attributes())
 	}
 	if b.BaseOffset() < 0 || b.BaseOffset() > 1<<62 {

@@ -108,37 +108,58 @@ func (b *BatchBuilder) Build() (Batch, error) {
 	if b.count == 0 {
 		return nil, pkgerr.New("record", "cannot build an empty batch")
 	}
+	if err := checkFormat(b.opts.Format, b.opts.Compression); err != nil {
+		return nil, err
+	}
 	batch := Batch(b.buf)
-	if b.opts.Compression != CompressionNone {
-		if b.opts.Codec == nil {
-			return nil, pkgerr.Errorf("record", "%v compression needs a codec", b.opts.Compression)
-		}
-		out, err := b.opts.Codec.compress(b.opts.Compression, append(b.out[:0], b.buf[:HeaderSize]...), b.buf[HeaderSize:])
+	if compressesWhole(b.opts) {
+		out, err := compressPayload(b.opts, append(b.out[:0], b.buf[:HeaderSize]...), b.buf[HeaderSize:])
 		if err != nil {
 			return nil, err
 		}
 		b.out = out
 		batch = Batch(out)
 	}
+	writeHeader(batch, b.opts, b.count)
+	return batch, nil
+}
+
+// compressesWhole reports whether a batch's payload is compressed as a
+// whole: when it says a compression, unless it is an Arrow payload, whose
+// compression bits name the codec of its body buffers.
+func compressesWhole(opts BatchOptions) bool {
+	return opts.Compression != CompressionNone && opts.Format != PayloadArrow
+}
+
+// compressPayload appends payload compressed as opts say to dst.
+func compressPayload(opts BatchOptions, dst, payload []byte) ([]byte, error) {
+	if opts.Codec == nil {
+		return nil, pkgerr.Errorf("record", "%v compression needs a codec", opts.Compression)
+	}
+	return opts.Codec.compress(opts.Compression, dst, payload)
+}
+
+// writeHeader fills the header of batch, whose payload is in place, and
+// its CRC.
+func writeHeader(batch Batch, opts BatchOptions, count int32) {
 	h := batch[:HeaderSize]
 	binary.BigEndian.PutUint32(h[lengthPos:], uint32(len(batch)-LogOverhead))
 	h[magicPos] = CurrentMagic
-	binary.BigEndian.PutUint16(h[schemaIDPos:], uint16(b.opts.SchemaID))
-	attrs := uint16(b.opts.Format)&payloadFormatMask | uint16(b.opts.Compression)<<compressionShift&compressionMask
-	if b.opts.AppendOnly {
+	binary.BigEndian.PutUint16(h[schemaIDPos:], uint16(opts.SchemaID))
+	attrs := uint16(opts.Format)&payloadFormatMask | uint16(opts.Compression)<<compressionShift&compressionMask
+	if opts.AppendOnly {
 		attrs |= appendOnlyBit
 	}
 	binary.BigEndian.PutUint16(h[attributesPos:], attrs)
-	binary.BigEndian.PutUint32(h[lastOffsetDeltaPos:], uint32(b.count-1))
+	binary.BigEndian.PutUint32(h[lastOffsetDeltaPos:], uint32(count-1))
 	writerID, seq := int64(NoWriterID), int32(NoSequence)
-	if b.opts.HasWriter {
-		writerID, seq = b.opts.WriterID, b.opts.Sequence
+	if opts.HasWriter {
+		writerID, seq = opts.WriterID, opts.Sequence
 	}
 	binary.BigEndian.PutUint64(h[writerIDPos:], uint64(writerID))
 	binary.BigEndian.PutUint32(h[batchSequencePos:], uint32(seq))
-	binary.BigEndian.PutUint32(h[recordCountPos:], uint32(b.count))
+	binary.BigEndian.PutUint32(h[recordCountPos:], uint32(count))
 	binary.BigEndian.PutUint32(h[crcPos:], crc32.Checksum(batch[crcStart:], castagnoli))
-	return batch, nil
 }
 
 func uvarintLen(v uint64) int {

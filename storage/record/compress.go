@@ -124,7 +124,12 @@ func (c *Codec) compress(comp Compression, dst, src []byte) ([]byte, error) {
 // Decompress appends the decompressed payload of b to dst. For an
 // uncompressed batch it returns the payload itself without copying. A
 // payload that inflates past the codec's limit fails with a *LimitError.
+// An Arrow payload is refused (ErrArrowPayload): it is never compressed as
+// a whole.
 func (c *Codec) Decompress(b Batch, dst []byte) ([]byte, error) {
+	if b.PayloadFormat() == PayloadArrow {
+		return nil, fmt.Errorf("%w: batch at offset %d", ErrArrowPayload, b.BaseOffset())
+	}
 	switch b.Compression() {
 	case CompressionNone:
 		return b.Payload(), nil

@@ -20,7 +20,17 @@
 //	45      4   batch sequence     per writer and bucket, -1 when none
 //	49      4   record count       at least 1
 //	53      …   records            the payload, compressed as a whole when the
-//	                               compression bits say so
+//	                               compression bits say so (never for Arrow)
+//
+// Payload formats (attribute bits 0-2): 0 rows, 1 raw, 2 control, 3 Arrow.
+// Compressions (bits 3-5): 0 none, 1 zstd, 2 lz4 (Arrow only). For
+// [PayloadArrow] the compression bits name the codec of the Arrow IPC body
+// buffers, which are compressed one by one as Arrow's BodyCompression says,
+// and the payload is never compressed as a whole: a server cuts columns out
+// of it without decompressing. Its records are not laid out one after the
+// other, so [Batch.Records] and [Codec.Decompress] refuse it
+// ([ErrArrowPayload]); package storage/arrowlog reads and writes it under
+// the schema the batch's schema id names.
 //
 // The fields the leader sets (base offset, commit timestamp, leader epoch) sit
 // before the CRC, so stamping them never recomputes the checksum: a batch keeps
@@ -28,7 +38,7 @@
 //
 // # Records
 //
-// In the payload each record is a change type byte, a uvarint length and that
+// In a row, raw or control payload each record is a change type byte, a uvarint length and that
 // many bytes of data (a row in the compact row format for [PayloadRows]):
 //
 //	change type (1) | uvarint length | data

@@ -30,6 +30,8 @@ type RecordIterator struct {
 // Records returns an iterator over the batch's records. A compressed payload
 // is decompressed into scratch (grown as needed; pass the returned slice back
 // next time to reuse it). The batch's CRC is not checked here: use Check.
+// An Arrow batch has no records to iterate: it is refused with
+// ErrArrowPayload (read it with storage/arrowlog).
 func (b Batch) Records(codec *Codec, scratch []byte) (RecordIterator, []byte, error) {
 	payload, err := codec.Decompress(b, scratch[:0])
 	if err != nil {
