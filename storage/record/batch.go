@@ -54,7 +54,8 @@ const (
 	compressionShift   = 3
 	compressionMask    = 0x0038
 	appendOnlyBit      = 0x0040
-	knownAttributeBits = payloadFormatMask | compressionMask | appendOnlyBit
+	projectedBit       = 0x0080
+	knownAttributeBits = payloadFormatMask | compressionMask | appendOnlyBit | projectedBit
 )
 
 // PayloadFormat says how the records of a batch encode their data.
@@ -179,6 +180,12 @@ func (b Batch) Compression() Compression {
 // AppendOnly reports whether every record is an append (+A), as in log tables.
 func (b Batch) AppendOnly() bool { return b.Attributes()&appendOnlyBit != 0 }
 
+// Projected reports whether a leader cut the batch's Arrow payload to the
+// columns a consumer asked for (ProjectBatch): it holds those columns of
+// the batch's schema, not all of them. Only fetch answers carry such
+// batches; logs never store one.
+func (b Batch) Projected() bool { return b.Attributes()&projectedBit != 0 }
+
 // LastOffsetDelta is RecordCount-1.
 func (b Batch) LastOffsetDelta() int32 {
 	return int32(binary.BigEndian.Uint32(b[lastOffsetDeltaPos:]))
@@ -281,7 +288,8 @@ func CheckHeader(data []byte) (Batch, error) {
 		return nil, fmt.Errorf("%w: last offset delta %d with %d records", ErrCorruptBatch,
 			b.LastOffsetDelta(), count)
 	}
-	if b.Attributes()&^knownAttributeBits != 0 || checkFormat(b.PayloadFormat(), b.Compression()) != nil {
+	if b.Attributes()&^knownAttributeBits != 0 || checkFormat(b.PayloadFormat(), b.Compression()) != nil ||
+		(b.Projected() && b.PayloadFormat() != PayloadArrow) {
 		return nil, fmt.Errorf("%w: unknown attributes %#04x", ErrCorruptBatch, b.Attributes())
 	}
 	if b.BaseOffset() < 0 || b.BaseOffset() > 1<<62 {

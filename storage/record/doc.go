@@ -14,7 +14,8 @@
 //	21      4   leader epoch       epoch of the leader that appended the batch
 //	25      4   CRC-32C            Castagnoli, over bytes [29, end)
 //	29      2   schema id          schema version of the rows
-//	31      2   attributes         bits 0-2 payload format, 3-5 compression, 6 append-only
+//	31      2   attributes         bits 0-2 payload format, 3-5 compression, 6 append-only,
+//	                               7 projected (fetch answers only)
 //	33      4   last offset delta  record count - 1
 //	37      8   writer id          idempotent writer, -1 when none
 //	45      4   batch sequence     per writer and bucket, -1 when none

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/floedb/floe/internal/pkgerr"
@@ -24,6 +25,26 @@ func checkFormat(format PayloadFormat, comp Compression) error {
 		return pkgerr.Errorf("record", "lz4 compression is for Arrow payloads only, not payload format %d", format)
 	}
 	return nil
+}
+
+// ProjectBatch appends to dst a copy of Arrow batch b whose payload is
+// payload, b's payload cut to some of its columns, and returns it: every
+// header field is b's (offsets, timestamp, epoch, writer and sequence,
+// record count, schema id), with the projected bit set and the length
+// and CRC of the new payload. The reader learns the columns it holds from
+// its request; a projected batch is for a fetch answer, never for a log.
+func ProjectBatch(b Batch, payload []byte, dst []byte) (Batch, error) {
+	if b.PayloadFormat() != PayloadArrow {
+		return nil, pkgerr.Errorf("record", "only Arrow batches are projected, not payload format %d", b.PayloadFormat())
+	}
+	start := len(dst)
+	dst = append(dst, b[:HeaderSize]...)
+	dst = append(dst, payload...)
+	out := Batch(dst[start:])
+	binary.BigEndian.PutUint32(out[lengthPos:], uint32(len(out)-LogOverhead))
+	binary.BigEndian.PutUint16(out[attributesPos:], b.Attributes()|projectedBit)
+	binary.BigEndian.PutUint32(out[crcPos:], out.ComputeCRC())
+	return out, nil
 }
 
 // BuildBatch appends to dst a batch of recordCount records whose payload is

@@ -118,3 +118,48 @@ func TestParseCompressionLZ4(t *testing.T) {
 		t.Fatalf("ParseCompression(lz4) = %v, %v", c, err)
 	}
 }
+
+// TestProjectBatch: a projected batch keeps every header field of its
+// source but the length, the CRC and the projected bit, and passes Check;
+// the bit is refused on anything but an Arrow batch.
+func TestProjectBatch(t *testing.T) {
+	opts := BatchOptions{SchemaID: 2, Format: PayloadArrow, Compression: CompressionLZ4, AppendOnly: true,
+		HasWriter: true, WriterID: 9, Sequence: 4}
+	src, err := BuildBatch(opts, 3, []byte("the whole arrow payload"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.SetBaseOffset(100)
+	src.SetCommitTimestamp(1234)
+	src.SetLeaderEpoch(7)
+	got, err := ProjectBatch(src, []byte("cut"), []byte("prefix"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Check(got); err != nil {
+		t.Fatalf("projected batch fails Check: %v", err)
+	}
+	if !got.Projected() || src.Projected() {
+		t.Fatalf("projected bit: source %v, projected %v", src.Projected(), got.Projected())
+	}
+	if string(got.Payload()) != "cut" || got.Size() != HeaderSize+3 {
+		t.Fatalf("payload %q, size %d", got.Payload(), got.Size())
+	}
+	if got.BaseOffset() != 100 || got.CommitTimestamp() != 1234 || got.LeaderEpoch() != 7 || got.SchemaID() != 2 ||
+		got.WriterID() != 9 || got.BatchSequence() != 4 || got.RecordCount() != 3 || !got.AppendOnly() ||
+		got.Compression() != CompressionLZ4 || got.PayloadFormat() != PayloadArrow {
+		t.Fatalf("header fields changed: %x", got[:HeaderSize])
+	}
+	rows, err := BuildBatch(BatchOptions{Format: PayloadRows}, 1, []byte{byte(AppendOnly), 0}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ProjectBatch(rows, nil, nil); err == nil {
+		t.Fatal("projected a row batch")
+	}
+	binary.BigEndian.PutUint16(rows[attributesPos:], rows.Attributes()|projectedBit)
+	binary.BigEndian.PutUint32(rows[crcPos:], rows.ComputeCRC())
+	if _, err := Check(rows); !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("a row batch with the projected bit: %v", err)
+	}
+}

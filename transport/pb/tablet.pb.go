@@ -1089,6 +1089,14 @@ type FetchBucket struct {
 	// itself damaged instead of serving, so no follower truncates committed
 	// records to its shorter log.
 	HighWatermark int64 `protobuf:"varint,8,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
+	// Consumers: the columns to read, as 0-based indexes into the table's
+	// schema, each once, in the order wanted (a column keeps its index in
+	// every schema version: columns are only added, at the end). Empty: all.
+	// Arrow batches come back cut to the columns their schema version has
+	// (record.Batch.Projected), without their rows being decoded; row
+	// batches, and batches of a remote segment read through remote_refs,
+	// come back whole for the client to cut.
+	Columns       []int32 `protobuf:"varint,9,rep,packed,name=columns,proto3" json:"columns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1177,6 +1185,13 @@ func (x *FetchBucket) GetHighWatermark() int64 {
 		return x.HighWatermark
 	}
 	return 0
+}
+
+func (x *FetchBucket) GetColumns() []int32 {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
 }
 
 type FetchRequest struct {
@@ -1868,7 +1883,7 @@ const file_tablet_proto_rawDesc = "" +
 	"lastOffset\x12!\n" +
 	"\ftimestamp_ms\x18\x03 \x01(\x03R\vtimestampMs\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\x8e\x02\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xa8\x02\n" +
 	"\vFetchBucket\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x16\n" +
@@ -1878,7 +1893,8 @@ const file_tablet_proto_rawDesc = "" +
 	"\tmax_bytes\x18\x06 \x01(\x05R\bmaxBytes\x12\x1f\n" +
 	"\vremote_refs\x18\a \x01(\bR\n" +
 	"remoteRefs\x12%\n" +
-	"\x0ehigh_watermark\x18\b \x01(\x03R\rhighWatermark\"\xd6\x01\n" +
+	"\x0ehigh_watermark\x18\b \x01(\x03R\rhighWatermark\x12\x18\n" +
+	"\acolumns\x18\t \x03(\x05R\acolumns\"\xd6\x01\n" +
 	"\fFetchRequest\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\rR\treplicaId\x12\x1d\n" +
