@@ -238,6 +238,9 @@ func (r *Replica) serveConsumer(ctx context.Context, fb *pb.FetchBucket, budget 
 	if err != nil {
 		return r.wireError(err)
 	}
+	if len(fb.Columns) > 0 {
+		return r.readProjected(from, to, budget, r.projector(fb.Columns), out)
+	}
 	return r.readInto(from, to, budget, false, out)
 }
 
