@@ -95,7 +95,9 @@ func validateSchema(table string, c *pb.CreateTable) ([]string, error) {
 // every property by the registry the replicas read them with
 // (internal/tableprop) and reserves the _ prefix of column names; 2 also
 // knows the tiering properties (log.ttl, log.segment.bytes, log.local.*,
-// kv.snapshot.*). Commands of version 0, committed by older builds, are
+// kv.snapshot.*); 3 (tableprop.ChecksLogFormat) also knows log.format,
+// log.compression and log.compression.level, and AlterTable commands carry
+// it too. Commands of version 0, committed by older builds, are
 // applied by the checks of then (tablechecks_v0.go); those of 1 by the
 // registry as it was then (tableprop.Table.Checks).
 const CreateTableChecks = tableprop.LatestChecks
