@@ -11,13 +11,13 @@ import (
 
 // tableInfo is what a replica needs to know of its table to check batches.
 type tableInfo struct {
-	id          uint64
-	name        string
-	schema      record.Schema
-	schemaID    int32
+	id       uint64
+	name     string
+	schema   record.Schema
+	schemaID int32
 	// versions are every schema version of the table, oldest first (the
 	// last is schema): batches written under any of them are taken.
-	versions []SchemaVersion
+	versions    []SchemaVersion
 	primaryKey  bool
 	replication int
 	minISR      int
