@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/internal/pkgerr"
+	"github.com/floedb/floe/internal/tableprop"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -173,6 +174,17 @@ type TableInfo struct {
 	Buckets     int32             `json:"buckets"`
 	Replication int32             `json:"replication"`
 	Properties  map[string]string `json:"properties"`
+	// Comment is what the table is for (ALTER TABLE sets it).
+	Comment string `json:"comment,omitempty"`
+	// SchemaVersions lists the ids of the table's schema versions, oldest
+	// first; the last is SchemaID.
+	SchemaVersions []int32 `json:"schema_versions"`
+	// LogFormat, LogCompression and LogCompressionLevel are the table's
+	// log.format, log.compression and log.compression.level, defaults
+	// filled in.
+	LogFormat           string `json:"log_format"`
+	LogCompression      string `json:"log_compression"`
+	LogCompressionLevel int    `json:"log_compression_level"`
 	// Unusable says why nodes of this build cannot use the table's stored
 	// metadata (a property or type an older build accepted); "" when they
 	// can. Requests for such a table are refused with the same reason.
@@ -312,6 +324,14 @@ func tableFromPB(t *pb.TableRecord, buckets []*pb.BucketRecord) *TableInfo {
 		BucketKey: nonNil(t.BucketKey), Buckets: t.Buckets, Replication: t.Replication, Properties: t.Properties}
 	if out.Properties == nil {
 		out.Properties = map[string]string{}
+	}
+	out.Comment = t.Comment
+	for _, v := range t.Schemas {
+		out.SchemaVersions = append(out.SchemaVersions, v.Id)
+	}
+	if v, err := tableprop.ParseStored(t.Properties, tableprop.Table{Replication: int(t.Replication),
+		PrimaryKey: len(t.PrimaryKey) > 0, CreatedChecks: t.Checks}); err == nil {
+		out.LogFormat, out.LogCompression, out.LogCompressionLevel = v.LogFormat, v.LogCompression, v.LogCompressionLevel
 	}
 	if n := len(t.Schemas); n > 0 {
 		cur := t.Schemas[n-1]

@@ -71,8 +71,10 @@ type ScanRecord struct {
 	// Insert, UpdateBefore, UpdateAfter or Delete in the changelog of a
 	// primary-key table.
 	Change record.ChangeType
-	// SchemaID is the schema version Row is encoded in. It differs from
-	// Table.SchemaID for rows written under another version.
+	// SchemaID is the schema version the record was written in. Row is
+	// of the scanner's table's schema (Table.SchemaID) whatever it says:
+	// rows of an older version have null in the columns added since,
+	// rows of a newer one lack the columns added after the handle's.
 	SchemaID int16
 	// Row is the record's row, a copy the caller owns.
 	Row []byte
@@ -94,6 +96,7 @@ type LogScanner struct {
 	t     *Table
 	opts  LogScannerOptions
 	codec *record.Codec // made on the first compressed batch
+	conv  rowConverter  // rows of other schema versions to the handle's
 
 	subs       map[int32]*subscription
 	gen        uint64 // of the last Subscribe
@@ -218,7 +221,7 @@ func (s *LogScanner) Poll(ctx context.Context) ([]ScanRecord, error) {
 		}
 		s.issue()
 		var err error
-		out, err = s.collect(out)
+		out, err = s.collect(ctx, out)
 		if len(out) > 0 {
 			s.pendingErr = err
 			return out, nil

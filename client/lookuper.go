@@ -207,7 +207,8 @@ func (l *Lookuper) lookupOnce(ctx context.Context, bucket int32, keys [][]byte) 
 		}
 		row := resp.Rows[off : off+int(n) : off+int(n)]
 		off += int(n)
-		if err := record.ValidateRow(l.t.schema, row); err != nil {
+		row, err := l.t.readRow(ctx, row)
+		if err != nil {
 			return nil, pkgerr.Errorf("client", "lookup: bucket %d: row of key %d: %w", bucket, i, err)
 		}
 		rows[i] = row

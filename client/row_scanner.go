@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/floedb/floe/internal/pkgerr"
-	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
 
@@ -120,7 +119,7 @@ func (s *RowScanner) Next(ctx context.Context) ([][]byte, error) {
 	if err != nil {
 		return nil, pkgerr.Errorf("client", "scan rows of %s bucket %d: %w", s.t.qualifiedName(), s.bucket, err)
 	}
-	rows, err := s.unpack(resp)
+	rows, err := s.unpack(ctx, resp)
 	if err != nil {
 		return nil, pkgerr.Errorf("client", "scan rows of %s bucket %d: %w", s.t.qualifiedName(), s.bucket, err)
 	}
@@ -135,7 +134,7 @@ func (s *RowScanner) Next(ctx context.Context) ([][]byte, error) {
 }
 
 // unpack checks a page and splits its rows.
-func (s *RowScanner) unpack(resp *pb.ScanRowsResponse) ([][]byte, error) {
+func (s *RowScanner) unpack(ctx context.Context, resp *pb.ScanRowsResponse) ([][]byte, error) {
 	if len(resp.RowSizes) == 0 && !resp.Done {
 		return nil, fmt.Errorf("an empty page that is not the last")
 	}
@@ -150,7 +149,8 @@ func (s *RowScanner) unpack(resp *pb.ScanRowsResponse) ([][]byte, error) {
 		}
 		row := resp.Rows[off : off+int(n) : off+int(n)]
 		off += int(n)
-		if err := record.ValidateRow(s.t.schema, row); err != nil {
+		row, err := s.t.readRow(ctx, row)
+		if err != nil {
 			return nil, fmt.Errorf("row %d: %w", i, err)
 		}
 		rows[i] = row

@@ -107,7 +107,7 @@ func (s *LogScanner) readRemoteRefs(ctx context.Context, resp *pb.FetchResponse)
 // collect takes the fetches that completed and appends their records to
 // out. It returns the first fatal error met; buckets with retriable errors
 // back off and are fetched again.
-func (s *LogScanner) collect(out []ScanRecord) ([]ScanRecord, error) {
+func (s *LogScanner) collect(ctx context.Context, out []ScanRecord) ([]ScanRecord, error) {
 	s.mu.Lock()
 	done := s.completed
 	s.completed = nil
@@ -169,7 +169,7 @@ func (s *LogScanner) collect(out []ScanRecord) ([]ScanRecord, error) {
 			sub.failures = 0
 			sub.hw = fb.HighWatermark
 			var err error
-			out, err = s.decode(out, fb.Bucket, sub, fb.Records, fb.HighWatermark)
+			out, err = s.decode(ctx, out, fb.Bucket, sub, fb.Records, fb.HighWatermark)
 			if err != nil {
 				keep(pkgerr.Errorf("client", "fetch %s bucket %d from %s: %w", s.t.qualifiedName(), fb.Bucket, call.addr, err))
 			}
@@ -182,7 +182,7 @@ func (s *LogScanner) collect(out []ScanRecord) ([]ScanRecord, error) {
 // the high watermark hw, and advances the position past them; control
 // batches are passed over. Every batch's CRC is checked; a damaged batch
 // stops the decoding there.
-func (s *LogScanner) decode(out []ScanRecord, bucket int32, sub *subscription, data []byte, hw int64) ([]ScanRecord, error) {
+func (s *LogScanner) decode(ctx context.Context, out []ScanRecord, bucket int32, sub *subscription, data []byte, hw int64) ([]ScanRecord, error) {
 	arena := make([]byte, 0, len(data)) // the rows' copies
 	next := sub.position
 	defer func() { sub.position = next }()
@@ -220,8 +220,12 @@ func (s *LogScanner) decode(out []ScanRecord, bucket int32, sub *subscription, d
 			if r.Offset >= hw { // never past the high watermark, whatever the server sends
 				return out, nil
 			}
+			row, err := s.conv.convert(ctx, s.t, b.SchemaID(), r.Data)
+			if err != nil {
+				return out, fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
+			}
 			start := len(arena)
-			arena = append(arena, r.Data...)
+			arena = append(arena, row...)
 			out = append(out, ScanRecord{Bucket: bucket, Offset: r.Offset, Timestamp: ts, Change: r.Change,
 				SchemaID: b.SchemaID(), Row: arena[start:len(arena):len(arena)]})
 			next = r.Offset + 1

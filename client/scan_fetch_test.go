@@ -34,7 +34,7 @@ func TestScanDecodeSkipsAndStops(t *testing.T) {
 	data := fetchedBatches(t, []int64{10, 13, 16}, "a", "b", "c")
 	sub := &subscription{resolved: true, position: 11}
 	// Offsets 10..18; from 11, below the high watermark 15.
-	got, err := s.decode(nil, 2, sub, data, 15)
+	got, err := s.decode(t.Context(), nil, 2, sub, data, 15)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestScanDecodeSkipsAndStops(t *testing.T) {
 	}
 	// A batch cut off at the end is left for the next fetch.
 	sub = &subscription{resolved: true, position: 10}
-	got, err = s.decode(nil, 0, sub, data[:len(data)-5], 100)
+	got, err = s.decode(t.Context(), nil, 0, sub, data[:len(data)-5], 100)
 	if err != nil || len(got) != 6 || sub.position != 16 {
 		t.Fatalf("cut tail: %d records, position %d, %v", len(got), sub.position, err)
 	}
@@ -65,7 +65,7 @@ func FuzzScanDecode(f *testing.F) {
 			return
 		}
 		sub := &subscription{resolved: true, position: position}
-		got, _ := s.decode(nil, 0, sub, data, hw)
+		got, _ := s.decode(t.Context(), nil, 0, sub, data, hw)
 		next := position
 		for _, r := range got {
 			if r.Offset < next || r.Offset >= hw {

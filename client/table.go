@@ -13,6 +13,7 @@ import (
 	"github.com/spaolacci/murmur3"
 
 	"github.com/floedb/floe/internal/pkgerr"
+	"github.com/floedb/floe/internal/tableprop"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -23,8 +24,12 @@ import (
 // safe for concurrent use.
 //
 // The schema is the table's current one when the handle was made; Refresh
-// updates bucket leadership, not the schema. Make a new handle to write or
-// read rows of a newer schema version.
+// updates bucket leadership, properties and the schema versions known, not
+// the handle's schema: writers go on writing rows of it, and scanners
+// hand out every row as a row of it (rows of older versions with null in
+// the columns added since, rows of newer ones without the columns added
+// after it). Make a new handle to write or read the columns an ALTER
+// TABLE added.
 type Table struct {
 	c         *Client
 	info      TableInfo // as loaded; Placement is kept up to date in placement
@@ -42,6 +47,10 @@ type Table struct {
 	version   uint64 // raised by every successful Refresh
 	placement []Bucket
 	leaders   []leaderAddr // by bucket
+	// props are the table's properties, and versions its schema versions
+	// (versions.go), as of the last load or refresh.
+	props    tableprop.Values
+	versions map[int16]record.Schema
 }
 
 // leaderAddr is where a bucket's leader is, as of the last refresh.
@@ -82,6 +91,8 @@ func (c *Client) Table(ctx context.Context, database, name string) (*Table, erro
 		}
 	}
 	t.setPlacement(resp)
+	t.setSettings(resp.Table)
+	t.setVersions(resp.Table)
 	return t, nil
 }
 
@@ -166,6 +177,8 @@ func (t *Table) refreshLocked(ctx context.Context) error {
 		return fmt.Errorf("%w: %s.%s had id %d, now %d", ErrTableChanged, t.info.Database, t.info.Name, t.info.ID, resp.Table.Id)
 	}
 	t.setPlacement(resp)
+	t.setSettings(resp.Table)
+	t.setVersions(resp.Table)
 	return nil
 }
 

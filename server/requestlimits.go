@@ -36,6 +36,9 @@ func requestFieldLimits() []transport.FieldLimit {
 		{Field: "floe.v1.CreateTableRequest.properties", Max: metastate.MaxProperties},
 		{Field: "floe.v1.CreateTableRequest.primary_key", Max: 1024},
 		{Field: "floe.v1.CreateTableRequest.bucket_key", Max: 1024},
+		{Field: "floe.v1.AlterTableRequest.set_properties", Max: metastate.MaxProperties},
+		{Field: "floe.v1.AlterTableRequest.reset_properties", Max: metastate.MaxProperties},
+		{Field: "floe.v1.AlterTableRequest.add_columns", Max: 1024},
 	}
 }
 

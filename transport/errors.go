@@ -42,6 +42,7 @@ var codes = map[pb.ErrorCode]codeInfo{
 	pb.ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA:               {"ineligible replica", false},
 	pb.ErrorCode_ERROR_CODE_UNAUTHENTICATED:                  {"unauthenticated", false},
 	pb.ErrorCode_ERROR_CODE_NOT_AUTHORIZED:                   {"not authorized", false},
+	pb.ErrorCode_ERROR_CODE_UNKNOWN_SCHEMA:                   {"unknown schema version", false},
 }
 
 // CodeName returns how a code reads in error messages ("not leader").
@@ -118,6 +119,8 @@ var (
 	ErrOutOfRange        = &Error{Code: pb.ErrorCode_ERROR_CODE_OUT_OF_RANGE}
 	ErrInvalidRecord     = &Error{Code: pb.ErrorCode_ERROR_CODE_INVALID_RECORD}
 	ErrUnknownNode       = &Error{Code: pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE}
+	// ErrUnknownSchema: a batch's schema version is not one the table has.
+	ErrUnknownSchema = &Error{Code: pb.ErrorCode_ERROR_CODE_UNKNOWN_SCHEMA}
 	// ErrOutOfOrderSequence: an idempotent writer's batch out of sequence.
 	ErrOutOfOrderSequence = &Error{Code: pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE}
 	// ErrUnknownLeaderEpoch: the replica has not seen that epoch yet.

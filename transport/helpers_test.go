@@ -227,6 +227,9 @@ func (m *testMeta) ListDatabases(context.Context, *pb.ListDatabasesRequest) (*pb
 func (m *testMeta) DropTable(context.Context, *pb.DropTableRequest) (*pb.CommandResponse, error) {
 	return nil, m.notServed()
 }
+func (m *testMeta) AlterTable(context.Context, *pb.AlterTableRequest) (*pb.CommandResponse, error) {
+	return nil, m.notServed()
+}
 func (m *testMeta) ListTables(context.Context, *pb.ListTablesRequest) (*pb.ListTablesResponse, error) {
 	return nil, m.notServed()
 }

@@ -16,7 +16,7 @@ import (
 
 // tableCmds are the subcommands of floe table.
 func tableCmds(env *cliEnv) []clientCmd {
-	return []clientCmd{tableCreateCmd(env), tableListCmd(env), tableDescribeCmd(env), tableDropCmd(env), tableElectCmd(env),
+	return []clientCmd{tableCreateCmd(env), tableListCmd(env), tableDescribeCmd(env), tableAlterCmd(env), tableDropCmd(env), tableElectCmd(env),
 		tableReassignCmd(env), tableExportCmd(env), tableImportCmd(env), tableSnapshotCmd(env)}
 }
 
@@ -207,6 +207,13 @@ func tableDescribeCmd(env *cliEnv) clientCmd {
 func printTable(env *cliEnv, t *client.TableInfo) error {
 	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "table\t%s.%s (id %d, schema %d)\n", t.Database, t.Name, t.ID, t.SchemaID)
+	if t.Comment != "" {
+		fmt.Fprintf(w, "comment\t%s\n", t.Comment)
+	}
+	fmt.Fprintf(w, "schema versions\t%s (current %d)\n", joinSchemaIDs(t.SchemaVersions), t.SchemaID)
+	if t.LogFormat != "" {
+		fmt.Fprintf(w, "log format\t%s, %s level %d\n", t.LogFormat, t.LogCompression, t.LogCompressionLevel)
+	}
 	fmt.Fprintf(w, "primary key\t%s\n", orNone(strings.Join(t.PrimaryKey, ", ")))
 	fmt.Fprintf(w, "bucket key\t%s\n", orNone(strings.Join(t.BucketKey, ", ")))
 	fmt.Fprintf(w, "buckets\t%d\nreplication\t%d\n", t.Buckets, t.Replication)
@@ -241,6 +248,15 @@ func printTable(env *cliEnv, t *client.TableInfo) error {
 			b.UncleanElections, b.Status, remote, snap)
 	}
 	return w.Flush()
+}
+
+// joinSchemaIDs lists schema version ids: "1, 2, 3".
+func joinSchemaIDs(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprint(id)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func orNone(s string) string {

@@ -11,6 +11,12 @@
 // change that accepts or refuses more (a new property, a wider range) must
 // come with a new metastate.CreateTableChecks version under which it
 // applies, so that a replayed log gives the state it gave.
+//
+// Each property also says whether ALTER TABLE may change it on a live
+// table (Property.Mutable) and, if not, why (Property.Immutable): a
+// property that decides what the stored rows mean (the merge engine) is
+// fixed at create; one that decides what happens next (retention, the
+// format of new batches) is not.
 package tableprop
 
 import (
@@ -37,6 +43,10 @@ const (
 	LogLocalTTL        = "log.local.ttl"
 	KVSnapshotInterval = "kv.snapshot.interval"
 	KVSnapshotRetained = "kv.snapshot.retained"
+
+	LogFormat           = "log.format"
+	LogCompression      = "log.compression"
+	LogCompressionLevel = "log.compression.level"
 )
 
 // Checks versions (metastate.CreateTableChecks) that introduced properties:
@@ -48,8 +58,12 @@ const (
 	// accepts columns of the nested types ARRAY, MAP and ROW (metastate
 	// validateSchema); it adds no property.
 	ChecksNestedTypes = 3
+	// ChecksLogFormat (4) adds log.format, log.compression and
+	// log.compression.level; a log table created under it is arrow unless
+	// it says otherwise, one created before it row.
+	ChecksLogFormat = 4
 	// LatestChecks is the newest version this registry knows.
-	LatestChecks = ChecksNestedTypes
+	LatestChecks = ChecksLogFormat
 )
 
 // Defaults of the tiering properties.
@@ -59,12 +73,15 @@ const (
 	DefaultLogLocalSegments   = 2
 	DefaultKVSnapshotInterval = 10 * time.Minute
 	DefaultKVSnapshotRetained = 2
+	// DefaultLogCompressionLevel is zstd's own default level.
+	DefaultLogCompressionLevel = 3
 
 	minLogSegmentBytes = 64 << 10
 	maxLogSegmentBytes = 1 << 30
 	minDuration        = time.Second
 	maxLocalSegments   = 1 << 20
 	maxRetained        = 100
+	maxZstdLevel       = 22
 	// Forever is the value of log.ttl that keeps a log without an age limit.
 	Forever = "forever"
 )
@@ -81,6 +98,13 @@ const (
 	DeleteAllow   = "allow"
 	DeleteIgnore  = "ignore"
 	DeleteDisable = "disable"
+
+	FormatArrow = "arrow"
+	FormatRow   = "row"
+
+	CompressionZstd = "zstd"
+	CompressionLZ4  = "lz4"
+	CompressionNone = "none"
 )
 
 // ErrInvalid marks every refusal of Parse (an *Error).
@@ -129,6 +153,27 @@ type Property struct {
 	// created with (log.ttl: forever, since it kept every record). Empty:
 	// Default.
 	Before string
+	// Mutable: ALTER TABLE may set or reset the property on a live table;
+	// the replicas apply the new value without a restart.
+	Mutable bool
+	// Immutable says, for a property that is not Mutable, why it cannot
+	// change once the table holds data: the reason ALTER TABLE refuses it
+	// with.
+	Immutable string
+}
+
+// Lookup returns the property of a name known to the given checks version
+// (0: LatestChecks).
+func Lookup(name string, checks uint32) (Property, bool) {
+	if checks == 0 {
+		checks = LatestChecks
+	}
+	p, ok := lookup(name)
+	if !ok || p.Since > checks {
+		return Property{}, false
+	}
+	p.Values = slices.Clone(p.Values)
+	return p, true
 }
 
 // Accepts describes the accepted values, as error messages and docs/types.md
@@ -144,27 +189,48 @@ func (p Property) Accepts() string {
 // Properties hands out copies.
 var properties = []Property{
 	{Name: ChangelogImage, Values: []string{ImageFull, ImageWAL}, Default: ImageFull, PrimaryKeyOnly: true, Since: checksRegistry,
-		Description: "wal writes no -U before each +U"},
+		Description: "wal writes no -U before each +U",
+		Immutable:   "readers of the changelog (consumers, the lake) are built for one image; a log with both would hand them -U records only up to some offset"},
 	{Name: DeleteBehavior, Values: []string{DeleteAllow, DeleteIgnore, DeleteDisable}, Default: DeleteAllow, PrimaryKeyOnly: true, Since: checksRegistry,
-		Description: "ignore drops deletes; disable refuses them with an error"},
-	{Name: KVSnapshotInterval, Range: "a duration of at least 1s (10m, 1h, 1d)", Default: "10m", PrimaryKeyOnly: true, Since: checksTiering,
+		Description: "ignore drops deletes; disable refuses them with an error",
+		Immutable:   "it decides which deletes the stored rows and the changelog reflect; changing it would make the same writes give different rows before and after"},
+	{Name: KVSnapshotInterval, Range: "a duration of at least 1s (10m, 1h, 1d)", Default: "10m", PrimaryKeyOnly: true, Since: checksTiering, Mutable: true,
 		Description: "how often each bucket's rows are snapshotted to remote storage"},
-	{Name: KVSnapshotRetained, Range: "1 to 100", Default: "2", PrimaryKeyOnly: true, Since: checksTiering,
+	{Name: KVSnapshotRetained, Range: "1 to 100", Default: "2", PrimaryKeyOnly: true, Since: checksTiering, Mutable: true,
 		Description: "committed KV snapshots kept per bucket"},
-	{Name: LogLocalSegments, Range: "1 to 1048576", Default: "2", Since: checksTiering,
+	{Name: LogCompression, Values: []string{CompressionZstd, CompressionLZ4, CompressionNone}, Default: CompressionZstd, Since: ChecksLogFormat, Mutable: true,
+		Description: "the compression of arrow batches (row batches: each writer's own option); every batch says its own, so a change applies to new batches only"},
+	{Name: LogCompressionLevel, Range: "1 to 22 (zstd levels; lz4 and none ignore it)", Default: "3", Since: ChecksLogFormat, Mutable: true,
+		Description: "the zstd level of log.compression=zstd"},
+	{Name: LogFormat, Values: []string{FormatArrow, FormatRow}, Default: "arrow for log tables, row for primary-key tables", Since: ChecksLogFormat,
+		Before: FormatRow, Mutable: true,
+		Description: "the payload of new log batches; every batch says its own format, so a change applies to new batches only (primary-key tables: row only, their changelogs stay row-based)"},
+	{Name: LogLocalSegments, Range: "1 to 1048576", Default: "2", Since: checksTiering, Mutable: true,
 		Description: "sealed segments kept on local disk once they are in remote storage"},
-	{Name: LogLocalTTL, Range: "a duration of at least 1s", Default: "none", Since: checksTiering,
+	{Name: LogLocalTTL, Range: "a duration of at least 1s", Default: "none", Since: checksTiering, Mutable: true,
 		Description: "segments in remote storage older than this leave local disk even within log.local.segments"},
-	{Name: LogSegmentBytes, Range: "64KiB to 1GiB (bytes, or with KiB, MiB or GiB)", Default: "256MiB", Since: checksTiering,
-		Description: "a log segment rolls at this size"},
-	{Name: LogTTL, Range: "a duration of at least 1s, or forever", Default: "7d", Since: checksTiering, Before: Forever,
+	{Name: LogSegmentBytes, Range: "64KiB to 1GiB (bytes, or with KiB, MiB or GiB)", Default: "256MiB", Since: checksTiering, Mutable: true,
+		Description: "a log segment rolls at this size (after a change: from the next segment on)"},
+	{Name: LogTTL, Range: "a duration of at least 1s, or forever", Default: "7d", Since: checksTiering, Before: Forever, Mutable: true,
 		Description: "records older than this are deleted, locally and remotely (a primary-key table's changelog only below its newest snapshot)"},
 	{Name: MergeEngine, Values: []string{MergeLastRow, MergeFirstRow, MergeVersioned}, Default: MergeLastRow, PrimaryKeyOnly: true, Since: checksRegistry,
-		Description: "first_row ignores later upserts of a key; versioned keeps the row with the larger version"},
+		Description: "first_row ignores later upserts of a key; versioned keeps the row with the larger version",
+		Immutable:   "it decides how stored rows were merged; the rows of another engine would mean something else"},
 	{Name: VersionColumn, Range: "a TINYINT, SMALLINT, INT, BIGINT or TIMESTAMP column", PrimaryKeyOnly: true, Since: checksRegistry,
-		Description: "the version column of merge-engine=versioned (required by it, refused without it)"},
-	{Name: MinInsyncReplicas, Range: "1 to the replication factor", Default: "2 with replication 3 or more, else 1", Since: checksRegistry,
+		Description: "the version column of merge-engine=versioned (required by it, refused without it)",
+		Immutable:   "the stored rows were merged by this column's order"},
+	{Name: MinInsyncReplicas, Range: "1 to the replication factor", Default: "2 with replication 3 or more, else 1", Since: checksRegistry, Mutable: true,
 		Description: "in-sync replicas an acks=all write needs"},
+}
+
+// NotProperties are what `table create` sets that is not a property, with
+// why ALTER TABLE cannot change it: a request to set one by that name is
+// refused with this reason, not as an unknown property.
+var NotProperties = map[string]string{
+	"buckets":     "the bucket count is not a property: every row's bucket is the hash of its key modulo the count, so changing it would move stored rows",
+	"bucket.key":  "the bucket key is not a property: it decides which bucket holds each stored row",
+	"primary.key": "the primary key is not a property: the stored rows are keyed by it",
+	"replication": "the replication factor is not a property: move replicas with floe table reassign",
 }
 
 // Properties returns every table property, sorted by name.
@@ -236,6 +302,14 @@ type Values struct {
 	// (zero on log tables).
 	KVSnapshotInterval time.Duration
 	KVSnapshotRetained int
+
+	// LogFormat is the payload format of new log batches: FormatArrow or
+	// FormatRow (always FormatRow on primary-key tables).
+	LogFormat string
+	// LogCompression is CompressionZstd, CompressionLZ4 or CompressionNone;
+	// LogCompressionLevel the zstd level (1 to 22), which the others ignore.
+	LogCompression      string
+	LogCompressionLevel int
 }
 
 // DefaultMinInsyncReplicas is min.insync.replicas of a table that does not
@@ -274,8 +348,10 @@ func ParseStored(props map[string]string, t Table) (Values, error) {
 
 func parse(props map[string]string, t Table, strict bool) (Values, error) {
 	v := Values{MinInsyncReplicas: DefaultMinInsyncReplicas(t.Replication),
-		LogSegmentBytes: DefaultLogSegmentBytes, LogTTL: DefaultLogTTL, LogLocalSegments: DefaultLogLocalSegments}
+		LogSegmentBytes: DefaultLogSegmentBytes, LogTTL: DefaultLogTTL, LogLocalSegments: DefaultLogLocalSegments,
+		LogFormat: FormatArrow, LogCompression: CompressionZstd, LogCompressionLevel: DefaultLogCompressionLevel}
 	if t.PrimaryKey {
+		v.LogFormat = FormatRow
 		v.MergeEngine, v.ChangelogImage, v.DeleteBehavior = MergeLastRow, ImageFull, DeleteAllow
 		v.KVSnapshotInterval, v.KVSnapshotRetained = DefaultKVSnapshotInterval, DefaultKVSnapshotRetained
 	}
@@ -331,7 +407,7 @@ func parse(props map[string]string, t Table, strict bool) (Values, error) {
 			}
 			v.VersionColumn = val
 		default:
-			if err := parseTiering(&v, k, val); err != nil {
+			if err := parseValue(&v, k, val, t); err != nil {
 				return Values{}, err
 			}
 		}
@@ -354,7 +430,7 @@ func setBefore(v *Values, props map[string]string, t Table) error {
 		if set || p.Before == "" || p.Since <= t.CreatedChecks || (p.PrimaryKeyOnly && !t.PrimaryKey) {
 			continue
 		}
-		if err := parseTiering(v, p.Name, p.Before); err != nil {
+		if err := parseValue(v, p.Name, p.Before, t); err != nil {
 			return err
 		}
 	}

@@ -114,7 +114,8 @@ func TestParseStored(t *testing.T) {
 				return
 			}
 			want := withDefaults(tt.want, tt.table)
-			want.LogTTL = 0 // tables from before log.ttl keep their records (TestParseStoredLogTTL)
+			want.LogTTL = 0            // tables from before log.ttl keep their records (TestParseStoredLogTTL)
+			want.LogFormat = FormatRow // and their row batches (TestLogFormat)
 			if err != nil || got != want {
 				t.Fatalf("ParseStored = %+v, %v; want %+v", got, err, want)
 			}

@@ -25,6 +25,15 @@ func withDefaults(v Values, t Table) Values {
 	if t.PrimaryKey && v.KVSnapshotRetained == 0 {
 		v.KVSnapshotRetained = DefaultKVSnapshotRetained
 	}
+	if v.LogFormat == "" {
+		v.LogFormat = FormatArrow
+		if t.PrimaryKey {
+			v.LogFormat = FormatRow
+		}
+	}
+	if v.LogCompression == "" {
+		v.LogCompression, v.LogCompressionLevel = CompressionZstd, DefaultLogCompressionLevel
+	}
 	return v
 }
 

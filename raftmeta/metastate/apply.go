@@ -216,6 +216,8 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.createTable(op.CreateTable)
 	case *pb.Command_DropTable:
 		res, err = a.dropTable(op.DropTable)
+	case *pb.Command_AlterTable:
+		res, err = a.alterTable(op.AlterTable)
 	case *pb.Command_AllocateWriterId:
 		res, err = a.allocateWriterID(op.AllocateWriterId)
 	case *pb.Command_AdjustIsr:

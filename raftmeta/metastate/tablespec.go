@@ -110,7 +110,10 @@ func isNestedType(typ string) bool { return strings.Contains(typ, "<") }
 // (internal/tableprop) and reserves the _ prefix of column names; 2 also
 // knows the tiering properties (log.ttl, log.segment.bytes, log.local.*,
 // kv.snapshot.*); 3 (tableprop.ChecksNestedTypes) accepts columns of the
-// nested types ARRAY, MAP and ROW, outside primary and bucket keys. Commands of version 0, committed by older builds, are
+// nested types ARRAY, MAP and ROW, outside primary and bucket keys; 4
+// (tableprop.ChecksLogFormat) also knows log.format, log.compression and
+// log.compression.level, and AlterTable commands carry it too. Commands of
+// version 0, committed by older builds, are
 // applied by the checks of then (tablechecks_v0.go); those of 1 by the
 // registry as it was then (tableprop.Table.Checks).
 const CreateTableChecks = tableprop.LatestChecks

@@ -94,6 +94,9 @@ var rules = map[string]rule{
 	"/floe.v1.Meta/DropTable": onRequest(opDrop, "the table", func(m *pb.DropTableRequest) Resource {
 		return Table(m.GetDatabase(), m.GetName())
 	}),
+	"/floe.v1.Meta/AlterTable": onRequest(pb.AclOperation_ACL_OPERATION_ALTER, "the table", func(m *pb.AlterTableRequest) Resource {
+		return Table(m.GetDatabase(), m.GetName())
+	}),
 	"/floe.v1.Meta/ListTables": onRequest(opDescribe, "the database", func(m *pb.ListTablesRequest) Resource { return Database(m.GetDatabase()) }),
 	"/floe.v1.Meta/GetTable": onRequest(opDescribe, "the table", func(m *pb.GetTableRequest) Resource {
 		return Table(m.GetDatabase(), m.GetName())

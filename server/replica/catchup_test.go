@@ -71,6 +71,8 @@ func (kv *gatedKV) Restore(ctx context.Context, _ tiering.ObjectStore, _ string)
 	return kv.applied, nil
 }
 
+func (kv *gatedKV) SetTable(KVTable) {}
+
 func (kv *gatedKV) AppliedOffset() (int64, error) {
 	kv.mu.Lock()
 	defer kv.mu.Unlock()

@@ -59,6 +59,9 @@ type KV interface {
 	// Close stops the KV side and closes its store; with remove (the
 	// replica is deleted) the store's rows go too.
 	Close(remove bool) error
+	// SetTable hands the KV side the table's new metadata (ALTER TABLE:
+	// a new schema version), made by the same KVTables that opened it.
+	SetTable(t KVTable)
 }
 
 // PutKv merges a batch of upserts and deletes into a primary-key bucket on
@@ -81,8 +84,8 @@ func (r *Replica) putKv(ctx context.Context, turn *Turn, req *pb.PutKvRequest, t
 }
 
 // checkUpsertBatch checks the frame of a PutKv batch: one whole batch of
-// rows that are not append-only, in the table's current schema. The KV
-// side checks the rows.
+// rows that are not append-only, in one of the table's schema versions.
+// The KV side checks the rows and brings them to the current version.
 func (r *Replica) checkUpsertBatch(data []byte) (record.Batch, error) {
 	b, err := wholeBatch(data)
 	if err != nil {
@@ -91,7 +94,7 @@ func (r *Replica) checkUpsertBatch(data []byte) (record.Batch, error) {
 	if b.PayloadFormat() != record.PayloadRows || b.AppendOnly() {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "upserts come in row batches that are not append-only")
 	}
-	if err := r.checkSchemaID(b); err != nil {
+	if _, err := r.batchSchema(b); err != nil {
 		return nil, err
 	}
 	return b, nil

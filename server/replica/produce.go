@@ -82,7 +82,8 @@ func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
 	if b.PayloadFormat() != record.PayloadRows || !b.AppendOnly() {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "a log table takes append-only row batches")
 	}
-	if err := r.checkSchemaID(b); err != nil {
+	schema, err := r.batchSchema(b)
+	if err != nil {
 		return nil, err
 	}
 	it, _, err := b.Records(r.mgr.codec(), nil)
@@ -94,7 +95,7 @@ func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
 		if rec.Change != record.AppendOnly {
 			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: change %v in a log table", rec.Offset-b.BaseOffset(), rec.Change)
 		}
-		if err := record.ValidateRow(info.schema, rec.Data); err != nil {
+		if err := record.ValidateRow(schema, rec.Data); err != nil {
 			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", rec.Offset-b.BaseOffset(), err)
 		}
 	}
@@ -130,14 +131,20 @@ func wholeBatch(data []byte) (record.Batch, error) {
 	return b, nil
 }
 
-// checkSchemaID checks that a client batch is written in the table's
-// current schema.
-func (r *Replica) checkSchemaID(b record.Batch) error {
-	if int32(b.SchemaID()) != r.table().schemaID {
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD,
-			"batch written with schema %d, table %s is at schema %d", b.SchemaID(), r.table().name, r.table().schemaID)
+// batchSchema is the schema a client batch is written in: any schema
+// version the table has (a writer made before an ALTER TABLE keeps
+// writing the version it knows). A version the table does not have is
+// refused with UNKNOWN_SCHEMA: the writer's metadata is newer than this
+// node's, or the batch is not of this table.
+func (r *Replica) batchSchema(b record.Batch) (record.Schema, error) {
+	info := r.table()
+	s, ok := info.schemaOf(b.SchemaID())
+	if !ok {
+		return record.Schema{}, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_SCHEMA,
+			"batch written with schema version %d; table %s has versions 1 to %d here: refresh the table's metadata and retry",
+			b.SchemaID(), info.name, info.schemaID)
 	}
-	return nil
+	return s, nil
 }
 
 // produce runs the leader's append: idempotence, append, durability, acks.

@@ -210,11 +210,20 @@ func (r *Replica) stateLocked() (replication.Role, uint32, int32, int64) {
 // table is what the replica knows of its table.
 func (r *Replica) table() *tableInfo { return r.info.Load() }
 
-// setTable applies a change of the table's metadata: a new
-// min.insync.replicas holds from the next write, and writes waiting for
-// their acks look again.
+// setTable applies a change of the table's metadata (ALTER TABLE) without
+// a restart: a new min.insync.replicas holds from the next write, and
+// writes waiting for their acks look again; log.ttl and the local
+// retention reach the log, which applies them at once; the KV side takes
+// the new schema versions. The snapshot interval and log.ttl's remote
+// side are read from the table by every tiering round. log.segment.bytes
+// applies from the replica's next open.
 func (r *Replica) setTable(info *tableInfo) {
 	r.info.Store(info)
+	r.log.SetAgeRetention(logstore.AgeRetention{RetentionAge: info.props.LogTTL,
+		LocalRetentionSegments: info.props.LogLocalSegments, LocalRetentionAge: info.props.LogLocalTTL})
+	if r.kv != nil && info.kv != nil {
+		r.kv.SetTable(info.kv)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.core.MinISR() != info.minISR {

@@ -11,10 +11,13 @@ import (
 
 // tableInfo is what a replica needs to know of its table to check batches.
 type tableInfo struct {
-	id          uint64
-	name        string
-	schema      record.Schema
-	schemaID    int32
+	id       uint64
+	name     string
+	schema   record.Schema
+	schemaID int32
+	// versions are every schema version of the table, oldest first (the
+	// last is schema): batches written under any of them are taken.
+	versions    []SchemaVersion
 	primaryKey  bool
 	replication int
 	minISR      int
@@ -32,6 +35,23 @@ type tableInfo struct {
 	traffic *TableTraffic
 }
 
+// SchemaVersion is one schema version of a table.
+type SchemaVersion struct {
+	ID     int32
+	Schema record.Schema
+}
+
+// schemaOf returns the schema version id, or false when the table has no
+// such version (yet: a writer's metadata may be newer than this node's).
+func (t *tableInfo) schemaOf(id int16) (record.Schema, bool) {
+	for i := len(t.versions) - 1; i >= 0; i-- {
+		if t.versions[i].ID == int32(id) {
+			return t.versions[i].Schema, true
+		}
+	}
+	return record.Schema{}, false
+}
+
 // MinInsyncReplicasProperty is the table property for min.insync.replicas.
 const MinInsyncReplicasProperty = tableprop.MinInsyncReplicas
 
@@ -47,16 +67,13 @@ func newTableInfo(t *pb.TableRecord, kv KVTables) (*tableInfo, error) {
 	if len(t.Schemas) == 0 {
 		return nil, fmt.Errorf("%w: table %s.%s has no schema", ErrUnusableTable, t.Database, t.Name)
 	}
-	cur := t.Schemas[len(t.Schemas)-1]
-	s := record.Schema{PrimaryKey: t.PrimaryKey}
-	for _, c := range cur.Columns {
-		typ, err := record.ParseType(c.Type)
-		if err != nil {
-			return nil, fmt.Errorf("%w: table %s.%s column %q: %w", ErrUnusableTable, t.Database, t.Name, c.Name, err)
-		}
-		s.Columns = append(s.Columns, record.Column{Name: c.Name, Type: typ, Nullable: c.Nullable})
+	versions, err := SchemaVersions(t)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnusableTable, err)
 	}
-	info := &tableInfo{id: t.Id, name: t.Database + "." + t.Name, schema: s, schemaID: cur.Id,
+	cur := versions[len(versions)-1]
+	s := cur.Schema
+	info := &tableInfo{id: t.Id, name: t.Database + "." + t.Name, schema: s, schemaID: cur.ID, versions: versions,
 		primaryKey: len(t.PrimaryKey) > 0, replication: int(t.Replication), database: t.Database, table: t.Name,
 		traffic: &TableTraffic{}}
 	props, err := tableprop.ParseStored(t.Properties, tableprop.Table{Replication: info.replication, PrimaryKey: info.primaryKey,
@@ -78,4 +95,21 @@ func newTableInfo(t *pb.TableRecord, kv KVTables) (*tableInfo, error) {
 		info.kv = kvt
 	}
 	return info, nil
+}
+
+// SchemaVersions reads every schema version of a table, oldest first.
+func SchemaVersions(t *pb.TableRecord) ([]SchemaVersion, error) {
+	out := make([]SchemaVersion, 0, len(t.Schemas))
+	for _, v := range t.Schemas {
+		s := record.Schema{PrimaryKey: t.PrimaryKey}
+		for _, c := range v.Columns {
+			typ, err := record.ParseType(c.Type)
+			if err != nil {
+				return nil, fmt.Errorf("table %s.%s column %q: %w", t.Database, t.Name, c.Name, err)
+			}
+			s.Columns = append(s.Columns, record.Column{Name: c.Name, Type: typ, Nullable: c.Nullable})
+		}
+		out = append(out, SchemaVersion{ID: v.Id, Schema: s})
+	}
+	return out, nil
 }

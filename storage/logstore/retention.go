@@ -1,6 +1,9 @@
 package logstore
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // RetentionBounds are the limits on retention that its owner knows and the
 // log does not: what remote storage holds, and what must stay whatever its
@@ -104,4 +107,26 @@ func (l *Log) EnforceRetention() (int, error) {
 	}
 	l.armRetentionAgeLocked()
 	return n, nil
+}
+
+// AgeRetention is the part of a log's retention that a table's properties
+// set and ALTER TABLE changes on an open log: Config's RetentionAge,
+// LocalRetentionSegments and LocalRetentionAge.
+type AgeRetention struct {
+	RetentionAge           time.Duration
+	LocalRetentionSegments int
+	LocalRetentionAge      time.Duration
+}
+
+// SetAgeRetention replaces the log's age and local retention and applies
+// retention soon, as the new limits may let segments go now.
+func (l *Log) SetAgeRetention(r AgeRetention) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cfg.RetentionAge == r.RetentionAge && l.cfg.LocalRetentionSegments == r.LocalRetentionSegments &&
+		l.cfg.LocalRetentionAge == r.LocalRetentionAge {
+		return
+	}
+	l.cfg.RetentionAge, l.cfg.LocalRetentionSegments, l.cfg.LocalRetentionAge = r.RetentionAge, r.LocalRetentionSegments, r.LocalRetentionAge
+	l.armAt(taskRetentionAge, l.sched.now())
 }

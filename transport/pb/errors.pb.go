@@ -92,6 +92,11 @@ const (
 	// the operation on the resource, one denies it, or the call is for
 	// nodes only. The message names the principal, operation and resource.
 	ErrorCode_ERROR_CODE_NOT_AUTHORIZED ErrorCode = 24
+	// A batch written with a schema version the table does not have (yet):
+	// the writer's or reader's metadata is newer than this replica's, or
+	// the batch is not of this table. Not retriable as is: refresh the
+	// table's metadata (the replica's catches up through its watch).
+	ErrorCode_ERROR_CODE_UNKNOWN_SCHEMA ErrorCode = 25
 )
 
 // Enum value maps for ErrorCode.
@@ -122,6 +127,7 @@ var (
 		22: "ERROR_CODE_INELIGIBLE_REPLICA",
 		23: "ERROR_CODE_UNAUTHENTICATED",
 		24: "ERROR_CODE_NOT_AUTHORIZED",
+		25: "ERROR_CODE_UNKNOWN_SCHEMA",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_INTERNAL":                         0,
@@ -149,6 +155,7 @@ var (
 		"ERROR_CODE_INELIGIBLE_REPLICA":               22,
 		"ERROR_CODE_UNAUTHENTICATED":                  23,
 		"ERROR_CODE_NOT_AUTHORIZED":                   24,
+		"ERROR_CODE_UNKNOWN_SCHEMA":                   25,
 	}
 )
 
@@ -183,7 +190,7 @@ var File_errors_proto protoreflect.FileDescriptor
 
 const file_errors_proto_rawDesc = "" +
 	"\n" +
-	"\ferrors.proto\x12\afloe.v1*\x8e\x06\n" +
+	"\ferrors.proto\x12\afloe.v1*\xad\x06\n" +
 	"\tErrorCode\x12\x17\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\x00\x12\x19\n" +
 	"\x15ERROR_CODE_NOT_LEADER\x10\x01\x12\x15\n" +
@@ -210,7 +217,8 @@ const file_errors_proto_rawDesc = "" +
 	"\x19ERROR_CODE_QUORUM_AT_RISK\x10\x15\x12!\n" +
 	"\x1dERROR_CODE_INELIGIBLE_REPLICA\x10\x16\x12\x1e\n" +
 	"\x1aERROR_CODE_UNAUTHENTICATED\x10\x17\x12\x1d\n" +
-	"\x19ERROR_CODE_NOT_AUTHORIZED\x10\x18B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\x19ERROR_CODE_NOT_AUTHORIZED\x10\x18\x12\x1d\n" +
+	"\x19ERROR_CODE_UNKNOWN_SCHEMA\x10\x19B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_errors_proto_rawDescOnce sync.Once

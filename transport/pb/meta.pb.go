@@ -1156,6 +1156,117 @@ func (x *DropTableRequest) GetIfExists() bool {
 	return false
 }
 
+type AlterTableRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	RequestId       []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Database        string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Name            string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	SetProperties   map[string]string      `protobuf:"bytes,4,rep,name=set_properties,json=setProperties,proto3" json:"set_properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	ResetProperties []string               `protobuf:"bytes,5,rep,name=reset_properties,json=resetProperties,proto3" json:"reset_properties,omitempty"`
+	// Columns to add, each in the CLI syntax: "note STRING" (nullable; NOT
+	// NULL is refused).
+	AddColumns []string `protobuf:"bytes,6,rep,name=add_columns,json=addColumns,proto3" json:"add_columns,omitempty"`
+	Comment    *string  `protobuf:"bytes,7,opt,name=comment,proto3,oneof" json:"comment,omitempty"`
+	// As in AlterTable (metastate.proto): 0 for any.
+	TableId          uint64 `protobuf:"varint,8,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	ExpectedSchemaId int32  `protobuf:"varint,9,opt,name=expected_schema_id,json=expectedSchemaId,proto3" json:"expected_schema_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *AlterTableRequest) Reset() {
+	*x = AlterTableRequest{}
+	mi := &file_meta_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterTableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterTableRequest) ProtoMessage() {}
+
+func (x *AlterTableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterTableRequest.ProtoReflect.Descriptor instead.
+func (*AlterTableRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *AlterTableRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *AlterTableRequest) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *AlterTableRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AlterTableRequest) GetSetProperties() map[string]string {
+	if x != nil {
+		return x.SetProperties
+	}
+	return nil
+}
+
+func (x *AlterTableRequest) GetResetProperties() []string {
+	if x != nil {
+		return x.ResetProperties
+	}
+	return nil
+}
+
+func (x *AlterTableRequest) GetAddColumns() []string {
+	if x != nil {
+		return x.AddColumns
+	}
+	return nil
+}
+
+func (x *AlterTableRequest) GetComment() string {
+	if x != nil && x.Comment != nil {
+		return *x.Comment
+	}
+	return ""
+}
+
+func (x *AlterTableRequest) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *AlterTableRequest) GetExpectedSchemaId() int32 {
+	if x != nil {
+		return x.ExpectedSchemaId
+	}
+	return 0
+}
+
 type ListTablesRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Database string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
@@ -1167,7 +1278,7 @@ type ListTablesRequest struct {
 
 func (x *ListTablesRequest) Reset() {
 	*x = ListTablesRequest{}
-	mi := &file_meta_proto_msgTypes[17]
+	mi := &file_meta_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1290,7 @@ func (x *ListTablesRequest) String() string {
 func (*ListTablesRequest) ProtoMessage() {}
 
 func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[17]
+	mi := &file_meta_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1303,7 @@ func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesRequest.ProtoReflect.Descriptor instead.
 func (*ListTablesRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{17}
+	return file_meta_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListTablesRequest) GetDatabase() string {
@@ -1219,7 +1330,7 @@ type ListTablesResponse struct {
 
 func (x *ListTablesResponse) Reset() {
 	*x = ListTablesResponse{}
-	mi := &file_meta_proto_msgTypes[18]
+	mi := &file_meta_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1342,7 @@ func (x *ListTablesResponse) String() string {
 func (*ListTablesResponse) ProtoMessage() {}
 
 func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[18]
+	mi := &file_meta_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1355,7 @@ func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesResponse.ProtoReflect.Descriptor instead.
 func (*ListTablesResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{18}
+	return file_meta_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListTablesResponse) GetTables() []*TableRecord {
@@ -1271,7 +1382,7 @@ type GetTableRequest struct {
 
 func (x *GetTableRequest) Reset() {
 	*x = GetTableRequest{}
-	mi := &file_meta_proto_msgTypes[19]
+	mi := &file_meta_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1394,7 @@ func (x *GetTableRequest) String() string {
 func (*GetTableRequest) ProtoMessage() {}
 
 func (x *GetTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[19]
+	mi := &file_meta_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,7 +1407,7 @@ func (x *GetTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTableRequest.ProtoReflect.Descriptor instead.
 func (*GetTableRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{19}
+	return file_meta_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetTableRequest) GetDatabase() string {
@@ -1330,7 +1441,7 @@ type GetTableResponse struct {
 
 func (x *GetTableResponse) Reset() {
 	*x = GetTableResponse{}
-	mi := &file_meta_proto_msgTypes[20]
+	mi := &file_meta_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1453,7 @@ func (x *GetTableResponse) String() string {
 func (*GetTableResponse) ProtoMessage() {}
 
 func (x *GetTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[20]
+	mi := &file_meta_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1466,7 @@ func (x *GetTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTableResponse.ProtoReflect.Descriptor instead.
 func (*GetTableResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{20}
+	return file_meta_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetTableResponse) GetTable() *TableRecord {
@@ -1401,7 +1512,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_meta_proto_msgTypes[21]
+	mi := &file_meta_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1524,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[21]
+	mi := &file_meta_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1537,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{21}
+	return file_meta_proto_rawDescGZIP(), []int{22}
 }
 
 type ClusterStatusResponse struct {
@@ -1448,7 +1559,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_meta_proto_msgTypes[22]
+	mi := &file_meta_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1571,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[22]
+	mi := &file_meta_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1584,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{22}
+	return file_meta_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ClusterStatusResponse) GetClusterId() string {
@@ -1556,7 +1667,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_meta_proto_msgTypes[23]
+	mi := &file_meta_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1679,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[23]
+	mi := &file_meta_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1692,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{23}
+	return file_meta_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *NodeStatus) GetNode() *NodeRecord {
@@ -1606,7 +1717,7 @@ type BucketStatusRequest struct {
 
 func (x *BucketStatusRequest) Reset() {
 	*x = BucketStatusRequest{}
-	mi := &file_meta_proto_msgTypes[24]
+	mi := &file_meta_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1618,7 +1729,7 @@ func (x *BucketStatusRequest) String() string {
 func (*BucketStatusRequest) ProtoMessage() {}
 
 func (x *BucketStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[24]
+	mi := &file_meta_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1631,7 +1742,7 @@ func (x *BucketStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketStatusRequest.ProtoReflect.Descriptor instead.
 func (*BucketStatusRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{24}
+	return file_meta_proto_rawDescGZIP(), []int{25}
 }
 
 type BucketStatusResponse struct {
@@ -1646,7 +1757,7 @@ type BucketStatusResponse struct {
 
 func (x *BucketStatusResponse) Reset() {
 	*x = BucketStatusResponse{}
-	mi := &file_meta_proto_msgTypes[25]
+	mi := &file_meta_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1658,7 +1769,7 @@ func (x *BucketStatusResponse) String() string {
 func (*BucketStatusResponse) ProtoMessage() {}
 
 func (x *BucketStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[25]
+	mi := &file_meta_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1671,7 +1782,7 @@ func (x *BucketStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketStatusResponse.ProtoReflect.Descriptor instead.
 func (*BucketStatusResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{25}
+	return file_meta_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *BucketStatusResponse) GetBuckets() []*BucketStatus {
@@ -1709,7 +1820,7 @@ type BucketStatus struct {
 
 func (x *BucketStatus) Reset() {
 	*x = BucketStatus{}
-	mi := &file_meta_proto_msgTypes[26]
+	mi := &file_meta_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1832,7 @@ func (x *BucketStatus) String() string {
 func (*BucketStatus) ProtoMessage() {}
 
 func (x *BucketStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[26]
+	mi := &file_meta_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1845,7 @@ func (x *BucketStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketStatus.ProtoReflect.Descriptor instead.
 func (*BucketStatus) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{26}
+	return file_meta_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BucketStatus) GetDatabase() string {
@@ -1796,7 +1907,7 @@ type AddVoterRequest struct {
 
 func (x *AddVoterRequest) Reset() {
 	*x = AddVoterRequest{}
-	mi := &file_meta_proto_msgTypes[27]
+	mi := &file_meta_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +1919,7 @@ func (x *AddVoterRequest) String() string {
 func (*AddVoterRequest) ProtoMessage() {}
 
 func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[27]
+	mi := &file_meta_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +1932,7 @@ func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
 func (*AddVoterRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{27}
+	return file_meta_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AddVoterRequest) GetNodeId() uint32 {
@@ -1850,7 +1961,7 @@ type RemoveVoterRequest struct {
 
 func (x *RemoveVoterRequest) Reset() {
 	*x = RemoveVoterRequest{}
-	mi := &file_meta_proto_msgTypes[28]
+	mi := &file_meta_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1862,7 +1973,7 @@ func (x *RemoveVoterRequest) String() string {
 func (*RemoveVoterRequest) ProtoMessage() {}
 
 func (x *RemoveVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[28]
+	mi := &file_meta_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1875,7 +1986,7 @@ func (x *RemoveVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveVoterRequest.ProtoReflect.Descriptor instead.
 func (*RemoveVoterRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{28}
+	return file_meta_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RemoveVoterRequest) GetNodeId() uint32 {
@@ -1902,7 +2013,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_meta_proto_msgTypes[29]
+	mi := &file_meta_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1914,7 +2025,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[29]
+	mi := &file_meta_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1927,7 +2038,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{29}
+	return file_meta_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() uint32 {
@@ -1946,7 +2057,7 @@ type AdminResponse struct {
 
 func (x *AdminResponse) Reset() {
 	*x = AdminResponse{}
-	mi := &file_meta_proto_msgTypes[30]
+	mi := &file_meta_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1958,7 +2069,7 @@ func (x *AdminResponse) String() string {
 func (*AdminResponse) ProtoMessage() {}
 
 func (x *AdminResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[30]
+	mi := &file_meta_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1971,7 +2082,7 @@ func (x *AdminResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminResponse.ProtoReflect.Descriptor instead.
 func (*AdminResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{30}
+	return file_meta_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AdminResponse) GetIndex() uint64 {
@@ -1992,7 +2103,7 @@ type WatchMetadataRequest struct {
 
 func (x *WatchMetadataRequest) Reset() {
 	*x = WatchMetadataRequest{}
-	mi := &file_meta_proto_msgTypes[31]
+	mi := &file_meta_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2115,7 @@ func (x *WatchMetadataRequest) String() string {
 func (*WatchMetadataRequest) ProtoMessage() {}
 
 func (x *WatchMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[31]
+	mi := &file_meta_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2128,7 @@ func (x *WatchMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchMetadataRequest.ProtoReflect.Descriptor instead.
 func (*WatchMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{31}
+	return file_meta_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WatchMetadataRequest) GetNodeId() uint32 {
@@ -2046,7 +2157,7 @@ type AdjustIsrRequest struct {
 
 func (x *AdjustIsrRequest) Reset() {
 	*x = AdjustIsrRequest{}
-	mi := &file_meta_proto_msgTypes[32]
+	mi := &file_meta_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2169,7 @@ func (x *AdjustIsrRequest) String() string {
 func (*AdjustIsrRequest) ProtoMessage() {}
 
 func (x *AdjustIsrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[32]
+	mi := &file_meta_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2182,7 @@ func (x *AdjustIsrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsrRequest.ProtoReflect.Descriptor instead.
 func (*AdjustIsrRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{32}
+	return file_meta_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AdjustIsrRequest) GetChange() *AdjustIsr {
@@ -2097,7 +2208,7 @@ type AdjustIsrResponse struct {
 
 func (x *AdjustIsrResponse) Reset() {
 	*x = AdjustIsrResponse{}
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2220,7 @@ func (x *AdjustIsrResponse) String() string {
 func (*AdjustIsrResponse) ProtoMessage() {}
 
 func (x *AdjustIsrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2233,7 @@ func (x *AdjustIsrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsrResponse.ProtoReflect.Descriptor instead.
 func (*AdjustIsrResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{33}
+	return file_meta_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AdjustIsrResponse) GetBucket() *BucketRecord {
@@ -2143,7 +2254,7 @@ type CommitRemoteLogRequest struct {
 
 func (x *CommitRemoteLogRequest) Reset() {
 	*x = CommitRemoteLogRequest{}
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2155,7 +2266,7 @@ func (x *CommitRemoteLogRequest) String() string {
 func (*CommitRemoteLogRequest) ProtoMessage() {}
 
 func (x *CommitRemoteLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2168,7 +2279,7 @@ func (x *CommitRemoteLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLogRequest.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLogRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{34}
+	return file_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CommitRemoteLogRequest) GetCommit() *CommitRemoteLog {
@@ -2194,7 +2305,7 @@ type CommitRemoteLogResponse struct {
 
 func (x *CommitRemoteLogResponse) Reset() {
 	*x = CommitRemoteLogResponse{}
-	mi := &file_meta_proto_msgTypes[35]
+	mi := &file_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2206,7 +2317,7 @@ func (x *CommitRemoteLogResponse) String() string {
 func (*CommitRemoteLogResponse) ProtoMessage() {}
 
 func (x *CommitRemoteLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[35]
+	mi := &file_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2219,7 +2330,7 @@ func (x *CommitRemoteLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLogResponse.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLogResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{35}
+	return file_meta_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CommitRemoteLogResponse) GetBucket() *BucketRecord {
@@ -2239,7 +2350,7 @@ type CommitKVSnapshotRequest struct {
 
 func (x *CommitKVSnapshotRequest) Reset() {
 	*x = CommitKVSnapshotRequest{}
-	mi := &file_meta_proto_msgTypes[36]
+	mi := &file_meta_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2251,7 +2362,7 @@ func (x *CommitKVSnapshotRequest) String() string {
 func (*CommitKVSnapshotRequest) ProtoMessage() {}
 
 func (x *CommitKVSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[36]
+	mi := &file_meta_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2264,7 +2375,7 @@ func (x *CommitKVSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{36}
+	return file_meta_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CommitKVSnapshotRequest) GetCommit() *CommitKVSnapshot {
@@ -2290,7 +2401,7 @@ type CommitKVSnapshotResponse struct {
 
 func (x *CommitKVSnapshotResponse) Reset() {
 	*x = CommitKVSnapshotResponse{}
-	mi := &file_meta_proto_msgTypes[37]
+	mi := &file_meta_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2302,7 +2413,7 @@ func (x *CommitKVSnapshotResponse) String() string {
 func (*CommitKVSnapshotResponse) ProtoMessage() {}
 
 func (x *CommitKVSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[37]
+	mi := &file_meta_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2315,7 +2426,7 @@ func (x *CommitKVSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{37}
+	return file_meta_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CommitKVSnapshotResponse) GetBucket() *BucketRecord {
@@ -2334,7 +2445,7 @@ type AllocateWriterIdRequest struct {
 
 func (x *AllocateWriterIdRequest) Reset() {
 	*x = AllocateWriterIdRequest{}
-	mi := &file_meta_proto_msgTypes[38]
+	mi := &file_meta_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2346,7 +2457,7 @@ func (x *AllocateWriterIdRequest) String() string {
 func (*AllocateWriterIdRequest) ProtoMessage() {}
 
 func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[38]
+	mi := &file_meta_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2359,7 +2470,7 @@ func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterIdRequest.ProtoReflect.Descriptor instead.
 func (*AllocateWriterIdRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{38}
+	return file_meta_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AllocateWriterIdRequest) GetRequestId() []byte {
@@ -2382,7 +2493,7 @@ type AllocateWriterIdResponse struct {
 
 func (x *AllocateWriterIdResponse) Reset() {
 	*x = AllocateWriterIdResponse{}
-	mi := &file_meta_proto_msgTypes[39]
+	mi := &file_meta_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2505,7 @@ func (x *AllocateWriterIdResponse) String() string {
 func (*AllocateWriterIdResponse) ProtoMessage() {}
 
 func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[39]
+	mi := &file_meta_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2518,7 @@ func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterIdResponse.ProtoReflect.Descriptor instead.
 func (*AllocateWriterIdResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{39}
+	return file_meta_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AllocateWriterIdResponse) GetWriterId() uint64 {
@@ -2438,7 +2549,7 @@ type ElectLeadersRequest struct {
 
 func (x *ElectLeadersRequest) Reset() {
 	*x = ElectLeadersRequest{}
-	mi := &file_meta_proto_msgTypes[40]
+	mi := &file_meta_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2450,7 +2561,7 @@ func (x *ElectLeadersRequest) String() string {
 func (*ElectLeadersRequest) ProtoMessage() {}
 
 func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[40]
+	mi := &file_meta_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2463,7 +2574,7 @@ func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
 func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{40}
+	return file_meta_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ElectLeadersRequest) GetRequestId() []byte {
@@ -2517,7 +2628,7 @@ type DrainNodeRequest struct {
 
 func (x *DrainNodeRequest) Reset() {
 	*x = DrainNodeRequest{}
-	mi := &file_meta_proto_msgTypes[41]
+	mi := &file_meta_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2640,7 @@ func (x *DrainNodeRequest) String() string {
 func (*DrainNodeRequest) ProtoMessage() {}
 
 func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[41]
+	mi := &file_meta_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2653,7 @@ func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeRequest.ProtoReflect.Descriptor instead.
 func (*DrainNodeRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{41}
+	return file_meta_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DrainNodeRequest) GetRequestId() []byte {
@@ -2592,7 +2703,7 @@ type DrainNodeResponse struct {
 
 func (x *DrainNodeResponse) Reset() {
 	*x = DrainNodeResponse{}
-	mi := &file_meta_proto_msgTypes[42]
+	mi := &file_meta_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2604,7 +2715,7 @@ func (x *DrainNodeResponse) String() string {
 func (*DrainNodeResponse) ProtoMessage() {}
 
 func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[42]
+	mi := &file_meta_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2617,7 +2728,7 @@ func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeResponse.ProtoReflect.Descriptor instead.
 func (*DrainNodeResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{42}
+	return file_meta_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DrainNodeResponse) GetNode() *NodeRecord {
@@ -2665,7 +2776,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_meta_proto_msgTypes[43]
+	mi := &file_meta_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2677,7 +2788,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[43]
+	mi := &file_meta_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2690,7 +2801,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{43}
+	return file_meta_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RemoveNodeRequest) GetRequestId() []byte {
@@ -2723,7 +2834,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_meta_proto_msgTypes[44]
+	mi := &file_meta_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2846,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[44]
+	mi := &file_meta_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2859,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{44}
+	return file_meta_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RemoveNodeResponse) GetNode() *NodeRecord {
@@ -2795,7 +2906,7 @@ type RemovedReplica struct {
 
 func (x *RemovedReplica) Reset() {
 	*x = RemovedReplica{}
-	mi := &file_meta_proto_msgTypes[45]
+	mi := &file_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2807,7 +2918,7 @@ func (x *RemovedReplica) String() string {
 func (*RemovedReplica) ProtoMessage() {}
 
 func (x *RemovedReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[45]
+	mi := &file_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2820,7 +2931,7 @@ func (x *RemovedReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovedReplica.ProtoReflect.Descriptor instead.
 func (*RemovedReplica) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{45}
+	return file_meta_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RemovedReplica) GetBucket() *BucketRecord {
@@ -2863,7 +2974,7 @@ type ElectLeadersResponse struct {
 
 func (x *ElectLeadersResponse) Reset() {
 	*x = ElectLeadersResponse{}
-	mi := &file_meta_proto_msgTypes[46]
+	mi := &file_meta_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +2986,7 @@ func (x *ElectLeadersResponse) String() string {
 func (*ElectLeadersResponse) ProtoMessage() {}
 
 func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[46]
+	mi := &file_meta_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +2999,7 @@ func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersResponse.ProtoReflect.Descriptor instead.
 func (*ElectLeadersResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{46}
+	return file_meta_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ElectLeadersResponse) GetBuckets() []*BucketElection {
@@ -2922,7 +3033,7 @@ type PutUserRequest struct {
 
 func (x *PutUserRequest) Reset() {
 	*x = PutUserRequest{}
-	mi := &file_meta_proto_msgTypes[47]
+	mi := &file_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2934,7 +3045,7 @@ func (x *PutUserRequest) String() string {
 func (*PutUserRequest) ProtoMessage() {}
 
 func (x *PutUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[47]
+	mi := &file_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2947,7 +3058,7 @@ func (x *PutUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutUserRequest.ProtoReflect.Descriptor instead.
 func (*PutUserRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{47}
+	return file_meta_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PutUserRequest) GetRequestId() []byte {
@@ -2988,7 +3099,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_meta_proto_msgTypes[48]
+	mi := &file_meta_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3000,7 +3111,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[48]
+	mi := &file_meta_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3013,7 +3124,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{48}
+	return file_meta_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DeleteUserRequest) GetRequestId() []byte {
@@ -3038,7 +3149,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_meta_proto_msgTypes[49]
+	mi := &file_meta_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3050,7 +3161,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[49]
+	mi := &file_meta_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3063,7 +3174,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{49}
+	return file_meta_proto_rawDescGZIP(), []int{50}
 }
 
 type ListUsersResponse struct {
@@ -3076,7 +3187,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_meta_proto_msgTypes[50]
+	mi := &file_meta_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3088,7 +3199,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[50]
+	mi := &file_meta_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3101,7 +3212,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{50}
+	return file_meta_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListUsersResponse) GetUsers() []*UserRecord {
@@ -3121,7 +3232,7 @@ type AddAclsRequest struct {
 
 func (x *AddAclsRequest) Reset() {
 	*x = AddAclsRequest{}
-	mi := &file_meta_proto_msgTypes[51]
+	mi := &file_meta_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3244,7 @@ func (x *AddAclsRequest) String() string {
 func (*AddAclsRequest) ProtoMessage() {}
 
 func (x *AddAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[51]
+	mi := &file_meta_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3257,7 @@ func (x *AddAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAclsRequest.ProtoReflect.Descriptor instead.
 func (*AddAclsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{51}
+	return file_meta_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AddAclsRequest) GetRequestId() []byte {
@@ -3173,7 +3284,7 @@ type RemoveAclsRequest struct {
 
 func (x *RemoveAclsRequest) Reset() {
 	*x = RemoveAclsRequest{}
-	mi := &file_meta_proto_msgTypes[52]
+	mi := &file_meta_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3185,7 +3296,7 @@ func (x *RemoveAclsRequest) String() string {
 func (*RemoveAclsRequest) ProtoMessage() {}
 
 func (x *RemoveAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[52]
+	mi := &file_meta_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3198,7 +3309,7 @@ func (x *RemoveAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAclsRequest.ProtoReflect.Descriptor instead.
 func (*RemoveAclsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{52}
+	return file_meta_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RemoveAclsRequest) GetRequestId() []byte {
@@ -3223,7 +3334,7 @@ type ListAclsRequest struct {
 
 func (x *ListAclsRequest) Reset() {
 	*x = ListAclsRequest{}
-	mi := &file_meta_proto_msgTypes[53]
+	mi := &file_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3235,7 +3346,7 @@ func (x *ListAclsRequest) String() string {
 func (*ListAclsRequest) ProtoMessage() {}
 
 func (x *ListAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[53]
+	mi := &file_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3248,7 +3359,7 @@ func (x *ListAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAclsRequest.ProtoReflect.Descriptor instead.
 func (*ListAclsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{53}
+	return file_meta_proto_rawDescGZIP(), []int{54}
 }
 
 type ListAclsResponse struct {
@@ -3260,7 +3371,7 @@ type ListAclsResponse struct {
 
 func (x *ListAclsResponse) Reset() {
 	*x = ListAclsResponse{}
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3272,7 +3383,7 @@ func (x *ListAclsResponse) String() string {
 func (*ListAclsResponse) ProtoMessage() {}
 
 func (x *ListAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3285,7 +3396,7 @@ func (x *ListAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAclsResponse.ProtoReflect.Descriptor instead.
 func (*ListAclsResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{54}
+	return file_meta_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListAclsResponse) GetEntries() []*AclEntry {
@@ -3309,7 +3420,7 @@ type NamedBucketMove struct {
 
 func (x *NamedBucketMove) Reset() {
 	*x = NamedBucketMove{}
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3321,7 +3432,7 @@ func (x *NamedBucketMove) String() string {
 func (*NamedBucketMove) ProtoMessage() {}
 
 func (x *NamedBucketMove) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3334,7 +3445,7 @@ func (x *NamedBucketMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamedBucketMove.ProtoReflect.Descriptor instead.
 func (*NamedBucketMove) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{55}
+	return file_meta_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *NamedBucketMove) GetDatabase() string {
@@ -3380,7 +3491,7 @@ type MoveReplicasRequest struct {
 
 func (x *MoveReplicasRequest) Reset() {
 	*x = MoveReplicasRequest{}
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3392,7 +3503,7 @@ func (x *MoveReplicasRequest) String() string {
 func (*MoveReplicasRequest) ProtoMessage() {}
 
 func (x *MoveReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3405,7 +3516,7 @@ func (x *MoveReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveReplicasRequest.ProtoReflect.Descriptor instead.
 func (*MoveReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{56}
+	return file_meta_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *MoveReplicasRequest) GetRequestId() []byte {
@@ -3456,7 +3567,7 @@ type MoveReplicasResponse struct {
 
 func (x *MoveReplicasResponse) Reset() {
 	*x = MoveReplicasResponse{}
-	mi := &file_meta_proto_msgTypes[57]
+	mi := &file_meta_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3468,7 +3579,7 @@ func (x *MoveReplicasResponse) String() string {
 func (*MoveReplicasResponse) ProtoMessage() {}
 
 func (x *MoveReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[57]
+	mi := &file_meta_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3481,7 +3592,7 @@ func (x *MoveReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveReplicasResponse.ProtoReflect.Descriptor instead.
 func (*MoveReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{57}
+	return file_meta_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *MoveReplicasResponse) GetIndex() uint64 {
@@ -3548,7 +3659,7 @@ type CancelMovesRequest struct {
 
 func (x *CancelMovesRequest) Reset() {
 	*x = CancelMovesRequest{}
-	mi := &file_meta_proto_msgTypes[58]
+	mi := &file_meta_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3560,7 +3671,7 @@ func (x *CancelMovesRequest) String() string {
 func (*CancelMovesRequest) ProtoMessage() {}
 
 func (x *CancelMovesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[58]
+	mi := &file_meta_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3573,7 +3684,7 @@ func (x *CancelMovesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelMovesRequest.ProtoReflect.Descriptor instead.
 func (*CancelMovesRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{58}
+	return file_meta_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CancelMovesRequest) GetRequestId() []byte {
@@ -3619,7 +3730,7 @@ type MoveStatusRequest struct {
 
 func (x *MoveStatusRequest) Reset() {
 	*x = MoveStatusRequest{}
-	mi := &file_meta_proto_msgTypes[59]
+	mi := &file_meta_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3631,7 +3742,7 @@ func (x *MoveStatusRequest) String() string {
 func (*MoveStatusRequest) ProtoMessage() {}
 
 func (x *MoveStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[59]
+	mi := &file_meta_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3644,7 +3755,7 @@ func (x *MoveStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveStatusRequest.ProtoReflect.Descriptor instead.
 func (*MoveStatusRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{59}
+	return file_meta_proto_rawDescGZIP(), []int{60}
 }
 
 type MoveStatusResponse struct {
@@ -3660,7 +3771,7 @@ type MoveStatusResponse struct {
 
 func (x *MoveStatusResponse) Reset() {
 	*x = MoveStatusResponse{}
-	mi := &file_meta_proto_msgTypes[60]
+	mi := &file_meta_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3672,7 +3783,7 @@ func (x *MoveStatusResponse) String() string {
 func (*MoveStatusResponse) ProtoMessage() {}
 
 func (x *MoveStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[60]
+	mi := &file_meta_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3685,7 +3796,7 @@ func (x *MoveStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveStatusResponse.ProtoReflect.Descriptor instead.
 func (*MoveStatusResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{60}
+	return file_meta_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *MoveStatusResponse) GetRunning() []*MoveProgress {
@@ -3731,7 +3842,7 @@ type MoveProgress struct {
 
 func (x *MoveProgress) Reset() {
 	*x = MoveProgress{}
-	mi := &file_meta_proto_msgTypes[61]
+	mi := &file_meta_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3743,7 +3854,7 @@ func (x *MoveProgress) String() string {
 func (*MoveProgress) ProtoMessage() {}
 
 func (x *MoveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[61]
+	mi := &file_meta_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3756,7 +3867,7 @@ func (x *MoveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveProgress.ProtoReflect.Descriptor instead.
 func (*MoveProgress) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{61}
+	return file_meta_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *MoveProgress) GetMove() *NamedBucketMove {
@@ -3808,7 +3919,7 @@ type RebalanceRequest struct {
 
 func (x *RebalanceRequest) Reset() {
 	*x = RebalanceRequest{}
-	mi := &file_meta_proto_msgTypes[62]
+	mi := &file_meta_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3820,7 +3931,7 @@ func (x *RebalanceRequest) String() string {
 func (*RebalanceRequest) ProtoMessage() {}
 
 func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[62]
+	mi := &file_meta_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3833,7 +3944,7 @@ func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{62}
+	return file_meta_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RebalanceRequest) GetRequestId() []byte {
@@ -3882,7 +3993,7 @@ type RebalanceResponse struct {
 
 func (x *RebalanceResponse) Reset() {
 	*x = RebalanceResponse{}
-	mi := &file_meta_proto_msgTypes[63]
+	mi := &file_meta_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3894,7 +4005,7 @@ func (x *RebalanceResponse) String() string {
 func (*RebalanceResponse) ProtoMessage() {}
 
 func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[63]
+	mi := &file_meta_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3907,7 +4018,7 @@ func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{63}
+	return file_meta_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RebalanceResponse) GetMoves() []*PlannedMove {
@@ -3955,7 +4066,7 @@ type PlannedMove struct {
 
 func (x *PlannedMove) Reset() {
 	*x = PlannedMove{}
-	mi := &file_meta_proto_msgTypes[64]
+	mi := &file_meta_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3967,7 +4078,7 @@ func (x *PlannedMove) String() string {
 func (*PlannedMove) ProtoMessage() {}
 
 func (x *PlannedMove) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[64]
+	mi := &file_meta_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3980,7 +4091,7 @@ func (x *PlannedMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedMove.ProtoReflect.Descriptor instead.
 func (*PlannedMove) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{64}
+	return file_meta_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *PlannedMove) GetMove() *NamedBucketMove {
@@ -4008,7 +4119,7 @@ type NodeBalance struct {
 
 func (x *NodeBalance) Reset() {
 	*x = NodeBalance{}
-	mi := &file_meta_proto_msgTypes[65]
+	mi := &file_meta_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4020,7 +4131,7 @@ func (x *NodeBalance) String() string {
 func (*NodeBalance) ProtoMessage() {}
 
 func (x *NodeBalance) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[65]
+	mi := &file_meta_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4033,7 +4144,7 @@ func (x *NodeBalance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeBalance.ProtoReflect.Descriptor instead.
 func (*NodeBalance) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{65}
+	return file_meta_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *NodeBalance) GetNodeId() uint32 {
@@ -4067,7 +4178,7 @@ type SetClusterSettingsRequest struct {
 
 func (x *SetClusterSettingsRequest) Reset() {
 	*x = SetClusterSettingsRequest{}
-	mi := &file_meta_proto_msgTypes[66]
+	mi := &file_meta_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4079,7 +4190,7 @@ func (x *SetClusterSettingsRequest) String() string {
 func (*SetClusterSettingsRequest) ProtoMessage() {}
 
 func (x *SetClusterSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[66]
+	mi := &file_meta_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4092,7 +4203,7 @@ func (x *SetClusterSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterSettingsRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{66}
+	return file_meta_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SetClusterSettingsRequest) GetRequestId() []byte {
@@ -4120,7 +4231,7 @@ type SetClusterSettingsResponse struct {
 
 func (x *SetClusterSettingsResponse) Reset() {
 	*x = SetClusterSettingsResponse{}
-	mi := &file_meta_proto_msgTypes[67]
+	mi := &file_meta_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4132,7 +4243,7 @@ func (x *SetClusterSettingsResponse) String() string {
 func (*SetClusterSettingsResponse) ProtoMessage() {}
 
 func (x *SetClusterSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[67]
+	mi := &file_meta_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4145,7 +4256,7 @@ func (x *SetClusterSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterSettingsResponse.ProtoReflect.Descriptor instead.
 func (*SetClusterSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{67}
+	return file_meta_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SetClusterSettingsResponse) GetSettings() *ClusterSettings {
@@ -4270,7 +4381,24 @@ const file_meta_proto_rawDesc = "" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1b\n" +
-	"\tif_exists\x18\x04 \x01(\bR\bifExists\"E\n" +
+	"\tif_exists\x18\x04 \x01(\bR\bifExists\"\xba\x03\n" +
+	"\x11AlterTableRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12T\n" +
+	"\x0eset_properties\x18\x04 \x03(\v2-.floe.v1.AlterTableRequest.SetPropertiesEntryR\rsetProperties\x12)\n" +
+	"\x10reset_properties\x18\x05 \x03(\tR\x0fresetProperties\x12\x1f\n" +
+	"\vadd_columns\x18\x06 \x03(\tR\n" +
+	"addColumns\x12\x1d\n" +
+	"\acomment\x18\a \x01(\tH\x00R\acomment\x88\x01\x01\x12\x19\n" +
+	"\btable_id\x18\b \x01(\x04R\atableId\x12,\n" +
+	"\x12expected_schema_id\x18\t \x01(\x05R\x10expectedSchemaId\x1a@\n" +
+	"\x12SetPropertiesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\n" +
+	"\n" +
+	"\b_comment\"E\n" +
 	"\x11ListTablesRequest\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05local\x18\x02 \x01(\bR\x05local\"g\n" +
@@ -4482,7 +4610,7 @@ const file_meta_proto_rawDesc = "" +
 	"\x1aSetClusterSettingsResponse\x124\n" +
 	"\bsettings\x18\x01 \x01(\v2\x18.floe.v1.ClusterSettingsR\bsettings\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1c\n" +
-	"\tunchanged\x18\x03 \x01(\bR\tunchanged2\xd7\x13\n" +
+	"\tunchanged\x18\x03 \x01(\bR\tunchanged2\x9b\x14\n" +
 	"\x04Meta\x126\n" +
 	"\x05Hello\x12\x15.floe.v1.HelloRequest\x1a\x16.floe.v1.HelloResponse\x123\n" +
 	"\x04Join\x12\x14.floe.v1.JoinRequest\x1a\x15.floe.v1.JoinResponse\x12<\n" +
@@ -4493,7 +4621,9 @@ const file_meta_proto_rawDesc = "" +
 	"\fDropDatabase\x12\x1c.floe.v1.DropDatabaseRequest\x1a\x18.floe.v1.CommandResponse\x12N\n" +
 	"\rListDatabases\x12\x1d.floe.v1.ListDatabasesRequest\x1a\x1e.floe.v1.ListDatabasesResponse\x12D\n" +
 	"\vCreateTable\x12\x1b.floe.v1.CreateTableRequest\x1a\x18.floe.v1.CommandResponse\x12@\n" +
-	"\tDropTable\x12\x19.floe.v1.DropTableRequest\x1a\x18.floe.v1.CommandResponse\x12E\n" +
+	"\tDropTable\x12\x19.floe.v1.DropTableRequest\x1a\x18.floe.v1.CommandResponse\x12B\n" +
+	"\n" +
+	"AlterTable\x12\x1a.floe.v1.AlterTableRequest\x1a\x18.floe.v1.CommandResponse\x12E\n" +
 	"\n" +
 	"ListTables\x12\x1a.floe.v1.ListTablesRequest\x1a\x1b.floe.v1.ListTablesResponse\x12?\n" +
 	"\bGetTable\x12\x18.floe.v1.GetTableRequest\x1a\x19.floe.v1.GetTableResponse\x12I\n" +
@@ -4538,7 +4668,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_meta_proto_goTypes = []any{
 	(*HelloRequest)(nil),               // 0: floe.v1.HelloRequest
 	(*PeerInfo)(nil),                   // 1: floe.v1.PeerInfo
@@ -4557,206 +4687,211 @@ var file_meta_proto_goTypes = []any{
 	(*ListDatabasesResponse)(nil),      // 14: floe.v1.ListDatabasesResponse
 	(*CreateTableRequest)(nil),         // 15: floe.v1.CreateTableRequest
 	(*DropTableRequest)(nil),           // 16: floe.v1.DropTableRequest
-	(*ListTablesRequest)(nil),          // 17: floe.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),         // 18: floe.v1.ListTablesResponse
-	(*GetTableRequest)(nil),            // 19: floe.v1.GetTableRequest
-	(*GetTableResponse)(nil),           // 20: floe.v1.GetTableResponse
-	(*ClusterStatusRequest)(nil),       // 21: floe.v1.ClusterStatusRequest
-	(*ClusterStatusResponse)(nil),      // 22: floe.v1.ClusterStatusResponse
-	(*NodeStatus)(nil),                 // 23: floe.v1.NodeStatus
-	(*BucketStatusRequest)(nil),        // 24: floe.v1.BucketStatusRequest
-	(*BucketStatusResponse)(nil),       // 25: floe.v1.BucketStatusResponse
-	(*BucketStatus)(nil),               // 26: floe.v1.BucketStatus
-	(*AddVoterRequest)(nil),            // 27: floe.v1.AddVoterRequest
-	(*RemoveVoterRequest)(nil),         // 28: floe.v1.RemoveVoterRequest
-	(*TransferLeadershipRequest)(nil),  // 29: floe.v1.TransferLeadershipRequest
-	(*AdminResponse)(nil),              // 30: floe.v1.AdminResponse
-	(*WatchMetadataRequest)(nil),       // 31: floe.v1.WatchMetadataRequest
-	(*AdjustIsrRequest)(nil),           // 32: floe.v1.AdjustIsrRequest
-	(*AdjustIsrResponse)(nil),          // 33: floe.v1.AdjustIsrResponse
-	(*CommitRemoteLogRequest)(nil),     // 34: floe.v1.CommitRemoteLogRequest
-	(*CommitRemoteLogResponse)(nil),    // 35: floe.v1.CommitRemoteLogResponse
-	(*CommitKVSnapshotRequest)(nil),    // 36: floe.v1.CommitKVSnapshotRequest
-	(*CommitKVSnapshotResponse)(nil),   // 37: floe.v1.CommitKVSnapshotResponse
-	(*AllocateWriterIdRequest)(nil),    // 38: floe.v1.AllocateWriterIdRequest
-	(*AllocateWriterIdResponse)(nil),   // 39: floe.v1.AllocateWriterIdResponse
-	(*ElectLeadersRequest)(nil),        // 40: floe.v1.ElectLeadersRequest
-	(*DrainNodeRequest)(nil),           // 41: floe.v1.DrainNodeRequest
-	(*DrainNodeResponse)(nil),          // 42: floe.v1.DrainNodeResponse
-	(*RemoveNodeRequest)(nil),          // 43: floe.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),         // 44: floe.v1.RemoveNodeResponse
-	(*RemovedReplica)(nil),             // 45: floe.v1.RemovedReplica
-	(*ElectLeadersResponse)(nil),       // 46: floe.v1.ElectLeadersResponse
-	(*PutUserRequest)(nil),             // 47: floe.v1.PutUserRequest
-	(*DeleteUserRequest)(nil),          // 48: floe.v1.DeleteUserRequest
-	(*ListUsersRequest)(nil),           // 49: floe.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),          // 50: floe.v1.ListUsersResponse
-	(*AddAclsRequest)(nil),             // 51: floe.v1.AddAclsRequest
-	(*RemoveAclsRequest)(nil),          // 52: floe.v1.RemoveAclsRequest
-	(*ListAclsRequest)(nil),            // 53: floe.v1.ListAclsRequest
-	(*ListAclsResponse)(nil),           // 54: floe.v1.ListAclsResponse
-	(*NamedBucketMove)(nil),            // 55: floe.v1.NamedBucketMove
-	(*MoveReplicasRequest)(nil),        // 56: floe.v1.MoveReplicasRequest
-	(*MoveReplicasResponse)(nil),       // 57: floe.v1.MoveReplicasResponse
-	(*CancelMovesRequest)(nil),         // 58: floe.v1.CancelMovesRequest
-	(*MoveStatusRequest)(nil),          // 59: floe.v1.MoveStatusRequest
-	(*MoveStatusResponse)(nil),         // 60: floe.v1.MoveStatusResponse
-	(*MoveProgress)(nil),               // 61: floe.v1.MoveProgress
-	(*RebalanceRequest)(nil),           // 62: floe.v1.RebalanceRequest
-	(*RebalanceResponse)(nil),          // 63: floe.v1.RebalanceResponse
-	(*PlannedMove)(nil),                // 64: floe.v1.PlannedMove
-	(*NodeBalance)(nil),                // 65: floe.v1.NodeBalance
-	(*SetClusterSettingsRequest)(nil),  // 66: floe.v1.SetClusterSettingsRequest
-	(*SetClusterSettingsResponse)(nil), // 67: floe.v1.SetClusterSettingsResponse
-	nil,                                // 68: floe.v1.CreateTableRequest.PropertiesEntry
-	(*Command)(nil),                    // 69: floe.v1.Command
-	(*CommandResult)(nil),              // 70: floe.v1.CommandResult
-	(*DatabaseRecord)(nil),             // 71: floe.v1.DatabaseRecord
-	(*TableRecord)(nil),                // 72: floe.v1.TableRecord
-	(*BucketRecord)(nil),               // 73: floe.v1.BucketRecord
-	(*NodeRecord)(nil),                 // 74: floe.v1.NodeRecord
-	(*ClusterSettings)(nil),            // 75: floe.v1.ClusterSettings
-	(ErrorCode)(0),                     // 76: floe.v1.ErrorCode
-	(*AdjustIsr)(nil),                  // 77: floe.v1.AdjustIsr
-	(*CommitRemoteLog)(nil),            // 78: floe.v1.CommitRemoteLog
-	(*CommitKVSnapshot)(nil),           // 79: floe.v1.CommitKVSnapshot
-	(*BucketDrain)(nil),                // 80: floe.v1.BucketDrain
-	(*BucketElection)(nil),             // 81: floe.v1.BucketElection
-	(*UserRecord)(nil),                 // 82: floe.v1.UserRecord
-	(*AclEntry)(nil),                   // 83: floe.v1.AclEntry
-	(*MoveBounds)(nil),                 // 84: floe.v1.MoveBounds
-	(*MetadataUpdate)(nil),             // 85: floe.v1.MetadataUpdate
+	(*AlterTableRequest)(nil),          // 17: floe.v1.AlterTableRequest
+	(*ListTablesRequest)(nil),          // 18: floe.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),         // 19: floe.v1.ListTablesResponse
+	(*GetTableRequest)(nil),            // 20: floe.v1.GetTableRequest
+	(*GetTableResponse)(nil),           // 21: floe.v1.GetTableResponse
+	(*ClusterStatusRequest)(nil),       // 22: floe.v1.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),      // 23: floe.v1.ClusterStatusResponse
+	(*NodeStatus)(nil),                 // 24: floe.v1.NodeStatus
+	(*BucketStatusRequest)(nil),        // 25: floe.v1.BucketStatusRequest
+	(*BucketStatusResponse)(nil),       // 26: floe.v1.BucketStatusResponse
+	(*BucketStatus)(nil),               // 27: floe.v1.BucketStatus
+	(*AddVoterRequest)(nil),            // 28: floe.v1.AddVoterRequest
+	(*RemoveVoterRequest)(nil),         // 29: floe.v1.RemoveVoterRequest
+	(*TransferLeadershipRequest)(nil),  // 30: floe.v1.TransferLeadershipRequest
+	(*AdminResponse)(nil),              // 31: floe.v1.AdminResponse
+	(*WatchMetadataRequest)(nil),       // 32: floe.v1.WatchMetadataRequest
+	(*AdjustIsrRequest)(nil),           // 33: floe.v1.AdjustIsrRequest
+	(*AdjustIsrResponse)(nil),          // 34: floe.v1.AdjustIsrResponse
+	(*CommitRemoteLogRequest)(nil),     // 35: floe.v1.CommitRemoteLogRequest
+	(*CommitRemoteLogResponse)(nil),    // 36: floe.v1.CommitRemoteLogResponse
+	(*CommitKVSnapshotRequest)(nil),    // 37: floe.v1.CommitKVSnapshotRequest
+	(*CommitKVSnapshotResponse)(nil),   // 38: floe.v1.CommitKVSnapshotResponse
+	(*AllocateWriterIdRequest)(nil),    // 39: floe.v1.AllocateWriterIdRequest
+	(*AllocateWriterIdResponse)(nil),   // 40: floe.v1.AllocateWriterIdResponse
+	(*ElectLeadersRequest)(nil),        // 41: floe.v1.ElectLeadersRequest
+	(*DrainNodeRequest)(nil),           // 42: floe.v1.DrainNodeRequest
+	(*DrainNodeResponse)(nil),          // 43: floe.v1.DrainNodeResponse
+	(*RemoveNodeRequest)(nil),          // 44: floe.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),         // 45: floe.v1.RemoveNodeResponse
+	(*RemovedReplica)(nil),             // 46: floe.v1.RemovedReplica
+	(*ElectLeadersResponse)(nil),       // 47: floe.v1.ElectLeadersResponse
+	(*PutUserRequest)(nil),             // 48: floe.v1.PutUserRequest
+	(*DeleteUserRequest)(nil),          // 49: floe.v1.DeleteUserRequest
+	(*ListUsersRequest)(nil),           // 50: floe.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),          // 51: floe.v1.ListUsersResponse
+	(*AddAclsRequest)(nil),             // 52: floe.v1.AddAclsRequest
+	(*RemoveAclsRequest)(nil),          // 53: floe.v1.RemoveAclsRequest
+	(*ListAclsRequest)(nil),            // 54: floe.v1.ListAclsRequest
+	(*ListAclsResponse)(nil),           // 55: floe.v1.ListAclsResponse
+	(*NamedBucketMove)(nil),            // 56: floe.v1.NamedBucketMove
+	(*MoveReplicasRequest)(nil),        // 57: floe.v1.MoveReplicasRequest
+	(*MoveReplicasResponse)(nil),       // 58: floe.v1.MoveReplicasResponse
+	(*CancelMovesRequest)(nil),         // 59: floe.v1.CancelMovesRequest
+	(*MoveStatusRequest)(nil),          // 60: floe.v1.MoveStatusRequest
+	(*MoveStatusResponse)(nil),         // 61: floe.v1.MoveStatusResponse
+	(*MoveProgress)(nil),               // 62: floe.v1.MoveProgress
+	(*RebalanceRequest)(nil),           // 63: floe.v1.RebalanceRequest
+	(*RebalanceResponse)(nil),          // 64: floe.v1.RebalanceResponse
+	(*PlannedMove)(nil),                // 65: floe.v1.PlannedMove
+	(*NodeBalance)(nil),                // 66: floe.v1.NodeBalance
+	(*SetClusterSettingsRequest)(nil),  // 67: floe.v1.SetClusterSettingsRequest
+	(*SetClusterSettingsResponse)(nil), // 68: floe.v1.SetClusterSettingsResponse
+	nil,                                // 69: floe.v1.CreateTableRequest.PropertiesEntry
+	nil,                                // 70: floe.v1.AlterTableRequest.SetPropertiesEntry
+	(*Command)(nil),                    // 71: floe.v1.Command
+	(*CommandResult)(nil),              // 72: floe.v1.CommandResult
+	(*DatabaseRecord)(nil),             // 73: floe.v1.DatabaseRecord
+	(*TableRecord)(nil),                // 74: floe.v1.TableRecord
+	(*BucketRecord)(nil),               // 75: floe.v1.BucketRecord
+	(*NodeRecord)(nil),                 // 76: floe.v1.NodeRecord
+	(*ClusterSettings)(nil),            // 77: floe.v1.ClusterSettings
+	(ErrorCode)(0),                     // 78: floe.v1.ErrorCode
+	(*AdjustIsr)(nil),                  // 79: floe.v1.AdjustIsr
+	(*CommitRemoteLog)(nil),            // 80: floe.v1.CommitRemoteLog
+	(*CommitKVSnapshot)(nil),           // 81: floe.v1.CommitKVSnapshot
+	(*BucketDrain)(nil),                // 82: floe.v1.BucketDrain
+	(*BucketElection)(nil),             // 83: floe.v1.BucketElection
+	(*UserRecord)(nil),                 // 84: floe.v1.UserRecord
+	(*AclEntry)(nil),                   // 85: floe.v1.AclEntry
+	(*MoveBounds)(nil),                 // 86: floe.v1.MoveBounds
+	(*MetadataUpdate)(nil),             // 87: floe.v1.MetadataUpdate
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
 	1,  // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
-	69, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
-	70, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
+	71, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
+	72, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
 	9,  // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
-	70, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
-	71, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
-	68, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
-	72, // 8: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
-	72, // 9: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
-	73, // 10: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
-	74, // 11: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
-	9,  // 12: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
-	23, // 13: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	61, // 14: floe.v1.ClusterStatusResponse.moves:type_name -> floe.v1.MoveProgress
-	75, // 15: floe.v1.ClusterStatusResponse.settings:type_name -> floe.v1.ClusterSettings
-	74, // 16: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
-	26, // 17: floe.v1.BucketStatusResponse.buckets:type_name -> floe.v1.BucketStatus
-	73, // 18: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
-	76, // 19: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
-	77, // 20: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
-	73, // 21: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
-	78, // 22: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
-	73, // 23: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
-	79, // 24: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
-	73, // 25: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
-	74, // 26: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
-	80, // 27: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
-	74, // 28: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
-	45, // 29: floe.v1.RemoveNodeResponse.buckets:type_name -> floe.v1.RemovedReplica
-	73, // 30: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
-	81, // 31: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
-	82, // 32: floe.v1.PutUserRequest.user:type_name -> floe.v1.UserRecord
-	82, // 33: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserRecord
-	83, // 34: floe.v1.AddAclsRequest.entries:type_name -> floe.v1.AclEntry
-	83, // 35: floe.v1.RemoveAclsRequest.entries:type_name -> floe.v1.AclEntry
-	83, // 36: floe.v1.ListAclsResponse.entries:type_name -> floe.v1.AclEntry
-	55, // 37: floe.v1.MoveReplicasRequest.moves:type_name -> floe.v1.NamedBucketMove
-	55, // 38: floe.v1.MoveReplicasResponse.started:type_name -> floe.v1.NamedBucketMove
-	55, // 39: floe.v1.MoveReplicasResponse.queued:type_name -> floe.v1.NamedBucketMove
-	55, // 40: floe.v1.MoveReplicasResponse.cancelled:type_name -> floe.v1.NamedBucketMove
-	55, // 41: floe.v1.MoveReplicasResponse.dequeued:type_name -> floe.v1.NamedBucketMove
-	84, // 42: floe.v1.MoveReplicasResponse.bounds:type_name -> floe.v1.MoveBounds
-	55, // 43: floe.v1.MoveReplicasResponse.kept:type_name -> floe.v1.NamedBucketMove
-	61, // 44: floe.v1.MoveStatusResponse.running:type_name -> floe.v1.MoveProgress
-	55, // 45: floe.v1.MoveStatusResponse.queued:type_name -> floe.v1.NamedBucketMove
-	84, // 46: floe.v1.MoveStatusResponse.bounds:type_name -> floe.v1.MoveBounds
-	55, // 47: floe.v1.MoveProgress.move:type_name -> floe.v1.NamedBucketMove
-	64, // 48: floe.v1.RebalanceResponse.moves:type_name -> floe.v1.PlannedMove
-	65, // 49: floe.v1.RebalanceResponse.before:type_name -> floe.v1.NodeBalance
-	65, // 50: floe.v1.RebalanceResponse.after:type_name -> floe.v1.NodeBalance
-	57, // 51: floe.v1.RebalanceResponse.started:type_name -> floe.v1.MoveReplicasResponse
-	55, // 52: floe.v1.PlannedMove.move:type_name -> floe.v1.NamedBucketMove
-	75, // 53: floe.v1.SetClusterSettingsResponse.settings:type_name -> floe.v1.ClusterSettings
-	0,  // 54: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,  // 55: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,  // 56: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,  // 57: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11, // 58: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12, // 59: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13, // 60: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15, // 61: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16, // 62: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17, // 63: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	19, // 64: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	31, // 65: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
-	32, // 66: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
-	34, // 67: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
-	36, // 68: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
-	38, // 69: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
-	40, // 70: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
-	41, // 71: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
-	43, // 72: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
-	56, // 73: floe.v1.Meta.MoveReplicas:input_type -> floe.v1.MoveReplicasRequest
-	58, // 74: floe.v1.Meta.CancelMoves:input_type -> floe.v1.CancelMovesRequest
-	59, // 75: floe.v1.Meta.MoveStatus:input_type -> floe.v1.MoveStatusRequest
-	62, // 76: floe.v1.Meta.Rebalance:input_type -> floe.v1.RebalanceRequest
-	66, // 77: floe.v1.Meta.SetClusterSettings:input_type -> floe.v1.SetClusterSettingsRequest
-	21, // 78: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	24, // 79: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
-	27, // 80: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	28, // 81: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	29, // 82: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	47, // 83: floe.v1.Meta.PutUser:input_type -> floe.v1.PutUserRequest
-	48, // 84: floe.v1.Meta.DeleteUser:input_type -> floe.v1.DeleteUserRequest
-	49, // 85: floe.v1.Meta.ListUsers:input_type -> floe.v1.ListUsersRequest
-	51, // 86: floe.v1.Meta.AddAcls:input_type -> floe.v1.AddAclsRequest
-	52, // 87: floe.v1.Meta.RemoveAcls:input_type -> floe.v1.RemoveAclsRequest
-	53, // 88: floe.v1.Meta.ListAcls:input_type -> floe.v1.ListAclsRequest
-	2,  // 89: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,  // 90: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,  // 91: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,  // 92: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10, // 93: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10, // 94: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14, // 95: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10, // 96: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10, // 97: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	18, // 98: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	20, // 99: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	85, // 100: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
-	33, // 101: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
-	35, // 102: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
-	37, // 103: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
-	39, // 104: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
-	46, // 105: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
-	42, // 106: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
-	44, // 107: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
-	57, // 108: floe.v1.Meta.MoveReplicas:output_type -> floe.v1.MoveReplicasResponse
-	57, // 109: floe.v1.Meta.CancelMoves:output_type -> floe.v1.MoveReplicasResponse
-	60, // 110: floe.v1.Meta.MoveStatus:output_type -> floe.v1.MoveStatusResponse
-	63, // 111: floe.v1.Meta.Rebalance:output_type -> floe.v1.RebalanceResponse
-	67, // 112: floe.v1.Meta.SetClusterSettings:output_type -> floe.v1.SetClusterSettingsResponse
-	22, // 113: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	25, // 114: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
-	30, // 115: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	30, // 116: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	30, // 117: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	10, // 118: floe.v1.Meta.PutUser:output_type -> floe.v1.CommandResponse
-	10, // 119: floe.v1.Meta.DeleteUser:output_type -> floe.v1.CommandResponse
-	50, // 120: floe.v1.Meta.ListUsers:output_type -> floe.v1.ListUsersResponse
-	10, // 121: floe.v1.Meta.AddAcls:output_type -> floe.v1.CommandResponse
-	10, // 122: floe.v1.Meta.RemoveAcls:output_type -> floe.v1.CommandResponse
-	54, // 123: floe.v1.Meta.ListAcls:output_type -> floe.v1.ListAclsResponse
-	89, // [89:124] is the sub-list for method output_type
-	54, // [54:89] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	72, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
+	73, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
+	69, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
+	70, // 8: floe.v1.AlterTableRequest.set_properties:type_name -> floe.v1.AlterTableRequest.SetPropertiesEntry
+	74, // 9: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
+	74, // 10: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
+	75, // 11: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
+	76, // 12: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
+	9,  // 13: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
+	24, // 14: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
+	62, // 15: floe.v1.ClusterStatusResponse.moves:type_name -> floe.v1.MoveProgress
+	77, // 16: floe.v1.ClusterStatusResponse.settings:type_name -> floe.v1.ClusterSettings
+	76, // 17: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	27, // 18: floe.v1.BucketStatusResponse.buckets:type_name -> floe.v1.BucketStatus
+	75, // 19: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
+	78, // 20: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
+	79, // 21: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	75, // 22: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	80, // 23: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
+	75, // 24: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
+	81, // 25: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
+	75, // 26: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
+	76, // 27: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
+	82, // 28: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
+	76, // 29: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
+	46, // 30: floe.v1.RemoveNodeResponse.buckets:type_name -> floe.v1.RemovedReplica
+	75, // 31: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
+	83, // 32: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
+	84, // 33: floe.v1.PutUserRequest.user:type_name -> floe.v1.UserRecord
+	84, // 34: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserRecord
+	85, // 35: floe.v1.AddAclsRequest.entries:type_name -> floe.v1.AclEntry
+	85, // 36: floe.v1.RemoveAclsRequest.entries:type_name -> floe.v1.AclEntry
+	85, // 37: floe.v1.ListAclsResponse.entries:type_name -> floe.v1.AclEntry
+	56, // 38: floe.v1.MoveReplicasRequest.moves:type_name -> floe.v1.NamedBucketMove
+	56, // 39: floe.v1.MoveReplicasResponse.started:type_name -> floe.v1.NamedBucketMove
+	56, // 40: floe.v1.MoveReplicasResponse.queued:type_name -> floe.v1.NamedBucketMove
+	56, // 41: floe.v1.MoveReplicasResponse.cancelled:type_name -> floe.v1.NamedBucketMove
+	56, // 42: floe.v1.MoveReplicasResponse.dequeued:type_name -> floe.v1.NamedBucketMove
+	86, // 43: floe.v1.MoveReplicasResponse.bounds:type_name -> floe.v1.MoveBounds
+	56, // 44: floe.v1.MoveReplicasResponse.kept:type_name -> floe.v1.NamedBucketMove
+	62, // 45: floe.v1.MoveStatusResponse.running:type_name -> floe.v1.MoveProgress
+	56, // 46: floe.v1.MoveStatusResponse.queued:type_name -> floe.v1.NamedBucketMove
+	86, // 47: floe.v1.MoveStatusResponse.bounds:type_name -> floe.v1.MoveBounds
+	56, // 48: floe.v1.MoveProgress.move:type_name -> floe.v1.NamedBucketMove
+	65, // 49: floe.v1.RebalanceResponse.moves:type_name -> floe.v1.PlannedMove
+	66, // 50: floe.v1.RebalanceResponse.before:type_name -> floe.v1.NodeBalance
+	66, // 51: floe.v1.RebalanceResponse.after:type_name -> floe.v1.NodeBalance
+	58, // 52: floe.v1.RebalanceResponse.started:type_name -> floe.v1.MoveReplicasResponse
+	56, // 53: floe.v1.PlannedMove.move:type_name -> floe.v1.NamedBucketMove
+	77, // 54: floe.v1.SetClusterSettingsResponse.settings:type_name -> floe.v1.ClusterSettings
+	0,  // 55: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,  // 56: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,  // 57: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,  // 58: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11, // 59: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12, // 60: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13, // 61: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15, // 62: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16, // 63: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17, // 64: floe.v1.Meta.AlterTable:input_type -> floe.v1.AlterTableRequest
+	18, // 65: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	20, // 66: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	32, // 67: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	33, // 68: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	35, // 69: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
+	37, // 70: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
+	39, // 71: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	41, // 72: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
+	42, // 73: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
+	44, // 74: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
+	57, // 75: floe.v1.Meta.MoveReplicas:input_type -> floe.v1.MoveReplicasRequest
+	59, // 76: floe.v1.Meta.CancelMoves:input_type -> floe.v1.CancelMovesRequest
+	60, // 77: floe.v1.Meta.MoveStatus:input_type -> floe.v1.MoveStatusRequest
+	63, // 78: floe.v1.Meta.Rebalance:input_type -> floe.v1.RebalanceRequest
+	67, // 79: floe.v1.Meta.SetClusterSettings:input_type -> floe.v1.SetClusterSettingsRequest
+	22, // 80: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	25, // 81: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
+	28, // 82: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	29, // 83: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	30, // 84: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	48, // 85: floe.v1.Meta.PutUser:input_type -> floe.v1.PutUserRequest
+	49, // 86: floe.v1.Meta.DeleteUser:input_type -> floe.v1.DeleteUserRequest
+	50, // 87: floe.v1.Meta.ListUsers:input_type -> floe.v1.ListUsersRequest
+	52, // 88: floe.v1.Meta.AddAcls:input_type -> floe.v1.AddAclsRequest
+	53, // 89: floe.v1.Meta.RemoveAcls:input_type -> floe.v1.RemoveAclsRequest
+	54, // 90: floe.v1.Meta.ListAcls:input_type -> floe.v1.ListAclsRequest
+	2,  // 91: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,  // 92: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,  // 93: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,  // 94: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10, // 95: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10, // 96: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14, // 97: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10, // 98: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10, // 99: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	10, // 100: floe.v1.Meta.AlterTable:output_type -> floe.v1.CommandResponse
+	19, // 101: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	21, // 102: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	87, // 103: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	34, // 104: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	36, // 105: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
+	38, // 106: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
+	40, // 107: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	47, // 108: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
+	43, // 109: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
+	45, // 110: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
+	58, // 111: floe.v1.Meta.MoveReplicas:output_type -> floe.v1.MoveReplicasResponse
+	58, // 112: floe.v1.Meta.CancelMoves:output_type -> floe.v1.MoveReplicasResponse
+	61, // 113: floe.v1.Meta.MoveStatus:output_type -> floe.v1.MoveStatusResponse
+	64, // 114: floe.v1.Meta.Rebalance:output_type -> floe.v1.RebalanceResponse
+	68, // 115: floe.v1.Meta.SetClusterSettings:output_type -> floe.v1.SetClusterSettingsResponse
+	23, // 116: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	26, // 117: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
+	31, // 118: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	31, // 119: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	31, // 120: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	10, // 121: floe.v1.Meta.PutUser:output_type -> floe.v1.CommandResponse
+	10, // 122: floe.v1.Meta.DeleteUser:output_type -> floe.v1.CommandResponse
+	51, // 123: floe.v1.Meta.ListUsers:output_type -> floe.v1.ListUsersResponse
+	10, // 124: floe.v1.Meta.AddAcls:output_type -> floe.v1.CommandResponse
+	10, // 125: floe.v1.Meta.RemoveAcls:output_type -> floe.v1.CommandResponse
+	55, // 126: floe.v1.Meta.ListAcls:output_type -> floe.v1.ListAclsResponse
+	91, // [91:127] is the sub-list for method output_type
+	55, // [55:91] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -4766,16 +4901,17 @@ func file_meta_proto_init() {
 	}
 	file_errors_proto_init()
 	file_metastate_proto_init()
-	file_meta_proto_msgTypes[26].OneofWrappers = []any{}
-	file_meta_proto_msgTypes[40].OneofWrappers = []any{}
-	file_meta_proto_msgTypes[66].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[17].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[27].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[41].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[67].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   69,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

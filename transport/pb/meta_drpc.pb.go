@@ -47,6 +47,7 @@ type DRPCMetaClient interface {
 	ListDatabases(ctx context.Context, in *ListDatabasesRequest) (*ListDatabasesResponse, error)
 	CreateTable(ctx context.Context, in *CreateTableRequest) (*CommandResponse, error)
 	DropTable(ctx context.Context, in *DropTableRequest) (*CommandResponse, error)
+	AlterTable(ctx context.Context, in *AlterTableRequest) (*CommandResponse, error)
 	ListTables(ctx context.Context, in *ListTablesRequest) (*ListTablesResponse, error)
 	GetTable(ctx context.Context, in *GetTableRequest) (*GetTableResponse, error)
 	WatchMetadata(ctx context.Context, in *WatchMetadataRequest) (DRPCMeta_WatchMetadataClient, error)
@@ -160,6 +161,15 @@ func (c *drpcMetaClient) CreateTable(ctx context.Context, in *CreateTableRequest
 func (c *drpcMetaClient) DropTable(ctx context.Context, in *DropTableRequest) (*CommandResponse, error) {
 	out := new(CommandResponse)
 	err := c.cc.Invoke(ctx, "/floe.v1.Meta/DropTable", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) AlterTable(ctx context.Context, in *AlterTableRequest) (*CommandResponse, error) {
+	out := new(CommandResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/AlterTable", drpcEncoding_File_meta_proto{}, in, out)
 	if err != nil {
 		return nil, err
 	}
@@ -441,6 +451,7 @@ type DRPCMetaServer interface {
 	ListDatabases(context.Context, *ListDatabasesRequest) (*ListDatabasesResponse, error)
 	CreateTable(context.Context, *CreateTableRequest) (*CommandResponse, error)
 	DropTable(context.Context, *DropTableRequest) (*CommandResponse, error)
+	AlterTable(context.Context, *AlterTableRequest) (*CommandResponse, error)
 	ListTables(context.Context, *ListTablesRequest) (*ListTablesResponse, error)
 	GetTable(context.Context, *GetTableRequest) (*GetTableResponse, error)
 	WatchMetadata(*WatchMetadataRequest, DRPCMeta_WatchMetadataStream) error
@@ -504,6 +515,10 @@ func (s *DRPCMetaUnimplementedServer) CreateTable(context.Context, *CreateTableR
 }
 
 func (s *DRPCMetaUnimplementedServer) DropTable(context.Context, *DropTableRequest) (*CommandResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) AlterTable(context.Context, *AlterTableRequest) (*CommandResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
@@ -613,7 +628,7 @@ func (s *DRPCMetaUnimplementedServer) ListAcls(context.Context, *ListAclsRequest
 
 type DRPCMetaDescription struct{}
 
-func (DRPCMetaDescription) NumMethods() int { return 35 }
+func (DRPCMetaDescription) NumMethods() int { return 36 }
 
 func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -699,6 +714,15 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 					)
 			}, DRPCMetaServer.DropTable, true
 	case 9:
+		return "/floe.v1.Meta/AlterTable", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					AlterTable(
+						ctx,
+						in1.(*AlterTableRequest),
+					)
+			}, DRPCMetaServer.AlterTable, true
+	case 10:
 		return "/floe.v1.Meta/ListTables", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -707,7 +731,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ListTablesRequest),
 					)
 			}, DRPCMetaServer.ListTables, true
-	case 10:
+	case 11:
 		return "/floe.v1.Meta/GetTable", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -716,7 +740,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*GetTableRequest),
 					)
 			}, DRPCMetaServer.GetTable, true
-	case 11:
+	case 12:
 		return "/floe.v1.Meta/WatchMetadata", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return nil, srv.(DRPCMetaServer).
@@ -725,7 +749,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						&drpcMeta_WatchMetadataStream{in2.(drpc.Stream)},
 					)
 			}, DRPCMetaServer.WatchMetadata, true
-	case 12:
+	case 13:
 		return "/floe.v1.Meta/AdjustIsr", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -734,7 +758,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AdjustIsrRequest),
 					)
 			}, DRPCMetaServer.AdjustIsr, true
-	case 13:
+	case 14:
 		return "/floe.v1.Meta/CommitRemoteLog", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -743,7 +767,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*CommitRemoteLogRequest),
 					)
 			}, DRPCMetaServer.CommitRemoteLog, true
-	case 14:
+	case 15:
 		return "/floe.v1.Meta/CommitKVSnapshot", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -752,7 +776,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*CommitKVSnapshotRequest),
 					)
 			}, DRPCMetaServer.CommitKVSnapshot, true
-	case 15:
+	case 16:
 		return "/floe.v1.Meta/AllocateWriterId", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -761,7 +785,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AllocateWriterIdRequest),
 					)
 			}, DRPCMetaServer.AllocateWriterId, true
-	case 16:
+	case 17:
 		return "/floe.v1.Meta/ElectLeaders", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -770,7 +794,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ElectLeadersRequest),
 					)
 			}, DRPCMetaServer.ElectLeaders, true
-	case 17:
+	case 18:
 		return "/floe.v1.Meta/DrainNode", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -779,7 +803,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*DrainNodeRequest),
 					)
 			}, DRPCMetaServer.DrainNode, true
-	case 18:
+	case 19:
 		return "/floe.v1.Meta/RemoveNode", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -788,7 +812,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveNodeRequest),
 					)
 			}, DRPCMetaServer.RemoveNode, true
-	case 19:
+	case 20:
 		return "/floe.v1.Meta/MoveReplicas", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -797,7 +821,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*MoveReplicasRequest),
 					)
 			}, DRPCMetaServer.MoveReplicas, true
-	case 20:
+	case 21:
 		return "/floe.v1.Meta/CancelMoves", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -806,7 +830,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*CancelMovesRequest),
 					)
 			}, DRPCMetaServer.CancelMoves, true
-	case 21:
+	case 22:
 		return "/floe.v1.Meta/MoveStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -815,7 +839,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*MoveStatusRequest),
 					)
 			}, DRPCMetaServer.MoveStatus, true
-	case 22:
+	case 23:
 		return "/floe.v1.Meta/Rebalance", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -824,7 +848,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RebalanceRequest),
 					)
 			}, DRPCMetaServer.Rebalance, true
-	case 23:
+	case 24:
 		return "/floe.v1.Meta/SetClusterSettings", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -833,7 +857,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*SetClusterSettingsRequest),
 					)
 			}, DRPCMetaServer.SetClusterSettings, true
-	case 24:
+	case 25:
 		return "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -842,7 +866,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ClusterStatusRequest),
 					)
 			}, DRPCMetaServer.ClusterStatus, true
-	case 25:
+	case 26:
 		return "/floe.v1.Meta/BucketStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -851,7 +875,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*BucketStatusRequest),
 					)
 			}, DRPCMetaServer.BucketStatus, true
-	case 26:
+	case 27:
 		return "/floe.v1.Meta/AddVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -860,7 +884,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddVoterRequest),
 					)
 			}, DRPCMetaServer.AddVoter, true
-	case 27:
+	case 28:
 		return "/floe.v1.Meta/RemoveVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -869,7 +893,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveVoterRequest),
 					)
 			}, DRPCMetaServer.RemoveVoter, true
-	case 28:
+	case 29:
 		return "/floe.v1.Meta/TransferLeadership", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -878,7 +902,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*TransferLeadershipRequest),
 					)
 			}, DRPCMetaServer.TransferLeadership, true
-	case 29:
+	case 30:
 		return "/floe.v1.Meta/PutUser", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -887,7 +911,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*PutUserRequest),
 					)
 			}, DRPCMetaServer.PutUser, true
-	case 30:
+	case 31:
 		return "/floe.v1.Meta/DeleteUser", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -896,7 +920,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*DeleteUserRequest),
 					)
 			}, DRPCMetaServer.DeleteUser, true
-	case 31:
+	case 32:
 		return "/floe.v1.Meta/ListUsers", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -905,7 +929,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ListUsersRequest),
 					)
 			}, DRPCMetaServer.ListUsers, true
-	case 32:
+	case 33:
 		return "/floe.v1.Meta/AddAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -914,7 +938,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddAclsRequest),
 					)
 			}, DRPCMetaServer.AddAcls, true
-	case 33:
+	case 34:
 		return "/floe.v1.Meta/RemoveAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -923,7 +947,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveAclsRequest),
 					)
 			}, DRPCMetaServer.RemoveAcls, true
-	case 34:
+	case 35:
 		return "/floe.v1.Meta/ListAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -1115,6 +1139,26 @@ func (x *drpcMeta_DropTableStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcMeta_DropTableStream) SendAndClose(m *CommandResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_AlterTableStream interface {
+	drpc.Stream
+	SendAndClose(*CommandResponse) error
+}
+
+type drpcMeta_AlterTableStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_AlterTableStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_AlterTableStream) SendAndClose(m *CommandResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
 		return err
 	}

@@ -562,7 +562,13 @@ type TableRecord struct {
 	// could not set, keeps the value tables had before it existed, not the
 	// default of new tables (log.ttl: forever, not 7d). 0: created by a
 	// build that did not record it, before log.ttl existed.
-	Checks        uint32 `protobuf:"varint,12,opt,name=checks,proto3" json:"checks,omitempty"`
+	Checks uint32 `protobuf:"varint,12,opt,name=checks,proto3" json:"checks,omitempty"`
+	// What the table is for, set by AlterTable (at most
+	// metastate.MaxCommentBytes); empty: none.
+	Comment string `protobuf:"bytes,13,opt,name=comment,proto3" json:"comment,omitempty"`
+	// When the last AlterTable that changed the table was applied (the Raft
+	// append time); 0: never altered.
+	AlteredAtMs   int64 `protobuf:"varint,14,opt,name=altered_at_ms,json=alteredAtMs,proto3" json:"altered_at_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -677,6 +683,20 @@ func (x *TableRecord) GetCreatedAtMs() int64 {
 func (x *TableRecord) GetChecks() uint32 {
 	if x != nil {
 		return x.Checks
+	}
+	return 0
+}
+
+func (x *TableRecord) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+func (x *TableRecord) GetAlteredAtMs() int64 {
+	if x != nil {
+		return x.AlteredAtMs
 	}
 	return 0
 }
@@ -1601,6 +1621,7 @@ type Command struct {
 	//	*Command_CompleteMove
 	//	*Command_CancelMove
 	//	*Command_SetClusterSettings
+	//	*Command_AlterTable
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1866,6 +1887,15 @@ func (x *Command) GetSetClusterSettings() *SetClusterSettings {
 	return nil
 }
 
+func (x *Command) GetAlterTable() *AlterTable {
+	if x != nil {
+		if x, ok := x.Op.(*Command_AlterTable); ok {
+			return x.AlterTable
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -1966,6 +1996,10 @@ type Command_SetClusterSettings struct {
 	SetClusterSettings *SetClusterSettings `protobuf:"bytes,33,opt,name=set_cluster_settings,json=setClusterSettings,proto3,oneof"`
 }
 
+type Command_AlterTable struct {
+	AlterTable *AlterTable `protobuf:"bytes,34,opt,name=alter_table,json=alterTable,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -2013,6 +2047,8 @@ func (*Command_CompleteMove) isCommand_Op() {}
 func (*Command_CancelMove) isCommand_Op() {}
 
 func (*Command_SetClusterSettings) isCommand_Op() {}
+
+func (*Command_AlterTable) isCommand_Op() {}
 
 // ClusterSettings are the cluster-wide switches an operator sets at run
 // time. Stored once; absent (all defaults) until the first
@@ -3836,6 +3872,133 @@ func (x *DropTable) GetIfExists() bool {
 	return false
 }
 
+// AlterTable changes one table, all or nothing (docs/tables.md, ALTER
+// TABLE): it sets and resets mutable properties, adds nullable columns at
+// the end (a new schema version, the previous id + 1; no stored row is
+// rewritten) and sets the comment. A property the registry marks immutable,
+// an unknown one, a bad value, a NOT NULL or clashing column, or more than
+// metastate.MaxSchemaVersions schema versions is refused (INVALID_REQUEST)
+// and changes nothing. Request ids make a retry apply once; table_id and
+// expected_schema_id, when set, fence the change to the table the caller
+// saw (FENCED otherwise), so a retry whose id has been forgotten, or an
+// ALTER written against an older schema, never adds a column twice or to
+// a table dropped and created again. The result is the table after it
+// (unchanged when it already was as asked).
+type AlterTable struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Database      string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	SetProperties map[string]string      `protobuf:"bytes,3,rep,name=set_properties,json=setProperties,proto3" json:"set_properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Property names to take back to their default (for the checks version
+	// the table was created under).
+	ResetProperties []string `protobuf:"bytes,4,rep,name=reset_properties,json=resetProperties,proto3" json:"reset_properties,omitempty"`
+	// Canonical types (record.ParseType's String), nullable.
+	AddColumns []*Column `protobuf:"bytes,5,rep,name=add_columns,json=addColumns,proto3" json:"add_columns,omitempty"`
+	Comment    *string   `protobuf:"bytes,6,opt,name=comment,proto3,oneof" json:"comment,omitempty"`
+	// 0: any table of that name.
+	TableId uint64 `protobuf:"varint,7,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	// 0: any schema version.
+	ExpectedSchemaId int32 `protobuf:"varint,8,opt,name=expected_schema_id,json=expectedSchemaId,proto3" json:"expected_schema_id,omitempty"`
+	// The property rules the change is checked by
+	// (metastate.CreateTableChecks when proposed).
+	Checks        uint32 `protobuf:"varint,9,opt,name=checks,proto3" json:"checks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterTable) Reset() {
+	*x = AlterTable{}
+	mi := &file_metastate_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterTable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterTable) ProtoMessage() {}
+
+func (x *AlterTable) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterTable.ProtoReflect.Descriptor instead.
+func (*AlterTable) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *AlterTable) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *AlterTable) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AlterTable) GetSetProperties() map[string]string {
+	if x != nil {
+		return x.SetProperties
+	}
+	return nil
+}
+
+func (x *AlterTable) GetResetProperties() []string {
+	if x != nil {
+		return x.ResetProperties
+	}
+	return nil
+}
+
+func (x *AlterTable) GetAddColumns() []*Column {
+	if x != nil {
+		return x.AddColumns
+	}
+	return nil
+}
+
+func (x *AlterTable) GetComment() string {
+	if x != nil && x.Comment != nil {
+		return *x.Comment
+	}
+	return ""
+}
+
+func (x *AlterTable) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *AlterTable) GetExpectedSchemaId() int32 {
+	if x != nil {
+		return x.ExpectedSchemaId
+	}
+	return 0
+}
+
+func (x *AlterTable) GetChecks() uint32 {
+	if x != nil {
+		return x.Checks
+	}
+	return 0
+}
+
 // CommandResult is what applying a command returned; stored by request id.
 type CommandResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3867,7 +4030,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[41]
+	mi := &file_metastate_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3879,7 +4042,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[41]
+	mi := &file_metastate_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3892,7 +4055,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{41}
+	return file_metastate_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -4140,7 +4303,7 @@ type MetadataUpdate struct {
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[42]
+	mi := &file_metastate_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4152,7 +4315,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[42]
+	mi := &file_metastate_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4165,7 +4328,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{42}
+	return file_metastate_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -4291,7 +4454,7 @@ type MoveBounds struct {
 
 func (x *MoveBounds) Reset() {
 	*x = MoveBounds{}
-	mi := &file_metastate_proto_msgTypes[43]
+	mi := &file_metastate_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4303,7 +4466,7 @@ func (x *MoveBounds) String() string {
 func (*MoveBounds) ProtoMessage() {}
 
 func (x *MoveBounds) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[43]
+	mi := &file_metastate_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4316,7 +4479,7 @@ func (x *MoveBounds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveBounds.ProtoReflect.Descriptor instead.
 func (*MoveBounds) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{43}
+	return file_metastate_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *MoveBounds) GetThrottleBytesPerS() int64 {
@@ -4345,7 +4508,7 @@ type ReplicaRemoval struct {
 
 func (x *ReplicaRemoval) Reset() {
 	*x = ReplicaRemoval{}
-	mi := &file_metastate_proto_msgTypes[44]
+	mi := &file_metastate_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4357,7 +4520,7 @@ func (x *ReplicaRemoval) String() string {
 func (*ReplicaRemoval) ProtoMessage() {}
 
 func (x *ReplicaRemoval) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[44]
+	mi := &file_metastate_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4370,7 +4533,7 @@ func (x *ReplicaRemoval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRemoval.ProtoReflect.Descriptor instead.
 func (*ReplicaRemoval) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{44}
+	return file_metastate_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReplicaRemoval) GetTableId() uint64 {
@@ -4412,7 +4575,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_metastate_proto_msgTypes[45]
+	mi := &file_metastate_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4424,7 +4587,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[45]
+	mi := &file_metastate_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4437,7 +4600,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{45}
+	return file_metastate_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *UserRecord) GetName() string {
@@ -4505,7 +4668,7 @@ type PutUser struct {
 
 func (x *PutUser) Reset() {
 	*x = PutUser{}
-	mi := &file_metastate_proto_msgTypes[46]
+	mi := &file_metastate_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4517,7 +4680,7 @@ func (x *PutUser) String() string {
 func (*PutUser) ProtoMessage() {}
 
 func (x *PutUser) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[46]
+	mi := &file_metastate_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4530,7 +4693,7 @@ func (x *PutUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutUser.ProtoReflect.Descriptor instead.
 func (*PutUser) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{46}
+	return file_metastate_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PutUser) GetUser() *UserRecord {
@@ -4572,7 +4735,7 @@ type DeleteUser struct {
 
 func (x *DeleteUser) Reset() {
 	*x = DeleteUser{}
-	mi := &file_metastate_proto_msgTypes[47]
+	mi := &file_metastate_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4584,7 +4747,7 @@ func (x *DeleteUser) String() string {
 func (*DeleteUser) ProtoMessage() {}
 
 func (x *DeleteUser) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[47]
+	mi := &file_metastate_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4597,7 +4760,7 @@ func (x *DeleteUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUser.ProtoReflect.Descriptor instead.
 func (*DeleteUser) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{47}
+	return file_metastate_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DeleteUser) GetName() string {
@@ -4628,7 +4791,7 @@ type AclEntry struct {
 
 func (x *AclEntry) Reset() {
 	*x = AclEntry{}
-	mi := &file_metastate_proto_msgTypes[48]
+	mi := &file_metastate_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4640,7 +4803,7 @@ func (x *AclEntry) String() string {
 func (*AclEntry) ProtoMessage() {}
 
 func (x *AclEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[48]
+	mi := &file_metastate_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4653,7 +4816,7 @@ func (x *AclEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclEntry.ProtoReflect.Descriptor instead.
 func (*AclEntry) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{48}
+	return file_metastate_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AclEntry) GetPrincipal() string {
@@ -4715,7 +4878,7 @@ type AddAcls struct {
 
 func (x *AddAcls) Reset() {
 	*x = AddAcls{}
-	mi := &file_metastate_proto_msgTypes[49]
+	mi := &file_metastate_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4727,7 +4890,7 @@ func (x *AddAcls) String() string {
 func (*AddAcls) ProtoMessage() {}
 
 func (x *AddAcls) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[49]
+	mi := &file_metastate_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4740,7 +4903,7 @@ func (x *AddAcls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAcls.ProtoReflect.Descriptor instead.
 func (*AddAcls) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{49}
+	return file_metastate_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *AddAcls) GetEntries() []*AclEntry {
@@ -4761,7 +4924,7 @@ type RemoveAcls struct {
 
 func (x *RemoveAcls) Reset() {
 	*x = RemoveAcls{}
-	mi := &file_metastate_proto_msgTypes[50]
+	mi := &file_metastate_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4773,7 +4936,7 @@ func (x *RemoveAcls) String() string {
 func (*RemoveAcls) ProtoMessage() {}
 
 func (x *RemoveAcls) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[50]
+	mi := &file_metastate_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4786,7 +4949,7 @@ func (x *RemoveAcls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAcls.ProtoReflect.Descriptor instead.
 func (*RemoveAcls) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{50}
+	return file_metastate_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RemoveAcls) GetEntries() []*AclEntry {
@@ -4807,7 +4970,7 @@ type InitWriterKey struct {
 
 func (x *InitWriterKey) Reset() {
 	*x = InitWriterKey{}
-	mi := &file_metastate_proto_msgTypes[51]
+	mi := &file_metastate_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4819,7 +4982,7 @@ func (x *InitWriterKey) String() string {
 func (*InitWriterKey) ProtoMessage() {}
 
 func (x *InitWriterKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[51]
+	mi := &file_metastate_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4832,7 +4995,7 @@ func (x *InitWriterKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitWriterKey.ProtoReflect.Descriptor instead.
 func (*InitWriterKey) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{51}
+	return file_metastate_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *InitWriterKey) GetKey() []byte {
@@ -4872,7 +5035,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\bnullable\x18\x03 \x01(\bR\bnullable\"J\n" +
 	"\rSchemaVersion\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12)\n" +
-	"\acolumns\x18\x02 \x03(\v2\x0f.floe.v1.ColumnR\acolumns\"\xdd\x03\n" +
+	"\acolumns\x18\x02 \x03(\v2\x0f.floe.v1.ColumnR\acolumns\"\x9b\x04\n" +
 	"\vTableRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1f\n" +
 	"\vdatabase_id\x18\x02 \x01(\x04R\n" +
@@ -4891,7 +5054,9 @@ const file_metastate_proto_rawDesc = "" +
 	" \x03(\v2$.floe.v1.TableRecord.PropertiesEntryR\n" +
 	"properties\x12\"\n" +
 	"\rcreated_at_ms\x18\v \x01(\x03R\vcreatedAtMs\x12\x16\n" +
-	"\x06checks\x18\f \x01(\rR\x06checks\x1a=\n" +
+	"\x06checks\x18\f \x01(\rR\x06checks\x12\x18\n" +
+	"\acomment\x18\r \x01(\tR\acomment\x12\"\n" +
+	"\raltered_at_ms\x18\x0e \x01(\x03R\valteredAtMs\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbd\x03\n" +
@@ -4969,7 +5134,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\bsegments\x18\x06 \x01(\x05R\bsegments\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12#\n" +
 	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\x12(\n" +
-	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xfb\v\n" +
+	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xb3\f\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -5005,7 +5170,9 @@ const file_metastate_proto_rawDesc = "" +
 	"\rcomplete_move\x18\x1f \x01(\v2\x15.floe.v1.CompleteMoveH\x00R\fcompleteMove\x126\n" +
 	"\vcancel_move\x18  \x01(\v2\x13.floe.v1.CancelMoveH\x00R\n" +
 	"cancelMove\x12O\n" +
-	"\x14set_cluster_settings\x18! \x01(\v2\x1b.floe.v1.SetClusterSettingsH\x00R\x12setClusterSettingsB\x04\n" +
+	"\x14set_cluster_settings\x18! \x01(\v2\x1b.floe.v1.SetClusterSettingsH\x00R\x12setClusterSettings\x126\n" +
+	"\valter_table\x18\" \x01(\v2\x13.floe.v1.AlterTableH\x00R\n" +
+	"alterTableB\x04\n" +
 	"\x02op\"?\n" +
 	"\x0fClusterSettings\x12,\n" +
 	"\x12auto_elect_leaders\x18\x01 \x01(\bR\x10autoElectLeaders\"^\n" +
@@ -5151,7 +5318,24 @@ const file_metastate_proto_rawDesc = "" +
 	"\tDropTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
-	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\x8e\x05\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xb6\x03\n" +
+	"\n" +
+	"AlterTable\x12\x1a\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12M\n" +
+	"\x0eset_properties\x18\x03 \x03(\v2&.floe.v1.AlterTable.SetPropertiesEntryR\rsetProperties\x12)\n" +
+	"\x10reset_properties\x18\x04 \x03(\tR\x0fresetProperties\x120\n" +
+	"\vadd_columns\x18\x05 \x03(\v2\x0f.floe.v1.ColumnR\n" +
+	"addColumns\x12\x1d\n" +
+	"\acomment\x18\x06 \x01(\tH\x00R\acomment\x88\x01\x01\x12\x19\n" +
+	"\btable_id\x18\a \x01(\x04R\atableId\x12,\n" +
+	"\x12expected_schema_id\x18\b \x01(\x05R\x10expectedSchemaId\x12\x16\n" +
+	"\x06checks\x18\t \x01(\rR\x06checks\x1a@\n" +
+	"\x12SetPropertiesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\n" +
+	"\n" +
+	"\b_comment\"\x8e\x05\n" +
 	"\rCommandResult\x12&\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x14\n" +
@@ -5273,7 +5457,7 @@ func file_metastate_proto_rawDescGZIP() []byte {
 }
 
 var file_metastate_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_metastate_proto_goTypes = []any{
 	(AclResourceType)(0),         // 0: floe.v1.AclResourceType
 	(AclPatternType)(0),          // 1: floe.v1.AclPatternType
@@ -5320,25 +5504,27 @@ var file_metastate_proto_goTypes = []any{
 	(*DropDatabase)(nil),         // 42: floe.v1.DropDatabase
 	(*CreateTable)(nil),          // 43: floe.v1.CreateTable
 	(*DropTable)(nil),            // 44: floe.v1.DropTable
-	(*CommandResult)(nil),        // 45: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),       // 46: floe.v1.MetadataUpdate
-	(*MoveBounds)(nil),           // 47: floe.v1.MoveBounds
-	(*ReplicaRemoval)(nil),       // 48: floe.v1.ReplicaRemoval
-	(*UserRecord)(nil),           // 49: floe.v1.UserRecord
-	(*PutUser)(nil),              // 50: floe.v1.PutUser
-	(*DeleteUser)(nil),           // 51: floe.v1.DeleteUser
-	(*AclEntry)(nil),             // 52: floe.v1.AclEntry
-	(*AddAcls)(nil),              // 53: floe.v1.AddAcls
-	(*RemoveAcls)(nil),           // 54: floe.v1.RemoveAcls
-	(*InitWriterKey)(nil),        // 55: floe.v1.InitWriterKey
-	nil,                          // 56: floe.v1.TableRecord.PropertiesEntry
-	nil,                          // 57: floe.v1.CreateTable.PropertiesEntry
-	(ErrorCode)(0),               // 58: floe.v1.ErrorCode
+	(*AlterTable)(nil),           // 45: floe.v1.AlterTable
+	(*CommandResult)(nil),        // 46: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),       // 47: floe.v1.MetadataUpdate
+	(*MoveBounds)(nil),           // 48: floe.v1.MoveBounds
+	(*ReplicaRemoval)(nil),       // 49: floe.v1.ReplicaRemoval
+	(*UserRecord)(nil),           // 50: floe.v1.UserRecord
+	(*PutUser)(nil),              // 51: floe.v1.PutUser
+	(*DeleteUser)(nil),           // 52: floe.v1.DeleteUser
+	(*AclEntry)(nil),             // 53: floe.v1.AclEntry
+	(*AddAcls)(nil),              // 54: floe.v1.AddAcls
+	(*RemoveAcls)(nil),           // 55: floe.v1.RemoveAcls
+	(*InitWriterKey)(nil),        // 56: floe.v1.InitWriterKey
+	nil,                          // 57: floe.v1.TableRecord.PropertiesEntry
+	nil,                          // 58: floe.v1.CreateTable.PropertiesEntry
+	nil,                          // 59: floe.v1.AlterTable.SetPropertiesEntry
+	(ErrorCode)(0),               // 60: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	6,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	7,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	56, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	57, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
 	18, // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
 	17, // 4: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
 	10, // 5: floe.v1.BucketRecord.move:type_name -> floe.v1.ReplicaMove
@@ -5363,61 +5549,64 @@ var file_metastate_proto_depIdxs = []int32{
 	27, // 24: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
 	24, // 25: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
 	22, // 26: floe.v1.Command.remove_node:type_name -> floe.v1.RemoveNode
-	50, // 27: floe.v1.Command.put_user:type_name -> floe.v1.PutUser
-	51, // 28: floe.v1.Command.delete_user:type_name -> floe.v1.DeleteUser
-	53, // 29: floe.v1.Command.add_acls:type_name -> floe.v1.AddAcls
-	54, // 30: floe.v1.Command.remove_acls:type_name -> floe.v1.RemoveAcls
-	55, // 31: floe.v1.Command.init_writer_key:type_name -> floe.v1.InitWriterKey
+	51, // 27: floe.v1.Command.put_user:type_name -> floe.v1.PutUser
+	52, // 28: floe.v1.Command.delete_user:type_name -> floe.v1.DeleteUser
+	54, // 29: floe.v1.Command.add_acls:type_name -> floe.v1.AddAcls
+	55, // 30: floe.v1.Command.remove_acls:type_name -> floe.v1.RemoveAcls
+	56, // 31: floe.v1.Command.init_writer_key:type_name -> floe.v1.InitWriterKey
 	13, // 32: floe.v1.Command.move_replicas:type_name -> floe.v1.MoveReplicas
 	14, // 33: floe.v1.Command.complete_move:type_name -> floe.v1.CompleteMove
 	15, // 34: floe.v1.Command.cancel_move:type_name -> floe.v1.CancelMove
 	21, // 35: floe.v1.Command.set_cluster_settings:type_name -> floe.v1.SetClusterSettings
-	4,  // 36: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
-	9,  // 37: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
-	4,  // 38: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
-	26, // 39: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
-	9,  // 40: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
-	58, // 41: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
-	17, // 42: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
-	18, // 43: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
-	32, // 44: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
-	35, // 45: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
-	38, // 46: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	9,  // 47: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	58, // 48: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	36, // 49: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
-	4,  // 50: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	6,  // 51: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	57, // 52: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	58, // 53: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	5,  // 54: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	8,  // 55: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	4,  // 56: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	9,  // 57: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	37, // 58: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	25, // 59: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
-	23, // 60: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
-	16, // 61: floe.v1.CommandResult.moves:type_name -> floe.v1.MoveResult
-	20, // 62: floe.v1.CommandResult.settings:type_name -> floe.v1.ClusterSettings
-	4,  // 63: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	8,  // 64: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	9,  // 65: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	49, // 66: floe.v1.MetadataUpdate.users:type_name -> floe.v1.UserRecord
-	52, // 67: floe.v1.MetadataUpdate.acls:type_name -> floe.v1.AclEntry
-	48, // 68: floe.v1.MetadataUpdate.removed_replicas:type_name -> floe.v1.ReplicaRemoval
-	47, // 69: floe.v1.MetadataUpdate.move_bounds:type_name -> floe.v1.MoveBounds
-	49, // 70: floe.v1.PutUser.user:type_name -> floe.v1.UserRecord
-	0,  // 71: floe.v1.AclEntry.resource_type:type_name -> floe.v1.AclResourceType
-	1,  // 72: floe.v1.AclEntry.pattern:type_name -> floe.v1.AclPatternType
-	2,  // 73: floe.v1.AclEntry.operation:type_name -> floe.v1.AclOperation
-	3,  // 74: floe.v1.AclEntry.permission:type_name -> floe.v1.AclPermission
-	52, // 75: floe.v1.AddAcls.entries:type_name -> floe.v1.AclEntry
-	52, // 76: floe.v1.RemoveAcls.entries:type_name -> floe.v1.AclEntry
-	77, // [77:77] is the sub-list for method output_type
-	77, // [77:77] is the sub-list for method input_type
-	77, // [77:77] is the sub-list for extension type_name
-	77, // [77:77] is the sub-list for extension extendee
-	0,  // [0:77] is the sub-list for field type_name
+	45, // 36: floe.v1.Command.alter_table:type_name -> floe.v1.AlterTable
+	4,  // 37: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
+	9,  // 38: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
+	4,  // 39: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
+	26, // 40: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
+	9,  // 41: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
+	60, // 42: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
+	17, // 43: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
+	18, // 44: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
+	32, // 45: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
+	35, // 46: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
+	38, // 47: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	9,  // 48: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	60, // 49: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	36, // 50: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
+	4,  // 51: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	6,  // 52: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	58, // 53: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	59, // 54: floe.v1.AlterTable.set_properties:type_name -> floe.v1.AlterTable.SetPropertiesEntry
+	6,  // 55: floe.v1.AlterTable.add_columns:type_name -> floe.v1.Column
+	60, // 56: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	5,  // 57: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	8,  // 58: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	4,  // 59: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	9,  // 60: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	37, // 61: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	25, // 62: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
+	23, // 63: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
+	16, // 64: floe.v1.CommandResult.moves:type_name -> floe.v1.MoveResult
+	20, // 65: floe.v1.CommandResult.settings:type_name -> floe.v1.ClusterSettings
+	4,  // 66: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	8,  // 67: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	9,  // 68: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	50, // 69: floe.v1.MetadataUpdate.users:type_name -> floe.v1.UserRecord
+	53, // 70: floe.v1.MetadataUpdate.acls:type_name -> floe.v1.AclEntry
+	49, // 71: floe.v1.MetadataUpdate.removed_replicas:type_name -> floe.v1.ReplicaRemoval
+	48, // 72: floe.v1.MetadataUpdate.move_bounds:type_name -> floe.v1.MoveBounds
+	50, // 73: floe.v1.PutUser.user:type_name -> floe.v1.UserRecord
+	0,  // 74: floe.v1.AclEntry.resource_type:type_name -> floe.v1.AclResourceType
+	1,  // 75: floe.v1.AclEntry.pattern:type_name -> floe.v1.AclPatternType
+	2,  // 76: floe.v1.AclEntry.operation:type_name -> floe.v1.AclOperation
+	3,  // 77: floe.v1.AclEntry.permission:type_name -> floe.v1.AclPermission
+	53, // 78: floe.v1.AddAcls.entries:type_name -> floe.v1.AclEntry
+	53, // 79: floe.v1.RemoveAcls.entries:type_name -> floe.v1.AclEntry
+	80, // [80:80] is the sub-list for method output_type
+	80, // [80:80] is the sub-list for method input_type
+	80, // [80:80] is the sub-list for extension type_name
+	80, // [80:80] is the sub-list for extension extendee
+	0,  // [0:80] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -5451,11 +5640,13 @@ func file_metastate_proto_init() {
 		(*Command_CompleteMove)(nil),
 		(*Command_CancelMove)(nil),
 		(*Command_SetClusterSettings)(nil),
+		(*Command_AlterTable)(nil),
 	}
 	file_metastate_proto_msgTypes[17].OneofWrappers = []any{}
 	file_metastate_proto_msgTypes[23].OneofWrappers = []any{}
 	file_metastate_proto_msgTypes[30].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[41].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[41].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[42].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
@@ -5473,7 +5664,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   54,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -99,7 +99,7 @@ func (kv *kvReplica) applyRecords(st *kvstore.Store, recs *logstore.Records, fro
 		b := it.Batch()
 		n := len(changes)
 		var err error
-		changes, err = kvstore.AppendChanges(changes, b, kv.r.Codec(), kv.t.keys, from)
+		changes, err = kvstore.AppendChanges(changes, b, kv.r.Codec(), kv.table().keysOf(b), from)
 		if err != nil {
 			return err
 		}

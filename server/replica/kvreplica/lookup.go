@@ -34,7 +34,7 @@ func (kv *kvReplica) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.Loo
 	if len(req.Keys) > MaxLookupKeys {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "%d keys in one lookup; at most %d", len(req.Keys), MaxLookupKeys)
 	}
-	keys := kv.t.keys
+	keys := kv.table().keys
 	storeKeys := make([][]byte, len(req.Keys))
 	// The store keys go end to end in one buffer (a key is its primary key
 	// bytes, after a bucket-key prefix in the prefix layout); a slice taken
@@ -50,7 +50,7 @@ func (kv *kvReplica) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.Loo
 			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d: %d bytes over the %d-byte limit", i, len(k), kvstore.MaxKeyBytes)
 		}
 		if err := record.ValidateRow(keys.KeySchema(), k); err != nil {
-			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d is not a key of table %s: %v", i, kv.t.name, err)
+			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "key %d is not a key of table %s: %v", i, kv.table().name, err)
 		}
 		start := len(keyBuf)
 		var err error
@@ -84,6 +84,9 @@ func (kv *kvReplica) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.Loo
 			lookupBufs.Put(buf)
 		}
 	})
+	if data, sizes, err = kv.table().currentPacked(data, sizes); err != nil {
+		return nil, err
+	}
 	return &pb.LookupResponse{Rows: data, RowSizes: sizes, LeaderEpoch: epoch}, nil
 }
 
@@ -96,13 +99,13 @@ const maxPooledLookupBytes = 8 << 20
 // PrefixLookup answers the rows of one bucket-key value on the bucket's
 // leader.
 func (kv *kvReplica) PrefixLookup(ctx context.Context, req *pb.PrefixLookupRequest) (*pb.PrefixLookupResponse, error) {
-	keys := kv.t.keys
+	keys := kv.table().keys
 	if !keys.Prefixed() {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
-			"table %s: prefix lookups need a bucket key that is a strict prefix of the primary key", kv.t.name)
+			"table %s: prefix lookups need a bucket key that is a strict prefix of the primary key", kv.table().name)
 	}
 	if err := record.ValidateRow(keys.BucketKeySchema(), req.Prefix); err != nil {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "prefix is not a bucket key of table %s: %v", kv.t.name, err)
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "prefix is not a bucket key of table %s: %v", kv.table().name, err)
 	}
 	limit := MaxPrefixRows
 	if req.Limit > 0 && int(req.Limit) < limit {
@@ -119,7 +122,11 @@ func (kv *kvReplica) PrefixLookup(ctx context.Context, req *pb.PrefixLookupReque
 			resp.Truncated = true
 			return errLimit
 		}
-		resp.Rows = append(resp.Rows, append([]byte(nil), row...))
+		cur, err := kv.table().currentRow(row)
+		if err != nil {
+			return err
+		}
+		resp.Rows = append(resp.Rows, append([]byte(nil), cur...))
 		return nil
 	})
 	if err != nil && !errors.Is(err, errLimit) {

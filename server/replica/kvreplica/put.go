@@ -34,12 +34,18 @@ func (kv *kvReplica) Put(ctx context.Context, turn *replica.Turn, b record.Batch
 // checkRows validates the rows of a PutKv batch and returns its writes,
 // each with its store key.
 func (kv *kvReplica) checkRows(b record.Batch, targets []int32) ([]kvWrite, error) {
-	info := kv.t
-	partial, err := partialColumns(info.schema, targets)
+	info := kv.table()
+	written, _, ok := info.versionOf(b.SchemaID())
+	if !ok {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_SCHEMA,
+			"batch written with schema version %d, unknown to table %s here: refresh the table's metadata and retry", b.SchemaID(), info.name)
+	}
+	upgrade := len(written.Columns) != len(info.schema.Columns)
+	partial, err := partialColumns(written, targets)
 	if err != nil {
 		return nil, err
 	}
-	relaxed := keyOnlySchema(info.schema)
+	relaxed := keyOnlySchema(written)
 	it, _, err := b.Records(kv.r.Codec(), nil)
 	if err != nil {
 		return nil, replica.RecordsError(err)
@@ -49,7 +55,7 @@ func (kv *kvReplica) checkRows(b record.Batch, targets []int32) ([]kvWrite, erro
 		rec := it.Record()
 		i := rec.Offset - b.BaseOffset()
 		w := kvWrite{update: kvstore.Update{Row: rec.Data, PartialColumns: partial}}
-		check := info.schema
+		check := written
 		switch rec.Change {
 		case record.UpdateAfter, record.Insert:
 			if partial != nil {
@@ -68,7 +74,12 @@ func (kv *kvReplica) checkRows(b record.Batch, targets []int32) ([]kvWrite, erro
 		if err := record.ValidateRow(check, rec.Data); err != nil {
 			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
 		}
-		pk, err := info.keys.PrimaryKey(nil, rec.Data)
+		if upgrade { // a writer of an older version: its rows, the added columns null (a partial update leaves them be)
+			if w.update.Row, err = record.UpgradeRow(check, withColumnsOf(info.schema, check), rec.Data, nil); err != nil {
+				return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
+			}
+		}
+		pk, err := info.keys.PrimaryKey(nil, w.update.Row)
 		if err != nil {
 			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "record %d: %v", i, err)
 		}
@@ -85,6 +96,15 @@ func (kv *kvReplica) checkRows(b record.Batch, targets []int32) ([]kvWrite, erro
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
 	}
 	return writes, nil
+}
+
+// withColumnsOf is cur with the nullability of check's columns where check
+// has them: a delete or partial row checked under the relaxed schema
+// upgrades to the current one relaxed alike.
+func withColumnsOf(cur, check record.Schema) record.Schema {
+	out := record.Schema{Columns: append([]record.Column(nil), cur.Columns...), PrimaryKey: cur.PrimaryKey}
+	copy(out.Columns, check.Columns)
+	return out
 }
 
 // partialColumns checks the target columns of a partial update; nil when
@@ -162,9 +182,10 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 	if err := kv.loadBuffer(epoch); err != nil {
 		return nil, nil, err
 	}
-	info := kv.t
+	info := kv.table()
 	st := kv.store.Load()
-	opts := record.BatchOptions{SchemaID: b.SchemaID(), Format: record.PayloadRows,
+	// The changelog is of the current version, whatever the writer's.
+	opts := record.BatchOptions{SchemaID: int16(info.versions[len(info.versions)-1].ID), Format: record.PayloadRows,
 		HasWriter: b.WriterID() != record.NoWriterID, WriterID: b.WriterID(), Sequence: b.BatchSequence()}
 	bld := kv.changelogBuilder(opts, len(b))
 	current, err := kv.currentRows(st, writes)
@@ -174,7 +195,10 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 	batchRows := map[string]int{} // store key → index in rows of its last write in this batch
 	rows := make([]mergedRow, len(writes))
 	for i, w := range writes {
-		old := current[i]
+		old, err := info.currentRow(current[i])
+		if err != nil {
+			return nil, nil, err
+		}
 		if j, ok := batchRows[string(w.key)]; ok {
 			old = rows[j].row
 		}
@@ -296,7 +320,7 @@ func (kv *kvReplica) loadBuffer(epoch int32) error {
 		it := recs.Batches()
 		for it.Next() {
 			b := it.Batch()
-			changes, err := kvstore.AppendChanges(nil, b, kv.r.Codec(), kv.t.keys, from)
+			changes, err := kvstore.AppendChanges(nil, b, kv.r.Codec(), kv.table().keysOf(b), from)
 			if err != nil {
 				recs.Release()
 				return replica.WireError(err)

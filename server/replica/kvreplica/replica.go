@@ -22,9 +22,10 @@ type kvReplica struct {
 	r       Log
 	id      string // the bucket, for logs
 	storeID kvstore.StoreID
-	t       *table
-	tables  *Tables
-	log     *slog.Logger
+	// tbl is the table's metadata, replaced by SetTable (ALTER TABLE).
+	tbl    atomic.Pointer[table]
+	tables *Tables
+	log    *slog.Logger
 
 	store atomic.Pointer[kvstore.Store]
 	// applyMu serializes catch-up rounds and store resets.
@@ -51,13 +52,25 @@ type kvReplica struct {
 
 var _ replica.KV = (*kvReplica)(nil)
 
+// table is the table's metadata as last set.
+func (kv *kvReplica) table() *table { return kv.tbl.Load() }
+
+// SetTable takes the table's new metadata (a replica.KVTable of this
+// package).
+func (kv *kvReplica) SetTable(t replica.KVTable) {
+	if tt, ok := t.(*table); ok {
+		kv.tbl.Store(tt)
+	}
+}
+
 // openKV opens the replica's store in the node's database and queues it
 // for a catch-up round.
 func openKV(r Log, t *table) (*kvReplica, error) {
 	tables := t.tables
 	id := r.ID()
 	kv := &kvReplica{r: r, id: id.String(), storeID: kvstore.StoreID{Table: id.TableID, Bucket: uint32(id.Bucket)},
-		t: t, tables: tables, log: tables.log, buf: kvstore.NewBuffer(), bufEpoch: -1, stop: make(chan struct{})}
+		tables: tables, log: tables.log, buf: kvstore.NewBuffer(), bufEpoch: -1, stop: make(chan struct{})}
+	kv.tbl.Store(t)
 	st, err := tables.openStore(kv.storeID)
 	if err != nil {
 		return nil, err

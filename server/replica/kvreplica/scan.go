@@ -44,6 +44,9 @@ func (kv *kvReplica) ScanRows(ctx context.Context, req *pb.ScanRowsRequest) (*pb
 	if err != nil {
 		return nil, replica.WireError(err)
 	}
+	if page.Rows, page.Sizes, err = kv.table().currentPacked(page.Rows, page.Sizes); err != nil {
+		return nil, err
+	}
 	return &pb.ScanRowsResponse{Rows: page.Rows, RowSizes: page.Sizes, NextKey: page.LastKey, Done: page.Done,
 		LeaderEpoch: epoch, AppliedOffset: page.AppliedOffset}, nil
 }

@@ -18,6 +18,10 @@ type table struct {
 	keys   *kvstore.Keys
 	engine kvstore.MergeEngine
 	opts   kvstore.MergeOptions
+	// versions are the table's schema versions, oldest first (the last is
+	// schema), with the keys of each (versions.go).
+	versions    []replica.SchemaVersion
+	versionKeys []*kvstore.Keys
 }
 
 // Table reads the key layout and merge properties of a primary-key table.
@@ -29,6 +33,13 @@ func (t *Tables) Table(rec *pb.TableRecord, name string, schema record.Schema) (
 		return nil, err
 	}
 	kv := &table{tables: t, name: name, schema: schema, keys: keys, engine: kvstore.LastRow()}
+	versions, err := replica.SchemaVersions(rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := newVersions(kv, versions, rec.BucketKey); err != nil {
+		return nil, err
+	}
 	props, err := tableprop.ParseStored(rec.Properties, tableprop.Table{Replication: int(rec.Replication), PrimaryKey: true,
 		CreatedChecks: rec.GetChecks()})
 	if err != nil {
