@@ -3,7 +3,9 @@ package client
 import (
 	"context"
 
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/internal/tableprop"
+	"github.com/floedb/floe/storage/arrowlog"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -59,9 +61,37 @@ func (a *Admin) AlterTable(ctx context.Context, database, table string, alter Al
 }
 
 // LogFormat is the format of the table's new log batches, as its
-// log.format property says: "arrow" or "row". Writers of this SDK write
-// row batches whatever it says, for now.
+// log.format property says: "arrow" or "row". An append writer writes
+// the format the table had when the writer was made.
 func (t *Table) LogFormat() string { return t.settings().LogFormat }
+
+// logFormat is how a writer of a log table encodes its batches: Arrow
+// payloads of the handle's schema, compressed as the table says.
+type logFormat struct {
+	schema record.Schema
+	arrow  arrowlog.Options
+}
+
+// logFormat returns the log format new writers of the table use: nil for
+// row batches.
+func (t *Table) logFormat() (*logFormat, error) {
+	v := t.settings()
+	if v.LogFormat != tableprop.FormatArrow {
+		return nil, nil
+	}
+	comp, err := record.ParseCompression(v.LogCompression)
+	if err != nil {
+		return nil, pkgerr.Errorf("client", "table %s: %s: %w", t.qualifiedName(), tableprop.LogCompression, err)
+	}
+	f := &logFormat{schema: t.schema, arrow: arrowlog.Options{Compression: comp}}
+	if comp == record.CompressionZstd {
+		f.arrow.Level = v.LogCompressionLevel
+	}
+	if err := f.arrow.Validate(); err != nil {
+		return nil, pkgerr.Errorf("client", "table %s: %w", t.qualifiedName(), err)
+	}
+	return f, nil
+}
 
 // LogCompression is the table's log.compression: "zstd", "lz4" or "none".
 func (t *Table) LogCompression() string { return t.settings().LogCompression }

@@ -96,7 +96,9 @@ type AppendWriterOptions struct {
 	// yet acknowledged or failed): Append blocks while one more row would
 	// exceed it. At least BatchBytes. Default 32 MiB.
 	MaxBufferedBytes int64
-	// Compression of batch payloads. Default none.
+	// Compression of row batch payloads. Default none. A table in the
+	// arrow log format (its log.format) compresses the way its
+	// log.compression and log.compression.level say instead.
 	Compression record.Compression
 	// DeliveryTimeout bounds how long a batch may take, counted from its
 	// first row's Append, retries included; then its rows fail with

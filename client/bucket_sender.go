@@ -212,7 +212,7 @@ func (s *bucketSender) sequence(ctx context.Context) {
 		batch, err := f.Item.b.build(record.BatchOptions{
 			SchemaID: s.w.t.schemaID, Format: record.PayloadRows, Compression: s.w.opts.Compression,
 			Codec: s.w.codec, AppendOnly: s.w.kind.appendOnly, HasWriter: true, WriterID: writerID, Sequence: seq,
-		})
+		}, s.w.format)
 		if err != nil {
 			s.win.Fail(f, pkgerr.Errorf("client", "build batch for bucket %d: %w", s.bucket, err), time.Now())
 			continue

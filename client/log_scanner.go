@@ -35,6 +35,13 @@ type LogScannerOptions struct {
 	MaxBytes int
 	// Logger receives the scanner's messages; nil discards them.
 	Logger *slog.Logger
+	// Columns, when set, are the only columns read, by name, in the order
+	// given: the scanner's rows are rows of Schema(), those columns of
+	// the handle's schema. Leaders cut Arrow batches to them before
+	// sending (projection pushdown: the other columns never leave the
+	// server); row batches, and remote segments read straight from
+	// object storage, come whole and are cut here.
+	Columns []string
 }
 
 // Validate reports the first invalid field.
@@ -76,7 +83,8 @@ type ScanRecord struct {
 	// rows of an older version have null in the columns added since,
 	// rows of a newer one lack the columns added after the handle's.
 	SchemaID int16
-	// Row is the record's row, a copy the caller owns.
+	// Row is the record's row, a copy the caller owns: a row of the
+	// scanner's Schema.
 	Row []byte
 }
 
@@ -97,6 +105,8 @@ type LogScanner struct {
 	opts  LogScannerOptions
 	codec *record.Codec // made on the first compressed batch
 	conv  rowConverter  // rows of other schema versions to the handle's
+	proj  *projection   // nil: every column
+	dec   batchDecoders
 
 	subs       map[int32]*subscription
 	gen        uint64 // of the last Subscribe
@@ -133,14 +143,20 @@ func (t *Table) NewLogScanner(opts LogScannerOptions) (*LogScanner, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	proj, err := newProjection(t, opts.Columns)
+	if err != nil {
+		return nil, err
+	}
 	return &LogScanner{
 		t:        t,
 		opts:     opts.withDefaults(),
+		proj:     proj,
 		subs:     make(map[int32]*subscription),
 		inflight: make(map[*fetchCall]struct{}),
 		notify:   make(chan struct{}, 1),
 	}, nil
 }
+
 
 // Subscribe starts reading bucket at from, replacing any earlier
 // subscription of it. Positions other than AtOffset are resolved by the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/floedb/floe/storage/arrowlog"
 	"github.com/floedb/floe/storage/record"
 )
 
@@ -70,6 +71,11 @@ type batchBuffer struct {
 	ends    []int // row i is rows[ends[i-1]:ends[i]]
 	changes []record.ChangeType
 	builder *record.BatchBuilder
+	// The Arrow encoder of a writer of a table in the arrow log format,
+	// and the payload and batch it makes.
+	arrow   *arrowlog.Encoder
+	payload []byte
+	batch   []byte
 }
 
 func newPendingBatch(bucket int32, buf *batchBuffer) *pendingBatch {
@@ -93,8 +99,12 @@ func (b *pendingBatch) add(change record.ChangeType, row []byte, recordBytes int
 // recordBytes is what the batch holds of the writer's buffer budget.
 func (b *pendingBatch) recordBytes() int64 { return int64(b.size - record.HeaderSize) }
 
-// build makes the batch with the given header options.
-func (b *pendingBatch) build(opts record.BatchOptions) (record.Batch, error) {
+// build makes the batch with the given header options: a batch of rows,
+// or with f an Arrow batch of the rows of f's schema.
+func (b *pendingBatch) build(opts record.BatchOptions, f *logFormat) (record.Batch, error) {
+	if f != nil {
+		return b.buildArrow(opts, f)
+	}
 	if b.buf.builder == nil {
 		b.buf.builder = record.NewBatchBuilder(opts, 0)
 	} else {
@@ -108,4 +118,35 @@ func (b *pendingBatch) build(opts record.BatchOptions) (record.Batch, error) {
 		start = end
 	}
 	return b.buf.builder.Build()
+}
+
+// buildArrow makes an Arrow batch of the rows (all appends).
+func (b *pendingBatch) buildArrow(opts record.BatchOptions, f *logFormat) (record.Batch, error) {
+	buf := b.buf
+	if buf.arrow == nil {
+		enc, err := arrowlog.NewEncoder(f.schema, f.arrow)
+		if err != nil {
+			return nil, err
+		}
+		buf.arrow = enc
+	}
+	buf.arrow.Reset()
+	start := 0
+	for _, end := range buf.ends {
+		if err := buf.arrow.Append(buf.rows[start:end]); err != nil {
+			return nil, err
+		}
+		start = end
+	}
+	var err error
+	if buf.payload, err = buf.arrow.Finish(buf.payload[:0]); err != nil {
+		return nil, err
+	}
+	opts.Format, opts.Compression, opts.Codec = record.PayloadArrow, f.arrow.Compression, nil
+	batch, err := record.BuildBatch(opts, int32(len(buf.ends)), buf.payload, buf.batch[:0])
+	if err != nil {
+		return nil, err
+	}
+	buf.batch = batch
+	return batch, nil
 }

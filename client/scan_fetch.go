@@ -54,7 +54,8 @@ func (s *LogScanner) issue() {
 		}
 		call.asked[bucket] = fetchedFrom{gen: sub.gen, offset: sub.position}
 		reqs[addr].Buckets = append(reqs[addr].Buckets, &pb.FetchBucket{TableId: s.t.info.ID, Bucket: bucket,
-			Offset: sub.position, LeaderEpoch: -1, LastFetchedEpoch: -1, RemoteRefs: !s.noRemoteRefs.Load()})
+			Offset: sub.position, LeaderEpoch: -1, LastFetchedEpoch: -1, RemoteRefs: !s.noRemoteRefs.Load(),
+			Columns: s.proj.indexes()})
 		sub.inflight = true
 	}
 	for addr, call := range calls {
@@ -199,39 +200,35 @@ func (s *LogScanner) decode(ctx context.Context, out []ScanRecord, bucket int32,
 			next = max(next, min(b.NextOffset(), hw))
 			continue
 		}
-		if b.Compression() != record.CompressionNone && s.codec == nil {
+		if b.Compression() == record.CompressionZstd && b.PayloadFormat() != record.PayloadArrow && s.codec == nil {
 			codec, err := s.t.c.batchCodec()
 			if err != nil {
 				return out, err
 			}
 			s.codec = codec
 		}
-		recs, sc, err := b.Records(s.codec, scratch)
-		scratch = sc
-		if err != nil {
-			return out, fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
-		}
 		ts := time.UnixMilli(b.CommitTimestamp())
-		for recs.Next() {
-			r := recs.Record()
+		atHW := false
+		err := s.batchRows(ctx, b, &scratch, func(r record.Record) error {
 			if r.Offset < next {
-				continue
+				return nil
 			}
 			if r.Offset >= hw { // never past the high watermark, whatever the server sends
-				return out, nil
-			}
-			row, err := s.conv.convert(ctx, s.t, b.SchemaID(), r.Data)
-			if err != nil {
-				return out, fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
+				atHW = true
+				return errStopRows
 			}
 			start := len(arena)
-			arena = append(arena, row...)
+			arena = append(arena, r.Data...)
 			out = append(out, ScanRecord{Bucket: bucket, Offset: r.Offset, Timestamp: ts, Change: r.Change,
 				SchemaID: b.SchemaID(), Row: arena[start:len(arena):len(arena)]})
 			next = r.Offset + 1
-		}
-		if err := recs.Err(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return out, fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
+		}
+		if atHW {
+			return out, nil
 		}
 		next = max(next, min(b.NextOffset(), hw))
 	}

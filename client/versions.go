@@ -51,16 +51,9 @@ func (c *rowConverter) convert(ctx context.Context, t *Table, id int16, row []by
 	if id == t.schemaID {
 		return row, nil
 	}
-	from, ok := t.schemaVersion(id)
-	for tries := 0; !ok && tries < maxSchemaRefreshes; tries++ {
-		if err := t.Refresh(ctx); err != nil {
-			return nil, err
-		}
-		from, ok = t.schemaVersion(id)
-	}
-	if !ok {
-		return nil, fmt.Errorf("client: table %s: a row of schema version %d, which its metadata does not have after %d reloads",
-			t.qualifiedName(), id, maxSchemaRefreshes)
+	from, err := t.knownVersion(ctx, id)
+	if err != nil {
+		return nil, err
 	}
 	out, err := record.ConvertRow(from, t.schema, row, c.buf[:0])
 	if err != nil {

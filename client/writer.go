@@ -23,6 +23,7 @@ type writer struct {
 	kind   writerKind
 	opts   AppendWriterOptions // defaults applied
 	codec  *record.Codec       // nil without compression
+	format *logFormat          // nil: row batches
 	budget *byteBudget
 
 	senders []*bucketSender // by bucket
@@ -112,6 +113,13 @@ func startWriter(t *Table, kind writerKind, opts AppendWriterOptions) (*writer, 
 			return nil, err
 		}
 		w.codec = codec
+	}
+	if kind.appendOnly {
+		f, err := t.logFormat()
+		if err != nil {
+			return nil, err
+		}
+		w.format = f
 	}
 	w.buffers.New = func() any { return &batchBuffer{} }
 	ctx, cancel := context.WithCancel(context.Background())

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/floedb/floe/storage/logstore"
+	"github.com/floedb/floe/storage/arrowlog"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -79,12 +80,16 @@ func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
 			"table %s has a primary key: write it with upserts, not appends", info.name)
 	}
-	if b.PayloadFormat() != record.PayloadRows || !b.AppendOnly() {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "a log table takes append-only row batches")
+	format := b.PayloadFormat()
+	if (format != record.PayloadRows && format != record.PayloadArrow) || !b.AppendOnly() || b.Projected() {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "a log table takes append-only row or Arrow batches")
 	}
 	schema, err := r.batchSchema(b)
 	if err != nil {
 		return nil, err
+	}
+	if format == record.PayloadArrow {
+		return b, r.checkArrow(info, schema, b)
 	}
 	it, _, err := b.Records(r.mgr.codec(), nil)
 	if err != nil {
@@ -103,6 +108,25 @@ func (r *Replica) checkBatch(data []byte) (record.Batch, error) {
 		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
 	}
 	return b, nil
+}
+
+// checkArrow validates the Arrow payload of a produced batch of schema s
+// (a version of info's table): its structure, its record count, every
+// value, and what it inflates to (at most the batch limit).
+func (r *Replica) checkArrow(info *tableInfo, s record.Schema, b record.Batch) error {
+	d, err := info.arrowDecoder(b.SchemaID(), s, r.mgr.cfg.MaxBatchBytes)
+	if err != nil {
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
+	}
+	defer info.releaseDecoder(b.SchemaID(), d)
+	err = d.Validate(b.Payload(), int(b.RecordCount()))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, arrowlog.ErrBodyTooLarge):
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE, "%v (%s)", err, MaxBatchBytesFlag)
+	}
+	return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_RECORD, "%v", err)
 }
 
 // MaxBatchBytesFlag is the setting that raises Config.MaxBatchBytes, named

@@ -2,9 +2,11 @@ package replica
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/internal/tableprop"
+	"github.com/floedb/floe/storage/arrowlog"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -17,7 +19,10 @@ type tableInfo struct {
 	schemaID int32
 	// versions are every schema version of the table, oldest first (the
 	// last is schema): batches written under any of them are taken.
-	versions    []SchemaVersion
+	versions []SchemaVersion
+	// decoders pools Arrow decoders by schema version (*sync.Pool of
+	// *arrowlog.Decoder), to validate produced Arrow batches.
+	decoders    sync.Map
 	primaryKey  bool
 	replication int
 	minISR      int
@@ -33,6 +38,25 @@ type tableInfo struct {
 	// every tableInfo of the table (Manager.Apply carries it over); never
 	// nil.
 	traffic *TableTraffic
+}
+
+// arrowDecoder returns a decoder of Arrow payloads of schema version id
+// (schema s), from the table's pool of them; give it back with
+// releaseDecoder. Decoders keep their buffers, so validating a produced
+// batch allocates little.
+func (t *tableInfo) arrowDecoder(id int16, s record.Schema, maxBodyBytes int) (*arrowlog.Decoder, error) {
+	if p, ok := t.decoders.Load(id); ok {
+		if d, ok := p.(*sync.Pool).Get().(*arrowlog.Decoder); ok {
+			return d, nil
+		}
+	}
+	return arrowlog.NewDecoderConfig(s, arrowlog.DecoderConfig{MaxBodyBytes: maxBodyBytes})
+}
+
+// releaseDecoder gives back a decoder of schema version id.
+func (t *tableInfo) releaseDecoder(id int16, d *arrowlog.Decoder) {
+	p, _ := t.decoders.LoadOrStore(id, new(sync.Pool))
+	p.(*sync.Pool).Put(d)
 }
 
 // SchemaVersion is one schema version of a table.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/floedb/floe/internal/backoff"
+	"github.com/floedb/floe/server/replica"
+	"github.com/floedb/floe/storage/arrowlog"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
@@ -286,6 +288,11 @@ func (c *Cluster) Records(ctx context.Context, database, name string, bucket int
 		return nil, err
 	}
 	defer codec.Close()
+	versions, err := replica.SchemaVersions(tbl.Table)
+	if err != nil {
+		return nil, err
+	}
+	rd := &batchReader{codec: codec, versions: versions, decoders: make(map[int16]*arrowlog.Decoder)}
 	var out []Record
 	var offset int64
 	for {
@@ -300,7 +307,7 @@ func (c *Cluster) Records(ctx context.Context, database, name string, bucket int
 				return nil, fmt.Errorf("testcluster: bucket %d at offset %d: %w", bucket, offset, err)
 			}
 			data = data[batch.Size():]
-			if out, err = appendRecords(out, codec, batch, fb.HighWatermark); err != nil {
+			if out, err = rd.appendRecords(out, batch, fb.HighWatermark); err != nil {
 				return nil, err
 			}
 			offset = batch.NextOffset()
@@ -311,9 +318,36 @@ func (c *Cluster) Records(ctx context.Context, database, name string, bucket int
 	}
 }
 
-// appendRecords appends a batch's records below hw.
-func appendRecords(out []Record, codec *record.Codec, batch record.Batch, hw int64) ([]Record, error) {
-	it, _, err := batch.Records(codec, nil)
+// batchReader reads the records of a table's batches: rows, or Arrow
+// payloads of its schema versions.
+type batchReader struct {
+	codec    *record.Codec
+	versions []replica.SchemaVersion
+	decoders map[int16]*arrowlog.Decoder
+}
+
+// appendRecords appends a batch's records below hw; an Arrow batch's rows
+// are rows of the schema version it was written in.
+func (rd *batchReader) appendRecords(out []Record, batch record.Batch, hw int64) ([]Record, error) {
+	rec := func(offset int64, change record.ChangeType, row []byte) Record {
+		return Record{Offset: offset, Change: change, Control: batch.PayloadFormat() == record.PayloadControl,
+			Timestamp: batch.CommitTimestamp(), WriterID: batch.WriterID(), Sequence: batch.BatchSequence(),
+			Row: append([]byte(nil), row...)}
+	}
+	if batch.PayloadFormat() == record.PayloadArrow {
+		d, err := rd.decoder(batch.SchemaID())
+		if err != nil {
+			return nil, err
+		}
+		err = d.Rows(batch.Payload(), int(batch.RecordCount()), func(i int, row []byte) error {
+			if off := batch.BaseOffset() + int64(i); off < hw {
+				out = append(out, rec(off, record.AppendOnly, row))
+			}
+			return nil
+		})
+		return out, err
+	}
+	it, _, err := batch.Records(rd.codec, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -322,11 +356,27 @@ func appendRecords(out []Record, codec *record.Codec, batch record.Batch, hw int
 		if r.Offset >= hw {
 			break
 		}
-		out = append(out, Record{Offset: r.Offset, Change: r.Change, Control: batch.PayloadFormat() == record.PayloadControl,
-			Timestamp: batch.CommitTimestamp(), WriterID: batch.WriterID(), Sequence: batch.BatchSequence(),
-			Row: append([]byte(nil), r.Data...)})
+		out = append(out, rec(r.Offset, r.Change, r.Data))
 	}
 	return out, it.Err()
+}
+
+// decoder returns the Arrow decoder of schema version id.
+func (rd *batchReader) decoder(id int16) (*arrowlog.Decoder, error) {
+	if d, ok := rd.decoders[id]; ok {
+		return d, nil
+	}
+	for _, v := range rd.versions {
+		if v.ID == int32(id) {
+			d, err := arrowlog.NewDecoder(v.Schema)
+			if err != nil {
+				return nil, err
+			}
+			rd.decoders[id] = d
+			return d, nil
+		}
+	}
+	return nil, fmt.Errorf("testcluster: a batch of schema version %d, which the table does not have", id)
 }
 
 // retriable reports whether a wait should try again after err: a wire
