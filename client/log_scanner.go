@@ -157,7 +157,6 @@ func (t *Table) NewLogScanner(opts LogScannerOptions) (*LogScanner, error) {
 	}, nil
 }
 
-
 // Subscribe starts reading bucket at from, replacing any earlier
 // subscription of it. Positions other than AtOffset are resolved by the
 // next Poll.

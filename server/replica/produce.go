@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/arrowlog"
+	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
