@@ -30,26 +30,40 @@ func newProjection(t *Table, names []string) (*projection, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
-	p := &projection{names: names}
+	cols, out, err := t.Columns(names)
+	if err != nil {
+		return nil, err
+	}
+	p := &projection{cols: cols, out: out, names: names}
+	for _, c := range cols {
+		p.wire = append(p.wire, int32(c))
+	}
+	return p, nil
+}
+
+// Columns resolves column names against the handle's schema: their
+// indexes, in the order given, and the schema of rows of those columns
+// (without a primary key), as record.ProjectRow cuts them. An unknown
+// name, or one given twice, is an error naming the table's columns.
+func (t *Table) Columns(names []string) ([]int, record.Schema, error) {
+	cols := make([]int, 0, len(names))
 	seen := make(map[string]bool, len(names))
 	for _, name := range names {
 		i, ok := t.schema.ColumnIndex(name)
 		if !ok {
-			cols := make([]string, len(t.schema.Columns))
+			all := make([]string, len(t.schema.Columns))
 			for j, c := range t.schema.Columns {
-				cols[j] = c.Name
+				all[j] = c.Name
 			}
-			return nil, pkgerr.Errorf("client", "table %s has no column %q (its columns: %s)", t.qualifiedName(), name, strings.Join(cols, ", "))
+			return nil, record.Schema{}, pkgerr.Errorf("client", "table %s has no column %q (its columns: %s)", t.qualifiedName(), name, strings.Join(all, ", "))
 		}
 		if seen[name] {
-			return nil, pkgerr.Errorf("client", "column %q is asked for twice", name)
+			return nil, record.Schema{}, pkgerr.Errorf("client", "column %q is asked for twice", name)
 		}
 		seen[name] = true
-		p.cols = append(p.cols, i)
-		p.wire = append(p.wire, int32(i))
+		cols = append(cols, i)
 	}
-	p.out = arrowlog.SubSchema(t.schema, p.cols)
-	return p, nil
+	return cols, arrowlog.SubSchema(t.schema, cols), nil
 }
 
 // indexes are the projection's columns for a fetch request; nil for all.

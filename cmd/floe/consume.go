@@ -12,6 +12,7 @@ import (
 
 	"github.com/floedb/floe/client"
 	"github.com/floedb/floe/cmd/floe/internal/dataio"
+	"github.com/floedb/floe/storage/record"
 )
 
 // consumeOptions are the flags of floe consume.
@@ -21,20 +22,22 @@ type consumeOptions struct {
 	follow  bool
 	buckets []int32 // nil: all
 	noMeta  bool    // no _bucket, _offset, _timestamp: the row's columns, and a changelog's _change
+	columns []string // nil: all
 }
 
 // consumeCmd prints a log table's rows, or a primary-key table's
 // changelog, as JSON lines.
 func consumeCmd(env *cliEnv) clientCmd {
-	var from, buckets string
+	var from, buckets, columns string
 	var o consumeOptions
 	return clientCmd{summary: "print a table's rows (a primary-key table's changelog) as JSON lines", nargs: 1, streaming: true, arg: argTable,
-		usage: "consume DB.TABLE [--from earliest|latest|offset=N|timestamp=T] [--limit N] [--follow] [--buckets 0,2] [--no-meta]",
+		usage: "consume DB.TABLE [--from earliest|latest|offset=N|timestamp=T] [--limit N] [--follow] [--buckets 0,2] [--columns a,b] [--no-meta]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&from, "from", "earliest", "where to start: earliest, latest, offset=N or timestamp=T (RFC 3339, a date, or epoch milliseconds)")
 			fs.Int64Var(&o.limit, "limit", 0, "stop after this many rows (0: no limit)")
 			fs.BoolVar(&o.follow, "follow", false, "keep reading new rows; without it, stop at the high watermark seen at start")
 			fs.StringVar(&buckets, "buckets", "", "comma-separated buckets to read (default: all)")
+			fs.StringVar(&columns, "columns", "", "comma-separated columns to print, in that order (default: all); the nodes send only these columns of arrow-format batches")
 			fs.BoolVar(&o.noMeta, "no-meta", false, "print the row's columns without _bucket, _offset and _timestamp (a primary-key table's changelog keeps _change, which says whether the row was written or deleted): lines that floe produce takes back and applies")
 		},
 		check: func(pos []string) error {
@@ -45,6 +48,7 @@ func consumeCmd(env *cliEnv) clientCmd {
 			if o.limit < 0 {
 				return fmt.Errorf("%w: --limit must not be negative", errUsage)
 			}
+			o.columns = parseColumns(columns)
 			o.buckets, err = parseBuckets(buckets)
 			return err
 		},
@@ -106,11 +110,15 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 		return err
 	}
 	warnReservedColumns(env, tbl.Info())
-	s, err := tbl.NewLogScanner(client.LogScannerOptions{})
+	s, err := tbl.NewLogScanner(client.LogScannerOptions{Columns: o.columns})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	codec, err := record.NewJSONCodec(s.Schema())
+	if err != nil {
+		return err
+	}
 	// Where each bucket starts and, without follow, where it ends, before
 	// reading anything.
 	ranges, err := dataio.ResolveRanges(ctx, tbl, buckets, o.from, o.follow, cf.timeout)
@@ -119,7 +127,6 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 	}
 	out := bufio.NewWriterSize(env.stdout, 64<<10)
 	defer out.Flush()
-	codec := tbl.JSONCodec()
 	changelog := len(tbl.Info().PrimaryKey) > 0
 	var line []byte
 	var printed int64
@@ -169,4 +176,16 @@ func isConsumeField(name string) bool {
 		return true
 	}
 	return false
+}
+
+// parseColumns reads a --columns list: names separated by commas, blanks
+// ignored; nil for none (every column). The table checks the names.
+func parseColumns(list string) []string {
+	var out []string
+	for name := range strings.SplitSeq(list, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }

@@ -25,24 +25,27 @@ type exportOptions struct {
 	from        client.StartPosition
 	buckets     []int32 // nil: all
 	concurrency int     // buckets read at once
+	columns     []string
 }
 
 // tableExportCmd writes a table's records, or a primary-key table's current
 // rows, as JSON lines.
 func tableExportCmd(env *cliEnv) clientCmd {
-	var from, buckets string
+	var from, buckets, columns string
 	var o exportOptions
 	return clientCmd{summary: "write a table's records (or a primary-key table's rows) to a file as JSON lines", nargs: 1, streaming: true, arg: argTable,
-		usage: "table export DB.TABLE [--file F] [--snapshot] [--from earliest|latest|offset=N|timestamp=T] [--buckets 0,2] [--concurrency N]",
+		usage: "table export DB.TABLE [--file F] [--snapshot] [--from earliest|latest|offset=N|timestamp=T] [--buckets 0,2] [--columns a,b] [--concurrency N]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.file, "file", "", "write to this file (replaced once the export is complete) instead of stdout")
 			fs.BoolVar(&o.snapshot, "snapshot", false, "primary-key tables: the current rows, not the changelog")
 			fs.StringVar(&from, "from", "", "logs: where each bucket starts: earliest (default), latest, offset=N or timestamp=T; the export ends at the high watermarks of its start")
 			fs.StringVar(&buckets, "buckets", "", "comma-separated buckets to export (default: all)")
+			fs.StringVar(&columns, "columns", "", "comma-separated columns to export, in that order (default: all); the nodes send only these columns of arrow-format batches")
 			fs.IntVar(&o.concurrency, "concurrency", defaultBulkConcurrency, "buckets read at once")
 		},
 		check: func(pos []string) error {
 			var err error
+			o.columns = parseColumns(columns)
 			switch {
 			case o.snapshot && from != "":
 				return fmt.Errorf("%w: --snapshot exports the current rows; --from is for logs", errUsage)
@@ -77,7 +80,7 @@ func export(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Table
 	if o.snapshot && len(tbl.Info().PrimaryKey) == 0 {
 		return fmt.Errorf("%w: --snapshot needs a primary-key table; %s is a log table (export its records without --snapshot)", errUsage, qualifiedName(tbl))
 	}
-	e, err := dataio.NewExport(ctx, tbl, dataio.ExportOptions{Snapshot: o.snapshot, From: o.from, Buckets: buckets,
+	e, err := dataio.NewExport(ctx, tbl, dataio.ExportOptions{Snapshot: o.snapshot, From: o.from, Buckets: buckets, Columns: o.columns,
 		Concurrency: o.concurrency, Timeout: cf.timeout})
 	if err != nil {
 		return err

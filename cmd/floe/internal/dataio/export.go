@@ -29,6 +29,10 @@ type ExportOptions struct {
 	Concurrency int
 	// Timeout bounds each offset lookup and each row scanner call.
 	Timeout time.Duration
+	// Columns, when set, are the only columns exported, in that order: a
+	// log's Arrow batches are cut by the leaders (client.LogScannerOptions
+	// .Columns), a snapshot's rows here.
+	Columns []string
 }
 
 // Export writes a table's records (a log, or a primary-key table's
@@ -52,18 +56,29 @@ type Export struct {
 func NewExport(ctx context.Context, tbl *client.Table, o ExportOptions) (*Export, error) {
 	e := &Export{concurrency: o.Concurrency}
 	pk := len(tbl.Info().PrimaryKey) > 0
+	if len(o.Columns) > 0 {
+		if _, _, err := tbl.Columns(o.Columns); err != nil {
+			return nil, err
+		}
+	}
 	if o.Snapshot {
 		if !pk {
 			return nil, fmt.Errorf("a snapshot needs a primary-key table")
 		}
-		e.src, e.Noun = &snapshotSource{tbl: tbl, order: o.Buckets, opts: client.RowScannerOptions{Timeout: o.Timeout}}, "row"
+		src := &snapshotSource{tbl: tbl, order: o.Buckets, opts: client.RowScannerOptions{Timeout: o.Timeout}}
+		if len(o.Columns) > 0 {
+			src.columns, src.schema, _ = tbl.Columns(o.Columns)
+		}
+		e.src, e.Noun = src, "row"
 		return e, nil
 	}
 	ranges, err := ResolveRanges(ctx, tbl, o.Buckets, o.From, false, o.Timeout)
 	if err != nil {
 		return nil, err
 	}
-	e.src, e.Noun = newLogSource(tbl, o.Buckets, ranges), "record"
+	src := newLogSource(tbl, o.Buckets, ranges)
+	src.columns = o.Columns
+	e.src, e.Noun = src, "record"
 	if pk {
 		e.Noun = "changelog record"
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/storage/record"
 )
 
 // exportSource reads the buckets of an export, each as JSON lines in the
@@ -33,6 +34,7 @@ type logSource struct {
 	order     []int32
 	ranges    map[int32]BucketRange // a bucket without one has nothing to read
 	changelog bool                  // a primary-key table's: _change on each line
+	columns   []string              // nil: all
 }
 
 func newLogSource(tbl *client.Table, buckets []int32, ranges []BucketRange) *logSource {
@@ -59,12 +61,15 @@ func (s *logSource) read(ctx context.Context, bucket int32, out *bucketOut) erro
 	if !ok {
 		return nil
 	}
-	sc, err := s.tbl.NewLogScanner(client.LogScannerOptions{})
+	sc, err := s.tbl.NewLogScanner(client.LogScannerOptions{Columns: s.columns})
 	if err != nil {
 		return err
 	}
 	defer sc.Close()
-	codec := s.tbl.JSONCodec()
+	codec, err := record.NewJSONCodec(sc.Schema())
+	if err != nil {
+		return err
+	}
 	pos := r.Start // the offsets below it are counted as done
 	var line []byte
 	err = PollRanges(ctx, sc, []BucketRange{r}, false, func(rec client.ScanRecord) error {
@@ -89,6 +94,10 @@ type snapshotSource struct {
 	tbl   *client.Table
 	order []int32
 	opts  client.RowScannerOptions
+	// columns, when set, cut each row to those columns of the table
+	// (schema).
+	columns []int
+	schema  record.Schema
 }
 
 func (s *snapshotSource) buckets() []int32 { return s.order }
@@ -100,7 +109,13 @@ func (s *snapshotSource) read(ctx context.Context, bucket int32, out *bucketOut)
 		return err
 	}
 	codec := s.tbl.JSONCodec()
-	var line []byte
+	if s.columns != nil {
+		if codec, err = record.NewJSONCodec(s.schema); err != nil {
+			return err
+		}
+	}
+	var line, cut []byte
+	full := s.tbl.Schema()
 	for {
 		rows, err := sc.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -110,6 +125,12 @@ func (s *snapshotSource) read(ctx context.Context, bucket int32, out *bucketOut)
 			return err
 		}
 		for _, row := range rows {
+			if s.columns != nil {
+				if cut, err = record.ProjectRow(full, row, s.columns, cut[:0]); err != nil {
+					return fmt.Errorf("bucket %d: %w", bucket, err)
+				}
+				row = cut
+			}
 			if line, err = codec.AppendJSON(line[:0], row); err != nil {
 				return fmt.Errorf("bucket %d: %w", bucket, err)
 			}
