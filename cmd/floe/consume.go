@@ -20,8 +20,8 @@ type consumeOptions struct {
 	from    client.StartPosition
 	limit   int64 // 0: no limit
 	follow  bool
-	buckets []int32 // nil: all
-	noMeta  bool    // no _bucket, _offset, _timestamp: the row's columns, and a changelog's _change
+	buckets []int32  // nil: all
+	noMeta  bool     // no _bucket, _offset, _timestamp: the row's columns, and a changelog's _change
 	columns []string // nil: all
 }
 
