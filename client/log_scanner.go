@@ -107,6 +107,7 @@ type LogScanner struct {
 	conv  rowConverter  // rows of other schema versions to the handle's
 	proj  *projection   // nil: every column
 	dec   batchDecoders
+	stats ScannerStats
 
 	subs       map[int32]*subscription
 	gen        uint64 // of the last Subscribe
@@ -156,6 +157,16 @@ func (t *Table) NewLogScanner(opts LogScannerOptions) (*LogScanner, error) {
 		notify:   make(chan struct{}, 1),
 	}, nil
 }
+
+// ScannerStats counts what a scanner read.
+type ScannerStats struct {
+	// Bytes of record batches received: as stored, or cut to the
+	// scanner's columns by the leaders.
+	Bytes int64 `json:"bytes"`
+}
+
+// Stats returns what the scanner has read so far.
+func (s *LogScanner) Stats() ScannerStats { return s.stats }
 
 // Subscribe starts reading bucket at from, replacing any earlier
 // subscription of it. Positions other than AtOffset are resolved by the

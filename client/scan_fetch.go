@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/floedb/floe/internal/pkgerr"
@@ -169,6 +170,7 @@ func (s *LogScanner) collect(ctx context.Context, out []ScanRecord) ([]ScanRecor
 			}
 			sub.failures = 0
 			sub.hw = fb.HighWatermark
+			s.stats.Bytes += int64(len(fb.Records))
 			var err error
 			out, err = s.decode(ctx, out, fb.Bucket, sub, fb.Records, fb.HighWatermark)
 			if err != nil {
@@ -184,7 +186,8 @@ func (s *LogScanner) collect(ctx context.Context, out []ScanRecord) ([]ScanRecor
 // batches are passed over. Every batch's CRC is checked; a damaged batch
 // stops the decoding there.
 func (s *LogScanner) decode(ctx context.Context, out []ScanRecord, bucket int32, sub *subscription, data []byte, hw int64) ([]ScanRecord, error) {
-	arena := make([]byte, 0, len(data)) // the rows' copies
+	var arena []byte // the rows' copies, in chunks (copyRow)
+	out = slices.Grow(out, recordsIn(data))
 	next := sub.position
 	defer func() { sub.position = next }()
 	it := record.NewBatchIterator(data, true)
@@ -217,10 +220,10 @@ func (s *LogScanner) decode(ctx context.Context, out []ScanRecord, bucket int32,
 				atHW = true
 				return errStopRows
 			}
-			start := len(arena)
-			arena = append(arena, r.Data...)
+			var row []byte
+			arena, row = copyRow(arena, r.Data, len(data))
 			out = append(out, ScanRecord{Bucket: bucket, Offset: r.Offset, Timestamp: ts, Change: r.Change,
-				SchemaID: b.SchemaID(), Row: arena[start:len(arena):len(arena)]})
+				SchemaID: b.SchemaID(), Row: row})
 			next = r.Offset + 1
 			return nil
 		})
@@ -238,4 +241,35 @@ func (s *LogScanner) decode(ctx context.Context, out []ScanRecord, bucket int32,
 		return out, err
 	}
 	return out, nil
+}
+
+// arenaChunk is the smallest chunk of memory decode copies rows into.
+const arenaChunk = 256 << 10
+
+// copyRow copies row into arena and returns both. A full arena is not
+// grown (that would copy the rows already handed out): a new chunk takes
+// its place, at least the fetched bytes (rows compress, so an answer's rows
+// fill a few) and at least arenaChunk.
+func copyRow(arena, row []byte, fetched int) ([]byte, []byte) {
+	if cap(arena)-len(arena) < len(row) {
+		arena = make([]byte, 0, max(len(row), fetched, arenaChunk))
+	}
+	start := len(arena)
+	arena = append(arena, row...)
+	return arena, arena[start:len(arena):len(arena)]
+}
+
+// recordsIn counts the records of the whole batches of data by their
+// headers, to size what decoding them appends to.
+func recordsIn(data []byte) int {
+	n := 0
+	for len(data) >= record.HeaderSize {
+		size, ok := record.PeekSize(data)
+		if !ok || size > len(data) {
+			break
+		}
+		n += int(max(record.Batch(data).RecordCount(), 0))
+		data = data[size:]
+	}
+	return n
 }

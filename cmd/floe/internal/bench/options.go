@@ -40,6 +40,9 @@ type Options struct {
 	// NodePIDs are the process ids of nodes on this machine whose CPU
 	// time is reported per operation (see ParseNodePIDs).
 	NodePIDs []int
+	// LogFormat is the log.format of a log table the benchmark creates
+	// ("": the cluster's default).
+	LogFormat string
 }
 
 // appendOptions are the options of the benchmark's append writers.
@@ -57,7 +60,11 @@ func (f *Options) upsertOptions() client.UpsertWriterOptions {
 // first.
 func OpenLogTable(ctx context.Context, c *client.Client, o *Options, timeout time.Duration) (*client.Table, error) {
 	f := o
-	tbl, err := ensureBenchTable(ctx, c, timeout, f.Table, client.TableSpec{Schema: LogSchema, Buckets: int32(f.Buckets)})
+	spec := client.TableSpec{Schema: LogSchema, Buckets: int32(f.Buckets)}
+	if f.LogFormat != "" {
+		spec.Properties = map[string]string{"log.format": f.LogFormat}
+	}
+	tbl, err := ensureBenchTable(ctx, c, timeout, f.Table, spec)
 	if err != nil {
 		return nil, err
 	}
