@@ -13,6 +13,7 @@ import (
 
 	"github.com/floedb/floe/internal/testkit/s3test"
 	"github.com/floedb/floe/internal/testkit/testcluster"
+	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -120,6 +121,27 @@ func TestScannerReadsRemoteLog(t *testing.T) {
 			}
 			seen[id] = true
 		}
+	}
+
+	// A scanner of one column reads the remote segments cut to it by the
+	// leader, which reads them from the store (a folder: nothing to
+	// presign), and the local tail cut the same way.
+	s := newScanner(t, tbl, LogScannerOptions{MaxBytes: 16 << 10, Columns: []string{"id"}})
+	for b := range int32(2) {
+		if err := s.Subscribe(b, Earliest()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := make(map[int64]bool)
+	for _, r := range pollUntil(t, s, rows) {
+		v := record.NewRowView(s.Schema(), r.Row)
+		if v.NumColumns() != 1 || seen[v.Int64(0)] {
+			t.Fatalf("projected row %x: %d columns, id %d seen before: %v", r.Row, v.NumColumns(), v.Int64(0), seen[v.Int64(0)])
+		}
+		seen[v.Int64(0)] = true
+	}
+	if st := s.Stats(); st.Bytes >= rows*200 {
+		t.Fatalf("the id column of %d rows took %d bytes", rows, st.Bytes)
 	}
 
 	// Dropping the table deletes its remote objects.

@@ -222,6 +222,11 @@ func (r *Replica) serveRemote(ctx context.Context, fb *pb.FetchBucket, budget in
 	if err != nil {
 		return r.remoteError(fb.Offset, err)
 	}
+	if len(fb.Columns) > 0 {
+		if data, _, _, err = r.projector(fb.Columns).appendProjected(nil, data, budget); err != nil {
+			return transport.Errorf(pb.ErrorCode_ERROR_CODE_CORRUPT, "bucket %s: remote log at offset %d: %v", r.id, fb.Offset, err)
+		}
+	}
 	out.Records = data
 	return nil
 }
