@@ -215,6 +215,9 @@ func (r *Replica) readInto(from, limit int64, budget int, unflushed bool, out *p
 // high watermark can lag the old one's, which the consumer already read
 // up to).
 func (r *Replica) serveConsumer(ctx context.Context, fb *pb.FetchBucket, budget int, out *pb.FetchedBucket) error {
+	if err := checkColumns(fb.Columns); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	_, _, epoch, hw := r.stateLocked()
 	out.LeaderEpoch, out.HighWatermark = epoch, hw
