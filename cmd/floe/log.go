@@ -35,6 +35,7 @@ type batchLine struct {
 	SchemaID   int16  `json:"schema_id"`
 	WriterID   int64  `json:"writer_id"`
 	Sequence   int32  `json:"batch_sequence"`
+	Format     string `json:"format"`
 	Compressed string `json:"compression"`
 	CRCValid   bool   `json:"crc_valid"`
 }
@@ -56,14 +57,14 @@ func logDumpSpec(env *cliEnv) cmdSpec {
 				if output == "text" {
 					w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 					defer w.Flush()
-					fmt.Fprintln(w, "SEGMENT\tPOSITION\tBASE OFFSET\tLAST OFFSET\tRECORDS\tBYTES\tEPOCH\tTIMESTAMP\tCOMPRESSION\tCRC")
+					fmt.Fprintln(w, "SEGMENT\tPOSITION\tBASE OFFSET\tLAST OFFSET\tRECORDS\tBYTES\tEPOCH\tTIMESTAMP\tFORMAT\tCOMPRESSION\tCRC")
 					emit = func(b batchLine) error {
 						crc := "ok"
 						if !b.CRCValid {
 							crc = "BAD"
 						}
-						_, err := fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", b.Segment, b.Position, b.BaseOffset, b.LastOffset,
-							b.Records, b.Bytes, b.Epoch, b.Timestamp, b.Compressed, crc)
+						_, err := fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", b.Segment, b.Position, b.BaseOffset, b.LastOffset,
+							b.Records, b.Bytes, b.Epoch, b.Timestamp, b.Format, b.Compressed, crc)
 						return err
 					}
 				}
@@ -81,7 +82,7 @@ func logDumpSpec(env *cliEnv) cmdSpec {
 						Records: b.RecordCount(), Bytes: len(b), Epoch: b.LeaderEpoch(),
 						Timestamp: time.UnixMilli(b.CommitTimestamp()).UTC().Format(time.RFC3339Nano),
 						SchemaID:  b.SchemaID(), WriterID: b.WriterID(), Sequence: b.BatchSequence(),
-						Compressed: b.Compression().String(), CRCValid: crcOK,
+						Format: b.PayloadFormat().String(), Compressed: b.Compression().String(), CRCValid: crcOK,
 					})
 				}, nil)
 			}

@@ -78,6 +78,20 @@ const (
 	PayloadArrow PayloadFormat = 3
 )
 
+func (f PayloadFormat) String() string {
+	switch f {
+	case PayloadRows:
+		return "rows"
+	case PayloadRaw:
+		return "raw"
+	case PayloadControl:
+		return "control"
+	case PayloadArrow:
+		return "arrow"
+	}
+	return fmt.Sprintf("format(%d)", uint8(f))
+}
+
 // ControlKind is the first byte of a control record.
 type ControlKind uint8
 
