@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -152,7 +153,7 @@ func TestDescribeShowsUnusableTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), `status       unusable: property min.insync.replicas="abc"`) {
+	if !regexp.MustCompile(`(?m)^status +unusable: property min.insync.replicas="abc"`).MatchString(out.String()) {
 		t.Fatalf("describe:\n%s", out.String())
 	}
 }
