@@ -246,3 +246,30 @@ func TestNestedColumnsEndToEnd(t *testing.T) {
 		t.Errorf("nested primary key: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestNestedColumnsPrimaryKeyTable: nested values of a primary-key table
+// come back whole from lookups and in its changelog, through upserts and
+// partial updates.
+func TestNestedColumnsPrimaryKeyTable(t *testing.T) {
+	fc := startCluster(t)
+	fc.mustRun("", "db", "create", fc.db, "--if-not-exists")
+	table := fc.db + ".profiles"
+	fc.mustRun("", "table", "create", table, "--replication", "1", "--buckets", "2", "--primary-key", "id", "--schema",
+		"id BIGINT NOT NULL, tags ARRAY<STRING>, scores MAP<STRING, INT>, addr ROW<city STRING, geo ROW<lat DOUBLE, lon DOUBLE>>")
+	fc.mustRun(`{"id":1,"tags":["a",null],"scores":{"x":1},"addr":{"city":"Oslo","geo":{"lat":59.9,"lon":10.7}}}`+"\n", "produce", table)
+	fc.mustRun(`{"id":1,"tags":[],"scores":{"x":2,"y":3}}`+"\n", "produce", table, "--columns", "tags,scores")
+	const want = `{"id":1,"tags":[],"scores":{"x":2,"y":3},"addr":{"city":"Oslo","geo":{"lat":59.9,"lon":10.7}}}` + "\n"
+	if out, _ := fc.mustRun("", "lookup", table, "--key", `{"id":1}`); out != want {
+		t.Errorf("lookup after a partial update:\n%s\nwant\n%s", out, want)
+	}
+	out, _ := fc.mustRun("", "consume", table, "--no-meta")
+	for _, line := range []string{
+		`{"id":1,"tags":["a",null],"scores":{"x":1},"addr":{"city":"Oslo","geo":{"lat":59.9,"lon":10.7}},"_change":"+I"}`,
+		`{"id":1,"tags":["a",null],"scores":{"x":1},"addr":{"city":"Oslo","geo":{"lat":59.9,"lon":10.7}},"_change":"-U"}`,
+		strings.TrimSuffix(want, "}\n") + `,"_change":"+U"}`,
+	} {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("changelog lacks %s:\n%s", line, out)
+		}
+	}
+}

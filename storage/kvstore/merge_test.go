@@ -167,3 +167,49 @@ func TestMergeNoPrimaryKey(t *testing.T) {
 		t.Fatalf("err = %v, want ErrInvalidUpdate", err)
 	}
 }
+
+// TestMergePartialKeepsEveryType: a partial update keeps the stored value
+// of every column it does not set, whatever its type, nested ones too.
+func TestMergePartialKeepsEveryType(t *testing.T) {
+	s, err := record.ParseSchema("id BIGINT NOT NULL, b BOOLEAN, i8 TINYINT, f FLOAT, d DOUBLE, dec DECIMAL(10,2), " +
+		"big DECIMAL(30,4), s STRING, by BYTES, dt DATE, tm TIME, ts TIMESTAMP(3), tsn TIMESTAMP_LTZ(9), " +
+		"arr ARRAY<STRING>, m MAP<STRING, INT>, r ROW<a INT, nested ARRAY<ROW<x STRING>>>, touched INT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.PrimaryKey = []string{"id"}
+	old, err := record.AppendRowFromJSON(nil, s, []byte(`{"id":1,"b":true,"i8":-3,"f":1.5,"d":2.25,"dec":"12.34",`+
+		`"big":"123456789012345678901234.5678","s":"a string of some length","by":"AQID","dt":"2026-12-05","tm":"10:11:12.123",`+
+		`"ts":"2026-12-05T10:11:12.123","tsn":"2026-12-05T10:11:12.123456789Z","arr":["x",null,"z"],"m":{"k":1},`+
+		`"r":{"a":7,"nested":[{"x":"deep"}]},"touched":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	relaxed := record.Schema{PrimaryKey: s.PrimaryKey}
+	for _, c := range s.Columns {
+		c.Nullable = c.Name != "id"
+		relaxed.Columns = append(relaxed.Columns, c)
+	}
+	update, err := record.AppendRowFromJSON(nil, relaxed, []byte(`{"id":1,"touched":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	touched, _ := s.ColumnIndex("touched")
+	_, row, err := Merge(s, LastRow(), old, Update{Row: update, PartialColumns: []int{touched}}, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Replace(mustJSON(t, s, old), []byte(`"touched":1`), []byte(`"touched":2`), 1)
+	if got := mustJSON(t, s, row); !bytes.Equal(got, want) {
+		t.Fatalf("merged row\n %s\nwant\n %s", got, want)
+	}
+}
+
+func mustJSON(t *testing.T, s record.Schema, row []byte) []byte {
+	t.Helper()
+	js, err := record.AppendRowJSON(nil, s, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}

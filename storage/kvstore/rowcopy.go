@@ -35,5 +35,11 @@ func copyField(enc *record.RowEncoder, v record.RowView, col record.Column, i in
 	case record.KindTimestamp, record.KindTimestampLTZ:
 		millis, nanos := v.Timestamp(i)
 		enc.SetTimestamp(i, millis, nanos)
+	case record.KindArray, record.KindMap, record.KindRow:
+		enc.SetNested(i, v.Nested(i))
+	default:
+		// A kind this copy does not know would leave the column null: the
+		// encoder's Finish reports it instead.
+		enc.SetNested(i, nil)
 	}
 }

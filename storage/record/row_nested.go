@@ -153,6 +153,11 @@ func (m MapView) Keys() ArrayView { return m.keys }
 // Values returns the values, in entry order.
 func (m MapView) Values() ArrayView { return m.values }
 
+// Nested returns the encoded value of ARRAY, MAP or ROW column i, as
+// RowEncoder.SetNested takes it: a row is copied column by column without
+// decoding its nested values.
+func (v RowView) Nested(i int) []byte { return v.payload(i) }
+
 // valueBytes returns the bytes that stand for value i of a valid block: its
 // slot for a fixed-width type, its payload otherwise. The encoding being
 // canonical, two values are equal (floats bit for bit) exactly when these
