@@ -349,10 +349,10 @@ func TestKVWire(t *testing.T) {
 			_, err := put(kvID, rowBatch(t, 1, 0, 1, "a"))
 			return err
 		}, pb.ErrorCode_ERROR_CODE_INVALID_RECORD},
-		{"wrong schema id", func() error {
+		{"schema id the table does not have", func() error {
 			_, err := put(kvID, kvBatch(t, record.BatchOptions{SchemaID: 7}, []record.ChangeType{record.UpdateAfter}, [][]byte{encodeKVRow(t, kvRow{id: 1})}))
 			return err
-		}, pb.ErrorCode_ERROR_CODE_INVALID_RECORD},
+		}, pb.ErrorCode_ERROR_CODE_UNKNOWN_SCHEMA},
 		{"insert change type", func() error {
 			_, err := put(kvID, kvBatch(t, record.BatchOptions{SchemaID: 1}, []record.ChangeType{record.UpdateBefore}, [][]byte{encodeKVRow(t, kvRow{id: 1})}))
 			return err

@@ -147,7 +147,7 @@ func TestLogTableWire(t *testing.T) {
 	}{
 		{"corrupt crc", &pb.ProduceRequest{TableId: tableID, Acks: -1, Batch: corrupt}, transport.ErrInvalidRecord},
 		{"wrong schema", &pb.ProduceRequest{TableId: tableID, Acks: -1, Batch: bytes.Clone(ws)}, transport.ErrInvalidRecord},
-		{"old schema id", &pb.ProduceRequest{TableId: tableID, Acks: -1, Batch: rowBatch(t, 7, 0, 1, "x")}, transport.ErrInvalidRecord},
+		{"schema id the table does not have", &pb.ProduceRequest{TableId: tableID, Acks: -1, Batch: rowBatch(t, 7, 0, 1, "x")}, transport.ErrUnknownSchema},
 		{"oversized", &pb.ProduceRequest{TableId: tableID, Acks: -1, Batch: rowBatch(t, 1, 0, 100, string(make([]byte, 1000)))}, transport.ErrTooLarge},
 		{"dropped table", &pb.ProduceRequest{TableId: droppedID, Acks: -1, Batch: rowBatch(t, 1, 0, 1, "x")}, transport.ErrUnknownTable},
 		{"table not yet known", &pb.ProduceRequest{TableId: 999, Acks: -1, Batch: rowBatch(t, 1, 0, 1, "x")}, transport.ErrNotLeader},

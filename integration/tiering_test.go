@@ -47,10 +47,9 @@ func appendPadded(t *testing.T, ctx context.Context, tbl *client.Table, from, to
 		t.Fatal(err)
 	}
 	defer w.Close(ctx)
-	pad := strings.Repeat("t", 1000)
 	var futs []*client.AppendFuture
 	for i := from; i < to; i++ {
-		f, err := w.Append(ctx, encodeRow(t, tbl, i, pad))
+		f, err := w.Append(ctx, encodeRow(t, tbl, i, noise(i, 1000)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -115,8 +115,8 @@ func TestUncleanElectionOverTieredLog(t *testing.T) {
 	// segment holding its log end then need not roll where A's did (A's
 	// next batch was a full one), as the batches of a new history differ.
 	const written = 2500
-	offsets := appendRecorded(t, ctx, tbl, 100_000, 1, "n")
-	offsets = append(offsets, appendRecorded(t, ctx, tbl, 100_001, written-1, strings.Repeat("n", 1000))...)
+	offsets := appendRecorded(t, ctx, tbl, 100_000, 1, 1)
+	offsets = append(offsets, appendRecorded(t, ctx, tbl, 100_001, written-1, 1000)...)
 	newFirst := slices.Min(offsets)
 	if newFirst < shared {
 		t.Fatalf("B wrote from offset %d, inside the %d records it held", newFirst, shared)
@@ -164,8 +164,8 @@ func TestUncleanElectionOverTieredLog(t *testing.T) {
 }
 
 // appendRecorded appends n rows with ids firstID, firstID+1, ... and
-// payload pad, and returns the offset the leader acknowledged each at.
-func appendRecorded(t *testing.T, ctx context.Context, tbl *client.Table, firstID int64, n int, pad string) []int64 {
+// payload of padLen noise characters, and returns the offset the leader acknowledged each at.
+func appendRecorded(t *testing.T, ctx context.Context, tbl *client.Table, firstID int64, n int, padLen int) []int64 {
 	t.Helper()
 	w, err := tbl.NewAppendWriter(client.AppendWriterOptions{})
 	if err != nil {
@@ -174,7 +174,7 @@ func appendRecorded(t *testing.T, ctx context.Context, tbl *client.Table, firstI
 	defer w.Close(ctx)
 	futs := make([]*client.AppendFuture, n)
 	for i := range n {
-		if futs[i], err = w.Append(ctx, encodeRow(t, tbl, firstID+int64(i), pad)); err != nil {
+		if futs[i], err = w.Append(ctx, encodeRow(t, tbl, firstID+int64(i), noise(firstID+int64(i), padLen))); err != nil {
 			t.Fatal(err)
 		}
 	}
