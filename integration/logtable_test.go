@@ -1,10 +1,10 @@
 package integration
 
 import (
-	"encoding/base64"
-	"math/rand/v2"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"sync"
