@@ -3,7 +3,6 @@ package arrowlog
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/bits"
 
 	"github.com/floedb/floe/internal/pkgerr"
@@ -72,7 +71,9 @@ func NewDecoderConfig(s record.Schema, cfg DecoderConfig) (*Decoder, error) {
 		rows:    rows,
 	}
 	for i, c := range d.schema.Columns {
-		d.columns[i].col = c
+		if d.columns[i], err = newColumnReader(c.Name, c); err != nil {
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -94,9 +95,13 @@ func (d *Decoder) Rows(payload []byte, recordCount int, fn func(i int, row []byt
 	if err := d.open(payload, recordCount); err != nil {
 		return err
 	}
+	d.rows.Reset()
 	for i := range recordCount {
 		for c := range d.columns {
-			d.columns[c].set(d.rows, c, i)
+			if err := readValue(&d.columns[c], rowSink{d.rows, c}, i); err != nil {
+				d.rows.Reset()
+				return fmt.Errorf("%w: record %d: %w", ErrInvalidPayload, i, err)
+			}
 		}
 		var err error
 		if d.row, err = d.rows.Finish(d.row[:0]); err != nil {
@@ -139,58 +144,11 @@ func (d *Decoder) open(payload []byte, recordCount int) error {
 			d.bufs = append(d.bufs, body[ref.offset:ref.offset+ref.length])
 		}
 	}
-	for c, cl := range d.layout.columns {
+	cur := cursor{nodes: m.nodes, bufs: d.bufs}
+	for c := range d.columns {
 		r := &d.columns[c]
-		if err := r.open(m.nodes[cl.firstNode], m.length, d.bufs[cl.firstBuffer:cl.firstBuffer+cl.buffers]); err != nil {
-			return fmt.Errorf("column %q: %w", r.col.Name, err)
-		}
-	}
-	return nil
-}
-
-// columnReader reads one column's values out of its Arrow buffers. A
-// nested type would add children here, each a columnReader.
-type columnReader struct {
-	col      record.Column
-	validity []byte // nil when nothing is null
-	values   []byte
-	offsets  []byte // int32 offsets of STRING and BYTES values
-	scratch  [16]byte
-}
-
-// open checks the column's node and buffers for a batch of n records.
-func (r *columnReader) open(node fieldNode, n int64, bufs [][]byte) error {
-	switch {
-	case node.length != n:
-		return invalidf("field node of %d records in a batch of %d", node.length, n)
-	case node.nullCount < 0 || node.nullCount > n:
-		return invalidf("%d nulls in %d records", node.nullCount, n)
-	case node.nullCount > 0 && !r.col.Nullable:
-		return fmt.Errorf("%w: %d nulls in a NOT NULL column: %w", ErrInvalidPayload, node.nullCount, record.ErrNullNotAllowed)
-	}
-	r.validity, r.values, r.offsets = bufs[0], bufs[len(bufs)-1], nil
-	if len(r.validity) > 0 || node.nullCount > 0 {
-		if int64(len(r.validity)) < (n+7)/8 {
-			return invalidf("validity bitmap of %d bytes for %d records", len(r.validity), n)
-		}
-		if unset := n - countOnes(r.validity, n); unset != node.nullCount {
-			return invalidf("validity bitmap has %d nulls, the field node says %d", unset, node.nullCount)
-		}
-	}
-	if node.nullCount == 0 {
-		r.validity = nil
-	}
-	switch k := r.col.Type.Kind(); k {
-	case record.KindBoolean:
-		if int64(len(r.values)) < (n+7)/8 {
-			return invalidf("BOOLEAN values of %d bytes for %d records", len(r.values), n)
-		}
-	case record.KindString, record.KindBytes:
-		r.offsets = bufs[1]
-		return checkOffsets(r.offsets, n, len(r.values))
-	default:
-		if width := int64(fixedWidth(r.col.Type)); int64(len(r.values))/width < n {
-			return invalidf("%v values of %d bytes for %d records", r.col.Type, len(r.values), n)
+		if err := r.open(&cur, m.length, true); err != nil {
+			return fmt.Errorf("column %q: %w", r.name, err)
 		}
 	}
 	return nil
@@ -230,66 +188,6 @@ func checkOffsets(offsets []byte, n int64, dataBytes int) error {
 		return invalidf("last offset %d past the %d bytes of values", prev, dataBytes)
 	}
 	return nil
-}
-
-// set sets column c of the row being built to the value of record i.
-func (r *columnReader) set(e *record.RowEncoder, c, i int) {
-	if r.validity != nil && r.validity[i/8]&(1<<(i%8)) == 0 {
-		e.SetNull(c)
-		return
-	}
-	v := r.values
-	switch r.col.Type.Kind() {
-	case record.KindBoolean:
-		e.SetBool(c, v[i/8]&(1<<(i%8)) != 0)
-	case record.KindTinyInt:
-		e.SetInt64(c, int64(int8(v[i])))
-	case record.KindSmallInt:
-		e.SetInt64(c, int64(int16(binary.LittleEndian.Uint16(v[2*i:]))))
-	case record.KindInt, record.KindDate, record.KindTime:
-		e.SetInt64(c, int64(int32(binary.LittleEndian.Uint32(v[4*i:]))))
-	case record.KindBigInt:
-		e.SetInt64(c, int64(binary.LittleEndian.Uint64(v[8*i:])))
-	case record.KindFloat:
-		e.SetFloat32(c, math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:])))
-	case record.KindDouble:
-		e.SetFloat64(c, math.Float64frombits(binary.LittleEndian.Uint64(v[8*i:])))
-	case record.KindDecimal:
-		r.setDecimal(e, c, v[16*i:16*i+16])
-	case record.KindString:
-		e.SetStringBytes(c, r.varlen(i))
-	case record.KindBytes:
-		e.SetBytes(c, r.varlen(i))
-	case record.KindTimestamp, record.KindTimestampLTZ:
-		t := int64(binary.LittleEndian.Uint64(v[8*i:]))
-		if r.col.Type.Precision() <= record.MaxCompactTimestampPrecision {
-			millis, micros := floorDivMod(t, 1000)
-			e.SetTimestamp(c, millis, int32(micros*1000))
-		} else {
-			millis, nanos := floorDivMod(t, nanosPerMilli)
-			e.SetTimestamp(c, millis, int32(nanos))
-		}
-	}
-}
-
-// varlen is the STRING or BYTES value of record i.
-func (r *columnReader) varlen(i int) []byte {
-	start := binary.LittleEndian.Uint32(r.offsets[4*i:])
-	end := binary.LittleEndian.Uint32(r.offsets[4*i+4:])
-	return r.values[start:end]
-}
-
-// setDecimal sets a DECIMAL from a decimal128's 16 little-endian bytes.
-func (r *columnReader) setDecimal(e *record.RowEncoder, c int, le []byte) {
-	lo, hi := binary.LittleEndian.Uint64(le), binary.LittleEndian.Uint64(le[8:])
-	if int64(hi) == int64(lo)>>63 {
-		e.SetDecimal(c, int64(lo))
-		return
-	}
-	for k := range 16 {
-		r.scratch[k] = le[15-k]
-	}
-	e.SetDecimalBytes(c, r.scratch[:])
 }
 
 // floorDivMod returns the quotient rounded toward minus infinity and the

@@ -27,7 +27,11 @@
 // with the buffers of its Arrow layout: a validity bitmap (empty when the
 // column has no null in the batch), then for BOOLEAN a bitmap of values,
 // for fixed-width types the values, for STRING and BYTES int32 offsets and
-// the value bytes.
+// the value bytes, for a list or map int32 offsets into its child; a
+// nested column's children follow it, depth first (a map's child is its
+// entries struct, whose children are the key and the value). A null list
+// or map is empty; under a null struct every field has a value that is
+// not null (zero, empty).
 //
 // When compressed, every non-empty buffer is compressed on its own as
 // Arrow's BodyCompression says: an int64 uncompressed length, then the
@@ -60,11 +64,15 @@
 //	TIMESTAMP(p), p 7-9     timestamp[ns], no time zone
 //	TIMESTAMP_LTZ(p), p ≤ 6 timestamp[us, UTC]
 //	TIMESTAMP_LTZ(p), p 7-9 timestamp[ns, UTC]
+//	ARRAY<T>                list<element: T>
+//	MAP<K, V>               map<K, V> (entries<key: K, value: V>,
+//	                        keysSorted false: entries in written order)
+//	ROW<f1 T1, ..., fk Tk>  struct<f1: T1, ..., fk: Tk>
 //
-// A field is nullable as its column. ARRAY, MAP and ROW will map to list,
-// map and struct: the type mapping, shapeOf (nodes and buffers from the
-// Arrow type, recursively), columnBuilder and columnReader are where they
-// slot in as children; until then their kinds are ErrUnsupportedType.
+// A field is nullable as its column; a list's element, a map's value and
+// a struct's fields as the ARRAY, MAP or ROW type says, a map's key never.
+// Nested types map recursively, to any depth the row format allows
+// (record.MaxNestingDepth).
 //
 // # Limits
 //
@@ -86,8 +94,13 @@
 // message must be one RecordBatch whose counts of field nodes and buffers
 // are the schema's and whose lengths are the batch's record count, every
 // buffer must lie inside the body and be large enough for its column,
-// offsets must never decrease, validity bitmaps must agree with null
-// counts, and every value goes through a record.RowEncoder, the same
-// checks as record.ValidateRow (NOT NULL, UTF-8, decimal precision, DATE,
-// TIME and timestamp ranges, timestamp digits beyond the precision).
+// offsets must never decrease and a list's or map's must stay within its
+// child, validity bitmaps must agree with null counts, map entries are
+// never null, and every value goes through a record.RowEncoder (nested
+// ones through record's ArrayEncoder, MapEncoder and row value encoder),
+// the same checks as record.ValidateRow (NOT NULL at every depth, UTF-8,
+// decimal precision, DATE, TIME and timestamp ranges, timestamp digits
+// beyond the precision, map keys distinct and never null). Project cuts a
+// nested column as a whole: its field nodes and buffers and all its
+// children's.
 package arrowlog

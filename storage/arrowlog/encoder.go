@@ -1,7 +1,6 @@
 package arrowlog
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/floedb/floe/internal/pkgerr"
@@ -82,8 +81,8 @@ func NewEncoder(s record.Schema, opts Options) (*Encoder, error) {
 		raw: make([][]byte, 0, l.buffers),
 	}
 	for i, c := range e.schema.Columns {
-		e.columns[i] = newColumnBuilder(c)
-		if !c.Type.IsFixedWidth() {
+		e.columns[i] = newColumnBuilder(c.Name, c)
+		if needsCheck(c.Type) {
 			e.checked = append(e.checked, i)
 		}
 	}
@@ -113,12 +112,13 @@ func (e *Encoder) SizeEstimate() int {
 func (e *Encoder) Append(row []byte) error {
 	v := record.NewRowView(e.schema, row)
 	for _, i := range e.checked {
-		if err := e.columns[i].check(v, i); err != nil {
+		e.columns[i].resetPending()
+		if err := checkValue(&e.columns[i], v, i); err != nil {
 			return err
 		}
 	}
 	for i := range e.columns {
-		e.columns[i].append(v, i)
+		appendValue(&e.columns[i], v, i)
 	}
 	e.rows++
 	return nil
@@ -135,8 +135,7 @@ func (e *Encoder) Finish(dst []byte) ([]byte, error) {
 	m.length = int64(e.rows)
 	m.nodes, m.buffers, e.raw = m.nodes[:0], m.buffers[:0], e.raw[:0]
 	for i := range e.columns {
-		m.nodes = append(m.nodes, e.columns[i].node())
-		e.raw = e.columns[i].appendBuffers(e.raw)
+		m.nodes, e.raw = e.columns[i].appendBuffers(m.nodes, e.raw)
 	}
 	m.compressed = e.comp.comp != record.CompressionNone
 	if m.compressed {
@@ -173,150 +172,6 @@ func (e *Encoder) Reset() {
 		e.columns[i].reset()
 	}
 	e.rows = 0
-}
-
-// columnBuilder accumulates one column's Arrow buffers: a validity bitmap,
-// then the values (fixed-width, or boolean bits), and for STRING and BYTES
-// the int32 offsets between them, in the order of the type's Arrow layout.
-// A nested type would add children here, each a columnBuilder.
-type columnBuilder struct {
-	col      record.Column
-	validity []byte
-	nulls    int
-	length   int
-	values   []byte
-	offsets  []byte // STRING and BYTES only
-	scratch  []byte // a DECIMAL's big-endian bytes
-}
-
-func newColumnBuilder(c record.Column) columnBuilder {
-	b := columnBuilder{col: c}
-	b.reset()
-	return b
-}
-
-func (b *columnBuilder) reset() {
-	b.validity, b.values, b.nulls, b.length = b.validity[:0], b.values[:0], 0, 0
-	if b.isVarlen() {
-		b.offsets = append(b.offsets[:0], 0, 0, 0, 0)
-	}
-}
-
-func (b *columnBuilder) isVarlen() bool {
-	k := b.col.Type.Kind()
-	return k == record.KindString || k == record.KindBytes
-}
-
-func (b *columnBuilder) size() int { return len(b.validity) + len(b.values) + len(b.offsets) }
-
-func (b *columnBuilder) node() fieldNode {
-	return fieldNode{length: int64(b.length), nullCount: int64(b.nulls)}
-}
-
-// appendBuffers appends the column's buffers to bufs; the validity bitmap
-// is left empty when nothing is null, as Arrow allows.
-func (b *columnBuilder) appendBuffers(bufs [][]byte) [][]byte {
-	validity := b.validity
-	if b.nulls == 0 {
-		validity = nil
-	}
-	if b.isVarlen() {
-		return append(bufs, validity, b.offsets, b.values)
-	}
-	return append(bufs, validity, b.values)
-}
-
-// check reports what would make append fail for column i of v.
-func (b *columnBuilder) check(v record.RowView, i int) error {
-	if v.IsNull(i) {
-		return nil
-	}
-	switch b.col.Type.Kind() {
-	case record.KindString, record.KindBytes:
-		if len(b.values)+len(v.Bytes(i)) > math.MaxInt32 {
-			return fmt.Errorf("%w: column %q", ErrColumnTooLarge, b.col.Name)
-		}
-	case record.KindTimestamp, record.KindTimestampLTZ:
-		if b.col.Type.Precision() > record.MaxCompactTimestampPrecision {
-			if millis, nanos := v.Timestamp(i); !fitsNanos(millis, nanos) {
-				return &TimestampRangeError{Column: b.col.Name, Millis: millis, NanosOfMilli: nanos}
-			}
-		}
-	}
-	return nil
-}
-
-// append adds the value of column i of v, which check accepted.
-func (b *columnBuilder) append(v record.RowView, i int) {
-	null := v.IsNull(i)
-	b.validity = appendBit(b.validity, b.length, !null)
-	if null {
-		b.nulls++
-	}
-	b.values = b.appendValue(b.values, v, i, null)
-	b.length++
-}
-
-// appendValue appends the Arrow form of column i of v to values; a null
-// takes the place of a zero value.
-func (b *columnBuilder) appendValue(values []byte, v record.RowView, i int, null bool) []byte {
-	t := b.col.Type
-	switch t.Kind() {
-	case record.KindBoolean:
-		return appendBit(values, b.length, !null && v.Bool(i))
-	case record.KindString, record.KindBytes:
-		if !null {
-			values = append(values, v.Bytes(i)...)
-		}
-		b.offsets = appendUint32(b.offsets, uint32(len(values)))
-		return values
-	}
-	if null {
-		return append(values, zeros[:fixedWidth(t)]...)
-	}
-	switch t.Kind() {
-	case record.KindTinyInt:
-		return append(values, byte(v.Int64(i)))
-	case record.KindSmallInt:
-		return appendUint16(values, uint16(v.Int64(i)))
-	case record.KindInt, record.KindDate, record.KindTime:
-		return appendUint32(values, uint32(v.Int64(i)))
-	case record.KindBigInt:
-		return appendUint64(values, uint64(v.Int64(i)))
-	case record.KindFloat:
-		return appendUint32(values, math.Float32bits(v.Float32(i)))
-	case record.KindDouble:
-		return appendUint64(values, math.Float64bits(v.Float64(i)))
-	case record.KindDecimal:
-		return b.appendDecimal(values, v, i)
-	case record.KindTimestamp, record.KindTimestampLTZ:
-		millis, nanos := v.Timestamp(i)
-		if t.Precision() <= record.MaxCompactTimestampPrecision {
-			return appendUint64(values, uint64(millis*1000+int64(nanos/1000)))
-		}
-		ns, _ := nanosSinceEpoch(millis, nanos)
-		return appendUint64(values, uint64(ns))
-	}
-	panic("arrowlog: no encoding for " + t.String()) // newLayout refused the type
-}
-
-// appendDecimal appends a decimal128: the unscaled value as 16 bytes of
-// little-endian two's complement.
-func (b *columnBuilder) appendDecimal(values []byte, v record.RowView, i int) []byte {
-	if unscaled, ok := v.DecimalInt64(i); ok {
-		values = appendUint64(values, uint64(unscaled))
-		return appendUint64(values, uint64(unscaled>>63))
-	}
-	// Big-endian two's complement of 1 to 16 bytes, sign-extended.
-	b.scratch = v.AppendDecimalBytes(b.scratch[:0], i)
-	var le [16]byte
-	if len(b.scratch) > 0 && b.scratch[0]&0x80 != 0 {
-		le = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	}
-	for k, c := range b.scratch {
-		le[len(b.scratch)-1-k] = c
-	}
-	return append(values, le[:]...)
 }
 
 // zeros is the value of a null fixed-width slot.

@@ -22,7 +22,7 @@ func FuzzDecode(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	columns := []int{14, 9, 7, 0}
+	columns := []int{21, 14, 9, 17, 7, 0} // nested columns among them
 	sub := SubSchema(s, columns)
 	subDecoder, err := NewDecoderConfig(sub, DecoderConfig{MaxBodyBytes: 1 << 20})
 	if err != nil {

@@ -28,7 +28,39 @@ var allKinds = []record.Kind{
 	record.KindDate, record.KindTime, record.KindTimestamp, record.KindTimestampLTZ,
 }
 
-func genType(t *rapid.T, label string) record.DataType {
+// maxDepthGen is the deepest nesting of generated types.
+const maxDepthGen = 3
+
+// genType draws a type, nested to at most depth levels: an ARRAY, MAP or
+// ROW one time in four while depth allows.
+func genType(t *rapid.T, label string, depth int) record.DataType {
+	if depth > 0 && rapid.IntRange(0, 3).Draw(t, label+" nested") == 0 {
+		return genNestedType(t, label, depth)
+	}
+	return genFlatType(t, label)
+}
+
+func genNestedType(t *rapid.T, label string, depth int) record.DataType {
+	switch rapid.IntRange(0, 2).Draw(t, label+" nested kind") {
+	case 0:
+		return record.Array(genType(t, label+".element", depth-1), rapid.Bool().Draw(t, label+" element nullable"))
+	case 1:
+		return record.Map(genFlatType(t, label+".key"), genType(t, label+".value", depth-1),
+			rapid.Bool().Draw(t, label+" value nullable"))
+	default:
+		n := rapid.IntRange(1, 3).Draw(t, label+" fields")
+		fields := make([]record.Column, n)
+		for i := range fields {
+			name := "f" + strconv.Itoa(i)
+			fields[i] = record.Column{Name: name, Type: genType(t, label+"."+name, depth-1),
+				Nullable: rapid.Bool().Draw(t, label+" field nullable")}
+		}
+		return record.Row(fields)
+	}
+}
+
+// genFlatType draws a type that is not nested.
+func genFlatType(t *rapid.T, label string) record.DataType {
 	switch k := rapid.SampledFrom(allKinds).Draw(t, label+" kind"); k {
 	case record.KindBoolean:
 		return record.Boolean()
@@ -68,7 +100,7 @@ func genSchema(t *rapid.T) record.Schema {
 	for i := range n {
 		s.Columns = append(s.Columns, record.Column{
 			Name:     "c" + strconv.Itoa(i),
-			Type:     genType(t, "c"+strconv.Itoa(i)),
+			Type:     genType(t, "c"+strconv.Itoa(i), maxDepthGen),
 			Nullable: rapid.Bool().Draw(t, "nullable"),
 		})
 	}
@@ -89,51 +121,110 @@ func genValues(t *rapid.T, s record.Schema) []setter {
 }
 
 func genValue(t *rapid.T, c record.Column) setter {
+	v := drawValue(t, c)
+	return func(e *record.RowEncoder, i int) { v(rowSink{e, i}) }
+}
+
+// value gives one value to a sink: a column of a row, an element of an
+// array.
+type value func(s valueSink)
+
+// drawValue draws a value of column c (an element, a map's key or value,
+// a field): null one time in four if c is nullable.
+func drawValue(t *rapid.T, c record.Column) value {
 	if c.Nullable && rapid.IntRange(0, 3).Draw(t, "null") == 0 {
-		return func(e *record.RowEncoder, i int) { e.SetNull(i) }
+		return func(s valueSink) { s.setNull() }
 	}
 	switch c.Type.Kind() {
 	case record.KindBoolean:
 		v := rapid.Bool().Draw(t, "bool")
-		return func(e *record.RowEncoder, i int) { e.SetBool(i, v) }
+		return func(s valueSink) { s.setBool(v) }
 	case record.KindTinyInt:
-		return intSetter(rapid.Int8().Draw(t, "tinyint"))
+		return intValue(rapid.Int8().Draw(t, "tinyint"))
 	case record.KindSmallInt:
-		return intSetter(rapid.Int16().Draw(t, "smallint"))
+		return intValue(rapid.Int16().Draw(t, "smallint"))
 	case record.KindInt:
-		return intSetter(rapid.Int32().Draw(t, "int"))
+		return intValue(rapid.Int32().Draw(t, "int"))
 	case record.KindBigInt:
-		return intSetter(rapid.Int64().Draw(t, "bigint"))
+		return intValue(rapid.Int64().Draw(t, "bigint"))
 	case record.KindFloat:
 		v := rapid.OneOf(rapid.Float32(), rapid.SampledFrom([]float32{float32(math.NaN()), float32(math.Inf(-1)), 0})).Draw(t, "float")
-		return func(e *record.RowEncoder, i int) { e.SetFloat32(i, v) }
+		return func(s valueSink) { s.setFloat32(v) }
 	case record.KindDouble:
 		v := rapid.OneOf(rapid.Float64(), rapid.SampledFrom([]float64{math.NaN(), math.Inf(1), math.Copysign(0, -1)})).Draw(t, "double")
-		return func(e *record.RowEncoder, i int) { e.SetFloat64(i, v) }
+		return func(s valueSink) { s.setFloat64(v) }
 	case record.KindDecimal:
-		return decimalSetter(genDecimal(t, c.Type.Precision()))
+		v := twosComplement(genDecimal(t, c.Type.Precision()))
+		return func(s valueSink) { s.setDecimalBytes(v) }
 	case record.KindString:
 		v := rapid.OneOf(rapid.Just(""), rapid.String()).Draw(t, "string")
-		return func(e *record.RowEncoder, i int) { e.SetString(i, v) }
+		return func(s valueSink) { s.setString([]byte(v)) }
 	case record.KindBytes:
 		v := rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(t, "bytes")
-		return func(e *record.RowEncoder, i int) { e.SetBytes(i, v) }
+		return func(s valueSink) { s.setBytes(v) }
 	case record.KindDate:
-		return intSetter(rapid.Int64Range(minDateDays, maxDateDays).Draw(t, "date"))
+		return intValue(rapid.Int64Range(minDateDays, maxDateDays).Draw(t, "date"))
 	case record.KindTime:
-		return intSetter(rapid.Int64Range(0, millisPerDay-1).Draw(t, "time"))
+		return intValue(rapid.Int64Range(0, millisPerDay-1).Draw(t, "time"))
+	case record.KindArray, record.KindMap, record.KindRow:
+		v := drawNested(t, c.Type)
+		return func(s valueSink) { s.setNested(v) }
 	default:
 		millis, nanos := genTimestamp(t, c.Type.Precision())
-		return func(e *record.RowEncoder, i int) { e.SetTimestamp(i, millis, nanos) }
+		return func(s valueSink) { s.setTimestamp(millis, nanos) }
 	}
 }
 
-func intSetter[T int8 | int16 | int32 | int64](v T) setter {
-	return func(e *record.RowEncoder, i int) { e.SetInt64(i, int64(v)) }
+// drawNested draws an ARRAY, MAP or ROW value of type typ, encoded: up to
+// 4 elements or entries (map keys drawn again until distinct).
+func drawNested(t *rapid.T, typ record.DataType) []byte {
+	var encoded []byte
+	var err error
+	switch typ.Kind() {
+	case record.KindArray:
+		a, _ := record.NewArrayEncoder(typ.Elem().Type, typ.Elem().Nullable)
+		for range rapid.IntRange(0, 4).Draw(t, "elements") {
+			drawValue(t, typ.Elem())(arraySink{a})
+		}
+		encoded, err = a.Finish(nil)
+	case record.KindMap:
+		m, _ := record.NewMapEncoder(typ.MapKey().Type, typ.MapValue().Type, typ.MapValue().Nullable)
+		one, _ := record.NewArrayEncoder(typ.MapKey().Type, false)
+		seen := map[string]bool{}
+		for range rapid.IntRange(0, 4).Draw(t, "entries") {
+			key := drawValue(t, typ.MapKey())
+			key(arraySink{one})
+			b, _ := one.Finish(nil)
+			if seen[string(b)] {
+				continue
+			}
+			seen[string(b)] = true
+			key(arraySink{m.Keys()})
+			drawValue(t, typ.MapValue())(arraySink{m.Values()})
+		}
+		encoded, err = m.Finish(nil)
+	default:
+		e, _ := record.NewRowValueEncoder(typ.Fields())
+		for f, field := range typ.Fields() {
+			drawValue(t, field)(rowSink{e, f})
+		}
+		encoded, err = e.Finish(nil)
+	}
+	if err != nil {
+		t.Fatalf("encoding a generated %v: %v", typ, err)
+	}
+	return encoded
 }
 
-func decimalSetter(v *big.Int) setter {
-	return func(e *record.RowEncoder, i int) { e.SetDecimalBig(i, v) }
+func intValue[T int8 | int16 | int32 | int64](v T) value {
+	return func(s valueSink) { s.setInt64(int64(v)) }
+}
+
+// twosComplement is v as big-endian two's complement.
+func twosComplement(v *big.Int) []byte {
+	n := v.BitLen()/8 + 1
+	mod := new(big.Int).Lsh(big.NewInt(1), uint(8*n))
+	return new(big.Int).Mod(v, mod).FillBytes(make([]byte, n))
 }
 
 // genDecimal draws an unscaled value of at most p digits, often at the

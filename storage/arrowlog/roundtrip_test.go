@@ -154,13 +154,26 @@ func TestEncoderReuse(t *testing.T) {
 }
 
 // allKindsSchema has a column of every kind, NOT NULL and nullable, at
-// both storage forms of DECIMAL and timestamps.
+// both storage forms of DECIMAL and timestamps, then nested columns to
+// depth 3.
 func allKindsSchema() record.Schema {
 	types := []record.DataType{
 		record.Boolean(), record.TinyInt(), record.SmallInt(), record.Int(), record.BigInt(),
 		record.Float(), record.Double(), record.Decimal(12, 2), record.Decimal(38, 10),
 		record.String(), record.Bytes(), record.Date(), record.Time(),
 		record.Timestamp(3), record.Timestamp(9), record.TimestampLTZ(6), record.TimestampLTZ(7),
+		record.Array(record.String(), true),
+		record.Map(record.String(), record.BigInt(), true),
+		record.Row([]record.Column{
+			{Name: "a", Type: record.Int()},
+			{Name: "b", Type: record.Array(record.Timestamp(9), false), Nullable: true},
+			{Name: "c", Type: record.Decimal(38, 10), Nullable: true},
+		}),
+		record.Array(record.Array(record.Int(), false), true),
+		record.Map(record.Int(), record.Row([]record.Column{
+			{Name: "x", Type: record.String(), Nullable: true},
+			{Name: "y", Type: record.Map(record.String(), record.Double(), true)},
+		}), false),
 	}
 	var s record.Schema
 	for i, typ := range types {

@@ -39,11 +39,52 @@ func arrowType(t record.DataType) (arrow.DataType, error) {
 		return &arrow.TimestampType{Unit: timestampUnit(t)}, nil
 	case record.KindTimestampLTZ:
 		return &arrow.TimestampType{Unit: timestampUnit(t), TimeZone: "UTC"}, nil
+	case record.KindArray:
+		elem := t.Elem()
+		et, err := arrowType(elem.Type)
+		if err != nil {
+			return nil, err
+		}
+		return arrow.ListOfField(arrow.Field{Name: elementName, Type: et, Nullable: elem.Nullable}), nil
+	case record.KindMap:
+		key, value := t.MapKey(), t.MapValue()
+		kt, err := arrowType(key.Type)
+		if err != nil {
+			return nil, err
+		}
+		vt, err := arrowType(value.Type)
+		if err != nil {
+			return nil, err
+		}
+		// Entries keep the order they were written in: keysSorted false.
+		return arrow.MapOfFields(arrow.Field{Type: kt}, arrow.Field{Type: vt, Nullable: value.Nullable}), nil
+	case record.KindRow:
+		fields, err := arrowFields(t.Fields())
+		if err != nil {
+			return nil, err
+		}
+		return arrow.StructOf(fields...), nil
 	default:
-		// ARRAY, MAP and ROW become list, map and struct of their
-		// elements' types: a recursive case here and in shape.
 		return nil, fmt.Errorf("%w: %v has no Arrow mapping", ErrUnsupportedType, t)
 	}
+}
+
+// elementName is the name of the element field of the list an ARRAY
+// becomes, as record names an ARRAY's element.
+const elementName = "element"
+
+// arrowFields are the Arrow fields of columns (or of a ROW's fields):
+// named and nullable as they are.
+func arrowFields(columns []record.Column) ([]arrow.Field, error) {
+	fields := make([]arrow.Field, len(columns))
+	for i, c := range columns {
+		t, err := arrowType(c.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", c.Name, err)
+		}
+		fields[i] = arrow.Field{Name: c.Name, Type: t, Nullable: c.Nullable}
+	}
+	return fields, nil
 }
 
 // timestampUnit is microseconds up to precision 6, nanoseconds above.
@@ -59,13 +100,9 @@ func timestampUnit(t record.DataType) arrow.TimeUnit {
 // Arrow's IPC reader is given this schema (its schema message), which no
 // payload carries.
 func ArrowSchema(s record.Schema) (*arrow.Schema, error) {
-	fields := make([]arrow.Field, len(s.Columns))
-	for i, c := range s.Columns {
-		t, err := arrowType(c.Type)
-		if err != nil {
-			return nil, fmt.Errorf("column %q: %w", c.Name, err)
-		}
-		fields[i] = arrow.Field{Name: c.Name, Type: t, Nullable: c.Nullable}
+	fields, err := arrowFields(s.Columns)
+	if err != nil {
+		return nil, err
 	}
 	return arrow.NewSchema(fields, nil), nil
 }

@@ -1,7 +1,7 @@
 // Package clickstream generates a deterministic stream of web analytics
 // events: a 20-column log table with the mix of columns such tables have
 // (ids, a millisecond event time, low-cardinality strings, sparse amounts,
-// flags and a free-text search query). Benchmarks of the row and Arrow
+// flags, a nested column of tags and a free-text search query). Benchmarks of the row and Arrow
 // payloads use it, and so can `floe bench`: the same seed gives the same
 // rows on every machine.
 package clickstream
@@ -33,7 +33,7 @@ const (
 	ScrollDepth
 	IsNewUser
 	IsBot
-	ExperimentBucket
+	Tags // ARRAY<STRING NOT NULL>: the user's experiment bucket, then 0 to 2 labels
 	SearchQuery
 )
 
@@ -61,7 +61,7 @@ func Schema() record.Schema {
 		col("scroll_depth", record.SmallInt(), false),
 		col("is_new_user", record.Boolean(), false),
 		col("is_bot", record.Boolean(), false),
-		col("experiment_bucket", record.Int(), false),
+		col("tags", record.Array(record.String(), false), false),
 		col("search_query", record.String(), true),
 	}}
 }
@@ -75,7 +75,10 @@ var (
 	referrers  = []string{"https://www.google.com/", "https://www.bing.com/", "https://t.co/", "https://www.facebook.com/",
 		"https://news.ycombinator.com/", "https://duckduckgo.com/", "https://www.reddit.com/", "android-app://com.google.android.gm/"}
 	sections = []string{"/", "/products/", "/category/", "/cart", "/checkout", "/search", "/account", "/blog/"}
-	words    = []string{"red", "running", "shoes", "wireless", "headphones", "cheap", "laptop", "stand", "organic", "coffee",
+	labels   = []string{"returning", "promo", "newsletter", "mobile-app", "beta", "loyalty"}
+	buckets  = []string{"exp-0", "exp-1", "exp-2", "exp-3", "exp-4", "exp-5", "exp-6", "exp-7",
+		"exp-8", "exp-9", "exp-10", "exp-11", "exp-12", "exp-13", "exp-14", "exp-15"}
+	words = []string{"red", "running", "shoes", "wireless", "headphones", "cheap", "laptop", "stand", "organic", "coffee",
 		"beans", "gift", "for", "men", "women", "kids", "waterproof", "jacket", "usb", "c", "cable", "best", "2024", "sale"}
 )
 
@@ -85,6 +88,8 @@ type Generator struct {
 	rng      *rand.Rand
 	zipf     *rand.Zipf
 	enc      *record.RowEncoder
+	tags     *record.ArrayEncoder
+	tagBytes []byte
 	next     int64 // event id
 	millis   int64 // event time
 	users    map[int64]int64
@@ -102,7 +107,12 @@ func New(seed uint64) *Generator {
 	if err != nil {
 		panic("clickstream: " + err.Error()) // the schema is a constant
 	}
+	tags, err := record.NewArrayEncoder(record.String(), false)
+	if err != nil {
+		panic("clickstream: " + err.Error())
+	}
 	return &Generator{
+		tags:   tags,
 		rng:    rng,
 		zipf:   rand.NewZipf(rng, 1.1, 1, 999_999),
 		enc:    enc,
@@ -157,7 +167,15 @@ func (g *Generator) Row(dst []byte) []byte {
 	e.SetInt64(ScrollDepth, int64(r.IntN(101)))
 	e.SetBool(IsNewUser, r.IntN(10) == 0)
 	e.SetBool(IsBot, r.IntN(50) == 0)
-	e.SetInt64(ExperimentBucket, user%16)
+	g.tags.AppendString(buckets[user%int64(len(buckets))])
+	for n := r.IntN(3); n > 0; n-- {
+		g.tags.AppendString(labels[r.IntN(len(labels))])
+	}
+	var err error
+	if g.tagBytes, err = g.tags.Finish(g.tagBytes[:0]); err != nil {
+		panic("clickstream: " + err.Error()) // every tag is valid UTF-8
+	}
+	e.SetNested(Tags, g.tagBytes)
 	if kind == "search" {
 		g.text = g.text[:0]
 		for n := 1 + r.IntN(4); n > 0; n-- {
