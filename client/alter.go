@@ -70,6 +70,7 @@ func (t *Table) LogFormat() string { return t.settings().LogFormat }
 type logFormat struct {
 	schema record.Schema
 	arrow  arrowlog.Options
+	check  *arrowlog.RowChecker // nil: every valid row fits
 }
 
 // logFormat returns the log format new writers of the table use: nil for
@@ -83,7 +84,7 @@ func (t *Table) logFormat() (*logFormat, error) {
 	if err != nil {
 		return nil, pkgerr.Errorf("client", "table %s: %s: %w", t.qualifiedName(), tableprop.LogCompression, err)
 	}
-	f := &logFormat{schema: t.schema, arrow: arrowlog.Options{Compression: comp}}
+	f := &logFormat{schema: t.schema, arrow: arrowlog.Options{Compression: comp}, check: arrowlog.NewRowChecker(t.schema)}
 	if comp == record.CompressionZstd {
 		f.arrow.Level = v.LogCompressionLevel
 	}

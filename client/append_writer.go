@@ -83,7 +83,10 @@ func (t *Table) NewAppendWriter(opts AppendWriterOptions) (*AppendWriter, error)
 // Append adds a row, encoded in the table's schema (Table.NewRowEncoder),
 // and returns its future. The row is copied: the caller may reuse it. An
 // invalid row is refused with record.ValidateRow's error and nothing is
-// buffered. Append blocks while the writer's buffer is full, until ctx ends.
+// buffered; so is, in a table of the arrow log format, a TIMESTAMP of
+// precision 7 to 9 outside the years 1677 to 2262
+// (*arrowlog.TimestampRangeError). Append blocks while the writer's buffer
+// is full, until ctx ends.
 func (w *AppendWriter) Append(ctx context.Context, row []byte) (*AppendFuture, error) {
 	if err := record.ValidateRow(w.t.schema, row); err != nil {
 		return nil, err
@@ -105,8 +108,14 @@ func (w *AppendWriter) AppendJSON(ctx context.Context, object []byte) (*AppendFu
 	return w.appendValid(ctx, row)
 }
 
-// appendValid adds a valid row.
+// appendValid adds a valid row; a writer of Arrow batches first checks
+// that an Arrow payload holds it (arrowlog.RowChecker).
 func (w *AppendWriter) appendValid(ctx context.Context, row []byte) (*AppendFuture, error) {
+	if w.format != nil {
+		if err := w.format.check.Check(row); err != nil {
+			return nil, err
+		}
+	}
 	bucket, err := w.router.route(row, record.RecordSize(len(row)))
 	if err != nil {
 		return nil, err

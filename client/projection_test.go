@@ -2,11 +2,13 @@ package client
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/floedb/floe/internal/testkit/testcluster"
+	"github.com/floedb/floe/storage/arrowlog"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -135,5 +137,39 @@ func TestScannerColumns(t *testing.T) {
 	}
 	if _, err := tbl.NewLogScanner(LogScannerOptions{Columns: []string{"id", "id"}}); err == nil {
 		t.Fatal("a column asked for twice was taken")
+	}
+}
+
+// TestAppendRefusesWhatArrowCannotHold: in an arrow table a row with a
+// TIMESTAMP(9) Arrow's nanoseconds cannot hold is refused by Append alone,
+// and the rows around it are written; a row table takes it.
+func TestAppendRefusesWhatArrowCannotHold(t *testing.T) {
+	fc, c := startCluster(t)
+	for _, format := range []string{"arrow", "row"} {
+		_, err := fc.CreateTable(t.Context(), testcluster.TableSpec{Database: fc.db, Name: "ts_" + format,
+			Schema: "id BIGINT NOT NULL, at TIMESTAMP(9)", Buckets: 1, Replication: 1, Properties: map[string]string{"log.format": format}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := c.Table(t.Context(), fc.db, "ts_"+format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := newWriter(t, tbl, AppendWriterOptions{})
+		ctx := guardCtx(t)
+		for id, at := range []string{"2026-12-05T10:00:00.123456789", "2300-01-01T00:00:00", "2026-12-06T00:00:00"} {
+			_, err := w.AppendJSON(ctx, fmt.Appendf(nil, `{"id":%d,"at":%q}`, id, at))
+			var te *arrowlog.TimestampRangeError
+			if refused := errors.As(err, &te); refused != (format == "arrow" && id == 1) {
+				t.Fatalf("%s table, %s: %v", format, at, err)
+			}
+		}
+		if err := w.Flush(ctx); err != nil {
+			t.Fatalf("%s table: flush: %v", format, err)
+		}
+		want := map[string]int{"arrow": 2, "row": 3}[format]
+		if got := len(scanJSON(t, tbl, LogScannerOptions{}, want)); got != want {
+			t.Fatalf("%s table holds %d rows, want %d", format, got, want)
+		}
 	}
 }
