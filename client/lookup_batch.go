@@ -120,7 +120,7 @@ func (l *Lookuper) prefixLookupValid(ctx context.Context, bucketKey []byte) ([][
 		return nil, pkgerr.Errorf("client", "prefix lookup: %w", err)
 	}
 	for i, row := range resp.Rows {
-		if resp.Rows[i], err = l.t.readRow(ctx, row); err != nil {
+		if resp.Rows[i], err = l.t.readRow(ctx, resp.SchemaId, row); err != nil {
 			return nil, pkgerr.Errorf("client", "prefix lookup: bucket %d: row %d: %w", bucket, i, err)
 		}
 	}

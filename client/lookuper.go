@@ -207,7 +207,7 @@ func (l *Lookuper) lookupOnce(ctx context.Context, bucket int32, keys [][]byte) 
 		}
 		row := resp.Rows[off : off+int(n) : off+int(n)]
 		off += int(n)
-		row, err := l.t.readRow(ctx, row)
+		row, err := l.t.readRow(ctx, resp.SchemaId, row)
 		if err != nil {
 			return nil, pkgerr.Errorf("client", "lookup: bucket %d: row of key %d: %w", bucket, i, err)
 		}

@@ -149,7 +149,7 @@ func (s *RowScanner) unpack(ctx context.Context, resp *pb.ScanRowsResponse) ([][
 		}
 		row := resp.Rows[off : off+int(n) : off+int(n)]
 		off += int(n)
-		row, err := s.t.readRow(ctx, row)
+		row, err := s.t.readRow(ctx, resp.SchemaId, row)
 		if err != nil {
 			return nil, fmt.Errorf("row %d: %w", i, err)
 		}

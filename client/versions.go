@@ -3,7 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
-	"slices"
+	"math"
 
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
@@ -63,46 +63,29 @@ func (c *rowConverter) convert(ctx context.Context, t *Table, id int16, row []by
 	return out, nil
 }
 
-// readRow returns a row a server answered in the table's current schema
-// (a lookup's, a row scan's) as a row of the handle's schema, checked.
-// The server's current version may be newer than the handle's: the row's
-// version is told by its layout (record.RowVersion) among the versions
-// known, which a row of none of them makes the handle reload, a few times
-// at most.
-func (t *Table) readRow(ctx context.Context, row []byte) ([]byte, error) {
-	t.mu.RLock()
-	altered := len(t.versions) > 1
-	t.mu.RUnlock()
-	if err := record.ValidateRow(t.schema, row); err == nil && !altered {
+// readRow returns a row a server answered in schema version id (a
+// lookup's, a row scan's: the leader's current version, which the answer
+// names) as a row of the handle's schema, checked. A version the handle
+// does not know (an ALTER since it was made) makes it reload the table's
+// metadata, a few times at most (knownVersion). Id 0 comes from a server
+// of a build before ALTER TABLE, when a table had one version: the
+// handle's.
+func (t *Table) readRow(ctx context.Context, id int32, row []byte) ([]byte, error) {
+	if id == 0 || id == int32(t.schemaID) {
+		if err := record.ValidateRow(t.schema, row); err != nil {
+			return nil, err
+		}
 		return row, nil
 	}
-	for tries := 0; ; tries++ {
-		schemas := t.knownSchemas()
-		i, err := record.RowVersion(schemas, row)
-		if err == nil {
-			return record.ConvertRow(schemas[i], t.schema, row, nil)
-		}
-		if tries == maxSchemaRefreshes {
-			return nil, err
-		}
-		if err := t.Refresh(ctx); err != nil {
-			return nil, err
-		}
+	if id < math.MinInt16 || id > math.MaxInt16 {
+		return nil, fmt.Errorf("client: table %s: an answer in schema version %d, past any a table has", t.qualifiedName(), id)
 	}
-}
-
-// knownSchemas are the schema versions known, oldest first.
-func (t *Table) knownSchemas() []record.Schema {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	ids := make([]int, 0, len(t.versions))
-	for id := range t.versions {
-		ids = append(ids, int(id))
+	from, err := t.knownVersion(ctx, int16(id))
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(ids)
-	out := make([]record.Schema, len(ids))
-	for i, id := range ids {
-		out[i] = t.versions[int16(id)]
+	if err := record.ValidateRow(from, row); err != nil {
+		return nil, fmt.Errorf("client: table %s: a row of schema version %d: %w", t.qualifiedName(), id, err)
 	}
-	return out
+	return record.ConvertRow(from, t.schema, row, nil)
 }

@@ -49,7 +49,8 @@ func TestKVMovesEarlierLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		rows := map[string][]byte{}
-		applied, err := s.Export(func(key, row []byte) error {
+		applied, err := s.Export(func(key []byte, r kvstore.Row) error {
+			row := r.Data
 			if record.NewRowView(tbl.Schema(), row).Int64(0) == 0 {
 				enc, _ := record.NewRowEncoder(tbl.Schema())
 				enc.SetInt64(0, 0)
@@ -184,7 +185,7 @@ func TestKVDropTableDropsItsStores(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Export(func(key, row []byte) error { rows++; return nil }); err != nil {
+		if _, err := s.Export(func([]byte, kvstore.Row) error { rows++; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}

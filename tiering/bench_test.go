@@ -131,9 +131,9 @@ func BenchmarkKVSnapshot(b *testing.B) {
 				keys[i] = fmt.Appendf(nil, "key-%09d", i)
 				rows[i] = fmt.Appendf(nil, "%090d", i)
 			}
-			src := func(fn func(key, row []byte) error) (int64, error) {
+			src := func(fn func(key []byte, schemaID int16, row []byte) error) (int64, error) {
 				for i := range n {
-					if err := fn(keys[i], rows[i]); err != nil {
+					if err := fn(keys[i], 1, rows[i]); err != nil {
 						return 0, err
 					}
 				}
@@ -175,4 +175,4 @@ func BenchmarkKVSnapshot(b *testing.B) {
 
 type discard struct{}
 
-func (discard) Put(key, row []byte) error { return nil }
+func (discard) Put([]byte, int16, []byte) error { return nil }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -42,13 +43,22 @@ import (
 // snapshot stays complete on its own (restoring one reads its parts and
 // nothing else, and deleted rows need no tombstones).
 //
-// A part object: "FKVP", a format byte (1), the row count (uvarint), then
-// one zstd frame (with its checksum) of the rows, each a uvarint key
-// length, the key, a uvarint row length, the row.
+// A part object: "FKVP", a format byte, the row count (uvarint), then one
+// zstd frame (with its checksum) of the rows. Under format 2 each row is a
+// uvarint key length, the key, the row's schema id (a zigzag varint; -1,
+// kvstore.LegacySchemaID, for a row stored without one), a uvarint row
+// length, the row. Format 1, written by builds before rows said their
+// schema version, lacks the id: its rows restore as legacy rows (of the
+// table's first version, the only one those builds wrote). Parts of the
+// two formats hash differently, so a snapshot never reuses a format-1 part.
 
 const (
-	kvPartMagic       = "FKVP"
-	kvPartFormat      = 1
+	kvPartMagic = "FKVP"
+	// kvPartFormat is the format parts are written in; kvPartFormatV1
+	// parts are still read.
+	kvPartFormat      = 2
+	kvPartFormatV1    = 1
+	legacySchemaID    = -1 // kvstore.LegacySchemaID
 	kvPartBits        = 12
 	kvPartMaxRawBytes = 16 << 20
 	// kvManifestFormat is the version of the snapshot manifest encoding.
@@ -95,9 +105,10 @@ type KVSnapshotConfig struct {
 	TempDir string
 }
 
-// KVSource reads a store's rows in key order and returns the offset they
-// cover, all from one consistent view (kvstore.Store.Export).
-type KVSource func(fn func(key, row []byte) error) (appliedOffset int64, err error)
+// KVSource reads a store's rows in key order, each with its schema id, and
+// returns the offset they cover, all from one consistent view
+// (kvstore.Store.Export).
+type KVSource func(fn func(key []byte, schemaID int16, row []byte) error) (appliedOffset int64, err error)
 
 // KVSnapshotResult is a snapshot taken and stored, not yet committed.
 type KVSnapshotResult struct {
@@ -151,11 +162,11 @@ func TakeKVSnapshot(ctx context.Context, cfg KVSnapshotConfig, leaderEpoch int32
 			w.enc.Close()
 		}
 	}()
-	offset, err := src(func(key, row []byte) error {
+	offset, err := src(func(key []byte, schemaID int16, row []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return w.add(key, row)
+		return w.add(key, schemaID, row)
 	})
 	if err == nil {
 		err = w.cut()
@@ -219,9 +230,10 @@ type partSpool struct {
 
 var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
 
-func (w *partSpool) add(key, row []byte) error {
+func (w *partSpool) add(key []byte, schemaID int16, row []byte) error {
 	w.raw = binary.AppendUvarint(w.raw, uint64(len(key)))
 	w.raw = append(w.raw, key...)
+	w.raw = binary.AppendVarint(w.raw, int64(schemaID))
 	w.raw = binary.AppendUvarint(w.raw, uint64(len(row)))
 	w.raw = append(w.raw, row...)
 	w.rows++
@@ -274,9 +286,9 @@ func ReadKVManifest(ctx context.Context, store ObjectStore, key string) (*KVMani
 	return m, nil
 }
 
-// KVSink takes a snapshot's rows (kvstore.Loader).
+// KVSink takes a snapshot's rows, each with its schema id (kvstore.Loader).
 type KVSink interface {
-	Put(key, row []byte) error
+	Put(key []byte, schemaID int16, row []byte) error
 }
 
 // RestoreKVSnapshot reads every part of the snapshot at manifestKey, in
@@ -298,15 +310,16 @@ func RestoreKVSnapshot(ctx context.Context, store ObjectStore, manifestKey strin
 		if err != nil {
 			return nil, pkgerr.Errorf("tiering", "read KV snapshot part %s: %w", p.Key, err)
 		}
-		if raw, err = decodeKVPart(dec, obj, p, raw[:0]); err != nil {
+		var format byte
+		if raw, format, err = decodeKVPart(dec, obj, p, raw[:0]); err != nil {
 			return nil, err
 		}
 		for pos := 0; pos < len(raw); {
-			key, row, next, ok := nextKVRecord(raw, pos)
+			r, next, ok := nextKVRecord(raw, pos, format)
 			if !ok {
 				return nil, fmt.Errorf("%w: part %s: a row cut short at byte %d", ErrBadKVSnapshot, p.Key, pos)
 			}
-			if err := sink.Put(key, row); err != nil {
+			if err := sink.Put(r.key, r.schemaID, r.row); err != nil {
 				return nil, err
 			}
 			pos = next
@@ -316,40 +329,59 @@ func RestoreKVSnapshot(ctx context.Context, store ObjectStore, manifestKey strin
 }
 
 // decodeKVPart checks a part object against its manifest entry and the hash
-// in its key, and returns its rows' bytes.
-func decodeKVPart(dec *zstd.Decoder, obj []byte, p KVPart, dst []byte) ([]byte, error) {
-	if len(obj) < len(kvPartMagic)+2 || string(obj[:len(kvPartMagic)]) != kvPartMagic || obj[len(kvPartMagic)] != kvPartFormat {
-		return nil, fmt.Errorf("%w: part %s: bad header", ErrBadKVSnapshot, p.Key)
+// in its key, and returns its rows' bytes and its format.
+func decodeKVPart(dec *zstd.Decoder, obj []byte, p KVPart, dst []byte) ([]byte, byte, error) {
+	if len(obj) < len(kvPartMagic)+2 || string(obj[:len(kvPartMagic)]) != kvPartMagic {
+		return nil, 0, fmt.Errorf("%w: part %s: bad header", ErrBadKVSnapshot, p.Key)
+	}
+	format := obj[len(kvPartMagic)]
+	if format != kvPartFormat && format != kvPartFormatV1 {
+		return nil, 0, fmt.Errorf("%w: part %s: format %d", ErrBadKVSnapshot, p.Key, format)
 	}
 	rows, n := binary.Uvarint(obj[len(kvPartMagic)+1:])
 	if n <= 0 || int64(rows) != p.Rows {
-		return nil, fmt.Errorf("%w: part %s: %d rows, the manifest says %d", ErrBadKVSnapshot, p.Key, rows, p.Rows)
+		return nil, 0, fmt.Errorf("%w: part %s: %d rows, the manifest says %d", ErrBadKVSnapshot, p.Key, rows, p.Rows)
 	}
 	raw, err := dec.DecodeAll(obj[len(kvPartMagic)+1+n:], dst)
 	if err != nil {
-		return nil, fmt.Errorf("%w: part %s: %v", ErrBadKVSnapshot, p.Key, err)
+		return nil, 0, fmt.Errorf("%w: part %s: %v", ErrBadKVSnapshot, p.Key, err)
 	}
 	sum := sha256.Sum256(raw)
 	if !strings.HasSuffix(p.Key, "/"+hex.EncodeToString(sum[:])+".part") {
-		return nil, fmt.Errorf("%w: part %s: its rows hash to %x", ErrBadKVSnapshot, p.Key, sum)
+		return nil, 0, fmt.Errorf("%w: part %s: its rows hash to %x", ErrBadKVSnapshot, p.Key, sum)
 	}
-	return raw, nil
+	return raw, format, nil
 }
 
-// nextKVRecord reads the record at pos of a part's rows.
-func nextKVRecord(raw []byte, pos int) (key, row []byte, next int, ok bool) {
+// kvRecord is one row of a part.
+type kvRecord struct {
+	key, row []byte
+	schemaID int16
+}
+
+// nextKVRecord reads the record at pos of a part's rows in format.
+func nextKVRecord(raw []byte, pos int, format byte) (r kvRecord, next int, ok bool) {
 	kl, n := binary.Uvarint(raw[pos:])
 	if n <= 0 || uint64(len(raw)-pos-n) < kl {
-		return nil, nil, 0, false
+		return kvRecord{}, 0, false
 	}
 	pos += n
-	key, pos = raw[pos:pos+int(kl)], pos+int(kl)
+	r.key, pos = raw[pos:pos+int(kl)], pos+int(kl)
+	r.schemaID = legacySchemaID
+	if format != kvPartFormatV1 {
+		id, n := binary.Varint(raw[pos:])
+		if n <= 0 || id < math.MinInt16 || id > math.MaxInt16 {
+			return kvRecord{}, 0, false
+		}
+		r.schemaID, pos = int16(id), pos+n
+	}
 	rl, n := binary.Uvarint(raw[pos:])
 	if n <= 0 || uint64(len(raw)-pos-n) < rl {
-		return nil, nil, 0, false
+		return kvRecord{}, 0, false
 	}
 	pos += n
-	return key, raw[pos : pos+int(rl)], pos + int(rl), true
+	r.row = raw[pos : pos+int(rl)]
+	return r, pos + int(rl), true
 }
 
 // readAll reads a whole object of at most limit bytes.

@@ -1,13 +1,20 @@
 package tiering
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // memRows is a store's rows for snapshot tests: a KVSource over a map.
@@ -17,9 +24,9 @@ type memRows struct {
 }
 
 func (m *memRows) source() KVSource {
-	return func(fn func(key, row []byte) error) (int64, error) {
+	return func(fn func(key []byte, schemaID int16, row []byte) error) (int64, error) {
 		for _, k := range slices.Sorted(maps.Keys(m.rows)) {
-			if err := fn([]byte(k), []byte(m.rows[k])); err != nil {
+			if err := fn([]byte(k), testSchemaID(k), []byte(m.rows[k])); err != nil {
 				return 0, err
 			}
 		}
@@ -27,11 +34,20 @@ func (m *memRows) source() KVSource {
 	}
 }
 
+// testSchemaID is the schema id memRows gives the row of key: legacy
+// (-1) and versions 1 and 2 by turns.
+func testSchemaID(key string) int16 { return int16(len(key)%3) - 1 }
+
+// sinkRows is a KVSink into a map that checks each row's schema id is the
+// one memRows gave it.
 type sinkRows map[string]string
 
-func (s sinkRows) Put(key, row []byte) error {
+func (s sinkRows) Put(key []byte, schemaID int16, row []byte) error {
 	if _, dup := s[string(key)]; dup {
 		return fmt.Errorf("row %q twice", key)
+	}
+	if want := testSchemaID(string(key)); schemaID != want {
+		return fmt.Errorf("row %q restored with schema id %d, taken with %d", key, schemaID, want)
 	}
 	s[string(key)] = string(row)
 	return nil
@@ -140,4 +156,64 @@ func TestKVSnapshotEmptyStore(t *testing.T) {
 	if err != nil || m.Offset != 7 || len(m.Parts) != 0 {
 		t.Fatalf("restore: %+v, %v", m, err)
 	}
+}
+
+// TestKVSnapshotFormat1Parts: a snapshot whose parts an earlier build
+// wrote (format 1, rows without schema ids) restores every row as a legacy
+// row, and a part of a format this build does not know is refused.
+func TestKVSnapshotFormat1Parts(t *testing.T) {
+	cfg := snapConfig(t)
+	ctx := t.Context()
+	rows := map[string]string{"a": "row a", "b": "row b"}
+	var raw []byte
+	for _, k := range slices.Sorted(maps.Keys(rows)) {
+		raw = binary.AppendUvarint(raw, uint64(len(k)))
+		raw = append(raw, k...)
+		raw = binary.AppendUvarint(raw, uint64(len(rows[k])))
+		raw = append(raw, rows[k]...)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	put := func(format byte) string {
+		obj := binary.AppendUvarint(append([]byte(kvPartMagic), format), uint64(len(rows)))
+		obj = enc.EncodeAll(raw, obj)
+		sum := sha256.Sum256(raw)
+		// One folder per format: both parts' rows hash alike.
+		partKey := kvPartsPrefix(cfg.Root, cfg.TableID, cfg.Bucket, int32(format)) + hex.EncodeToString(sum[:]) + ".part"
+		m := KVManifest{Format: kvManifestFormat, TableID: cfg.TableID, Bucket: cfg.Bucket, Offset: 42, LeaderEpoch: 1,
+			Rows: int64(len(rows)), Parts: []KVPart{{Key: partKey, Rows: int64(len(rows)), RawBytes: int64(len(raw)), Bytes: int64(len(obj))}}}
+		data, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifestKey := kvManifestKey(cfg.Root, cfg.TableID, cfg.Bucket, 42, 1, fmt.Sprint(format))
+		for key, body := range map[string][]byte{partKey: obj, manifestKey: data} {
+			if err := cfg.Store.Put(ctx, key, bytes.NewReader(body), int64(len(body))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return manifestKey
+	}
+	got := legacyRows{}
+	m, err := RestoreKVSnapshot(ctx, cfg.Store, put(kvPartFormatV1), got)
+	if err != nil || m.Offset != 42 || !maps.Equal(map[string]string(got), rows) {
+		t.Fatalf("restore of format-1 parts: %v, %v; want %v", got, err, rows)
+	}
+	if _, err := RestoreKVSnapshot(ctx, cfg.Store, put(7), legacyRows{}); !errors.Is(err, ErrBadKVSnapshot) {
+		t.Fatalf("restore of a format-7 part: %v; want ErrBadKVSnapshot", err)
+	}
+}
+
+// legacyRows is a KVSink that takes legacy rows only.
+type legacyRows map[string]string
+
+func (s legacyRows) Put(key []byte, schemaID int16, row []byte) error {
+	if schemaID != legacySchemaID {
+		return fmt.Errorf("row %q restored with schema id %d, want the legacy %d", key, schemaID, legacySchemaID)
+	}
+	s[string(key)] = string(row)
+	return nil
 }

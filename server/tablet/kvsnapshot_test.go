@@ -20,9 +20,9 @@ import (
 
 // kvRows is a store's rows as a snapshot source, in key order.
 func kvRows(rows map[string]string, offset int64) tiering.KVSource {
-	return func(fn func(key, row []byte) error) (int64, error) {
+	return func(fn func(key []byte, schemaID int16, row []byte) error) (int64, error) {
 		for _, k := range slices.Sorted(maps.Keys(rows)) {
-			if err := fn([]byte(k), []byte(rows[k])); err != nil {
+			if err := fn([]byte(k), 1, []byte(rows[k])); err != nil {
 				return 0, err
 			}
 		}
@@ -32,7 +32,7 @@ func kvRows(rows map[string]string, offset int64) tiering.KVSource {
 
 type restoredRows map[string]string
 
-func (r restoredRows) Put(key, row []byte) error {
+func (r restoredRows) Put(key []byte, _ int16, row []byte) error {
 	r[string(key)] = string(row)
 	return nil
 }

@@ -20,6 +20,9 @@ type Change struct {
 	Row []byte
 	// Kind is Insert, UpdateBefore, UpdateAfter or Delete.
 	Kind record.ChangeType
+	// SchemaID is the schema version Row is written in: its changelog
+	// batch's. The store keeps it with the row.
+	SchemaID int16
 	// Offset is the record's log offset; Apply does not read it.
 	Offset int64
 }
@@ -28,7 +31,8 @@ type Change struct {
 // nextOffset, the log offset just after the last record of the batch, in one
 // Badger transaction: after a crash either all of it is there or none.
 //
-// Insert and UpdateAfter store Row under Key; Delete removes Key;
+// Insert and UpdateAfter store Row under Key, with its SchemaID (see the
+// package doc's value layout); Delete removes Key;
 // UpdateBefore is skipped (the UpdateAfter that follows it carries the new
 // row). Later entries for a key win over earlier ones.
 //
@@ -64,25 +68,28 @@ func (s *Store) Apply(entries []Change, nextOffset int64) error {
 	}
 	txn := s.db.bdb.NewTransaction(true)
 	defer txn.Discard()
-	// The transaction keeps the store keys until it commits: lay them out
-	// in one buffer rather than allocate each.
+	// The transaction keeps the store keys and values until it commits:
+	// lay them out in one buffer rather than allocate each.
 	n := 0
 	for _, c := range entries {
-		n += len(s.rowKeyPrefix) + len(c.Key)
+		n += len(s.rowKeyPrefix) + len(c.Key) + schemaIDBytes + len(c.Row)
 	}
-	keys := make([]byte, 0, n)
+	buf := make([]byte, 0, n)
 	for _, c := range entries {
 		if c.Kind == record.UpdateBefore {
 			continue
 		}
-		start := len(keys)
-		keys = s.appendRowKey(keys, c.Key)
-		key := keys[start:len(keys):len(keys)]
+		start := len(buf)
+		buf = s.appendRowKey(buf, c.Key)
+		key := buf[start:len(buf):len(buf)]
 		var err error
 		if c.Kind == record.Delete {
 			err = txn.Delete(key)
 		} else {
-			err = txn.Set(key, c.Row)
+			value := buf[len(buf):len(buf)]
+			e := rowEntry(key, c.SchemaID, c.Row, &value)
+			buf = buf[:len(buf)+len(value)]
+			err = txn.SetEntry(e)
 		}
 		if err != nil {
 			return wrapWriteErr(err)
@@ -121,12 +128,13 @@ func (s *Store) refreshCache(entries []Change) {
 		return
 	}
 	all := s.cacheWrites.Load()
-	var k []byte
+	var k, v []byte
 	for _, c := range entries {
 		k = cacheKey(k, s.cacheID, c.Key)
 		switch c.Kind {
 		case record.Insert, record.UpdateAfter:
-			s.cache.update(k, c.Row, all)
+			v = appendValue(v[:0], c.SchemaID, c.Row)
+			s.cache.update(k, v, all)
 		case record.Delete:
 			s.cache.remove(k)
 		}

@@ -57,7 +57,7 @@ func BenchmarkGetBatch(b *testing.B) {
 			keys[i] = benchKey(rng.IntN(benchKeys))
 		}
 		rows, err := s.GetBatch(keys)
-		if err != nil || rows[0] == nil {
+		if err != nil || rows[0].Data == nil {
 			b.Fatal(err)
 		}
 		n += len(keys)
@@ -83,11 +83,11 @@ func BenchmarkUpdate(b *testing.B) {
 					keys[i] = benchKey(rng.IntN(benchKeys))
 				}
 				rows, err := s.GetBatch(keys)
-				if err != nil || rows[0] == nil {
+				if err != nil || rows[0].Data == nil {
 					b.Fatal(err)
 				}
 				for i := range entries {
-					entries[i] = Change{Key: keys[i], Row: rows[(i+1)%len(rows)], Kind: record.UpdateAfter}
+					entries[i] = Change{Key: keys[i], Row: rows[(i+1)%len(rows)].Data, Kind: record.UpdateAfter}
 				}
 				next += int64(len(entries))
 				if err := s.Apply(entries, next); err != nil {

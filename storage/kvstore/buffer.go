@@ -2,7 +2,8 @@ package kvstore
 
 // Buffer is a leader's pre-write buffer: for every key written by changelog
 // records that are in the log but not yet applied to the Store, the row
-// they leave (nil for a delete) and the offset that covers it. The leader
+// they leave (nil Data for a delete) with its schema version, and the
+// offset that covers it. The leader
 // merges against it before the Store, so a write sees every earlier write
 // whether or not it has committed yet.
 //
@@ -14,7 +15,7 @@ type Buffer struct {
 }
 
 type bufferedRow struct {
-	row    []byte // nil: deleted
+	row    Row // nil Data: deleted
 	offset int64
 }
 
@@ -31,18 +32,18 @@ const bufferedOverhead = 96
 func NewBuffer() *Buffer { return &Buffer{rows: map[string]bufferedRow{}} }
 
 // Get returns the buffered state of key: ok false when the buffer knows
-// nothing of it (read the Store), else the row, nil when deleted.
-func (b *Buffer) Get(key []byte) (row []byte, ok bool) {
+// nothing of it (read the Store), else the row, nil Data when deleted.
+func (b *Buffer) Get(key []byte) (row Row, ok bool) {
 	e, ok := b.rows[string(key)]
 	return e.row, ok
 }
 
 // Put records that the changelog up to and including offset leaves row
-// (nil: absent) under key. Offsets must not decrease from one Put to the
+// (nil Data: absent) under key. Offsets must not decrease from one Put to the
 // next. Put keeps row: the caller must not change it afterwards.
-func (b *Buffer) Put(key, row []byte, offset int64) {
+func (b *Buffer) Put(key []byte, row Row, offset int64) {
 	k := string(key)
-	n := int64(len(key)+len(row)) + bufferedOverhead
+	n := int64(len(key)+len(row.Data)) + bufferedOverhead
 	b.rows[k] = bufferedRow{row: row, offset: offset}
 	b.queue = append(b.queue, bufferedKey{key: k, offset: offset, bytes: n})
 	b.bytes += n

@@ -9,19 +9,19 @@ import (
 
 func TestBufferEvictKeepsNewerWrites(t *testing.T) {
 	b := NewBuffer()
-	b.Put([]byte("a"), []byte("a1"), 10)
-	b.Put([]byte("b"), []byte("b1"), 11)
-	b.Put([]byte("a"), []byte("a2"), 12) // replaces a1
-	b.Put([]byte("c"), nil, 13)          // a delete
-	b.Evict(12)                          // the store holds offsets below 12
-	if row, ok := b.Get([]byte("a")); !ok || string(row) != "a2" {
-		t.Fatalf("a after evicting below 12: %q %v; want a2, kept", row, ok)
+	b.Put([]byte("a"), Row{Data: []byte("a1")}, 10)
+	b.Put([]byte("b"), Row{Data: []byte("b1")}, 11)
+	b.Put([]byte("a"), Row{Data: []byte("a2")}, 12) // replaces a1
+	b.Put([]byte("c"), Row{}, 13)                   // a delete
+	b.Evict(12)                                     // the store holds offsets below 12
+	if row, ok := b.Get([]byte("a")); !ok || string(row.Data) != "a2" {
+		t.Fatalf("a after evicting below 12: %q %v; want a2, kept", row.Data, ok)
 	}
 	if _, ok := b.Get([]byte("b")); ok {
 		t.Fatal("b was applied and should be gone")
 	}
-	if row, ok := b.Get([]byte("c")); !ok || row != nil {
-		t.Fatalf("c: %q %v; want a buffered delete", row, ok)
+	if row, ok := b.Get([]byte("c")); !ok || row.Data != nil {
+		t.Fatalf("c: %q %v; want a buffered delete", row.Data, ok)
 	}
 	if b.Bytes() <= 0 {
 		t.Fatalf("Bytes = %d with entries buffered", b.Bytes())
@@ -30,7 +30,7 @@ func TestBufferEvictKeepsNewerWrites(t *testing.T) {
 	if b.Len() != 0 || b.Bytes() != 0 {
 		t.Fatalf("%d keys, %d bytes left after evicting everything", b.Len(), b.Bytes())
 	}
-	b.Put([]byte("d"), []byte("d"), 20)
+	b.Put([]byte("d"), Row{Data: []byte("d")}, 20)
 	b.Reset()
 	if _, ok := b.Get([]byte("d")); ok || b.Len() != 0 {
 		t.Fatal("Reset left entries")

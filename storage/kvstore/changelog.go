@@ -7,7 +7,8 @@ import (
 )
 
 // AppendChanges decodes the changelog records of batch b at offsets from
-// onwards into Changes appended to dst, keyed by keys. Control batches and
+// onwards into Changes appended to dst, keyed by keys (those of the batch's
+// schema version), each with the batch's schema id. Control batches and
 // UpdateBefore records add nothing. Row and Key of the Changes alias the
 // batch (or, for a compressed batch, a buffer of its own): they stay valid
 // as long as the batch's bytes do.
@@ -36,7 +37,7 @@ func AppendChanges(dst []Change, b record.Batch, codec *record.Codec, keys *Keys
 		if err != nil {
 			return dst, fmt.Errorf("%w: record at offset %d: %v", ErrCorrupt, rec.Offset, err)
 		}
-		dst = append(dst, Change{Key: key, Row: rec.Data, Kind: rec.Change, Offset: rec.Offset})
+		dst = append(dst, Change{Key: key, Row: rec.Data, Kind: rec.Change, SchemaID: b.SchemaID(), Offset: rec.Offset})
 	}
 	if err := it.Err(); err != nil {
 		return dst, fmt.Errorf("%w: batch at offset %d: %v", ErrCorrupt, b.BaseOffset(), err)

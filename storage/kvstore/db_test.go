@@ -21,7 +21,8 @@ import (
 func storeRows(t fataler, s *Store) (map[string]string, int64) {
 	t.Helper()
 	rows := map[string]string{}
-	off, err := s.Export(func(key, row []byte) error {
+	off, err := s.Export(func(key []byte, r Row) error {
+		row := r.Data
 		rows[string(key)] = string(row)
 		return nil
 	})
@@ -199,7 +200,8 @@ func TestDBDropManyLeavesTheRest(t *testing.T) {
 		}
 		s := db.open[id]
 		var got [][]byte
-		if err := s.PrefixScan([]byte("pk"), func(key, row []byte) error {
+		if err := s.PrefixScan([]byte("pk"), func(key []byte, r Row) error {
+			row := r.Data
 			got = append(got, slices.Clone(row))
 			return nil
 		}); err != nil {

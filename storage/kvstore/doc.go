@@ -21,9 +21,29 @@
 // store's prefix starts another's). After it, one byte says what the key
 // holds:
 //
-//	prefix | 'r' | primary key bytes   the current row of that key (record row format)
+//	prefix | 'r' | primary key bytes   the current row of that key (value below)
 //	prefix | 'm' | name                metadata; today only "applied_offset", an
 //	                                   8-byte big-endian int64
+//
+// # Row values
+//
+// A table's rows change layout with ALTER TABLE ADD COLUMN, which does not
+// rewrite them, so every stored row says its schema version. A row entry
+// whose Badger UserMeta has bit 0 set (versionedRow) holds
+//
+//	schema id (int16, 2 bytes big-endian, the changelog batch's) | row (record row format)
+//
+// and a row entry without it holds the row alone: a legacy row, written by
+// a build before ALTER TABLE, when a table had one schema version, so it
+// is of the table's first version; reads give it LegacySchemaID, which the
+// caller reads as that version. Nothing rewrites legacy rows: the next
+// write of their key replaces them with versioned ones. The flag lives in
+// the key's entry in the LSM, not in the value log, so telling the two
+// kinds apart costs no read, and a row is never told by its layout.
+//
+// Every read hands out rows with their schema ids ([Row], [Packed],
+// [Page]); the caller brings them to the version it answers in. The row
+// cache keeps each row in the versioned form whatever its entry's kind.
 //
 // The applied offset is the log offset just after the last changelog record
 // written to the store. It is written in the same Badger transaction as the
@@ -35,7 +55,7 @@
 //
 // Earlier builds kept one Badger database per replica in the replica's
 // folder, its keys without the store prefix; [Store.ImportLegacy] moves
-// such a store into the node's database.
+// such a store into the node's database, its rows as legacy rows.
 //
 // # Merge engines
 //

@@ -1,6 +1,8 @@
 package kvstore
 
 import (
+	"slices"
+
 	"github.com/dgraph-io/badger/v4"
 	"github.com/floedb/floe/internal/pkgerr"
 )
@@ -28,9 +30,15 @@ func (s *Store) NewLoader() (*Loader, error) {
 	return &Loader{s: s, wb: s.db.bdb.NewWriteBatch()}, nil
 }
 
-// Put adds a row under its primary key.
-func (l *Loader) Put(key, row []byte) error {
-	if err := l.wb.Set(l.s.appendRowKey(nil, key), append([]byte(nil), row...)); err != nil {
+// Put adds a row of schema version schemaID under its primary key; a
+// LegacySchemaID row is stored as earlier builds stored it, without an id.
+func (l *Loader) Put(key []byte, schemaID int16, row []byte) error {
+	var value []byte // rowEntry's copy of a versioned row
+	e := rowEntry(l.s.appendRowKey(nil, key), schemaID, row, &value)
+	if schemaID == LegacySchemaID {
+		e.Value = slices.Clone(row)
+	}
+	if err := l.wb.SetEntry(e); err != nil {
 		return pkgerr.Errorf("kvstore", "load %s: %w", l.s.id, err)
 	}
 	l.rows++

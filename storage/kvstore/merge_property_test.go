@@ -111,7 +111,8 @@ func TestChangelogReplayEqualsState(t *testing.T) {
 			}
 		}
 		stored := map[string][]byte{}
-		if err := s.PrefixScan(nil, func(key, row []byte) error {
+		if err := s.PrefixScan(nil, func(key []byte, r Row) error {
+			row := r.Data
 			stored[string(key)] = slices.Clone(row)
 			return nil
 		}); err != nil {

@@ -9,38 +9,49 @@ import (
 	"github.com/floedb/floe/internal/pkgerr"
 )
 
-// Get returns a copy of the row stored under the primary key key, and
-// whether there is one.
-func (s *Store) Get(key []byte) (row []byte, ok bool, err error) {
-	data, sizes, err := s.GetPacked([][]byte{key})
-	if err != nil || sizes[0] == 0 {
-		return nil, false, err
+// Get returns a copy of the row stored under the primary key key, with its
+// schema id, and whether there is one.
+func (s *Store) Get(key []byte) (row Row, ok bool, err error) {
+	p, err := s.GetPacked([][]byte{key})
+	if err != nil || p.Sizes[0] == 0 {
+		return Row{}, false, err
 	}
-	return data, true, nil
+	return Row{SchemaID: p.SchemaIDs[0], Data: p.Data}, true, nil
 }
 
-// GetBatch returns copies of the rows of keys, in order, from one
-// consistent view; a missing key gives nil. The rows share one buffer.
-func (s *Store) GetBatch(keys [][]byte) ([][]byte, error) {
-	data, sizes, err := s.GetPacked(keys)
+// GetBatch returns copies of the rows of keys, with their schema ids, in
+// order, from one consistent view; a missing key gives a Row with nil
+// Data. The rows share one buffer.
+func (s *Store) GetBatch(keys [][]byte) ([]Row, error) {
+	p, err := s.GetPacked(keys)
 	if err != nil {
 		return nil, err
 	}
-	rows := make([][]byte, len(keys))
+	rows := make([]Row, len(keys))
 	off := 0
-	for i, n := range sizes {
+	for i, n := range p.Sizes {
 		if n > 0 {
-			rows[i] = data[off : off+int(n) : off+int(n)]
+			rows[i] = Row{SchemaID: p.SchemaIDs[i], Data: p.Data[off : off+int(n) : off+int(n)]}
 			off += int(n)
 		}
 	}
 	return rows, nil
 }
 
+// Packed is rows laid end to end, as GetPacked and AppendPacked answer.
+type Packed struct {
+	// Data holds the rows end to end.
+	Data []byte
+	// Sizes[i] is the size of key i's row, 0 when it is absent (stored
+	// rows are never empty).
+	Sizes []uint32
+	// SchemaIDs[i] is the schema version key i's row is written in.
+	SchemaIDs []int16
+}
+
 // GetPacked returns the rows of keys, in order, from one consistent view,
-// laid end to end in data; sizes[i] is the size of key i's row, 0 when it
-// is absent (stored rows are never empty).
-func (s *Store) GetPacked(keys [][]byte) (data []byte, sizes []uint32, err error) {
+// laid end to end.
+func (s *Store) GetPacked(keys [][]byte) (Packed, error) {
 	return s.AppendPacked(nil, keys, 0)
 }
 
@@ -53,15 +64,16 @@ const maxPresizeBytes = 4 << 20
 // ahead at most once, by at most maxPresizeBytes. Rows come from the row
 // cache, else from one Badger view, which a read the cache answers whole
 // never opens. maxBytes > 0 bounds the bytes appended: a read that would
-// pass it stops and fails with ErrAnswerTooLarge.
-func (s *Store) AppendPacked(dst []byte, keys [][]byte, maxBytes int) (data []byte, sizes []uint32, err error) {
+// pass it stops and fails with ErrAnswerTooLarge. On an error, Data is dst.
+func (s *Store) AppendPacked(dst []byte, keys [][]byte, maxBytes int) (Packed, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return dst, nil, ErrClosed
+		return Packed{Data: dst}, ErrClosed
 	}
-	data = dst
-	sizes = make([]uint32, len(keys))
+	data := dst
+	sizes := make([]uint32, len(keys))
+	ids := make([]int16, len(keys))
 	commits := s.commits.Load() // before any read: see fill
 	var batch *cacheBatch
 	if s.cache != nil {
@@ -89,13 +101,19 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte, maxBytes int) (data []by
 		return nil
 	}
 	bk := make([]byte, 0, 64)
+	var value []byte // a row read from Badger in the cache's form
 	read := func(txn *badger.Txn) error {
 		for i, key := range keys {
 			start := len(data)
 			var ck []byte
 			if batch != nil {
 				if sp := batch.spans[i]; sp.n > 0 {
-					data = append(data, batch.rows[sp.at:sp.at+int(sp.n)]...)
+					id, row, err := splitValue(batch.rows[sp.at : sp.at+int(sp.n)])
+					if err != nil {
+						return err
+					}
+					ids[i] = id
+					data = append(data, row...)
 					if err := found(i, start); err != nil {
 						return err
 					}
@@ -111,8 +129,9 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte, maxBytes int) (data []by
 			if err != nil {
 				return pkgerr.Errorf("kvstore", "get: %w", err)
 			}
-			if err := item.Value(func(v []byte) error {
-				data = append(data, v...)
+			if err := itemRow(item, func(id int16, row []byte) error {
+				ids[i] = id
+				data = append(data, row...)
 				return nil
 			}); err != nil {
 				return pkgerr.Errorf("kvstore", "get: %w", err)
@@ -120,19 +139,23 @@ func (s *Store) AppendPacked(dst []byte, keys [][]byte, maxBytes int) (data []by
 			if err := found(i, start); err != nil {
 				return err
 			}
-			s.fill(ck, data[start:], commits)
+			if ck != nil {
+				value = appendValue(value[:0], ids[i], data[start:])
+				s.fill(ck, value, commits)
+			}
 		}
 		return nil
 	}
+	var err error
 	if batch != nil && batch.hits == len(keys) {
 		err = read(nil) // the cache had every row: no view, no read timestamp
 	} else {
 		err = s.db.bdb.View(read)
 	}
 	if err != nil {
-		return dst, nil, err
+		return Packed{Data: dst}, err
 	}
-	return data, sizes, nil
+	return Packed{Data: data, Sizes: sizes, SchemaIDs: ids}, nil
 }
 
 // cacheLookup reads the cached rows of keys in one batch; the caller
@@ -153,27 +176,28 @@ func (s *Store) cacheLookup(keys [][]byte) *cacheBatch {
 	return b
 }
 
-// fill caches row under cache key ck (nil: no cache) unless an Apply
+// fill caches value (a row in the cache's form: see appendValue) under
+// cache key ck (nil: no cache) unless an Apply
 // committed since commits was read, before the read began: the row might
 // then be older than the store. Apply counts its commit before it
 // invalidates, and both that check and the invalidation run under the
 // cache shard's lock, so a stale row is either never cached or
 // invalidated after it was.
-func (s *Store) fill(ck, row []byte, commits uint64) {
-	if s.cache == nil {
+func (s *Store) fill(ck, value []byte, commits uint64) {
+	if s.cache == nil || ck == nil {
 		return
 	}
 	if !s.filled.Load() {
 		s.filled.Store(true) // before put's check of commits: see refreshCache
 	}
-	s.cache.put(ck, row, func() bool { return s.commits.Load() == commits })
+	s.cache.put(ck, value, func() bool { return s.commits.Load() == commits })
 }
 
 // PrefixScan calls fn for every stored row whose primary key starts with
-// prefix, in key byte order, from one consistent view. key and row are only
-// valid during the call: fn must copy what it keeps. An error from fn stops
+// prefix, in key byte order, from one consistent view. key and row.Data
+// are only valid during the call: fn must copy what it keeps. An error from fn stops
 // the scan and is returned as is.
-func (s *Store) PrefixScan(prefix []byte, fn func(key, row []byte) error) error {
+func (s *Store) PrefixScan(prefix []byte, fn func(key []byte, row Row) error) error {
 	return s.view(func(txn *badger.Txn) error { return s.scan(txn, prefix, fn) })
 }
 
@@ -181,9 +205,10 @@ func (s *Store) PrefixScan(prefix []byte, fn func(key, row []byte) error) error 
 // consistent view, and returns the applied offset of that view: the rows
 // are the bucket's state just below it, and replaying the log from there
 // gives the rest. It reads this store's keys alone, whatever else the DB
-// holds (what a KV snapshot copies). key and row are only valid during
-// the call.
-func (s *Store) Export(fn func(key, row []byte) error) (appliedOffset int64, err error) {
+// holds (what a KV snapshot copies), each row with its schema id
+// (LegacySchemaID for one stored without). key and row.Data are only
+// valid during the call.
+func (s *Store) Export(fn func(key []byte, row Row) error) (appliedOffset int64, err error) {
 	err = s.view(func(txn *badger.Txn) error {
 		if appliedOffset, err = readAppliedOffset(txn, s.appliedKey); err != nil {
 			return err
@@ -193,7 +218,7 @@ func (s *Store) Export(fn func(key, row []byte) error) (appliedOffset int64, err
 	return appliedOffset, err
 }
 
-func (s *Store) scan(txn *badger.Txn, prefix []byte, fn func(key, row []byte) error) error {
+func (s *Store) scan(txn *badger.Txn, prefix []byte, fn func(key []byte, row Row) error) error {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = s.appendRowKey(nil, prefix)
 	opts.PrefetchValues = false
@@ -203,8 +228,8 @@ func (s *Store) scan(txn *badger.Txn, prefix []byte, fn func(key, row []byte) er
 		item := it.Item()
 		key := item.Key()[len(s.rowKeyPrefix):]
 		var fnErr error
-		if err := item.Value(func(row []byte) error {
-			fnErr = fn(key, row)
+		if err := itemRow(item, func(id int16, row []byte) error {
+			fnErr = fn(key, Row{SchemaID: id, Data: row})
 			return nil
 		}); err != nil {
 			return pkgerr.Errorf("kvstore", "scan: %w", err)

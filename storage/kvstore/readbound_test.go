@@ -24,7 +24,8 @@ func TestAppendPackedBounds(t *testing.T) {
 	for i := range 4095 {
 		keys = append(keys, fmt.Appendf(nil, "missing%d", i))
 	}
-	data, sizes, err := s.AppendPacked(nil, keys, 0)
+	p, err := s.AppendPacked(nil, keys, 0)
+	data, sizes := p.Data, p.Sizes
 	if err != nil || len(data) != len(big) || sizes[0] != uint32(len(big)) {
 		t.Fatalf("AppendPacked: %d bytes, sizes[0] %d, %v", len(data), sizes[0], err)
 	}
@@ -33,10 +34,10 @@ func TestAppendPackedBounds(t *testing.T) {
 	}
 
 	both := [][]byte{[]byte("k0"), []byte("k1")}
-	if _, _, err := s.AppendPacked(nil, both, len(big)+1); !errors.Is(err, ErrAnswerTooLarge) {
+	if _, err := s.AppendPacked(nil, both, len(big)+1); !errors.Is(err, ErrAnswerTooLarge) {
 		t.Fatalf("two rows over the bound: %v, want ErrAnswerTooLarge", err)
 	}
-	if data, _, err := s.AppendPacked(nil, both, 2*len(big)); err != nil || len(data) != 2*len(big) {
+	if p, err := s.AppendPacked(nil, both, 2*len(big)); err != nil || len(p.Data) != 2*len(big) {
 		t.Fatalf("two rows within the bound: %d bytes, %v", len(data), err)
 	}
 }

@@ -44,7 +44,7 @@ func TestRowCacheFollowsApply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return string(row)
+		return string(row.Data)
 	}
 	apply(1, record.Insert, "v1")
 	if got := get(); got != "v1" {
@@ -67,7 +67,7 @@ func TestRowCacheFollowsApply(t *testing.T) {
 	// Another store on the same cache never sees these keys.
 	other := openCached(t, c)
 	if row, ok, _ := other.Get([]byte("k")); ok {
-		t.Fatalf("another store read %q through the shared cache", row)
+		t.Fatalf("another store read %q through the shared cache", row.Data)
 	}
 }
 
@@ -131,7 +131,7 @@ func raceReadsWithApply(t *testing.T, s *Store, writes int64) {
 					return
 				}
 				if ok {
-					if v := int64(binary.BigEndian.Uint64(row)); v < applied {
+					if v := int64(binary.BigEndian.Uint64(row.Data)); v < applied {
 						msg := fmt.Sprintf("read value %d after the store applied %d", v, applied)
 						stale.CompareAndSwap(nil, &msg)
 						return
@@ -195,7 +195,14 @@ func TestRowCacheCachesWritesOnlyWhenAsked(t *testing.T) {
 	c := NewRowCache(1 << 20)
 	s := openCached(t, c)
 	cached := func(key string) (string, bool) {
-		row, ok := c.appendRow(nil, cacheKey(nil, s.cacheID, []byte(key)))
+		v, ok := c.appendRow(nil, cacheKey(nil, s.cacheID, []byte(key)))
+		if !ok {
+			return "", false
+		}
+		id, row, err := splitValue(v)
+		if err != nil || id != 0 {
+			t.Fatalf("cached value %q of key %q: schema id %d, %v", v, key, id, err)
+		}
 		return string(row), ok
 	}
 	if err := s.Apply([]Change{{Key: []byte("a"), Row: []byte("a1"), Kind: record.Insert}}, 1); err != nil {
@@ -234,8 +241,8 @@ func TestRowCacheCachesWritesOnlyWhenAsked(t *testing.T) {
 			t.Fatalf("cache still holds %q=%q after a delete or a row too large to cache", key, got)
 		}
 	}
-	if row, ok, err := s.Get([]byte("b")); err != nil || !ok || len(row) != len(big) {
-		t.Fatalf("read of b after its uncacheable write: %d bytes, %v, %v", len(row), ok, err)
+	if row, ok, err := s.Get([]byte("b")); err != nil || !ok || len(row.Data) != len(big) {
+		t.Fatalf("read of b after its uncacheable write: %d bytes, %v, %v", len(row.Data), ok, err)
 	}
 	s.CacheWrites(false)
 	if err := s.Apply([]Change{{Key: []byte("c"), Row: []byte("c1"), Kind: record.Insert}}, 4); err != nil {
@@ -328,8 +335,8 @@ func TestGetBatchMixesCacheAndStore(t *testing.T) {
 			if i < 200 && i != 7 {
 				want = string(entries[i].Row)
 			}
-			if string(rows[j]) != want || (rows[j] == nil) != (want == "") {
-				t.Fatalf("round %d key %s: %q, want %q", round, k, rows[j], want)
+			if string(rows[j].Data) != want || (rows[j].Data == nil) != (want == "") {
+				t.Fatalf("round %d key %s: %q, want %q", round, k, rows[j].Data, want)
 			}
 		}
 	}
@@ -343,8 +350,8 @@ func TestRowCacheClosedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // the first read fills the cache, the second hits it
-		if row, ok, err := s.Get([]byte("k")); err != nil || !ok || string(row) != "v" {
-			t.Fatalf("Get = %q %v %v", row, ok, err)
+		if row, ok, err := s.Get([]byte("k")); err != nil || !ok || string(row.Data) != "v" {
+			t.Fatalf("Get = %q %v %v", row.Data, ok, err)
 		}
 	}
 	s.Close()

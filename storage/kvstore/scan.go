@@ -18,6 +18,8 @@ type Page struct {
 	// size of each.
 	Rows  []byte
 	Sizes []uint32
+	// SchemaIDs holds the schema version of each row.
+	SchemaIDs []int16
 	// LastKey is a copy of the store key of the page's last row: the next
 	// page starts after it. Nil for an empty page.
 	LastKey []byte
@@ -86,8 +88,9 @@ func (s *Store) fillPage(txn *badger.Txn, p *Page, after []byte, maxRows, maxByt
 		}
 		item := it.Item()
 		before := len(p.Rows)
-		if err := item.Value(func(row []byte) error {
+		if err := itemRow(item, func(id int16, row []byte) error {
 			p.Rows = append(p.Rows, row...)
+			p.SchemaIDs = append(p.SchemaIDs, id)
 			return nil
 		}); err != nil {
 			return nil, pkgerr.Errorf("kvstore", "scan page: %w", err)

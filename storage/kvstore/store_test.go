@@ -79,8 +79,8 @@ func TestApplyRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			w, wok := want[key]
-			if ok != wok || string(row) != w {
-				t.Fatalf("Get(%q) = %q, %v; want %q, %v", key, row, ok, w, wok)
+			if ok != wok || string(row.Data) != w {
+				t.Fatalf("Get(%q) = %q, %v; want %q, %v", key, row.Data, ok, w, wok)
 			}
 		})
 	}
@@ -91,8 +91,8 @@ func TestApplyRoundTrip(t *testing.T) {
 	}
 	wantRows := []string{"row b1", "", "row a2 v2", ""}
 	for i, r := range rows {
-		if string(r) != wantRows[i] || (wantRows[i] == "") != (r == nil) {
-			t.Errorf("GetBatch[%d] = %q, want %q", i, r, wantRows[i])
+		if string(r.Data) != wantRows[i] || (wantRows[i] == "") != (r.Data == nil) {
+			t.Errorf("GetBatch[%d] = %q, want %q", i, r.Data, wantRows[i])
 		}
 	}
 
@@ -108,7 +108,8 @@ func TestApplyRoundTrip(t *testing.T) {
 	for _, sc := range scans {
 		t.Run("PrefixScan "+sc.prefix, func(t *testing.T) {
 			var got []string
-			err := s.PrefixScan([]byte(sc.prefix), func(key, row []byte) error {
+			err := s.PrefixScan([]byte(sc.prefix), func(key []byte, r Row) error {
+				row := r.Data
 				got = append(got, string(key)+"="+string(row))
 				return nil
 			})
@@ -123,12 +124,12 @@ func TestApplyRoundTrip(t *testing.T) {
 
 	stop := errors.New("stop")
 	n := 0
-	err = s.PrefixScan(nil, func(key, row []byte) error { n++; return stop })
+	err = s.PrefixScan(nil, func([]byte, Row) error { n++; return stop })
 	if !errors.Is(err, stop) || n != 1 {
 		t.Fatalf("PrefixScan with stopping fn = %v after %d calls", err, n)
 	}
 	// Metadata never shows up as rows.
-	err = s.PrefixScan(nil, func(key, row []byte) error {
+	err = s.PrefixScan(nil, func(key []byte, _ Row) error {
 		if bytes.HasPrefix(key, []byte("applied")) {
 			t.Errorf("metadata key %q scanned as a row", key)
 		}
@@ -178,8 +179,8 @@ func TestAppliedOffsetPersists(t *testing.T) {
 		t.Fatalf("AppliedOffset after reopen = %d, %v; want 9", off, err)
 	}
 	row, ok, err := s.Get([]byte("k"))
-	if err != nil || !ok || string(row) != "v1" {
-		t.Fatalf("Get after reopen = %q, %v, %v", row, ok, err)
+	if err != nil || !ok || string(row.Data) != "v1" {
+		t.Fatalf("Get after reopen = %q, %v, %v", row.Data, ok, err)
 	}
 }
 
@@ -210,8 +211,8 @@ func TestApplyRefusesOldOffset(t *testing.T) {
 			}
 			off, _ := s.AppliedOffset()
 			row, _, _ := s.Get([]byte("k"))
-			if off != 5 || string(row) != "v1" {
-				t.Fatalf("after refused Apply: offset %d row %q; want 5, v1", off, row)
+			if off != 5 || string(row.Data) != "v1" {
+				t.Fatalf("after refused Apply: offset %d row %q; want 5, v1", off, row.Data)
 			}
 		})
 	}
@@ -251,7 +252,7 @@ func TestCollectGarbage(t *testing.T) {
 	if _, err := s.db.CollectGarbage(2, 0); err != nil {
 		t.Fatalf("CollectGarbage = %v", err)
 	}
-	if got, ok, err := s.Get([]byte("k007")); err != nil || !ok || !bytes.Equal(got, row) {
+	if got, ok, err := s.Get([]byte("k007")); err != nil || !ok || !bytes.Equal(got.Data, row) {
 		t.Fatalf("after GC: %v %v", ok, err)
 	}
 	s.db.Close()

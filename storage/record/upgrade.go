@@ -2,7 +2,6 @@ package record
 
 import (
 	"encoding/binary"
-	"strconv"
 
 	"github.com/floedb/floe/internal/pkgerr"
 )
@@ -129,31 +128,4 @@ func outOfLine(s Schema, row []byte, i int) (int, bool) {
 		return 0, false
 	}
 	return int(uint32(slot)), true
-}
-
-// RowVersion returns the index of the one schema of versions, each the
-// one before with nullable columns added at the end, under which row is
-// valid. Rows do not say their schema version; a row stored without it
-// (a primary-key table's current row) is told apart by its layout: a valid
-// row of n columns is no valid row of any other count with the same
-// bitmap width (its first payload, or its end, sits at the fixed part's
-// end), and across bitmap widths every candidate is checked, so a row
-// valid under two versions is an error, never a guess.
-func RowVersion(versions []Schema, row []byte) (int, error) {
-	found := -1
-	for i, s := range versions {
-		if len(row) < fixedEnd(len(s.Columns)) || ValidateRow(s, row) != nil {
-			continue
-		}
-		if found >= 0 {
-			return -1, pkgerr.Errorf("record", "%w: a row of %d bytes is valid under %d and %d columns", ErrSchemaMismatch,
-				len(row), len(versions[found].Columns), len(s.Columns))
-		}
-		found = i
-	}
-	if found < 0 {
-		return -1, pkgerr.Errorf("record", "%w: a row of %d bytes is valid under none of %s", ErrSchemaMismatch,
-			len(row), strconv.Itoa(len(versions))+" schema versions")
-	}
-	return found, nil
 }

@@ -517,7 +517,11 @@ type LookupResponse struct {
 	Rows        []byte `protobuf:"bytes,1,opt,name=rows,proto3" json:"rows,omitempty"`
 	LeaderEpoch int32  `protobuf:"varint,2,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
 	// One per key: the size of its row in rows, 0 when the key is absent.
-	RowSizes      []uint32 `protobuf:"varint,3,rep,packed,name=row_sizes,json=rowSizes,proto3" json:"row_sizes,omitempty"`
+	RowSizes []uint32 `protobuf:"varint,3,rep,packed,name=row_sizes,json=rowSizes,proto3" json:"row_sizes,omitempty"`
+	// The schema version every row is in: the table's current one on the
+	// leader, which converts rows stored in older versions. 0 (no version
+	// has it) from a build before ALTER TABLE: the table's one version.
+	SchemaId      int32 `protobuf:"varint,4,opt,name=schema_id,json=schemaId,proto3" json:"schema_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -571,6 +575,13 @@ func (x *LookupResponse) GetRowSizes() []uint32 {
 		return x.RowSizes
 	}
 	return nil
+}
+
+func (x *LookupResponse) GetSchemaId() int32 {
+	if x != nil {
+		return x.SchemaId
+	}
+	return 0
 }
 
 type PrefixLookupRequest struct {
@@ -656,8 +667,10 @@ type PrefixLookupResponse struct {
 	// In primary-key byte order.
 	Rows [][]byte `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
 	// More rows matched than the limit allowed.
-	Truncated     bool  `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
-	LeaderEpoch   int32 `protobuf:"varint,3,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	Truncated   bool  `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	LeaderEpoch int32 `protobuf:"varint,3,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	// The schema version every row is in, as in LookupResponse.
+	SchemaId      int32 `protobuf:"varint,4,opt,name=schema_id,json=schemaId,proto3" json:"schema_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -709,6 +722,13 @@ func (x *PrefixLookupResponse) GetTruncated() bool {
 func (x *PrefixLookupResponse) GetLeaderEpoch() int32 {
 	if x != nil {
 		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *PrefixLookupResponse) GetSchemaId() int32 {
+	if x != nil {
+		return x.SchemaId
 	}
 	return 0
 }
@@ -811,6 +831,8 @@ type ScanRowsResponse struct {
 	// so a scan that runs while the bucket is written is not a point-in-time
 	// snapshot: each row comes once, as the page that read it saw it.
 	AppliedOffset int64 `protobuf:"varint,6,opt,name=applied_offset,json=appliedOffset,proto3" json:"applied_offset,omitempty"`
+	// The schema version every row is in, as in LookupResponse.
+	SchemaId      int32 `protobuf:"varint,7,opt,name=schema_id,json=schemaId,proto3" json:"schema_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -883,6 +905,13 @@ func (x *ScanRowsResponse) GetLeaderEpoch() int32 {
 func (x *ScanRowsResponse) GetAppliedOffset() int64 {
 	if x != nil {
 		return x.AppliedOffset
+	}
+	return 0
+}
+
+func (x *ScanRowsResponse) GetSchemaId() int32 {
+	if x != nil {
+		return x.SchemaId
 	}
 	return 0
 }
@@ -1839,34 +1868,37 @@ const file_tablet_proto_rawDesc = "" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +
 	"\x04keys\x18\x03 \x03(\fR\x04keys\x12\"\n" +
-	"\flinearizable\x18\x04 \x01(\bR\flinearizable\"d\n" +
+	"\flinearizable\x18\x04 \x01(\bR\flinearizable\"\x81\x01\n" +
 	"\x0eLookupResponse\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\fR\x04rows\x12!\n" +
 	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch\x12\x1b\n" +
-	"\trow_sizes\x18\x03 \x03(\rR\browSizes\"\x9a\x01\n" +
+	"\trow_sizes\x18\x03 \x03(\rR\browSizes\x12\x1b\n" +
+	"\tschema_id\x18\x04 \x01(\x05R\bschemaId\"\x9a\x01\n" +
 	"\x13PrefixLookupRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x16\n" +
 	"\x06prefix\x18\x03 \x01(\fR\x06prefix\x12\"\n" +
 	"\flinearizable\x18\x04 \x01(\bR\flinearizable\x12\x14\n" +
-	"\x05limit\x18\x05 \x01(\x05R\x05limit\"k\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\"\x88\x01\n" +
 	"\x14PrefixLookupResponse\x12\x12\n" +
 	"\x04rows\x18\x01 \x03(\fR\x04rows\x12\x1c\n" +
 	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12!\n" +
-	"\fleader_epoch\x18\x03 \x01(\x05R\vleaderEpoch\"\x99\x01\n" +
+	"\fleader_epoch\x18\x03 \x01(\x05R\vleaderEpoch\x12\x1b\n" +
+	"\tschema_id\x18\x04 \x01(\x05R\bschemaId\"\x99\x01\n" +
 	"\x0fScanRowsRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
 	"\tafter_key\x18\x03 \x01(\fR\bafterKey\x12\x19\n" +
 	"\bmax_rows\x18\x04 \x01(\x05R\amaxRows\x12\x1b\n" +
-	"\tmax_bytes\x18\x05 \x01(\x05R\bmaxBytes\"\xbc\x01\n" +
+	"\tmax_bytes\x18\x05 \x01(\x05R\bmaxBytes\"\xd9\x01\n" +
 	"\x10ScanRowsResponse\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\fR\x04rows\x12\x1b\n" +
 	"\trow_sizes\x18\x02 \x03(\rR\browSizes\x12\x19\n" +
 	"\bnext_key\x18\x03 \x01(\fR\anextKey\x12\x12\n" +
 	"\x04done\x18\x04 \x01(\bR\x04done\x12!\n" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12%\n" +
-	"\x0eapplied_offset\x18\x06 \x01(\x03R\rappliedOffset\"\xcd\x01\n" +
+	"\x0eapplied_offset\x18\x06 \x01(\x03R\rappliedOffset\x12\x1b\n" +
+	"\tschema_id\x18\a \x01(\x05R\bschemaId\"\xcd\x01\n" +
 	"\x0eProduceRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x12\n" +

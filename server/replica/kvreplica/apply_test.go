@@ -37,7 +37,7 @@ func TestApplyChunkedSplitsWhatBadgerRefuses(t *testing.T) {
 		t.Fatalf("applied offset %d, want 6000", off)
 	}
 	rows, err := st.GetBatch([][]byte{[]byte("k00000"), []byte("k04999")})
-	if err != nil || rows[0] == nil || rows[1] == nil {
+	if err != nil || rows[0].Data == nil || rows[1].Data == nil {
 		t.Fatalf("rows after applyChunked: %v %v", rows, err)
 	}
 }

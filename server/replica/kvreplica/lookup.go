@@ -3,6 +3,7 @@ package kvreplica
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,7 +65,7 @@ func (kv *kvReplica) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.Loo
 		return nil, err
 	}
 	buf := lookupBufs.Get().(*[]byte)
-	data, sizes, err := st.AppendPacked((*buf)[:0], storeKeys, MaxLookupAnswerBytes)
+	packed, err := st.AppendPacked((*buf)[:0], storeKeys, MaxLookupAnswerBytes)
 	if err != nil {
 		lookupBufs.Put(buf)
 		if errors.Is(err, kvstore.ErrAnswerTooLarge) {
@@ -79,15 +80,18 @@ func (kv *kvReplica) Lookup(ctx context.Context, req *pb.LookupRequest) (*pb.Loo
 	// then serves the next lookup instead of becoming garbage (a large,
 	// freshly zeroed allocation per request otherwise).
 	transport.AfterReply(ctx, func() {
-		if cap(data) <= maxPooledLookupBytes {
-			*buf = data
+		if cap(packed.Data) <= maxPooledLookupBytes {
+			*buf = packed.Data
 			lookupBufs.Put(buf)
 		}
 	})
-	if data, sizes, err = kv.table().currentPacked(data, sizes); err != nil {
+	// The answer is in the current schema version, which it names.
+	info := kv.table()
+	data, sizes, err := info.currentPacked(packed.Data, packed.Sizes, packed.SchemaIDs)
+	if err != nil {
 		return nil, err
 	}
-	return &pb.LookupResponse{Rows: data, RowSizes: sizes, LeaderEpoch: epoch}, nil
+	return &pb.LookupResponse{Rows: data, RowSizes: sizes, LeaderEpoch: epoch, SchemaId: int32(info.currentID())}, nil
 }
 
 // lookupBufs holds row buffers of answered lookups; buffers over
@@ -115,18 +119,20 @@ func (kv *kvReplica) PrefixLookup(ctx context.Context, req *pb.PrefixLookupReque
 	if err != nil {
 		return nil, err
 	}
-	resp := &pb.PrefixLookupResponse{LeaderEpoch: epoch}
+	info := kv.table()
+	resp := &pb.PrefixLookupResponse{LeaderEpoch: epoch, SchemaId: int32(info.currentID())}
 	errLimit := errors.New("limit")
-	err = st.PrefixScan(req.Prefix, func(_, row []byte) error {
+	err = st.PrefixScan(req.Prefix, func(_ []byte, row kvstore.Row) error {
 		if len(resp.Rows) == limit {
 			resp.Truncated = true
 			return errLimit
 		}
-		cur, err := kv.table().currentRow(row)
-		if err != nil {
+		if !info.isCurrent(row.SchemaID) {
+			cur, err := info.currentRow(row.SchemaID, row.Data, nil)
+			resp.Rows = append(resp.Rows, cur)
 			return err
 		}
-		resp.Rows = append(resp.Rows, append([]byte(nil), cur...))
+		resp.Rows = append(resp.Rows, slices.Clone(row.Data))
 		return nil
 	})
 	if err != nil && !errors.Is(err, errLimit) {

@@ -156,13 +156,14 @@ func (kv *kvReplica) put(ctx context.Context, turn *replica.Turn, b record.Batch
 		if err != nil {
 			return err
 		}
+		id := changelog.SchemaID() // the version merge wrote the rows in
 		info, err := appendLog(changelog)
 		if err != nil {
 			return err
 		}
 		for i, w := range writes {
 			if rows[i].changed {
-				kv.buf.Put(w.key, rows[i].row, info.LastOffset)
+				kv.buf.Put(w.key, kvstore.Row{SchemaID: id, Data: rows[i].row}, info.LastOffset)
 			}
 		}
 		return nil
@@ -185,7 +186,7 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 	info := kv.table()
 	st := kv.store.Load()
 	// The changelog is of the current version, whatever the writer's.
-	opts := record.BatchOptions{SchemaID: int16(info.versions[len(info.versions)-1].ID), Format: record.PayloadRows,
+	opts := record.BatchOptions{SchemaID: info.currentID(), Format: record.PayloadRows,
 		HasWriter: b.WriterID() != record.NoWriterID, WriterID: b.WriterID(), Sequence: b.BatchSequence()}
 	bld := kv.changelogBuilder(opts, len(b))
 	current, err := kv.currentRows(st, writes)
@@ -195,7 +196,7 @@ func (kv *kvReplica) merge(b record.Batch, writes []kvWrite, epoch int32) (recor
 	batchRows := map[string]int{} // store key → index in rows of its last write in this batch
 	rows := make([]mergedRow, len(writes))
 	for i, w := range writes {
-		old, err := info.currentRow(current[i])
+		old, err := info.currentRow(current[i].SchemaID, current[i].Data, nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -259,10 +260,10 @@ func (kv *kvReplica) changelogBuilder(opts record.BatchOptions, inputBytes int) 
 }
 
 // currentRows returns, at each key's first write in the batch, the row the
-// write merges against: the pre-write buffer's, else the store's (all read
-// in one view). Other entries are nil.
-func (kv *kvReplica) currentRows(st *kvstore.Store, writes []kvWrite) ([][]byte, error) {
-	current := make([][]byte, len(writes))
+// write merges against, with its schema version: the pre-write buffer's,
+// else the store's (all read in one view). Other entries have no row.
+func (kv *kvReplica) currentRows(st *kvstore.Store, writes []kvWrite) ([]kvstore.Row, error) {
+	current := make([]kvstore.Row, len(writes))
 	var keys [][]byte
 	var at []int
 	seen := make(map[string]struct{}, len(writes))
@@ -326,9 +327,9 @@ func (kv *kvReplica) loadBuffer(epoch int32) error {
 				return replica.WireError(err)
 			}
 			for _, c := range changes {
-				var row []byte
+				row := kvstore.Row{SchemaID: c.SchemaID}
 				if c.Kind != record.Delete {
-					row = slices.Clone(c.Row)
+					row.Data = slices.Clone(c.Row)
 				}
 				kv.buf.Put(slices.Clone(c.Key), row, b.LastOffset())
 				loaded++

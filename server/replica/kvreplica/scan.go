@@ -44,9 +44,10 @@ func (kv *kvReplica) ScanRows(ctx context.Context, req *pb.ScanRowsRequest) (*pb
 	if err != nil {
 		return nil, replica.WireError(err)
 	}
-	if page.Rows, page.Sizes, err = kv.table().currentPacked(page.Rows, page.Sizes); err != nil {
+	info := kv.table()
+	if page.Rows, page.Sizes, err = info.currentPacked(page.Rows, page.Sizes, page.SchemaIDs); err != nil {
 		return nil, err
 	}
 	return &pb.ScanRowsResponse{Rows: page.Rows, RowSizes: page.Sizes, NextKey: page.LastKey, Done: page.Done,
-		LeaderEpoch: epoch, AppliedOffset: page.AppliedOffset}, nil
+		LeaderEpoch: epoch, AppliedOffset: page.AppliedOffset, SchemaId: int32(info.currentID())}, nil
 }

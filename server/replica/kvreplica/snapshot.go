@@ -19,7 +19,9 @@ func (kv *kvReplica) Snapshot(ctx context.Context, cfg tiering.KVSnapshotConfig,
 	if _, _, err := kv.readFence(ctx, false); err != nil {
 		return tiering.KVSnapshotResult{}, err
 	}
-	src := func(fn func(key, row []byte) error) (int64, error) { return kv.store.Load().Export(fn) }
+	src := func(fn func(key []byte, schemaID int16, row []byte) error) (int64, error) {
+		return kv.store.Load().Export(func(key []byte, row kvstore.Row) error { return fn(key, row.SchemaID, row.Data) })
+	}
 	return tiering.TakeKVSnapshot(ctx, cfg, leaderEpoch, previous, src)
 }
 

@@ -48,7 +48,7 @@ func TestOrphanStoresDroppedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row, ok, err := s.Get([]byte("k")); err != nil || !ok || string(row) != "v" {
-		t.Fatalf("a kept store's row: %q %v %v", row, ok, err)
+	if row, ok, err := s.Get([]byte("k")); err != nil || !ok || string(row.Data) != "v" {
+		t.Fatalf("a kept store's row: %q %v %v", row.Data, ok, err)
 	}
 }

@@ -11,14 +11,19 @@ import (
 // Schema versions of a primary-key table (ALTER TABLE ADD COLUMN). Writes
 // of an older version are brought to the current one before they merge,
 // so the changelogs written since hold current rows. Rows stored before
-// an ALTER are not rewritten: the store does not say a row's version, and
-// the rows read from it (to merge, and for lookups and scans) are told
-// apart by their layout (record.RowVersion) and brought to the current
-// version too. Changelog batches carry their version, whose key layout
-// the replay reads them with.
+// an ALTER are not rewritten: the store keeps every row's schema version
+// (kvstore's value layout), and the rows read from it (to merge, and for
+// lookups and scans) are brought to the current version. Changelog
+// batches carry their version, whose key layout the replay reads them
+// with and which the store keeps with their rows.
 
-// versionOf returns schema version id of the table and its keys.
+// versionOf returns schema version id of the table and its keys; a legacy
+// row's (kvstore.LegacySchemaID) is the first version, the only one the
+// builds that stored such rows had.
 func (t *table) versionOf(id int16) (record.Schema, *kvstore.Keys, bool) {
+	if id == kvstore.LegacySchemaID {
+		return t.versions[0].Schema, t.versionKeys[0], true
+	}
 	for i := len(t.versions) - 1; i >= 0; i-- {
 		if t.versions[i].ID == int32(id) {
 			return t.versions[i].Schema, t.versionKeys[i], true
@@ -37,51 +42,66 @@ func (t *table) keysOf(b record.Batch) *kvstore.Keys {
 	return t.keys
 }
 
-// altered says the table has more than one schema version.
-func (t *table) altered() bool { return len(t.versions) > 1 }
+// currentID is the id of the table's current schema version.
+func (t *table) currentID() int16 { return int16(t.versions[len(t.versions)-1].ID) }
 
-// currentRow returns a stored row (of any version) as a row of the
-// current schema; the row itself when the table was never altered or the
-// row is current. nil stays nil.
-func (t *table) currentRow(row []byte) ([]byte, error) {
-	if row == nil || !t.altered() {
-		return row, nil
-	}
-	schemas := make([]record.Schema, len(t.versions))
-	for i, v := range t.versions {
-		schemas[i] = v.Schema
-	}
-	i, err := record.RowVersion(schemas, row)
-	if err != nil {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_CORRUPT, "table %s: stored row: %v", t.name, err)
-	}
-	if i == len(schemas)-1 {
-		return row, nil
-	}
-	return record.UpgradeRow(schemas[i], t.schema, row, nil)
+// isCurrent says rows of schema version id are of the current version.
+func (t *table) isCurrent(id int16) bool {
+	cur := t.versions[len(t.versions)-1].ID
+	return int32(id) == cur || (id == kvstore.LegacySchemaID && t.versions[0].ID == cur)
 }
 
-// currentPacked is currentRow over rows packed end to end with their
-// sizes (0: no row; stored rows are never empty), as lookups and scans
-// answer them.
-func (t *table) currentPacked(data []byte, sizes []uint32) ([]byte, []uint32, error) {
-	if !t.altered() {
+// currentRow returns a stored row of schema version id as a row of the
+// current schema: the row itself when it is current (or absent), else
+// upgraded, appended to dst. A version this node does not know (its
+// metadata behind the writer's) is a retriable UNAVAILABLE.
+func (t *table) currentRow(id int16, row, dst []byte) ([]byte, error) {
+	cur := t.currentID()
+	if row == nil || t.isCurrent(id) {
+		return row, nil
+	}
+	from, _, ok := t.versionOf(id)
+	if !ok {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNAVAILABLE,
+			"table %s: a stored row of schema version %d, which this node's metadata (at version %d) lacks yet", t.name, id, cur)
+	}
+	out, err := record.UpgradeRow(from, t.schema, row, dst)
+	if err != nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_CORRUPT, "table %s: stored row of schema version %d: %v", t.name, id, err)
+	}
+	return out, nil
+}
+
+// currentPacked is currentRow over packed rows, as lookups and scans
+// answer them; the rows themselves when they are all current.
+func (t *table) currentPacked(data []byte, sizes []uint32, ids []int16) ([]byte, []uint32, error) {
+	upgrade := false
+	for i, n := range sizes {
+		if n > 0 && !t.isCurrent(ids[i]) {
+			upgrade = true
+			break
+		}
+	}
+	if !upgrade {
 		return data, sizes, nil
 	}
-	out := make([]byte, 0, len(data))
+	out := make([]byte, 0, len(data)+len(data)/4)
 	outSizes := make([]uint32, len(sizes))
 	at := 0
 	for i, n := range sizes {
 		if n == 0 {
 			continue
 		}
-		row, err := t.currentRow(data[at : at+int(n)])
-		if err != nil {
+		start := len(out)
+		var err error
+		row := data[at : at+int(n)]
+		if t.isCurrent(ids[i]) {
+			out = append(out, row...)
+		} else if out, err = t.currentRow(ids[i], row, out); err != nil {
 			return nil, nil, err
 		}
 		at += int(n)
-		out = append(out, row...)
-		outSizes[i] = uint32(len(row))
+		outSizes[i] = uint32(len(out) - start)
 	}
 	return out, outSizes, nil
 }
