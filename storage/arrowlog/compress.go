@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/floedb/floe/internal/pkgerr"
-	"github.com/floedb/floe/storage/record"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
@@ -20,95 +18,10 @@ import (
 const (
 	uncompressedPrefixBytes = 8
 	notCompressed           = -1
-	notCompressedPrefix     = 1<<64 - 1 // notCompressed as a uint64
 
 	// defaultZstdLevel is the level of Options.Level 0.
 	defaultZstdLevel = 3
-	// lz4BlockSize is the frame block size, as Arrow's writers use: body
-	// buffers of a log batch are small.
-	lz4BlockSize = lz4.Block64Kb
 )
-
-// compressor compresses body buffers for one encoder.
-type compressor struct {
-	comp record.Compression
-	zstd *zstd.Encoder
-	lz4  *lz4.Writer
-	out  appendWriter // lz4's destination
-}
-
-func newCompressor(opts Options) (*compressor, error) {
-	c := &compressor{comp: opts.Compression}
-	switch opts.Compression {
-	case record.CompressionNone:
-	case record.CompressionZstd:
-		level := opts.Level
-		if level == 0 {
-			level = defaultZstdLevel
-		}
-		enc, err := zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
-			zstd.WithEncoderConcurrency(1),
-			zstd.WithZeroFrames(true))
-		if err != nil {
-			return nil, pkgerr.Errorf("arrowlog", "zstd encoder: %w", err)
-		}
-		c.zstd = enc
-	case record.CompressionLZ4:
-		c.lz4 = lz4.NewWriter(nil)
-		if err := c.lz4.Apply(lz4.ChecksumOption(false), lz4.BlockSizeOption(lz4BlockSize)); err != nil {
-			return nil, pkgerr.Errorf("arrowlog", "lz4 writer: %w", err)
-		}
-	default:
-		return nil, pkgerr.Errorf("arrowlog", "unknown compression %v", opts.Compression)
-	}
-	return c, nil
-}
-
-// codec is the BodyCompression codec of the compressor's payloads.
-func (c *compressor) codec() int8 {
-	if c.comp == record.CompressionLZ4 {
-		return codecLZ4Frame
-	}
-	return codecZstd
-}
-
-// appendBuffer appends raw compressed, with its length prefix, to dst.
-func (c *compressor) appendBuffer(dst, raw []byte) ([]byte, error) {
-	if len(raw) == 0 {
-		return dst, nil
-	}
-	start := len(dst)
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(len(raw)))
-	switch c.comp {
-	case record.CompressionZstd:
-		dst = c.zstd.EncodeAll(raw, dst)
-	case record.CompressionLZ4:
-		c.out.buf = dst
-		c.lz4.Reset(&c.out)
-		if _, err := c.lz4.Write(raw); err != nil {
-			return nil, pkgerr.Errorf("arrowlog", "lz4: %w", err)
-		}
-		if err := c.lz4.Close(); err != nil {
-			return nil, pkgerr.Errorf("arrowlog", "lz4: %w", err)
-		}
-		dst, c.out.buf = c.out.buf, nil
-	}
-	if len(dst)-start-uncompressedPrefixBytes >= len(raw) {
-		// Not worth it: store the bytes as they are.
-		dst = binary.LittleEndian.AppendUint64(dst[:start], notCompressedPrefix)
-		dst = append(dst, raw...)
-	}
-	return dst, nil
-}
-
-// appendWriter is an io.Writer appending to buf.
-type appendWriter struct{ buf []byte }
-
-func (w *appendWriter) Write(p []byte) (int, error) {
-	w.buf = append(w.buf, p...)
-	return len(p), nil
-}
 
 // decompressor inflates body buffers for one decoder, into an arena sized
 // once per payload from what the buffers declare.

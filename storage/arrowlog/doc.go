@@ -41,6 +41,13 @@
 // payload is never compressed as a whole, so Project copies compressed
 // buffers as they are.
 //
+// The Encoder appends rows to arrow-go's array builders and writes each
+// batch with arrow-go's IPC stream writer (github.com/apache/arrow-go/v18,
+// ipc.NewWriter), keeping only its record batch message: the schema
+// message the stream starts with (the same bytes for a schema, which the
+// encoder checks) and the end-of-stream marker are dropped. A buffer that
+// compressing would not shrink by 1% is stored as it is.
+//
 // Arrow's IPC readers read a payload given the schema message of
 // ArrowSchema before it (as TestArrowReaderReadsPayloads does with
 // arrow-go), so engines that read Arrow read log tables.

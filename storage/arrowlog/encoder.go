@@ -1,11 +1,15 @@
 package arrowlog
 
 import (
+	"bytes"
 	"math"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
-	flatbuffers "github.com/google/flatbuffers/go"
 )
 
 // Options configure an Encoder. The zero value writes uncompressed
@@ -14,9 +18,9 @@ type Options struct {
 	// Compression is the codec of the body buffers: none, zstd or lz4 (the
 	// LZ4 frame format).
 	Compression record.Compression
-	// Level is the zstd level, 1 to 22 as zstd counts them (0 = 3); the
-	// encoder rounds it to the nearest of the four levels it has (fastest,
-	// default, better, best), as Arrow's ipc.WithZstdLevel does. Only for
+	// Level is the zstd level, 1 to 22 as zstd counts them (0 = 3), given
+	// to arrow-go's ipc.WithZstdLevel, which rounds it to the nearest of
+	// the four levels it has (fastest, default, better, best). Only for
 	// zstd.
 	Level int
 }
@@ -34,22 +38,33 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Encoder turns rows of one schema into payloads, one batch at a time. It
-// keeps its column buffers, compressor and metadata builder across
-// batches, so in steady state a batch allocates little beyond what its
-// buffers outgrow. An Encoder is not safe for concurrent use.
+// Encoder turns rows of one schema into payloads, one batch at a time:
+// it appends rows to arrow-go array builders and writes the batch with
+// arrow-go's IPC stream writer, keeping only the record batch message. It
+// keeps its builders, allocator, writer and compressor across batches. An
+// Encoder is not safe for concurrent use.
 type Encoder struct {
-	schema  record.Schema
-	columns []columnBuilder
-	rows    int
-	// checked lists the columns whose values Append checks before it
-	// appends anything, so a refused row leaves the batch as it was.
+	schema record.Schema
+	mem    memory.Allocator
+	rb     *array.RecordBuilder
+	rows   int
+	// checks follow the columns whose values Append checks before it
+	// appends anything (listed in checked), so a refused row leaves the
+	// batch as it was.
+	checks  []columnCheck
 	checked []int
-	comp    *compressor
-	fb      *flatbuffers.Builder
-	meta    batchMeta
-	raw     [][]byte // the uncompressed buffers of a batch
-	body    []byte
+	// bufferBytes is about the size of the batch's buffers (SizeEstimate),
+	// metaBytes that of its metadata.
+	bufferBytes, metaBytes int
+
+	// w writes to out; the first batch it writes comes after the schema
+	// message, schemaMessage, which the payload drops. A writer that
+	// failed is made again.
+	opts          []ipc.Option
+	w             *ipc.Writer
+	out           bytes.Buffer
+	started       bool
+	schemaMessage []byte
 }
 
 // NewEncoder returns an encoder of payloads of rows of s, which must
@@ -65,23 +80,40 @@ func NewEncoder(s record.Schema, opts Options) (*Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	comp, err := newCompressor(opts)
+	schema, err := ArrowSchema(s)
 	if err != nil {
 		return nil, err
 	}
+	schemaMessage, err := schemaMessageOf(schema)
+	if err != nil {
+		return nil, err
+	}
+	mem := memory.NewGoAllocator()
 	e := &Encoder{
-		schema:  record.Schema{Columns: append([]record.Column(nil), s.Columns...)},
-		columns: make([]columnBuilder, len(s.Columns)),
-		comp:    comp,
-		fb:      flatbuffers.NewBuilder(256),
-		meta: batchMeta{
-			nodes:   make([]fieldNode, 0, l.nodes),
-			buffers: make([]bufferRef, 0, l.buffers),
-		},
-		raw: make([][]byte, 0, l.buffers),
+		schema:        record.Schema{Columns: append([]record.Column(nil), s.Columns...)},
+		mem:           mem,
+		rb:            array.NewRecordBuilder(mem, schema),
+		checks:        make([]columnCheck, len(s.Columns)),
+		metaBytes:     prefixBytes + 128 + structBytes*(l.nodes+l.buffers),
+		schemaMessage: schemaMessage,
+		opts:          []ipc.Option{ipc.WithSchema(schema), ipc.WithAllocator(mem)},
+	}
+	switch opts.Compression {
+	case record.CompressionZstd:
+		level := opts.Level
+		if level == 0 {
+			level = defaultZstdLevel
+		}
+		e.opts = append(e.opts, ipc.WithZstd(), ipc.WithZstdLevel(level))
+	case record.CompressionLZ4:
+		e.opts = append(e.opts, ipc.WithLZ4())
+	}
+	if opts.Compression != record.CompressionNone {
+		// A buffer is stored as it is unless compressing saves space.
+		e.opts = append(e.opts, ipc.WithMinSpaceSavings(minSpaceSavings))
 	}
 	for i, c := range e.schema.Columns {
-		e.columns[i] = newColumnBuilder(c.Name, c)
+		e.checks[i] = newColumnCheck(c.Name, c)
 		if needsCheck(c.Type) {
 			e.checked = append(e.checked, i)
 		}
@@ -89,18 +121,37 @@ func NewEncoder(s record.Schema, opts Options) (*Encoder, error) {
 	return e, nil
 }
 
+// minSpaceSavings is the least a compressed buffer must save, as a
+// fraction of its size, for the writer to keep it compressed.
+const minSpaceSavings = 0.01
+
+// schemaMessageOf is the schema message the IPC stream writer writes
+// first: what it writes for a stream of no batch, less the end-of-stream
+// marker. The writer writes the same bytes for the same schema.
+func schemaMessageOf(schema *arrow.Schema) ([]byte, error) {
+	var stream bytes.Buffer
+	w := ipc.NewWriter(&stream, ipc.WithSchema(schema))
+	if err := w.Close(); err != nil {
+		return nil, pkgerr.Errorf("arrowlog", "writing the schema message: %w", err)
+	}
+	if stream.Len() < endOfStreamBytes {
+		return nil, pkgerr.Errorf("arrowlog", "a stream of %d bytes has no schema message", stream.Len())
+	}
+	return stream.Bytes()[:stream.Len()-endOfStreamBytes], nil
+}
+
+// endOfStreamBytes is the size of the IPC stream's end-of-stream marker.
+const endOfStreamBytes = 8
+
 // Len is the number of rows appended to the batch.
 func (e *Encoder) Len() int { return e.rows }
 
 // SizeEstimate is the size the batch's payload would have uncompressed,
 // in bytes: what to hold against a batch size limit.
 func (e *Encoder) SizeEstimate() int {
-	// The metadata: prefix, tables and vectors of nodes and buffers.
-	size := prefixBytes + 128 + structBytes*(cap(e.meta.nodes)+cap(e.meta.buffers))
-	for i := range e.columns {
-		size += e.columns[i].size()
-	}
-	return size
+	// Validity bitmaps take a bit per value of every column; buffers are
+	// padded.
+	return e.metaBytes + e.bufferBytes + (e.rows*len(e.schema.Columns)+7)/8
 }
 
 // Append adds a row, encoded under the encoder's schema and valid (the
@@ -108,17 +159,22 @@ func (e *Encoder) SizeEstimate() int {
 // record.RowEncoder). It refuses a TIMESTAMP(p) of p 7 to 9 that int64
 // nanoseconds cannot hold (*TimestampRangeError) and a STRING or BYTES
 // value that would take a column past 2 GiB in one batch
-// (ErrColumnTooLarge), leaving the batch as it was.
+// (ErrColumnTooLarge), at any depth, leaving the batch as it was.
 func (e *Encoder) Append(row []byte) error {
 	v := record.NewRowView(e.schema, row)
 	for _, i := range e.checked {
-		e.columns[i].resetPending()
-		if err := checkValue(&e.columns[i], v, i); err != nil {
+		if err := checkValue(&e.checks[i], v, i); err != nil {
+			for _, i := range e.checked {
+				e.checks[i].commit(false)
+			}
 			return err
 		}
 	}
-	for i := range e.columns {
-		appendValue(&e.columns[i], v, i)
+	for _, i := range e.checked {
+		e.checks[i].commit(true)
+	}
+	for i, c := range e.schema.Columns {
+		e.bufferBytes += appendValue(e.rb.Field(i), c.Type, v, i)
 	}
 	e.rows++
 	return nil
@@ -130,32 +186,26 @@ func (e *Encoder) Finish(dst []byte) ([]byte, error) {
 	if e.rows == 0 {
 		return dst, pkgerr.New("arrowlog", "cannot finish an empty batch")
 	}
-	defer e.Reset()
-	m := &e.meta
-	m.length = int64(e.rows)
-	m.nodes, m.buffers, e.raw = m.nodes[:0], m.buffers[:0], e.raw[:0]
-	for i := range e.columns {
-		m.nodes, e.raw = e.columns[i].appendBuffers(m.nodes, e.raw)
+	rec := e.rb.NewRecordBatch()
+	defer rec.Release()
+	e.resetCounts()
+	if e.w == nil {
+		e.w, e.started = ipc.NewWriter(&e.out, e.opts...), false
 	}
-	m.compressed = e.comp.comp != record.CompressionNone
-	if m.compressed {
-		m.codec = e.comp.codec()
+	e.out.Reset()
+	if err := e.w.Write(rec); err != nil {
+		e.w = nil // a writer that failed fails for good
+		return dst, pkgerr.Errorf("arrowlog", "writing a record batch: %w", err)
 	}
-	e.body = e.body[:0]
-	for _, raw := range e.raw {
-		start := len(e.body)
-		if m.compressed {
-			var err error
-			if e.body, err = e.comp.appendBuffer(e.body, raw); err != nil {
-				return dst, err
-			}
-		} else {
-			e.body = append(e.body, raw...)
+	msg := e.out.Bytes()
+	if !e.started {
+		if !bytes.HasPrefix(msg, e.schemaMessage) {
+			e.w = nil
+			return dst, pkgerr.New("arrowlog", "the IPC writer's stream does not start with the schema message")
 		}
-		m.buffers = append(m.buffers, bufferRef{offset: int64(start), length: int64(len(e.body) - start)})
-		e.body = padBody(e.body)
+		msg, e.started = msg[len(e.schemaMessage):], true
 	}
-	return appendMessage(dst, e.fb, m, e.body), nil
+	return append(dst, msg...), nil
 }
 
 // padBody pads body with zeros to the alignment of the next buffer.
@@ -166,16 +216,18 @@ func padBody(body []byte) []byte {
 	return body
 }
 
-// Reset drops the rows of the batch, keeping the buffers.
+// Reset drops the rows of the batch.
 func (e *Encoder) Reset() {
-	for i := range e.columns {
-		e.columns[i].reset()
-	}
-	e.rows = 0
+	e.rb.NewRecordBatch().Release()
+	e.resetCounts()
 }
 
-// zeros is the value of a null fixed-width slot.
-var zeros [16]byte
+func (e *Encoder) resetCounts() {
+	e.rows, e.bufferBytes = 0, 0
+	for i := range e.checks {
+		e.checks[i].reset()
+	}
+}
 
 // fixedWidth is the bytes per value of a fixed-width column type.
 func fixedWidth(t record.DataType) int {
@@ -191,26 +243,6 @@ func fixedWidth(t record.DataType) int {
 	default:
 		return 8
 	}
-}
-
-// appendBit sets bit n of bitmap (least significant bit first), growing it
-// by a byte every eight bits.
-func appendBit(bitmap []byte, n int, set bool) []byte {
-	if n%8 == 0 {
-		bitmap = append(bitmap, 0)
-	}
-	if set {
-		bitmap[n/8] |= 1 << (n % 8)
-	}
-	return bitmap
-}
-
-func appendUint16(b []byte, v uint16) []byte { return append(b, byte(v), byte(v>>8)) }
-func appendUint32(b []byte, v uint32) []byte {
-	return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
-}
-func appendUint64(b []byte, v uint64) []byte {
-	return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24), byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56))
 }
 
 // The range of timestamp[ns] in milliseconds, and the nanoseconds of

@@ -80,7 +80,7 @@ func compareValue[V valueSource](t *testing.T, typ record.DataType, v V, vi int,
 	case *array.Float64:
 		same = a.Value(i) == v.Float64(vi) || math.IsNaN(a.Value(i)) && math.IsNaN(v.Float64(vi))
 	case *array.Decimal128:
-		same = a.Value(i).BigInt().Cmp(decimalOf(v.AppendDecimalBytes(nil, vi))) == 0
+		same = a.Value(i).BigInt().Cmp(bigOfTwos(v.AppendDecimalBytes(nil, vi))) == 0
 	case *array.String:
 		same = a.Value(i) == string(v.Bytes(vi))
 	case *array.Binary:
@@ -125,8 +125,8 @@ func compareValue[V valueSource](t *testing.T, typ record.DataType, v V, vi int,
 	}
 }
 
-// decimalOf is the value of big-endian two's complement bytes.
-func decimalOf(twos []byte) *big.Int {
+// bigOfTwos is the value of big-endian two's complement bytes.
+func bigOfTwos(twos []byte) *big.Int {
 	v := new(big.Int).SetBytes(twos)
 	if len(twos) > 0 && twos[0]&0x80 != 0 {
 		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(twos))))

@@ -132,3 +132,33 @@ func TestValidateRefusesNested(t *testing.T) {
 		t.Fatalf("a list of distinct key-value structs does not read as a map: %v", d.Validate(good, 1))
 	}
 }
+
+// TestNestedTimestampOutsideNanos: Append refuses a nested timestamp that
+// int64 nanoseconds cannot hold, naming where it is, and keeps the batch.
+func TestNestedTimestampOutsideNanos(t *testing.T) {
+	s := record.Schema{Columns: []record.Column{{Name: "at", Type: record.Array(record.TimestampLTZ(9), false)}}}
+	a, _ := record.NewArrayEncoder(record.TimestampLTZ(9), false)
+	a.AppendTimestamp(0, 0)
+	a.AppendTimestamp(-62167219200000, 0) // 0000-01-01
+	v, err := a.Finish(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEncoder(s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, _ := record.NewRowEncoder(s)
+	row.SetNested(0, v)
+	r, err := row.Finish(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rangeErr *TimestampRangeError
+	if err := e.Append(r); !errors.As(err, &rangeErr) || rangeErr.Column != "at.element" {
+		t.Fatalf("Append: %v, want a *TimestampRangeError about at.element", err)
+	}
+	if e.Len() != 0 || e.SizeEstimate() != emptySize(t, s) {
+		t.Fatalf("a refused row left %d rows, %d bytes", e.Len(), e.SizeEstimate())
+	}
+}
