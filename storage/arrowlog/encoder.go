@@ -65,6 +65,10 @@ type Encoder struct {
 	out           bytes.Buffer
 	started       bool
 	schemaMessage []byte
+	// lastRows and lastData are the last batch's rows and value bytes
+	// per string or binary column, which the next one reserves.
+	lastRows int
+	lastData []int
 }
 
 // NewEncoder returns an encoder of payloads of rows of s, which must
@@ -88,7 +92,7 @@ func NewEncoder(s record.Schema, opts Options) (*Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem := memory.NewGoAllocator()
+	mem := &recycler{}
 	e := &Encoder{
 		schema:        record.Schema{Columns: append([]record.Column(nil), s.Columns...)},
 		mem:           mem,
@@ -188,7 +192,9 @@ func (e *Encoder) Finish(dst []byte) ([]byte, error) {
 	}
 	rec := e.rb.NewRecordBatch()
 	defer rec.Release()
+	e.noteSizes(rec)
 	e.resetCounts()
+	e.reserve()
 	if e.w == nil {
 		e.w, e.started = ipc.NewWriter(&e.out, e.opts...), false
 	}
@@ -208,6 +214,41 @@ func (e *Encoder) Finish(dst []byte) ([]byte, error) {
 	return append(dst, msg...), nil
 }
 
+// noteSizes remembers the rows and the value bytes of each string and
+// binary column of a batch, for reserve.
+func (e *Encoder) noteSizes(rec arrow.RecordBatch) {
+	e.lastRows = int(rec.NumRows())
+	if len(e.lastData) != int(rec.NumCols()) {
+		e.lastData = make([]int, rec.NumCols())
+	}
+	for i, col := range rec.Columns() {
+		switch a := col.(type) {
+		case *array.String:
+			e.lastData[i] = len(a.ValueBytes())
+		case *array.Binary:
+			e.lastData[i] = len(a.ValueBytes())
+		}
+	}
+}
+
+// reserve makes the builders' buffers as large as the last batch needed:
+// builders start each batch empty, and growing them value by value
+// (zeroing and copying at every doubling) cost more than the encoding.
+func (e *Encoder) reserve() {
+	if e.lastRows == 0 {
+		return
+	}
+	e.rb.Reserve(e.lastRows)
+	for i, n := range e.lastData {
+		switch b := e.rb.Field(i).(type) {
+		case *array.StringBuilder:
+			b.ReserveData(n)
+		case *array.BinaryBuilder:
+			b.ReserveData(n)
+		}
+	}
+}
+
 // padBody pads body with zeros to the alignment of the next buffer.
 func padBody(body []byte) []byte {
 	for len(body)%alignment != 0 {
@@ -218,8 +259,11 @@ func padBody(body []byte) []byte {
 
 // Reset drops the rows of the batch.
 func (e *Encoder) Reset() {
-	e.rb.NewRecordBatch().Release()
-	e.resetCounts()
+	if e.rows > 0 {
+		e.rb.NewRecordBatch().Release()
+		e.resetCounts()
+		e.reserve()
+	}
 }
 
 func (e *Encoder) resetCounts() {
