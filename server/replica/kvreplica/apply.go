@@ -73,10 +73,14 @@ func (kv *kvReplica) catchUp() (more bool) {
 		}
 		err = kv.applyRecords(st, recs, applied)
 		recs.Release()
-		if err != nil {
-			if !errors.Is(err, kvstore.ErrClosed) {
-				kv.log.Error("KV apply", "bucket", kv.id, "offset", applied, "err", err)
-			}
+		switch {
+		case errors.Is(err, errVersionAhead):
+			kv.log.Info("KV apply waits for the table's metadata", "bucket", kv.id, "err", err)
+			return false
+		case errors.Is(err, kvstore.ErrClosed):
+			return false
+		case err != nil:
+			kv.log.Error("KV apply", "bucket", kv.id, "offset", applied, "err", err)
 			return false
 		}
 		if now, err := st.AppliedOffset(); err == nil {
@@ -99,7 +103,16 @@ func (kv *kvReplica) applyRecords(st *kvstore.Store, recs *logstore.Records, fro
 		b := it.Batch()
 		n := len(changes)
 		var err error
-		changes, err = kvstore.AppendChanges(changes, b, kv.r.Codec(), kv.table().keysOf(b), from)
+		keys, err := kv.table().keysOf(b)
+		if err != nil {
+			// What came before it goes in; the rest waits for the
+			// metadata (SetTable wakes the applier).
+			if applyErr := applyChunked(st, changes, b.BaseOffset()); applyErr != nil {
+				return applyErr
+			}
+			return err
+		}
+		changes, err = kvstore.AppendChanges(changes, b, kv.r.Codec(), keys, from)
 		if err != nil {
 			return err
 		}

@@ -321,7 +321,12 @@ func (kv *kvReplica) loadBuffer(epoch int32) error {
 		it := recs.Batches()
 		for it.Next() {
 			b := it.Batch()
-			changes, err := kvstore.AppendChanges(nil, b, kv.r.Codec(), kv.table().keysOf(b), from)
+			keys, err := kv.table().keysOf(b)
+			if err != nil {
+				recs.Release()
+				return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_SCHEMA, "%v: retry once this node's metadata has it", err)
+			}
+			changes, err := kvstore.AppendChanges(nil, b, kv.r.Codec(), keys, from)
 			if err != nil {
 				recs.Release()
 				return replica.WireError(err)

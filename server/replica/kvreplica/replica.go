@@ -56,10 +56,12 @@ var _ replica.KV = (*kvReplica)(nil)
 func (kv *kvReplica) table() *table { return kv.tbl.Load() }
 
 // SetTable takes the table's new metadata (a replica.KVTable of this
-// package).
+// package), and wakes the applier: changelog batches of a schema version
+// the metadata lacked wait for it (errVersionAhead).
 func (kv *kvReplica) SetTable(t replica.KVTable) {
 	if tt, ok := t.(*table); ok {
 		kv.tbl.Store(tt)
+		kv.wake()
 	}
 }
 

@@ -1,6 +1,9 @@
 package kvreplica
 
 import (
+	"fmt"
+
+	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/server/replica"
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/record"
@@ -15,7 +18,8 @@ import (
 // (kvstore's value layout), and the rows read from it (to merge, and for
 // lookups and scans) are brought to the current version. Changelog
 // batches carry their version, whose key layout the replay reads them
-// with and which the store keeps with their rows.
+// with and which the store keeps with their rows; a batch of a version this
+// node's metadata lacks yet waits for it (errVersionAhead).
 
 // versionOf returns schema version id of the table and its keys; a legacy
 // row's (kvstore.LegacySchemaID) is the first version, the only one the
@@ -32,14 +36,22 @@ func (t *table) versionOf(id int16) (record.Schema, *kvstore.Keys, bool) {
 	return record.Schema{}, nil, false
 }
 
+// errVersionAhead: a changelog batch of a schema version this node's
+// metadata does not have yet (the leader that wrote it learned of the ALTER
+// first). Its rows wait: the current version's keys could misread them.
+var errVersionAhead = pkgerr.New("kvreplica", "changelog of a schema version unknown here yet")
+
 // keysOf are the keys of the rows of a batch: those of its schema version
 // (an old version may have a narrower null bitmap, which moves every
-// slot), else the current ones.
-func (t *table) keysOf(b record.Batch) *kvstore.Keys {
-	if _, keys, ok := t.versionOf(b.SchemaID()); ok {
-		return keys
+// slot). A control batch has no rows: the current keys.
+func (t *table) keysOf(b record.Batch) (*kvstore.Keys, error) {
+	if b.PayloadFormat() == record.PayloadControl {
+		return t.keys, nil
 	}
-	return t.keys
+	if _, keys, ok := t.versionOf(b.SchemaID()); ok {
+		return keys, nil
+	}
+	return nil, fmt.Errorf("%w: batch at offset %d of schema version %d, table %s", errVersionAhead, b.BaseOffset(), b.SchemaID(), t.name)
 }
 
 // currentID is the id of the table's current schema version.

@@ -2,6 +2,7 @@ package kvreplica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -179,5 +180,44 @@ func TestSnapshotRestoreAcrossAddColumn(t *testing.T) {
 			t.Fatalf("scanned row %d: %s, %v; want %s", id, js, err, want(int64(id)))
 		}
 		at += int(n)
+	}
+}
+
+// TestChangelogOfUnknownVersionWaits: a changelog batch of a schema version
+// the node's metadata lacks is not keyed with another version's keys (its
+// null bitmap may be wider, moving every slot): it waits
+// (errVersionAhead); a control batch has no rows to key.
+func TestChangelogOfUnknownVersionWaits(t *testing.T) {
+	first, err := record.ParseSchema("id BIGINT NOT NULL PRIMARY KEY, a STRING")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := &table{name: "db.t", schema: first}
+	if tb.keys, err = kvstore.NewKeys(first, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := newVersions(tb, []replica.SchemaVersion{{ID: 1, Schema: first}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	batch := func(id int16, format record.PayloadFormat, row []byte) record.Batch {
+		bld := record.NewBatchBuilder(record.BatchOptions{SchemaID: id, Format: format}, 0)
+		if err := bld.Append(record.UpdateAfter, row); err != nil {
+			t.Fatal(err)
+		}
+		b, err := bld.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	row := []byte{0}
+	if _, err := tb.keysOf(batch(2, record.PayloadRows, row)); !errors.Is(err, errVersionAhead) {
+		t.Fatalf("keys of a batch of version 2 with version 1 known: %v, want errVersionAhead", err)
+	}
+	if keys, err := tb.keysOf(batch(1, record.PayloadRows, row)); err != nil || keys != tb.versionKeys[0] {
+		t.Fatalf("keys of a batch of version 1: %v", err)
+	}
+	if keys, err := tb.keysOf(batch(9, record.PayloadControl, []byte{byte(record.ControlNoop)})); err != nil || keys != tb.keys {
+		t.Fatalf("keys of a control batch: %v", err)
 	}
 }
