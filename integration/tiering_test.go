@@ -284,6 +284,16 @@ func (f *snapshotFixture) follower() *Node {
 // leadAndCheck kills the leader so that target leads, then checks that
 // target serves every key with the value of the last round.
 func (f *snapshotFixture) leadAndCheck(target *Node, lastRound int) {
+	for a, row := range f.leadAndLookup(target) {
+		if row == nil || record.NewRowView(f.tbl.Schema(), row).Int64(3) != int64(lastRound*snapshotKeys+a) {
+			f.t.Fatalf("key %d on node %d: %s", a, target.ID, rowJSONOf(f.t, f.tbl, row))
+		}
+	}
+}
+
+// leadAndLookup kills the leader so that target leads, then returns the
+// rows of every key as target serves them.
+func (f *snapshotFixture) leadAndLookup(target *Node) [][]byte {
 	t, ctx := f.t, f.t.Context()
 	waitFor(t, 60*time.Second, "the replica back in the ISR", func() bool {
 		v := f.view()
@@ -317,11 +327,7 @@ func (f *snapshotFixture) leadAndCheck(target *Node, lastRound int) {
 		rows, err = l.LookupBatch(ctx, kvClientKeys(t, f.tbl, snapshotKeys))
 		return err == nil
 	})
-	for a, row := range rows {
-		if row == nil || record.NewRowView(f.tbl.Schema(), row).Int64(3) != int64(lastRound*snapshotKeys+a) {
-			t.Fatalf("key %d on node %d: %s", a, target.ID, rowJSONOf(t, f.tbl, row))
-		}
-	}
+	return rows
 }
 
 // TestKVSnapshotRestoresWipedReplica: a primary-key table tiers its
