@@ -18,10 +18,9 @@ var errStopRows = errors.New("client: stop reading the batch")
 
 // projection is the columns a scanner reads (LogScannerOptions.Columns).
 type projection struct {
-	cols  []int   // indexes into the handle's schema, in the order asked
-	wire  []int32 // the same, for FetchBucket.columns
-	out   record.Schema
-	names []string
+	cols []int   // indexes into the handle's schema, in the order asked
+	wire []int32 // the same, for FetchBucket.columns
+	out  record.Schema
 }
 
 // newProjection resolves column names against the handle's schema; nil
@@ -34,7 +33,7 @@ func newProjection(t *Table, names []string) (*projection, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &projection{cols: cols, out: out, names: names}
+	p := &projection{cols: cols, out: out}
 	for _, c := range cols {
 		p.wire = append(p.wire, int32(c))
 	}
