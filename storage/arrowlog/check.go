@@ -8,6 +8,10 @@ import "github.com/floedb/floe/storage/record"
 // stores it in, at any depth. A writer checks each row as it is appended,
 // so that one bad row is refused alone instead of failing its batch when
 // the batch is encoded.
+//
+// It walks a row as the Encoder's column checks do (checkValue), but keeps
+// no state: a writer's Append runs on any number of goroutines at once,
+// where an Encoder's checks count the bytes of the one batch they build.
 type RowChecker struct {
 	schema record.Schema
 }
