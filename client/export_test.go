@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/floedb/floe/internal/testkit/testcluster"
 )
@@ -25,4 +27,14 @@ func NodeForExamples() string {
 		panic(fmt.Sprintf("starting the examples' node: %v", err))
 	}
 	return cl.Addrs()[0]
+}
+
+// describeSubs prints the scanner's subscriptions, for a test that fails.
+func (s *LogScanner) describeSubs() string {
+	var b strings.Builder
+	for bucket, sub := range s.subs {
+		fmt.Fprintf(&b, "[bucket %d: resolved %v position %d hw %d inflight %v failures %d retry in %v] ",
+			bucket, sub.resolved, sub.position, sub.hw, sub.inflight, sub.failures, time.Until(sub.retryAt).Round(time.Millisecond))
+	}
+	return b.String()
 }

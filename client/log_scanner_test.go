@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -26,6 +27,10 @@ func produce(t *testing.T, w *AppendWriter, tbl *Table, from, to int64) {
 
 func newScanner(t *testing.T, tbl *Table, opts LogScannerOptions) *LogScanner {
 	t.Helper()
+	if opts.Logger == nil {
+		// A scanner that stalls says why in the failing test's output.
+		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	s, err := tbl.NewLogScanner(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +49,7 @@ func pollUntil(t *testing.T, s *LogScanner, n int) []ScanRecord {
 	for len(got) < n {
 		recs, err := s.Poll(ctx)
 		if err != nil {
-			t.Fatalf("poll after %d records: %v", len(got), err)
+			t.Fatalf("poll after %d records: %v; subscriptions: %s", len(got), err, s.describeSubs())
 		}
 		for _, r := range recs {
 			if want, ok := next[r.Bucket]; ok && r.Offset != want {

@@ -17,27 +17,47 @@ import (
 var errRemoteRead = pkgerr.New("client", "reading a remote segment")
 
 // readRemote reads whole batches of a remote segment the leader pointed
-// at, straight from object storage with HTTP range requests: about
-// maxBytes, at least one batch, never past the segment's end.
-func readRemote(ctx context.Context, hc *http.Client, ref *pb.RemoteSegmentRef, maxBytes int) ([]byte, error) {
-	left := ref.Bytes - ref.Position
-	if left <= 0 {
-		return nil, nil
+// at, straight from object storage with HTTP range requests: from the
+// batch holding offset on, about maxBytes, at least that batch, never past
+// the segment's end. The leader's position comes from a sparse index and
+// may be batches before offset: those are read past, never returned, so a
+// budget that holds one batch still moves forward.
+func readRemote(ctx context.Context, hc *http.Client, ref *pb.RemoteSegmentRef, offset int64, maxBytes int) ([]byte, error) {
+	for pos := ref.Position; pos < ref.Bytes; {
+		data, err := readRemoteAt(ctx, hc, ref, pos, maxBytes)
+		if err != nil {
+			return nil, err
+		}
+		skip := 0
+		for it := record.NewBatchIterator(data, false); it.Next(); {
+			if it.Batch().NextOffset() > offset {
+				return data[skip:], nil
+			}
+			skip = it.Pos()
+		}
+		pos += int64(len(data))
 	}
+	return nil, fmt.Errorf("%w: the segment at offset %d ends before offset %d", errRemoteRead, ref.BaseOffset, offset)
+}
+
+// readRemoteAt reads whole batches of a remote segment from byte pos on:
+// about maxBytes, at least one batch.
+func readRemoteAt(ctx context.Context, hc *http.Client, ref *pb.RemoteSegmentRef, pos int64, maxBytes int) ([]byte, error) {
+	left := ref.Bytes - pos
 	n := min(int64(max(maxBytes, record.HeaderSize)), left)
-	data, err := getRange(ctx, hc, ref.Url, ref.Position, n)
+	data, err := getRange(ctx, hc, ref.Url, pos, n)
 	if err != nil {
 		return nil, err
 	}
 	whole, partial := record.WholeBatches(data)
 	if whole == 0 && partial > 0 && int64(partial) <= left {
-		if data, err = getRange(ctx, hc, ref.Url, ref.Position, int64(partial)); err != nil {
+		if data, err = getRange(ctx, hc, ref.Url, pos, int64(partial)); err != nil {
 			return nil, err
 		}
 		whole, _ = record.WholeBatches(data)
 	}
 	if whole == 0 {
-		return nil, fmt.Errorf("%w: no whole batch at byte %d of the segment at offset %d", errRemoteRead, ref.Position, ref.BaseOffset)
+		return nil, fmt.Errorf("%w: no whole batch at byte %d of the segment at offset %d", errRemoteRead, pos, ref.BaseOffset)
 	}
 	return data[:whole], nil
 }

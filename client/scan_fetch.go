@@ -73,7 +73,7 @@ func (s *LogScanner) fetch(ctx context.Context, call *fetchCall, req *pb.FetchRe
 	defer call.cancel()
 	call.resp, call.err = s.t.tablet(call.addr).Fetch(ctx, req)
 	if call.err == nil {
-		s.readRemoteRefs(ctx, call.resp)
+		s.readRemoteRefs(ctx, call)
 	}
 	s.mu.Lock()
 	s.completed = append(s.completed, call)
@@ -89,13 +89,14 @@ func (s *LogScanner) fetch(ctx context.Context, call *fetchCall, req *pb.FetchRe
 // retriable error of that bucket, and later fetches ask the leader to read
 // remote segments itself (object storage may be out of the client's
 // reach).
-func (s *LogScanner) readRemoteRefs(ctx context.Context, resp *pb.FetchResponse) {
-	for _, fb := range resp.GetBuckets() {
+func (s *LogScanner) readRemoteRefs(ctx context.Context, call *fetchCall) {
+	for _, fb := range call.resp.GetBuckets() {
 		ref := fb.GetRemote()
-		if ref == nil || fb.Error != "" {
+		asked, ok := call.asked[fb.Bucket]
+		if ref == nil || fb.Error != "" || !ok {
 			continue
 		}
-		data, err := readRemote(ctx, s.t.c.httpClient(), ref, s.opts.MaxBytes)
+		data, err := readRemote(ctx, s.t.c.httpClient(), ref, asked.offset, s.opts.MaxBytes)
 		if err != nil {
 			s.opts.Logger.Warn("reading a remote segment directly failed; asking the leader to read it", "bucket", fb.Bucket, "err", err)
 			s.noRemoteRefs.Store(true)
@@ -172,7 +173,12 @@ func (s *LogScanner) collect(ctx context.Context, out []ScanRecord) ([]ScanRecor
 			sub.hw = fb.HighWatermark
 			s.stats.Bytes += int64(len(fb.Records))
 			var err error
+			before := sub.position
 			out, err = s.decode(ctx, out, fb.Bucket, sub, fb.Records, fb.HighWatermark)
+			if sub.position == before && sub.position < fb.HighWatermark {
+				s.opts.Logger.Debug("a fetch brought nothing past the position", "table", s.t.info.Name, "bucket", fb.Bucket,
+					"position", before, "high_watermark", fb.HighWatermark, "bytes", len(fb.Records))
+			}
 			if err != nil {
 				keep(pkgerr.Errorf("client", "fetch %s bucket %d from %s: %w", s.t.qualifiedName(), fb.Bucket, call.addr, err))
 			}

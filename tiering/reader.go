@@ -162,6 +162,40 @@ func (r *Reader) ReadBatches(ctx context.Context, loc Location, maxBytes int) ([
 	return data, nil
 }
 
+// ReadBatchesFrom reads whole batches from the one holding offset on: about
+// maxBytes, at least that batch however large. loc is Locate's for offset;
+// its position comes from a sparse index, so the batches before offset
+// that it starts at are read past, never returned: a reader whose budget
+// holds one batch still moves forward.
+func (r *Reader) ReadBatchesFrom(ctx context.Context, loc Location, offset int64, maxBytes int) ([]byte, error) {
+	for {
+		data, err := r.ReadBatches(ctx, loc, maxBytes)
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == 0 {
+			return nil, fmt.Errorf("%w: %s ends at byte %d, before offset %d", ErrBadManifest, loc.Segment.DataKey, loc.Position, offset)
+		}
+		if skip := batchesBefore(data, offset); skip < len(data) {
+			return data[skip:], nil
+		}
+		loc.Position += int64(len(data))
+	}
+}
+
+// batchesBefore is the length of data's leading whole batches that end at
+// or before offset.
+func batchesBefore(data []byte, offset int64) int {
+	skip := 0
+	for it := record.NewBatchIterator(data, false); it.Next(); {
+		if it.Batch().NextOffset() > offset {
+			break
+		}
+		skip = it.Pos()
+	}
+	return skip
+}
+
 // drain runs the iterator to its end and returns its error.
 func drain(it *record.BatchIterator) error {
 	for it.Next() {

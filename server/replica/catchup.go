@@ -300,25 +300,13 @@ func (r *Replica) readRemoteFrom(ctx context.Context, offset int64, maxBytes int
 	if err != nil {
 		return nil, err
 	}
-	for {
-		data, err := r.mgr.cfg.Remote.ReadBatches(ctx, loc, maxBytes)
-		if err != nil {
-			return nil, err
-		}
-		if len(data) == 0 {
-			return nil, fmt.Errorf("remote segment %s ends at byte %d before offset %d", loc.Segment.DataKey, loc.Position, offset)
-		}
-		skip := 0
-		for it := record.NewBatchIterator(data, false); it.Next(); {
-			b := it.Batch()
-			if b.NextOffset() > offset {
-				if b.BaseOffset() != offset {
-					return nil, fmt.Errorf("remote batch [%d, %d] straddles this replica's end %d", b.BaseOffset(), b.LastOffset(), offset)
-				}
-				return data[skip:], nil
-			}
-			skip = it.Pos()
-		}
-		loc.Position += int64(len(data)) // every batch read was before offset
+	data, err := r.mgr.cfg.Remote.ReadBatchesFrom(ctx, loc, offset, maxBytes)
+	if err != nil {
+		return nil, err
 	}
+	if it := record.NewBatchIterator(data, false); it.Next() && it.Batch().BaseOffset() != offset {
+		b := it.Batch()
+		return nil, fmt.Errorf("remote batch [%d, %d] straddles this replica's end %d", b.BaseOffset(), b.LastOffset(), offset)
+	}
+	return data, nil
 }

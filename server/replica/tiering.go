@@ -218,7 +218,7 @@ func (r *Replica) serveRemote(ctx context.Context, fb *pb.FetchBucket, budget in
 			r.mgr.log.Warn("presigning a remote segment failed; reading it here", "bucket", r.id.String(), "err", err)
 		}
 	}
-	data, err := r.mgr.cfg.Remote.ReadBatches(ctx, loc, budget)
+	data, err := r.mgr.cfg.Remote.ReadBatchesFrom(ctx, loc, fb.Offset, budget)
 	if err != nil {
 		return r.remoteError(fb.Offset, err)
 	}
