@@ -176,6 +176,11 @@ type TableInfo struct {
 	Properties  map[string]string `json:"properties"`
 	// Comment is what the table is for (ALTER TABLE sets it).
 	Comment string `json:"comment,omitempty"`
+	// PartitionKeys are the partition columns of a partitioned table; its
+	// Buckets are each partition's.
+	PartitionKeys []string `json:"partition_keys,omitempty"`
+	// Partitions of a partitioned table, by name: filled by DescribeTable.
+	Partitions []PartitionInfo `json:"partitions,omitempty"`
 	// SchemaVersions lists the ids of the table's schema versions, oldest
 	// first; the last is SchemaID.
 	SchemaVersions []int32 `json:"schema_versions"`
@@ -210,6 +215,10 @@ type TableSpec struct {
 	Buckets     int32
 	Replication int32
 	Properties  map[string]string
+	// PartitionKeys partition the table (docs/partitions.md): STRING,
+	// integer or DATE columns, NOT NULL; of a primary-key table, key
+	// columns. Empty: not partitioned.
+	PartitionKeys []string
 }
 
 // CreateDatabase creates a database.
@@ -259,6 +268,7 @@ func (a *Admin) CreateTable(ctx context.Context, spec TableSpec, opts ...Option)
 		RequestId: o.id(), Database: spec.Database, Name: spec.Name, Schema: spec.Schema,
 		PrimaryKey: spec.PrimaryKey, BucketKey: spec.BucketKey, Buckets: spec.Buckets,
 		Replication: spec.Replication, Properties: spec.Properties, IfNotExists: o.ifNotExists,
+		PartitionKeys: spec.PartitionKeys,
 	}
 	var resp *pb.CommandResponse
 	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
@@ -313,7 +323,11 @@ func (a *Admin) DescribeTable(ctx context.Context, database, name string) (*Tabl
 	if err != nil {
 		return nil, err
 	}
-	return tableFromPB(resp.Table, resp.Buckets), nil
+	info := tableFromPB(resp.Table, resp.Buckets)
+	for _, p := range resp.Partitions {
+		info.Partitions = append(info.Partitions, partitionFromPB(p))
+	}
+	return info, nil
 }
 
 func tableFromPB(t *pb.TableRecord, buckets []*pb.BucketRecord) *TableInfo {
@@ -326,6 +340,7 @@ func tableFromPB(t *pb.TableRecord, buckets []*pb.BucketRecord) *TableInfo {
 		out.Properties = map[string]string{}
 	}
 	out.Comment = t.Comment
+	out.PartitionKeys = t.PartitionKeys
 	for _, v := range t.Schemas {
 		out.SchemaVersions = append(out.SchemaVersions, v.Id)
 	}

@@ -113,7 +113,7 @@ func (t *Table) settings() tableprop.Values {
 // refused with the reason).
 func (t *Table) setSettings(rec *pb.TableRecord) {
 	v, _ := tableprop.ParseStored(rec.GetProperties(), tableprop.Table{Replication: int(rec.GetReplication()),
-		PrimaryKey: len(rec.GetPrimaryKey()) > 0, CreatedChecks: rec.GetChecks()})
+		PrimaryKey: len(rec.GetPrimaryKey()) > 0, Partitioned: len(rec.GetPartitionKeys()) > 0, CreatedChecks: rec.GetChecks()})
 	t.mu.Lock()
 	t.props = v
 	t.mu.Unlock()

@@ -39,7 +39,6 @@ import (
 // appended by one goroutine keep their order within each bucket.
 type AppendWriter struct {
 	*writer
-	router     router
 	jsonCodecs sync.Pool // of *jsonScratch
 }
 
@@ -66,16 +65,17 @@ func (t *Table) NewAppendWriter(opts AppendWriterOptions) (*AppendWriter, error)
 	if err := opts.validate(appendKind.name); err != nil {
 		return nil, err
 	}
-	core, err := startWriter(t, appendKind, opts)
+	batchBytes := opts.withDefaults().BatchBytes
+	core, err := startWriter(t, appendKind, opts, func(t *Table) router {
+		if t.bucketKey != nil {
+			return &keyRouter{key: t.bucketKey, buckets: t.info.Buckets}
+		}
+		return newStickyRouter(t.info.Buckets, rand.Int32N(t.info.Buckets), batchBytes)
+	})
 	if err != nil {
 		return nil, err
 	}
 	w := &AppendWriter{writer: core}
-	if t.bucketKey != nil {
-		w.router = &keyRouter{key: t.bucketKey, buckets: t.info.Buckets}
-	} else {
-		w.router = newStickyRouter(t.info.Buckets, rand.Int32N(t.info.Buckets), core.opts.BatchBytes)
-	}
 	w.jsonCodecs.New = func() any { return &jsonScratch{codec: t.JSONCodec()} }
 	return w, nil
 }
@@ -116,11 +116,15 @@ func (w *AppendWriter) appendValid(ctx context.Context, row []byte) (*AppendFutu
 			return nil, err
 		}
 	}
-	bucket, err := w.router.route(row, record.RecordSize(len(row)))
+	tg, err := w.route(ctx, row)
 	if err != nil {
 		return nil, err
 	}
-	b, index, err := w.add(ctx, bucket, record.AppendOnly, row)
+	bucket, err := tg.router.route(row, record.RecordSize(len(row)))
+	if err != nil {
+		return nil, err
+	}
+	b, index, err := w.add(ctx, tg, bucket, record.AppendOnly, row)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 // streams, the batches' futures and the buffer budget.
 type bucketSender struct {
 	w      *writer
+	t      *Table // the table's handle, or its partition's
 	bucket int32
 	wakeCh chan struct{} // capacity 1: "something changed"
 
@@ -62,8 +63,8 @@ type callResult struct {
 	out  writeOutcome
 }
 
-func newBucketSender(w *writer, bucket int32) *bucketSender {
-	return &bucketSender{w: w, bucket: bucket, wakeCh: make(chan struct{}, 1), win: writeseq.New[*sending](writeseq.Config{
+func newBucketSender(w *writer, t *Table, bucket int32) *bucketSender {
+	return &bucketSender{w: w, t: t, bucket: bucket, wakeCh: make(chan struct{}, 1), win: writeseq.New[*sending](writeseq.Config{
 		MaxInFlight: w.opts.MaxInFlight, RequestTimeout: w.opts.RequestTimeout, CallGrace: callGrace, Backoff: newRetryBackoff()})}
 }
 
@@ -210,7 +211,7 @@ func (s *bucketSender) sequence(ctx context.Context) {
 			writerID, seq, _ = s.win.WriterID()
 		}
 		batch, err := f.Item.b.build(record.BatchOptions{
-			SchemaID: s.w.t.schemaID, Format: record.PayloadRows, Compression: s.w.opts.Compression,
+			SchemaID: s.t.schemaID, Format: record.PayloadRows, Compression: s.w.opts.Compression,
 			Codec: s.w.codec, AppendOnly: s.w.kind.appendOnly, HasWriter: true, WriterID: writerID, Sequence: seq,
 		}, s.w.format)
 		if err != nil {
@@ -232,7 +233,7 @@ func (s *bucketSender) allocateWriterID(ctx context.Context, f *flight) bool {
 	var id int64
 	var err error
 	if _, _, fresh := s.win.WriterID(); fresh {
-		id, err = s.w.t.c.allocateWriterID(actx)
+		id, err = s.t.c.allocateWriterID(actx)
 	} else {
 		id, err = s.w.sharedWriterID(actx)
 	}
@@ -256,13 +257,13 @@ func (s *bucketSender) sendReady(ctx context.Context, now time.Time) {
 // startCall sends f to the bucket's leader of the moment.
 func (s *bucketSender) startCall(ctx context.Context, f *flight, timeout time.Duration) {
 	it, id := f.Item, f.Call()
-	addr, version, err := s.w.t.leader(s.bucket)
+	addr, version, err := s.t.leader(s.bucket)
 	it.version = version
 	if err != nil {
 		s.post(callResult{f: f, call: id, out: writeOutcome{err: err}})
 		return
 	}
-	st, err := s.w.t.c.writes.stream(ctx, addr)
+	st, err := s.t.c.writes.stream(ctx, addr)
 	if err != nil {
 		s.post(callResult{f: f, call: id, out: writeOutcome{err: err}})
 		return
@@ -271,8 +272,8 @@ func (s *bucketSender) startCall(ctx context.Context, f *flight, timeout time.Du
 	// answer (a timeout of its own, say) arrive before the call is given
 	// up on.
 	it.stream = st
-	call := s.w.kind.call(batchCall{tableID: s.w.t.info.ID, bucket: s.bucket, acks: s.w.opts.Acks.wire(), batch: it.batch,
-		timeoutMs: int32(max(timeout.Milliseconds(), 1)), pipelined: f.Pipelined(), writerToken: s.w.t.c.writerToken(it.batch)})
+	call := s.w.kind.call(batchCall{tableID: s.t.info.ID, bucket: s.bucket, acks: s.w.opts.Acks.wire(), batch: it.batch,
+		timeoutMs: int32(max(timeout.Milliseconds(), 1)), pipelined: f.Pipelined(), writerToken: s.t.c.writerToken(it.batch)})
 	st.start(call, func(o writeOutcome) { s.post(callResult{f: f, call: id, out: o}) })
 }
 
@@ -300,7 +301,7 @@ func (s *bucketSender) handleResults(ctx context.Context, now time.Time) {
 			// past their batches' time (a failed refresh shows up as the
 			// next attempt's error).
 			rctx, cancel := context.WithTimeout(ctx, min(s.w.opts.RequestTimeout, max(time.Until(r.f.Deadline()), time.Millisecond)))
-			_ = s.w.t.refreshAfter(rctx, r.f.Item.version)
+			_ = s.t.refreshAfter(rctx, r.f.Item.version)
 			cancel()
 		}
 	}
@@ -374,15 +375,22 @@ func (s *bucketSender) flightErr(f *flight) error {
 	case writeseq.NotFailed:
 		return nil
 	case writeseq.Refused:
-		return pkgerr.Errorf("client", "%s: %s bucket %d: %w", s.w.kind.name, s.w.t.qualifiedName(), s.bucket, cause)
+		if s.t.part != nil && errors.Is(cause, transport.ErrUnknownTable) {
+			// The partition was dropped: its nodes no longer know its id.
+			// Its next row loads it again, or creates it anew.
+			s.w.forgetPartition(s.t)
+			return fmt.Errorf("%w: %s: %s bucket %d: the partition was dropped (%v)", ErrUnknownPartition, s.w.kind.name,
+				s.t.qualifiedName(), s.bucket, cause)
+		}
+		return pkgerr.Errorf("client", "%s: %s bucket %d: %w", s.w.kind.name, s.t.qualifiedName(), s.bucket, cause)
 	case writeseq.Unknown:
 		return fmt.Errorf("%w: %s bucket %d, batch of %s: sent, unanswered, then its writer's sequence broke (%v): it may or may not be written",
-			ErrOutcomeUnknown, s.w.t.qualifiedName(), s.bucket, rowCount(f.Item.b.count), cause)
+			ErrOutcomeUnknown, s.t.qualifiedName(), s.bucket, rowCount(f.Item.b.count), cause)
 	case writeseq.Expired:
 		if cause == nil {
 			cause = errors.New("not sent")
 		}
-		return fmt.Errorf("%w: %s bucket %d, batch of %s, %d attempts in %v: %w", ErrDeliveryTimeout, s.w.t.qualifiedName(), s.bucket,
+		return fmt.Errorf("%w: %s bucket %d, batch of %s, %d attempts in %v: %w", ErrDeliveryTimeout, s.t.qualifiedName(), s.bucket,
 			rowCount(f.Item.b.count), f.Attempts(), at.Sub(f.Item.b.created).Round(time.Millisecond), cause)
 	}
 	return cause
@@ -392,7 +400,7 @@ func (s *bucketSender) flightErr(f *flight) error {
 // back its rows' budget; unknown says a failed batch may be written.
 func (s *bucketSender) finishBatch(b *pendingBatch, err error, resp *pb.ProduceResponse, unknown bool) {
 	if err != nil {
-		s.w.opts.Logger.Warn("batch failed", "table", s.w.t.info.Name, "bucket", s.bucket, "rows", b.count,
+		s.w.opts.Logger.Warn("batch failed", "table", s.t.info.Name, "bucket", s.bucket, "rows", b.count,
 			"outcome_unknown", unknown, "error", err)
 		s.w.noteErr(err)
 		s.w.failed.Add(int64(b.count))
@@ -425,7 +433,7 @@ func (s *bucketSender) abandon(ctx context.Context) {
 			continue
 		}
 		err := fmt.Errorf("%w: batch of %s for %s bucket %d not acknowledged: %v", ErrWriterClosed, rowCount(f.Item.b.count),
-			s.w.t.qualifiedName(), s.bucket, ctx.Err())
+			s.t.qualifiedName(), s.bucket, ctx.Err())
 		if last := f.LastErr(); last != nil {
 			err = fmt.Errorf("%w (last attempt: %w)", err, last)
 		}
@@ -444,7 +452,7 @@ func (s *bucketSender) abandon(ctx context.Context) {
 	s.mu.Unlock()
 	for _, b := range queue {
 		s.finishBatch(b, fmt.Errorf("%w: batch of %s for %s bucket %d not sent: %v", ErrWriterClosed,
-			rowCount(b.count), s.w.t.qualifiedName(), s.bucket, ctx.Err()), nil, false)
+			rowCount(b.count), s.t.qualifiedName(), s.bucket, ctx.Err()), nil, false)
 	}
 }
 

@@ -32,9 +32,9 @@ func NodeForExamples() string {
 // describeSubs prints the scanner's subscriptions, for a test that fails.
 func (s *LogScanner) describeSubs() string {
 	var b strings.Builder
-	for bucket, sub := range s.subs {
+	for key, sub := range s.subs {
 		fmt.Fprintf(&b, "[bucket %d: resolved %v position %d hw %d inflight %v failures %d retry in %v] ",
-			bucket, sub.resolved, sub.position, sub.hw, sub.inflight, sub.failures, time.Until(sub.retryAt).Round(time.Millisecond))
+			key.bucket, sub.resolved, sub.position, sub.hw, sub.inflight, sub.failures, time.Until(sub.retryAt).Round(time.Millisecond))
 	}
 	return b.String()
 }

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport"
 )
 
 // Defaults of the zero LogScannerOptions.
@@ -70,8 +73,11 @@ func (o LogScannerOptions) withDefaults() LogScannerOptions {
 
 // ScanRecord is one record read from a bucket.
 type ScanRecord struct {
-	Bucket int32
-	Offset int64
+	// Partition is the name of the record's partition ("dt=2026-12-03")
+	// in a partitioned table; "" otherwise.
+	Partition string
+	Bucket    int32
+	Offset    int64
 	// Timestamp is the commit time of the record's batch.
 	Timestamp time.Time
 	// Change is what the record does: record.AppendOnly in log tables;
@@ -109,10 +115,11 @@ type LogScanner struct {
 	dec   batchDecoders
 	stats ScannerStats
 
-	subs       map[int32]*subscription
-	gen        uint64 // of the last Subscribe
-	refreshFor uint64 // metadata version seen stale, 0: none
-	needFresh  bool
+	subs map[subKey]*subscription
+	gen  uint64 // of the last Subscribe
+	// stale holds the handles whose metadata a fetch found stale, with
+	// the version it came from (for refreshAfter).
+	stale      map[*Table]uint64
 	pendingErr error // met by a Poll that had records to return
 	closed     bool
 
@@ -127,8 +134,17 @@ type LogScanner struct {
 	notify    chan struct{} // capacity 1: a fetch completed
 }
 
+// subKey names a subscribed bucket: the id its buckets are keyed by (the
+// table's or a partition's) and its number.
+type subKey struct {
+	id     uint64
+	bucket int32
+}
+
 // subscription is the state of one subscribed bucket.
 type subscription struct {
+	t        *Table // the table's handle, or the partition's
+	key      subKey
 	gen      uint64
 	from     StartPosition
 	resolved bool  // position is known
@@ -152,7 +168,8 @@ func (t *Table) NewLogScanner(opts LogScannerOptions) (*LogScanner, error) {
 		t:        t,
 		opts:     opts.withDefaults(),
 		proj:     proj,
-		subs:     make(map[int32]*subscription),
+		subs:     make(map[subKey]*subscription),
+		stale:    make(map[*Table]uint64),
 		inflight: make(map[*fetchCall]struct{}),
 		notify:   make(chan struct{}, 1),
 	}, nil
@@ -170,35 +187,103 @@ func (s *LogScanner) Stats() ScannerStats { return s.stats }
 
 // Subscribe starts reading bucket at from, replacing any earlier
 // subscription of it. Positions other than AtOffset are resolved by the
-// next Poll.
+// next Poll. The buckets of a partitioned table are its partitions':
+// subscribe them with SubscribePartition.
 func (s *LogScanner) Subscribe(bucket int32, from StartPosition) error {
+	if s.t.parts != nil {
+		return pkgerr.Errorf("client", "subscribe bucket %d: %s is partitioned: subscribe a partition's bucket (SubscribePartition)",
+			bucket, s.t.qualifiedName())
+	}
+	return s.subscribe(s.t, bucket, from)
+}
+
+// SubscribePartition starts reading bucket of one partition of a
+// partitioned table (partition as Table.PartitionName takes it) at from,
+// replacing any earlier subscription of it. It loads the partition's
+// metadata on first use: ErrUnknownPartition when it does not exist.
+func (s *LogScanner) SubscribePartition(ctx context.Context, partition string, bucket int32, from StartPosition) error {
 	if s.closed {
 		return ErrScannerClosed
 	}
-	if err := s.t.checkBucket(bucket); err != nil {
+	if s.t.part != nil {
+		// The scanner of a partition's handle reads that partition.
+		name, err := s.t.PartitionName(partition)
+		if err != nil {
+			return err
+		}
+		if name != s.t.part.Name {
+			return pkgerr.Errorf("client", "subscribe partition %s: the scanner reads partition %s only", name, s.t.part.Name)
+		}
+		return s.subscribe(s.t, bucket, from)
+	}
+	pt, err := s.t.Partition(ctx, partition)
+	if err != nil {
+		return err
+	}
+	return s.subscribe(pt, bucket, from)
+}
+
+// subscribe subscribes bucket of the handle t (the scanner's, or one of
+// its partitions').
+func (s *LogScanner) subscribe(t *Table, bucket int32, from StartPosition) error {
+	if s.closed {
+		return ErrScannerClosed
+	}
+	if err := t.checkBucket(bucket); err != nil {
 		return err
 	}
 	s.gen++
-	sub := &subscription{gen: s.gen, from: from, hw: -1}
+	key := subKey{id: t.info.ID, bucket: bucket}
+	sub := &subscription{t: t, key: key, gen: s.gen, from: from, hw: -1}
 	if from.kind == positionOffset {
 		if from.offset < 0 {
-			return pkgerr.Errorf("client", "subscribe bucket %d: negative offset %d", bucket, from.offset)
+			return pkgerr.Errorf("client", "subscribe %s bucket %d: negative offset %d", t.qualifiedName(), bucket, from.offset)
 		}
 		sub.resolved, sub.position = true, from.offset
 	}
-	s.subs[bucket] = sub
+	s.subs[key] = sub
 	return nil
 }
 
 // Unsubscribe stops reading bucket.
 func (s *LogScanner) Unsubscribe(bucket int32) {
-	delete(s.subs, bucket)
+	delete(s.subs, subKey{id: s.t.info.ID, bucket: bucket})
+}
+
+// UnsubscribePartition stops reading bucket of a partition; a partition
+// not subscribed is no error.
+func (s *LogScanner) UnsubscribePartition(partition string, bucket int32) {
+	if sub := s.partitionSub(partition, bucket); sub != nil {
+		delete(s.subs, sub.key)
+	}
+}
+
+// partitionSub finds the subscription of a partition's bucket.
+func (s *LogScanner) partitionSub(partition string, bucket int32) *subscription {
+	name, err := s.t.PartitionName(partition)
+	if err != nil {
+		return nil
+	}
+	for key, sub := range s.subs {
+		if key.bucket == bucket && sub.t.part != nil && sub.t.part.Name == name {
+			return sub
+		}
+	}
+	return nil
 }
 
 // Position is the offset of the next record Poll returns from bucket;
 // false when bucket is not subscribed or its start is not resolved yet.
 func (s *LogScanner) Position(bucket int32) (int64, bool) {
-	sub := s.subs[bucket]
+	return s.subs[subKey{id: s.t.info.ID, bucket: bucket}].positionOf()
+}
+
+// PartitionPosition is Position of a partition's bucket.
+func (s *LogScanner) PartitionPosition(partition string, bucket int32) (int64, bool) {
+	return s.partitionSub(partition, bucket).positionOf()
+}
+
+func (sub *subscription) positionOf() (int64, bool) {
 	if sub == nil || !sub.resolved {
 		return 0, false
 	}
@@ -208,7 +293,15 @@ func (s *LogScanner) Position(bucket int32) (int64, bool) {
 // HighWatermark is bucket's high watermark as of the last fetch; false
 // before the first one.
 func (s *LogScanner) HighWatermark(bucket int32) (int64, bool) {
-	sub := s.subs[bucket]
+	return s.subs[subKey{id: s.t.info.ID, bucket: bucket}].highWatermark()
+}
+
+// PartitionHighWatermark is HighWatermark of a partition's bucket.
+func (s *LogScanner) PartitionHighWatermark(partition string, bucket int32) (int64, bool) {
+	return s.partitionSub(partition, bucket).highWatermark()
+}
+
+func (sub *subscription) highWatermark() (int64, bool) {
 	if sub == nil || sub.hw < 0 {
 		return 0, false
 	}
@@ -236,9 +329,9 @@ func (s *LogScanner) Poll(ctx context.Context) ([]ScanRecord, error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		if s.needFresh {
-			s.needFresh = false
-			if err := s.t.refreshAfter(ctx, s.refreshFor); err != nil && !retriable(err) && ctx.Err() == nil {
+		for t, seen := range s.stale {
+			delete(s.stale, t)
+			if err := t.refreshAfter(ctx, seen); err != nil && !retriable(err) && ctx.Err() == nil {
 				return nil, err
 			}
 		}
@@ -292,15 +385,16 @@ func (s *LogScanner) Close() error {
 // resolve turns the start positions of new subscriptions into offsets.
 func (s *LogScanner) resolve(ctx context.Context) error {
 	now := time.Now()
-	for bucket, sub := range s.subs {
+	for key, sub := range s.subs {
 		if sub.resolved || sub.retryAt.After(now) {
 			continue
 		}
-		addr, version, err := s.t.leader(bucket)
+		bucket := key.bucket
+		addr, version, err := sub.t.leader(bucket)
 		if err == nil {
 			cctx, cancel := context.WithTimeout(ctx, listOffsetsTimeout)
 			var offset int64
-			offset, err = s.t.listOffset(cctx, addr, bucket, sub.from)
+			offset, err = sub.t.listOffset(cctx, addr, bucket, sub.from)
 			cancel()
 			if err == nil {
 				sub.resolved, sub.position, sub.failures = true, offset, 0
@@ -310,12 +404,26 @@ func (s *LogScanner) resolve(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if sub.t.part != nil && errors.Is(err, transport.ErrUnknownTable) {
+			return s.partitionDropped(sub, err)
+		}
 		if !retriable(err) {
-			return pkgerr.Errorf("client", "subscribe bucket %d at %v: %w", bucket, sub.from, err)
+			return pkgerr.Errorf("client", "subscribe %s bucket %d at %v: %w", sub.t.qualifiedName(), bucket, sub.from, err)
 		}
 		s.retryLater(sub, version, err)
 	}
 	return nil
+}
+
+// partitionDropped ends the subscription of a bucket whose nodes no
+// longer know its partition's id (the partition was dropped), and has
+// the table's handle forget the partition's: subscribing the partition
+// again loads the one of that name now, if one was created since, where
+// the old handle would fail the same way for ever.
+func (s *LogScanner) partitionDropped(sub *subscription, cause error) error {
+	delete(s.subs, sub.key)
+	s.t.forgetPartition(sub.t)
+	return fmt.Errorf("%w: %s bucket %d was dropped (%v)", ErrUnknownPartition, sub.t.qualifiedName(), sub.key.bucket, cause)
 }
 
 // retryLater backs a bucket off after a retriable failure and asks for
@@ -324,8 +432,7 @@ func (s *LogScanner) retryLater(sub *subscription, version uint64, err error) {
 	d := retryBackoffMin << min(sub.failures, 8)
 	sub.retryAt = time.Now().Add(min(d, retryBackoffMax))
 	sub.failures++
-	s.needFresh = true
-	s.refreshFor = max(s.refreshFor, version)
-	s.opts.Logger.Debug("bucket fetch failed, retrying", "table", s.t.info.Name, "error", err,
+	s.stale[sub.t] = max(s.stale[sub.t], version)
+	s.opts.Logger.Debug("bucket fetch failed, retrying", "table", sub.t.qualifiedName(), "bucket", sub.key.bucket, "error", err,
 		"failures", sub.failures)
 }

@@ -45,17 +45,22 @@ func pollUntil(t *testing.T, s *LogScanner, n int) []ScanRecord {
 	t.Helper()
 	ctx := guardCtx(t)
 	var got []ScanRecord
-	next := make(map[int32]int64)
+	type bucketOf struct {
+		partition string
+		bucket    int32
+	}
+	next := make(map[bucketOf]int64)
 	for len(got) < n {
 		recs, err := s.Poll(ctx)
 		if err != nil {
 			t.Fatalf("poll after %d records: %v; subscriptions: %s", len(got), err, s.describeSubs())
 		}
 		for _, r := range recs {
-			if want, ok := next[r.Bucket]; ok && r.Offset != want {
-				t.Fatalf("bucket %d: offset %d after %d", r.Bucket, r.Offset, want-1)
+			b := bucketOf{r.Partition, r.Bucket}
+			if want, ok := next[b]; ok && r.Offset != want {
+				t.Fatalf("%s bucket %d: offset %d after %d", r.Partition, r.Bucket, r.Offset, want-1)
 			}
-			next[r.Bucket] = r.Offset + 1
+			next[b] = r.Offset + 1
 		}
 		got = append(got, recs...)
 	}

@@ -22,11 +22,16 @@ func (l *Lookuper) LookupBatch(ctx context.Context, keys [][]byte) ([][]byte, er
 	if l.isClosed() {
 		return nil, ErrLookuperClosed
 	}
-	byBucket := make(map[int32][]int)
 	for i, key := range keys {
 		if err := record.ValidateRow(l.keys.keySchema, key); err != nil {
 			return nil, pkgerr.Errorf("client", "lookup batch: key %d: %w", i, err)
 		}
+	}
+	if l.parts != nil {
+		return l.lookupBatchPartitioned(ctx, keys)
+	}
+	byBucket := make(map[int32][]int)
+	for i, key := range keys {
 		b := l.bucketOfKey(key)
 		byBucket[b] = append(byBucket[b], i)
 	}
@@ -102,6 +107,10 @@ func (l *Lookuper) PrefixLookupJSON(ctx context.Context, object []byte) ([][]byt
 func (l *Lookuper) prefixLookupValid(ctx context.Context, bucketKey []byte) ([][]byte, error) {
 	if l.isClosed() {
 		return nil, ErrLookuperClosed
+	}
+	if l.parts != nil {
+		return nil, pkgerr.Errorf("client", "prefix lookup: %s is partitioned and a bucket key does not name a partition: "+
+			"look up in one partition's handle (Table.Partition)", l.t.qualifiedName())
 	}
 	h := l.hashers.Get().(*keyHasher)
 	bucket := bucketOfKey(h.hash, bucketKey, l.t.info.Buckets)

@@ -30,8 +30,9 @@ import (
 type Lookuper struct {
 	t      *Table
 	keys   *tableKeys
-	opts   LookuperOptions // defaults applied
-	queues []*lookupQueue  // by bucket
+	opts   LookuperOptions   // defaults applied
+	queues []*lookupQueue    // by bucket
+	parts  *partitionLookups // of a partitioned table; queues are then its partitions' lookupers'
 
 	keyJSON    sync.Pool // of *jsonScratch, primary keys
 	prefixJSON sync.Pool // of *jsonScratch, bucket keys
@@ -60,9 +61,16 @@ func (t *Table) NewLookuper(opts LookuperOptions) (*Lookuper, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Lookuper{t: t, keys: keys, opts: opts.withDefaults(), queues: make([]*lookupQueue, t.info.Buckets)}
-	for b := range l.queues {
-		l.queues[b] = &lookupQueue{bucket: int32(b)}
+	l := &Lookuper{t: t, keys: keys, opts: opts.withDefaults()}
+	if t.parts != nil {
+		if l.parts, err = newPartitionLookups(t, keys.keySchema); err != nil {
+			return nil, err
+		}
+	} else {
+		l.queues = make([]*lookupQueue, t.info.Buckets)
+		for b := range l.queues {
+			l.queues[b] = &lookupQueue{bucket: int32(b)}
+		}
 	}
 	l.keyJSON.New = func() any { return &jsonScratch{codec: mustJSONCodec(keys.keySchema)} }
 	l.prefixJSON.New = func() any { return &jsonScratch{codec: mustJSONCodec(keys.bucketKeys)} }
@@ -96,6 +104,9 @@ func (l *Lookuper) LookupJSON(ctx context.Context, object []byte) (row []byte, f
 // lookupValid queues a valid key with the other keys of its bucket and
 // waits for its answer.
 func (l *Lookuper) lookupValid(ctx context.Context, key []byte) ([]byte, bool, error) {
+	if l.parts != nil {
+		return l.lookupPartitioned(ctx, key)
+	}
 	p := &pendingKey{key: append([]byte(nil), key...), done: make(chan struct{})}
 	q := l.queues[l.bucketOfKey(key)]
 	batch, err := l.enqueue(q, p)
@@ -136,6 +147,9 @@ func (l *Lookuper) Close() error {
 	l.mu.Unlock()
 	l.cancel()
 	l.wg.Wait()
+	if l.parts != nil {
+		l.parts.closeChildren()
+	}
 	return nil
 }
 

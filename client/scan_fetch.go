@@ -17,7 +17,7 @@ import (
 type fetchCall struct {
 	addr    string
 	version uint64 // of the metadata that named the leader
-	asked   map[int32]fetchedFrom
+	asked   map[subKey]fetchedFrom
 	cancel  context.CancelFunc
 
 	// Set by the goroutine before the call is handed back.
@@ -37,24 +37,24 @@ func (s *LogScanner) issue() {
 	now := time.Now()
 	calls := make(map[string]*fetchCall)
 	reqs := make(map[string]*pb.FetchRequest)
-	for bucket, sub := range s.subs {
+	for key, sub := range s.subs {
 		if !sub.resolved || sub.inflight || sub.retryAt.After(now) {
 			continue
 		}
-		addr, version, err := s.t.leader(bucket)
+		addr, version, err := sub.t.leader(key.bucket)
 		if err != nil {
 			s.retryLater(sub, version, err)
 			continue
 		}
 		call := calls[addr]
 		if call == nil {
-			call = &fetchCall{addr: addr, version: version, asked: make(map[int32]fetchedFrom)}
+			call = &fetchCall{addr: addr, version: version, asked: make(map[subKey]fetchedFrom)}
 			calls[addr] = call
 			reqs[addr] = &pb.FetchRequest{ReplicaId: 0, MaxWaitMs: int32(s.opts.MaxWait.Milliseconds()),
 				MinBytes: 1, MaxBytes: int32(min(s.opts.MaxBytes, 1<<30))}
 		}
-		call.asked[bucket] = fetchedFrom{gen: sub.gen, offset: sub.position}
-		reqs[addr].Buckets = append(reqs[addr].Buckets, &pb.FetchBucket{TableId: s.t.info.ID, Bucket: bucket,
+		call.asked[key] = fetchedFrom{gen: sub.gen, offset: sub.position}
+		reqs[addr].Buckets = append(reqs[addr].Buckets, &pb.FetchBucket{TableId: key.id, Bucket: key.bucket,
 			Offset: sub.position, LeaderEpoch: -1, LastFetchedEpoch: -1, RemoteRefs: !s.noRemoteRefs.Load(),
 			Columns: s.proj.indexes()})
 		sub.inflight = true
@@ -92,7 +92,7 @@ func (s *LogScanner) fetch(ctx context.Context, call *fetchCall, req *pb.FetchRe
 func (s *LogScanner) readRemoteRefs(ctx context.Context, call *fetchCall) {
 	for _, fb := range call.resp.GetBuckets() {
 		ref := fb.GetRemote()
-		asked, ok := call.asked[fb.Bucket]
+		asked, ok := call.asked[subKey{id: fb.TableId, bucket: fb.Bucket}]
 		if ref == nil || fb.Error != "" || !ok {
 			continue
 		}
@@ -125,47 +125,47 @@ func (s *LogScanner) collect(ctx context.Context, out []ScanRecord) ([]ScanRecor
 		delete(s.inflight, call)
 		// current returns the subscription the call fetched for, unless it
 		// was replaced or dropped since.
-		current := func(bucket int32) *subscription {
-			asked, ok := call.asked[bucket]
-			sub := s.subs[bucket]
+		current := func(key subKey) *subscription {
+			asked, ok := call.asked[key]
+			sub := s.subs[key]
 			if !ok || sub == nil || sub.gen != asked.gen || sub.position != asked.offset {
 				return nil
 			}
 			return sub
 		}
-		for bucket := range call.asked {
-			if sub := current(bucket); sub != nil {
+		for key := range call.asked {
+			if sub := current(key); sub != nil {
 				sub.inflight = false
 			}
 		}
 		if call.err != nil {
-			for bucket := range call.asked {
-				sub := current(bucket)
+			for key := range call.asked {
+				sub := current(key)
 				if sub == nil {
 					continue
 				}
 				if retriable(call.err) || errors.Is(call.err, context.DeadlineExceeded) {
 					s.retryLater(sub, call.version, call.err)
 				} else {
-					keep(pkgerr.Errorf("client", "fetch %s bucket %d from %s: %w", s.t.qualifiedName(), bucket, call.addr, call.err))
+					keep(pkgerr.Errorf("client", "fetch %s bucket %d from %s: %w", sub.t.qualifiedName(), key.bucket, call.addr, call.err))
 				}
 			}
 			continue
 		}
 		for _, fb := range call.resp.GetBuckets() {
-			if fb.TableId != s.t.info.ID {
-				continue
-			}
-			sub := current(fb.Bucket)
+			sub := current(subKey{id: fb.TableId, bucket: fb.Bucket})
 			if sub == nil {
 				continue
 			}
 			if fb.Error != "" {
 				err := &transport.Error{Code: fb.ErrorCode, Message: fb.Error}
-				if err.Retriable() {
+				switch {
+				case err.Retriable():
 					s.retryLater(sub, call.version, err)
-				} else {
-					keep(pkgerr.Errorf("client", "fetch %s bucket %d at offset %d from %s: %w", s.t.qualifiedName(), fb.Bucket, sub.position, call.addr, err))
+				case sub.t.part != nil && errors.Is(err, transport.ErrUnknownTable):
+					keep(s.partitionDropped(sub, err))
+				default:
+					keep(pkgerr.Errorf("client", "fetch %s bucket %d at offset %d from %s: %w", sub.t.qualifiedName(), fb.Bucket, sub.position, call.addr, err))
 				}
 				continue
 			}
@@ -174,13 +174,13 @@ func (s *LogScanner) collect(ctx context.Context, out []ScanRecord) ([]ScanRecor
 			s.stats.Bytes += int64(len(fb.Records))
 			var err error
 			before := sub.position
-			out, err = s.decode(ctx, out, fb.Bucket, sub, fb.Records, fb.HighWatermark)
+			out, err = s.decode(ctx, out, sub, fb.Records, fb.HighWatermark)
 			if sub.position == before && sub.position < fb.HighWatermark {
-				s.opts.Logger.Debug("a fetch brought nothing past the position", "table", s.t.info.Name, "bucket", fb.Bucket,
+				s.opts.Logger.Debug("a fetch brought nothing past the position", "table", sub.t.qualifiedName(), "bucket", fb.Bucket,
 					"position", before, "high_watermark", fb.HighWatermark, "bytes", len(fb.Records))
 			}
 			if err != nil {
-				keep(pkgerr.Errorf("client", "fetch %s bucket %d from %s: %w", s.t.qualifiedName(), fb.Bucket, call.addr, err))
+				keep(pkgerr.Errorf("client", "fetch %s bucket %d from %s: %w", sub.t.qualifiedName(), fb.Bucket, call.addr, err))
 			}
 		}
 	}
@@ -191,7 +191,12 @@ func (s *LogScanner) collect(ctx context.Context, out []ScanRecord) ([]ScanRecor
 // the high watermark hw, and advances the position past them; control
 // batches are passed over. Every batch's CRC is checked; a damaged batch
 // stops the decoding there.
-func (s *LogScanner) decode(ctx context.Context, out []ScanRecord, bucket int32, sub *subscription, data []byte, hw int64) ([]ScanRecord, error) {
+func (s *LogScanner) decode(ctx context.Context, out []ScanRecord, sub *subscription, data []byte, hw int64) ([]ScanRecord, error) {
+	bucket := sub.key.bucket
+	partition := ""
+	if sub.t.part != nil {
+		partition = sub.t.part.Name
+	}
 	var arena []byte // the rows' copies, in chunks (copyRow)
 	out = slices.Grow(out, recordsIn(data))
 	next := sub.position
@@ -228,7 +233,7 @@ func (s *LogScanner) decode(ctx context.Context, out []ScanRecord, bucket int32,
 			}
 			var row []byte
 			arena, row = copyRow(arena, r.Data, len(data))
-			out = append(out, ScanRecord{Bucket: bucket, Offset: r.Offset, Timestamp: ts, Change: r.Change,
+			out = append(out, ScanRecord{Partition: partition, Bucket: bucket, Offset: r.Offset, Timestamp: ts, Change: r.Change,
 				SchemaID: b.SchemaID(), Row: row})
 			next = r.Offset + 1
 			return nil

@@ -30,11 +30,12 @@ func fetchedBatches(t testing.TB, bases []int64, rows ...string) []byte {
 }
 
 func TestScanDecodeSkipsAndStops(t *testing.T) {
-	s := &LogScanner{t: &Table{c: &Client{}}}
+	tbl := &Table{c: &Client{}}
+	s := &LogScanner{t: tbl}
 	data := fetchedBatches(t, []int64{10, 13, 16}, "a", "b", "c")
-	sub := &subscription{resolved: true, position: 11}
+	sub := &subscription{t: tbl, key: subKey{bucket: 2}, resolved: true, position: 11}
 	// Offsets 10..18; from 11, below the high watermark 15.
-	got, err := s.decode(t.Context(), nil, 2, sub, data, 15)
+	got, err := s.decode(t.Context(), nil, sub, data, 15)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +46,8 @@ func TestScanDecodeSkipsAndStops(t *testing.T) {
 		t.Fatalf("first record %+v", got[0])
 	}
 	// A batch cut off at the end is left for the next fetch.
-	sub = &subscription{resolved: true, position: 10}
-	got, err = s.decode(t.Context(), nil, 0, sub, data[:len(data)-5], 100)
+	sub = &subscription{t: tbl, resolved: true, position: 10}
+	got, err = s.decode(t.Context(), nil, sub, data[:len(data)-5], 100)
 	if err != nil || len(got) != 6 || sub.position != 16 {
 		t.Fatalf("cut tail: %d records, position %d, %v", len(got), sub.position, err)
 	}
@@ -59,13 +60,14 @@ func FuzzScanDecode(f *testing.F) {
 	f.Add(fetchedBatches(f, []int64{0, 3}, "x", "yy", "zzz"), int64(1), int64(5))
 	f.Add(fetchedBatches(f, []int64{7}, ""), int64(0), int64(100))
 	f.Add([]byte{}, int64(0), int64(0))
-	s := &LogScanner{t: &Table{c: &Client{}}}
+	tbl := &Table{c: &Client{}}
+	s := &LogScanner{t: tbl}
 	f.Fuzz(func(t *testing.T, data []byte, position, hw int64) {
 		if position < 0 || hw < 0 {
 			return
 		}
-		sub := &subscription{resolved: true, position: position}
-		got, _ := s.decode(t.Context(), nil, 0, sub, data, hw)
+		sub := &subscription{t: tbl, resolved: true, position: position}
+		got, _ := s.decode(t.Context(), nil, sub, data, hw)
 		next := position
 		for _, r := range got {
 			if r.Offset < next || r.Offset >= hw {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spaolacci/murmur3"
 
+	"github.com/floedb/floe/internal/partition"
 	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/internal/tableprop"
 	"github.com/floedb/floe/storage/record"
@@ -40,6 +41,15 @@ type Table struct {
 	// maxBatchBytes is the largest batch the cluster takes, as the node
 	// that answered the metadata said; 0 when it did not.
 	maxBatchBytes int
+	// tableID is the table's id. info.ID is the id the buckets are keyed
+	// by: the table's, or, in a partition's handle, the partition's.
+	tableID uint64
+	// Partitioning (partitions.go): spec is the table's partition columns
+	// (zero: not partitioned); a partitioned table's handle keeps its
+	// partitions' handles in parts; a partition's handle has part.
+	spec  partition.Spec
+	parts *partitionSet
+	part  *PartitionInfo
 
 	refreshMu sync.Mutex // one Refresh at a time
 
@@ -64,14 +74,20 @@ type leaderAddr struct {
 // Table loads the metadata of database.name: its schema, buckets and bucket
 // leaders.
 func (c *Client) Table(ctx context.Context, database, name string) (*Table, error) {
-	resp, err := c.getTable(ctx, database, name)
+	resp, err := c.getTable(ctx, database, name, "")
 	if err != nil {
 		return nil, err
 	}
-	t := &Table{c: c, info: *tableFromPB(resp.Table, nil), maxBatchBytes: int(resp.MaxBatchBytes)}
+	t := &Table{c: c, info: *tableFromPB(resp.Table, nil), maxBatchBytes: int(resp.MaxBatchBytes), tableID: resp.Table.Id}
 	t.schema, t.schemaID, err = schemaOf(resp.Table)
 	if err != nil {
 		return nil, pkgerr.Errorf("client", "table %s.%s: %w", database, name, err)
+	}
+	if t.spec, err = specOfRecord(resp.Table); err != nil {
+		return nil, pkgerr.Errorf("client", "table %s.%s: %w", database, name, err)
+	}
+	if t.spec.Partitioned() {
+		t.parts = &partitionSet{byName: map[string]*Table{}, opening: map[string]*openCall{}}
 	}
 	if t.info.Buckets <= 0 {
 		return nil, pkgerr.Errorf("client", "table %s.%s has %d buckets", database, name, t.info.Buckets)
@@ -96,11 +112,13 @@ func (c *Client) Table(ctx context.Context, database, name string) (*Table, erro
 	return t, nil
 }
 
-func (c *Client) getTable(ctx context.Context, database, name string) (*pb.GetTableResponse, error) {
+// getTable loads a table's metadata: its buckets, or, for a partitioned
+// table, one partition's buckets (partition "": the list of partitions).
+func (c *Client) getTable(ctx context.Context, database, name, partition string) (*pb.GetTableResponse, error) {
 	var resp *pb.GetTableResponse
 	err := c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		var err error
-		resp, err = m.GetTable(ctx, &pb.GetTableRequest{Database: database, Name: name})
+		resp, err = m.GetTable(ctx, &pb.GetTableRequest{Database: database, Name: name, Partition: partition})
 		return err
 	})
 	if err != nil {
@@ -169,12 +187,20 @@ func (t *Table) refreshAfter(ctx context.Context, seen uint64) error {
 }
 
 func (t *Table) refreshLocked(ctx context.Context) error {
-	resp, err := t.c.getTable(ctx, t.info.Database, t.info.Name)
+	partName := ""
+	if t.part != nil {
+		partName = t.part.Name
+	}
+	resp, err := t.c.getTable(ctx, t.info.Database, t.info.Name, partName)
 	if err != nil {
 		return err
 	}
-	if resp.Table.Id != t.info.ID {
-		return fmt.Errorf("%w: %s.%s had id %d, now %d", ErrTableChanged, t.info.Database, t.info.Name, t.info.ID, resp.Table.Id)
+	if resp.Table.Id != t.tableID {
+		return fmt.Errorf("%w: %s.%s had id %d, now %d", ErrTableChanged, t.info.Database, t.info.Name, t.tableID, resp.Table.Id)
+	}
+	if t.part != nil && resp.GetPartition().GetId() != t.info.ID {
+		return fmt.Errorf("%w: partition %s of %s had id %d, now %d: it was dropped and created again", ErrUnknownPartition,
+			t.part.Name, t.qualifiedName(), t.info.ID, resp.GetPartition().GetId())
 	}
 	t.setPlacement(resp)
 	t.setSettings(resp.Table)
@@ -238,8 +264,14 @@ func (t *Table) tablet(addr string) pb.DRPCTabletClient {
 	return pb.NewDRPCTabletClient(t.c.pool.Conn(addr))
 }
 
-// qualifiedName is the table's DB.TABLE name, for messages.
-func (t *Table) qualifiedName() string { return t.info.Database + "." + t.info.Name }
+// qualifiedName is the table's DB.TABLE name, for messages, with the
+// partition of a partition's handle: DB.TABLE/dt=2026-12-03.
+func (t *Table) qualifiedName() string {
+	if t.part != nil {
+		return t.info.Database + "." + t.info.Name + "/" + t.part.Name
+	}
+	return t.info.Database + "." + t.info.Name
+}
 
 // Info describes the table, with the bucket placement of the last refresh.
 func (t *Table) Info() TableInfo {
@@ -254,8 +286,12 @@ func (t *Table) Info() TableInfo {
 	return info
 }
 
-// ID is the table id.
+// ID is the id the handle's buckets are keyed by: the table's id, or in a
+// partition's handle (Table.Partition) the partition's.
 func (t *Table) ID() uint64 { return t.info.ID }
+
+// TableID is the table's id, in a partition's handle too.
+func (t *Table) TableID() uint64 { return t.tableID }
 
 // Buckets is the number of buckets.
 func (t *Table) Buckets() int32 { return t.info.Buckets }

@@ -24,7 +24,6 @@ import (
 type UpsertWriter struct {
 	*writer
 	rows       *upsertRows
-	router     *keyRouter
 	upsertJSON sync.Pool // of *jsonScratch
 	deleteJSON sync.Pool // of *jsonScratch
 }
@@ -87,11 +86,13 @@ func (t *Table) NewUpsertWriter(opts UpsertWriterOptions) (*UpsertWriter, error)
 				Acks: call.acks, Batch: call.batch, TimeoutMs: call.timeoutMs, TargetColumns: targets, Pipelined: call.pipelined,
 				WriterToken: call.writerToken}}}
 		}}
-	core, err := startWriter(t, kind, opts.common())
+	core, err := startWriter(t, kind, opts.common(), func(t *Table) router {
+		return &keyRouter{key: t.bucketKey, buckets: t.info.Buckets}
+	})
 	if err != nil {
 		return nil, err
 	}
-	w := &UpsertWriter{writer: core, rows: rows, router: &keyRouter{key: t.bucketKey, buckets: t.info.Buckets}}
+	w := &UpsertWriter{writer: core, rows: rows}
 	w.upsertJSON.New = func() any { return &jsonScratch{codec: mustJSONCodec(rows.upsert)} }
 	w.deleteJSON.New = func() any { return &jsonScratch{codec: mustJSONCodec(rows.del)} }
 	return w, nil
@@ -161,11 +162,15 @@ func (w *UpsertWriter) DeleteJSON(ctx context.Context, object []byte) (*UpsertFu
 
 // write buffers a checked row.
 func (w *UpsertWriter) write(ctx context.Context, change record.ChangeType, row []byte) (*UpsertFuture, error) {
-	bucket, err := w.router.route(row, 0)
+	tg, err := w.route(ctx, row)
 	if err != nil {
 		return nil, err
 	}
-	b, _, err := w.add(ctx, bucket, change, row)
+	bucket, err := tg.router.route(row, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := w.add(ctx, tg, bucket, change, row)
 	if err != nil {
 		return nil, err
 	}

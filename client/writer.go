@@ -26,8 +26,17 @@ type writer struct {
 	format *logFormat          // nil: row batches
 	budget *byteBudget
 
-	senders []*bucketSender // by bucket
-	buffers sync.Pool       // of *batchBuffer
+	// main is where rows go in a table that is not partitioned; parts,
+	// in a partitioned one, the partitions rows went to so far, by id,
+	// each with its senders, started on the partition's first row.
+	main      *target
+	newRouter func(t *Table) router
+	partMu    sync.Mutex
+	parts     map[uint64]*target
+	retired   []*target       // of dropped partitions: flushed and closed still
+	runCtx    context.Context // the senders'
+	buffers   sync.Pool       // of *batchBuffer
+	names     sync.Pool       // of *[]byte: partition names being built
 
 	idSem    chan struct{} // held while allocating the shared writer id
 	writerID int64         // shared writer id, -1 until allocated; under idSem
@@ -89,9 +98,18 @@ type batchCall struct {
 	writerToken []byte
 }
 
+// target is one set of buckets rows go to: the table's, or a partition's.
+type target struct {
+	t       *Table // the table's handle, or the partition's
+	senders []*bucketSender
+	router  router
+}
+
 // startWriter starts a writer of the table's rows: a sender goroutine per
-// bucket, which close stops. opts must be valid.
-func startWriter(t *Table, kind writerKind, opts AppendWriterOptions) (*writer, error) {
+// bucket (of a partitioned table, per bucket of each partition written
+// to), which close stops. newRouter gives a set of buckets its router.
+// opts must be valid.
+func startWriter(t *Table, kind writerKind, opts AppendWriterOptions, newRouter func(t *Table) router) (*writer, error) {
 	w := &writer{
 		t:        t,
 		kind:     kind,
@@ -122,20 +140,91 @@ func startWriter(t *Table, kind writerKind, opts AppendWriterOptions) (*writer, 
 		w.format = f
 	}
 	w.buffers.New = func() any { return &batchBuffer{} }
-	ctx, cancel := context.WithCancel(context.Background())
-	w.abort = cancel
-	w.senders = make([]*bucketSender, t.info.Buckets)
-	for b := range w.senders {
-		s := newBucketSender(w, int32(b))
-		w.senders[b] = s
-		w.wg.Go(func() { s.run(ctx) })
+	w.newRouter = newRouter
+	w.names.New = func() any { return new([]byte) }
+	w.runCtx, w.abort = context.WithCancel(context.Background())
+	if t.Partitioned() {
+		w.parts = map[uint64]*target{}
+	} else {
+		w.main = w.startTarget(t)
 	}
 	return w, nil
 }
 
-// add buffers a valid row with its change type for bucket, blocking while
-// the buffer is full, and returns the batch it went into and its index.
-func (w *writer) add(ctx context.Context, bucket int32, change record.ChangeType, row []byte) (*pendingBatch, int, error) {
+// startTarget starts the senders of the buckets of t.
+func (w *writer) startTarget(t *Table) *target {
+	tg := &target{t: t, senders: make([]*bucketSender, t.info.Buckets), router: w.newRouter(t)}
+	for b := range tg.senders {
+		s := newBucketSender(w, t, int32(b))
+		tg.senders[b] = s
+		w.wg.Go(func() { s.run(w.runCtx) })
+	}
+	return tg
+}
+
+// route returns the buckets a valid row goes to: the table's, or those
+// of the row's partition, which a partitioned table creates when it does
+// not exist and the table creates partitions on write.
+func (w *writer) route(ctx context.Context, row []byte) (*target, error) {
+	if w.main != nil {
+		return w.main, nil
+	}
+	scratch := w.names.Get().(*[]byte)
+	pt, err := w.t.partitionForRow(ctx, row, true, scratch)
+	w.names.Put(scratch)
+	if err != nil {
+		return nil, err
+	}
+	w.partMu.Lock()
+	defer w.partMu.Unlock()
+	if tg := w.parts[pt.info.ID]; tg != nil {
+		return tg, nil
+	}
+	w.mu.RLock() // no sender starts once Close has begun
+	defer w.mu.RUnlock()
+	if w.closed {
+		return nil, ErrWriterClosed
+	}
+	tg := w.startTarget(pt)
+	w.parts[pt.info.ID] = tg
+	return tg, nil
+}
+
+// forgetPartition stops routing rows to a dropped partition's handle: the
+// next row of that partition loads it again (a new partition of the same
+// values, if one was created). The senders of the old one stay until
+// Close, failing what they hold.
+func (w *writer) forgetPartition(pt *Table) {
+	w.t.forgetPartition(pt)
+	w.partMu.Lock()
+	if tg := w.parts[pt.info.ID]; tg != nil && tg.t == pt {
+		delete(w.parts, pt.info.ID)
+		w.retired = append(w.retired, tg)
+	}
+	w.partMu.Unlock()
+}
+
+// allSenders returns every sender started so far.
+func (w *writer) allSenders() []*bucketSender {
+	if w.main != nil {
+		return w.main.senders
+	}
+	w.partMu.Lock()
+	defer w.partMu.Unlock()
+	var out []*bucketSender
+	for _, tg := range w.parts {
+		out = append(out, tg.senders...)
+	}
+	for _, tg := range w.retired {
+		out = append(out, tg.senders...)
+	}
+	return out
+}
+
+// add buffers a valid row with its change type for a bucket of tg,
+// blocking while the buffer is full, and returns the batch it went into
+// and its index.
+func (w *writer) add(ctx context.Context, tg *target, bucket int32, change record.ChangeType, row []byte) (*pendingBatch, int, error) {
 	recordBytes := record.RecordSize(len(row))
 	if limit := w.t.maxBatchBytes; limit > 0 && record.HeaderSize+recordBytes > limit {
 		return nil, 0, fmt.Errorf("%w: a row of %d bytes does not fit in the largest batch the cluster takes, %d bytes "+
@@ -154,7 +243,7 @@ func (w *writer) add(ctx context.Context, bucket int32, change record.ChangeType
 		w.budget.give(int64(recordBytes))
 		return nil, 0, ErrWriterClosed
 	}
-	b, index := w.senders[bucket].add(change, row, recordBytes)
+	b, index := tg.senders[bucket].add(change, row, recordBytes)
 	return b, index, nil
 }
 
@@ -164,7 +253,7 @@ func (w *writer) add(ctx context.Context, bucket int32, change record.ChangeType
 // rows to carry on).
 func (w *writer) flush(ctx context.Context) error {
 	var newest []*pendingBatch
-	for _, s := range w.senders {
+	for _, s := range w.allSenders() {
 		if b := s.flush(); b != nil {
 			newest = append(newest, b)
 		}
@@ -193,7 +282,7 @@ func (w *writer) close(ctx context.Context) error {
 	}
 	w.mu.Unlock()
 	if first {
-		for _, s := range w.senders {
+		for _, s := range w.allSenders() {
 			s.wake()
 		}
 		go func() {

@@ -143,7 +143,8 @@ func (c *nodeCollector) collectMeta(ch chan<- prometheus.Metric) {
 }
 
 // offlineBuckets counts, per table (database.table), the buckets the
-// metadata gives no leader; every table is listed, 0 included.
+// metadata gives no leader, its partitions' included; every table is
+// listed, 0 included.
 func offlineBuckets(state *metastate.State) map[string]int {
 	out := map[string]int{}
 	_ = state.Read(func(v *metastate.View) error {
@@ -163,6 +164,20 @@ func offlineBuckets(state *metastate.State) map[string]int {
 				}
 				name := db.Name + "." + t.Name
 				out[name] += 0
+				// A partitioned table's buckets are its partitions'.
+				if len(t.PartitionKeys) > 0 {
+					parts, err := v.Partitions(t.Id)
+					if err != nil {
+						return err
+					}
+					for _, p := range parts {
+						part, err := v.Buckets(p.GetId())
+						if err != nil {
+							return err
+						}
+						buckets = append(buckets, part...)
+					}
+				}
 				for _, b := range buckets {
 					if b.Leader == 0 {
 						out[name]++

@@ -141,7 +141,16 @@ func (sec *security) apply(u *pb.MetadataUpdate) {
 	for _, t := range u.GetTables() {
 		sec.tables[t.GetId()] = [2]string{t.GetDatabase(), t.GetName()}
 	}
+	// A partition's data is its table's: the ACLs of the table apply.
+	for _, p := range u.GetPartitions() {
+		if n, ok := sec.tables[p.GetTableId()]; ok {
+			sec.tables[p.GetId()] = n
+		}
+	}
 	for _, id := range u.GetDroppedTables() {
+		delete(sec.tables, id)
+	}
+	for _, id := range u.GetDroppedPartitions() {
 		delete(sec.tables, id)
 	}
 	sec.mu.Unlock()

@@ -43,6 +43,7 @@ var codes = map[pb.ErrorCode]codeInfo{
 	pb.ErrorCode_ERROR_CODE_UNAUTHENTICATED:                  {"unauthenticated", false},
 	pb.ErrorCode_ERROR_CODE_NOT_AUTHORIZED:                   {"not authorized", false},
 	pb.ErrorCode_ERROR_CODE_UNKNOWN_SCHEMA:                   {"unknown schema version", false},
+	pb.ErrorCode_ERROR_CODE_UNKNOWN_PARTITION:                {"unknown partition", false},
 }
 
 // CodeName returns how a code reads in error messages ("not leader").
@@ -121,6 +122,9 @@ var (
 	ErrUnknownNode       = &Error{Code: pb.ErrorCode_ERROR_CODE_UNKNOWN_NODE}
 	// ErrUnknownSchema: a batch's schema version is not one the table has.
 	ErrUnknownSchema = &Error{Code: pb.ErrorCode_ERROR_CODE_UNKNOWN_SCHEMA}
+	// ErrUnknownPartition: a partition that does not exist (never created,
+	// dropped, or, to a writer, not created on write by the table).
+	ErrUnknownPartition = &Error{Code: pb.ErrorCode_ERROR_CODE_UNKNOWN_PARTITION}
 	// ErrOutOfOrderSequence: an idempotent writer's batch out of sequence.
 	ErrOutOfOrderSequence = &Error{Code: pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE}
 	// ErrUnknownLeaderEpoch: the replica has not seen that epoch yet.

@@ -212,6 +212,18 @@ func (m *testMeta) CreateTable(context.Context, *pb.CreateTableRequest) (*pb.Com
 	return &pb.CommandResponse{}, nil
 }
 
+func (m *testMeta) CreatePartition(context.Context, *pb.CreatePartitionRequest) (*pb.CommandResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) CreatePartitionOnWrite(context.Context, *pb.CreatePartitionRequest) (*pb.CommandResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) DropPartition(context.Context, *pb.DropPartitionRequest) (*pb.CommandResponse, error) {
+	return nil, m.notServed()
+}
+func (m *testMeta) ListPartitions(context.Context, *pb.ListPartitionsRequest) (*pb.ListPartitionsResponse, error) {
+	return nil, m.notServed()
+}
 func (m *testMeta) Propose(context.Context, *pb.ProposeRequest) (*pb.ProposeResponse, error) {
 	return nil, m.notServed()
 }

@@ -23,6 +23,8 @@ type consumeOptions struct {
 	buckets []int32  // nil: all
 	noMeta  bool     // no _bucket, _offset, _timestamp: the row's columns, and a changelog's _change
 	columns []string // nil: all
+	// partitions filter a partitioned table's partitions (nil: all).
+	partitions []string
 }
 
 // consumeCmd prints a log table's rows, or a primary-key table's
@@ -30,14 +32,17 @@ type consumeOptions struct {
 func consumeCmd(env *cliEnv) clientCmd {
 	var from, buckets, columns string
 	var o consumeOptions
+	var partitions stringList
 	return clientCmd{summary: "print a table's rows (a primary-key table's changelog) as JSON lines", nargs: 1, streaming: true, arg: argTable,
-		usage: "consume DB.TABLE [--from earliest|latest|offset=N|timestamp=T] [--limit N] [--follow] [--buckets 0,2] [--columns a,b] [--no-meta]",
+		usage: "consume DB.TABLE [--from earliest|latest|offset=N|timestamp=T] [--limit N] [--follow] [--buckets 0,2] [--columns a,b] [--partition dt=X]... [--no-meta]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&from, "from", "earliest", "where to start: earliest, latest, offset=N or timestamp=T (RFC 3339, a date, or epoch milliseconds)")
 			fs.Int64Var(&o.limit, "limit", 0, "stop after this many rows (0: no limit)")
 			fs.BoolVar(&o.follow, "follow", false, "keep reading new rows; without it, stop at the high watermark seen at start")
 			fs.StringVar(&buckets, "buckets", "", "comma-separated buckets to read (default: all)")
 			fs.StringVar(&columns, "columns", "", "comma-separated columns to print, in that order (default: all); the nodes send only these columns of arrow-format batches")
+			fs.Var(&partitions, "partition", "of a partitioned table, the partitions to read: dt=2026-12-03, a range such as 'dt>=2026-12-01', "+
+				"or conditions joined by / (repeat the flag for more; default: every partition, and with --follow the ones created while it runs)")
 			fs.BoolVar(&o.noMeta, "no-meta", false, "print the row's columns without _bucket, _offset and _timestamp (a primary-key table's changelog keeps _change, which says whether the row was written or deleted): lines that floe produce takes back and applies")
 		},
 		check: func(pos []string) error {
@@ -49,6 +54,7 @@ func consumeCmd(env *cliEnv) clientCmd {
 				return fmt.Errorf("%w: --limit must not be negative", errUsage)
 			}
 			o.columns = parseColumns(columns)
+			o.partitions = partitions
 			o.buckets, err = parseBuckets(buckets)
 			return err
 		},
@@ -109,6 +115,10 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 	if err != nil {
 		return err
 	}
+	if len(o.partitions) > 0 && !tbl.Partitioned() {
+		info := tbl.Info()
+		return fmt.Errorf("%w: --partition: %s.%s is not partitioned", errUsage, info.Database, info.Name)
+	}
 	warnReservedColumns(env, tbl.Info())
 	s, err := tbl.NewLogScanner(client.LogScannerOptions{Columns: o.columns})
 	if err != nil {
@@ -121,8 +131,20 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 	}
 	// Where each bucket starts and, without follow, where it ends, before
 	// reading anything.
-	ranges, err := dataio.ResolveRanges(ctx, tbl, buckets, o.from, o.follow, cf.timeout)
-	if err != nil {
+	var ranges []dataio.BucketRange
+	poll := dataio.PollOptions{Follow: o.follow}
+	if tbl.Partitioned() {
+		parts, err := newPartitionRanges(tbl, o.partitions, buckets, o.from, o.follow, cf.timeout)
+		if err != nil {
+			return err
+		}
+		if ranges, err = parts.next(ctx); err != nil {
+			return err
+		}
+		if o.follow {
+			poll.More = parts.more
+		}
+	} else if ranges, err = dataio.ResolveRanges(ctx, tbl, buckets, o.from, o.follow, cf.timeout); err != nil {
 		return err
 	}
 	out := bufio.NewWriterSize(env.stdout, 64<<10)
@@ -130,7 +152,7 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 	changelog := len(tbl.Info().PrimaryKey) > 0
 	var line []byte
 	var printed int64
-	err = dataio.PollRanges(ctx, s, ranges, o.follow, func(r client.ScanRecord) error {
+	err = dataio.PollRanges(ctx, s, ranges, poll, func(r client.ScanRecord) error {
 		var err error
 		if o.noMeta {
 			line, err = dataio.AppendNoMetaJSON(line[:0], codec, r, changelog)
@@ -138,7 +160,7 @@ func consume(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Tabl
 			line, err = dataio.AppendRecordJSON(line[:0], codec, r, changelog)
 		}
 		if err != nil {
-			return fmt.Errorf("bucket %d offset %d: %w", r.Bucket, r.Offset, err)
+			return fmt.Errorf("%s bucket %d offset %d: %w", r.Partition, r.Bucket, r.Offset, err)
 		}
 		if _, err := out.Write(line); err != nil {
 			return err

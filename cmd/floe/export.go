@@ -26,6 +26,7 @@ type exportOptions struct {
 	buckets     []int32 // nil: all
 	concurrency int     // buckets read at once
 	columns     []string
+	partitions  []string // filters of a partitioned table's partitions; nil: all
 }
 
 // tableExportCmd writes a table's records, or a primary-key table's current
@@ -33,8 +34,9 @@ type exportOptions struct {
 func tableExportCmd(env *cliEnv) clientCmd {
 	var from, buckets, columns string
 	var o exportOptions
+	var partitions stringList
 	return clientCmd{summary: "write a table's records (or a primary-key table's rows) to a file as JSON lines", nargs: 1, streaming: true, arg: argTable,
-		usage: "table export DB.TABLE [--file F] [--snapshot] [--from earliest|latest|offset=N|timestamp=T] [--buckets 0,2] [--columns a,b] [--concurrency N]",
+		usage: "table export DB.TABLE [--file F] [--snapshot] [--from earliest|latest|offset=N|timestamp=T] [--buckets 0,2] [--columns a,b] [--partition dt=X]... [--concurrency N]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.file, "file", "", "write to this file (replaced once the export is complete) instead of stdout")
 			fs.BoolVar(&o.snapshot, "snapshot", false, "primary-key tables: the current rows, not the changelog")
@@ -42,10 +44,12 @@ func tableExportCmd(env *cliEnv) clientCmd {
 			fs.StringVar(&buckets, "buckets", "", "comma-separated buckets to export (default: all)")
 			fs.StringVar(&columns, "columns", "", "comma-separated columns to export, in that order (default: all); the nodes send only these columns of arrow-format batches")
 			fs.IntVar(&o.concurrency, "concurrency", defaultBulkConcurrency, "buckets read at once")
+			fs.Var(&partitions, "partition", "of a partitioned table, the partitions to export: dt=2026-12-03, 'dt>=2026-12-01', conditions joined by / (repeatable: any of them; default: every partition)")
 		},
 		check: func(pos []string) error {
 			var err error
 			o.columns = parseColumns(columns)
+			o.partitions = partitions
 			switch {
 			case o.snapshot && from != "":
 				return fmt.Errorf("%w: --snapshot exports the current rows; --from is for logs", errUsage)
@@ -80,9 +84,21 @@ func export(ctx context.Context, env *cliEnv, cf *clientFlags, tbl *client.Table
 	if o.snapshot && len(tbl.Info().PrimaryKey) == 0 {
 		return fmt.Errorf("%w: --snapshot needs a primary-key table; %s is a log table (export its records without --snapshot)", errUsage, qualifiedName(tbl))
 	}
-	e, err := dataio.NewExport(ctx, tbl, dataio.ExportOptions{Snapshot: o.snapshot, From: o.from, Buckets: buckets, Columns: o.columns,
-		Concurrency: o.concurrency, Timeout: cf.timeout})
-	if err != nil {
+	eo := dataio.ExportOptions{Snapshot: o.snapshot, From: o.from, Buckets: buckets, Columns: o.columns,
+		Concurrency: o.concurrency, Timeout: cf.timeout}
+	var e *dataio.Export
+	if tbl.Partitioned() {
+		handles, err := partitionHandles(ctx, tbl, o.partitions, cf.timeout)
+		if err != nil {
+			return err
+		}
+		e, err = dataio.NewPartitionsExport(ctx, handles, eo)
+		if err != nil {
+			return err
+		}
+	} else if len(o.partitions) > 0 {
+		return fmt.Errorf("%w: --partition: %s is not partitioned", errUsage, qualifiedName(tbl))
+	} else if e, err = dataio.NewExport(ctx, tbl, eo); err != nil {
 		return err
 	}
 	out, err := openExportOutput(env, o.file)

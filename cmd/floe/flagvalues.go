@@ -135,3 +135,15 @@ func (r *rangeValue) Set(v string) error {
 
 // Type names the value in help text.
 func (r *rangeValue) Type() string { return "int" }
+
+// stringList collects a repeated flag's values in order.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, " ") }
+
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+func (l *stringList) Type() string { return "string" }

@@ -16,7 +16,8 @@ import (
 
 // tableCmds are the subcommands of floe table.
 func tableCmds(env *cliEnv) []clientCmd {
-	return []clientCmd{tableCreateCmd(env), tableListCmd(env), tableDescribeCmd(env), tableAlterCmd(env), tableDropCmd(env), tableElectCmd(env),
+	return []clientCmd{tableCreateCmd(env), tableListCmd(env), tableDescribeCmd(env), tableAlterCmd(env), tableDropCmd(env),
+		tablePartitionsCmd(env), tablePartitionCmd(env), tableElectCmd(env),
 		tableReassignCmd(env), tableExportCmd(env), tableImportCmd(env), tableSnapshotCmd(env)}
 }
 
@@ -89,16 +90,18 @@ func openTable(ctx context.Context, c *client.Client, cf *clientFlags, arg strin
 }
 
 func tableCreateCmd(env *cliEnv) clientCmd {
-	var schema, pk, bk string
+	var schema, pk, bk, partitionBy string
 	var buckets, replication int
 	var ifNotExists bool
 	props := propertyFlag{}
 	return clientCmd{summary: "create a log or primary-key table", nargs: 1, arg: argNewTable,
-		usage: "table create DB.TABLE --schema '...' [--primary-key a,b] [--bucket-key a] [--buckets N] [--replication N] [--property k=v]... [--if-not-exists]",
+		usage: "table create DB.TABLE --schema '...' [--primary-key a,b] [--bucket-key a] [--partition-by dt] [--buckets N] [--replication N] [--property k=v]... [--if-not-exists]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&schema, "schema", "", "columns: 'id BIGINT NOT NULL, name STRING, amount DECIMAL(10,2)'")
 			fs.StringVar(&pk, "primary-key", "", "comma-separated primary-key columns (makes a primary-key table)")
 			fs.StringVar(&bk, "bucket-key", "", "comma-separated bucket-key columns")
+			fs.StringVar(&partitionBy, "partition-by", "", "comma-separated partition columns (STRING, integer or DATE, NOT NULL; of a primary-key table, key columns): "+
+				"each partition has --buckets buckets of its own (docs/partitions.md)")
 			rangeVar(fs, &buckets, "buckets", 1, metastate.MaxBuckets, fmt.Sprintf("number of buckets, 1 to %d (default: 3 in a cluster of 3+ tablet nodes, else 1)", metastate.MaxBuckets))
 			rangeVar(fs, &replication, "replication", 1, 0, "replication factor, 1 to the number of tablet nodes (default: min(3, tablet nodes))")
 			fs.BoolVar(&ifNotExists, "if-not-exists", false, "succeed if the table exists")
@@ -117,7 +120,7 @@ func tableCreateCmd(env *cliEnv) clientCmd {
 			}
 			spec := client.TableSpec{
 				Database: db, Name: name, Schema: schema, PrimaryKey: splitList(pk), BucketKey: splitList(bk),
-				Buckets: int32(buckets), Replication: int32(replication), Properties: props,
+				Buckets: int32(buckets), Replication: int32(replication), Properties: props, PartitionKeys: splitList(partitionBy),
 			}
 			t, err := c.Admin().CreateTable(ctx, spec, opts...)
 			if err != nil {
@@ -132,6 +135,10 @@ func tableCreateCmd(env *cliEnv) clientCmd {
 					fmt.Fprintf(env.stderr, "warning: table %s.%s already exists and differs from the request: %s\n", db, name, d)
 				}
 				return printResult(env, cf, t, "table %s.%s already exists\n", db, name)
+			}
+			if len(t.PartitionKeys) > 0 {
+				return printResult(env, cf, t, "created table %s.%s partitioned by %s (%s a partition, replication %d)\n", db, name,
+					strings.Join(t.PartitionKeys, ", "), plural(int64(t.Buckets), "bucket"), t.Replication)
 			}
 			return printResult(env, cf, t, "created table %s.%s (%s, replication %d)\n", db, name, plural(int64(t.Buckets), "bucket"), t.Replication)
 		}}
@@ -216,7 +223,12 @@ func printTable(env *cliEnv, t *client.TableInfo) error {
 	}
 	fmt.Fprintf(w, "primary key\t%s\n", orNone(strings.Join(t.PrimaryKey, ", ")))
 	fmt.Fprintf(w, "bucket key\t%s\n", orNone(strings.Join(t.BucketKey, ", ")))
-	fmt.Fprintf(w, "buckets\t%d\nreplication\t%d\n", t.Buckets, t.Replication)
+	if len(t.PartitionKeys) > 0 {
+		fmt.Fprintf(w, "partition key\t%s\n", strings.Join(t.PartitionKeys, ", "))
+		fmt.Fprintf(w, "buckets\t%d a partition\nreplication\t%d\n", t.Buckets, t.Replication)
+	} else {
+		fmt.Fprintf(w, "buckets\t%d\nreplication\t%d\n", t.Buckets, t.Replication)
+	}
 	if t.Unusable != "" {
 		fmt.Fprintf(w, "status\tunusable: %s (nodes refuse its reads and writes; drop and recreate it)\n", t.Unusable)
 	}
@@ -234,6 +246,11 @@ func printTable(env *cliEnv, t *client.TableInfo) error {
 	fmt.Fprintln(w, "\nCOLUMN\tTYPE\tNULLABLE")
 	for _, col := range t.Columns {
 		fmt.Fprintf(w, "%s\t%s\t%v\n", col.Name, col.Type, col.Nullable)
+	}
+	if len(t.PartitionKeys) > 0 {
+		// The buckets are the partitions': floe table partitions.
+		fmt.Fprintf(w, "\npartitions\t%s\n", partitionSummary(t.Partitions))
+		return w.Flush()
 	}
 	fmt.Fprintln(w, "\nBUCKET\tLEADER\tEPOCH\tREPLICAS\tISR\tUNCLEAN ELECTIONS\tSTATUS\tREMOTE\tKV SNAPSHOT")
 	for _, b := range t.Placement {

@@ -11,6 +11,8 @@ func parseValue(v *Values, k, val string, t Table) error {
 	switch k {
 	case LogFormat, LogCompression, LogCompressionLevel:
 		return parseLogFormat(v, k, val, t)
+	case AutoPartitionTimeUnit, AutoPartitionNumPrecreate, AutoPartitionNumRetention, AutoPartitionTimeZone, PartitionDynamicCreate:
+		return parsePartitioning(v, k, val)
 	}
 	return parseTiering(v, k, val)
 }

@@ -47,6 +47,12 @@ const (
 	LogFormat           = "log.format"
 	LogCompression      = "log.compression"
 	LogCompressionLevel = "log.compression.level"
+
+	AutoPartitionTimeUnit     = "auto-partition.time-unit"
+	AutoPartitionNumPrecreate = "auto-partition.num-precreate"
+	AutoPartitionNumRetention = "auto-partition.num-retention"
+	AutoPartitionTimeZone     = "auto-partition.time-zone"
+	PartitionDynamicCreate    = "partition.dynamic-create"
 )
 
 // Checks versions (metastate.CreateTableChecks) that introduced properties:
@@ -62,8 +68,12 @@ const (
 	// log.compression.level; a log table created under it is arrow unless
 	// it says otherwise, one created before it row.
 	ChecksLogFormat = 4
+	// ChecksPartitions (5) adds partitioned tables (pb.CreateTable's
+	// partition_keys) and their properties: auto-partition.* and
+	// partition.dynamic-create.
+	ChecksPartitions = 5
 	// LatestChecks is the newest version this registry knows.
-	LatestChecks = ChecksLogFormat
+	LatestChecks = ChecksPartitions
 )
 
 // Defaults of the tiering properties.
@@ -105,6 +115,12 @@ const (
 	CompressionZstd = "zstd"
 	CompressionLZ4  = "lz4"
 	CompressionNone = "none"
+
+	UnitYear    = "year"
+	UnitQuarter = "quarter"
+	UnitMonth   = "month"
+	UnitDay     = "day"
+	UnitHour    = "hour"
 )
 
 // ErrInvalid marks every refusal of Parse (an *Error).
@@ -144,6 +160,8 @@ type Property struct {
 	Default string
 	// PrimaryKeyOnly: the property applies to primary-key tables only.
 	PrimaryKeyOnly bool
+	// PartitionedOnly: the property applies to partitioned tables only.
+	PartitionedOnly bool
 	// Description says what the property does.
 	Description string
 	// Since is the create-table checks version that introduced it.
@@ -188,6 +206,16 @@ func (p Property) Accepts() string {
 // properties is the registry, sorted by name. It is never modified;
 // Properties hands out copies.
 var properties = []Property{
+	{Name: AutoPartitionNumPrecreate, Range: "0 to 1000", Default: "2", PartitionedOnly: true, Since: ChecksPartitions, Mutable: true,
+		Description: "with auto-partition.time-unit: partitions created ahead of time, the current one included"},
+	{Name: AutoPartitionNumRetention, Range: "0 to 100000 (0: keep every partition)", Default: "7", PartitionedOnly: true, Since: ChecksPartitions, Mutable: true,
+		Description: "with auto-partition.time-unit: partitions kept before the current one; older ones are dropped with their data"},
+	{Name: AutoPartitionTimeUnit, Values: []string{UnitYear, UnitQuarter, UnitMonth, UnitDay, UnitHour}, Default: "none", PartitionedOnly: true, Since: ChecksPartitions,
+		Description: "the controller creates and drops partitions by time: values 2026 (year), 2026-Q4, 2026-12, 2026-12-03 (day), 2026-12-03T17 (hour); one partition column, STRING (or DATE with day)",
+		Immutable:   "the existing partitions' values are periods of the unit; another unit would neither find nor drop them"},
+	{Name: AutoPartitionTimeZone, Range: "an IANA time zone (UTC, Europe/Berlin, America/New_York)", Default: "UTC", PartitionedOnly: true, Since: ChecksPartitions,
+		Description: "the zone whose calendar auto-partitioning cuts periods in",
+		Immutable:   "the existing partitions were cut in this zone's calendar; another zone would shift every period"},
 	{Name: ChangelogImage, Values: []string{ImageFull, ImageWAL}, Default: ImageFull, PrimaryKeyOnly: true, Since: checksRegistry,
 		Description: "wal writes no -U before each +U",
 		Immutable:   "readers of the changelog (consumers, the lake) are built for one image; a log with both would hand them -U records only up to some offset"},
@@ -221,6 +249,8 @@ var properties = []Property{
 		Immutable:   "the stored rows were merged by this column's order"},
 	{Name: MinInsyncReplicas, Range: "1 to the replication factor", Default: "2 with replication 3 or more, else 1", Since: checksRegistry, Mutable: true,
 		Description: "in-sync replicas an acks=all write needs"},
+	{Name: PartitionDynamicCreate, Values: []string{"true", "false"}, Default: "true without auto-partition.time-unit, else false", PartitionedOnly: true, Since: ChecksPartitions, Mutable: true,
+		Description: "a writer that meets a row of a partition that does not exist creates it (false: the row is refused with UNKNOWN_PARTITION)"},
 }
 
 // NotProperties are what `table create` sets that is not a property, with
@@ -266,6 +296,8 @@ type Table struct {
 	Replication int
 	// PrimaryKey: the table is a primary-key table.
 	PrimaryKey bool
+	// Partitioned: the table has partition columns.
+	Partitioned bool
 	// Checks is the create-table checks version the properties are read
 	// by (metastate.CreateTableChecks, ≥ 1): properties introduced later
 	// are unknown to it. Zero: LatestChecks.
@@ -310,6 +342,19 @@ type Values struct {
 	// LogCompressionLevel the zstd level (1 to 22), which the others ignore.
 	LogCompression      string
 	LogCompressionLevel int
+
+	// AutoPartition is the time unit of auto-partitioning, one of the
+	// Unit constants; "" when the table is not auto-partitioned.
+	AutoPartition string
+	// AutoPartitionPrecreate and AutoPartitionRetention are the periods
+	// created ahead (the current one included) and kept behind it (0:
+	// every one); AutoPartitionZone the zone of the periods' calendar.
+	AutoPartitionPrecreate int
+	AutoPartitionRetention int
+	AutoPartitionZone      *time.Location
+	// DynamicCreate: writers create the partitions they meet (partitioned
+	// tables only).
+	DynamicCreate bool
 }
 
 // DefaultMinInsyncReplicas is min.insync.replicas of a table that does not
@@ -350,6 +395,10 @@ func parse(props map[string]string, t Table, strict bool) (Values, error) {
 	v := Values{MinInsyncReplicas: DefaultMinInsyncReplicas(t.Replication),
 		LogSegmentBytes: DefaultLogSegmentBytes, LogTTL: DefaultLogTTL, LogLocalSegments: DefaultLogLocalSegments,
 		LogFormat: FormatArrow, LogCompression: CompressionZstd, LogCompressionLevel: DefaultLogCompressionLevel}
+	if t.Partitioned {
+		v.AutoPartitionPrecreate, v.AutoPartitionRetention = DefaultAutoPartitionPrecreate, DefaultAutoPartitionRetention
+		v.AutoPartitionZone = time.UTC
+	}
 	if t.PrimaryKey {
 		v.LogFormat = FormatRow
 		v.MergeEngine, v.ChangelogImage, v.DeleteBehavior = MergeLastRow, ImageFull, DeleteAllow
@@ -374,12 +423,14 @@ func parse(props map[string]string, t Table, strict bool) (Values, error) {
 		p, ok := lookup(k)
 		ok = ok && p.Since <= checks
 		switch {
-		case !ok && !strict, p.PrimaryKeyOnly && !t.PrimaryKey && !strict:
+		case !ok && !strict, p.PrimaryKeyOnly && !t.PrimaryKey && !strict, p.PartitionedOnly && !t.Partitioned && !strict:
 			continue
 		case !ok:
 			return Values{}, &Error{Property: k, Problem: "unknown property"}
 		case p.PrimaryKeyOnly && !t.PrimaryKey:
 			return Values{}, &Error{Property: k, Value: val, Problem: "applies to primary-key tables only"}
+		case p.PartitionedOnly && !t.Partitioned:
+			return Values{}, &Error{Property: k, Value: val, Problem: "applies to partitioned tables only (table create --partition-by)"}
 		case p.Values != nil:
 			lower := strings.ToLower(val)
 			if !slices.Contains(p.Values, lower) {
@@ -410,6 +461,11 @@ func parse(props map[string]string, t Table, strict bool) (Values, error) {
 			if err := parseValue(&v, k, val, t); err != nil {
 				return Values{}, err
 			}
+		}
+	}
+	if t.Partitioned {
+		if _, set := props[PartitionDynamicCreate]; !set {
+			v.DynamicCreate = v.AutoPartition == ""
 		}
 	}
 	switch {

@@ -126,7 +126,8 @@ func alterProperties(table string, t *pb.TableRecord, c *pb.AlterTable) error {
 			}
 		}
 	}
-	tbl := tableprop.Table{Replication: int(t.GetReplication()), PrimaryKey: pk, Checks: checks, CreatedChecks: t.GetChecks()}
+	tbl := tableprop.Table{Replication: int(t.GetReplication()), PrimaryKey: pk, Partitioned: len(t.GetPartitionKeys()) > 0,
+		Checks: checks, CreatedChecks: t.GetChecks()}
 	if _, err := tableprop.Parse(set, tbl); err != nil {
 		return errorf(codeInvalidRequest, "table %q: %v", table, err)
 	}

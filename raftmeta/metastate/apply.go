@@ -218,6 +218,10 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.dropTable(op.DropTable)
 	case *pb.Command_AlterTable:
 		res, err = a.alterTable(op.AlterTable)
+	case *pb.Command_CreatePartition:
+		res, err = a.createPartition(op.CreatePartition)
+	case *pb.Command_DropPartition:
+		res, err = a.dropPartition(op.DropPartition)
 	case *pb.Command_AllocateWriterId:
 		res, err = a.allocateWriterID(op.AllocateWriterId)
 	case *pb.Command_AdjustIsr:

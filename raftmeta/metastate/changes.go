@@ -12,18 +12,20 @@ import (
 // drops, for the metadata feed. A record written twice by one command is
 // listed once, as last written.
 type changeSet struct {
-	nodes         []*pb.NodeRecord
-	tables        []*pb.TableRecord
-	buckets       []*pb.BucketRecord
-	bucketAt      map[string]int // position in buckets by bucket key
-	droppedTables []uint64
-	droppedNodes  []uint32
-	users         []*pb.UserRecord
-	droppedUsers  []string
-	aclsSet       bool
-	acls          []*pb.AclEntry
-	writerKey     []byte
-	moveBounds    *pb.MoveBounds
+	nodes             []*pb.NodeRecord
+	tables            []*pb.TableRecord
+	buckets           []*pb.BucketRecord
+	bucketAt          map[string]int // position in buckets by bucket key
+	droppedTables     []uint64
+	partitions        []*pb.PartitionRecord
+	droppedPartitions []uint64
+	droppedNodes      []uint32
+	users             []*pb.UserRecord
+	droppedUsers      []string
+	aclsSet           bool
+	acls              []*pb.AclEntry
+	writerKey         []byte
+	moveBounds        *pb.MoveBounds
 	// removedReplicas: the nodes each changed bucket no longer has among
 	// its replicas, so they delete their copies.
 	removedReplicas []*pb.ReplicaRemoval
@@ -32,7 +34,7 @@ type changeSet struct {
 func (c *changeSet) empty() bool {
 	return len(c.nodes) == 0 && len(c.tables) == 0 && len(c.buckets) == 0 && len(c.droppedTables) == 0 && len(c.droppedNodes) == 0 &&
 		len(c.users) == 0 && len(c.droppedUsers) == 0 && !c.aclsSet && c.writerKey == nil && c.moveBounds == nil &&
-		len(c.removedReplicas) == 0
+		len(c.removedReplicas) == 0 && len(c.partitions) == 0 && len(c.droppedPartitions) == 0
 }
 
 // update is the feed message of the changes at index, or nil when there are
@@ -43,19 +45,21 @@ func (c *changeSet) update(index uint64) *pb.MetadataUpdate {
 		return nil
 	}
 	u := &pb.MetadataUpdate{
-		Index:           index,
-		Nodes:           c.nodes,
-		Tables:          c.tables,
-		Buckets:         c.buckets,
-		DroppedTables:   c.droppedTables,
-		DroppedNodes:    c.droppedNodes,
-		Users:           c.users,
-		DroppedUsers:    c.droppedUsers,
-		AclsSet:         c.aclsSet,
-		Acls:            c.acls,
-		WriterKey:       c.writerKey,
-		MoveBounds:      c.moveBounds,
-		RemovedReplicas: c.removedReplicas,
+		Index:             index,
+		Nodes:             c.nodes,
+		Tables:            c.tables,
+		Buckets:           c.buckets,
+		DroppedTables:     c.droppedTables,
+		DroppedNodes:      c.droppedNodes,
+		Users:             c.users,
+		DroppedUsers:      c.droppedUsers,
+		AclsSet:           c.aclsSet,
+		Acls:              c.acls,
+		WriterKey:         c.writerKey,
+		MoveBounds:        c.moveBounds,
+		RemovedReplicas:   c.removedReplicas,
+		Partitions:        c.partitions,
+		DroppedPartitions: c.droppedPartitions,
 	}
 	return proto.CloneOf(u)
 }
@@ -130,9 +134,12 @@ func (c *changeSet) noteRemovedReplicas(old, b *pb.BucketRecord) {
 	}
 }
 
-// dropTableRecord deletes a table and its buckets and lists the table as
-// dropped.
+// dropTableRecord deletes a table, its partitions and its buckets and
+// lists them as dropped.
 func (a *applier) dropTableRecord(t *pb.TableRecord) error {
+	if err := a.dropPartitionsOf(t.GetId()); err != nil {
+		return err
+	}
 	deleted, err := deleteTable(a.tx, t)
 	if err != nil {
 		return err

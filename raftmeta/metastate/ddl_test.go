@@ -128,7 +128,7 @@ func TestRefusedCommandsChangeNothing(t *testing.T) {
 			}
 		}), invalid, []string{fmt.Sprint(tooManyProp), "properties"}},
 		{"unknown property", table(func(c *pb.CreateTable) { c.Properties = map[string]string{"merge-engne": "first_row"} }), invalid,
-			[]string{`"sales.events"`, `"merge-engne": unknown property`, "valid properties: changelog.image (full|wal)", "min.insync.replicas (1 to the replication factor)"}},
+			[]string{`"sales.events"`, `"merge-engne": unknown property`, "valid properties: ", "changelog.image (full|wal)", "min.insync.replicas (1 to the replication factor)"}},
 		{"min.insync.replicas not a number", table(func(c *pb.CreateTable) { c.Properties = map[string]string{"min.insync.replicas": "abc"} }), invalid,
 			[]string{`min.insync.replicas="abc"`, "from 1 to the replication factor 3", "valid properties"}},
 		{"min.insync.replicas above replication", table(func(c *pb.CreateTable) {

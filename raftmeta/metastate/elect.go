@@ -27,9 +27,12 @@ func (a *applier) electLeaders(c *pb.ElectLeaders) (*pb.CommandResult, error) {
 		return nil, errorf(codeInvalidRequest, "elect leaders: %d live node ids exceed %d", len(c.GetLiveNodes()), maxLiveNodes)
 	}
 	name := c.GetDatabase() + "." + c.GetTable()
-	t, buckets, err := (&View{tx: a.tx}).Table(c.GetDatabase(), c.GetTable())
+	t, p, buckets, err := (&View{tx: a.tx}).PhysicalTable(c.GetDatabase(), c.GetTable(), c.GetPartition())
 	if err != nil {
 		return nil, err
+	}
+	if p != nil {
+		name += "/" + p.GetName()
 	}
 	if c.Bucket != nil {
 		i := slices.IndexFunc(buckets, func(b *pb.BucketRecord) bool { return b.GetBucket() == c.GetBucket() })

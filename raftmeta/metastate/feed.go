@@ -167,7 +167,7 @@ func updateFor(u *pb.MetadataUpdate, node uint32) *pb.MetadataUpdate {
 	c := &pb.MetadataUpdate{Index: u.GetIndex(), Full: u.GetFull(), Nodes: u.GetNodes(), Tables: u.GetTables(),
 		DroppedTables: u.GetDroppedTables(), DroppedNodes: u.GetDroppedNodes(),
 		Users: u.GetUsers(), DroppedUsers: u.GetDroppedUsers(), AclsSet: u.GetAclsSet(), Acls: u.GetAcls(), WriterKey: u.GetWriterKey(),
-		MoveBounds: u.GetMoveBounds()}
+		MoveBounds: u.GetMoveBounds(), Partitions: u.GetPartitions(), DroppedPartitions: u.GetDroppedPartitions()}
 	for _, b := range u.GetBuckets() {
 		if replicaOf(b, node) {
 			c.Buckets = append(c.Buckets, b)
@@ -187,7 +187,8 @@ func replicaOf(b *pb.BucketRecord, node uint32) bool { return slices.Contains(b.
 // isEmptyUpdate reports whether u carries no record and no drop.
 func isEmptyUpdate(u *pb.MetadataUpdate) bool {
 	return len(u.GetNodes())+len(u.GetTables())+len(u.GetBuckets())+len(u.GetDroppedTables())+len(u.GetDroppedNodes())+
-		len(u.GetUsers())+len(u.GetDroppedUsers())+len(u.GetRemovedReplicas()) == 0 && !u.GetAclsSet() && u.GetWriterKey() == nil &&
+		len(u.GetUsers())+len(u.GetDroppedUsers())+len(u.GetRemovedReplicas())+len(u.GetPartitions())+len(u.GetDroppedPartitions()) == 0 &&
+		!u.GetAclsSet() && u.GetWriterKey() == nil &&
 		u.GetMoveBounds() == nil
 }
 

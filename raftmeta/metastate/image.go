@@ -89,6 +89,9 @@ func imageOf(tx *bolt.Tx, buckets func() ([]*pb.BucketRecord, error)) (*pb.Metad
 	if u.Tables, err = decodeAll(tx.Bucket(bucketTables), func() *pb.TableRecord { return &pb.TableRecord{} }); err != nil {
 		return nil, err
 	}
+	if u.Partitions, err = decodeAll(tx.Bucket(bucketPartitions), func() *pb.PartitionRecord { return &pb.PartitionRecord{} }); err != nil {
+		return nil, err
+	}
 	if u.Buckets, err = buckets(); err != nil {
 		return nil, err
 	}

@@ -25,12 +25,15 @@ var (
 
 	bucketUsers = []byte("users")
 	bucketACLs  = []byte("acls")
+	// bucketPartitions: table id, big-endian, then partition name →
+	// PartitionRecord.
+	bucketPartitions = []byte("partitions")
 
 	allBuckets = [][]byte{bucketMeta, bucketNodes, bucketDatabases, bucketTables,
 		bucketBuckets, bucketRequests, bucketRequestOrder}
 	// addedBuckets came after the first files were written: a file without
 	// them gets them, empty, when it is opened.
-	addedBuckets = [][]byte{bucketUsers, bucketACLs}
+	addedBuckets = [][]byte{bucketUsers, bucketACLs, bucketPartitions}
 )
 
 // Keys of the meta bucket.

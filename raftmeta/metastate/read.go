@@ -79,7 +79,8 @@ func (v *View) Table(database, name string) (*pb.TableRecord, []*pb.BucketRecord
 	return t, buckets, nil
 }
 
-// TablesByID maps every table's id to its record.
+// TablesByID maps the id of every table and partition (the ids buckets
+// are keyed by) to the record of its table.
 func (v *View) TablesByID() (map[uint64]*pb.TableRecord, error) { return tablesByID(v.tx) }
 
 // RemovalRefusal is what RemoveNode of node id would be refused with for

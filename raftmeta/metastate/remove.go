@@ -166,7 +166,8 @@ func (a *applier) deleteNode(id uint32) error {
 	return nil
 }
 
-// tablesByID maps every table's id to its record.
+// tablesByID maps the id of every table and partition, the ids buckets
+// are keyed by, to the record of its table.
 func tablesByID(tx *bolt.Tx) (map[uint64]*pb.TableRecord, error) {
 	dbs, err := listDatabases(tx)
 	if err != nil {
@@ -180,6 +181,16 @@ func tablesByID(tx *bolt.Tx) (map[uint64]*pb.TableRecord, error) {
 		}
 		for _, t := range tables {
 			out[t.GetId()] = t
+			if len(t.GetPartitionKeys()) == 0 {
+				continue
+			}
+			parts, err := listPartitions(tx, t.GetId())
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range parts {
+				out[p.GetId()] = t
+			}
 		}
 	}
 	return out, nil

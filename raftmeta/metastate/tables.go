@@ -27,6 +27,9 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if bucketCols, err = validatePartitioning(qualified, c, bucketCols, replication); err != nil {
+		return nil, err
+	}
 	id, err := nextID(a.tx, keyLastTableID)
 	if err != nil {
 		return nil, err
@@ -49,13 +52,18 @@ func (a *applier) createTable(c *pb.CreateTable) (*pb.CommandResult, error) {
 		CreatedAtMs: a.appendedAtMs,
 		// The defaults of the properties it did not set depend on it
 		// (tableprop.ParseStored): log.ttl is 7d only from version 2 on.
-		Checks: c.GetChecks(),
+		Checks:        c.GetChecks(),
+		PartitionKeys: slices.Clone(c.GetPartitionKeys()),
 	}
 	if err := a.putTable(rec); err != nil {
 		return nil, err
 	}
-	if err := a.putNewBuckets(id, placement); err != nil {
-		return nil, err
+	// A partitioned table's buckets are its partitions'; placing them now
+	// checked that the cluster can hold one.
+	if len(rec.PartitionKeys) == 0 {
+		if err := a.putNewBuckets(id, placement); err != nil {
+			return nil, err
+		}
 	}
 	return &pb.CommandResult{Value: &pb.CommandResult_Table{Table: rec}}, nil
 }
@@ -182,17 +190,27 @@ func (a *applier) dropTable(c *pb.DropTable) (*pb.CommandResult, error) {
 // deleteTable removes a table record and its buckets, and returns the
 // buckets it removed.
 func deleteTable(tx *bolt.Tx, t *pb.TableRecord) ([]*pb.BucketRecord, error) {
-	deleted, err := listBuckets(tx, t.GetId())
+	deleted, err := deleteBuckets(tx, t.GetId())
+	if err != nil {
+		return nil, err
+	}
+	return deleted, tx.Bucket(bucketTables).Delete(tableKey(t.GetDatabaseId(), t.GetName()))
+}
+
+// deleteBuckets removes the buckets of a table or partition and returns
+// them.
+func deleteBuckets(tx *bolt.Tx, physicalID uint64) ([]*pb.BucketRecord, error) {
+	deleted, err := listBuckets(tx, physicalID)
 	if err != nil {
 		return nil, err
 	}
 	buckets := tx.Bucket(bucketBuckets)
 	for _, b := range deleted {
-		if err := buckets.Delete(bucketKey(t.GetId(), b.GetBucket())); err != nil {
+		if err := buckets.Delete(bucketKey(physicalID, b.GetBucket())); err != nil {
 			return nil, err
 		}
 	}
-	return deleted, tx.Bucket(bucketTables).Delete(tableKey(t.GetDatabaseId(), t.GetName()))
+	return deleted, nil
 }
 
 // getTable returns a table by database id and name, or nil.

@@ -137,7 +137,7 @@ func validateProperties(table string, c *pb.CreateTable, replication int32) erro
 		}
 	}
 	_, err := tableprop.Parse(props, tableprop.Table{Replication: int(replication), PrimaryKey: len(c.GetPrimaryKey()) > 0,
-		Checks: min(c.GetChecks(), tableprop.LatestChecks)})
+		Partitioned: len(c.GetPartitionKeys()) > 0, Checks: min(c.GetChecks(), tableprop.LatestChecks)})
 	if err != nil {
 		return errorf(codeInvalidRequest, "table %q: %v; valid properties: %s", table, err, tableprop.Valid())
 	}

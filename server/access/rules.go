@@ -101,6 +101,18 @@ var rules = map[string]rule{
 	"/floe.v1.Meta/GetTable": onRequest(opDescribe, "the table", func(m *pb.GetTableRequest) Resource {
 		return Table(m.GetDatabase(), m.GetName())
 	}),
+	"/floe.v1.Meta/CreatePartition": onRequest(pb.AclOperation_ACL_OPERATION_ALTER, "the table", func(m *pb.CreatePartitionRequest) Resource {
+		return Table(m.GetDatabase(), m.GetName())
+	}),
+	"/floe.v1.Meta/CreatePartitionOnWrite": onRequest(opWrite, "the table", func(m *pb.CreatePartitionRequest) Resource {
+		return Table(m.GetDatabase(), m.GetName())
+	}),
+	"/floe.v1.Meta/DropPartition": onRequest(opDrop, "the table", func(m *pb.DropPartitionRequest) Resource {
+		return Table(m.GetDatabase(), m.GetName())
+	}),
+	"/floe.v1.Meta/ListPartitions": onRequest(opDescribe, "the table", func(m *pb.ListPartitionsRequest) Resource {
+		return Table(m.GetDatabase(), m.GetName())
+	}),
 
 	// Operations on the cluster.
 	"/floe.v1.Meta/ClusterStatus":      on(opDescribe),

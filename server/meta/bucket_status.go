@@ -58,19 +58,26 @@ func (r *Role) bucketStatus(ctx context.Context) (*pb.BucketStatusResponse, erro
 	for _, rec := range img.Nodes {
 		addrs[rec.Id] = rec.RpcAddress
 	}
+	parts := partitionsOf(img)
 	out := make([]*pb.BucketStatus, 0, len(img.Buckets))
 	for _, b := range img.Buckets {
-		t := tables[b.TableId]
+		// A partition's buckets are keyed by its id, and named by its table.
+		t, partition := tables[b.TableId], ""
+		if p := parts[b.TableId]; p != nil {
+			t, partition = tables[p.GetTableId()], p.GetName()
+		}
 		if t == nil {
 			continue
 		}
-		out = append(out, &pb.BucketStatus{Database: t.Database, Table: t.Name, Replication: t.Replication, Bucket: &pb.BucketRecord{
-			TableId: b.TableId, Bucket: b.Bucket, Replicas: b.Replicas, Leader: b.Leader, LeaderEpoch: b.LeaderEpoch,
-			Isr: b.Isr, BucketEpoch: b.BucketEpoch, UncleanElections: b.UncleanElections,
-		}})
+		out = append(out, &pb.BucketStatus{Database: t.Database, Table: t.Name, Partition: partition, Replication: t.Replication,
+			Bucket: &pb.BucketRecord{
+				TableId: b.TableId, Bucket: b.Bucket, Replicas: b.Replicas, Leader: b.Leader, LeaderEpoch: b.LeaderEpoch,
+				Isr: b.Isr, BucketEpoch: b.BucketEpoch, UncleanElections: b.UncleanElections,
+			}})
 	}
 	slices.SortFunc(out, func(a, b *pb.BucketStatus) int {
-		return cmp.Or(cmp.Compare(a.Database, b.Database), cmp.Compare(a.Table, b.Table), cmp.Compare(a.Bucket.Bucket, b.Bucket.Bucket))
+		return cmp.Or(cmp.Compare(a.Database, b.Database), cmp.Compare(a.Table, b.Table), cmp.Compare(a.Partition, b.Partition),
+			cmp.Compare(a.Bucket.Bucket, b.Bucket.Bucket))
 	})
 	r.highWatermarks(ctx, out, addrs)
 	return &pb.BucketStatusResponse{Buckets: out, AppliedIndex: img.Index}, nil

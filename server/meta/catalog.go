@@ -3,7 +3,6 @@ package meta
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -84,7 +83,7 @@ func CreateTableCommand(req *pb.CreateTableRequest, liveNodes []uint32) (*pb.Com
 			Database: req.Database, Name: req.Name, Columns: columns, PrimaryKey: pk,
 			BucketKey: req.BucketKey, Buckets: req.Buckets, Replication: req.Replication,
 			Properties: req.Properties, IfNotExists: req.IfNotExists, LiveNodes: liveNodes,
-			Checks: metastate.CreateTableChecks,
+			Checks: metastate.CreateTableChecks, PartitionKeys: req.PartitionKeys,
 		}}}, nil
 }
 
@@ -159,25 +158,10 @@ func (m *metaService) ListTables(ctx context.Context, req *pb.ListTablesRequest)
 func (m *metaService) GetTable(ctx context.Context, req *pb.GetTableRequest) (*pb.GetTableResponse, error) {
 	var resp *pb.GetTableResponse
 	err := m.r.read(ctx, false, func(applied uint64) error {
-		state := m.r.node.Load().State()
-		table, buckets, err := state.Table(req.Database, req.Name)
-		if err != nil {
+		return m.r.node.Load().State().Read(func(v *metastate.View) (err error) {
+			resp, err = m.getTable(v, req, applied)
 			return err
-		}
-		resp = &pb.GetTableResponse{Table: table, Buckets: buckets, AppliedIndex: applied,
-			MaxBatchBytes: int32(min(m.r.deps.MaxBatchFor(table), math.MaxInt32))}
-		holders := map[uint32]bool{}
-		for _, b := range buckets {
-			for _, r := range b.Replicas {
-				holders[r] = true
-			}
-		}
-		for _, n := range state.Nodes() {
-			if holders[n.Id] {
-				resp.Nodes = append(resp.Nodes, n)
-			}
-		}
-		return nil
+		})
 	}, func(ctx context.Context, c pb.DRPCMetaClient) error {
 		var err error
 		resp, err = c.GetTable(ctx, req)

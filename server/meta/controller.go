@@ -30,10 +30,11 @@ func (r *Role) controllerLoop(ctx context.Context) {
 	deadSince := map[uint32]time.Time{}
 	wasLeader := false
 	var view metadataView
-	var lastReplace, lastElect time.Time
+	var lastReplace, lastElect, lastPartition time.Time
 	completeWarn := sampledWarning{what: "completing a move"}
 	replaceWarn := sampledWarning{what: "re-placing replicas"}
 	electWarn := sampledWarning{what: "electing preferred leaders"}
+	partitionWarn := sampledWarning{what: "auto-partitioning"}
 	for {
 		select {
 		case <-ctx.Done():
@@ -75,6 +76,10 @@ func (r *Role) controllerLoop(ctx context.Context) {
 			lastElect = now
 			_, err := r.autoElect(ctx, n, &view, live)
 			electWarn.log(r, now, err)
+		}
+		if now.Sub(lastPartition) >= autoPartitionEvery {
+			lastPartition = now
+			partitionWarn.log(r, now, r.autoPartition(ctx, n, live, now))
 		}
 	}
 }

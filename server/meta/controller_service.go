@@ -96,12 +96,12 @@ func (r *Role) electLeaders(ctx context.Context, req *pb.ElectLeadersRequest, id
 	var logs []*pb.ReplicaLog
 	if req.Unclean {
 		var err error
-		if logs, err = r.replicaLogs(ctx, n.State(), req.Database, req.Table, req.Bucket, live); err != nil {
+		if logs, err = r.replicaLogs(ctx, n.State(), req.Database, req.Table, req.Partition, req.Bucket, live); err != nil {
 			return nil, err
 		}
 	}
 	res, err := n.Propose(ctx, &pb.Command{RequestId: id, Op: &pb.Command_ElectLeaders{ElectLeaders: &pb.ElectLeaders{
-		Database: req.Database, Table: req.Table, Bucket: req.Bucket, Unclean: req.Unclean,
+		Database: req.Database, Table: req.Table, Partition: req.Partition, Bucket: req.Bucket, Unclean: req.Unclean,
 		LiveNodes: live, ReplicaLogs: logs,
 	}}})
 	if err != nil {
@@ -125,6 +125,9 @@ func (r *Role) logElections(req *pb.ElectLeadersRequest, resp *pb.ElectLeadersRe
 		b := e.Bucket
 		attrs := []any{"table", req.Database + "." + req.Table, "bucket", b.Bucket, "leader", b.Leader,
 			"leader_epoch", b.LeaderEpoch, "index", resp.Index}
+		if req.Partition != "" {
+			attrs = append(attrs, "partition", req.Partition)
+		}
 		if e.Unclean {
 			r.log.Warn("unclean leader election: data only the old in-sync replicas held may be lost",
 				append(attrs, "unclean_elections", b.UncleanElections, "ranking", rankingForLog(e.Candidates))...)
@@ -201,13 +204,17 @@ func nameDrainedBuckets(st *metastate.State, buckets []*pb.BucketDrain) error {
 		return nil
 	}
 	return st.Read(func(v *metastate.View) error {
-		tables, err := v.TablesByID()
+		names, err := newBucketNames(v)
 		if err != nil {
 			return err
 		}
 		for _, e := range buckets {
-			if t := tables[e.Bucket.GetTableId()]; t != nil {
-				e.Database, e.Table = t.Database, t.Name
+			t, partition, err := names.name(e.Bucket.GetTableId())
+			if err != nil {
+				return err
+			}
+			if t != nil {
+				e.Database, e.Table, e.Partition = t.Database, t.Name, partition
 			}
 		}
 		return nil
@@ -225,6 +232,9 @@ func (r *Role) logDrain(req *pb.DrainNodeRequest, resp *pb.DrainNodeResponse) {
 	for _, e := range resp.Buckets {
 		b := e.Bucket
 		attrs := []any{"node", req.NodeId, "table", e.Database + "." + e.Table, "bucket", b.Bucket, "index", resp.Index}
+		if e.Partition != "" {
+			attrs = append(attrs, "partition", e.Partition)
+		}
 		if e.Moved {
 			r.log.Info("drain: leadership moved", append(attrs, "leader", b.Leader, "leader_epoch", b.LeaderEpoch)...)
 		} else {

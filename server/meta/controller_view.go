@@ -28,8 +28,8 @@ type metadataView struct {
 	nodes  map[uint32]*pb.NodeRecord
 	// sortedNodes is nodes by id, rebuilt when a node changes.
 	sortedNodes []*pb.NodeRecord
-	// buckets by table id, then bucket number: a dropped table goes at
-	// once.
+	// buckets by table (or partition) id, then bucket number: a dropped
+	// table or partition goes at once.
 	buckets map[uint64]map[int32]*pb.BucketRecord
 
 	// cleanFor, when clean, is the gone list for which no bucket but those
@@ -91,11 +91,16 @@ func (v *metadataView) apply(u *pb.MetadataUpdate) {
 	if u.GetFull() || len(u.GetNodes())+len(u.GetDroppedNodes()) > 0 {
 		v.sortedNodes = slices.SortedFunc(maps.Values(v.nodes), func(a, b *pb.NodeRecord) int { return cmp.Compare(a.GetId(), b.GetId()) })
 	}
-	for _, t := range u.GetDroppedTables() {
-		for b := range v.buckets[t] {
-			delete(v.moving, bucketRef{t, b})
+	// A dropped partition's buckets go as a dropped table's: they are
+	// keyed by its id.
+	for _, ids := range [][]uint64{u.GetDroppedTables(), u.GetDroppedPartitions()} {
+		for _, t := range ids {
+			for b := range v.buckets[t] {
+				delete(v.moving, bucketRef{t, b})
+				delete(v.changed, bucketRef{t, b})
+			}
+			delete(v.buckets, t)
 		}
-		delete(v.buckets, t)
 	}
 	for _, b := range u.GetBuckets() {
 		table := v.buckets[b.GetTableId()]

@@ -69,7 +69,7 @@ func (f *fakeFeed) commit(u *pb.MetadataUpdate) {
 	for _, id := range u.DroppedNodes {
 		delete(f.nodes, id)
 	}
-	for _, t := range u.DroppedTables {
+	for _, t := range slices.Concat(u.DroppedTables, u.DroppedPartitions) {
 		for ref := range f.buckets {
 			if ref.table == t {
 				delete(f.buckets, ref)
@@ -140,6 +140,9 @@ func TestControllerViewFollowsChanges(t *testing.T) {
 					f.commit(&pb.MetadataUpdate{DroppedTables: []uint64{uint64(rng.IntN(4) + 1)}})
 				case 4:
 					f.commit(nil)
+				case 5:
+					// Buckets are keyed by a partition's id as by a table's.
+					f.commit(&pb.MetadataUpdate{DroppedPartitions: []uint64{uint64(rng.IntN(4) + 1)}})
 				}
 				if rng.IntN(3) != 0 {
 					continue // ticks see several changes at once now and then
@@ -169,6 +172,53 @@ func TestControllerViewFollowsChanges(t *testing.T) {
 				t.Fatalf("%d images read over 100 ticks with nothing applied", f.images-images)
 			}
 		})
+	}
+}
+
+// TestControllerViewDropsPartitions: a dropped partition's buckets leave
+// the controller's copy, moving ones included, so it neither elects nor
+// completes moves for buckets that no longer exist; its table's other
+// partitions stay.
+func TestControllerViewDropsPartitions(t *testing.T) {
+	f := newFakeFeed()
+	var v metadataView
+	bucket := func(partition uint64, leader uint32, move bool) *pb.BucketRecord {
+		b := &pb.BucketRecord{TableId: partition, Bucket: 0, Replicas: []uint32{1, 2}, Isr: []uint32{1, 2}, Leader: leader}
+		if move {
+			b.Move = &pb.ReplicaMove{Target: []uint32{1, 2}, Original: []uint32{1, 2}}
+		}
+		return b
+	}
+	f.commit(&pb.MetadataUpdate{Nodes: []*pb.NodeRecord{{Id: 1}, {Id: 2}}})
+	// Partitions 8 and 9 of one table: 8's bucket misled (its preferred
+	// leader is node 1) and moving, 9's led by its preferred leader.
+	f.commit(&pb.MetadataUpdate{Buckets: []*pb.BucketRecord{bucket(8, 2, false), bucket(9, 1, false)}})
+	if err := v.catchUp(f); err != nil {
+		t.Fatal(err)
+	}
+	live := func(uint32) bool { return true }
+	if got := v.misled(live, func(uint32) bool { return false }, 10); len(got) != 1 || got[0].GetTableId() != 8 {
+		t.Fatalf("misled %v, want partition 8's bucket", got)
+	}
+	f.commit(&pb.MetadataUpdate{Buckets: []*pb.BucketRecord{bucket(8, 2, true)}})
+	if err := v.catchUp(f); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.completableMoves(live)) != 1 {
+		t.Fatal("partition 8's move is not completable")
+	}
+	f.commit(&pb.MetadataUpdate{DroppedPartitions: []uint64{8}})
+	if err := v.catchUp(f); err != nil {
+		t.Fatal(err)
+	}
+	if v.buckets[8] != nil || len(v.moving) != 0 || len(v.completableMoves(live)) != 0 {
+		t.Fatalf("the dropped partition's bucket stays: buckets %v, moving %v", v.buckets[8], v.moving)
+	}
+	if got := v.misled(live, func(uint32) bool { return false }, 10); len(got) != 0 {
+		t.Fatalf("misled %v after the drop, want none", got)
+	}
+	if v.buckets[9] == nil {
+		t.Fatal("the table's other partition left the copy")
 	}
 }
 

@@ -33,15 +33,19 @@ const (
 // elected when nothing else can be. The answer is a hint taken at
 // proposal time: the command carries it, and the state machine decides on
 // the committed state at apply time.
-func (r *Role) replicaLogs(ctx context.Context, st *metastate.State, database, table string, bucket *int32, live []uint32) ([]*pb.ReplicaLog, error) {
+func (r *Role) replicaLogs(ctx context.Context, st *metastate.State, database, table, partition string, bucket *int32,
+	live []uint32) ([]*pb.ReplicaLog, error) {
 	var tableID uint64
 	asks := map[uint32][]int32{} // node → buckets to ask it about
 	err := st.Read(func(v *metastate.View) error {
-		t, buckets, err := v.Table(database, table)
+		t, p, buckets, err := v.PhysicalTable(database, table, partition)
 		if err != nil {
 			return err
 		}
 		tableID = t.GetId()
+		if p != nil {
+			tableID = p.GetId()
+		}
 		isLive := func(id uint32) bool { return slices.Contains(live, id) }
 		n := 0
 		for _, b := range buckets {
@@ -75,7 +79,7 @@ func (r *Role) replicaLogs(ctx context.Context, st *metastate.State, database, t
 			&pb.ReplicaLogsRequest{TableId: tableID, Buckets: buckets})
 		if err != nil {
 			r.log.Warn("unclean election: a node did not report its replicas' logs; they rank last",
-				"node", id, "addr", addrs[id], "table", database+"."+table, "err", err)
+				"node", id, "addr", addrs[id], "table", database+"."+table, "partition", partition, "err", err)
 			return
 		}
 		logs := answeredLogs(id, buckets, resp.GetLogs())
@@ -84,7 +88,7 @@ func (r *Role) replicaLogs(ctx context.Context, st *metastate.State, database, t
 		mu.Unlock()
 	}, func(id uint32) {
 		r.log.Warn("unclean election: no time left to ask a node for its replicas' logs; they rank last",
-			"node", id, "table", database+"."+table, "err", ctx.Err())
+			"node", id, "table", database+"."+table, "partition", partition, "err", ctx.Err())
 	})
 	// In node order, so the command reads the same whichever node answered
 	// first.

@@ -99,9 +99,14 @@ func (r *Role) forward(ctx context.Context, n *raftmeta.Node, id uint32, addr st
 		}
 	}()
 	err := remote(actx, pb.NewDRPCMetaClient(r.pool.Conn(addr)))
+	// Whether the attempt was cut short (ForwardTimeout, or the watcher
+	// saw the leader move) is read before cancel, which ends actx either
+	// way: read after it, every error the leader answered (an unknown
+	// table or partition) became a TIMEOUT retried until leaderWait.
+	cut := actx.Err() != nil
 	cancel()
 	<-watched
-	if err == nil || ctx.Err() != nil || actx.Err() == nil {
+	if err == nil || ctx.Err() != nil || !cut {
 		return err
 	}
 	select {

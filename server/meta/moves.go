@@ -25,11 +25,11 @@ func (m *metaService) MoveReplicas(ctx context.Context, req *pb.MoveReplicasRequ
 		c := &pb.MoveReplicas{ThrottleBytesPerS: req.ThrottleBytesPerS, MaxMoves: req.MaxMoves, NowMs: time.Now().UnixMilli()}
 		if err := n.State().Read(func(v *metastate.View) error {
 			for _, mv := range req.Moves {
-				t, _, err := v.Table(mv.Database, mv.Table)
+				id, err := physicalID(v, mv.Database, mv.Table, mv.Partition)
 				if err != nil {
 					return err
 				}
-				c.Moves = append(c.Moves, &pb.BucketMove{TableId: t.GetId(), Bucket: mv.Bucket, Target: mv.Replicas})
+				c.Moves = append(c.Moves, &pb.BucketMove{TableId: id, Bucket: mv.Bucket, Target: mv.Replicas})
 			}
 			return nil
 		}); err != nil {
@@ -73,11 +73,11 @@ func (m *metaService) CancelMoves(ctx context.Context, req *pb.CancelMovesReques
 		var before *pb.MovePlan
 		if err := n.State().Read(func(v *metastate.View) error {
 			if !req.All {
-				t, _, err := v.Table(req.Database, req.Table)
+				id, err := physicalID(v, req.Database, req.Table, req.Partition)
 				if err != nil {
 					return err
 				}
-				c.TableId, c.Bucket = t.GetId(), req.Bucket
+				c.TableId, c.Bucket = id, req.Bucket
 			}
 			var err error
 			before, err = v.MovePlan()
@@ -148,7 +148,7 @@ func (r *Role) moveResponse(st *metastate.State, res *pb.CommandResult) (*pb.Mov
 	resp := &pb.MoveReplicasResponse{Index: res.GetIndex(), Bounds: &pb.MoveBounds{
 		ThrottleBytesPerS: mr.GetPlan().GetThrottleBytesPerS(), MaxMoves: mr.GetPlan().GetMaxMoves()}}
 	err := st.Read(func(v *metastate.View) error {
-		tables, err := v.TablesByID()
+		names, err := newBucketNames(v)
 		if err != nil {
 			return err
 		}
@@ -157,10 +157,18 @@ func (r *Role) moveResponse(st *metastate.State, res *pb.CommandResult) (*pb.Mov
 			if b.GetMove() != nil {
 				target = b.GetMove().GetTarget()
 			}
-			resp.Started = append(resp.Started, nameMove(tables, &pb.BucketMove{TableId: b.GetTableId(), Bucket: b.GetBucket(), Target: target}))
+			mv, err := nameMove(names, &pb.BucketMove{TableId: b.GetTableId(), Bucket: b.GetBucket(), Target: target})
+			if err != nil {
+				return err
+			}
+			resp.Started = append(resp.Started, mv)
 		}
 		for _, mv := range mr.GetQueued() {
-			resp.Queued = append(resp.Queued, nameMove(tables, mv))
+			named, err := nameMove(names, mv)
+			if err != nil {
+				return err
+			}
+			resp.Queued = append(resp.Queued, named)
 		}
 		return nil
 	})
@@ -171,25 +179,47 @@ func (r *Role) moveResponse(st *metastate.State, res *pb.CommandResult) (*pb.Mov
 func (r *Role) namedMoves(st *metastate.State, moves []*pb.BucketMove) ([]*pb.NamedBucketMove, error) {
 	var out []*pb.NamedBucketMove
 	err := st.Read(func(v *metastate.View) error {
-		tables, err := v.TablesByID()
+		names, err := newBucketNames(v)
 		if err != nil {
 			return err
 		}
 		for _, mv := range moves {
-			out = append(out, nameMove(tables, mv))
+			named, err := nameMove(names, mv)
+			if err != nil {
+				return err
+			}
+			out = append(out, named)
 		}
 		return nil
 	})
 	return out, err
 }
 
-// nameMove names a move's table; a table dropped since keeps no name.
-func nameMove(tables map[uint64]*pb.TableRecord, mv *pb.BucketMove) *pb.NamedBucketMove {
+// nameMove names a move's table and partition; a table or partition
+// dropped since keeps no name.
+func nameMove(names *bucketNames, mv *pb.BucketMove) (*pb.NamedBucketMove, error) {
 	n := &pb.NamedBucketMove{Bucket: mv.GetBucket(), Replicas: slices.Clone(mv.GetTarget())}
-	if t := tables[mv.GetTableId()]; t != nil {
-		n.Database, n.Table = t.GetDatabase(), t.GetName()
+	t, partition, err := names.name(mv.GetTableId())
+	if err != nil {
+		return nil, err
 	}
-	return n
+	if t != nil {
+		n.Database, n.Table, n.Partition = t.GetDatabase(), t.GetName(), partition
+	}
+	return n, nil
+}
+
+// physicalID is the id the buckets of a table, or of its partition, are
+// keyed by.
+func physicalID(v *metastate.View, database, table, partition string) (uint64, error) {
+	t, p, _, err := v.PhysicalTable(database, table, partition)
+	if err != nil {
+		return 0, err
+	}
+	if p != nil {
+		return p.GetId(), nil
+	}
+	return t.GetId(), nil
 }
 
 // readMoveStatus is the moves running and queued as v holds them.
@@ -198,7 +228,7 @@ func readMoveStatus(v *metastate.View) (*pb.MoveStatusResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	tables, err := v.TablesByID()
+	names, err := newBucketNames(v)
 	if err != nil {
 		return nil, err
 	}
@@ -213,11 +243,19 @@ func readMoveStatus(v *metastate.View) (*pb.MoveStatusResponse, error) {
 		if err != nil || b.GetMove() == nil {
 			continue // ended, or its table dropped, since the plan was written
 		}
-		resp.Running = append(resp.Running, &pb.MoveProgress{Move: nameMove(tables, mv), Original: b.GetMove().GetOriginal(),
+		named, err := nameMove(names, mv)
+		if err != nil {
+			return nil, err
+		}
+		resp.Running = append(resp.Running, &pb.MoveProgress{Move: named, Original: b.GetMove().GetOriginal(),
 			Leader: b.GetLeader(), Isr: b.GetIsr(), StartedAtMs: b.GetMove().GetStartedAtMs()})
 	}
 	for _, mv := range plan.GetQueued() {
-		resp.Queued = append(resp.Queued, nameMove(tables, mv))
+		named, err := nameMove(names, mv)
+		if err != nil {
+			return nil, err
+		}
+		resp.Queued = append(resp.Queued, named)
 	}
 	return resp, nil
 }

@@ -138,14 +138,18 @@ func describeRemovedReplicas(st *metastate.State, buckets []*pb.BucketRecord) ([
 		return out, nil
 	}
 	err := st.Read(func(v *metastate.View) error {
-		tables, err := v.TablesByID()
+		names, err := newBucketNames(v)
 		if err != nil {
 			return err
 		}
 		for _, b := range buckets {
 			r := &pb.RemovedReplica{Bucket: b}
-			if t := tables[b.GetTableId()]; t != nil {
-				r.Database, r.Table, r.Replication = t.Database, t.Name, t.Replication
+			t, partition, err := names.name(b.GetTableId())
+			if err != nil {
+				return err
+			}
+			if t != nil {
+				r.Database, r.Table, r.Partition, r.Replication = t.Database, t.Name, partition, t.Replication
 			}
 			out = append(out, r)
 		}
@@ -162,6 +166,9 @@ func (r *Role) logRemoval(id uint32, resp *pb.RemoveNodeResponse) {
 		b := removed.Bucket
 		attrs := []any{"node", id, "table", removed.Database + "." + removed.Table, "bucket", b.Bucket, "replicas", b.Replicas,
 			"replication", removed.Replication, "leader", b.Leader}
+		if removed.Partition != "" {
+			attrs = append(attrs, "partition", removed.Partition)
+		}
 		switch {
 		case b.Leader == 0:
 			r.log.Warn("node removal: bucket offline until an in-sync replica is back", attrs...)

@@ -51,13 +51,16 @@ func (m *metaService) Rebalance(ctx context.Context, req *pb.RebalanceRequest) (
 				after[i].Replicas = mv.To
 			}
 			resp.Before, resp.After = nodeBalance(plan.Nodes, buckets), nodeBalance(plan.Nodes, after)
-			tables, err := v.TablesByID()
+			names, err := newBucketNames(v)
 			if err != nil {
 				return err
 			}
 			for _, mv := range moves {
-				resp.Moves = append(resp.Moves, &pb.PlannedMove{From: mv.From,
-					Move: nameMove(tables, &pb.BucketMove{TableId: mv.TableID, Bucket: mv.Bucket, Target: mv.To})})
+				named, err := nameMove(names, &pb.BucketMove{TableId: mv.TableID, Bucket: mv.Bucket, Target: mv.To})
+				if err != nil {
+					return err
+				}
+				resp.Moves = append(resp.Moves, &pb.PlannedMove{From: mv.From, Move: named})
 			}
 			return nil
 		}); err != nil {
@@ -205,37 +208,52 @@ func (r *Role) replaceReplicas(ctx context.Context, n *raftmeta.Node, live []uin
 // rebalance's replica order becomes its leaders. Moving buckets are left
 // alone. It returns how many buckets it elected.
 func (r *Role) autoElect(ctx context.Context, n *raftmeta.Node, view *metadataView, live []uint32) (int, error) {
-	var on bool
-	var tables map[uint64]*pb.TableRecord
+	type target struct {
+		bucket    *pb.BucketRecord
+		table     *pb.TableRecord
+		partition string
+	}
+	var targets []target
 	if err := n.State().Read(func(v *metastate.View) error {
 		s, err := v.ClusterSettings()
 		if err != nil || !s.GetAutoElectLeaders() {
 			return err
 		}
-		on = true
-		tables, err = v.TablesByID()
-		return err
-	}); err != nil || !on {
+		isLive := func(id uint32) bool { return slices.Contains(live, id) }
+		draining := func(id uint32) bool { return view.nodes[id].GetDraining() }
+		misled := view.misled(isLive, draining, maxAutoElections)
+		if len(misled) == 0 {
+			return nil
+		}
+		names, err := newBucketNames(v)
+		if err != nil {
+			return err
+		}
+		for _, b := range misled {
+			t, partition, err := names.name(b.GetTableId())
+			if err != nil {
+				return err
+			}
+			if t != nil {
+				targets = append(targets, target{b, t, partition})
+			}
+		}
+		return nil
+	}); err != nil {
 		return 0, err
 	}
-	isLive := func(id uint32) bool { return slices.Contains(live, id) }
-	draining := func(id uint32) bool { return view.nodes[id].GetDraining() }
 	elected := 0
-	for _, b := range view.misled(isLive, draining, maxAutoElections) {
-		t := tables[b.GetTableId()]
-		if t == nil {
-			continue
-		}
-		bucket := b.GetBucket()
+	for _, tg := range targets {
+		t, bucket := tg.table, tg.bucket.GetBucket()
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		res, err := n.Propose(cctx, &pb.Command{RequestId: []byte(NewID()), Op: &pb.Command_ElectLeaders{ElectLeaders: &pb.ElectLeaders{
-			Database: t.GetDatabase(), Table: t.GetName(), Bucket: &bucket, LiveNodes: live}}})
+			Database: t.GetDatabase(), Table: t.GetName(), Partition: tg.partition, Bucket: &bucket, LiveNodes: live}}})
 		cancel()
 		if err == nil {
 			err = metastate.ResultError(res)
 		}
 		if err != nil {
-			return elected, fmt.Errorf("electing %s.%s bucket %d: %w", t.GetDatabase(), t.GetName(), bucket, err)
+			return elected, fmt.Errorf("electing %s bucket %d: %w", qualifiedName(t, tg.partition), bucket, err)
 		}
 		elected++
 	}

@@ -74,10 +74,11 @@ type Config struct {
 	Dialer        TabletDialer
 	Logger        *slog.Logger
 	// OnTableDropped, when set, is called (from the metadata stream's
-	// goroutine; it must not block) for each dropped table this node held
-	// replicas of, after they are deleted: the server deletes the table's
-	// remote objects.
-	OnTableDropped func(tableID uint64)
+	// goroutine; it must not block) for each dropped table or partition
+	// this node held replicas of, after they are deleted, with the id its
+	// buckets are keyed by and its name (database.table, or
+	// database.table/partition): the server deletes its remote objects.
+	OnTableDropped func(id uint64, name string)
 	// OnFail is called (once per failed replica, from its own goroutine)
 	// when a replica's log fails: an fsync or write error after which the
 	// log can no longer say what is on disk. The replica stops serving at

@@ -11,8 +11,12 @@
 // The Manager reconciles replicas to the committed metadata it is given
 // (Apply): each bucket this node holds is handed its assignment (leader,
 // epochs, replicas, ISR), and the core says whether this replica leads,
-// follows or waits; dropped tables are closed and deleted. The KV side of
-// primary-key tables lives behind the KV interfaces (package kvreplica).
+// follows or waits; dropped tables are closed and deleted. A partition of
+// a partitioned table is a table to the replicas: its buckets are keyed by
+// the partition's id and checked by its table's schema and properties (one
+// parsed copy for all its partitions, tableMeta), and a dropped partition
+// goes as a dropped table does. The KV side of primary-key tables lives
+// behind the KV interfaces (package kvreplica).
 //
 // A replica whose log fails (an fsync or write error) goes out of service
 // for good and reports it (Config.OnFail): see failure.go. Storage and

@@ -70,9 +70,10 @@ func (r *Replica) RemoteStore() tiering.ObjectStore { return r.mgr.cfg.RemoteSto
 // it: what the server needs to read the bucket's committed metadata and
 // take a snapshot on it.
 type KVLeader struct {
-	// Database and Table name the bucket's table.
-	Database, Table string
-	LeaderEpoch     int32
+	// Database and Table name the bucket's table, and Partition its
+	// partition ("dt=2026-12-03"; "" when the table is not partitioned).
+	Database, Table, Partition string
+	LeaderEpoch                int32
 	// Retained is the table's kv.snapshot.retained.
 	Retained int
 }
@@ -100,7 +101,7 @@ func (m *Manager) kvLeader(id BucketID) (*Replica, KVLeader, error) {
 		return nil, KVLeader{}, transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER,
 			"node %d does not lead bucket %s (leader: node %d)", m.cfg.NodeID, id, leader)
 	}
-	return r, KVLeader{Database: info.database, Table: info.table, LeaderEpoch: epoch, Retained: info.props.KVSnapshotRetained}, nil
+	return r, KVLeader{Database: info.database, Table: info.table, Partition: info.partition, LeaderEpoch: epoch, Retained: info.props.KVSnapshotRetained}, nil
 }
 
 // TakeKVSnapshot stores a snapshot of a primary-key bucket this node leads

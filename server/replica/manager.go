@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"os"
@@ -57,17 +58,28 @@ type Manager struct {
 	// fetchers it keeps for it.
 	mu       sync.Mutex
 	replicas map[BucketID]*Replica
-	tables   map[uint64]*tableInfo
-	// traffic holds each known table's counters (metrics.go), kept while
-	// its metadata changes.
+	// tables holds what the replicas need of each table and partition,
+	// by the id buckets are keyed by (a partition's own id); metas holds
+	// each table's metadata, by table id, which a table and its
+	// partitions share.
+	tables map[uint64]*tableInfo
+	metas  map[uint64]*tableMeta
+	// partitions holds the known partitions by id, and partitionsOf their
+	// ids by table id, so that a change of a table reaches its partitions.
+	partitions   map[uint64]partitionRef
+	partitionsOf map[uint64]map[uint64]struct{}
+	// traffic holds each known table's counters (metrics.go), by table id,
+	// kept while its metadata changes; a partition's count to its table.
 	traffic map[uint64]*TableTraffic
-	// unusable holds, per table id, why this node cannot use the table's
-	// metadata (an ErrUnusableTable); such a table has no entry in tables.
+	// unusable holds, per table or partition id, why this node cannot use
+	// the table's metadata (an ErrUnusableTable); such an id has no entry
+	// in tables.
 	unusable  map[uint64]error
 	nodes     map[uint32]*pb.NodeRecord
 	nodeEpoch uint64
 	fetchers  map[uint32]*fetcher // by leader node id
-	// maxTableID is the largest table id the metadata has shown.
+	// maxTableID is the largest table or partition id the metadata has
+	// shown (both come from one counter).
 	maxTableID uint64
 	closed     bool
 
@@ -97,6 +109,7 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, replicas: map[BucketID]*Replica{}, tables: map[uint64]*tableInfo{},
+		metas: map[uint64]*tableMeta{}, partitions: map[uint64]partitionRef{}, partitionsOf: map[uint64]map[uint64]struct{}{},
 		unusable: map[uint64]error{}, traffic: map[uint64]*TableTraffic{},
 		nodes: map[uint32]*pb.NodeRecord{}, fetchers: map[uint32]*fetcher{}, changed: make(chan struct{}), stop: make(chan struct{}),
 		catchUpSlots: make(chan struct{}, catchUpConcurrency)}
@@ -209,35 +222,71 @@ func (m *Manager) applyNodesLocked(u *pb.MetadataUpdate) {
 	}
 }
 
-// applyTablesLocked records the update's tables and hands the replicas of
-// tables already known their new metadata. A table whose metadata this
-// build cannot use is marked unusable, unless it is already served: then
+// partitionRef is what the manager keeps of a partition: its table and
+// its name.
+type partitionRef struct {
+	table uint64
+	name  string
+}
+
+// applyTablesLocked records the update's tables and partitions and hands
+// the replicas of those already known their new metadata: a table's change
+// reaches its partitions. A table whose metadata this build cannot use is
+// marked unusable, with its partitions, unless it is already served: then
 // it keeps its last usable metadata.
 func (m *Manager) applyTablesLocked(u *pb.MetadataUpdate) {
-	// Replicas exist only of tables known before: one pass over the
-	// replicas serves every such table of the update, so an image costs
-	// what the node holds, not tables times replicas.
+	// Replicas exist only of tables and partitions known before: one pass
+	// over the replicas serves every such one of the update, so an image
+	// costs what the node holds, not tables times replicas.
 	known := map[uint64]*tableInfo{}
 	for _, t := range u.Tables {
 		m.maxTableID = max(m.maxTableID, t.Id)
-		info, err := newTableInfo(t, m.cfg.KV)
+		meta, err := newTableMeta(t, m.cfg.KV)
 		if err != nil {
-			m.log.Error("unusable table metadata", "table", t.Id, "err", err)
-			if m.tables[t.Id] == nil {
+			m.log.Error("unusable table metadata", "table", t.Id, "name", t.Database+"."+t.Name, "err", err)
+			if m.metas[t.Id] == nil {
 				m.unusable[t.Id] = err
+				for id := range m.partitionsOf[t.Id] {
+					m.unusable[id] = err
+				}
 			}
 			continue
 		}
-		delete(m.unusable, t.Id)
 		if kept := m.traffic[t.Id]; kept != nil {
-			info.traffic = kept
+			meta.traffic = kept
 		} else {
-			m.traffic[t.Id] = info.traffic
+			m.traffic[t.Id] = meta.traffic
 		}
-		if m.tables[t.Id] != nil {
-			known[t.Id] = info
+		m.metas[t.Id] = meta
+		if meta.partitioned {
+			delete(m.unusable, t.Id)
+		} else {
+			m.setTableLocked(meta.physical(t.Id, ""), known)
 		}
-		m.tables[t.Id] = info
+		for id := range m.partitionsOf[t.Id] {
+			m.setTableLocked(meta.physical(id, m.partitions[id].name), known)
+		}
+	}
+	for _, p := range u.Partitions {
+		m.maxTableID = max(m.maxTableID, p.Id)
+		m.partitions[p.Id] = partitionRef{table: p.TableId, name: p.Name}
+		of := m.partitionsOf[p.TableId]
+		if of == nil {
+			of = map[uint64]struct{}{}
+			m.partitionsOf[p.TableId] = of
+		}
+		of[p.Id] = struct{}{}
+		meta := m.metas[p.TableId]
+		switch {
+		case meta != nil && m.tables[p.Id] != nil && m.tables[p.Id].tableMeta == meta:
+			// Known, and given the table's current metadata above.
+		case meta != nil:
+			m.setTableLocked(meta.physical(p.Id, p.Name), known)
+		case m.unusable[p.TableId] != nil:
+			m.unusable[p.Id] = m.unusable[p.TableId]
+		default:
+			m.log.Error("partition of an unknown table", "partition", p.Id, "table", p.TableId, "name", p.Name)
+		}
 	}
 	if len(known) > 0 {
 		for id, r := range m.replicas {
@@ -248,35 +297,72 @@ func (m *Manager) applyTablesLocked(u *pb.MetadataUpdate) {
 	}
 }
 
-// takeDroppedLocked forgets the tables the update drops (a full image
-// drops every table it does not list) and takes their replicas out of the
-// manager, returning them for deleteReplicas.
+// setTableLocked records the metadata of a table or partition, and in
+// known when its replicas may be open.
+func (m *Manager) setTableLocked(info *tableInfo, known map[uint64]*tableInfo) {
+	delete(m.unusable, info.id)
+	if m.tables[info.id] != nil {
+		known[info.id] = info
+	}
+	m.tables[info.id] = info
+}
+
+// takeDroppedLocked forgets the tables and partitions the update drops (a
+// full image drops every one it does not list; a dropped table's
+// partitions go with it) and takes their replicas out of the manager,
+// returning them for deleteReplicas. A dropped partition is a dropped
+// table to the replicas: its buckets are keyed by its own id.
 func (m *Manager) takeDroppedLocked(u *pb.MetadataUpdate) []*Replica {
 	dropped := map[uint64]bool{}
 	for _, id := range u.DroppedTables {
 		dropped[id] = true
 	}
+	for _, id := range u.DroppedPartitions {
+		dropped[id] = true
+	}
 	if u.Full {
-		live := map[uint64]bool{}
+		live := make(map[uint64]bool, len(u.Tables)+len(u.Partitions))
 		for _, t := range u.Tables {
 			live[t.Id] = true
 		}
-		for id := range m.tables {
-			if !live[id] {
-				dropped[id] = true
+		for _, p := range u.Partitions {
+			live[p.Id] = true
+		}
+		for _, ids := range []iter.Seq[uint64]{maps.Keys(m.tables), maps.Keys(m.metas), maps.Keys(m.unusable), maps.Keys(m.partitions)} {
+			for id := range ids {
+				if !live[id] {
+					dropped[id] = true
+				}
 			}
 		}
-		for id := range m.unusable {
-			if !live[id] {
-				dropped[id] = true
-			}
+	}
+	var tables []uint64
+	for id := range dropped {
+		if len(m.partitionsOf[id]) > 0 {
+			tables = append(tables, id)
+		}
+	}
+	for _, id := range tables {
+		for p := range m.partitionsOf[id] {
+			dropped[p] = true
 		}
 	}
 	for id := range dropped {
 		m.maxTableID = max(m.maxTableID, id)
 		delete(m.tables, id)
+		delete(m.metas, id)
 		delete(m.unusable, id)
 		delete(m.traffic, id)
+		delete(m.partitionsOf, id)
+		if p, ok := m.partitions[id]; ok {
+			delete(m.partitions, id)
+			if of := m.partitionsOf[p.table]; of != nil {
+				delete(of, id)
+				if len(of) == 0 {
+					delete(m.partitionsOf, p.table)
+				}
+			}
+		}
 	}
 	var drop []*Replica
 	if len(dropped) > 0 {
@@ -290,25 +376,52 @@ func (m *Manager) takeDroppedLocked(u *pb.MetadataUpdate) []*Replica {
 	return drop
 }
 
-// deleteReplicas closes the replicas of dropped tables and deletes their
-// data, then tells OnTableDropped of each table once.
+// maxDropLines bounds the lines one update's drops are logged in: a
+// dropped table of many partitions is one line.
+const maxDropLines = 8
+
+// logDropped logs the tables and partitions whose replicas are deleted:
+// each by name, or, past maxDropLines, how many.
+func (m *Manager) logDropped(byID map[uint64]*tableInfo, replicas int) {
+	if len(byID) > maxDropLines {
+		tables := map[string]bool{}
+		for _, info := range byID {
+			tables[info.qualified()] = true
+		}
+		names := slices.Sorted(maps.Keys(tables))
+		m.log.Info("tables or partitions dropped: deleting their replicas", "dropped", len(byID), "replicas", replicas,
+			"tables", names[:min(len(names), maxDropLines)])
+		return
+	}
+	for id, info := range byID {
+		if info.partition != "" {
+			m.log.Info("partition dropped: deleting its replicas", "table", info.qualified(), "partition", info.partition, "id", id)
+		} else {
+			m.log.Info("table dropped: deleting its replicas", "table", info.name, "id", id)
+		}
+	}
+}
+
+// deleteReplicas closes the replicas of dropped tables and partitions and
+// deletes their data, then tells OnTableDropped of each table or partition
+// once.
 func (m *Manager) deleteReplicas(drop []*Replica) {
 	if len(drop) == 0 {
 		return
 	}
-	m.log.Info("table dropped: deleting replicas", "replicas", len(drop), "first", drop[0].id.String())
+	byID := map[uint64]*tableInfo{}
+	for _, r := range drop {
+		byID[r.id.TableID] = r.table()
+	}
+	m.logDropped(byID, len(drop))
 	fanout.Each(drop, openConcurrency, func(r *Replica) {
 		if err := r.close(true); err != nil {
-			m.log.Error("delete replica", "bucket", r.id.String(), "err", err)
+			m.log.Error("delete replica", "bucket", r.id.String(), "name", r.table().name, "err", err)
 		}
 	})
 	if m.cfg.OnTableDropped != nil {
-		held := map[uint64]bool{}
-		for _, r := range drop {
-			if !held[r.id.TableID] {
-				held[r.id.TableID] = true
-				m.cfg.OnTableDropped(r.id.TableID)
-			}
+		for id, info := range byID {
+			m.cfg.OnTableDropped(id, info.name)
 		}
 	}
 }

@@ -18,7 +18,8 @@ import (
 
 // TableTraffic counts what a table's replicas on this node took in from
 // writers and served to readers since the table became known here. Each
-// table has one, shared by its replicas; the counters only grow.
+// table has one, shared by its replicas, its partitions' included (a
+// dropped partition's counts stay in its table's); the counters only grow.
 type TableTraffic struct {
 	// BytesIn and RecordsIn: batches appended or upserted by this node's
 	// leaders, as the client sent them (retries answered as duplicates
@@ -141,7 +142,8 @@ func (r *Replica) noteISRLocked(before int) {
 }
 
 // TableGauges is what one table's replicas on this node show at one
-// moment.
+// moment, its partitions' included: a partition is not a series of its own,
+// or a day-partitioned table kept a year would be hundreds.
 type TableGauges struct {
 	TableID uint64
 	// Name is database.table.
@@ -180,14 +182,14 @@ func (m *Manager) TableGauges(now time.Time) []TableGauges {
 	for _, r := range m.replicas {
 		reps = append(reps, r)
 	}
-	byTable := make(map[uint64]*TableGauges, len(m.tables))
-	for id, info := range m.tables {
-		byTable[id] = &TableGauges{TableID: id, Name: info.name, Traffic: info.traffic}
+	byTable := make(map[uint64]*TableGauges, len(m.metas))
+	for id, meta := range m.metas {
+		byTable[id] = &TableGauges{TableID: id, Name: meta.qualified(), Traffic: meta.traffic}
 	}
 	m.mu.Unlock()
 	tiered := m.cfg.RemoteStore != nil
 	for _, r := range reps {
-		g := byTable[r.id.TableID]
+		g := byTable[r.table().tableID]
 		if g == nil {
 			continue // dropped meanwhile
 		}

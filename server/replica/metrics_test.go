@@ -17,6 +17,7 @@ func TestMetricsFollowTheReplica(t *testing.T) {
 	m.mu.Lock()
 	m.replicas[testBucket] = r
 	m.tables[testBucket.TableID] = r.table()
+	m.metas[testBucket.TableID] = r.table().tableMeta
 	m.mu.Unlock()
 	r.core.SetMinISR(2)
 	bucket := func(bucketEpoch int32, isr ...uint32) *pb.BucketRecord {

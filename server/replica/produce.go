@@ -47,25 +47,31 @@ func (m *Manager) writeTarget(tableID uint64, bucket, acks int32, batchBytes int
 }
 
 // missingReplica explains why this node has no replica of a bucket.
-// Table ids only grow: an unknown id at or below the largest this node has
-// seen belongs to a dropped table; a larger one to a table whose creation
-// has not reached this node yet (retriable, like a leader not yet known).
-// A table whose metadata this node cannot use says so, with the reason.
+// Table and partition ids only grow (from one counter): an unknown id at
+// or below the largest this node has seen belongs to a dropped table or
+// partition; a larger one to one whose creation has not reached this node
+// yet (retriable, like a leader not yet known). A table whose metadata
+// this node cannot use says so, with the reason; a partitioned table has
+// no buckets of its own.
 func (m *Manager) missingReplica(id BucketID) error {
 	m.mu.Lock()
-	_, known := m.tables[id.TableID]
+	info, known := m.tables[id.TableID]
+	partitioned := m.metas[id.TableID] != nil && m.metas[id.TableID].partitioned
 	unusable := m.unusable[id.TableID]
 	maxID := m.maxTableID
 	m.mu.Unlock()
 	switch {
 	case unusable != nil:
 		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "node %d cannot serve table %d: %v", m.cfg.NodeID, id.TableID, unusable)
+	case partitioned:
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST,
+			"table %s (%d) is partitioned: its buckets are its partitions', each under the partition's id", m.metas[id.TableID].qualified(), id.TableID)
 	case !known && id.TableID <= maxID:
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE, "table %d does not exist (dropped)", id.TableID)
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE, "table or partition %d does not exist (dropped)", id.TableID)
 	case !known:
-		return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "table %d is not known on node %d yet", id.TableID, m.cfg.NodeID)
+		return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "table or partition %d is not known on node %d yet", id.TableID, m.cfg.NodeID)
 	}
-	return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d holds no replica of bucket %s", m.cfg.NodeID, id)
+	return transport.Errorf(pb.ErrorCode_ERROR_CODE_NOT_LEADER, "node %d holds no replica of bucket %s of %s", m.cfg.NodeID, id, info.name)
 }
 
 // checkBatch validates a produced batch against the table: structure, CRC,

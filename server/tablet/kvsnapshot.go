@@ -61,7 +61,7 @@ func (r *Role) takeKVSnapshot(ctx context.Context, id replica.BucketID) (*pb.Sna
 		return nil, err
 	}
 	read := func(ctx context.Context) (*pb.BucketRecord, error) {
-		return r.committedBucket(ctx, id, lead.Database, lead.Table)
+		return r.committedBucket(ctx, id, lead.Database, lead.Table, lead.Partition)
 	}
 	base, err := read(ctx)
 	if err != nil {
@@ -140,27 +140,35 @@ func leadsAt(b *pb.BucketRecord, node uint32, leaderEpoch int32) error {
 }
 
 // committedBucket reads the bucket's record as the metadata holds it now
-// (GetTable reads on the metadata leader, linearizably). UNKNOWN_TABLE
-// when the table was dropped, even if another now has its name.
-func (r *Role) committedBucket(ctx context.Context, id replica.BucketID, database, table string) (*pb.BucketRecord, error) {
+// (GetTable reads on the metadata leader, linearizably), of the table or,
+// when partition is set, of the table's partition. UNKNOWN_TABLE (or
+// UNKNOWN_PARTITION) when it was dropped, even if another now has its
+// name.
+func (r *Role) committedBucket(ctx context.Context, id replica.BucketID, database, table, partition string) (*pb.BucketRecord, error) {
 	var resp *pb.GetTableResponse
 	err := r.deps.Meta.Call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		var err error
-		resp, err = m.GetTable(ctx, &pb.GetTableRequest{Database: database, Name: table})
+		resp, err = m.GetTable(ctx, &pb.GetTableRequest{Database: database, Name: table, Partition: partition})
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if got := resp.GetTable().GetId(); got != id.TableID {
-		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE, "table %s.%s is table %d now, not %d", database, table, got, id.TableID)
+	name := database + "." + table
+	got := resp.GetTable().GetId()
+	if partition != "" {
+		name += "/" + partition
+		got = resp.GetPartition().GetId()
+	}
+	if got != id.TableID {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE, "%s is %d now, not %d", name, got, id.TableID)
 	}
 	for _, b := range resp.GetBuckets() {
 		if b.GetBucket() == id.Bucket {
 			return b, nil
 		}
 	}
-	return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE, "table %s.%s has no bucket %d", database, table, id.Bucket)
+	return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_TABLE, "%s has no bucket %d", name, id.Bucket)
 }
 
 // commitKVSnapshot proposes the commit, retrying what may be retried with

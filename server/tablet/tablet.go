@@ -210,12 +210,13 @@ func (r *Role) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	dropped := make(chan uint64, 1024)
-	onDropped := func(tableID uint64) {
+	dropped := make(chan droppedTable, droppedQueue)
+	onDropped := func(id uint64, name string) {
 		select {
-		case dropped <- tableID:
+		case dropped <- droppedTable{id: id, name: name}:
 		default: // the objects stay as garbage; a full queue is a flood of drops
-			r.log.Warn("too many dropped tables queued for remote cleanup; leaving this one's objects", "table", tableID)
+			r.log.Warn("too many dropped tables and partitions queued for remote cleanup; leaving this one's objects",
+				"id", id, "name", name)
 		}
 	}
 	if r.cfg.Remote == nil {
@@ -260,7 +261,7 @@ func MaxBatchFor(t *pb.TableRecord, maxBatchBytes int, segmentMaxBytes int64) in
 	}
 	segment := tableprop.DefaultLogSegmentBytes
 	v, err := tableprop.ParseStored(t.GetProperties(), tableprop.Table{Replication: int(t.GetReplication()),
-		PrimaryKey: len(t.GetPrimaryKey()) > 0, CreatedChecks: t.GetChecks()})
+		PrimaryKey: len(t.GetPrimaryKey()) > 0, Partitioned: len(t.GetPartitionKeys()) > 0, CreatedChecks: t.GetChecks()})
 	_, set := t.GetProperties()[tableprop.LogSegmentBytes]
 	switch {
 	case err == nil && (set || segmentMaxBytes == 0):

@@ -29,20 +29,32 @@ const (
 	remoteCommitTimeout = 30 * time.Second
 )
 
+// droppedQueue bounds the dropped tables and partitions waiting for the
+// deletion of their remote objects: a table of MaxPartitions partitions
+// dropped at once fits.
+const droppedQueue = 16 << 10
+
+// droppedTable is a dropped table or partition whose remote objects are to
+// be deleted: the id its buckets are keyed by, and its name for the log.
+type droppedTable struct {
+	id   uint64
+	name string
+}
+
 // tieringLoop runs a tiering round for every bucket this node leads each
-// TieringInterval, and deletes the remote objects of tables dropped while
-// this node held replicas of them, until ctx ends.
-func (r *Role) tieringLoop(ctx context.Context, dropped <-chan uint64) {
+// TieringInterval, and deletes the remote objects of tables and partitions
+// dropped while this node held replicas of them, until ctx ends.
+func (r *Role) tieringLoop(ctx context.Context, dropped <-chan droppedTable) {
 	var rl *tiering.RemoteLog
 	t := time.NewTicker(r.cfg.TieringInterval)
 	defer t.Stop()
-	var pendingDrops []uint64
+	var pendingDrops []droppedTable
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case id := <-dropped:
-			pendingDrops = append(pendingDrops, id)
+		case d := <-dropped:
+			pendingDrops = append(pendingDrops, d)
 			continue
 		case <-t.C:
 		}
@@ -64,19 +76,21 @@ func (r *Role) tieringLoop(ctx context.Context, dropped <-chan uint64) {
 	}
 }
 
-// deleteDropped deletes the remote objects of dropped tables and returns
-// those it could not (tried again next round).
-func (r *Role) deleteDropped(ctx context.Context, rl *tiering.RemoteLog, ids []uint64) []uint64 {
-	var left []uint64
-	for _, id := range ids {
-		n, err := rl.DeleteTable(ctx, id)
+// deleteDropped deletes the remote objects (remote logs and KV snapshots)
+// of dropped tables and partitions and returns those it could not (tried
+// again next round).
+func (r *Role) deleteDropped(ctx context.Context, rl *tiering.RemoteLog, drops []droppedTable) []droppedTable {
+	var left []droppedTable
+	for _, d := range drops {
+		n, err := rl.DeleteTable(ctx, d.id)
 		if err != nil {
-			r.log.Warn("deleting a dropped table's remote objects; trying again next round", "table", id, "err", err)
-			left = append(left, id)
+			r.log.Warn("deleting the remote objects of a dropped table or partition; trying again next round",
+				"id", d.id, "name", d.name, "err", err)
+			left = append(left, d)
 			continue
 		}
 		if n > 0 {
-			r.log.Info("deleted a dropped table's remote objects", "table", id, "objects", n)
+			r.log.Info("deleted the remote objects of a dropped table or partition", "id", d.id, "name", d.name, "objects", n)
 		}
 	}
 	return left

@@ -66,6 +66,8 @@ func (s *Store) Apply(entries []Change, nextOffset int64) error {
 			return fmt.Errorf("%w: entry %d: %s", ErrInvalidChange, i, err)
 		}
 	}
+	s.db.writeMu.RLock() // not while another store is dropped (DB.writeMu)
+	defer s.db.writeMu.RUnlock()
 	txn := s.db.bdb.NewTransaction(true)
 	defer txn.Discard()
 	// The transaction keeps the store keys and values until it commits:

@@ -81,6 +81,12 @@ type DB struct {
 	// dropMu serializes drops with Open: a store being dropped is not
 	// opened until its rows are gone.
 	dropMu sync.Mutex
+	// writeMu is held shared by each Apply and exclusively by a drop:
+	// Badger refuses every write (ErrBlockedWrites) while a DropPrefix
+	// runs, so without it dropping one store failed the applies of the
+	// others that ran meanwhile (a partition dropped while the next one
+	// is written), and they wait instead.
+	writeMu sync.RWMutex
 }
 
 // OpenDB opens or creates the node's database in cfg.Dir. Opening replays
@@ -181,7 +187,10 @@ func (db *DB) Drop(ids ...StoreID) error {
 	for i, id := range ids {
 		prefixes[i] = id.prefix()
 	}
-	if err := db.bdb.DropPrefix(prefixes...); err != nil {
+	db.writeMu.Lock()
+	err := db.bdb.DropPrefix(prefixes...)
+	db.writeMu.Unlock()
+	if err != nil {
 		return pkgerr.Errorf("kvstore", "drop %d stores: %w", len(ids), err)
 	}
 	return nil

@@ -213,6 +213,53 @@ func TestDBDropManyLeavesTheRest(t *testing.T) {
 	}
 }
 
+// TestDBDropWhileOthersApply: a drop of some stores makes the applies of
+// the others wait, never fail: Badger refuses every write while a
+// DropPrefix runs, and before writes and drops were serialized a dropped
+// partition's store failed the applies of the partition being written.
+func TestDBDropWhileOthersApply(t *testing.T) {
+	db := openTestDB(t, Config{Dir: t.TempDir()})
+	live, err := db.Open(StoreID{Table: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	applied := make(chan error, 1)
+	go func() {
+		for next := int64(1); ; next++ {
+			select {
+			case <-stop:
+				applied <- nil
+				return
+			default:
+			}
+			key := fmt.Appendf(nil, "k%d", next%64)
+			if err := live.Apply([]Change{{Key: key, Row: key, Kind: record.Insert}}, next); err != nil {
+				applied <- fmt.Errorf("apply at %d: %w", next, err)
+				return
+			}
+		}
+	}()
+	for i := range uint32(50) {
+		id := StoreID{Table: 2, Bucket: i}
+		s, err := db.Open(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Apply([]Change{{Key: []byte("k"), Row: []byte("v"), Kind: record.Insert}}, 1); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if err := db.Drop(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if err := <-applied; err != nil {
+		t.Fatalf("an apply to another store during the drops: %v", err)
+	}
+}
+
 // TestDBCloseGivesUpOnAFailingFlush: Badger retries a memtable flush that
 // fails forever, and its Close waits for that flush. With the database's
 // folder gone, Close must still return, with ErrCloseTimeout, so a node on

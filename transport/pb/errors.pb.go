@@ -97,6 +97,11 @@ const (
 	// the batch is not of this table. Not retriable as is: refresh the
 	// table's metadata (the replica's catches up through its watch).
 	ErrorCode_ERROR_CODE_UNKNOWN_SCHEMA ErrorCode = 25
+	// A partition of a partitioned table that does not exist: never
+	// created, dropped, or not yet known to the node asked. A writer that
+	// meets it creates the partition when the table allows it
+	// (partition.dynamic-create), else refuses the row.
+	ErrorCode_ERROR_CODE_UNKNOWN_PARTITION ErrorCode = 26
 )
 
 // Enum value maps for ErrorCode.
@@ -128,6 +133,7 @@ var (
 		23: "ERROR_CODE_UNAUTHENTICATED",
 		24: "ERROR_CODE_NOT_AUTHORIZED",
 		25: "ERROR_CODE_UNKNOWN_SCHEMA",
+		26: "ERROR_CODE_UNKNOWN_PARTITION",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_INTERNAL":                         0,
@@ -156,6 +162,7 @@ var (
 		"ERROR_CODE_UNAUTHENTICATED":                  23,
 		"ERROR_CODE_NOT_AUTHORIZED":                   24,
 		"ERROR_CODE_UNKNOWN_SCHEMA":                   25,
+		"ERROR_CODE_UNKNOWN_PARTITION":                26,
 	}
 )
 
@@ -190,7 +197,7 @@ var File_errors_proto protoreflect.FileDescriptor
 
 const file_errors_proto_rawDesc = "" +
 	"\n" +
-	"\ferrors.proto\x12\afloe.v1*\xad\x06\n" +
+	"\ferrors.proto\x12\afloe.v1*\xcf\x06\n" +
 	"\tErrorCode\x12\x17\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\x00\x12\x19\n" +
 	"\x15ERROR_CODE_NOT_LEADER\x10\x01\x12\x15\n" +
@@ -218,7 +225,8 @@ const file_errors_proto_rawDesc = "" +
 	"\x1dERROR_CODE_INELIGIBLE_REPLICA\x10\x16\x12\x1e\n" +
 	"\x1aERROR_CODE_UNAUTHENTICATED\x10\x17\x12\x1d\n" +
 	"\x19ERROR_CODE_NOT_AUTHORIZED\x10\x18\x12\x1d\n" +
-	"\x19ERROR_CODE_UNKNOWN_SCHEMA\x10\x19B%Z#github.com/floedb/floe/transport/pbb\x06proto3"
+	"\x19ERROR_CODE_UNKNOWN_SCHEMA\x10\x19\x12 \n" +
+	"\x1cERROR_CODE_UNKNOWN_PARTITION\x10\x1aB%Z#github.com/floedb/floe/transport/pbb\x06proto3"
 
 var (
 	file_errors_proto_rawDescOnce sync.Once

@@ -981,9 +981,12 @@ type CreateTableRequest struct {
 	// 0: default.
 	Buckets int32 `protobuf:"varint,7,opt,name=buckets,proto3" json:"buckets,omitempty"`
 	// 0: default.
-	Replication   int32             `protobuf:"varint,8,opt,name=replication,proto3" json:"replication,omitempty"`
-	Properties    map[string]string `protobuf:"bytes,9,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	IfNotExists   bool              `protobuf:"varint,10,opt,name=if_not_exists,json=ifNotExists,proto3" json:"if_not_exists,omitempty"`
+	Replication int32             `protobuf:"varint,8,opt,name=replication,proto3" json:"replication,omitempty"`
+	Properties  map[string]string `protobuf:"bytes,9,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	IfNotExists bool              `protobuf:"varint,10,opt,name=if_not_exists,json=ifNotExists,proto3" json:"if_not_exists,omitempty"`
+	// Partition columns: STRING, integer or DATE columns, NOT NULL; of a
+	// primary-key table, columns of the key. Empty: not partitioned.
+	PartitionKeys []string `protobuf:"bytes,11,rep,name=partition_keys,json=partitionKeys,proto3" json:"partition_keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1086,6 +1089,13 @@ func (x *CreateTableRequest) GetIfNotExists() bool {
 		return x.IfNotExists
 	}
 	return false
+}
+
+func (x *CreateTableRequest) GetPartitionKeys() []string {
+	if x != nil {
+		return x.PartitionKeys
+	}
+	return nil
 }
 
 type DropTableRequest struct {
@@ -1373,9 +1383,14 @@ func (x *ListTablesResponse) GetAppliedIndex() uint64 {
 }
 
 type GetTableRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Database      string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Database string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Name     string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Of a partitioned table: the partition whose buckets to answer with
+	// ("dt=2026-12-03"; UNKNOWN_PARTITION when it does not exist). Empty:
+	// the table's buckets, none for a partitioned table, whose partitions
+	// are then listed instead.
+	Partition     string `protobuf:"bytes,3,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1424,6 +1439,13 @@ func (x *GetTableRequest) GetName() string {
 	return ""
 }
 
+func (x *GetTableRequest) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
 type GetTableResponse struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Table        *TableRecord           `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
@@ -1435,6 +1457,10 @@ type GetTableResponse struct {
 	// is configured (floe serve --max-batch-bytes); 0 from a node that does
 	// not say. Writers refuse a row too large for it before sending it.
 	MaxBatchBytes int32 `protobuf:"varint,5,opt,name=max_batch_bytes,json=maxBatchBytes,proto3" json:"max_batch_bytes,omitempty"`
+	// The partition asked for (GetTableRequest.partition).
+	Partition *PartitionRecord `protobuf:"bytes,6,opt,name=partition,proto3" json:"partition,omitempty"`
+	// Of a partitioned table asked without a partition: all its partitions.
+	Partitions    []*PartitionRecord `protobuf:"bytes,7,rep,name=partitions,proto3" json:"partitions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1504,6 +1530,365 @@ func (x *GetTableResponse) GetMaxBatchBytes() int32 {
 	return 0
 }
 
+func (x *GetTableResponse) GetPartition() *PartitionRecord {
+	if x != nil {
+		return x.Partition
+	}
+	return nil
+}
+
+func (x *GetTableResponse) GetPartitions() []*PartitionRecord {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type CreatePartitionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Database  string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// "dt=2026-12-03", or "region=eu/dt=2026-12-03": a value for every
+	// partition key (internal/partition).
+	Partition     string `protobuf:"bytes,4,opt,name=partition,proto3" json:"partition,omitempty"`
+	IfNotExists   bool   `protobuf:"varint,5,opt,name=if_not_exists,json=ifNotExists,proto3" json:"if_not_exists,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatePartitionRequest) Reset() {
+	*x = CreatePartitionRequest{}
+	mi := &file_meta_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePartitionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePartitionRequest) ProtoMessage() {}
+
+func (x *CreatePartitionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePartitionRequest.ProtoReflect.Descriptor instead.
+func (*CreatePartitionRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *CreatePartitionRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *CreatePartitionRequest) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *CreatePartitionRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreatePartitionRequest) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *CreatePartitionRequest) GetIfNotExists() bool {
+	if x != nil {
+		return x.IfNotExists
+	}
+	return false
+}
+
+type DropPartitionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Database      string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Partition     string                 `protobuf:"bytes,4,opt,name=partition,proto3" json:"partition,omitempty"`
+	IfExists      bool                   `protobuf:"varint,5,opt,name=if_exists,json=ifExists,proto3" json:"if_exists,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropPartitionRequest) Reset() {
+	*x = DropPartitionRequest{}
+	mi := &file_meta_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropPartitionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropPartitionRequest) ProtoMessage() {}
+
+func (x *DropPartitionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropPartitionRequest.ProtoReflect.Descriptor instead.
+func (*DropPartitionRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *DropPartitionRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *DropPartitionRequest) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *DropPartitionRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DropPartitionRequest) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *DropPartitionRequest) GetIfExists() bool {
+	if x != nil {
+		return x.IfExists
+	}
+	return false
+}
+
+type ListPartitionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Database      string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPartitionsRequest) Reset() {
+	*x = ListPartitionsRequest{}
+	mi := &file_meta_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPartitionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPartitionsRequest) ProtoMessage() {}
+
+func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPartitionsRequest.ProtoReflect.Descriptor instead.
+func (*ListPartitionsRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ListPartitionsRequest) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *ListPartitionsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ListPartitionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         *TableRecord           `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Partitions    []*PartitionSummary    `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	AppliedIndex  uint64                 `protobuf:"varint,3,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPartitionsResponse) Reset() {
+	*x = ListPartitionsResponse{}
+	mi := &file_meta_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPartitionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPartitionsResponse) ProtoMessage() {}
+
+func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPartitionsResponse.ProtoReflect.Descriptor instead.
+func (*ListPartitionsResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListPartitionsResponse) GetTable() *TableRecord {
+	if x != nil {
+		return x.Table
+	}
+	return nil
+}
+
+func (x *ListPartitionsResponse) GetPartitions() []*PartitionSummary {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+func (x *ListPartitionsResponse) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+// PartitionSummary is one partition with the state of its buckets.
+type PartitionSummary struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Partition *PartitionRecord       `protobuf:"bytes,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Buckets   int32                  `protobuf:"varint,2,opt,name=buckets,proto3" json:"buckets,omitempty"`
+	// Buckets with a leader and every replica in sync; offline: no leader.
+	InSync  int32 `protobuf:"varint,3,opt,name=in_sync,json=inSync,proto3" json:"in_sync,omitempty"`
+	Offline int32 `protobuf:"varint,4,opt,name=offline,proto3" json:"offline,omitempty"`
+	// Committed remote log bytes of its buckets (0 without tiering).
+	RemoteBytes   int64 `protobuf:"varint,5,opt,name=remote_bytes,json=remoteBytes,proto3" json:"remote_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionSummary) Reset() {
+	*x = PartitionSummary{}
+	mi := &file_meta_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionSummary) ProtoMessage() {}
+
+func (x *PartitionSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionSummary.ProtoReflect.Descriptor instead.
+func (*PartitionSummary) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *PartitionSummary) GetPartition() *PartitionRecord {
+	if x != nil {
+		return x.Partition
+	}
+	return nil
+}
+
+func (x *PartitionSummary) GetBuckets() int32 {
+	if x != nil {
+		return x.Buckets
+	}
+	return 0
+}
+
+func (x *PartitionSummary) GetInSync() int32 {
+	if x != nil {
+		return x.InSync
+	}
+	return 0
+}
+
+func (x *PartitionSummary) GetOffline() int32 {
+	if x != nil {
+		return x.Offline
+	}
+	return 0
+}
+
+func (x *PartitionSummary) GetRemoteBytes() int64 {
+	if x != nil {
+		return x.RemoteBytes
+	}
+	return 0
+}
+
 type ClusterStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1512,7 +1897,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_meta_proto_msgTypes[22]
+	mi := &file_meta_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +1909,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[22]
+	mi := &file_meta_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +1922,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{22}
+	return file_meta_proto_rawDescGZIP(), []int{27}
 }
 
 type ClusterStatusResponse struct {
@@ -1559,7 +1944,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_meta_proto_msgTypes[23]
+	mi := &file_meta_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1956,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[23]
+	mi := &file_meta_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1969,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{23}
+	return file_meta_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ClusterStatusResponse) GetClusterId() string {
@@ -1667,7 +2052,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_meta_proto_msgTypes[24]
+	mi := &file_meta_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +2064,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[24]
+	mi := &file_meta_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +2077,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{24}
+	return file_meta_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *NodeStatus) GetNode() *NodeRecord {
@@ -1717,7 +2102,7 @@ type BucketStatusRequest struct {
 
 func (x *BucketStatusRequest) Reset() {
 	*x = BucketStatusRequest{}
-	mi := &file_meta_proto_msgTypes[25]
+	mi := &file_meta_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +2114,7 @@ func (x *BucketStatusRequest) String() string {
 func (*BucketStatusRequest) ProtoMessage() {}
 
 func (x *BucketStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[25]
+	mi := &file_meta_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +2127,7 @@ func (x *BucketStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketStatusRequest.ProtoReflect.Descriptor instead.
 func (*BucketStatusRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{25}
+	return file_meta_proto_rawDescGZIP(), []int{30}
 }
 
 type BucketStatusResponse struct {
@@ -1757,7 +2142,7 @@ type BucketStatusResponse struct {
 
 func (x *BucketStatusResponse) Reset() {
 	*x = BucketStatusResponse{}
-	mi := &file_meta_proto_msgTypes[26]
+	mi := &file_meta_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +2154,7 @@ func (x *BucketStatusResponse) String() string {
 func (*BucketStatusResponse) ProtoMessage() {}
 
 func (x *BucketStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[26]
+	mi := &file_meta_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +2167,7 @@ func (x *BucketStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketStatusResponse.ProtoReflect.Descriptor instead.
 func (*BucketStatusResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{26}
+	return file_meta_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BucketStatusResponse) GetBuckets() []*BucketStatus {
@@ -1813,14 +2198,17 @@ type BucketStatus struct {
 	Error         string    `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
 	// The table's replication factor: a bucket with fewer in-sync replicas
 	// (a removed node left its replica list) is under-replicated.
-	Replication   int32 `protobuf:"varint,7,opt,name=replication,proto3" json:"replication,omitempty"`
+	Replication int32 `protobuf:"varint,7,opt,name=replication,proto3" json:"replication,omitempty"`
+	// The bucket's partition ("dt=2026-12-03") of a partitioned table;
+	// empty otherwise.
+	Partition     string `protobuf:"bytes,8,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BucketStatus) Reset() {
 	*x = BucketStatus{}
-	mi := &file_meta_proto_msgTypes[27]
+	mi := &file_meta_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +2220,7 @@ func (x *BucketStatus) String() string {
 func (*BucketStatus) ProtoMessage() {}
 
 func (x *BucketStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[27]
+	mi := &file_meta_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +2233,7 @@ func (x *BucketStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketStatus.ProtoReflect.Descriptor instead.
 func (*BucketStatus) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{27}
+	return file_meta_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BucketStatus) GetDatabase() string {
@@ -1897,6 +2285,13 @@ func (x *BucketStatus) GetReplication() int32 {
 	return 0
 }
 
+func (x *BucketStatus) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
 type AddVoterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeId        uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -1907,7 +2302,7 @@ type AddVoterRequest struct {
 
 func (x *AddVoterRequest) Reset() {
 	*x = AddVoterRequest{}
-	mi := &file_meta_proto_msgTypes[28]
+	mi := &file_meta_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2314,7 @@ func (x *AddVoterRequest) String() string {
 func (*AddVoterRequest) ProtoMessage() {}
 
 func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[28]
+	mi := &file_meta_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2327,7 @@ func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
 func (*AddVoterRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{28}
+	return file_meta_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AddVoterRequest) GetNodeId() uint32 {
@@ -1961,7 +2356,7 @@ type RemoveVoterRequest struct {
 
 func (x *RemoveVoterRequest) Reset() {
 	*x = RemoveVoterRequest{}
-	mi := &file_meta_proto_msgTypes[29]
+	mi := &file_meta_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1973,7 +2368,7 @@ func (x *RemoveVoterRequest) String() string {
 func (*RemoveVoterRequest) ProtoMessage() {}
 
 func (x *RemoveVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[29]
+	mi := &file_meta_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1986,7 +2381,7 @@ func (x *RemoveVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveVoterRequest.ProtoReflect.Descriptor instead.
 func (*RemoveVoterRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{29}
+	return file_meta_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RemoveVoterRequest) GetNodeId() uint32 {
@@ -2013,7 +2408,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_meta_proto_msgTypes[30]
+	mi := &file_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2420,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[30]
+	mi := &file_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2433,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{30}
+	return file_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() uint32 {
@@ -2057,7 +2452,7 @@ type AdminResponse struct {
 
 func (x *AdminResponse) Reset() {
 	*x = AdminResponse{}
-	mi := &file_meta_proto_msgTypes[31]
+	mi := &file_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2464,7 @@ func (x *AdminResponse) String() string {
 func (*AdminResponse) ProtoMessage() {}
 
 func (x *AdminResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[31]
+	mi := &file_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2477,7 @@ func (x *AdminResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminResponse.ProtoReflect.Descriptor instead.
 func (*AdminResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{31}
+	return file_meta_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AdminResponse) GetIndex() uint64 {
@@ -2103,7 +2498,7 @@ type WatchMetadataRequest struct {
 
 func (x *WatchMetadataRequest) Reset() {
 	*x = WatchMetadataRequest{}
-	mi := &file_meta_proto_msgTypes[32]
+	mi := &file_meta_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2115,7 +2510,7 @@ func (x *WatchMetadataRequest) String() string {
 func (*WatchMetadataRequest) ProtoMessage() {}
 
 func (x *WatchMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[32]
+	mi := &file_meta_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2128,7 +2523,7 @@ func (x *WatchMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchMetadataRequest.ProtoReflect.Descriptor instead.
 func (*WatchMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{32}
+	return file_meta_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WatchMetadataRequest) GetNodeId() uint32 {
@@ -2157,7 +2552,7 @@ type AdjustIsrRequest struct {
 
 func (x *AdjustIsrRequest) Reset() {
 	*x = AdjustIsrRequest{}
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2169,7 +2564,7 @@ func (x *AdjustIsrRequest) String() string {
 func (*AdjustIsrRequest) ProtoMessage() {}
 
 func (x *AdjustIsrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2182,7 +2577,7 @@ func (x *AdjustIsrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsrRequest.ProtoReflect.Descriptor instead.
 func (*AdjustIsrRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{33}
+	return file_meta_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AdjustIsrRequest) GetChange() *AdjustIsr {
@@ -2208,7 +2603,7 @@ type AdjustIsrResponse struct {
 
 func (x *AdjustIsrResponse) Reset() {
 	*x = AdjustIsrResponse{}
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2615,7 @@ func (x *AdjustIsrResponse) String() string {
 func (*AdjustIsrResponse) ProtoMessage() {}
 
 func (x *AdjustIsrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2628,7 @@ func (x *AdjustIsrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsrResponse.ProtoReflect.Descriptor instead.
 func (*AdjustIsrResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{34}
+	return file_meta_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AdjustIsrResponse) GetBucket() *BucketRecord {
@@ -2254,7 +2649,7 @@ type CommitRemoteLogRequest struct {
 
 func (x *CommitRemoteLogRequest) Reset() {
 	*x = CommitRemoteLogRequest{}
-	mi := &file_meta_proto_msgTypes[35]
+	mi := &file_meta_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2266,7 +2661,7 @@ func (x *CommitRemoteLogRequest) String() string {
 func (*CommitRemoteLogRequest) ProtoMessage() {}
 
 func (x *CommitRemoteLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[35]
+	mi := &file_meta_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2279,7 +2674,7 @@ func (x *CommitRemoteLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLogRequest.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLogRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{35}
+	return file_meta_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CommitRemoteLogRequest) GetCommit() *CommitRemoteLog {
@@ -2305,7 +2700,7 @@ type CommitRemoteLogResponse struct {
 
 func (x *CommitRemoteLogResponse) Reset() {
 	*x = CommitRemoteLogResponse{}
-	mi := &file_meta_proto_msgTypes[36]
+	mi := &file_meta_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2317,7 +2712,7 @@ func (x *CommitRemoteLogResponse) String() string {
 func (*CommitRemoteLogResponse) ProtoMessage() {}
 
 func (x *CommitRemoteLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[36]
+	mi := &file_meta_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2330,7 +2725,7 @@ func (x *CommitRemoteLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLogResponse.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLogResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{36}
+	return file_meta_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CommitRemoteLogResponse) GetBucket() *BucketRecord {
@@ -2350,7 +2745,7 @@ type CommitKVSnapshotRequest struct {
 
 func (x *CommitKVSnapshotRequest) Reset() {
 	*x = CommitKVSnapshotRequest{}
-	mi := &file_meta_proto_msgTypes[37]
+	mi := &file_meta_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2757,7 @@ func (x *CommitKVSnapshotRequest) String() string {
 func (*CommitKVSnapshotRequest) ProtoMessage() {}
 
 func (x *CommitKVSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[37]
+	mi := &file_meta_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2770,7 @@ func (x *CommitKVSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{37}
+	return file_meta_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CommitKVSnapshotRequest) GetCommit() *CommitKVSnapshot {
@@ -2401,7 +2796,7 @@ type CommitKVSnapshotResponse struct {
 
 func (x *CommitKVSnapshotResponse) Reset() {
 	*x = CommitKVSnapshotResponse{}
-	mi := &file_meta_proto_msgTypes[38]
+	mi := &file_meta_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2413,7 +2808,7 @@ func (x *CommitKVSnapshotResponse) String() string {
 func (*CommitKVSnapshotResponse) ProtoMessage() {}
 
 func (x *CommitKVSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[38]
+	mi := &file_meta_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2426,7 +2821,7 @@ func (x *CommitKVSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{38}
+	return file_meta_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CommitKVSnapshotResponse) GetBucket() *BucketRecord {
@@ -2445,7 +2840,7 @@ type AllocateWriterIdRequest struct {
 
 func (x *AllocateWriterIdRequest) Reset() {
 	*x = AllocateWriterIdRequest{}
-	mi := &file_meta_proto_msgTypes[39]
+	mi := &file_meta_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2457,7 +2852,7 @@ func (x *AllocateWriterIdRequest) String() string {
 func (*AllocateWriterIdRequest) ProtoMessage() {}
 
 func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[39]
+	mi := &file_meta_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2470,7 +2865,7 @@ func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterIdRequest.ProtoReflect.Descriptor instead.
 func (*AllocateWriterIdRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{39}
+	return file_meta_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AllocateWriterIdRequest) GetRequestId() []byte {
@@ -2493,7 +2888,7 @@ type AllocateWriterIdResponse struct {
 
 func (x *AllocateWriterIdResponse) Reset() {
 	*x = AllocateWriterIdResponse{}
-	mi := &file_meta_proto_msgTypes[40]
+	mi := &file_meta_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2505,7 +2900,7 @@ func (x *AllocateWriterIdResponse) String() string {
 func (*AllocateWriterIdResponse) ProtoMessage() {}
 
 func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[40]
+	mi := &file_meta_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2518,7 +2913,7 @@ func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterIdResponse.ProtoReflect.Descriptor instead.
 func (*AllocateWriterIdResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{40}
+	return file_meta_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AllocateWriterIdResponse) GetWriterId() uint64 {
@@ -2540,16 +2935,19 @@ type ElectLeadersRequest struct {
 	RequestId []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	Database  string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
 	Table     string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
-	// Absent: every bucket of the table.
-	Bucket        *int32 `protobuf:"varint,4,opt,name=bucket,proto3,oneof" json:"bucket,omitempty"`
-	Unclean       bool   `protobuf:"varint,5,opt,name=unclean,proto3" json:"unclean,omitempty"`
+	// Absent: every bucket of the table (or partition).
+	Bucket  *int32 `protobuf:"varint,4,opt,name=bucket,proto3,oneof" json:"bucket,omitempty"`
+	Unclean bool   `protobuf:"varint,5,opt,name=unclean,proto3" json:"unclean,omitempty"`
+	// Of a partitioned table: the partition whose buckets to elect
+	// ("dt=2026-12-03"), which it needs (its buckets are its partitions').
+	Partition     string `protobuf:"bytes,6,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ElectLeadersRequest) Reset() {
 	*x = ElectLeadersRequest{}
-	mi := &file_meta_proto_msgTypes[41]
+	mi := &file_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +2959,7 @@ func (x *ElectLeadersRequest) String() string {
 func (*ElectLeadersRequest) ProtoMessage() {}
 
 func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[41]
+	mi := &file_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +2972,7 @@ func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
 func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{41}
+	return file_meta_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ElectLeadersRequest) GetRequestId() []byte {
@@ -2612,6 +3010,13 @@ func (x *ElectLeadersRequest) GetUnclean() bool {
 	return false
 }
 
+func (x *ElectLeadersRequest) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
 type DrainNodeRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	RequestId []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -2628,7 +3033,7 @@ type DrainNodeRequest struct {
 
 func (x *DrainNodeRequest) Reset() {
 	*x = DrainNodeRequest{}
-	mi := &file_meta_proto_msgTypes[42]
+	mi := &file_meta_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2640,7 +3045,7 @@ func (x *DrainNodeRequest) String() string {
 func (*DrainNodeRequest) ProtoMessage() {}
 
 func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[42]
+	mi := &file_meta_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2653,7 +3058,7 @@ func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeRequest.ProtoReflect.Descriptor instead.
 func (*DrainNodeRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{42}
+	return file_meta_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DrainNodeRequest) GetRequestId() []byte {
@@ -2703,7 +3108,7 @@ type DrainNodeResponse struct {
 
 func (x *DrainNodeResponse) Reset() {
 	*x = DrainNodeResponse{}
-	mi := &file_meta_proto_msgTypes[43]
+	mi := &file_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +3120,7 @@ func (x *DrainNodeResponse) String() string {
 func (*DrainNodeResponse) ProtoMessage() {}
 
 func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[43]
+	mi := &file_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +3133,7 @@ func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeResponse.ProtoReflect.Descriptor instead.
 func (*DrainNodeResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{43}
+	return file_meta_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DrainNodeResponse) GetNode() *NodeRecord {
@@ -2776,7 +3181,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_meta_proto_msgTypes[44]
+	mi := &file_meta_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2788,7 +3193,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[44]
+	mi := &file_meta_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2801,7 +3206,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{44}
+	return file_meta_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RemoveNodeRequest) GetRequestId() []byte {
@@ -2834,7 +3239,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_meta_proto_msgTypes[45]
+	mi := &file_meta_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +3251,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[45]
+	mi := &file_meta_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +3264,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{45}
+	return file_meta_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RemoveNodeResponse) GetNode() *NodeRecord {
@@ -2897,16 +3302,18 @@ type RemovedReplica struct {
 	Bucket *BucketRecord `protobuf:"bytes,1,opt,name=bucket,proto3" json:"bucket,omitempty"`
 	// The table's database, name and replication factor: fewer replicas
 	// than replication make the bucket under-replicated.
-	Database      string `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
-	Table         string `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
-	Replication   int32  `protobuf:"varint,4,opt,name=replication,proto3" json:"replication,omitempty"`
+	Database    string `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Table       string `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	Replication int32  `protobuf:"varint,4,opt,name=replication,proto3" json:"replication,omitempty"`
+	// The bucket's partition of a partitioned table; empty otherwise.
+	Partition     string `protobuf:"bytes,5,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RemovedReplica) Reset() {
 	*x = RemovedReplica{}
-	mi := &file_meta_proto_msgTypes[46]
+	mi := &file_meta_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2918,7 +3325,7 @@ func (x *RemovedReplica) String() string {
 func (*RemovedReplica) ProtoMessage() {}
 
 func (x *RemovedReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[46]
+	mi := &file_meta_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2931,7 +3338,7 @@ func (x *RemovedReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovedReplica.ProtoReflect.Descriptor instead.
 func (*RemovedReplica) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{46}
+	return file_meta_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RemovedReplica) GetBucket() *BucketRecord {
@@ -2962,6 +3369,13 @@ func (x *RemovedReplica) GetReplication() int32 {
 	return 0
 }
 
+func (x *RemovedReplica) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
 type ElectLeadersResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Every bucket tried, by number.
@@ -2974,7 +3388,7 @@ type ElectLeadersResponse struct {
 
 func (x *ElectLeadersResponse) Reset() {
 	*x = ElectLeadersResponse{}
-	mi := &file_meta_proto_msgTypes[47]
+	mi := &file_meta_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2986,7 +3400,7 @@ func (x *ElectLeadersResponse) String() string {
 func (*ElectLeadersResponse) ProtoMessage() {}
 
 func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[47]
+	mi := &file_meta_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2999,7 +3413,7 @@ func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersResponse.ProtoReflect.Descriptor instead.
 func (*ElectLeadersResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{47}
+	return file_meta_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ElectLeadersResponse) GetBuckets() []*BucketElection {
@@ -3033,7 +3447,7 @@ type PutUserRequest struct {
 
 func (x *PutUserRequest) Reset() {
 	*x = PutUserRequest{}
-	mi := &file_meta_proto_msgTypes[48]
+	mi := &file_meta_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3045,7 +3459,7 @@ func (x *PutUserRequest) String() string {
 func (*PutUserRequest) ProtoMessage() {}
 
 func (x *PutUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[48]
+	mi := &file_meta_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3058,7 +3472,7 @@ func (x *PutUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutUserRequest.ProtoReflect.Descriptor instead.
 func (*PutUserRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{48}
+	return file_meta_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PutUserRequest) GetRequestId() []byte {
@@ -3099,7 +3513,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_meta_proto_msgTypes[49]
+	mi := &file_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3111,7 +3525,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[49]
+	mi := &file_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3124,7 +3538,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{49}
+	return file_meta_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DeleteUserRequest) GetRequestId() []byte {
@@ -3149,7 +3563,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_meta_proto_msgTypes[50]
+	mi := &file_meta_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3161,7 +3575,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[50]
+	mi := &file_meta_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3174,7 +3588,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{50}
+	return file_meta_proto_rawDescGZIP(), []int{55}
 }
 
 type ListUsersResponse struct {
@@ -3187,7 +3601,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_meta_proto_msgTypes[51]
+	mi := &file_meta_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3199,7 +3613,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[51]
+	mi := &file_meta_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3212,7 +3626,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{51}
+	return file_meta_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListUsersResponse) GetUsers() []*UserRecord {
@@ -3232,7 +3646,7 @@ type AddAclsRequest struct {
 
 func (x *AddAclsRequest) Reset() {
 	*x = AddAclsRequest{}
-	mi := &file_meta_proto_msgTypes[52]
+	mi := &file_meta_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3244,7 +3658,7 @@ func (x *AddAclsRequest) String() string {
 func (*AddAclsRequest) ProtoMessage() {}
 
 func (x *AddAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[52]
+	mi := &file_meta_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3257,7 +3671,7 @@ func (x *AddAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAclsRequest.ProtoReflect.Descriptor instead.
 func (*AddAclsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{52}
+	return file_meta_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *AddAclsRequest) GetRequestId() []byte {
@@ -3284,7 +3698,7 @@ type RemoveAclsRequest struct {
 
 func (x *RemoveAclsRequest) Reset() {
 	*x = RemoveAclsRequest{}
-	mi := &file_meta_proto_msgTypes[53]
+	mi := &file_meta_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3296,7 +3710,7 @@ func (x *RemoveAclsRequest) String() string {
 func (*RemoveAclsRequest) ProtoMessage() {}
 
 func (x *RemoveAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[53]
+	mi := &file_meta_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3309,7 +3723,7 @@ func (x *RemoveAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAclsRequest.ProtoReflect.Descriptor instead.
 func (*RemoveAclsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{53}
+	return file_meta_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RemoveAclsRequest) GetRequestId() []byte {
@@ -3334,7 +3748,7 @@ type ListAclsRequest struct {
 
 func (x *ListAclsRequest) Reset() {
 	*x = ListAclsRequest{}
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3346,7 +3760,7 @@ func (x *ListAclsRequest) String() string {
 func (*ListAclsRequest) ProtoMessage() {}
 
 func (x *ListAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3359,7 +3773,7 @@ func (x *ListAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAclsRequest.ProtoReflect.Descriptor instead.
 func (*ListAclsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{54}
+	return file_meta_proto_rawDescGZIP(), []int{59}
 }
 
 type ListAclsResponse struct {
@@ -3371,7 +3785,7 @@ type ListAclsResponse struct {
 
 func (x *ListAclsResponse) Reset() {
 	*x = ListAclsResponse{}
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3383,7 +3797,7 @@ func (x *ListAclsResponse) String() string {
 func (*ListAclsResponse) ProtoMessage() {}
 
 func (x *ListAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3396,7 +3810,7 @@ func (x *ListAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAclsResponse.ProtoReflect.Descriptor instead.
 func (*ListAclsResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{55}
+	return file_meta_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListAclsResponse) GetEntries() []*AclEntry {
@@ -3409,18 +3823,21 @@ func (x *ListAclsResponse) GetEntries() []*AclEntry {
 // NamedBucketMove is a bucket, by database, table and number, and the
 // replicas a move gives it, preferred leader first.
 type NamedBucketMove struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Database      string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
-	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
-	Bucket        int32                  `protobuf:"varint,3,opt,name=bucket,proto3" json:"bucket,omitempty"`
-	Replicas      []uint32               `protobuf:"varint,4,rep,packed,name=replicas,proto3" json:"replicas,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Database string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Table    string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	Bucket   int32                  `protobuf:"varint,3,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	Replicas []uint32               `protobuf:"varint,4,rep,packed,name=replicas,proto3" json:"replicas,omitempty"`
+	// The bucket's partition ("dt=2026-12-03") of a partitioned table,
+	// whose buckets are its partitions'; empty otherwise.
+	Partition     string `protobuf:"bytes,5,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NamedBucketMove) Reset() {
 	*x = NamedBucketMove{}
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3432,7 +3849,7 @@ func (x *NamedBucketMove) String() string {
 func (*NamedBucketMove) ProtoMessage() {}
 
 func (x *NamedBucketMove) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3445,7 +3862,7 @@ func (x *NamedBucketMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamedBucketMove.ProtoReflect.Descriptor instead.
 func (*NamedBucketMove) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{56}
+	return file_meta_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *NamedBucketMove) GetDatabase() string {
@@ -3476,6 +3893,13 @@ func (x *NamedBucketMove) GetReplicas() []uint32 {
 	return nil
 }
 
+func (x *NamedBucketMove) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
 type MoveReplicasRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	RequestId []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -3491,7 +3915,7 @@ type MoveReplicasRequest struct {
 
 func (x *MoveReplicasRequest) Reset() {
 	*x = MoveReplicasRequest{}
-	mi := &file_meta_proto_msgTypes[57]
+	mi := &file_meta_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3503,7 +3927,7 @@ func (x *MoveReplicasRequest) String() string {
 func (*MoveReplicasRequest) ProtoMessage() {}
 
 func (x *MoveReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[57]
+	mi := &file_meta_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3516,7 +3940,7 @@ func (x *MoveReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveReplicasRequest.ProtoReflect.Descriptor instead.
 func (*MoveReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{57}
+	return file_meta_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *MoveReplicasRequest) GetRequestId() []byte {
@@ -3567,7 +3991,7 @@ type MoveReplicasResponse struct {
 
 func (x *MoveReplicasResponse) Reset() {
 	*x = MoveReplicasResponse{}
-	mi := &file_meta_proto_msgTypes[58]
+	mi := &file_meta_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3579,7 +4003,7 @@ func (x *MoveReplicasResponse) String() string {
 func (*MoveReplicasResponse) ProtoMessage() {}
 
 func (x *MoveReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[58]
+	mi := &file_meta_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3592,7 +4016,7 @@ func (x *MoveReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveReplicasResponse.ProtoReflect.Descriptor instead.
 func (*MoveReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{58}
+	return file_meta_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *MoveReplicasResponse) GetIndex() uint64 {
@@ -3647,19 +4071,21 @@ func (x *MoveReplicasResponse) GetKept() []*NamedBucketMove {
 // CancelMovesRequest cancels a bucket's move (queued or running), or every
 // move with all.
 type CancelMovesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestId     []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Database      string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
-	Table         string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
-	Bucket        int32                  `protobuf:"varint,4,opt,name=bucket,proto3" json:"bucket,omitempty"`
-	All           bool                   `protobuf:"varint,5,opt,name=all,proto3" json:"all,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId []byte                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Database  string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Table     string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	Bucket    int32                  `protobuf:"varint,4,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	All       bool                   `protobuf:"varint,5,opt,name=all,proto3" json:"all,omitempty"`
+	// The bucket's partition, of a partitioned table.
+	Partition     string `protobuf:"bytes,6,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CancelMovesRequest) Reset() {
 	*x = CancelMovesRequest{}
-	mi := &file_meta_proto_msgTypes[59]
+	mi := &file_meta_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3671,7 +4097,7 @@ func (x *CancelMovesRequest) String() string {
 func (*CancelMovesRequest) ProtoMessage() {}
 
 func (x *CancelMovesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[59]
+	mi := &file_meta_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3684,7 +4110,7 @@ func (x *CancelMovesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelMovesRequest.ProtoReflect.Descriptor instead.
 func (*CancelMovesRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{59}
+	return file_meta_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *CancelMovesRequest) GetRequestId() []byte {
@@ -3722,6 +4148,13 @@ func (x *CancelMovesRequest) GetAll() bool {
 	return false
 }
 
+func (x *CancelMovesRequest) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
 type MoveStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -3730,7 +4163,7 @@ type MoveStatusRequest struct {
 
 func (x *MoveStatusRequest) Reset() {
 	*x = MoveStatusRequest{}
-	mi := &file_meta_proto_msgTypes[60]
+	mi := &file_meta_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3742,7 +4175,7 @@ func (x *MoveStatusRequest) String() string {
 func (*MoveStatusRequest) ProtoMessage() {}
 
 func (x *MoveStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[60]
+	mi := &file_meta_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3755,7 +4188,7 @@ func (x *MoveStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveStatusRequest.ProtoReflect.Descriptor instead.
 func (*MoveStatusRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{60}
+	return file_meta_proto_rawDescGZIP(), []int{65}
 }
 
 type MoveStatusResponse struct {
@@ -3771,7 +4204,7 @@ type MoveStatusResponse struct {
 
 func (x *MoveStatusResponse) Reset() {
 	*x = MoveStatusResponse{}
-	mi := &file_meta_proto_msgTypes[61]
+	mi := &file_meta_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3783,7 +4216,7 @@ func (x *MoveStatusResponse) String() string {
 func (*MoveStatusResponse) ProtoMessage() {}
 
 func (x *MoveStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[61]
+	mi := &file_meta_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3796,7 +4229,7 @@ func (x *MoveStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveStatusResponse.ProtoReflect.Descriptor instead.
 func (*MoveStatusResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{61}
+	return file_meta_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *MoveStatusResponse) GetRunning() []*MoveProgress {
@@ -3842,7 +4275,7 @@ type MoveProgress struct {
 
 func (x *MoveProgress) Reset() {
 	*x = MoveProgress{}
-	mi := &file_meta_proto_msgTypes[62]
+	mi := &file_meta_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3854,7 +4287,7 @@ func (x *MoveProgress) String() string {
 func (*MoveProgress) ProtoMessage() {}
 
 func (x *MoveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[62]
+	mi := &file_meta_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3867,7 +4300,7 @@ func (x *MoveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveProgress.ProtoReflect.Descriptor instead.
 func (*MoveProgress) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{62}
+	return file_meta_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *MoveProgress) GetMove() *NamedBucketMove {
@@ -3919,7 +4352,7 @@ type RebalanceRequest struct {
 
 func (x *RebalanceRequest) Reset() {
 	*x = RebalanceRequest{}
-	mi := &file_meta_proto_msgTypes[63]
+	mi := &file_meta_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3931,7 +4364,7 @@ func (x *RebalanceRequest) String() string {
 func (*RebalanceRequest) ProtoMessage() {}
 
 func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[63]
+	mi := &file_meta_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3944,7 +4377,7 @@ func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{63}
+	return file_meta_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RebalanceRequest) GetRequestId() []byte {
@@ -3993,7 +4426,7 @@ type RebalanceResponse struct {
 
 func (x *RebalanceResponse) Reset() {
 	*x = RebalanceResponse{}
-	mi := &file_meta_proto_msgTypes[64]
+	mi := &file_meta_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4005,7 +4438,7 @@ func (x *RebalanceResponse) String() string {
 func (*RebalanceResponse) ProtoMessage() {}
 
 func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[64]
+	mi := &file_meta_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4018,7 +4451,7 @@ func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{64}
+	return file_meta_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RebalanceResponse) GetMoves() []*PlannedMove {
@@ -4066,7 +4499,7 @@ type PlannedMove struct {
 
 func (x *PlannedMove) Reset() {
 	*x = PlannedMove{}
-	mi := &file_meta_proto_msgTypes[65]
+	mi := &file_meta_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4078,7 +4511,7 @@ func (x *PlannedMove) String() string {
 func (*PlannedMove) ProtoMessage() {}
 
 func (x *PlannedMove) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[65]
+	mi := &file_meta_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4091,7 +4524,7 @@ func (x *PlannedMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedMove.ProtoReflect.Descriptor instead.
 func (*PlannedMove) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{65}
+	return file_meta_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PlannedMove) GetMove() *NamedBucketMove {
@@ -4119,7 +4552,7 @@ type NodeBalance struct {
 
 func (x *NodeBalance) Reset() {
 	*x = NodeBalance{}
-	mi := &file_meta_proto_msgTypes[66]
+	mi := &file_meta_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4131,7 +4564,7 @@ func (x *NodeBalance) String() string {
 func (*NodeBalance) ProtoMessage() {}
 
 func (x *NodeBalance) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[66]
+	mi := &file_meta_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4144,7 +4577,7 @@ func (x *NodeBalance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeBalance.ProtoReflect.Descriptor instead.
 func (*NodeBalance) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{66}
+	return file_meta_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *NodeBalance) GetNodeId() uint32 {
@@ -4178,7 +4611,7 @@ type SetClusterSettingsRequest struct {
 
 func (x *SetClusterSettingsRequest) Reset() {
 	*x = SetClusterSettingsRequest{}
-	mi := &file_meta_proto_msgTypes[67]
+	mi := &file_meta_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4190,7 +4623,7 @@ func (x *SetClusterSettingsRequest) String() string {
 func (*SetClusterSettingsRequest) ProtoMessage() {}
 
 func (x *SetClusterSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[67]
+	mi := &file_meta_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4203,7 +4636,7 @@ func (x *SetClusterSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterSettingsRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{67}
+	return file_meta_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *SetClusterSettingsRequest) GetRequestId() []byte {
@@ -4231,7 +4664,7 @@ type SetClusterSettingsResponse struct {
 
 func (x *SetClusterSettingsResponse) Reset() {
 	*x = SetClusterSettingsResponse{}
-	mi := &file_meta_proto_msgTypes[68]
+	mi := &file_meta_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4243,7 +4676,7 @@ func (x *SetClusterSettingsResponse) String() string {
 func (*SetClusterSettingsResponse) ProtoMessage() {}
 
 func (x *SetClusterSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[68]
+	mi := &file_meta_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4256,7 +4689,7 @@ func (x *SetClusterSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterSettingsResponse.ProtoReflect.Descriptor instead.
 func (*SetClusterSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{68}
+	return file_meta_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SetClusterSettingsResponse) GetSettings() *ClusterSettings {
@@ -4355,7 +4788,7 @@ const file_meta_proto_rawDesc = "" +
 	"\x05local\x18\x01 \x01(\bR\x05local\"s\n" +
 	"\x15ListDatabasesResponse\x125\n" +
 	"\tdatabases\x18\x01 \x03(\v2\x17.floe.v1.DatabaseRecordR\tdatabases\x12#\n" +
-	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\xa7\x03\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\xce\x03\n" +
 	"\x12CreateTableRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x12\x1a\n" +
@@ -4372,7 +4805,8 @@ const file_meta_proto_rawDesc = "" +
 	"properties\x18\t \x03(\v2+.floe.v1.CreateTableRequest.PropertiesEntryR\n" +
 	"properties\x12\"\n" +
 	"\rif_not_exists\x18\n" +
-	" \x01(\bR\vifNotExists\x1a=\n" +
+	" \x01(\bR\vifNotExists\x12%\n" +
+	"\x0epartition_keys\x18\v \x03(\tR\rpartitionKeys\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"~\n" +
@@ -4404,16 +4838,50 @@ const file_meta_proto_rawDesc = "" +
 	"\x05local\x18\x02 \x01(\bR\x05local\"g\n" +
 	"\x12ListTablesResponse\x12,\n" +
 	"\x06tables\x18\x01 \x03(\v2\x14.floe.v1.TableRecordR\x06tables\x12#\n" +
-	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"A\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"_\n" +
 	"\x0fGetTableRequest\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\xe7\x01\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
+	"\tpartition\x18\x03 \x01(\tR\tpartition\"\xd9\x02\n" +
 	"\x10GetTableResponse\x12*\n" +
 	"\x05table\x18\x01 \x01(\v2\x14.floe.v1.TableRecordR\x05table\x12/\n" +
 	"\abuckets\x18\x02 \x03(\v2\x15.floe.v1.BucketRecordR\abuckets\x12#\n" +
 	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\x12)\n" +
 	"\x05nodes\x18\x04 \x03(\v2\x13.floe.v1.NodeRecordR\x05nodes\x12&\n" +
-	"\x0fmax_batch_bytes\x18\x05 \x01(\x05R\rmaxBatchBytes\"\x16\n" +
+	"\x0fmax_batch_bytes\x18\x05 \x01(\x05R\rmaxBatchBytes\x126\n" +
+	"\tpartition\x18\x06 \x01(\v2\x18.floe.v1.PartitionRecordR\tpartition\x128\n" +
+	"\n" +
+	"partitions\x18\a \x03(\v2\x18.floe.v1.PartitionRecordR\n" +
+	"partitions\"\xa9\x01\n" +
+	"\x16CreatePartitionRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1c\n" +
+	"\tpartition\x18\x04 \x01(\tR\tpartition\x12\"\n" +
+	"\rif_not_exists\x18\x05 \x01(\bR\vifNotExists\"\xa0\x01\n" +
+	"\x14DropPartitionRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\fR\trequestId\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1c\n" +
+	"\tpartition\x18\x04 \x01(\tR\tpartition\x12\x1b\n" +
+	"\tif_exists\x18\x05 \x01(\bR\bifExists\"G\n" +
+	"\x15ListPartitionsRequest\x12\x1a\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xa4\x01\n" +
+	"\x16ListPartitionsResponse\x12*\n" +
+	"\x05table\x18\x01 \x01(\v2\x14.floe.v1.TableRecordR\x05table\x129\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\v2\x19.floe.v1.PartitionSummaryR\n" +
+	"partitions\x12#\n" +
+	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\"\xba\x01\n" +
+	"\x10PartitionSummary\x126\n" +
+	"\tpartition\x18\x01 \x01(\v2\x18.floe.v1.PartitionRecordR\tpartition\x12\x18\n" +
+	"\abuckets\x18\x02 \x01(\x05R\abuckets\x12\x17\n" +
+	"\ain_sync\x18\x03 \x01(\x05R\x06inSync\x12\x18\n" +
+	"\aoffline\x18\x04 \x01(\x05R\aoffline\x12!\n" +
+	"\fremote_bytes\x18\x05 \x01(\x03R\vremoteBytes\"\x16\n" +
 	"\x14ClusterStatusRequest\"\x8c\x03\n" +
 	"\x15ClusterStatusResponse\x12\x1d\n" +
 	"\n" +
@@ -4435,7 +4903,7 @@ const file_meta_proto_rawDesc = "" +
 	"\x13BucketStatusRequest\"l\n" +
 	"\x14BucketStatusResponse\x12/\n" +
 	"\abuckets\x18\x01 \x03(\v2\x15.floe.v1.BucketStatusR\abuckets\x12#\n" +
-	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\x99\x02\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\xb7\x02\n" +
 	"\fBucketStatus\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12-\n" +
@@ -4444,7 +4912,8 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"error_code\x18\x05 \x01(\x0e2\x12.floe.v1.ErrorCodeR\terrorCode\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12 \n" +
-	"\vreplication\x18\a \x01(\x05R\vreplicationB\x11\n" +
+	"\vreplication\x18\a \x01(\x05R\vreplication\x12\x1c\n" +
+	"\tpartition\x18\b \x01(\tR\tpartitionB\x11\n" +
 	"\x0f_high_watermark\"D\n" +
 	"\x0fAddVoterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x18\n" +
@@ -4483,14 +4952,15 @@ const file_meta_proto_rawDesc = "" +
 	"request_id\x18\x01 \x01(\fR\trequestId\"Z\n" +
 	"\x18AllocateWriterIdResponse\x12\x1b\n" +
 	"\twriter_id\x18\x01 \x01(\x04R\bwriterId\x12!\n" +
-	"\fwriter_token\x18\x02 \x01(\fR\vwriterToken\"\xa8\x01\n" +
+	"\fwriter_token\x18\x02 \x01(\fR\vwriterToken\"\xc6\x01\n" +
 	"\x13ElectLeadersRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x03 \x01(\tR\x05table\x12\x1b\n" +
 	"\x06bucket\x18\x04 \x01(\x05H\x00R\x06bucket\x88\x01\x01\x12\x18\n" +
-	"\aunclean\x18\x05 \x01(\bR\auncleanB\t\n" +
+	"\aunclean\x18\x05 \x01(\bR\aunclean\x12\x1c\n" +
+	"\tpartition\x18\x06 \x01(\tR\tpartitionB\t\n" +
 	"\a_bucket\"\x86\x01\n" +
 	"\x10DrainNodeRequest\x12\x1d\n" +
 	"\n" +
@@ -4512,12 +4982,13 @@ const file_meta_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\v2\x13.floe.v1.NodeRecordR\x04node\x121\n" +
 	"\abuckets\x18\x02 \x03(\v2\x17.floe.v1.RemovedReplicaR\abuckets\x12\x1b\n" +
 	"\tleft_raft\x18\x03 \x01(\bR\bleftRaft\x12\x14\n" +
-	"\x05index\x18\x04 \x01(\x04R\x05index\"\x93\x01\n" +
+	"\x05index\x18\x04 \x01(\x04R\x05index\"\xb1\x01\n" +
 	"\x0eRemovedReplica\x12-\n" +
 	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x03 \x01(\tR\x05table\x12 \n" +
-	"\vreplication\x18\x04 \x01(\x05R\vreplication\"_\n" +
+	"\vreplication\x18\x04 \x01(\x05R\vreplication\x12\x1c\n" +
+	"\tpartition\x18\x05 \x01(\tR\tpartition\"_\n" +
 	"\x14ElectLeadersResponse\x121\n" +
 	"\abuckets\x18\x01 \x03(\v2\x17.floe.v1.BucketElectionR\abuckets\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\"\x86\x01\n" +
@@ -4544,12 +5015,13 @@ const file_meta_proto_rawDesc = "" +
 	"\aentries\x18\x02 \x03(\v2\x11.floe.v1.AclEntryR\aentries\"\x11\n" +
 	"\x0fListAclsRequest\"?\n" +
 	"\x10ListAclsResponse\x12+\n" +
-	"\aentries\x18\x01 \x03(\v2\x11.floe.v1.AclEntryR\aentries\"w\n" +
+	"\aentries\x18\x01 \x03(\v2\x11.floe.v1.AclEntryR\aentries\"\x95\x01\n" +
 	"\x0fNamedBucketMove\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x16\n" +
 	"\x06bucket\x18\x03 \x01(\x05R\x06bucket\x12\x1a\n" +
-	"\breplicas\x18\x04 \x03(\rR\breplicas\"\xb2\x01\n" +
+	"\breplicas\x18\x04 \x03(\rR\breplicas\x12\x1c\n" +
+	"\tpartition\x18\x05 \x01(\tR\tpartition\"\xb2\x01\n" +
 	"\x13MoveReplicasRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x12.\n" +
@@ -4563,14 +5035,15 @@ const file_meta_proto_rawDesc = "" +
 	"\tcancelled\x18\x04 \x03(\v2\x18.floe.v1.NamedBucketMoveR\tcancelled\x124\n" +
 	"\bdequeued\x18\x05 \x03(\v2\x18.floe.v1.NamedBucketMoveR\bdequeued\x12+\n" +
 	"\x06bounds\x18\x06 \x01(\v2\x13.floe.v1.MoveBoundsR\x06bounds\x12,\n" +
-	"\x04kept\x18\a \x03(\v2\x18.floe.v1.NamedBucketMoveR\x04kept\"\x8f\x01\n" +
+	"\x04kept\x18\a \x03(\v2\x18.floe.v1.NamedBucketMoveR\x04kept\"\xad\x01\n" +
 	"\x12CancelMovesRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x03 \x01(\tR\x05table\x12\x16\n" +
 	"\x06bucket\x18\x04 \x01(\x05R\x06bucket\x12\x10\n" +
-	"\x03all\x18\x05 \x01(\bR\x03all\"\x13\n" +
+	"\x03all\x18\x05 \x01(\bR\x03all\x12\x1c\n" +
+	"\tpartition\x18\x06 \x01(\tR\tpartition\"\x13\n" +
 	"\x11MoveStatusRequest\"\xba\x01\n" +
 	"\x12MoveStatusResponse\x12/\n" +
 	"\arunning\x18\x01 \x03(\v2\x15.floe.v1.MoveProgressR\arunning\x120\n" +
@@ -4610,7 +5083,7 @@ const file_meta_proto_rawDesc = "" +
 	"\x1aSetClusterSettingsResponse\x124\n" +
 	"\bsettings\x18\x01 \x01(\v2\x18.floe.v1.ClusterSettingsR\bsettings\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1c\n" +
-	"\tunchanged\x18\x03 \x01(\bR\tunchanged2\x9b\x14\n" +
+	"\tunchanged\x18\x03 \x01(\bR\tunchanged2\xdb\x16\n" +
 	"\x04Meta\x126\n" +
 	"\x05Hello\x12\x15.floe.v1.HelloRequest\x1a\x16.floe.v1.HelloResponse\x123\n" +
 	"\x04Join\x12\x14.floe.v1.JoinRequest\x1a\x15.floe.v1.JoinResponse\x12<\n" +
@@ -4626,7 +5099,11 @@ const file_meta_proto_rawDesc = "" +
 	"AlterTable\x12\x1a.floe.v1.AlterTableRequest\x1a\x18.floe.v1.CommandResponse\x12E\n" +
 	"\n" +
 	"ListTables\x12\x1a.floe.v1.ListTablesRequest\x1a\x1b.floe.v1.ListTablesResponse\x12?\n" +
-	"\bGetTable\x12\x18.floe.v1.GetTableRequest\x1a\x19.floe.v1.GetTableResponse\x12I\n" +
+	"\bGetTable\x12\x18.floe.v1.GetTableRequest\x1a\x19.floe.v1.GetTableResponse\x12L\n" +
+	"\x0fCreatePartition\x12\x1f.floe.v1.CreatePartitionRequest\x1a\x18.floe.v1.CommandResponse\x12S\n" +
+	"\x16CreatePartitionOnWrite\x12\x1f.floe.v1.CreatePartitionRequest\x1a\x18.floe.v1.CommandResponse\x12H\n" +
+	"\rDropPartition\x12\x1d.floe.v1.DropPartitionRequest\x1a\x18.floe.v1.CommandResponse\x12Q\n" +
+	"\x0eListPartitions\x12\x1e.floe.v1.ListPartitionsRequest\x1a\x1f.floe.v1.ListPartitionsResponse\x12I\n" +
 	"\rWatchMetadata\x12\x1d.floe.v1.WatchMetadataRequest\x1a\x17.floe.v1.MetadataUpdate0\x01\x12B\n" +
 	"\tAdjustIsr\x12\x19.floe.v1.AdjustIsrRequest\x1a\x1a.floe.v1.AdjustIsrResponse\x12T\n" +
 	"\x0fCommitRemoteLog\x12\x1f.floe.v1.CommitRemoteLogRequest\x1a .floe.v1.CommitRemoteLogResponse\x12W\n" +
@@ -4668,7 +5145,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_meta_proto_goTypes = []any{
 	(*HelloRequest)(nil),               // 0: floe.v1.HelloRequest
 	(*PeerInfo)(nil),                   // 1: floe.v1.PeerInfo
@@ -4692,206 +5169,225 @@ var file_meta_proto_goTypes = []any{
 	(*ListTablesResponse)(nil),         // 19: floe.v1.ListTablesResponse
 	(*GetTableRequest)(nil),            // 20: floe.v1.GetTableRequest
 	(*GetTableResponse)(nil),           // 21: floe.v1.GetTableResponse
-	(*ClusterStatusRequest)(nil),       // 22: floe.v1.ClusterStatusRequest
-	(*ClusterStatusResponse)(nil),      // 23: floe.v1.ClusterStatusResponse
-	(*NodeStatus)(nil),                 // 24: floe.v1.NodeStatus
-	(*BucketStatusRequest)(nil),        // 25: floe.v1.BucketStatusRequest
-	(*BucketStatusResponse)(nil),       // 26: floe.v1.BucketStatusResponse
-	(*BucketStatus)(nil),               // 27: floe.v1.BucketStatus
-	(*AddVoterRequest)(nil),            // 28: floe.v1.AddVoterRequest
-	(*RemoveVoterRequest)(nil),         // 29: floe.v1.RemoveVoterRequest
-	(*TransferLeadershipRequest)(nil),  // 30: floe.v1.TransferLeadershipRequest
-	(*AdminResponse)(nil),              // 31: floe.v1.AdminResponse
-	(*WatchMetadataRequest)(nil),       // 32: floe.v1.WatchMetadataRequest
-	(*AdjustIsrRequest)(nil),           // 33: floe.v1.AdjustIsrRequest
-	(*AdjustIsrResponse)(nil),          // 34: floe.v1.AdjustIsrResponse
-	(*CommitRemoteLogRequest)(nil),     // 35: floe.v1.CommitRemoteLogRequest
-	(*CommitRemoteLogResponse)(nil),    // 36: floe.v1.CommitRemoteLogResponse
-	(*CommitKVSnapshotRequest)(nil),    // 37: floe.v1.CommitKVSnapshotRequest
-	(*CommitKVSnapshotResponse)(nil),   // 38: floe.v1.CommitKVSnapshotResponse
-	(*AllocateWriterIdRequest)(nil),    // 39: floe.v1.AllocateWriterIdRequest
-	(*AllocateWriterIdResponse)(nil),   // 40: floe.v1.AllocateWriterIdResponse
-	(*ElectLeadersRequest)(nil),        // 41: floe.v1.ElectLeadersRequest
-	(*DrainNodeRequest)(nil),           // 42: floe.v1.DrainNodeRequest
-	(*DrainNodeResponse)(nil),          // 43: floe.v1.DrainNodeResponse
-	(*RemoveNodeRequest)(nil),          // 44: floe.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),         // 45: floe.v1.RemoveNodeResponse
-	(*RemovedReplica)(nil),             // 46: floe.v1.RemovedReplica
-	(*ElectLeadersResponse)(nil),       // 47: floe.v1.ElectLeadersResponse
-	(*PutUserRequest)(nil),             // 48: floe.v1.PutUserRequest
-	(*DeleteUserRequest)(nil),          // 49: floe.v1.DeleteUserRequest
-	(*ListUsersRequest)(nil),           // 50: floe.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),          // 51: floe.v1.ListUsersResponse
-	(*AddAclsRequest)(nil),             // 52: floe.v1.AddAclsRequest
-	(*RemoveAclsRequest)(nil),          // 53: floe.v1.RemoveAclsRequest
-	(*ListAclsRequest)(nil),            // 54: floe.v1.ListAclsRequest
-	(*ListAclsResponse)(nil),           // 55: floe.v1.ListAclsResponse
-	(*NamedBucketMove)(nil),            // 56: floe.v1.NamedBucketMove
-	(*MoveReplicasRequest)(nil),        // 57: floe.v1.MoveReplicasRequest
-	(*MoveReplicasResponse)(nil),       // 58: floe.v1.MoveReplicasResponse
-	(*CancelMovesRequest)(nil),         // 59: floe.v1.CancelMovesRequest
-	(*MoveStatusRequest)(nil),          // 60: floe.v1.MoveStatusRequest
-	(*MoveStatusResponse)(nil),         // 61: floe.v1.MoveStatusResponse
-	(*MoveProgress)(nil),               // 62: floe.v1.MoveProgress
-	(*RebalanceRequest)(nil),           // 63: floe.v1.RebalanceRequest
-	(*RebalanceResponse)(nil),          // 64: floe.v1.RebalanceResponse
-	(*PlannedMove)(nil),                // 65: floe.v1.PlannedMove
-	(*NodeBalance)(nil),                // 66: floe.v1.NodeBalance
-	(*SetClusterSettingsRequest)(nil),  // 67: floe.v1.SetClusterSettingsRequest
-	(*SetClusterSettingsResponse)(nil), // 68: floe.v1.SetClusterSettingsResponse
-	nil,                                // 69: floe.v1.CreateTableRequest.PropertiesEntry
-	nil,                                // 70: floe.v1.AlterTableRequest.SetPropertiesEntry
-	(*Command)(nil),                    // 71: floe.v1.Command
-	(*CommandResult)(nil),              // 72: floe.v1.CommandResult
-	(*DatabaseRecord)(nil),             // 73: floe.v1.DatabaseRecord
-	(*TableRecord)(nil),                // 74: floe.v1.TableRecord
-	(*BucketRecord)(nil),               // 75: floe.v1.BucketRecord
-	(*NodeRecord)(nil),                 // 76: floe.v1.NodeRecord
-	(*ClusterSettings)(nil),            // 77: floe.v1.ClusterSettings
-	(ErrorCode)(0),                     // 78: floe.v1.ErrorCode
-	(*AdjustIsr)(nil),                  // 79: floe.v1.AdjustIsr
-	(*CommitRemoteLog)(nil),            // 80: floe.v1.CommitRemoteLog
-	(*CommitKVSnapshot)(nil),           // 81: floe.v1.CommitKVSnapshot
-	(*BucketDrain)(nil),                // 82: floe.v1.BucketDrain
-	(*BucketElection)(nil),             // 83: floe.v1.BucketElection
-	(*UserRecord)(nil),                 // 84: floe.v1.UserRecord
-	(*AclEntry)(nil),                   // 85: floe.v1.AclEntry
-	(*MoveBounds)(nil),                 // 86: floe.v1.MoveBounds
-	(*MetadataUpdate)(nil),             // 87: floe.v1.MetadataUpdate
+	(*CreatePartitionRequest)(nil),     // 22: floe.v1.CreatePartitionRequest
+	(*DropPartitionRequest)(nil),       // 23: floe.v1.DropPartitionRequest
+	(*ListPartitionsRequest)(nil),      // 24: floe.v1.ListPartitionsRequest
+	(*ListPartitionsResponse)(nil),     // 25: floe.v1.ListPartitionsResponse
+	(*PartitionSummary)(nil),           // 26: floe.v1.PartitionSummary
+	(*ClusterStatusRequest)(nil),       // 27: floe.v1.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),      // 28: floe.v1.ClusterStatusResponse
+	(*NodeStatus)(nil),                 // 29: floe.v1.NodeStatus
+	(*BucketStatusRequest)(nil),        // 30: floe.v1.BucketStatusRequest
+	(*BucketStatusResponse)(nil),       // 31: floe.v1.BucketStatusResponse
+	(*BucketStatus)(nil),               // 32: floe.v1.BucketStatus
+	(*AddVoterRequest)(nil),            // 33: floe.v1.AddVoterRequest
+	(*RemoveVoterRequest)(nil),         // 34: floe.v1.RemoveVoterRequest
+	(*TransferLeadershipRequest)(nil),  // 35: floe.v1.TransferLeadershipRequest
+	(*AdminResponse)(nil),              // 36: floe.v1.AdminResponse
+	(*WatchMetadataRequest)(nil),       // 37: floe.v1.WatchMetadataRequest
+	(*AdjustIsrRequest)(nil),           // 38: floe.v1.AdjustIsrRequest
+	(*AdjustIsrResponse)(nil),          // 39: floe.v1.AdjustIsrResponse
+	(*CommitRemoteLogRequest)(nil),     // 40: floe.v1.CommitRemoteLogRequest
+	(*CommitRemoteLogResponse)(nil),    // 41: floe.v1.CommitRemoteLogResponse
+	(*CommitKVSnapshotRequest)(nil),    // 42: floe.v1.CommitKVSnapshotRequest
+	(*CommitKVSnapshotResponse)(nil),   // 43: floe.v1.CommitKVSnapshotResponse
+	(*AllocateWriterIdRequest)(nil),    // 44: floe.v1.AllocateWriterIdRequest
+	(*AllocateWriterIdResponse)(nil),   // 45: floe.v1.AllocateWriterIdResponse
+	(*ElectLeadersRequest)(nil),        // 46: floe.v1.ElectLeadersRequest
+	(*DrainNodeRequest)(nil),           // 47: floe.v1.DrainNodeRequest
+	(*DrainNodeResponse)(nil),          // 48: floe.v1.DrainNodeResponse
+	(*RemoveNodeRequest)(nil),          // 49: floe.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),         // 50: floe.v1.RemoveNodeResponse
+	(*RemovedReplica)(nil),             // 51: floe.v1.RemovedReplica
+	(*ElectLeadersResponse)(nil),       // 52: floe.v1.ElectLeadersResponse
+	(*PutUserRequest)(nil),             // 53: floe.v1.PutUserRequest
+	(*DeleteUserRequest)(nil),          // 54: floe.v1.DeleteUserRequest
+	(*ListUsersRequest)(nil),           // 55: floe.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),          // 56: floe.v1.ListUsersResponse
+	(*AddAclsRequest)(nil),             // 57: floe.v1.AddAclsRequest
+	(*RemoveAclsRequest)(nil),          // 58: floe.v1.RemoveAclsRequest
+	(*ListAclsRequest)(nil),            // 59: floe.v1.ListAclsRequest
+	(*ListAclsResponse)(nil),           // 60: floe.v1.ListAclsResponse
+	(*NamedBucketMove)(nil),            // 61: floe.v1.NamedBucketMove
+	(*MoveReplicasRequest)(nil),        // 62: floe.v1.MoveReplicasRequest
+	(*MoveReplicasResponse)(nil),       // 63: floe.v1.MoveReplicasResponse
+	(*CancelMovesRequest)(nil),         // 64: floe.v1.CancelMovesRequest
+	(*MoveStatusRequest)(nil),          // 65: floe.v1.MoveStatusRequest
+	(*MoveStatusResponse)(nil),         // 66: floe.v1.MoveStatusResponse
+	(*MoveProgress)(nil),               // 67: floe.v1.MoveProgress
+	(*RebalanceRequest)(nil),           // 68: floe.v1.RebalanceRequest
+	(*RebalanceResponse)(nil),          // 69: floe.v1.RebalanceResponse
+	(*PlannedMove)(nil),                // 70: floe.v1.PlannedMove
+	(*NodeBalance)(nil),                // 71: floe.v1.NodeBalance
+	(*SetClusterSettingsRequest)(nil),  // 72: floe.v1.SetClusterSettingsRequest
+	(*SetClusterSettingsResponse)(nil), // 73: floe.v1.SetClusterSettingsResponse
+	nil,                                // 74: floe.v1.CreateTableRequest.PropertiesEntry
+	nil,                                // 75: floe.v1.AlterTableRequest.SetPropertiesEntry
+	(*Command)(nil),                    // 76: floe.v1.Command
+	(*CommandResult)(nil),              // 77: floe.v1.CommandResult
+	(*DatabaseRecord)(nil),             // 78: floe.v1.DatabaseRecord
+	(*TableRecord)(nil),                // 79: floe.v1.TableRecord
+	(*BucketRecord)(nil),               // 80: floe.v1.BucketRecord
+	(*NodeRecord)(nil),                 // 81: floe.v1.NodeRecord
+	(*PartitionRecord)(nil),            // 82: floe.v1.PartitionRecord
+	(*ClusterSettings)(nil),            // 83: floe.v1.ClusterSettings
+	(ErrorCode)(0),                     // 84: floe.v1.ErrorCode
+	(*AdjustIsr)(nil),                  // 85: floe.v1.AdjustIsr
+	(*CommitRemoteLog)(nil),            // 86: floe.v1.CommitRemoteLog
+	(*CommitKVSnapshot)(nil),           // 87: floe.v1.CommitKVSnapshot
+	(*BucketDrain)(nil),                // 88: floe.v1.BucketDrain
+	(*BucketElection)(nil),             // 89: floe.v1.BucketElection
+	(*UserRecord)(nil),                 // 90: floe.v1.UserRecord
+	(*AclEntry)(nil),                   // 91: floe.v1.AclEntry
+	(*MoveBounds)(nil),                 // 92: floe.v1.MoveBounds
+	(*MetadataUpdate)(nil),             // 93: floe.v1.MetadataUpdate
 }
 var file_meta_proto_depIdxs = []int32{
-	1,  // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
-	1,  // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
-	71, // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
-	72, // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
-	9,  // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
-	72, // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
-	73, // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
-	69, // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
-	70, // 8: floe.v1.AlterTableRequest.set_properties:type_name -> floe.v1.AlterTableRequest.SetPropertiesEntry
-	74, // 9: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
-	74, // 10: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
-	75, // 11: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
-	76, // 12: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
-	9,  // 13: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
-	24, // 14: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	62, // 15: floe.v1.ClusterStatusResponse.moves:type_name -> floe.v1.MoveProgress
-	77, // 16: floe.v1.ClusterStatusResponse.settings:type_name -> floe.v1.ClusterSettings
-	76, // 17: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
-	27, // 18: floe.v1.BucketStatusResponse.buckets:type_name -> floe.v1.BucketStatus
-	75, // 19: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
-	78, // 20: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
-	79, // 21: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
-	75, // 22: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
-	80, // 23: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
-	75, // 24: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
-	81, // 25: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
-	75, // 26: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
-	76, // 27: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
-	82, // 28: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
-	76, // 29: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
-	46, // 30: floe.v1.RemoveNodeResponse.buckets:type_name -> floe.v1.RemovedReplica
-	75, // 31: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
-	83, // 32: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
-	84, // 33: floe.v1.PutUserRequest.user:type_name -> floe.v1.UserRecord
-	84, // 34: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserRecord
-	85, // 35: floe.v1.AddAclsRequest.entries:type_name -> floe.v1.AclEntry
-	85, // 36: floe.v1.RemoveAclsRequest.entries:type_name -> floe.v1.AclEntry
-	85, // 37: floe.v1.ListAclsResponse.entries:type_name -> floe.v1.AclEntry
-	56, // 38: floe.v1.MoveReplicasRequest.moves:type_name -> floe.v1.NamedBucketMove
-	56, // 39: floe.v1.MoveReplicasResponse.started:type_name -> floe.v1.NamedBucketMove
-	56, // 40: floe.v1.MoveReplicasResponse.queued:type_name -> floe.v1.NamedBucketMove
-	56, // 41: floe.v1.MoveReplicasResponse.cancelled:type_name -> floe.v1.NamedBucketMove
-	56, // 42: floe.v1.MoveReplicasResponse.dequeued:type_name -> floe.v1.NamedBucketMove
-	86, // 43: floe.v1.MoveReplicasResponse.bounds:type_name -> floe.v1.MoveBounds
-	56, // 44: floe.v1.MoveReplicasResponse.kept:type_name -> floe.v1.NamedBucketMove
-	62, // 45: floe.v1.MoveStatusResponse.running:type_name -> floe.v1.MoveProgress
-	56, // 46: floe.v1.MoveStatusResponse.queued:type_name -> floe.v1.NamedBucketMove
-	86, // 47: floe.v1.MoveStatusResponse.bounds:type_name -> floe.v1.MoveBounds
-	56, // 48: floe.v1.MoveProgress.move:type_name -> floe.v1.NamedBucketMove
-	65, // 49: floe.v1.RebalanceResponse.moves:type_name -> floe.v1.PlannedMove
-	66, // 50: floe.v1.RebalanceResponse.before:type_name -> floe.v1.NodeBalance
-	66, // 51: floe.v1.RebalanceResponse.after:type_name -> floe.v1.NodeBalance
-	58, // 52: floe.v1.RebalanceResponse.started:type_name -> floe.v1.MoveReplicasResponse
-	56, // 53: floe.v1.PlannedMove.move:type_name -> floe.v1.NamedBucketMove
-	77, // 54: floe.v1.SetClusterSettingsResponse.settings:type_name -> floe.v1.ClusterSettings
-	0,  // 55: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,  // 56: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,  // 57: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,  // 58: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11, // 59: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12, // 60: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13, // 61: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15, // 62: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16, // 63: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17, // 64: floe.v1.Meta.AlterTable:input_type -> floe.v1.AlterTableRequest
-	18, // 65: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	20, // 66: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	32, // 67: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
-	33, // 68: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
-	35, // 69: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
-	37, // 70: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
-	39, // 71: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
-	41, // 72: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
-	42, // 73: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
-	44, // 74: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
-	57, // 75: floe.v1.Meta.MoveReplicas:input_type -> floe.v1.MoveReplicasRequest
-	59, // 76: floe.v1.Meta.CancelMoves:input_type -> floe.v1.CancelMovesRequest
-	60, // 77: floe.v1.Meta.MoveStatus:input_type -> floe.v1.MoveStatusRequest
-	63, // 78: floe.v1.Meta.Rebalance:input_type -> floe.v1.RebalanceRequest
-	67, // 79: floe.v1.Meta.SetClusterSettings:input_type -> floe.v1.SetClusterSettingsRequest
-	22, // 80: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	25, // 81: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
-	28, // 82: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	29, // 83: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	30, // 84: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	48, // 85: floe.v1.Meta.PutUser:input_type -> floe.v1.PutUserRequest
-	49, // 86: floe.v1.Meta.DeleteUser:input_type -> floe.v1.DeleteUserRequest
-	50, // 87: floe.v1.Meta.ListUsers:input_type -> floe.v1.ListUsersRequest
-	52, // 88: floe.v1.Meta.AddAcls:input_type -> floe.v1.AddAclsRequest
-	53, // 89: floe.v1.Meta.RemoveAcls:input_type -> floe.v1.RemoveAclsRequest
-	54, // 90: floe.v1.Meta.ListAcls:input_type -> floe.v1.ListAclsRequest
-	2,  // 91: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,  // 92: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,  // 93: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,  // 94: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10, // 95: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10, // 96: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14, // 97: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10, // 98: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10, // 99: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	10, // 100: floe.v1.Meta.AlterTable:output_type -> floe.v1.CommandResponse
-	19, // 101: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	21, // 102: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	87, // 103: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
-	34, // 104: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
-	36, // 105: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
-	38, // 106: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
-	40, // 107: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
-	47, // 108: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
-	43, // 109: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
-	45, // 110: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
-	58, // 111: floe.v1.Meta.MoveReplicas:output_type -> floe.v1.MoveReplicasResponse
-	58, // 112: floe.v1.Meta.CancelMoves:output_type -> floe.v1.MoveReplicasResponse
-	61, // 113: floe.v1.Meta.MoveStatus:output_type -> floe.v1.MoveStatusResponse
-	64, // 114: floe.v1.Meta.Rebalance:output_type -> floe.v1.RebalanceResponse
-	68, // 115: floe.v1.Meta.SetClusterSettings:output_type -> floe.v1.SetClusterSettingsResponse
-	23, // 116: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	26, // 117: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
-	31, // 118: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	31, // 119: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	31, // 120: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	10, // 121: floe.v1.Meta.PutUser:output_type -> floe.v1.CommandResponse
-	10, // 122: floe.v1.Meta.DeleteUser:output_type -> floe.v1.CommandResponse
-	51, // 123: floe.v1.Meta.ListUsers:output_type -> floe.v1.ListUsersResponse
-	10, // 124: floe.v1.Meta.AddAcls:output_type -> floe.v1.CommandResponse
-	10, // 125: floe.v1.Meta.RemoveAcls:output_type -> floe.v1.CommandResponse
-	55, // 126: floe.v1.Meta.ListAcls:output_type -> floe.v1.ListAclsResponse
-	91, // [91:127] is the sub-list for method output_type
-	55, // [55:91] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	1,   // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
+	1,   // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
+	76,  // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
+	77,  // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
+	9,   // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
+	77,  // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
+	78,  // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
+	74,  // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
+	75,  // 8: floe.v1.AlterTableRequest.set_properties:type_name -> floe.v1.AlterTableRequest.SetPropertiesEntry
+	79,  // 9: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
+	79,  // 10: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
+	80,  // 11: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
+	81,  // 12: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
+	82,  // 13: floe.v1.GetTableResponse.partition:type_name -> floe.v1.PartitionRecord
+	82,  // 14: floe.v1.GetTableResponse.partitions:type_name -> floe.v1.PartitionRecord
+	79,  // 15: floe.v1.ListPartitionsResponse.table:type_name -> floe.v1.TableRecord
+	26,  // 16: floe.v1.ListPartitionsResponse.partitions:type_name -> floe.v1.PartitionSummary
+	82,  // 17: floe.v1.PartitionSummary.partition:type_name -> floe.v1.PartitionRecord
+	9,   // 18: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
+	29,  // 19: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
+	67,  // 20: floe.v1.ClusterStatusResponse.moves:type_name -> floe.v1.MoveProgress
+	83,  // 21: floe.v1.ClusterStatusResponse.settings:type_name -> floe.v1.ClusterSettings
+	81,  // 22: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	32,  // 23: floe.v1.BucketStatusResponse.buckets:type_name -> floe.v1.BucketStatus
+	80,  // 24: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
+	84,  // 25: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
+	85,  // 26: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	80,  // 27: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	86,  // 28: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
+	80,  // 29: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
+	87,  // 30: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
+	80,  // 31: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
+	81,  // 32: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
+	88,  // 33: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
+	81,  // 34: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
+	51,  // 35: floe.v1.RemoveNodeResponse.buckets:type_name -> floe.v1.RemovedReplica
+	80,  // 36: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
+	89,  // 37: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
+	90,  // 38: floe.v1.PutUserRequest.user:type_name -> floe.v1.UserRecord
+	90,  // 39: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserRecord
+	91,  // 40: floe.v1.AddAclsRequest.entries:type_name -> floe.v1.AclEntry
+	91,  // 41: floe.v1.RemoveAclsRequest.entries:type_name -> floe.v1.AclEntry
+	91,  // 42: floe.v1.ListAclsResponse.entries:type_name -> floe.v1.AclEntry
+	61,  // 43: floe.v1.MoveReplicasRequest.moves:type_name -> floe.v1.NamedBucketMove
+	61,  // 44: floe.v1.MoveReplicasResponse.started:type_name -> floe.v1.NamedBucketMove
+	61,  // 45: floe.v1.MoveReplicasResponse.queued:type_name -> floe.v1.NamedBucketMove
+	61,  // 46: floe.v1.MoveReplicasResponse.cancelled:type_name -> floe.v1.NamedBucketMove
+	61,  // 47: floe.v1.MoveReplicasResponse.dequeued:type_name -> floe.v1.NamedBucketMove
+	92,  // 48: floe.v1.MoveReplicasResponse.bounds:type_name -> floe.v1.MoveBounds
+	61,  // 49: floe.v1.MoveReplicasResponse.kept:type_name -> floe.v1.NamedBucketMove
+	67,  // 50: floe.v1.MoveStatusResponse.running:type_name -> floe.v1.MoveProgress
+	61,  // 51: floe.v1.MoveStatusResponse.queued:type_name -> floe.v1.NamedBucketMove
+	92,  // 52: floe.v1.MoveStatusResponse.bounds:type_name -> floe.v1.MoveBounds
+	61,  // 53: floe.v1.MoveProgress.move:type_name -> floe.v1.NamedBucketMove
+	70,  // 54: floe.v1.RebalanceResponse.moves:type_name -> floe.v1.PlannedMove
+	71,  // 55: floe.v1.RebalanceResponse.before:type_name -> floe.v1.NodeBalance
+	71,  // 56: floe.v1.RebalanceResponse.after:type_name -> floe.v1.NodeBalance
+	63,  // 57: floe.v1.RebalanceResponse.started:type_name -> floe.v1.MoveReplicasResponse
+	61,  // 58: floe.v1.PlannedMove.move:type_name -> floe.v1.NamedBucketMove
+	83,  // 59: floe.v1.SetClusterSettingsResponse.settings:type_name -> floe.v1.ClusterSettings
+	0,   // 60: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,   // 61: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,   // 62: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,   // 63: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11,  // 64: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12,  // 65: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13,  // 66: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15,  // 67: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16,  // 68: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17,  // 69: floe.v1.Meta.AlterTable:input_type -> floe.v1.AlterTableRequest
+	18,  // 70: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	20,  // 71: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	22,  // 72: floe.v1.Meta.CreatePartition:input_type -> floe.v1.CreatePartitionRequest
+	22,  // 73: floe.v1.Meta.CreatePartitionOnWrite:input_type -> floe.v1.CreatePartitionRequest
+	23,  // 74: floe.v1.Meta.DropPartition:input_type -> floe.v1.DropPartitionRequest
+	24,  // 75: floe.v1.Meta.ListPartitions:input_type -> floe.v1.ListPartitionsRequest
+	37,  // 76: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	38,  // 77: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	40,  // 78: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
+	42,  // 79: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
+	44,  // 80: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	46,  // 81: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
+	47,  // 82: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
+	49,  // 83: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
+	62,  // 84: floe.v1.Meta.MoveReplicas:input_type -> floe.v1.MoveReplicasRequest
+	64,  // 85: floe.v1.Meta.CancelMoves:input_type -> floe.v1.CancelMovesRequest
+	65,  // 86: floe.v1.Meta.MoveStatus:input_type -> floe.v1.MoveStatusRequest
+	68,  // 87: floe.v1.Meta.Rebalance:input_type -> floe.v1.RebalanceRequest
+	72,  // 88: floe.v1.Meta.SetClusterSettings:input_type -> floe.v1.SetClusterSettingsRequest
+	27,  // 89: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	30,  // 90: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
+	33,  // 91: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	34,  // 92: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	35,  // 93: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	53,  // 94: floe.v1.Meta.PutUser:input_type -> floe.v1.PutUserRequest
+	54,  // 95: floe.v1.Meta.DeleteUser:input_type -> floe.v1.DeleteUserRequest
+	55,  // 96: floe.v1.Meta.ListUsers:input_type -> floe.v1.ListUsersRequest
+	57,  // 97: floe.v1.Meta.AddAcls:input_type -> floe.v1.AddAclsRequest
+	58,  // 98: floe.v1.Meta.RemoveAcls:input_type -> floe.v1.RemoveAclsRequest
+	59,  // 99: floe.v1.Meta.ListAcls:input_type -> floe.v1.ListAclsRequest
+	2,   // 100: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,   // 101: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,   // 102: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,   // 103: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10,  // 104: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10,  // 105: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14,  // 106: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10,  // 107: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10,  // 108: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	10,  // 109: floe.v1.Meta.AlterTable:output_type -> floe.v1.CommandResponse
+	19,  // 110: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	21,  // 111: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	10,  // 112: floe.v1.Meta.CreatePartition:output_type -> floe.v1.CommandResponse
+	10,  // 113: floe.v1.Meta.CreatePartitionOnWrite:output_type -> floe.v1.CommandResponse
+	10,  // 114: floe.v1.Meta.DropPartition:output_type -> floe.v1.CommandResponse
+	25,  // 115: floe.v1.Meta.ListPartitions:output_type -> floe.v1.ListPartitionsResponse
+	93,  // 116: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	39,  // 117: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	41,  // 118: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
+	43,  // 119: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
+	45,  // 120: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	52,  // 121: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
+	48,  // 122: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
+	50,  // 123: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
+	63,  // 124: floe.v1.Meta.MoveReplicas:output_type -> floe.v1.MoveReplicasResponse
+	63,  // 125: floe.v1.Meta.CancelMoves:output_type -> floe.v1.MoveReplicasResponse
+	66,  // 126: floe.v1.Meta.MoveStatus:output_type -> floe.v1.MoveStatusResponse
+	69,  // 127: floe.v1.Meta.Rebalance:output_type -> floe.v1.RebalanceResponse
+	73,  // 128: floe.v1.Meta.SetClusterSettings:output_type -> floe.v1.SetClusterSettingsResponse
+	28,  // 129: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	31,  // 130: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
+	36,  // 131: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	36,  // 132: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	36,  // 133: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	10,  // 134: floe.v1.Meta.PutUser:output_type -> floe.v1.CommandResponse
+	10,  // 135: floe.v1.Meta.DeleteUser:output_type -> floe.v1.CommandResponse
+	56,  // 136: floe.v1.Meta.ListUsers:output_type -> floe.v1.ListUsersResponse
+	10,  // 137: floe.v1.Meta.AddAcls:output_type -> floe.v1.CommandResponse
+	10,  // 138: floe.v1.Meta.RemoveAcls:output_type -> floe.v1.CommandResponse
+	60,  // 139: floe.v1.Meta.ListAcls:output_type -> floe.v1.ListAclsResponse
+	100, // [100:140] is the sub-list for method output_type
+	60,  // [60:100] is the sub-list for method input_type
+	60,  // [60:60] is the sub-list for extension type_name
+	60,  // [60:60] is the sub-list for extension extendee
+	0,   // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -4902,16 +5398,16 @@ func file_meta_proto_init() {
 	file_errors_proto_init()
 	file_metastate_proto_init()
 	file_meta_proto_msgTypes[17].OneofWrappers = []any{}
-	file_meta_proto_msgTypes[27].OneofWrappers = []any{}
-	file_meta_proto_msgTypes[41].OneofWrappers = []any{}
-	file_meta_proto_msgTypes[67].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[32].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[46].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[72].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   71,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

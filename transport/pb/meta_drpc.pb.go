@@ -50,6 +50,10 @@ type DRPCMetaClient interface {
 	AlterTable(ctx context.Context, in *AlterTableRequest) (*CommandResponse, error)
 	ListTables(ctx context.Context, in *ListTablesRequest) (*ListTablesResponse, error)
 	GetTable(ctx context.Context, in *GetTableRequest) (*GetTableResponse, error)
+	CreatePartition(ctx context.Context, in *CreatePartitionRequest) (*CommandResponse, error)
+	CreatePartitionOnWrite(ctx context.Context, in *CreatePartitionRequest) (*CommandResponse, error)
+	DropPartition(ctx context.Context, in *DropPartitionRequest) (*CommandResponse, error)
+	ListPartitions(ctx context.Context, in *ListPartitionsRequest) (*ListPartitionsResponse, error)
 	WatchMetadata(ctx context.Context, in *WatchMetadataRequest) (DRPCMeta_WatchMetadataClient, error)
 	AdjustIsr(ctx context.Context, in *AdjustIsrRequest) (*AdjustIsrResponse, error)
 	CommitRemoteLog(ctx context.Context, in *CommitRemoteLogRequest) (*CommitRemoteLogResponse, error)
@@ -188,6 +192,42 @@ func (c *drpcMetaClient) ListTables(ctx context.Context, in *ListTablesRequest) 
 func (c *drpcMetaClient) GetTable(ctx context.Context, in *GetTableRequest) (*GetTableResponse, error) {
 	out := new(GetTableResponse)
 	err := c.cc.Invoke(ctx, "/floe.v1.Meta/GetTable", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) CreatePartition(ctx context.Context, in *CreatePartitionRequest) (*CommandResponse, error) {
+	out := new(CommandResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/CreatePartition", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) CreatePartitionOnWrite(ctx context.Context, in *CreatePartitionRequest) (*CommandResponse, error) {
+	out := new(CommandResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/CreatePartitionOnWrite", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) DropPartition(ctx context.Context, in *DropPartitionRequest) (*CommandResponse, error) {
+	out := new(CommandResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/DropPartition", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *drpcMetaClient) ListPartitions(ctx context.Context, in *ListPartitionsRequest) (*ListPartitionsResponse, error) {
+	out := new(ListPartitionsResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/ListPartitions", drpcEncoding_File_meta_proto{}, in, out)
 	if err != nil {
 		return nil, err
 	}
@@ -454,6 +494,10 @@ type DRPCMetaServer interface {
 	AlterTable(context.Context, *AlterTableRequest) (*CommandResponse, error)
 	ListTables(context.Context, *ListTablesRequest) (*ListTablesResponse, error)
 	GetTable(context.Context, *GetTableRequest) (*GetTableResponse, error)
+	CreatePartition(context.Context, *CreatePartitionRequest) (*CommandResponse, error)
+	CreatePartitionOnWrite(context.Context, *CreatePartitionRequest) (*CommandResponse, error)
+	DropPartition(context.Context, *DropPartitionRequest) (*CommandResponse, error)
+	ListPartitions(context.Context, *ListPartitionsRequest) (*ListPartitionsResponse, error)
 	WatchMetadata(*WatchMetadataRequest, DRPCMeta_WatchMetadataStream) error
 	AdjustIsr(context.Context, *AdjustIsrRequest) (*AdjustIsrResponse, error)
 	CommitRemoteLog(context.Context, *CommitRemoteLogRequest) (*CommitRemoteLogResponse, error)
@@ -527,6 +571,22 @@ func (s *DRPCMetaUnimplementedServer) ListTables(context.Context, *ListTablesReq
 }
 
 func (s *DRPCMetaUnimplementedServer) GetTable(context.Context, *GetTableRequest) (*GetTableResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) CreatePartition(context.Context, *CreatePartitionRequest) (*CommandResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) CreatePartitionOnWrite(context.Context, *CreatePartitionRequest) (*CommandResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) DropPartition(context.Context, *DropPartitionRequest) (*CommandResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
+func (s *DRPCMetaUnimplementedServer) ListPartitions(context.Context, *ListPartitionsRequest) (*ListPartitionsResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
@@ -628,7 +688,7 @@ func (s *DRPCMetaUnimplementedServer) ListAcls(context.Context, *ListAclsRequest
 
 type DRPCMetaDescription struct{}
 
-func (DRPCMetaDescription) NumMethods() int { return 36 }
+func (DRPCMetaDescription) NumMethods() int { return 40 }
 
 func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -741,6 +801,42 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 					)
 			}, DRPCMetaServer.GetTable, true
 	case 12:
+		return "/floe.v1.Meta/CreatePartition", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					CreatePartition(
+						ctx,
+						in1.(*CreatePartitionRequest),
+					)
+			}, DRPCMetaServer.CreatePartition, true
+	case 13:
+		return "/floe.v1.Meta/CreatePartitionOnWrite", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					CreatePartitionOnWrite(
+						ctx,
+						in1.(*CreatePartitionRequest),
+					)
+			}, DRPCMetaServer.CreatePartitionOnWrite, true
+	case 14:
+		return "/floe.v1.Meta/DropPartition", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					DropPartition(
+						ctx,
+						in1.(*DropPartitionRequest),
+					)
+			}, DRPCMetaServer.DropPartition, true
+	case 15:
+		return "/floe.v1.Meta/ListPartitions", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					ListPartitions(
+						ctx,
+						in1.(*ListPartitionsRequest),
+					)
+			}, DRPCMetaServer.ListPartitions, true
+	case 16:
 		return "/floe.v1.Meta/WatchMetadata", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return nil, srv.(DRPCMetaServer).
@@ -749,7 +845,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						&drpcMeta_WatchMetadataStream{in2.(drpc.Stream)},
 					)
 			}, DRPCMetaServer.WatchMetadata, true
-	case 13:
+	case 17:
 		return "/floe.v1.Meta/AdjustIsr", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -758,7 +854,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AdjustIsrRequest),
 					)
 			}, DRPCMetaServer.AdjustIsr, true
-	case 14:
+	case 18:
 		return "/floe.v1.Meta/CommitRemoteLog", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -767,7 +863,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*CommitRemoteLogRequest),
 					)
 			}, DRPCMetaServer.CommitRemoteLog, true
-	case 15:
+	case 19:
 		return "/floe.v1.Meta/CommitKVSnapshot", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -776,7 +872,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*CommitKVSnapshotRequest),
 					)
 			}, DRPCMetaServer.CommitKVSnapshot, true
-	case 16:
+	case 20:
 		return "/floe.v1.Meta/AllocateWriterId", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -785,7 +881,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AllocateWriterIdRequest),
 					)
 			}, DRPCMetaServer.AllocateWriterId, true
-	case 17:
+	case 21:
 		return "/floe.v1.Meta/ElectLeaders", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -794,7 +890,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ElectLeadersRequest),
 					)
 			}, DRPCMetaServer.ElectLeaders, true
-	case 18:
+	case 22:
 		return "/floe.v1.Meta/DrainNode", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -803,7 +899,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*DrainNodeRequest),
 					)
 			}, DRPCMetaServer.DrainNode, true
-	case 19:
+	case 23:
 		return "/floe.v1.Meta/RemoveNode", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -812,7 +908,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveNodeRequest),
 					)
 			}, DRPCMetaServer.RemoveNode, true
-	case 20:
+	case 24:
 		return "/floe.v1.Meta/MoveReplicas", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -821,7 +917,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*MoveReplicasRequest),
 					)
 			}, DRPCMetaServer.MoveReplicas, true
-	case 21:
+	case 25:
 		return "/floe.v1.Meta/CancelMoves", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -830,7 +926,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*CancelMovesRequest),
 					)
 			}, DRPCMetaServer.CancelMoves, true
-	case 22:
+	case 26:
 		return "/floe.v1.Meta/MoveStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -839,7 +935,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*MoveStatusRequest),
 					)
 			}, DRPCMetaServer.MoveStatus, true
-	case 23:
+	case 27:
 		return "/floe.v1.Meta/Rebalance", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -848,7 +944,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RebalanceRequest),
 					)
 			}, DRPCMetaServer.Rebalance, true
-	case 24:
+	case 28:
 		return "/floe.v1.Meta/SetClusterSettings", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -857,7 +953,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*SetClusterSettingsRequest),
 					)
 			}, DRPCMetaServer.SetClusterSettings, true
-	case 25:
+	case 29:
 		return "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -866,7 +962,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ClusterStatusRequest),
 					)
 			}, DRPCMetaServer.ClusterStatus, true
-	case 26:
+	case 30:
 		return "/floe.v1.Meta/BucketStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -875,7 +971,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*BucketStatusRequest),
 					)
 			}, DRPCMetaServer.BucketStatus, true
-	case 27:
+	case 31:
 		return "/floe.v1.Meta/AddVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -884,7 +980,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddVoterRequest),
 					)
 			}, DRPCMetaServer.AddVoter, true
-	case 28:
+	case 32:
 		return "/floe.v1.Meta/RemoveVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -893,7 +989,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveVoterRequest),
 					)
 			}, DRPCMetaServer.RemoveVoter, true
-	case 29:
+	case 33:
 		return "/floe.v1.Meta/TransferLeadership", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -902,7 +998,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*TransferLeadershipRequest),
 					)
 			}, DRPCMetaServer.TransferLeadership, true
-	case 30:
+	case 34:
 		return "/floe.v1.Meta/PutUser", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -911,7 +1007,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*PutUserRequest),
 					)
 			}, DRPCMetaServer.PutUser, true
-	case 31:
+	case 35:
 		return "/floe.v1.Meta/DeleteUser", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -920,7 +1016,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*DeleteUserRequest),
 					)
 			}, DRPCMetaServer.DeleteUser, true
-	case 32:
+	case 36:
 		return "/floe.v1.Meta/ListUsers", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -929,7 +1025,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ListUsersRequest),
 					)
 			}, DRPCMetaServer.ListUsers, true
-	case 33:
+	case 37:
 		return "/floe.v1.Meta/AddAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -938,7 +1034,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddAclsRequest),
 					)
 			}, DRPCMetaServer.AddAcls, true
-	case 34:
+	case 38:
 		return "/floe.v1.Meta/RemoveAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -947,7 +1043,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveAclsRequest),
 					)
 			}, DRPCMetaServer.RemoveAcls, true
-	case 35:
+	case 39:
 		return "/floe.v1.Meta/ListAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -1199,6 +1295,86 @@ func (x *drpcMeta_GetTableStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcMeta_GetTableStream) SendAndClose(m *GetTableResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_CreatePartitionStream interface {
+	drpc.Stream
+	SendAndClose(*CommandResponse) error
+}
+
+type drpcMeta_CreatePartitionStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_CreatePartitionStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_CreatePartitionStream) SendAndClose(m *CommandResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_CreatePartitionOnWriteStream interface {
+	drpc.Stream
+	SendAndClose(*CommandResponse) error
+}
+
+type drpcMeta_CreatePartitionOnWriteStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_CreatePartitionOnWriteStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_CreatePartitionOnWriteStream) SendAndClose(m *CommandResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_DropPartitionStream interface {
+	drpc.Stream
+	SendAndClose(*CommandResponse) error
+}
+
+type drpcMeta_DropPartitionStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_DropPartitionStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_DropPartitionStream) SendAndClose(m *CommandResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_ListPartitionsStream interface {
+	drpc.Stream
+	SendAndClose(*ListPartitionsResponse) error
+}
+
+type drpcMeta_ListPartitionsStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_ListPartitionsStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_ListPartitionsStream) SendAndClose(m *ListPartitionsResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
 		return err
 	}

@@ -21,6 +21,57 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type PartitionOrigin int32
+
+const (
+	PartitionOrigin_PARTITION_ORIGIN_EXPLICIT PartitionOrigin = 0
+	// By a writer that met a row of a partition that did not exist.
+	PartitionOrigin_PARTITION_ORIGIN_ON_WRITE PartitionOrigin = 1
+	// By the controller's auto-partitioning schedule.
+	PartitionOrigin_PARTITION_ORIGIN_AUTO PartitionOrigin = 2
+)
+
+// Enum value maps for PartitionOrigin.
+var (
+	PartitionOrigin_name = map[int32]string{
+		0: "PARTITION_ORIGIN_EXPLICIT",
+		1: "PARTITION_ORIGIN_ON_WRITE",
+		2: "PARTITION_ORIGIN_AUTO",
+	}
+	PartitionOrigin_value = map[string]int32{
+		"PARTITION_ORIGIN_EXPLICIT": 0,
+		"PARTITION_ORIGIN_ON_WRITE": 1,
+		"PARTITION_ORIGIN_AUTO":     2,
+	}
+)
+
+func (x PartitionOrigin) Enum() *PartitionOrigin {
+	p := new(PartitionOrigin)
+	*p = x
+	return p
+}
+
+func (x PartitionOrigin) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PartitionOrigin) Descriptor() protoreflect.EnumDescriptor {
+	return file_metastate_proto_enumTypes[0].Descriptor()
+}
+
+func (PartitionOrigin) Type() protoreflect.EnumType {
+	return &file_metastate_proto_enumTypes[0]
+}
+
+func (x PartitionOrigin) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PartitionOrigin.Descriptor instead.
+func (PartitionOrigin) EnumDescriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{0}
+}
+
 type AclResourceType int32
 
 const (
@@ -60,11 +111,11 @@ func (x AclResourceType) String() string {
 }
 
 func (AclResourceType) Descriptor() protoreflect.EnumDescriptor {
-	return file_metastate_proto_enumTypes[0].Descriptor()
+	return file_metastate_proto_enumTypes[1].Descriptor()
 }
 
 func (AclResourceType) Type() protoreflect.EnumType {
-	return &file_metastate_proto_enumTypes[0]
+	return &file_metastate_proto_enumTypes[1]
 }
 
 func (x AclResourceType) Number() protoreflect.EnumNumber {
@@ -73,7 +124,7 @@ func (x AclResourceType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AclResourceType.Descriptor instead.
 func (AclResourceType) EnumDescriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{0}
+	return file_metastate_proto_rawDescGZIP(), []int{1}
 }
 
 type AclPatternType int32
@@ -111,11 +162,11 @@ func (x AclPatternType) String() string {
 }
 
 func (AclPatternType) Descriptor() protoreflect.EnumDescriptor {
-	return file_metastate_proto_enumTypes[1].Descriptor()
+	return file_metastate_proto_enumTypes[2].Descriptor()
 }
 
 func (AclPatternType) Type() protoreflect.EnumType {
-	return &file_metastate_proto_enumTypes[1]
+	return &file_metastate_proto_enumTypes[2]
 }
 
 func (x AclPatternType) Number() protoreflect.EnumNumber {
@@ -124,7 +175,7 @@ func (x AclPatternType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AclPatternType.Descriptor instead.
 func (AclPatternType) EnumDescriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{1}
+	return file_metastate_proto_rawDescGZIP(), []int{2}
 }
 
 type AclOperation int32
@@ -178,11 +229,11 @@ func (x AclOperation) String() string {
 }
 
 func (AclOperation) Descriptor() protoreflect.EnumDescriptor {
-	return file_metastate_proto_enumTypes[2].Descriptor()
+	return file_metastate_proto_enumTypes[3].Descriptor()
 }
 
 func (AclOperation) Type() protoreflect.EnumType {
-	return &file_metastate_proto_enumTypes[2]
+	return &file_metastate_proto_enumTypes[3]
 }
 
 func (x AclOperation) Number() protoreflect.EnumNumber {
@@ -191,7 +242,7 @@ func (x AclOperation) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AclOperation.Descriptor instead.
 func (AclOperation) EnumDescriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{2}
+	return file_metastate_proto_rawDescGZIP(), []int{3}
 }
 
 type AclPermission int32
@@ -227,11 +278,11 @@ func (x AclPermission) String() string {
 }
 
 func (AclPermission) Descriptor() protoreflect.EnumDescriptor {
-	return file_metastate_proto_enumTypes[3].Descriptor()
+	return file_metastate_proto_enumTypes[4].Descriptor()
 }
 
 func (AclPermission) Type() protoreflect.EnumType {
-	return &file_metastate_proto_enumTypes[3]
+	return &file_metastate_proto_enumTypes[4]
 }
 
 func (x AclPermission) Number() protoreflect.EnumNumber {
@@ -240,7 +291,7 @@ func (x AclPermission) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AclPermission.Descriptor instead.
 func (AclPermission) EnumDescriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{3}
+	return file_metastate_proto_rawDescGZIP(), []int{4}
 }
 
 // NodeRecord is a registered node.
@@ -568,7 +619,12 @@ type TableRecord struct {
 	Comment string `protobuf:"bytes,13,opt,name=comment,proto3" json:"comment,omitempty"`
 	// When the last AlterTable that changed the table was applied (the Raft
 	// append time); 0: never altered.
-	AlteredAtMs   int64 `protobuf:"varint,14,opt,name=altered_at_ms,json=alteredAtMs,proto3" json:"altered_at_ms,omitempty"`
+	AlteredAtMs int64 `protobuf:"varint,14,opt,name=altered_at_ms,json=alteredAtMs,proto3" json:"altered_at_ms,omitempty"`
+	// The partition columns of a partitioned table, in order; empty: not
+	// partitioned. A partitioned table has no buckets of its own: each
+	// partition (PartitionRecord) has the table's bucket count, under its own
+	// id (docs/partitions.md).
+	PartitionKeys []string `protobuf:"bytes,15,rep,name=partition_keys,json=partitionKeys,proto3" json:"partition_keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -701,6 +757,105 @@ func (x *TableRecord) GetAlteredAtMs() int64 {
 	return 0
 }
 
+func (x *TableRecord) GetPartitionKeys() []string {
+	if x != nil {
+		return x.PartitionKeys
+	}
+	return nil
+}
+
+// PartitionRecord is one partition of a partitioned table. Its id comes
+// from the table id counter, so a partition's buckets, replicas, remote
+// log and KV snapshots are keyed like a table's: by the partition's id,
+// the "physical table" everything below the catalog works on.
+type PartitionRecord struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	TableId uint64                 `protobuf:"varint,2,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	// The partition's values, one per partition key, in canonical text
+	// (internal/partition): "2026-12-03", "eu", "42".
+	Values []string `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
+	// key=value pairs joined by "/": "dt=2026-12-03", "region=eu/dt=2026-12-03".
+	Name        string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	CreatedAtMs int64  `protobuf:"varint,5,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	// How it was created.
+	Origin        PartitionOrigin `protobuf:"varint,6,opt,name=origin,proto3,enum=floe.v1.PartitionOrigin" json:"origin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionRecord) Reset() {
+	*x = PartitionRecord{}
+	mi := &file_metastate_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionRecord) ProtoMessage() {}
+
+func (x *PartitionRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionRecord.ProtoReflect.Descriptor instead.
+func (*PartitionRecord) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PartitionRecord) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *PartitionRecord) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *PartitionRecord) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *PartitionRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PartitionRecord) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *PartitionRecord) GetOrigin() PartitionOrigin {
+	if x != nil {
+		return x.Origin
+	}
+	return PartitionOrigin_PARTITION_ORIGIN_EXPLICIT
+}
+
 // BucketRecord is one bucket's replica placement and leadership.
 type BucketRecord struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -739,7 +894,7 @@ type BucketRecord struct {
 
 func (x *BucketRecord) Reset() {
 	*x = BucketRecord{}
-	mi := &file_metastate_proto_msgTypes[5]
+	mi := &file_metastate_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +906,7 @@ func (x *BucketRecord) String() string {
 func (*BucketRecord) ProtoMessage() {}
 
 func (x *BucketRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[5]
+	mi := &file_metastate_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +919,7 @@ func (x *BucketRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketRecord.ProtoReflect.Descriptor instead.
 func (*BucketRecord) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{5}
+	return file_metastate_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *BucketRecord) GetTableId() uint64 {
@@ -868,7 +1023,7 @@ type ReplicaMove struct {
 
 func (x *ReplicaMove) Reset() {
 	*x = ReplicaMove{}
-	mi := &file_metastate_proto_msgTypes[6]
+	mi := &file_metastate_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -880,7 +1035,7 @@ func (x *ReplicaMove) String() string {
 func (*ReplicaMove) ProtoMessage() {}
 
 func (x *ReplicaMove) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[6]
+	mi := &file_metastate_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -893,7 +1048,7 @@ func (x *ReplicaMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaMove.ProtoReflect.Descriptor instead.
 func (*ReplicaMove) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{6}
+	return file_metastate_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReplicaMove) GetOriginal() []uint32 {
@@ -930,7 +1085,7 @@ type BucketMove struct {
 
 func (x *BucketMove) Reset() {
 	*x = BucketMove{}
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1097,7 @@ func (x *BucketMove) String() string {
 func (*BucketMove) ProtoMessage() {}
 
 func (x *BucketMove) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1110,7 @@ func (x *BucketMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketMove.ProtoReflect.Descriptor instead.
 func (*BucketMove) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{7}
+	return file_metastate_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *BucketMove) GetTableId() uint64 {
@@ -999,7 +1154,7 @@ type MovePlan struct {
 
 func (x *MovePlan) Reset() {
 	*x = MovePlan{}
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1166,7 @@ func (x *MovePlan) String() string {
 func (*MovePlan) ProtoMessage() {}
 
 func (x *MovePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1179,7 @@ func (x *MovePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MovePlan.ProtoReflect.Descriptor instead.
 func (*MovePlan) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{8}
+	return file_metastate_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *MovePlan) GetQueued() []*BucketMove {
@@ -1074,7 +1229,7 @@ type MoveReplicas struct {
 
 func (x *MoveReplicas) Reset() {
 	*x = MoveReplicas{}
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1086,7 +1241,7 @@ func (x *MoveReplicas) String() string {
 func (*MoveReplicas) ProtoMessage() {}
 
 func (x *MoveReplicas) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1099,7 +1254,7 @@ func (x *MoveReplicas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveReplicas.ProtoReflect.Descriptor instead.
 func (*MoveReplicas) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{9}
+	return file_metastate_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MoveReplicas) GetMoves() []*BucketMove {
@@ -1152,7 +1307,7 @@ type CompleteMove struct {
 
 func (x *CompleteMove) Reset() {
 	*x = CompleteMove{}
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1319,7 @@ func (x *CompleteMove) String() string {
 func (*CompleteMove) ProtoMessage() {}
 
 func (x *CompleteMove) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1332,7 @@ func (x *CompleteMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteMove.ProtoReflect.Descriptor instead.
 func (*CompleteMove) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{10}
+	return file_metastate_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CompleteMove) GetTableId() uint64 {
@@ -1236,7 +1391,7 @@ type CancelMove struct {
 
 func (x *CancelMove) Reset() {
 	*x = CancelMove{}
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1403,7 @@ func (x *CancelMove) String() string {
 func (*CancelMove) ProtoMessage() {}
 
 func (x *CancelMove) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1416,7 @@ func (x *CancelMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelMove.ProtoReflect.Descriptor instead.
 func (*CancelMove) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{11}
+	return file_metastate_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CancelMove) GetTableId() uint64 {
@@ -1315,7 +1470,7 @@ type MoveResult struct {
 
 func (x *MoveResult) Reset() {
 	*x = MoveResult{}
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1482,7 @@ func (x *MoveResult) String() string {
 func (*MoveResult) ProtoMessage() {}
 
 func (x *MoveResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1495,7 @@ func (x *MoveResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveResult.ProtoReflect.Descriptor instead.
 func (*MoveResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{12}
+	return file_metastate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MoveResult) GetBuckets() []*BucketRecord {
@@ -1390,7 +1545,7 @@ type KVSnapshot struct {
 
 func (x *KVSnapshot) Reset() {
 	*x = KVSnapshot{}
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1557,7 @@ func (x *KVSnapshot) String() string {
 func (*KVSnapshot) ProtoMessage() {}
 
 func (x *KVSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1570,7 @@ func (x *KVSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVSnapshot.ProtoReflect.Descriptor instead.
 func (*KVSnapshot) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{13}
+	return file_metastate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KVSnapshot) GetManifestKey() string {
@@ -1500,7 +1655,7 @@ type RemoteLog struct {
 
 func (x *RemoteLog) Reset() {
 	*x = RemoteLog{}
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1512,7 +1667,7 @@ func (x *RemoteLog) String() string {
 func (*RemoteLog) ProtoMessage() {}
 
 func (x *RemoteLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1525,7 +1680,7 @@ func (x *RemoteLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLog.ProtoReflect.Descriptor instead.
 func (*RemoteLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{14}
+	return file_metastate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RemoteLog) GetManifestKey() string {
@@ -1622,6 +1777,8 @@ type Command struct {
 	//	*Command_CancelMove
 	//	*Command_SetClusterSettings
 	//	*Command_AlterTable
+	//	*Command_CreatePartition
+	//	*Command_DropPartition
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1629,7 +1786,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1641,7 +1798,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1654,7 +1811,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{15}
+	return file_metastate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Command) GetRequestId() []byte {
@@ -1896,6 +2053,24 @@ func (x *Command) GetAlterTable() *AlterTable {
 	return nil
 }
 
+func (x *Command) GetCreatePartition() *CreatePartition {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CreatePartition); ok {
+			return x.CreatePartition
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDropPartition() *DropPartition {
+	if x != nil {
+		if x, ok := x.Op.(*Command_DropPartition); ok {
+			return x.DropPartition
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -2000,6 +2175,14 @@ type Command_AlterTable struct {
 	AlterTable *AlterTable `protobuf:"bytes,34,opt,name=alter_table,json=alterTable,proto3,oneof"`
 }
 
+type Command_CreatePartition struct {
+	CreatePartition *CreatePartition `protobuf:"bytes,35,opt,name=create_partition,json=createPartition,proto3,oneof"`
+}
+
+type Command_DropPartition struct {
+	DropPartition *DropPartition `protobuf:"bytes,36,opt,name=drop_partition,json=dropPartition,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -2050,6 +2233,10 @@ func (*Command_SetClusterSettings) isCommand_Op() {}
 
 func (*Command_AlterTable) isCommand_Op() {}
 
+func (*Command_CreatePartition) isCommand_Op() {}
+
+func (*Command_DropPartition) isCommand_Op() {}
+
 // ClusterSettings are the cluster-wide switches an operator sets at run
 // time. Stored once; absent (all defaults) until the first
 // SetClusterSettings.
@@ -2066,7 +2253,7 @@ type ClusterSettings struct {
 
 func (x *ClusterSettings) Reset() {
 	*x = ClusterSettings{}
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2078,7 +2265,7 @@ func (x *ClusterSettings) String() string {
 func (*ClusterSettings) ProtoMessage() {}
 
 func (x *ClusterSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2091,7 +2278,7 @@ func (x *ClusterSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSettings.ProtoReflect.Descriptor instead.
 func (*ClusterSettings) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{16}
+	return file_metastate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ClusterSettings) GetAutoElectLeaders() bool {
@@ -2113,7 +2300,7 @@ type SetClusterSettings struct {
 
 func (x *SetClusterSettings) Reset() {
 	*x = SetClusterSettings{}
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2125,7 +2312,7 @@ func (x *SetClusterSettings) String() string {
 func (*SetClusterSettings) ProtoMessage() {}
 
 func (x *SetClusterSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2138,7 +2325,7 @@ func (x *SetClusterSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterSettings.ProtoReflect.Descriptor instead.
 func (*SetClusterSettings) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{17}
+	return file_metastate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetClusterSettings) GetAutoElectLeaders() bool {
@@ -2175,7 +2362,7 @@ type RemoveNode struct {
 
 func (x *RemoveNode) Reset() {
 	*x = RemoveNode{}
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2374,7 @@ func (x *RemoveNode) String() string {
 func (*RemoveNode) ProtoMessage() {}
 
 func (x *RemoveNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2387,7 @@ func (x *RemoveNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNode.ProtoReflect.Descriptor instead.
 func (*RemoveNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{18}
+	return file_metastate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RemoveNode) GetNodeId() uint32 {
@@ -2230,7 +2417,7 @@ type RemoveNodeResult struct {
 
 func (x *RemoveNodeResult) Reset() {
 	*x = RemoveNodeResult{}
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2242,7 +2429,7 @@ func (x *RemoveNodeResult) String() string {
 func (*RemoveNodeResult) ProtoMessage() {}
 
 func (x *RemoveNodeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2255,7 +2442,7 @@ func (x *RemoveNodeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResult.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{19}
+	return file_metastate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RemoveNodeResult) GetNode() *NodeRecord {
@@ -2304,7 +2491,7 @@ type DrainNode struct {
 
 func (x *DrainNode) Reset() {
 	*x = DrainNode{}
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2503,7 @@ func (x *DrainNode) String() string {
 func (*DrainNode) ProtoMessage() {}
 
 func (x *DrainNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2329,7 +2516,7 @@ func (x *DrainNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNode.ProtoReflect.Descriptor instead.
 func (*DrainNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{20}
+	return file_metastate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DrainNode) GetNodeId() uint32 {
@@ -2373,7 +2560,7 @@ type DrainResult struct {
 
 func (x *DrainResult) Reset() {
 	*x = DrainResult{}
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2385,7 +2572,7 @@ func (x *DrainResult) String() string {
 func (*DrainResult) ProtoMessage() {}
 
 func (x *DrainResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2398,7 +2585,7 @@ func (x *DrainResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainResult.ProtoReflect.Descriptor instead.
 func (*DrainResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{21}
+	return file_metastate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DrainResult) GetNode() *NodeRecord {
@@ -2426,15 +2613,17 @@ type BucketDrain struct {
 	Error string    `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
 	// The table's database and name: set by the server that answers the
 	// operator (the state machine names tables by id only).
-	Database      string `protobuf:"bytes,5,opt,name=database,proto3" json:"database,omitempty"`
-	Table         string `protobuf:"bytes,6,opt,name=table,proto3" json:"table,omitempty"`
+	Database string `protobuf:"bytes,5,opt,name=database,proto3" json:"database,omitempty"`
+	Table    string `protobuf:"bytes,6,opt,name=table,proto3" json:"table,omitempty"`
+	// The bucket's partition of a partitioned table, set with the names.
+	Partition     string `protobuf:"bytes,7,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BucketDrain) Reset() {
 	*x = BucketDrain{}
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2635,7 @@ func (x *BucketDrain) String() string {
 func (*BucketDrain) ProtoMessage() {}
 
 func (x *BucketDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2648,7 @@ func (x *BucketDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketDrain.ProtoReflect.Descriptor instead.
 func (*BucketDrain) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{22}
+	return file_metastate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BucketDrain) GetBucket() *BucketRecord {
@@ -2504,6 +2693,13 @@ func (x *BucketDrain) GetTable() string {
 	return ""
 }
 
+func (x *BucketDrain) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
 // CommitKVSnapshot is a primary-key bucket leader's commit of a KV
 // snapshot it stored. Refused (FENCED) unless leader_id and leader_epoch
 // are the bucket's current leader and epoch and expected_version is the
@@ -2538,7 +2734,7 @@ type CommitKVSnapshot struct {
 
 func (x *CommitKVSnapshot) Reset() {
 	*x = CommitKVSnapshot{}
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2550,7 +2746,7 @@ func (x *CommitKVSnapshot) String() string {
 func (*CommitKVSnapshot) ProtoMessage() {}
 
 func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2563,7 +2759,7 @@ func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshot.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshot) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{23}
+	return file_metastate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CommitKVSnapshot) GetTableId() uint64 {
@@ -2646,7 +2842,7 @@ type CommitRemoteLog struct {
 
 func (x *CommitRemoteLog) Reset() {
 	*x = CommitRemoteLog{}
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2658,7 +2854,7 @@ func (x *CommitRemoteLog) String() string {
 func (*CommitRemoteLog) ProtoMessage() {}
 
 func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2671,7 +2867,7 @@ func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLog.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{24}
+	return file_metastate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CommitRemoteLog) GetTableId() uint64 {
@@ -2763,7 +2959,7 @@ type ReportDamagedReplica struct {
 
 func (x *ReportDamagedReplica) Reset() {
 	*x = ReportDamagedReplica{}
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2775,7 +2971,7 @@ func (x *ReportDamagedReplica) String() string {
 func (*ReportDamagedReplica) ProtoMessage() {}
 
 func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2788,7 +2984,7 @@ func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportDamagedReplica.ProtoReflect.Descriptor instead.
 func (*ReportDamagedReplica) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{25}
+	return file_metastate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReportDamagedReplica) GetTableId() uint64 {
@@ -2849,7 +3045,7 @@ type AllocateWriterId struct {
 
 func (x *AllocateWriterId) Reset() {
 	*x = AllocateWriterId{}
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2861,7 +3057,7 @@ func (x *AllocateWriterId) String() string {
 func (*AllocateWriterId) ProtoMessage() {}
 
 func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2874,7 +3070,7 @@ func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterId.ProtoReflect.Descriptor instead.
 func (*AllocateWriterId) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{26}
+	return file_metastate_proto_rawDescGZIP(), []int{27}
 }
 
 // AdjustIsr is a bucket leader's request to change its ISR: compare-and-set
@@ -2901,7 +3097,7 @@ type AdjustIsr struct {
 
 func (x *AdjustIsr) Reset() {
 	*x = AdjustIsr{}
-	mi := &file_metastate_proto_msgTypes[27]
+	mi := &file_metastate_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2913,7 +3109,7 @@ func (x *AdjustIsr) String() string {
 func (*AdjustIsr) ProtoMessage() {}
 
 func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[27]
+	mi := &file_metastate_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2926,7 +3122,7 @@ func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsr.ProtoReflect.Descriptor instead.
 func (*AdjustIsr) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{27}
+	return file_metastate_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AdjustIsr) GetTableId() uint64 {
@@ -2989,7 +3185,7 @@ type MemberEpoch struct {
 
 func (x *MemberEpoch) Reset() {
 	*x = MemberEpoch{}
-	mi := &file_metastate_proto_msgTypes[28]
+	mi := &file_metastate_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3001,7 +3197,7 @@ func (x *MemberEpoch) String() string {
 func (*MemberEpoch) ProtoMessage() {}
 
 func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[28]
+	mi := &file_metastate_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3014,7 +3210,7 @@ func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberEpoch.ProtoReflect.Descriptor instead.
 func (*MemberEpoch) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{28}
+	return file_metastate_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MemberEpoch) GetNodeId() uint32 {
@@ -3048,7 +3244,7 @@ type FenceNodes struct {
 
 func (x *FenceNodes) Reset() {
 	*x = FenceNodes{}
-	mi := &file_metastate_proto_msgTypes[29]
+	mi := &file_metastate_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3060,7 +3256,7 @@ func (x *FenceNodes) String() string {
 func (*FenceNodes) ProtoMessage() {}
 
 func (x *FenceNodes) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[29]
+	mi := &file_metastate_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3073,7 +3269,7 @@ func (x *FenceNodes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceNodes.ProtoReflect.Descriptor instead.
 func (*FenceNodes) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{29}
+	return file_metastate_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *FenceNodes) GetGone() []uint32 {
@@ -3113,14 +3309,18 @@ type ElectLeaders struct {
 	// replicas of the buckets without a live ISR member, at most one per
 	// bucket and node (INVALID_REQUEST otherwise). The election ranks by
 	// them; a replica without one ranks after every replica with one.
-	ReplicaLogs   []*ReplicaLog `protobuf:"bytes,6,rep,name=replica_logs,json=replicaLogs,proto3" json:"replica_logs,omitempty"`
+	ReplicaLogs []*ReplicaLog `protobuf:"bytes,6,rep,name=replica_logs,json=replicaLogs,proto3" json:"replica_logs,omitempty"`
+	// Of a partitioned table: the partition whose buckets to elect
+	// ("dt=2026-12-03"), read against the table's partition columns; a
+	// partitioned table has no buckets of its own.
+	Partition     string `protobuf:"bytes,7,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ElectLeaders) Reset() {
 	*x = ElectLeaders{}
-	mi := &file_metastate_proto_msgTypes[30]
+	mi := &file_metastate_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3132,7 +3332,7 @@ func (x *ElectLeaders) String() string {
 func (*ElectLeaders) ProtoMessage() {}
 
 func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[30]
+	mi := &file_metastate_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3145,7 +3345,7 @@ func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeaders.ProtoReflect.Descriptor instead.
 func (*ElectLeaders) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{30}
+	return file_metastate_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ElectLeaders) GetDatabase() string {
@@ -3190,6 +3390,13 @@ func (x *ElectLeaders) GetReplicaLogs() []*ReplicaLog {
 	return nil
 }
 
+func (x *ElectLeaders) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
 // ReplicaLog is what one node's replica of a bucket holds, as the node
 // reported it (Tablet.ReplicaLogs).
 type ReplicaLog struct {
@@ -3206,7 +3413,7 @@ type ReplicaLog struct {
 
 func (x *ReplicaLog) Reset() {
 	*x = ReplicaLog{}
-	mi := &file_metastate_proto_msgTypes[31]
+	mi := &file_metastate_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3218,7 +3425,7 @@ func (x *ReplicaLog) String() string {
 func (*ReplicaLog) ProtoMessage() {}
 
 func (x *ReplicaLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[31]
+	mi := &file_metastate_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3231,7 +3438,7 @@ func (x *ReplicaLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaLog.ProtoReflect.Descriptor instead.
 func (*ReplicaLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{31}
+	return file_metastate_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReplicaLog) GetNodeId() uint32 {
@@ -3281,7 +3488,7 @@ type ElectionCandidate struct {
 
 func (x *ElectionCandidate) Reset() {
 	*x = ElectionCandidate{}
-	mi := &file_metastate_proto_msgTypes[32]
+	mi := &file_metastate_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3293,7 +3500,7 @@ func (x *ElectionCandidate) String() string {
 func (*ElectionCandidate) ProtoMessage() {}
 
 func (x *ElectionCandidate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[32]
+	mi := &file_metastate_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3306,7 +3513,7 @@ func (x *ElectionCandidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionCandidate.ProtoReflect.Descriptor instead.
 func (*ElectionCandidate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{32}
+	return file_metastate_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ElectionCandidate) GetNodeId() uint32 {
@@ -3354,7 +3561,7 @@ type ElectionResult struct {
 
 func (x *ElectionResult) Reset() {
 	*x = ElectionResult{}
-	mi := &file_metastate_proto_msgTypes[33]
+	mi := &file_metastate_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3366,7 +3573,7 @@ func (x *ElectionResult) String() string {
 func (*ElectionResult) ProtoMessage() {}
 
 func (x *ElectionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[33]
+	mi := &file_metastate_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3379,7 +3586,7 @@ func (x *ElectionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionResult.ProtoReflect.Descriptor instead.
 func (*ElectionResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{33}
+	return file_metastate_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ElectionResult) GetBuckets() []*BucketElection {
@@ -3407,7 +3614,7 @@ type BucketElection struct {
 
 func (x *BucketElection) Reset() {
 	*x = BucketElection{}
-	mi := &file_metastate_proto_msgTypes[34]
+	mi := &file_metastate_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +3626,7 @@ func (x *BucketElection) String() string {
 func (*BucketElection) ProtoMessage() {}
 
 func (x *BucketElection) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[34]
+	mi := &file_metastate_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +3639,7 @@ func (x *BucketElection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketElection.ProtoReflect.Descriptor instead.
 func (*BucketElection) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{34}
+	return file_metastate_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BucketElection) GetBucket() *BucketRecord {
@@ -3487,7 +3694,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[35]
+	mi := &file_metastate_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3499,7 +3706,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[35]
+	mi := &file_metastate_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3512,7 +3719,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{35}
+	return file_metastate_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -3531,7 +3738,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[36]
+	mi := &file_metastate_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3543,7 +3750,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[36]
+	mi := &file_metastate_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3556,7 +3763,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{36}
+	return file_metastate_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -3576,7 +3783,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[37]
+	mi := &file_metastate_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3588,7 +3795,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[37]
+	mi := &file_metastate_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3601,7 +3808,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{37}
+	return file_metastate_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -3629,7 +3836,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[38]
+	mi := &file_metastate_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3641,7 +3848,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[38]
+	mi := &file_metastate_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3654,7 +3861,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{38}
+	return file_metastate_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -3693,6 +3900,8 @@ type CreateTable struct {
 	// registered tablet nodes in this list, and the replication factor is
 	// checked against them; empty: every registered tablet node.
 	LiveNodes []uint32 `protobuf:"varint,10,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
+	// Partition columns (TableRecord.partition_keys).
+	PartitionKeys []string `protobuf:"bytes,12,rep,name=partition_keys,json=partitionKeys,proto3" json:"partition_keys,omitempty"`
 	// The rules the table is checked by, set by the proposer
 	// (metastate.CreateTableChecks): 0, as committed by builds before the
 	// property registry, checks properties only for size and the primary-key
@@ -3707,7 +3916,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[39]
+	mi := &file_metastate_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3719,7 +3928,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[39]
+	mi := &file_metastate_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3732,7 +3941,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{39}
+	return file_metastate_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -3805,6 +4014,13 @@ func (x *CreateTable) GetLiveNodes() []uint32 {
 	return nil
 }
 
+func (x *CreateTable) GetPartitionKeys() []string {
+	if x != nil {
+		return x.PartitionKeys
+	}
+	return nil
+}
+
 func (x *CreateTable) GetChecks() uint32 {
 	if x != nil {
 		return x.Checks
@@ -3823,7 +4039,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[40]
+	mi := &file_metastate_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3835,7 +4051,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[40]
+	mi := &file_metastate_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3848,7 +4064,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{40}
+	return file_metastate_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -3870,6 +4086,215 @@ func (x *DropTable) GetIfExists() bool {
 		return x.IfExists
 	}
 	return false
+}
+
+// CreatePartition adds a partition to a partitioned table and places its
+// buckets like a table's. An existing partition of the same values is the
+// answer when if_not_exists is set (unchanged), ALREADY_EXISTS otherwise:
+// concurrent creates of one partition come out as one partition.
+type CreatePartition struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Database string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Table    string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// 0: any table of that name; else the table must have this id (FENCED
+	// otherwise), so a create never lands on a table dropped and created
+	// again.
+	TableId uint64 `protobuf:"varint,3,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	// One per partition key, in canonical text.
+	Values      []string        `protobuf:"bytes,4,rep,name=values,proto3" json:"values,omitempty"`
+	IfNotExists bool            `protobuf:"varint,5,opt,name=if_not_exists,json=ifNotExists,proto3" json:"if_not_exists,omitempty"`
+	Origin      PartitionOrigin `protobuf:"varint,6,opt,name=origin,proto3,enum=floe.v1.PartitionOrigin" json:"origin,omitempty"`
+	// As in CreateTable.
+	LiveNodes []uint32 `protobuf:"varint,7,rep,packed,name=live_nodes,json=liveNodes,proto3" json:"live_nodes,omitempty"`
+	// The partition as a caller named it ("dt=2026-12-03"), read by the
+	// state machine against the table's partition columns when values is
+	// empty: the proposer need not read the table first.
+	Partition     string `protobuf:"bytes,8,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatePartition) Reset() {
+	*x = CreatePartition{}
+	mi := &file_metastate_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePartition) ProtoMessage() {}
+
+func (x *CreatePartition) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePartition.ProtoReflect.Descriptor instead.
+func (*CreatePartition) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *CreatePartition) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *CreatePartition) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *CreatePartition) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *CreatePartition) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *CreatePartition) GetIfNotExists() bool {
+	if x != nil {
+		return x.IfNotExists
+	}
+	return false
+}
+
+func (x *CreatePartition) GetOrigin() PartitionOrigin {
+	if x != nil {
+		return x.Origin
+	}
+	return PartitionOrigin_PARTITION_ORIGIN_EXPLICIT
+}
+
+func (x *CreatePartition) GetLiveNodes() []uint32 {
+	if x != nil {
+		return x.LiveNodes
+	}
+	return nil
+}
+
+func (x *CreatePartition) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+// DropPartition drops one partition: its buckets leave the state and every
+// replica deletes its local data and remote copies, as for a dropped table.
+type DropPartition struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Database string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Table    string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	TableId  uint64                 `protobuf:"varint,3,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Values   []string               `protobuf:"bytes,4,rep,name=values,proto3" json:"values,omitempty"`
+	IfExists bool                   `protobuf:"varint,5,opt,name=if_exists,json=ifExists,proto3" json:"if_exists,omitempty"`
+	// 0: any partition of those values; else only this one (the controller's
+	// retention drops exactly the partition it judged too old).
+	PartitionId uint64 `protobuf:"varint,6,opt,name=partition_id,json=partitionId,proto3" json:"partition_id,omitempty"`
+	// As in CreatePartition.
+	Partition     string `protobuf:"bytes,7,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropPartition) Reset() {
+	*x = DropPartition{}
+	mi := &file_metastate_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropPartition) ProtoMessage() {}
+
+func (x *DropPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropPartition.ProtoReflect.Descriptor instead.
+func (*DropPartition) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *DropPartition) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *DropPartition) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *DropPartition) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *DropPartition) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *DropPartition) GetIfExists() bool {
+	if x != nil {
+		return x.IfExists
+	}
+	return false
+}
+
+func (x *DropPartition) GetPartitionId() uint64 {
+	if x != nil {
+		return x.PartitionId
+	}
+	return 0
+}
+
+func (x *DropPartition) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
 }
 
 // AlterTable changes one table, all or nothing (docs/tables.md, ALTER
@@ -3908,7 +4333,7 @@ type AlterTable struct {
 
 func (x *AlterTable) Reset() {
 	*x = AlterTable{}
-	mi := &file_metastate_proto_msgTypes[41]
+	mi := &file_metastate_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3920,7 +4345,7 @@ func (x *AlterTable) String() string {
 func (*AlterTable) ProtoMessage() {}
 
 func (x *AlterTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[41]
+	mi := &file_metastate_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3933,7 +4358,7 @@ func (x *AlterTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTable.ProtoReflect.Descriptor instead.
 func (*AlterTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{41}
+	return file_metastate_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AlterTable) GetDatabase() string {
@@ -4019,6 +4444,7 @@ type CommandResult struct {
 	//	*CommandResult_Removal
 	//	*CommandResult_Moves
 	//	*CommandResult_Settings
+	//	*CommandResult_Partition
 	Value isCommandResult_Value `protobuf_oneof:"value"`
 	// Set when an "if not exists" or "if exists" made the command a no-op.
 	Unchanged bool `protobuf:"varint,20,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
@@ -4030,7 +4456,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[42]
+	mi := &file_metastate_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4042,7 +4468,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[42]
+	mi := &file_metastate_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4055,7 +4481,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{42}
+	return file_metastate_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -4176,6 +4602,15 @@ func (x *CommandResult) GetSettings() *ClusterSettings {
 	return nil
 }
 
+func (x *CommandResult) GetPartition() *PartitionRecord {
+	if x != nil {
+		if x, ok := x.Value.(*CommandResult_Partition); ok {
+			return x.Partition
+		}
+	}
+	return nil
+}
+
 func (x *CommandResult) GetUnchanged() bool {
 	if x != nil {
 		return x.Unchanged
@@ -4234,6 +4669,10 @@ type CommandResult_Settings struct {
 	Settings *ClusterSettings `protobuf:"bytes,19,opt,name=settings,proto3,oneof"`
 }
 
+type CommandResult_Partition struct {
+	Partition *PartitionRecord `protobuf:"bytes,22,opt,name=partition,proto3,oneof"`
+}
+
 func (*CommandResult_Database) isCommandResult_Value() {}
 
 func (*CommandResult_Table) isCommandResult_Value() {}
@@ -4253,6 +4692,8 @@ func (*CommandResult_Removal) isCommandResult_Value() {}
 func (*CommandResult_Moves) isCommandResult_Value() {}
 
 func (*CommandResult_Settings) isCommandResult_Value() {}
+
+func (*CommandResult_Partition) isCommandResult_Value() {}
 
 // MetadataUpdate is one message of the metadata stream a tablet node
 // follows: a full image (full = true: everything there is at index) or the
@@ -4296,14 +4737,19 @@ type MetadataUpdate struct {
 	RemovedReplicas []*ReplicaRemoval `protobuf:"bytes,15,rep,name=removed_replicas,json=removedReplicas,proto3" json:"removed_replicas,omitempty"`
 	// The bounds moves run under, when the plan changed (and in every full
 	// image once set); the queue stays with the controller.
-	MoveBounds    *MoveBounds `protobuf:"bytes,16,opt,name=move_bounds,json=moveBounds,proto3" json:"move_bounds,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MoveBounds *MoveBounds `protobuf:"bytes,16,opt,name=move_bounds,json=moveBounds,proto3" json:"move_bounds,omitempty"`
+	// Partitions created (in a full image: every partition; a partition an
+	// image does not list is gone) and the ids of those dropped. A dropped
+	// table's partitions are listed here too.
+	Partitions        []*PartitionRecord `protobuf:"bytes,17,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	DroppedPartitions []uint64           `protobuf:"varint,18,rep,packed,name=dropped_partitions,json=droppedPartitions,proto3" json:"dropped_partitions,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[43]
+	mi := &file_metastate_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4315,7 +4761,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[43]
+	mi := &file_metastate_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4328,7 +4774,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{43}
+	return file_metastate_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -4443,6 +4889,20 @@ func (x *MetadataUpdate) GetMoveBounds() *MoveBounds {
 	return nil
 }
 
+func (x *MetadataUpdate) GetPartitions() []*PartitionRecord {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+func (x *MetadataUpdate) GetDroppedPartitions() []uint64 {
+	if x != nil {
+		return x.DroppedPartitions
+	}
+	return nil
+}
+
 // MoveBounds are a MovePlan's bounds.
 type MoveBounds struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -4454,7 +4914,7 @@ type MoveBounds struct {
 
 func (x *MoveBounds) Reset() {
 	*x = MoveBounds{}
-	mi := &file_metastate_proto_msgTypes[44]
+	mi := &file_metastate_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4466,7 +4926,7 @@ func (x *MoveBounds) String() string {
 func (*MoveBounds) ProtoMessage() {}
 
 func (x *MoveBounds) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[44]
+	mi := &file_metastate_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4479,7 +4939,7 @@ func (x *MoveBounds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveBounds.ProtoReflect.Descriptor instead.
 func (*MoveBounds) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{44}
+	return file_metastate_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *MoveBounds) GetThrottleBytesPerS() int64 {
@@ -4508,7 +4968,7 @@ type ReplicaRemoval struct {
 
 func (x *ReplicaRemoval) Reset() {
 	*x = ReplicaRemoval{}
-	mi := &file_metastate_proto_msgTypes[45]
+	mi := &file_metastate_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4520,7 +4980,7 @@ func (x *ReplicaRemoval) String() string {
 func (*ReplicaRemoval) ProtoMessage() {}
 
 func (x *ReplicaRemoval) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[45]
+	mi := &file_metastate_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4533,7 +4993,7 @@ func (x *ReplicaRemoval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRemoval.ProtoReflect.Descriptor instead.
 func (*ReplicaRemoval) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{45}
+	return file_metastate_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReplicaRemoval) GetTableId() uint64 {
@@ -4575,7 +5035,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_metastate_proto_msgTypes[46]
+	mi := &file_metastate_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4587,7 +5047,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[46]
+	mi := &file_metastate_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4600,7 +5060,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{46}
+	return file_metastate_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *UserRecord) GetName() string {
@@ -4668,7 +5128,7 @@ type PutUser struct {
 
 func (x *PutUser) Reset() {
 	*x = PutUser{}
-	mi := &file_metastate_proto_msgTypes[47]
+	mi := &file_metastate_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4680,7 +5140,7 @@ func (x *PutUser) String() string {
 func (*PutUser) ProtoMessage() {}
 
 func (x *PutUser) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[47]
+	mi := &file_metastate_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4693,7 +5153,7 @@ func (x *PutUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutUser.ProtoReflect.Descriptor instead.
 func (*PutUser) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{47}
+	return file_metastate_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PutUser) GetUser() *UserRecord {
@@ -4735,7 +5195,7 @@ type DeleteUser struct {
 
 func (x *DeleteUser) Reset() {
 	*x = DeleteUser{}
-	mi := &file_metastate_proto_msgTypes[48]
+	mi := &file_metastate_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4747,7 +5207,7 @@ func (x *DeleteUser) String() string {
 func (*DeleteUser) ProtoMessage() {}
 
 func (x *DeleteUser) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[48]
+	mi := &file_metastate_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4760,7 +5220,7 @@ func (x *DeleteUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUser.ProtoReflect.Descriptor instead.
 func (*DeleteUser) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{48}
+	return file_metastate_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DeleteUser) GetName() string {
@@ -4791,7 +5251,7 @@ type AclEntry struct {
 
 func (x *AclEntry) Reset() {
 	*x = AclEntry{}
-	mi := &file_metastate_proto_msgTypes[49]
+	mi := &file_metastate_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4803,7 +5263,7 @@ func (x *AclEntry) String() string {
 func (*AclEntry) ProtoMessage() {}
 
 func (x *AclEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[49]
+	mi := &file_metastate_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4816,7 +5276,7 @@ func (x *AclEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclEntry.ProtoReflect.Descriptor instead.
 func (*AclEntry) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{49}
+	return file_metastate_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AclEntry) GetPrincipal() string {
@@ -4878,7 +5338,7 @@ type AddAcls struct {
 
 func (x *AddAcls) Reset() {
 	*x = AddAcls{}
-	mi := &file_metastate_proto_msgTypes[50]
+	mi := &file_metastate_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4890,7 +5350,7 @@ func (x *AddAcls) String() string {
 func (*AddAcls) ProtoMessage() {}
 
 func (x *AddAcls) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[50]
+	mi := &file_metastate_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4903,7 +5363,7 @@ func (x *AddAcls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAcls.ProtoReflect.Descriptor instead.
 func (*AddAcls) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{50}
+	return file_metastate_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *AddAcls) GetEntries() []*AclEntry {
@@ -4924,7 +5384,7 @@ type RemoveAcls struct {
 
 func (x *RemoveAcls) Reset() {
 	*x = RemoveAcls{}
-	mi := &file_metastate_proto_msgTypes[51]
+	mi := &file_metastate_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4936,7 +5396,7 @@ func (x *RemoveAcls) String() string {
 func (*RemoveAcls) ProtoMessage() {}
 
 func (x *RemoveAcls) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[51]
+	mi := &file_metastate_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4949,7 +5409,7 @@ func (x *RemoveAcls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAcls.ProtoReflect.Descriptor instead.
 func (*RemoveAcls) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{51}
+	return file_metastate_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RemoveAcls) GetEntries() []*AclEntry {
@@ -4970,7 +5430,7 @@ type InitWriterKey struct {
 
 func (x *InitWriterKey) Reset() {
 	*x = InitWriterKey{}
-	mi := &file_metastate_proto_msgTypes[52]
+	mi := &file_metastate_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4982,7 +5442,7 @@ func (x *InitWriterKey) String() string {
 func (*InitWriterKey) ProtoMessage() {}
 
 func (x *InitWriterKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[52]
+	mi := &file_metastate_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4995,7 +5455,7 @@ func (x *InitWriterKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitWriterKey.ProtoReflect.Descriptor instead.
 func (*InitWriterKey) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{52}
+	return file_metastate_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *InitWriterKey) GetKey() []byte {
@@ -5035,7 +5495,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\bnullable\x18\x03 \x01(\bR\bnullable\"J\n" +
 	"\rSchemaVersion\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12)\n" +
-	"\acolumns\x18\x02 \x03(\v2\x0f.floe.v1.ColumnR\acolumns\"\x9b\x04\n" +
+	"\acolumns\x18\x02 \x03(\v2\x0f.floe.v1.ColumnR\acolumns\"\xc2\x04\n" +
 	"\vTableRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1f\n" +
 	"\vdatabase_id\x18\x02 \x01(\x04R\n" +
@@ -5056,10 +5516,18 @@ const file_metastate_proto_rawDesc = "" +
 	"\rcreated_at_ms\x18\v \x01(\x03R\vcreatedAtMs\x12\x16\n" +
 	"\x06checks\x18\f \x01(\rR\x06checks\x12\x18\n" +
 	"\acomment\x18\r \x01(\tR\acomment\x12\"\n" +
-	"\raltered_at_ms\x18\x0e \x01(\x03R\valteredAtMs\x1a=\n" +
+	"\raltered_at_ms\x18\x0e \x01(\x03R\valteredAtMs\x12%\n" +
+	"\x0epartition_keys\x18\x0f \x03(\tR\rpartitionKeys\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbd\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbe\x01\n" +
+	"\x0fPartitionRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x19\n" +
+	"\btable_id\x18\x02 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06values\x18\x03 \x03(\tR\x06values\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\"\n" +
+	"\rcreated_at_ms\x18\x05 \x01(\x03R\vcreatedAtMs\x120\n" +
+	"\x06origin\x18\x06 \x01(\x0e2\x18.floe.v1.PartitionOriginR\x06origin\"\xbd\x03\n" +
 	"\fBucketRecord\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1a\n" +
@@ -5134,7 +5602,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\bsegments\x18\x06 \x01(\x05R\bsegments\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12#\n" +
 	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\x12(\n" +
-	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xb3\f\n" +
+	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xbb\r\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -5172,7 +5640,9 @@ const file_metastate_proto_rawDesc = "" +
 	"cancelMove\x12O\n" +
 	"\x14set_cluster_settings\x18! \x01(\v2\x1b.floe.v1.SetClusterSettingsH\x00R\x12setClusterSettings\x126\n" +
 	"\valter_table\x18\" \x01(\v2\x13.floe.v1.AlterTableH\x00R\n" +
-	"alterTableB\x04\n" +
+	"alterTable\x12E\n" +
+	"\x10create_partition\x18# \x01(\v2\x18.floe.v1.CreatePartitionH\x00R\x0fcreatePartition\x12?\n" +
+	"\x0edrop_partition\x18$ \x01(\v2\x16.floe.v1.DropPartitionH\x00R\rdropPartitionB\x04\n" +
 	"\x02op\"?\n" +
 	"\x0fClusterSettings\x12,\n" +
 	"\x12auto_elect_leaders\x18\x01 \x01(\bR\x10autoElectLeaders\"^\n" +
@@ -5195,14 +5665,15 @@ const file_metastate_proto_rawDesc = "" +
 	"\fdecommission\x18\x04 \x01(\bR\fdecommission\"f\n" +
 	"\vDrainResult\x12'\n" +
 	"\x04node\x18\x01 \x01(\v2\x13.floe.v1.NodeRecordR\x04node\x12.\n" +
-	"\abuckets\x18\x02 \x03(\v2\x14.floe.v1.BucketDrainR\abuckets\"\xc2\x01\n" +
+	"\abuckets\x18\x02 \x03(\v2\x14.floe.v1.BucketDrainR\abuckets\"\xe0\x01\n" +
 	"\vBucketDrain\x12-\n" +
 	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\x12\x14\n" +
 	"\x05moved\x18\x02 \x01(\bR\x05moved\x12&\n" +
 	"\x04code\x18\x03 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1a\n" +
 	"\bdatabase\x18\x05 \x01(\tR\bdatabase\x12\x14\n" +
-	"\x05table\x18\x06 \x01(\tR\x05table\"\x97\x02\n" +
+	"\x05table\x18\x06 \x01(\tR\x05table\x12\x1c\n" +
+	"\tpartition\x18\a \x01(\tR\tpartition\"\x97\x02\n" +
 	"\x10CommitKVSnapshot\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
@@ -5247,7 +5718,7 @@ const file_metastate_proto_rawDesc = "" +
 	"node_epoch\x18\x02 \x01(\x04R\tnodeEpoch\" \n" +
 	"\n" +
 	"FenceNodes\x12\x12\n" +
-	"\x04gone\x18\x01 \x03(\rR\x04gone\"\xd9\x01\n" +
+	"\x04gone\x18\x01 \x03(\rR\x04gone\"\xf7\x01\n" +
 	"\fElectLeaders\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1b\n" +
@@ -5255,7 +5726,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\aunclean\x18\x04 \x01(\bR\aunclean\x12\x1d\n" +
 	"\n" +
 	"live_nodes\x18\x05 \x03(\rR\tliveNodes\x126\n" +
-	"\freplica_logs\x18\x06 \x03(\v2\x13.floe.v1.ReplicaLogR\vreplicaLogsB\t\n" +
+	"\freplica_logs\x18\x06 \x03(\v2\x13.floe.v1.ReplicaLogR\vreplicaLogs\x12\x1c\n" +
+	"\tpartition\x18\a \x01(\tR\tpartitionB\t\n" +
 	"\a_bucket\"\x7f\n" +
 	"\n" +
 	"ReplicaLog\x12\x17\n" +
@@ -5293,7 +5765,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\fDropDatabase\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acascade\x18\x02 \x01(\bR\acascade\x12\x1b\n" +
-	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xc4\x03\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xeb\x03\n" +
 	"\vCreateTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12)\n" +
@@ -5310,7 +5782,8 @@ const file_metastate_proto_rawDesc = "" +
 	"\rif_not_exists\x18\t \x01(\bR\vifNotExists\x12\x1d\n" +
 	"\n" +
 	"live_nodes\x18\n" +
-	" \x03(\rR\tliveNodes\x12\x16\n" +
+	" \x03(\rR\tliveNodes\x12%\n" +
+	"\x0epartition_keys\x18\f \x03(\tR\rpartitionKeys\x12\x16\n" +
 	"\x06checks\x18\v \x01(\rR\x06checks\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -5318,7 +5791,25 @@ const file_metastate_proto_rawDesc = "" +
 	"\tDropTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
-	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xb6\x03\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\x89\x02\n" +
+	"\x0fCreatePartition\x12\x1a\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x19\n" +
+	"\btable_id\x18\x03 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06values\x18\x04 \x03(\tR\x06values\x12\"\n" +
+	"\rif_not_exists\x18\x05 \x01(\bR\vifNotExists\x120\n" +
+	"\x06origin\x18\x06 \x01(\x0e2\x18.floe.v1.PartitionOriginR\x06origin\x12\x1d\n" +
+	"\n" +
+	"live_nodes\x18\a \x03(\rR\tliveNodes\x12\x1c\n" +
+	"\tpartition\x18\b \x01(\tR\tpartition\"\xd2\x01\n" +
+	"\rDropPartition\x12\x1a\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x19\n" +
+	"\btable_id\x18\x03 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06values\x18\x04 \x03(\tR\x06values\x12\x1b\n" +
+	"\tif_exists\x18\x05 \x01(\bR\bifExists\x12!\n" +
+	"\fpartition_id\x18\x06 \x01(\x04R\vpartitionId\x12\x1c\n" +
+	"\tpartition\x18\a \x01(\tR\tpartition\"\xb6\x03\n" +
 	"\n" +
 	"AlterTable\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
@@ -5335,7 +5826,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\n" +
 	"\n" +
-	"\b_comment\"\x8e\x05\n" +
+	"\b_comment\"\xc8\x05\n" +
 	"\rCommandResult\x12&\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x12.floe.v1.ErrorCodeR\x04code\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x14\n" +
@@ -5350,10 +5841,11 @@ const file_metastate_proto_rawDesc = "" +
 	"\x05drain\x18\x10 \x01(\v2\x14.floe.v1.DrainResultH\x00R\x05drain\x125\n" +
 	"\aremoval\x18\x11 \x01(\v2\x19.floe.v1.RemoveNodeResultH\x00R\aremoval\x12+\n" +
 	"\x05moves\x18\x12 \x01(\v2\x13.floe.v1.MoveResultH\x00R\x05moves\x126\n" +
-	"\bsettings\x18\x13 \x01(\v2\x18.floe.v1.ClusterSettingsH\x00R\bsettings\x12\x1c\n" +
+	"\bsettings\x18\x13 \x01(\v2\x18.floe.v1.ClusterSettingsH\x00R\bsettings\x128\n" +
+	"\tpartition\x18\x16 \x01(\v2\x18.floe.v1.PartitionRecordH\x00R\tpartition\x12\x1c\n" +
 	"\tunchanged\x18\x14 \x01(\bR\tunchanged\x12!\n" +
 	"\facls_changed\x18\x15 \x01(\rR\vaclsChangedB\a\n" +
-	"\x05value\"\xed\x04\n" +
+	"\x05value\"\xd6\x05\n" +
 	"\x0eMetadataUpdate\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04full\x18\x02 \x01(\bR\x04full\x12)\n" +
@@ -5373,7 +5865,11 @@ const file_metastate_proto_rawDesc = "" +
 	"writer_key\x18\x0e \x01(\fR\twriterKey\x12B\n" +
 	"\x10removed_replicas\x18\x0f \x03(\v2\x17.floe.v1.ReplicaRemovalR\x0fremovedReplicas\x124\n" +
 	"\vmove_bounds\x18\x10 \x01(\v2\x13.floe.v1.MoveBoundsR\n" +
-	"moveBounds\"Z\n" +
+	"moveBounds\x128\n" +
+	"\n" +
+	"partitions\x18\x11 \x03(\v2\x18.floe.v1.PartitionRecordR\n" +
+	"partitions\x12-\n" +
+	"\x12dropped_partitions\x18\x12 \x03(\x04R\x11droppedPartitions\"Z\n" +
 	"\n" +
 	"MoveBounds\x12/\n" +
 	"\x14throttle_bytes_per_s\x18\x01 \x01(\x03R\x11throttleBytesPerS\x12\x1b\n" +
@@ -5419,7 +5915,11 @@ const file_metastate_proto_rawDesc = "" +
 	"RemoveAcls\x12+\n" +
 	"\aentries\x18\x01 \x03(\v2\x11.floe.v1.AclEntryR\aentries\"!\n" +
 	"\rInitWriterKey\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\fR\x03key*|\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key*j\n" +
+	"\x0fPartitionOrigin\x12\x1d\n" +
+	"\x19PARTITION_ORIGIN_EXPLICIT\x10\x00\x12\x1d\n" +
+	"\x19PARTITION_ORIGIN_ON_WRITE\x10\x01\x12\x19\n" +
+	"\x15PARTITION_ORIGIN_AUTO\x10\x02*|\n" +
 	"\x0fAclResourceType\x12\x1c\n" +
 	"\x18ACL_RESOURCE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ACL_RESOURCE_CLUSTER\x10\x01\x12\x19\n" +
@@ -5456,157 +5956,167 @@ func file_metastate_proto_rawDescGZIP() []byte {
 	return file_metastate_proto_rawDescData
 }
 
-var file_metastate_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_metastate_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_metastate_proto_goTypes = []any{
-	(AclResourceType)(0),         // 0: floe.v1.AclResourceType
-	(AclPatternType)(0),          // 1: floe.v1.AclPatternType
-	(AclOperation)(0),            // 2: floe.v1.AclOperation
-	(AclPermission)(0),           // 3: floe.v1.AclPermission
-	(*NodeRecord)(nil),           // 4: floe.v1.NodeRecord
-	(*DatabaseRecord)(nil),       // 5: floe.v1.DatabaseRecord
-	(*Column)(nil),               // 6: floe.v1.Column
-	(*SchemaVersion)(nil),        // 7: floe.v1.SchemaVersion
-	(*TableRecord)(nil),          // 8: floe.v1.TableRecord
-	(*BucketRecord)(nil),         // 9: floe.v1.BucketRecord
-	(*ReplicaMove)(nil),          // 10: floe.v1.ReplicaMove
-	(*BucketMove)(nil),           // 11: floe.v1.BucketMove
-	(*MovePlan)(nil),             // 12: floe.v1.MovePlan
-	(*MoveReplicas)(nil),         // 13: floe.v1.MoveReplicas
-	(*CompleteMove)(nil),         // 14: floe.v1.CompleteMove
-	(*CancelMove)(nil),           // 15: floe.v1.CancelMove
-	(*MoveResult)(nil),           // 16: floe.v1.MoveResult
-	(*KVSnapshot)(nil),           // 17: floe.v1.KVSnapshot
-	(*RemoteLog)(nil),            // 18: floe.v1.RemoteLog
-	(*Command)(nil),              // 19: floe.v1.Command
-	(*ClusterSettings)(nil),      // 20: floe.v1.ClusterSettings
-	(*SetClusterSettings)(nil),   // 21: floe.v1.SetClusterSettings
-	(*RemoveNode)(nil),           // 22: floe.v1.RemoveNode
-	(*RemoveNodeResult)(nil),     // 23: floe.v1.RemoveNodeResult
-	(*DrainNode)(nil),            // 24: floe.v1.DrainNode
-	(*DrainResult)(nil),          // 25: floe.v1.DrainResult
-	(*BucketDrain)(nil),          // 26: floe.v1.BucketDrain
-	(*CommitKVSnapshot)(nil),     // 27: floe.v1.CommitKVSnapshot
-	(*CommitRemoteLog)(nil),      // 28: floe.v1.CommitRemoteLog
-	(*ReportDamagedReplica)(nil), // 29: floe.v1.ReportDamagedReplica
-	(*AllocateWriterId)(nil),     // 30: floe.v1.AllocateWriterId
-	(*AdjustIsr)(nil),            // 31: floe.v1.AdjustIsr
-	(*MemberEpoch)(nil),          // 32: floe.v1.MemberEpoch
-	(*FenceNodes)(nil),           // 33: floe.v1.FenceNodes
-	(*ElectLeaders)(nil),         // 34: floe.v1.ElectLeaders
-	(*ReplicaLog)(nil),           // 35: floe.v1.ReplicaLog
-	(*ElectionCandidate)(nil),    // 36: floe.v1.ElectionCandidate
-	(*ElectionResult)(nil),       // 37: floe.v1.ElectionResult
-	(*BucketElection)(nil),       // 38: floe.v1.BucketElection
-	(*InitCluster)(nil),          // 39: floe.v1.InitCluster
-	(*RegisterNode)(nil),         // 40: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),       // 41: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),         // 42: floe.v1.DropDatabase
-	(*CreateTable)(nil),          // 43: floe.v1.CreateTable
-	(*DropTable)(nil),            // 44: floe.v1.DropTable
-	(*AlterTable)(nil),           // 45: floe.v1.AlterTable
-	(*CommandResult)(nil),        // 46: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),       // 47: floe.v1.MetadataUpdate
-	(*MoveBounds)(nil),           // 48: floe.v1.MoveBounds
-	(*ReplicaRemoval)(nil),       // 49: floe.v1.ReplicaRemoval
-	(*UserRecord)(nil),           // 50: floe.v1.UserRecord
-	(*PutUser)(nil),              // 51: floe.v1.PutUser
-	(*DeleteUser)(nil),           // 52: floe.v1.DeleteUser
-	(*AclEntry)(nil),             // 53: floe.v1.AclEntry
-	(*AddAcls)(nil),              // 54: floe.v1.AddAcls
-	(*RemoveAcls)(nil),           // 55: floe.v1.RemoveAcls
-	(*InitWriterKey)(nil),        // 56: floe.v1.InitWriterKey
-	nil,                          // 57: floe.v1.TableRecord.PropertiesEntry
-	nil,                          // 58: floe.v1.CreateTable.PropertiesEntry
-	nil,                          // 59: floe.v1.AlterTable.SetPropertiesEntry
-	(ErrorCode)(0),               // 60: floe.v1.ErrorCode
+	(PartitionOrigin)(0),         // 0: floe.v1.PartitionOrigin
+	(AclResourceType)(0),         // 1: floe.v1.AclResourceType
+	(AclPatternType)(0),          // 2: floe.v1.AclPatternType
+	(AclOperation)(0),            // 3: floe.v1.AclOperation
+	(AclPermission)(0),           // 4: floe.v1.AclPermission
+	(*NodeRecord)(nil),           // 5: floe.v1.NodeRecord
+	(*DatabaseRecord)(nil),       // 6: floe.v1.DatabaseRecord
+	(*Column)(nil),               // 7: floe.v1.Column
+	(*SchemaVersion)(nil),        // 8: floe.v1.SchemaVersion
+	(*TableRecord)(nil),          // 9: floe.v1.TableRecord
+	(*PartitionRecord)(nil),      // 10: floe.v1.PartitionRecord
+	(*BucketRecord)(nil),         // 11: floe.v1.BucketRecord
+	(*ReplicaMove)(nil),          // 12: floe.v1.ReplicaMove
+	(*BucketMove)(nil),           // 13: floe.v1.BucketMove
+	(*MovePlan)(nil),             // 14: floe.v1.MovePlan
+	(*MoveReplicas)(nil),         // 15: floe.v1.MoveReplicas
+	(*CompleteMove)(nil),         // 16: floe.v1.CompleteMove
+	(*CancelMove)(nil),           // 17: floe.v1.CancelMove
+	(*MoveResult)(nil),           // 18: floe.v1.MoveResult
+	(*KVSnapshot)(nil),           // 19: floe.v1.KVSnapshot
+	(*RemoteLog)(nil),            // 20: floe.v1.RemoteLog
+	(*Command)(nil),              // 21: floe.v1.Command
+	(*ClusterSettings)(nil),      // 22: floe.v1.ClusterSettings
+	(*SetClusterSettings)(nil),   // 23: floe.v1.SetClusterSettings
+	(*RemoveNode)(nil),           // 24: floe.v1.RemoveNode
+	(*RemoveNodeResult)(nil),     // 25: floe.v1.RemoveNodeResult
+	(*DrainNode)(nil),            // 26: floe.v1.DrainNode
+	(*DrainResult)(nil),          // 27: floe.v1.DrainResult
+	(*BucketDrain)(nil),          // 28: floe.v1.BucketDrain
+	(*CommitKVSnapshot)(nil),     // 29: floe.v1.CommitKVSnapshot
+	(*CommitRemoteLog)(nil),      // 30: floe.v1.CommitRemoteLog
+	(*ReportDamagedReplica)(nil), // 31: floe.v1.ReportDamagedReplica
+	(*AllocateWriterId)(nil),     // 32: floe.v1.AllocateWriterId
+	(*AdjustIsr)(nil),            // 33: floe.v1.AdjustIsr
+	(*MemberEpoch)(nil),          // 34: floe.v1.MemberEpoch
+	(*FenceNodes)(nil),           // 35: floe.v1.FenceNodes
+	(*ElectLeaders)(nil),         // 36: floe.v1.ElectLeaders
+	(*ReplicaLog)(nil),           // 37: floe.v1.ReplicaLog
+	(*ElectionCandidate)(nil),    // 38: floe.v1.ElectionCandidate
+	(*ElectionResult)(nil),       // 39: floe.v1.ElectionResult
+	(*BucketElection)(nil),       // 40: floe.v1.BucketElection
+	(*InitCluster)(nil),          // 41: floe.v1.InitCluster
+	(*RegisterNode)(nil),         // 42: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),       // 43: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),         // 44: floe.v1.DropDatabase
+	(*CreateTable)(nil),          // 45: floe.v1.CreateTable
+	(*DropTable)(nil),            // 46: floe.v1.DropTable
+	(*CreatePartition)(nil),      // 47: floe.v1.CreatePartition
+	(*DropPartition)(nil),        // 48: floe.v1.DropPartition
+	(*AlterTable)(nil),           // 49: floe.v1.AlterTable
+	(*CommandResult)(nil),        // 50: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),       // 51: floe.v1.MetadataUpdate
+	(*MoveBounds)(nil),           // 52: floe.v1.MoveBounds
+	(*ReplicaRemoval)(nil),       // 53: floe.v1.ReplicaRemoval
+	(*UserRecord)(nil),           // 54: floe.v1.UserRecord
+	(*PutUser)(nil),              // 55: floe.v1.PutUser
+	(*DeleteUser)(nil),           // 56: floe.v1.DeleteUser
+	(*AclEntry)(nil),             // 57: floe.v1.AclEntry
+	(*AddAcls)(nil),              // 58: floe.v1.AddAcls
+	(*RemoveAcls)(nil),           // 59: floe.v1.RemoveAcls
+	(*InitWriterKey)(nil),        // 60: floe.v1.InitWriterKey
+	nil,                          // 61: floe.v1.TableRecord.PropertiesEntry
+	nil,                          // 62: floe.v1.CreateTable.PropertiesEntry
+	nil,                          // 63: floe.v1.AlterTable.SetPropertiesEntry
+	(ErrorCode)(0),               // 64: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
-	6,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
-	7,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	57, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
-	18, // 3: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
-	17, // 4: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
-	10, // 5: floe.v1.BucketRecord.move:type_name -> floe.v1.ReplicaMove
-	11, // 6: floe.v1.MovePlan.queued:type_name -> floe.v1.BucketMove
-	11, // 7: floe.v1.MovePlan.running:type_name -> floe.v1.BucketMove
-	11, // 8: floe.v1.MoveReplicas.moves:type_name -> floe.v1.BucketMove
-	9,  // 9: floe.v1.MoveResult.buckets:type_name -> floe.v1.BucketRecord
-	12, // 10: floe.v1.MoveResult.plan:type_name -> floe.v1.MovePlan
-	11, // 11: floe.v1.MoveResult.queued:type_name -> floe.v1.BucketMove
-	39, // 12: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	40, // 13: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	41, // 14: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	42, // 15: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	43, // 16: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	44, // 17: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
-	30, // 18: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
-	31, // 19: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
-	33, // 20: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
-	34, // 21: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
-	29, // 22: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
-	28, // 23: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
-	27, // 24: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
-	24, // 25: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
-	22, // 26: floe.v1.Command.remove_node:type_name -> floe.v1.RemoveNode
-	51, // 27: floe.v1.Command.put_user:type_name -> floe.v1.PutUser
-	52, // 28: floe.v1.Command.delete_user:type_name -> floe.v1.DeleteUser
-	54, // 29: floe.v1.Command.add_acls:type_name -> floe.v1.AddAcls
-	55, // 30: floe.v1.Command.remove_acls:type_name -> floe.v1.RemoveAcls
-	56, // 31: floe.v1.Command.init_writer_key:type_name -> floe.v1.InitWriterKey
-	13, // 32: floe.v1.Command.move_replicas:type_name -> floe.v1.MoveReplicas
-	14, // 33: floe.v1.Command.complete_move:type_name -> floe.v1.CompleteMove
-	15, // 34: floe.v1.Command.cancel_move:type_name -> floe.v1.CancelMove
-	21, // 35: floe.v1.Command.set_cluster_settings:type_name -> floe.v1.SetClusterSettings
-	45, // 36: floe.v1.Command.alter_table:type_name -> floe.v1.AlterTable
-	4,  // 37: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
-	9,  // 38: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
-	4,  // 39: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
-	26, // 40: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
-	9,  // 41: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
-	60, // 42: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
-	17, // 43: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
-	18, // 44: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
-	32, // 45: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
-	35, // 46: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
-	38, // 47: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	9,  // 48: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	60, // 49: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	36, // 50: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
-	4,  // 51: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	6,  // 52: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	58, // 53: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	59, // 54: floe.v1.AlterTable.set_properties:type_name -> floe.v1.AlterTable.SetPropertiesEntry
-	6,  // 55: floe.v1.AlterTable.add_columns:type_name -> floe.v1.Column
-	60, // 56: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	5,  // 57: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	8,  // 58: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	4,  // 59: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	9,  // 60: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	37, // 61: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	25, // 62: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
-	23, // 63: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
-	16, // 64: floe.v1.CommandResult.moves:type_name -> floe.v1.MoveResult
-	20, // 65: floe.v1.CommandResult.settings:type_name -> floe.v1.ClusterSettings
-	4,  // 66: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	8,  // 67: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	9,  // 68: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	50, // 69: floe.v1.MetadataUpdate.users:type_name -> floe.v1.UserRecord
-	53, // 70: floe.v1.MetadataUpdate.acls:type_name -> floe.v1.AclEntry
-	49, // 71: floe.v1.MetadataUpdate.removed_replicas:type_name -> floe.v1.ReplicaRemoval
-	48, // 72: floe.v1.MetadataUpdate.move_bounds:type_name -> floe.v1.MoveBounds
-	50, // 73: floe.v1.PutUser.user:type_name -> floe.v1.UserRecord
-	0,  // 74: floe.v1.AclEntry.resource_type:type_name -> floe.v1.AclResourceType
-	1,  // 75: floe.v1.AclEntry.pattern:type_name -> floe.v1.AclPatternType
-	2,  // 76: floe.v1.AclEntry.operation:type_name -> floe.v1.AclOperation
-	3,  // 77: floe.v1.AclEntry.permission:type_name -> floe.v1.AclPermission
-	53, // 78: floe.v1.AddAcls.entries:type_name -> floe.v1.AclEntry
-	53, // 79: floe.v1.RemoveAcls.entries:type_name -> floe.v1.AclEntry
-	80, // [80:80] is the sub-list for method output_type
-	80, // [80:80] is the sub-list for method input_type
-	80, // [80:80] is the sub-list for extension type_name
-	80, // [80:80] is the sub-list for extension extendee
-	0,  // [0:80] is the sub-list for field type_name
+	7,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
+	8,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
+	61, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	0,  // 3: floe.v1.PartitionRecord.origin:type_name -> floe.v1.PartitionOrigin
+	20, // 4: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
+	19, // 5: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
+	12, // 6: floe.v1.BucketRecord.move:type_name -> floe.v1.ReplicaMove
+	13, // 7: floe.v1.MovePlan.queued:type_name -> floe.v1.BucketMove
+	13, // 8: floe.v1.MovePlan.running:type_name -> floe.v1.BucketMove
+	13, // 9: floe.v1.MoveReplicas.moves:type_name -> floe.v1.BucketMove
+	11, // 10: floe.v1.MoveResult.buckets:type_name -> floe.v1.BucketRecord
+	14, // 11: floe.v1.MoveResult.plan:type_name -> floe.v1.MovePlan
+	13, // 12: floe.v1.MoveResult.queued:type_name -> floe.v1.BucketMove
+	41, // 13: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	42, // 14: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	43, // 15: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	44, // 16: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	45, // 17: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	46, // 18: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	32, // 19: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
+	33, // 20: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
+	35, // 21: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
+	36, // 22: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
+	31, // 23: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
+	30, // 24: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
+	29, // 25: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
+	26, // 26: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
+	24, // 27: floe.v1.Command.remove_node:type_name -> floe.v1.RemoveNode
+	55, // 28: floe.v1.Command.put_user:type_name -> floe.v1.PutUser
+	56, // 29: floe.v1.Command.delete_user:type_name -> floe.v1.DeleteUser
+	58, // 30: floe.v1.Command.add_acls:type_name -> floe.v1.AddAcls
+	59, // 31: floe.v1.Command.remove_acls:type_name -> floe.v1.RemoveAcls
+	60, // 32: floe.v1.Command.init_writer_key:type_name -> floe.v1.InitWriterKey
+	15, // 33: floe.v1.Command.move_replicas:type_name -> floe.v1.MoveReplicas
+	16, // 34: floe.v1.Command.complete_move:type_name -> floe.v1.CompleteMove
+	17, // 35: floe.v1.Command.cancel_move:type_name -> floe.v1.CancelMove
+	23, // 36: floe.v1.Command.set_cluster_settings:type_name -> floe.v1.SetClusterSettings
+	49, // 37: floe.v1.Command.alter_table:type_name -> floe.v1.AlterTable
+	47, // 38: floe.v1.Command.create_partition:type_name -> floe.v1.CreatePartition
+	48, // 39: floe.v1.Command.drop_partition:type_name -> floe.v1.DropPartition
+	5,  // 40: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
+	11, // 41: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
+	5,  // 42: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
+	28, // 43: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
+	11, // 44: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
+	64, // 45: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
+	19, // 46: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
+	20, // 47: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
+	34, // 48: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
+	37, // 49: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
+	40, // 50: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	11, // 51: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	64, // 52: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	38, // 53: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
+	5,  // 54: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	7,  // 55: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	62, // 56: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	0,  // 57: floe.v1.CreatePartition.origin:type_name -> floe.v1.PartitionOrigin
+	63, // 58: floe.v1.AlterTable.set_properties:type_name -> floe.v1.AlterTable.SetPropertiesEntry
+	7,  // 59: floe.v1.AlterTable.add_columns:type_name -> floe.v1.Column
+	64, // 60: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	6,  // 61: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	9,  // 62: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	5,  // 63: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	11, // 64: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	39, // 65: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	27, // 66: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
+	25, // 67: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
+	18, // 68: floe.v1.CommandResult.moves:type_name -> floe.v1.MoveResult
+	22, // 69: floe.v1.CommandResult.settings:type_name -> floe.v1.ClusterSettings
+	10, // 70: floe.v1.CommandResult.partition:type_name -> floe.v1.PartitionRecord
+	5,  // 71: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	9,  // 72: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	11, // 73: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	54, // 74: floe.v1.MetadataUpdate.users:type_name -> floe.v1.UserRecord
+	57, // 75: floe.v1.MetadataUpdate.acls:type_name -> floe.v1.AclEntry
+	53, // 76: floe.v1.MetadataUpdate.removed_replicas:type_name -> floe.v1.ReplicaRemoval
+	52, // 77: floe.v1.MetadataUpdate.move_bounds:type_name -> floe.v1.MoveBounds
+	10, // 78: floe.v1.MetadataUpdate.partitions:type_name -> floe.v1.PartitionRecord
+	54, // 79: floe.v1.PutUser.user:type_name -> floe.v1.UserRecord
+	1,  // 80: floe.v1.AclEntry.resource_type:type_name -> floe.v1.AclResourceType
+	2,  // 81: floe.v1.AclEntry.pattern:type_name -> floe.v1.AclPatternType
+	3,  // 82: floe.v1.AclEntry.operation:type_name -> floe.v1.AclOperation
+	4,  // 83: floe.v1.AclEntry.permission:type_name -> floe.v1.AclPermission
+	57, // 84: floe.v1.AddAcls.entries:type_name -> floe.v1.AclEntry
+	57, // 85: floe.v1.RemoveAcls.entries:type_name -> floe.v1.AclEntry
+	86, // [86:86] is the sub-list for method output_type
+	86, // [86:86] is the sub-list for method input_type
+	86, // [86:86] is the sub-list for extension type_name
+	86, // [86:86] is the sub-list for extension extendee
+	0,  // [0:86] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -5615,7 +6125,7 @@ func file_metastate_proto_init() {
 		return
 	}
 	file_errors_proto_init()
-	file_metastate_proto_msgTypes[15].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[16].OneofWrappers = []any{
 		(*Command_InitCluster)(nil),
 		(*Command_RegisterNode)(nil),
 		(*Command_CreateDatabase)(nil),
@@ -5641,12 +6151,14 @@ func file_metastate_proto_init() {
 		(*Command_CancelMove)(nil),
 		(*Command_SetClusterSettings)(nil),
 		(*Command_AlterTable)(nil),
+		(*Command_CreatePartition)(nil),
+		(*Command_DropPartition)(nil),
 	}
-	file_metastate_proto_msgTypes[17].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[23].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[30].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[41].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[42].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[18].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[24].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[31].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[44].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[45].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
@@ -5657,14 +6169,15 @@ func file_metastate_proto_init() {
 		(*CommandResult_Removal)(nil),
 		(*CommandResult_Moves)(nil),
 		(*CommandResult_Settings)(nil),
+		(*CommandResult_Partition)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   56,
+			NumEnums:      5,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

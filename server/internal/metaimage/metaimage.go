@@ -16,7 +16,7 @@ import (
 // Split splits an image into messages of about maxBytes of records
 // each (at least one record): every part has the image's index and full
 // set, all but the last have more set, and the records come in the image's
-// order, nodes, then tables, buckets, users and ACL entries; the first
+// order, nodes, then tables, partitions, buckets, users and ACL entries; the first
 // part carries acls_set and the writer key. An image within maxBytes is one
 // message, itself.
 func Split(img *pb.MetadataUpdate, maxBytes int) []*pb.MetadataUpdate {
@@ -31,6 +31,10 @@ func Split(img *pb.MetadataUpdate, maxBytes int) []*pb.MetadataUpdate {
 	for _, t := range img.Tables {
 		part := p.add(t)
 		part.Tables = append(part.Tables, t)
+	}
+	for _, x := range img.Partitions {
+		part := p.add(x)
+		part.Partitions = append(part.Partitions, x)
 	}
 	for _, b := range img.Buckets {
 		part := p.add(b)
@@ -97,6 +101,7 @@ func (a *Assembly) Add(u *pb.MetadataUpdate) (*pb.MetadataUpdate, error) {
 	}
 	a.img.Nodes = append(a.img.Nodes, u.GetNodes()...)
 	a.img.Tables = append(a.img.Tables, u.GetTables()...)
+	a.img.Partitions = append(a.img.Partitions, u.GetPartitions()...)
 	a.img.Buckets = append(a.img.Buckets, u.GetBuckets()...)
 	a.img.Users = append(a.img.Users, u.GetUsers()...)
 	a.img.Acls = append(a.img.Acls, u.GetAcls()...)

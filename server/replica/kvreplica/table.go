@@ -41,7 +41,7 @@ func (t *Tables) Table(rec *pb.TableRecord, name string, schema record.Schema) (
 		return nil, err
 	}
 	props, err := tableprop.ParseStored(rec.Properties, tableprop.Table{Replication: int(rec.Replication), PrimaryKey: true,
-		CreatedChecks: rec.GetChecks()})
+		Partitioned: len(rec.PartitionKeys) > 0, CreatedChecks: rec.GetChecks()})
 	if err != nil {
 		return nil, pkgerr.Errorf("kvreplica", "table %s: %w", name, err)
 	}

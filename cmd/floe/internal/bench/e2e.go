@@ -110,7 +110,7 @@ func E2E(ctx context.Context, tbl *client.Table, f *Options, rate float64, timeo
 
 // run appends at rate until runCtx ends, then waits for the acks.
 func (e *e2eWriters) run(runCtx, drainCtx context.Context, w *client.AppendWriter, tbl *client.Table, f *Options, rate float64, firstID int64) {
-	rows := newBenchRows(tbl, f.RecordBytes)
+	rows := newBenchRows(tbl, f.RecordBytes, f.Partitions)
 	pending := make(chan *client.AppendFuture, benchPipelineDepth)
 	var wg sync.WaitGroup
 	wg.Go(func() {

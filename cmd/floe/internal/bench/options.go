@@ -43,7 +43,19 @@ type Options struct {
 	// LogFormat is the log.format of a log table the benchmark creates
 	// ("": the cluster's default).
 	LogFormat string
+	// Partitions, when above 0, makes the table the benchmark creates
+	// partitioned by a third column, part (PartitionedLogSchema), and
+	// spreads the rows evenly over that many hourly partitions
+	// (2026-12-03T00, T01, ...), created by the writers as they meet them.
+	Partitions int
 }
+
+// PartitionedLogSchema is the schema of the partitioned log tables the
+// benchmarks create (--partitions): LogSchema, then the partition column.
+const PartitionedLogSchema = LogSchema + ", part STRING NOT NULL"
+
+// maxBenchPartitions bounds --partitions.
+const maxBenchPartitions = 1000
 
 // appendOptions are the options of the benchmark's append writers.
 func (f *Options) appendOptions() client.AppendWriterOptions {
@@ -64,6 +76,12 @@ func OpenLogTable(ctx context.Context, c *client.Client, o *Options, timeout tim
 	if f.LogFormat != "" {
 		spec.Properties = map[string]string{"log.format": f.LogFormat}
 	}
+	if f.Partitions > maxBenchPartitions {
+		return nil, fmt.Errorf("--partitions %d: at most %d", f.Partitions, maxBenchPartitions)
+	}
+	if f.Partitions > 0 {
+		spec.Schema, spec.PartitionKeys = PartitionedLogSchema, []string{"part"}
+	}
 	tbl, err := ensureBenchTable(ctx, c, timeout, f.Table, spec)
 	if err != nil {
 		return nil, err
@@ -71,6 +89,9 @@ func OpenLogTable(ctx context.Context, c *client.Client, o *Options, timeout tim
 	cols := tbl.Schema().Columns
 	if len(cols) < 2 || cols[0].Type.Kind() != record.KindBigInt || cols[1].Type.Kind() != record.KindBytes {
 		return nil, fmt.Errorf("table %s exists with schema %q, want %q first", f.Table, tbl.Schema().String(), LogSchema)
+	}
+	if (f.Partitions > 0) != tbl.Partitioned() {
+		return nil, fmt.Errorf("table %s exists, partitioned by %v: --partitions %d needs a table of its own (--table)", f.Table, tbl.PartitionKeys(), f.Partitions)
 	}
 	return tbl, nil
 }
@@ -101,18 +122,29 @@ type benchRows struct {
 	enc     *record.RowEncoder
 	payload []byte
 	row     []byte
+	parts   []string // partition values, by id modulo their count; nil: none
 }
 
-func newBenchRows(tbl *client.Table, payloadBytes int) *benchRows {
+func newBenchRows(tbl *client.Table, payloadBytes int, partitions int) *benchRows {
 	p := make([]byte, payloadBytes)
 	_, _ = rand.Read(p)
-	return &benchRows{enc: tbl.NewRowEncoder(), payload: p}
+	r := &benchRows{enc: tbl.NewRowEncoder(), payload: p}
+	if tbl.Partitioned() {
+		base := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+		for h := range max(partitions, 1) {
+			r.parts = append(r.parts, base.Add(time.Duration(h)*time.Hour).Format("2006-01-02T15"))
+		}
+	}
+	return r
 }
 
 // next encodes row id; the result is valid until the next call.
 func (r *benchRows) next(id int64) ([]byte, error) {
 	r.enc.SetInt64(0, id)
 	r.enc.SetBytes(1, r.payload)
+	if r.parts != nil {
+		r.enc.SetString(2, r.parts[uint64(id)%uint64(len(r.parts))])
+	}
 	row, err := r.enc.Finish(r.row[:0])
 	r.row = row
 	return row, err

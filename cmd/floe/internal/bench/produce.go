@@ -76,7 +76,7 @@ func produceRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table,
 		defer w.Close(drainCtx)
 		flush = w.Flush
 	}
-	rows := newBenchRows(tbl, f.RecordBytes)
+	rows := newBenchRows(tbl, f.RecordBytes, f.Partitions)
 	id := firstID
 	appendOne := func() (*client.AppendFuture, time.Time, bool) {
 		row, err := rows.next(id)

@@ -45,7 +45,7 @@ type Export struct {
 	// or "row".
 	Noun string
 
-	src         exportSource
+	srcs        []exportSource // the table's, or one per partition
 	concurrency int
 	sink        exportSink
 }
@@ -53,50 +53,87 @@ type Export struct {
 // NewExport prepares an export of tbl: a log's end in every bucket is
 // fixed here, before anything is read, so that the export ends, and is
 // what the table held when it began. A Snapshot of a log table is refused.
+// tbl is a table's handle, or a partition's.
 func NewExport(ctx context.Context, tbl *client.Table, o ExportOptions) (*Export, error) {
+	return NewPartitionsExport(ctx, []*client.Table{tbl}, o)
+}
+
+// NewPartitionsExport prepares one export of several partitions of a
+// partitioned table (their handles, client.Table.Partition), each as
+// NewExport would.
+func NewPartitionsExport(ctx context.Context, tables []*client.Table, o ExportOptions) (*Export, error) {
 	e := &Export{concurrency: o.Concurrency}
+	for _, tbl := range tables {
+		src, noun, err := newExportSource(ctx, tbl, o)
+		if err != nil {
+			return nil, err
+		}
+		e.srcs, e.Noun = append(e.srcs, src), noun
+	}
+	if e.Noun == "" {
+		e.Noun = "record"
+	}
+	return e, nil
+}
+
+// newExportSource prepares the source of one table or partition.
+func newExportSource(ctx context.Context, tbl *client.Table, o ExportOptions) (exportSource, string, error) {
 	pk := len(tbl.Info().PrimaryKey) > 0
 	if len(o.Columns) > 0 {
 		if _, _, err := tbl.Columns(o.Columns); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if o.Snapshot {
 		if !pk {
-			return nil, fmt.Errorf("a snapshot needs a primary-key table")
+			return nil, "", fmt.Errorf("a snapshot needs a primary-key table")
 		}
 		src := &snapshotSource{tbl: tbl, order: o.Buckets, opts: client.RowScannerOptions{Timeout: o.Timeout}}
 		if len(o.Columns) > 0 {
 			src.columns, src.schema, _ = tbl.Columns(o.Columns)
 		}
-		e.src, e.Noun = src, "row"
-		return e, nil
+		return src, "row", nil
 	}
 	ranges, err := ResolveRanges(ctx, tbl, o.Buckets, o.From, false, o.Timeout)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	src := newLogSource(tbl, o.Buckets, ranges)
 	src.columns = o.Columns
-	e.src, e.Noun = src, "record"
 	if pk {
-		e.Noun = "changelog record"
+		return src, "changelog record", nil
 	}
-	return e, nil
+	return src, "record", nil
+}
+
+// exportItem is one bucket of one source.
+type exportItem struct {
+	src    exportSource
+	name   string // the partition's, "" for a table's handle
+	bucket int32
 }
 
 // Run reads the buckets, Concurrency at a time, and writes their lines to
 // w. The first bucket that fails stops the others.
 func (e *Export) Run(ctx context.Context, w io.Writer) error {
 	e.sink.w = w
-	return fanout.FirstError(ctx, e.src.buckets(), e.concurrency, func(ctx context.Context, b int32) error {
+	var items []exportItem
+	for _, src := range e.srcs {
+		for _, b := range src.buckets() {
+			items = append(items, exportItem{src: src, name: src.partition(), bucket: b})
+		}
+	}
+	return fanout.FirstError(ctx, items, e.concurrency, func(ctx context.Context, it exportItem) error {
 		out := &bucketOut{sink: &e.sink}
-		err := e.src.read(ctx, b, out)
+		err := it.src.read(ctx, it.bucket, out)
 		if err == nil {
 			err = out.flush()
 		}
+		if err != nil && it.name != "" {
+			return fmt.Errorf("partition %s bucket %d: %w", it.name, it.bucket, err)
+		}
 		if err != nil {
-			return fmt.Errorf("bucket %d: %w", b, err)
+			return fmt.Errorf("bucket %d: %w", it.bucket, err)
 		}
 		e.sink.bucketsDone.Add(1)
 		return nil
@@ -116,9 +153,13 @@ type ExportProgress struct {
 
 // Progress is how far the export is; safe to call while it runs.
 func (e *Export) Progress() ExportProgress {
-	return ExportProgress{Lines: e.sink.lines.Load(), Bytes: e.sink.bytes.Load(),
-		OffsetsDone: e.sink.offsets.Load(), Offsets: e.src.offsets(),
-		BucketsDone: int(e.sink.bucketsDone.Load()), Buckets: len(e.src.buckets())}
+	p := ExportProgress{Lines: e.sink.lines.Load(), Bytes: e.sink.bytes.Load(),
+		OffsetsDone: e.sink.offsets.Load(), BucketsDone: int(e.sink.bucketsDone.Load())}
+	for _, src := range e.srcs {
+		p.Offsets += src.offsets()
+		p.Buckets += len(src.buckets())
+	}
+	return p
 }
 
 // exportSink is the output the buckets of an export share, and its counts.

@@ -25,6 +25,16 @@ type exportSource interface {
 	offsets() int64
 	// read writes bucket's lines to out, in the bucket's order.
 	read(ctx context.Context, bucket int32, out *bucketOut) error
+	// partition names the source's partition; "" for a table's.
+	partition() string
+}
+
+// partitionOf names the partition of a handle; "" for a table's.
+func partitionOf(tbl *client.Table) string {
+	if p := tbl.PartitionInfo(); p != nil {
+		return p.Name
+	}
+	return ""
 }
 
 // logSource exports records of a log, each bucket from its start to its
@@ -47,6 +57,8 @@ func newLogSource(tbl *client.Table, buckets []int32, ranges []BucketRange) *log
 }
 
 func (s *logSource) buckets() []int32 { return s.order }
+
+func (s *logSource) partition() string { return partitionOf(s.tbl) }
 
 func (s *logSource) offsets() int64 {
 	var n int64
@@ -72,7 +84,7 @@ func (s *logSource) read(ctx context.Context, bucket int32, out *bucketOut) erro
 	}
 	pos := r.Start // the offsets below it are counted as done
 	var line []byte
-	err = PollRanges(ctx, sc, []BucketRange{r}, false, func(rec client.ScanRecord) error {
+	err = PollRanges(ctx, sc, []BucketRange{r}, PollOptions{}, func(rec client.ScanRecord) error {
 		var err error
 		if line, err = AppendRecordJSON(line[:0], codec, rec, s.changelog); err != nil {
 			return fmt.Errorf("bucket %d offset %d: %w", rec.Bucket, rec.Offset, err)
@@ -101,7 +113,9 @@ type snapshotSource struct {
 }
 
 func (s *snapshotSource) buckets() []int32 { return s.order }
-func (s *snapshotSource) offsets() int64   { return 0 }
+
+func (s *snapshotSource) partition() string { return partitionOf(s.tbl) }
+func (s *snapshotSource) offsets() int64    { return 0 }
 
 func (s *snapshotSource) read(ctx context.Context, bucket int32, out *bucketOut) error {
 	sc, err := s.tbl.NewRowScanner(bucket, s.opts)

@@ -14,17 +14,31 @@ var ErrStopPoll = errors.New("stop polling")
 // BucketRange is the part of a bucket's log a read covers: from start to
 // below end (its high watermark when the read began; with follow, unbounded).
 type BucketRange struct {
+	// Partition is the bucket's partition in a partitioned table; "" in
+	// one that is not.
+	Partition  string
 	Bucket     int32
 	Start, End int64
+}
+
+// rangeKey names a range's bucket.
+type rangeKey struct {
+	partition string
+	bucket    int32
 }
 
 // ResolveRanges finds where each bucket's read starts, at from, and without
 // follow where it ends: the bucket's high watermark now, so that the read
 // ends too. Buckets with nothing to read are left out (without follow).
-// Each bucket's lookups are bounded by timeout.
+// Each bucket's lookups are bounded by timeout. tbl is a table's handle, or
+// a partition's (client.Table.Partition).
 func ResolveRanges(ctx context.Context, tbl *client.Table, buckets []int32, from client.StartPosition, follow bool,
 	timeout time.Duration) ([]BucketRange, error) {
 	var out []BucketRange
+	partition := ""
+	if p := tbl.PartitionInfo(); p != nil {
+		partition = p.Name
+	}
 	for _, b := range buckets {
 		tctx, cancel := context.WithTimeout(ctx, timeout)
 		start, err := tbl.ListOffset(tctx, b, from)
@@ -39,33 +53,88 @@ func ResolveRanges(ctx context.Context, tbl *client.Table, buckets []int32, from
 		if !follow && start >= end {
 			continue
 		}
-		out = append(out, BucketRange{Bucket: b, Start: start, End: end})
+		out = append(out, BucketRange{Partition: partition, Bucket: b, Start: start, End: end})
 	}
 	return out, nil
+}
+
+// PollOptions are what PollRanges does besides reading its ranges.
+type PollOptions struct {
+	// Follow reads on past the ranges' ends, until ctx ends.
+	Follow bool
+	// More, when set, is called before each poll: the ranges it returns
+	// (of partitions created since, say) are read too. It decides itself
+	// how often to look.
+	More func(ctx context.Context) ([]BucketRange, error)
 }
 
 // PollRanges subscribes s to every range and polls it, handing emit each
 // record below its bucket's end, in offset order within a bucket, and calling
 // polled after each poll, until every bucket reached its end (with follow,
 // until ctx ends). An error from emit or polled ends it; ErrStopPoll ends it
-// with nil.
-func PollRanges(ctx context.Context, s *client.LogScanner, ranges []BucketRange, follow bool,
+// with nil. s is the scanner of the ranges' table; ranges of partitions
+// subscribe the partitions' buckets.
+func PollRanges(ctx context.Context, s *client.LogScanner, ranges []BucketRange, o PollOptions,
 	emit func(client.ScanRecord) error, polled func() error) error {
-	ends := make(map[int32]int64, len(ranges))
-	for _, r := range ranges {
-		ends[r.Bucket] = r.End
-		if err := s.Subscribe(r.Bucket, client.AtOffset(r.Start)); err != nil {
-			return err
+	ends := make(map[rangeKey]int64, len(ranges))
+	subscribe := func(ranges []BucketRange) error {
+		for _, r := range ranges {
+			key := rangeKey{r.Partition, r.Bucket}
+			if _, dup := ends[key]; dup {
+				continue
+			}
+			ends[key] = r.End
+			var err error
+			if r.Partition != "" {
+				err = s.SubscribePartition(ctx, r.Partition, r.Bucket, client.AtOffset(r.Start))
+			} else {
+				err = s.Subscribe(r.Bucket, client.AtOffset(r.Start))
+			}
+			if err != nil {
+				return err
+			}
 		}
+		return nil
 	}
-	for len(ends) > 0 {
+	if err := subscribe(ranges); err != nil {
+		return err
+	}
+	for len(ends) > 0 || (o.Follow && o.More != nil) {
+		if o.More != nil {
+			more, err := o.More(ctx)
+			if err != nil {
+				return err
+			}
+			if err := subscribe(more); err != nil {
+				return err
+			}
+		}
+		if len(ends) == 0 {
+			// Following a partitioned table with no partition yet.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(pollIdle):
+			}
+			continue
+		}
 		recs, err := s.Poll(ctx)
+		if errors.Is(err, client.ErrUnknownPartition) {
+			// A partition was dropped under the read: the scanner ended
+			// its subscriptions, and the read of the others goes on.
+			for key := range ends {
+				if _, ok := s.PartitionPosition(key.partition, key.bucket); key.partition != "" && !ok {
+					delete(ends, key)
+				}
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		for _, r := range recs {
-			end, ok := ends[r.Bucket]
-			if !ok || (!follow && r.Offset >= end) {
+			end, ok := ends[rangeKey{r.Partition, r.Bucket}]
+			if !ok || (!o.Follow && r.Offset >= end) {
 				continue
 			}
 			if err := emit(r); err != nil {
@@ -75,11 +144,19 @@ func PollRanges(ctx context.Context, s *client.LogScanner, ranges []BucketRange,
 				return err
 			}
 		}
-		if !follow {
-			for b, end := range ends { // deleting while ranging is allowed
-				if pos, ok := s.Position(b); ok && pos >= end {
-					s.Unsubscribe(b)
-					delete(ends, b)
+		if !o.Follow {
+			for key, end := range ends { // deleting while ranging is allowed
+				pos, ok := s.Position(key.bucket)
+				if key.partition != "" {
+					pos, ok = s.PartitionPosition(key.partition, key.bucket)
+				}
+				if ok && pos >= end {
+					if key.partition != "" {
+						s.UnsubscribePartition(key.partition, key.bucket)
+					} else {
+						s.Unsubscribe(key.bucket)
+					}
+					delete(ends, key)
 				}
 			}
 		}
@@ -89,3 +166,7 @@ func PollRanges(ctx context.Context, s *client.LogScanner, ranges []BucketRange,
 	}
 	return nil
 }
+
+// pollIdle is how long a follower of a table with nothing to read waits
+// between looks for more.
+const pollIdle = 200 * time.Millisecond

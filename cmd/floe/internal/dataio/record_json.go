@@ -8,7 +8,7 @@ import (
 )
 
 // AppendRecordJSON appends a record as one JSON line: the row's columns,
-// then _bucket, _offset and _timestamp (RFC 3339, milliseconds, UTC), and
+// then, of a partitioned table, _partition, then _bucket, _offset and _timestamp (RFC 3339, milliseconds, UTC), and
 // for a changelog _change (+I, -U, +U, -D).
 func AppendRecordJSON(dst []byte, codec *record.JSONCodec, r client.ScanRecord, changelog bool) ([]byte, error) {
 	return appendLineJSON(dst, codec, r, true, changelog)
@@ -41,6 +41,11 @@ func appendLineJSON(dst []byte, codec *record.JSONCodec, r client.ScanRecord, po
 	}
 	if position {
 		sep()
+		if r.Partition != "" {
+			dst = append(dst, `"_partition":`...)
+			dst = strconv.AppendQuote(dst, r.Partition)
+			dst = append(dst, ',')
+		}
 		dst = append(dst, `"_bucket":`...)
 		dst = strconv.AppendInt(dst, int64(r.Bucket), 10)
 		dst = append(dst, `,"_offset":`...)
