@@ -82,8 +82,10 @@ func nodeFromPB(r *pb.NodeRecord, alive bool) Node {
 // BucketStatus is one bucket of a table as the metadata leader sees it,
 // with the high watermark its leader reports.
 type BucketStatus struct {
-	Database    string   `json:"database"`
-	Table       string   `json:"table"`
+	Database string `json:"database"`
+	Table    string `json:"table"`
+	// Partition is the bucket's partition in a partitioned table.
+	Partition   string   `json:"partition,omitempty"`
 	Bucket      int32    `json:"bucket"`
 	Leader      uint32   `json:"leader"` // 0: offline
 	LeaderEpoch int32    `json:"leader_epoch"`
@@ -124,7 +126,7 @@ func (a *Admin) BucketStatus(ctx context.Context) ([]BucketStatus, error) {
 	out := make([]BucketStatus, 0, len(resp.Buckets))
 	for _, st := range resp.Buckets {
 		b := st.Bucket
-		bs := BucketStatus{Database: st.Database, Table: st.Table, Bucket: b.GetBucket(), Leader: b.GetLeader(),
+		bs := BucketStatus{Database: st.Database, Table: st.Table, Partition: st.GetPartition(), Bucket: b.GetBucket(), Leader: b.GetLeader(),
 			LeaderEpoch: b.GetLeaderEpoch(), BucketEpoch: b.GetBucketEpoch(), ISR: nonNil(b.GetIsr()),
 			Replicas: nonNil(b.GetReplicas()), HighWatermark: st.HighWatermark, Error: st.Error,
 			Replication: st.Replication, Offline: b.GetLeader() == 0,

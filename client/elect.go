@@ -13,6 +13,9 @@ import (
 type ElectOptions struct {
 	// Bucket limits the election to one bucket; nil: every bucket.
 	Bucket *int32
+	// Partition names the partition whose buckets to elect in a
+	// partitioned table, which needs it ("dt=2026-12-03").
+	Partition string
 	// Unclean lets a bucket without a live in-sync replica take a live
 	// replica from outside the ISR as its leader: the bucket serves again,
 	// but whatever only the old in-sync replicas held is lost. Counted in
@@ -97,7 +100,7 @@ func (e Election) Why() string {
 // exist, with UNKNOWN_DATABASE or UNKNOWN_TABLE.
 func (a *Admin) ElectLeaders(ctx context.Context, database, table string, opts ElectOptions) ([]Election, error) {
 	req := &pb.ElectLeadersRequest{RequestId: newRequestID(), Database: database, Table: table,
-		Bucket: opts.Bucket, Unclean: opts.Unclean}
+		Bucket: opts.Bucket, Unclean: opts.Unclean, Partition: opts.Partition}
 	var resp *pb.ElectLeadersResponse
 	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
 		var err error

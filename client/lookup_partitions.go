@@ -8,6 +8,7 @@ import (
 	"github.com/floedb/floe/internal/partition"
 	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/transport"
 )
 
 // partitionLookups routes the keys of a partitioned table's lookuper to
@@ -76,16 +77,41 @@ func (l *Lookuper) lookuperOf(ctx context.Context, key []byte) (*Lookuper, error
 
 // lookupPartitioned is lookupValid of a partitioned table's key.
 func (l *Lookuper) lookupPartitioned(ctx context.Context, key []byte) ([]byte, bool, error) {
-	child, err := l.lookuperOf(ctx, key)
-	if err != nil || child == nil {
-		return nil, false, err
+	for again := true; ; again = false {
+		child, err := l.lookuperOf(ctx, key)
+		if err != nil || child == nil {
+			return nil, false, err
+		}
+		row, found, err := child.lookupValid(ctx, key)
+		if again && l.partitionDropped(child, err) {
+			continue
+		}
+		return row, found, err
 	}
-	return child.lookupValid(ctx, key)
+}
+
+// partitionDropped reports whether err says the nodes no longer know the
+// id of child's partition (it was dropped since its handle was loaded),
+// and then has the table's handle forget the partition's, so that the
+// key's partition is loaded again: gone (no row) or made again under a new
+// id. Without it the handle's lookups fail the same way for ever.
+func (l *Lookuper) partitionDropped(child *Lookuper, err error) bool {
+	if !errors.Is(err, transport.ErrUnknownTable) {
+		return false
+	}
+	l.t.forgetPartition(child.t)
+	return true
 }
 
 // lookupBatchPartitioned is LookupBatch of a partitioned table's valid
 // keys: one LookupBatch per partition.
 func (l *Lookuper) lookupBatchPartitioned(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	return l.lookupBatchIn(ctx, keys, true)
+}
+
+// lookupBatchIn is lookupBatchPartitioned; with again, the keys of a
+// partition found dropped are looked up once more (partitionDropped).
+func (l *Lookuper) lookupBatchIn(ctx context.Context, keys [][]byte, again bool) ([][]byte, error) {
 	byChild := map[*Lookuper][]int{}
 	for i, key := range keys {
 		child, err := l.lookuperOf(ctx, key)
@@ -103,6 +129,9 @@ func (l *Lookuper) lookupBatchPartitioned(ctx context.Context, keys [][]byte) ([
 			sub[j] = keys[i]
 		}
 		rows, err := child.LookupBatch(ctx, sub)
+		if again && l.partitionDropped(child, err) {
+			rows, err = l.lookupBatchIn(ctx, sub, false)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -11,10 +11,13 @@ import (
 // BucketMove is a bucket, by table and number, and the replicas a move
 // gives it, preferred leader first.
 type BucketMove struct {
-	Database string   `json:"database"`
-	Table    string   `json:"table"`
-	Bucket   int32    `json:"bucket"`
-	Replicas []uint32 `json:"replicas"`
+	Database string `json:"database"`
+	Table    string `json:"table"`
+	// Partition is the bucket's partition in a partitioned table
+	// ("dt=2026-12-03"), whose buckets are its partitions'.
+	Partition string   `json:"partition,omitempty"`
+	Bucket    int32    `json:"bucket"`
+	Replicas  []uint32 `json:"replicas"`
 }
 
 // MoveOptions bound the moves of a cluster; zero fields keep its bounds.
@@ -78,7 +81,8 @@ type MoveStatus struct {
 func (a *Admin) MoveReplicas(ctx context.Context, moves []BucketMove, opts MoveOptions) (*MoveResult, error) {
 	req := &pb.MoveReplicasRequest{RequestId: newRequestID(), ThrottleBytesPerS: opts.ThrottleBytesPerS, MaxMoves: opts.MaxMoves}
 	for _, m := range moves {
-		req.Moves = append(req.Moves, &pb.NamedBucketMove{Database: m.Database, Table: m.Table, Bucket: m.Bucket, Replicas: m.Replicas})
+		req.Moves = append(req.Moves, &pb.NamedBucketMove{Database: m.Database, Table: m.Table, Partition: m.Partition, Bucket: m.Bucket,
+			Replicas: m.Replicas})
 	}
 	var resp *pb.MoveReplicasResponse
 	err := a.c.call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
@@ -170,7 +174,7 @@ func movesFromPB(ms []*pb.NamedBucketMove) []BucketMove {
 }
 
 func moveFromPB(m *pb.NamedBucketMove) BucketMove {
-	return BucketMove{Database: m.GetDatabase(), Table: m.GetTable(), Bucket: m.GetBucket(), Replicas: m.GetReplicas()}
+	return BucketMove{Database: m.GetDatabase(), Table: m.GetTable(), Partition: m.GetPartition(), Bucket: m.GetBucket(), Replicas: m.GetReplicas()}
 }
 
 // RebalanceOptions say whether a rebalance starts its plan, and the

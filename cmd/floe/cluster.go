@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -189,8 +190,20 @@ func printStatus(env *cliEnv, cf *clientFlags, st *client.ClusterStatus, buckets
 		}
 	}
 	if showBuckets && len(buckets) > 0 {
+		// A partitioned table's buckets are a line per partition: a year
+		// of daily partitions is thousands of buckets.
+		parts := partitionTrouble(buckets)
+		if len(parts) > 0 {
+			fmt.Fprintln(w, "\nPARTITIONED TABLE\tPARTITIONS\tBUCKETS\tUNDER-REPLICATED\tOFFLINE\tTROUBLED PARTITIONS")
+			for _, p := range parts {
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\n", p.table, p.partitions, p.buckets, p.under, p.offline, orNone(strings.Join(p.troubled, " ")))
+			}
+		}
 		fmt.Fprintln(w, "\nTABLE\tBUCKET\tLEADER\tEPOCH\tISR\tREPLICAS\tHW\tSTATUS")
 		for _, b := range buckets {
+			if b.Partition != "" {
+				continue
+			}
 			hw := "-"
 			if b.HighWatermark != nil {
 				hw = strconv.FormatInt(*b.HighWatermark, 10)
@@ -200,6 +213,49 @@ func printStatus(env *cliEnv, cf *clientFlags, st *client.ClusterStatus, buckets
 		}
 	}
 	return w.Flush()
+}
+
+// partitionedStatus sums the buckets of one partitioned table.
+type partitionedStatus struct {
+	table                               string
+	partitions, buckets, under, offline int
+	troubled                            []string // partitions with an offline or under-replicated bucket (the first 5)
+}
+
+// partitionTrouble sums the buckets of partitioned tables by table, in
+// the order the buckets come.
+func partitionTrouble(buckets []client.BucketStatus) []*partitionedStatus {
+	var out []*partitionedStatus
+	byTable := map[string]*partitionedStatus{}
+	seen := map[string]bool{}
+	for _, b := range buckets {
+		if b.Partition == "" {
+			continue
+		}
+		name := b.Database + "." + b.Table
+		p := byTable[name]
+		if p == nil {
+			p = &partitionedStatus{table: name}
+			byTable[name] = p
+			out = append(out, p)
+		}
+		key := name + "/" + b.Partition
+		if !seen[key] {
+			seen[key] = true
+			p.partitions++
+		}
+		p.buckets++
+		if b.UnderReplicated {
+			p.under++
+		}
+		if b.Offline {
+			p.offline++
+		}
+		if (b.Offline || b.UnderReplicated) && len(p.troubled) < 5 && !slices.Contains(p.troubled, b.Partition) {
+			p.troubled = append(p.troubled, b.Partition)
+		}
+	}
+	return out
 }
 
 // bucketTrouble counts the under-replicated and the offline buckets.

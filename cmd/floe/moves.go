@@ -89,13 +89,14 @@ func parseReplicas(s string) ([]uint32, error) {
 // tableReassignCmd is `floe table reassign`: moves of buckets' replicas.
 func tableReassignCmd(env *cliEnv) clientCmd {
 	var bucket int
-	var replicas, plan string
+	var replicas, plan, partition string
 	var bounds moveBoundFlags
 	return clientCmd{summary: "move buckets' replicas to other nodes (one bucket, or a JSON plan of many)",
-		usage: "table reassign DB.TABLE --bucket N --replicas 1,4,5 | table reassign --plan FILE [--throttle 20MB] [--max-moves N]",
+		usage: "table reassign DB.TABLE [--partition dt=X] --bucket N --replicas 1,4,5 | table reassign --plan FILE [--throttle 20MB] [--max-moves N]",
 		nargs: 0, maxArgs: 1, arg: argTable,
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&bucket, "bucket", -1, "the bucket to move")
+			fs.StringVar(&partition, "partition", "", "of a partitioned table, the partition of the bucket (dt=2026-12-03)")
 			fs.StringVar(&replicas, "replicas", "", "the bucket's new replicas, preferred leader first, e.g. 1,4,5")
 			fs.StringVar(&plan, "plan", "", `a JSON file of moves: [{"database":"db","table":"t","bucket":0,"replicas":[1,4,5]}, ...] (what "floe reassign status -o json" and plans print)`)
 			bounds.register(fs)
@@ -122,7 +123,7 @@ func tableReassignCmd(env *cliEnv) clientCmd {
 				if err != nil {
 					return err
 				}
-				moves = []client.BucketMove{{Database: db, Table: name, Bucket: int32(bucket), Replicas: ids}}
+				moves = []client.BucketMove{{Database: db, Table: name, Partition: partition, Bucket: int32(bucket), Replicas: ids}}
 			case len(pos) == 0 && (opts.ThrottleBytesPerS != 0 || opts.MaxMoves != 0) && bucket < 0 && replicas == "":
 				// only the bounds change
 			default:
@@ -257,6 +258,9 @@ func reassignCmds(env *cliEnv) []clientCmd {
 func moveName(m client.BucketMove) string {
 	if m.Table == "" {
 		return fmt.Sprintf("a dropped table's bucket %d", m.Bucket)
+	}
+	if m.Partition != "" {
+		return fmt.Sprintf("%s.%s/%s bucket %d", m.Database, m.Table, m.Partition, m.Bucket)
 	}
 	return fmt.Sprintf("%s.%s bucket %d", m.Database, m.Table, m.Bucket)
 }

@@ -69,6 +69,10 @@ func TestPartitionedTableCLI(t *testing.T) {
 		t.Fatalf("export of two partitions: %v (%s)", n, errOut)
 	}
 
+	// Elections and moves name a partition's buckets by its name.
+	if out, _ = fc.mustRun("", "table", "elect", table, "--partition", "dt=2026-12-02"); out == "" {
+		t.Fatal("table elect --partition printed nothing")
+	}
 	out, _ = fc.mustRun("", "table", "partition", "drop", table, "--partition", "dt=2026-12-01")
 	if !strings.Contains(out, "dropped partition dt=2026-12-01") {
 		t.Fatalf("drop: %s", out)
@@ -97,6 +101,7 @@ func TestPartitionedTableCLI(t *testing.T) {
 		{[]string{"table", "partition", "add", table, "--partition", "dt=a/b"}, "dt"},
 		{[]string{"table", "partition", "add", table, "--partition", "day=2026-12-01"}, "not a partition column"},
 		{[]string{"table", "partition", "move", table, "--partition", "dt=x"}, "want add or drop"},
+		{[]string{"table", "elect", table}, "partition"},
 		{[]string{"consume", table, "--partition", "day>=x"}, "not a partition column"},
 		{[]string{"table", "create", fc.db + ".bad", "--schema", "dt DOUBLE NOT NULL", "--partition-by", "dt"}, "DOUBLE"},
 		{[]string{"table", "create", fc.db + ".bad", "--schema", "dt STRING NOT NULL, id INT NOT NULL, PRIMARY KEY (id)", "--partition-by", "dt"},

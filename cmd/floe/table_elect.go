@@ -15,9 +15,11 @@ import (
 func tableElectCmd(env *cliEnv) clientCmd {
 	var bucket int
 	var unclean bool
-	return clientCmd{summary: "elect bucket leaders, clean or (--unclean) from outside the ISR", usage: "table elect DB.TABLE [--bucket N] [--unclean]", nargs: 1, arg: argTable,
+	var partition string
+	return clientCmd{summary: "elect bucket leaders, clean or (--unclean) from outside the ISR", usage: "table elect DB.TABLE [--partition dt=X] [--bucket N] [--unclean]", nargs: 1, arg: argTable,
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&bucket, "bucket", -1, "elect only this bucket (default: every bucket)")
+			fs.StringVar(&partition, "partition", "", "of a partitioned table, the partition whose buckets to elect (dt=2026-12-03)")
 			fs.BoolVar(&unclean, "unclean", false,
 				"let a bucket without a live in-sync replica take the live replica holding the most (latest epoch, then longest log) as leader (loses what only the ISR held)")
 		},
@@ -26,7 +28,7 @@ func tableElectCmd(env *cliEnv) clientCmd {
 			if err != nil {
 				return err
 			}
-			opts := client.ElectOptions{Unclean: unclean}
+			opts := client.ElectOptions{Unclean: unclean, Partition: partition}
 			if bucket >= 0 {
 				b := int32(bucket)
 				opts.Bucket = &b
