@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -234,5 +235,37 @@ func TestPartitionedPrimaryKeyTable(t *testing.T) {
 		if (r != nil) != (i%2 == 0) {
 			t.Fatalf("batch key %d: row %x", i, r)
 		}
+	}
+}
+
+// TestPartitionHandleWriter: a partition's handle writes that partition
+// only: a row of another partition is refused before anything is sent.
+func TestPartitionHandleWriter(t *testing.T) {
+	fc, c := startCluster(t)
+	tbl := createPartitioned(t, fc, c, TableSpec{Name: "events", Schema: "dt STRING NOT NULL, id BIGINT NOT NULL, note STRING",
+		Buckets: 1, Replication: 3, PartitionKeys: []string{"dt"}})
+	ctx := guardCtx(t)
+	if _, err := c.Admin().CreatePartition(ctx, fc.db, "events", "2026-12-03"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := tbl.Partition(ctx, "dt=2026-12-03")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PartitionInfo().Name != "dt=2026-12-03" || p.ID() == tbl.ID() || p.TableID() != tbl.ID() {
+		t.Fatalf("partition handle: %+v, id %d, table id %d", p.PartitionInfo(), p.ID(), p.TableID())
+	}
+	w := newWriter(t, p, AppendWriterOptions{})
+	if _, err := w.Append(ctx, eventRow(t, p, "2026-12-04", 1)); err == nil || !strings.Contains(err.Error(), "dt=2026-12-04") {
+		t.Fatalf("a row of another partition: %v", err)
+	}
+	if _, err := w.Append(ctx, eventRow(t, p, "2026-12-03", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if parts, err := tbl.Partitions(ctx); err != nil || len(parts) != 1 {
+		t.Fatalf("partitions %+v, %v: the refused row made one", parts, err)
 	}
 }

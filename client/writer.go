@@ -143,9 +143,9 @@ func startWriter(t *Table, kind writerKind, opts AppendWriterOptions, newRouter 
 	w.newRouter = newRouter
 	w.names.New = func() any { return new([]byte) }
 	w.runCtx, w.abort = context.WithCancel(context.Background())
-	if t.Partitioned() {
+	if t.parts != nil { // the partitioned table's handle: rows go to their partitions
 		w.parts = map[uint64]*target{}
-	} else {
+	} else { // a table's, or one partition's
 		w.main = w.startTarget(t)
 	}
 	return w, nil
@@ -166,12 +166,24 @@ func (w *writer) startTarget(t *Table) *target {
 // of the row's partition, which a partitioned table creates when it does
 // not exist and the table creates partitions on write.
 func (w *writer) route(ctx context.Context, row []byte) (*target, error) {
-	if w.main != nil {
+	if w.main != nil && w.t.part == nil {
 		return w.main, nil
 	}
 	scratch := w.names.Get().(*[]byte)
+	defer w.names.Put(scratch)
+	if w.main != nil {
+		// A partition's writer takes the rows of that partition only.
+		name, err := w.t.spec.AppendName((*scratch)[:0], record.NewRowView(w.t.schema, row))
+		if err != nil {
+			return nil, pkgerr.Errorf("client", "%s: %w", w.t.qualifiedName(), err)
+		}
+		*scratch = name
+		if string(name) != w.t.part.Name {
+			return nil, pkgerr.Errorf("client", "a row of partition %s to the writer of %s: write it with the table's writer", name, w.t.qualifiedName())
+		}
+		return w.main, nil
+	}
 	pt, err := w.t.partitionForRow(ctx, row, true, scratch)
-	w.names.Put(scratch)
 	if err != nil {
 		return nil, err
 	}
