@@ -1,6 +1,9 @@
 package chaos
 
 import (
+	"math/rand/v2"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,8 +15,10 @@ import (
 // The checkers must catch what they look for: each case breaks one
 // promise.
 func TestCompareLog(t *testing.T) {
-	acked := map[recordID]client.AppendResult{{1, 0}: {Bucket: 0, Offset: 0}, {1, 1}: {Bucket: 0, Offset: 1}}
-	good := []readRecord{{recordID{1, 0}, 0, 0}, {recordID{1, 1}, 0, 1}, {recordID{2, 0}, 1, 0}}
+	at := func(bucket int32, offset int64) logPos { return logPos{part: 7, bucket: bucket, offset: offset} }
+	read := func(writer, seq int64, pos logPos) readRecord { return readRecord{recordID{writer, seq}, pos} }
+	acked := map[recordID]logPos{{1, 0}: at(0, 0), {1, 1}: at(0, 1)}
+	good := []readRecord{read(1, 0, at(0, 0)), read(1, 1, at(0, 1)), read(2, 0, at(1, 0))}
 	tests := []struct {
 		name  string
 		reads []readRecord
@@ -21,11 +26,11 @@ func TestCompareLog(t *testing.T) {
 	}{
 		{"clean", good, func(r LogResult) bool { return r.Lost+r.Duplicated+r.Reordered+r.WrongOffset == 0 && r.Read == 3 }},
 		{"lost", good[1:], func(r LogResult) bool { return r.Lost == 1 }},
-		{"duplicated", append(append([]readRecord(nil), good...), readRecord{recordID{2, 0}, 1, 1}),
+		{"duplicated", append(slices.Clone(good), read(2, 0, at(1, 1))),
 			func(r LogResult) bool { return r.Duplicated == 1 }},
-		{"reordered", []readRecord{{recordID{1, 1}, 0, 0}, {recordID{1, 0}, 0, 1}},
+		{"reordered", []readRecord{read(1, 1, at(0, 0)), read(1, 0, at(0, 1))},
 			func(r LogResult) bool { return r.Reordered == 1 && r.WrongOffset == 2 }},
-		{"moved", []readRecord{{recordID{1, 0}, 0, 5}, {recordID{1, 1}, 0, 6}}, func(r LogResult) bool { return r.WrongOffset == 2 }},
+		{"moved", []readRecord{read(1, 0, at(0, 5)), read(1, 1, at(0, 6))}, func(r LogResult) bool { return r.WrongOffset == 2 }},
 	}
 	for _, tt := range tests {
 		var res LogResult
@@ -33,6 +38,99 @@ func TestCompareLog(t *testing.T) {
 		if !tt.check(res) {
 			t.Errorf("%s: %+v", tt.name, res)
 		}
+	}
+}
+
+// TestCompareLogByPartition: buckets of different partitions are
+// different logs: a writer's sequence starts over in each, and the same
+// bucket and offset in another partition is another place.
+func TestCompareLogByPartition(t *testing.T) {
+	p1 := func(offset int64) logPos { return logPos{part: 11, partition: "dt=2026-01-01", offset: offset} }
+	p2 := func(offset int64) logPos { return logPos{part: 12, partition: "dt=2026-01-02", offset: offset} }
+	acked := map[recordID]logPos{{1, 0}: p1(0), {1, 1}: p2(0), {1, 2}: p1(1)}
+	tests := []struct {
+		name  string
+		reads []readRecord
+		check func(LogResult) bool
+	}{
+		{"clean", []readRecord{{recordID{1, 0}, p1(0)}, {recordID{1, 2}, p1(1)}, {recordID{1, 1}, p2(0)}},
+			func(r LogResult) bool { return r.Lost+r.Duplicated+r.Reordered+r.WrongOffset == 0 }},
+		{"in the other partition", []readRecord{{recordID{1, 0}, p1(0)}, {recordID{1, 2}, p1(1)}, {recordID{1, 1}, p1(2)}},
+			func(r LogResult) bool { return r.WrongOffset == 1 && r.Reordered == 1 }},
+		{"lost with its partition", []readRecord{{recordID{1, 1}, p2(0)}},
+			func(r LogResult) bool { return r.Lost == 2 }},
+	}
+	for _, tt := range tests {
+		var res LogResult
+		compareLog(&res, acked, tt.reads)
+		if !tt.check(res) {
+			t.Errorf("%s: %+v", tt.name, res)
+		}
+	}
+}
+
+// TestDayPlan: the oldest live day closes once more than liveDays are
+// live, a closed day is never picked again, only a retired day's records
+// are excluded, and the churn's counts come from the partitions it
+// listed.
+func TestDayPlan(t *testing.T) {
+	p := newDayPlan()
+	for range liveDays {
+		p.open(p.next())
+	}
+	if _, ok := p.close(); ok {
+		t.Fatalf("closed a day with %d days live", liveDays)
+	}
+	p.open(p.next())
+	closed, ok := p.close()
+	if !ok || closed != "2026-01-01" {
+		t.Fatalf("closed %q %v", closed, ok)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100 {
+		if d := p.pick(rng); d == closed {
+			t.Fatalf("picked the closed day %s", d)
+		}
+	}
+	if d := p.liveDay(0); d != "2026-01-02" {
+		t.Fatalf("oldest live day %s", d)
+	}
+	p.keep(closed)
+	if p.isRetired(dayPartition(closed)) {
+		t.Fatalf("a kept day is retired")
+	}
+	old, ok := p.oldestKept()
+	if !ok || old != closed {
+		t.Fatalf("oldest kept %q %v", old, ok)
+	}
+	name := p.retire(old)
+	if name != "dt=2026-01-01" || !p.isRetired(name) || !slices.Equal(p.pendingDrops(), []string{name}) {
+		t.Fatalf("retired %q, pending %v", name, p.pendingDrops())
+	}
+	p.dropped(name)
+	if len(p.pendingDrops()) != 0 {
+		t.Fatalf("pending %v after the drop", p.pendingDrops())
+	}
+	p.saw([]client.PartitionInfo{{ID: 5, Name: name, Origin: "explicit"}, {ID: 6, Name: "dt=2026-01-02", Origin: "on-write"}})
+	final := []bucketSet{{partition: "dt=2026-01-02", id: 6}, {partition: name, id: 9}} // made again by a writer
+	want := PartitionResult{Explicit: 1, OnWrite: 1, Dropped: 1, Recreated: 1}
+	if got := p.result(final); got != want {
+		t.Fatalf("result %+v, want %+v", got, want)
+	}
+	if d := p.droppedSets(final, 2); len(d) != 1 || d[0].id != 5 || !d[0].dropped || len(d[0].replicas) != 2 {
+		t.Fatalf("dropped sets %+v", d)
+	}
+}
+
+// TestLeaderChanges: leader epochs grow per bucket of each set; a set
+// made since counts from epoch 0, one dropped since not at all.
+func TestLeaderChanges(t *testing.T) {
+	before := []bucketSet{{id: 1, buckets: []client.Bucket{{Bucket: 0, LeaderEpoch: 2}, {Bucket: 1, LeaderEpoch: 1}}},
+		{id: 2, buckets: []client.Bucket{{Bucket: 0, LeaderEpoch: 9}}}}
+	after := []bucketSet{{id: 1, buckets: []client.Bucket{{Bucket: 0, LeaderEpoch: 3}, {Bucket: 1, LeaderEpoch: 1}}},
+		{id: 3, buckets: []client.Bucket{{Bucket: 0, LeaderEpoch: 2}}}}
+	if n := leaderChanges(before, after); n != 3 {
+		t.Fatalf("%d leader changes, want 3", n)
 	}
 }
 
@@ -124,5 +222,30 @@ func TestImageNeedsStaticBinary(t *testing.T) {
 	}
 	if err := staticBinary("/etc/hostname"); err == nil {
 		t.Fatal("staticBinary accepted a file that is no ELF binary")
+	}
+}
+
+// TestLeftovers: a folder of a bucket on a node its replica list does not
+// name is a leftover, and a dropped partition's lists name no node.
+func TestLeftovers(t *testing.T) {
+	c := &Cluster{}
+	for id := range uint32(2) {
+		c.Nodes = append(c.Nodes, &Node{ID: id + 1, DataDir: t.TempDir()})
+	}
+	for _, dir := range []string{c.Nodes[0].replicaDir(4, 0), c.Nodes[1].replicaDir(4, 0), c.Nodes[1].replicaDir(5, 1)} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sets := []replicaSet{
+		{partition: "dt=2026-01-02", id: 4, replicas: [][]uint32{{1, 2}, {1, 2}}},
+		{partition: "dt=2026-01-01", id: 5, dropped: true, replicas: make([][]uint32, 2)},
+	}
+	left := c.leftovers(sets)
+	if len(left) != 1 || left[0].set != 1 || left[0].bucket != 1 || !slices.Equal(left[0].nodes, []uint32{2}) {
+		t.Fatalf("leftovers %+v, want node 2's folder of the dropped partition's bucket 1", left)
+	}
+	if got := sets[1].bucketName(1); got != "dt=2026-01-01 (id 5, dropped) bucket 1" {
+		t.Fatalf("bucket name %q", got)
 	}
 }

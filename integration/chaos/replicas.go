@@ -46,7 +46,8 @@ func readReplica(dir string) ([]batchSig, error) {
 }
 
 // leftoverTimeout bounds how long CompareReplicas waits for nodes to
-// delete the replicas the metadata took from them (a move).
+// delete the replicas the metadata took from them (a move, a dropped
+// partition).
 const leftoverTimeout = time.Minute
 
 // replicaDir is node nd's folder of a bucket.
@@ -54,14 +55,49 @@ func (nd *Node) replicaDir(tableID uint64, bucket int32) string {
 	return filepath.Join(nd.DataDir, "tablet", fmt.Sprintf("t%d-b%d", tableID, bucket))
 }
 
-// leftovers lists, per bucket, the nodes that hold a folder of it though
-// replicas (the metadata's replica sets, by bucket) does not list them.
-func (c *Cluster) leftovers(tableID uint64, replicas [][]uint32) map[int32][]uint32 {
-	out := map[int32][]uint32{}
-	for b, ids := range replicas {
-		for _, nd := range c.Nodes {
-			if _, err := os.Stat(nd.replicaDir(tableID, int32(b))); err == nil && !slices.Contains(ids, nd.ID) {
-				out[int32(b)] = append(out[int32(b)], nd.ID)
+// replicaSet is the replicas, by bucket, of the log table or of one of
+// its partitions, as the metadata lists them; a dropped partition's lists
+// are empty: no node may keep its data.
+type replicaSet struct {
+	partition string // "": the table
+	id        uint64 // what its buckets are keyed by
+	dropped   bool
+	replicas  [][]uint32
+}
+
+// bucketName names one of the set's buckets in a difference.
+func (s replicaSet) bucketName(b int) string {
+	switch {
+	case s.dropped:
+		return fmt.Sprintf("%s (id %d, dropped) bucket %d", s.partition, s.id, b)
+	case s.partition != "":
+		return fmt.Sprintf("%s (id %d) bucket %d", s.partition, s.id, b)
+	}
+	return fmt.Sprintf("bucket %d", b)
+}
+
+// leftover is a bucket whose folder nodes hold though the metadata does
+// not list them as its replicas.
+type leftover struct {
+	set    int // index in the sets
+	bucket int
+	nodes  []uint32
+}
+
+// leftovers lists the buckets of the sets that have a folder on nodes
+// their replica lists do not name.
+func (c *Cluster) leftovers(sets []replicaSet) []leftover {
+	var out []leftover
+	for i, s := range sets {
+		for b, ids := range s.replicas {
+			var nodes []uint32
+			for _, nd := range c.Nodes {
+				if _, err := os.Stat(nd.replicaDir(s.id, int32(b))); err == nil && !slices.Contains(ids, nd.ID) {
+					nodes = append(nodes, nd.ID)
+				}
+			}
+			if len(nodes) > 0 {
+				out = append(out, leftover{set: i, bucket: b, nodes: nodes})
 			}
 		}
 	}
@@ -76,51 +112,82 @@ func (c *Cluster) leftovers(tableID uint64, replicas [][]uint32) map[int32][]uin
 // for every such folder to go, and reports those that stay. It stops
 // every node before reading, and returns the differences found.
 func (c *Cluster) CompareReplicas(ctx context.Context, tableID uint64, replicas [][]uint32) ([]string, error) {
+	return c.compareReplicaSets(ctx, []replicaSet{{id: tableID, replicas: replicas}})
+}
+
+// compareReplicaSets is CompareReplicas for the buckets of several sets:
+// a table's, or its partitions', including dropped ones, whose folders
+// every node must delete.
+func (c *Cluster) compareReplicaSets(ctx context.Context, sets []replicaSet) ([]string, error) {
 	deadline := time.Now().Add(leftoverTimeout)
-	left := c.leftovers(tableID, replicas)
+	left := c.leftovers(sets)
 	for len(left) > 0 && time.Now().Before(deadline) && pause(ctx, 200*time.Millisecond) {
-		left = c.leftovers(tableID, replicas)
+		left = c.leftovers(sets)
 	}
 	for _, nd := range c.Nodes {
 		nd.Stop()
 	}
 	var diffs []string
-	for b, ids := range left {
-		diffs = append(diffs, fmt.Sprintf("bucket %d: nodes %v still hold its data %v after the metadata took it from them (replicas %v)",
-			b, ids, leftoverTimeout, replicas[b]))
+	for _, l := range left {
+		s := sets[l.set]
+		if s.dropped {
+			diffs = append(diffs, fmt.Sprintf("%s: nodes %v still hold its data %v after it was dropped",
+				s.bucketName(l.bucket), l.nodes, leftoverTimeout))
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("%s: nodes %v still hold its data %v after the metadata took it from them (replicas %v)",
+			s.bucketName(l.bucket), l.nodes, leftoverTimeout, s.replicas[l.bucket]))
 	}
 	slices.Sort(diffs)
-	for b, ids := range replicas {
-		logs := map[uint32][]batchSig{}
-		for _, nd := range c.Nodes {
-			if !slices.Contains(ids, nd.ID) {
-				continue
-			}
-			dir := nd.replicaDir(tableID, int32(b))
-			if _, err := os.Stat(dir); err != nil {
-				continue // no data yet
-			}
-			sigs, err := readReplica(dir)
+	for _, s := range sets {
+		for b, ids := range s.replicas {
+			ds, err := c.compareBucket(s.id, b, ids)
 			if err != nil {
 				return nil, err
 			}
-			logs[nd.ID] = sigs
-		}
-		var ref uint32
-		for id := range logs {
-			if ref == 0 || id < ref {
-				ref = id
-			}
-		}
-		for id, sigs := range logs {
-			if id == ref {
-				continue
-			}
-			if d := diffLogs(logs[ref], sigs); d != "" {
-				diffs = append(diffs, fmt.Sprintf("bucket %d: node %d vs node %d: %s", b, ref, id, d))
+			for _, d := range ds {
+				diffs = append(diffs, s.bucketName(b)+": "+d)
 			}
 		}
 	}
+	return diffs, nil
+}
+
+// compareBucket compares the replicas (ids) of one bucket on stopped
+// nodes with the lowest node's: one difference per replica that does not
+// hold the same batches where they overlap.
+func (c *Cluster) compareBucket(setID uint64, b int, ids []uint32) ([]string, error) {
+	logs := map[uint32][]batchSig{}
+	for _, nd := range c.Nodes {
+		if !slices.Contains(ids, nd.ID) {
+			continue
+		}
+		dir := nd.replicaDir(setID, int32(b))
+		if _, err := os.Stat(dir); err != nil {
+			continue // no data yet
+		}
+		sigs, err := readReplica(dir)
+		if err != nil {
+			return nil, err
+		}
+		logs[nd.ID] = sigs
+	}
+	var ref uint32
+	for id := range logs {
+		if ref == 0 || id < ref {
+			ref = id
+		}
+	}
+	var diffs []string
+	for id, sigs := range logs {
+		if id == ref {
+			continue
+		}
+		if d := diffLogs(logs[ref], sigs); d != "" {
+			diffs = append(diffs, fmt.Sprintf("node %d vs node %d: %s", ref, id, d))
+		}
+	}
+	slices.Sort(diffs)
 	return diffs, nil
 }
 

@@ -48,9 +48,12 @@ type Verdict struct {
 	ReplicaDiffs []string `json:"replica_diffs"`
 	// Moves counts the replica moves the scenario started and how they
 	// ended.
-	Moves         MoveResult `json:"moves"`
-	LeaderChanges int        `json:"leader_changes"`
-	Recoveries    []Recovery `json:"recoveries"`
+	Moves MoveResult `json:"moves"`
+	// Partitions counts the partitions of a partitioned log table made
+	// and dropped.
+	Partitions    PartitionResult `json:"partitions"`
+	LeaderChanges int             `json:"leader_changes"`
+	Recoveries    []Recovery      `json:"recoveries"`
 	// ReplayFile is where a failed run wrote what replays it.
 	ReplayFile string `json:"replay_file,omitempty"`
 }
@@ -103,7 +106,8 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 		return v, err
 	}
 	defer cl.Close()
-	lw := &LogWorkload{Database: "chaos", Table: "log", Buckets: 2, Writers: 4, Pad: 200}
+	lw := &LogWorkload{Database: "chaos", Table: "log", Buckets: 2, Writers: 4, Pad: 200,
+		Partitioned: cfg.Scenario.PartitionedLog, Seed: cfg.Seed}
 	if err := lw.Setup(ctx, cl, cfg.Scenario.Props); err != nil {
 		return v, err
 	}
@@ -115,7 +119,7 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 	if err := dw.Setup(ctx, cl); err != nil {
 		return v, err
 	}
-	epochsBefore, err := leaderEpochs(ctx, cl, lw)
+	before, err := lw.placement(ctx)
 	if err != nil {
 		return v, err
 	}
@@ -172,6 +176,9 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 	if workErr != nil {
 		return v, workErr
 	}
+	if err := lw.settlePartitions(ctx, h); err != nil {
+		return v, err
+	}
 	// Moves end before the replicas are compared, so the comparison is of
 	// the final replica sets.
 	if v.Moves, err = settleMoves(ctx, cl, env.moves, h, env.tables()...); err != nil {
@@ -186,17 +193,14 @@ func Run(ctx context.Context, cfg RunConfig) (v Verdict, err error) {
 	}
 	v.KV = kw.Check(time.Minute)
 	v.DDL = dw.Check(time.Minute)
-	desc, err := cl.Admin().DescribeTable(ctx, lw.Database, lw.Table)
+	after, err := lw.placement(ctx)
 	if err != nil {
 		return v, err
 	}
-	replicas := make([][]uint32, len(desc.Placement))
-	for b, p := range desc.Placement {
-		v.LeaderChanges += int(p.LeaderEpoch - epochsBefore[b])
-		replicas[b] = p.Replicas
-	}
+	v.LeaderChanges = leaderChanges(before, after)
+	v.Partitions = lw.partitionResult(after)
 	v.Recoveries = h.Recoveries()
-	if v.ReplicaDiffs, err = c.CompareReplicas(ctx, lw.tbl.ID(), replicas); err != nil {
+	if v.ReplicaDiffs, err = c.compareReplicaSets(ctx, lw.replicaSets(after)); err != nil {
 		return v, err
 	}
 	if !v.Pass() {
@@ -245,32 +249,21 @@ func (c *Cluster) restoreAll(ctx context.Context) error {
 	return c.WaitReady(ctx, 2*time.Minute)
 }
 
-// leaderEpochs reads the log table's buckets' leader epochs.
-func leaderEpochs(ctx context.Context, cl *client.Client, lw *LogWorkload) ([]int32, error) {
-	desc, err := cl.Admin().DescribeTable(ctx, lw.Database, lw.Table)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int32, len(desc.Placement))
-	for i, p := range desc.Placement {
-		out[i] = p.LeaderEpoch
-	}
-	return out, nil
-}
-
-// waitSettled waits until every bucket of both tables has its full ISR.
+// waitSettled waits until every bucket of both tables (of each partition
+// of the log table) has its full ISR.
 func waitSettled(ctx context.Context, cl *client.Client, lw *LogWorkload) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for {
-		full := true
-		for _, t := range []string{lw.Table, "kv"} {
-			desc, err := cl.Admin().DescribeTable(ctx, lw.Database, t)
-			if err != nil {
-				full = false
-				break
-			}
-			for _, p := range desc.Placement {
+		sets, err := lw.placement(ctx)
+		full := err == nil
+		if desc, err := cl.Admin().DescribeTable(ctx, lw.Database, "kv"); err == nil {
+			sets = append(sets, bucketSet{id: desc.ID, buckets: desc.Placement})
+		} else {
+			full = false
+		}
+		for _, s := range sets {
+			for _, p := range s.buckets {
 				if p.Leader == 0 || len(p.ISR) != len(p.Replicas) {
 					full = false
 				}
@@ -292,19 +285,21 @@ func waitSettled(ctx context.Context, cl *client.Client, lw *LogWorkload) error 
 // diffs, the key and DDL operations the linearizability check covered and
 // its result, leader changes and the longest recovery; last the replica
 // moves started, completed, cancelled (went back), calls failed and moves
-// left unfinished at the end.
+// left unfinished at the end; and the partitions of a partitioned log
+// table created explicitly and by writers, those dropped, and the
+// acknowledged records of dropped ones, excluded from the checks.
 func Table(vs []Verdict) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 4, 1, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "SCENARIO\tSEED\tSECS\tLOG-ATT\tLOG-ACK\tLOG-FAIL\tKEY-ATT\tKEY-ACK\tKEY-FAIL\t"+
 		"DDL-ATT\tDDL-ACK\tDDL-FAIL\tLOST\tDUPS\tREORD\tDIFFS\tCHECKED\tLINEAR\tLEADERS\tRECOVERY\t"+
-		"MV-START\tMV-DONE\tMV-BACK\tMV-FAIL\tMV-LEFT\t")
+		"MV-START\tMV-DONE\tMV-BACK\tMV-FAIL\tMV-LEFT\tPT-EXPL\tPT-WRITE\tPT-DROP\tPT-EXCL\t")
 	for _, v := range vs {
 		worst := time.Duration(0)
 		for _, r := range v.Recoveries {
 			worst = max(worst, r.After)
 		}
-		fmt.Fprintf(w, "%s\t%d\t%.0f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t\n",
+		fmt.Fprintf(w, "%s\t%d\t%.0f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n",
 			v.Scenario, v.Seed, v.Duration.Seconds(),
 			v.Log.Attempted, v.Log.Acknowledged, v.Log.Failed,
 			v.KV.Attempted, v.KV.Acknowledged, v.KV.Failed,
@@ -312,7 +307,8 @@ func Table(vs []Verdict) string {
 			v.Log.Lost, v.Log.Duplicated, v.Log.Reordered+v.Log.WrongOffset, len(v.ReplicaDiffs),
 			v.KV.Operations+v.DDL.Operations, v.KV.Linearizable && v.DDL.Linearizable, v.LeaderChanges,
 			worst.Round(10*time.Millisecond),
-			v.Moves.Started, v.Moves.Completed, v.Moves.Cancelled, v.Moves.Failed, v.Moves.Unfinished)
+			v.Moves.Started, v.Moves.Completed, v.Moves.Cancelled, v.Moves.Failed, v.Moves.Unfinished,
+			v.Partitions.Explicit, v.Partitions.OnWrite, v.Partitions.Dropped, v.Log.Excluded)
 	}
 	w.Flush()
 	return b.String()

@@ -42,6 +42,9 @@ type Scenario struct {
 	Setup func(*Options)
 	// Props are the log table's properties (tiering scenarios).
 	Props map[string]string
+	// PartitionedLog partitions the log table by day and has its
+	// workload create and drop partitions while it runs (partlog.go).
+	PartitionedLog bool
 	// Faults injects faults until ctx ends, recording each in e.H.
 	Faults func(ctx context.Context, e *Env) error
 	// Regressions are seeds that once broke a promise: a suite run of the
@@ -64,8 +67,16 @@ func jitter(rng *rand.Rand, d time.Duration) time.Duration {
 	return d + time.Duration(rng.Int64N(int64(d)/2+1))
 }
 
-// bucketLeader is the node leading bucket b of the log table now.
+// bucketLeader is the node leading bucket b of the log table now (of a
+// partitioned one, bucket b of one of its live partitions).
 func (e *Env) bucketLeader(ctx context.Context, b int32) (*Node, error) {
+	if e.Log.Partitioned {
+		id, err := e.Log.liveBucketLeader(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		return e.C.Node(id), nil
+	}
 	desc, err := e.Cl.Admin().DescribeTable(ctx, e.Log.Database, e.Log.Table)
 	if err != nil {
 		return nil, err
@@ -133,77 +144,105 @@ func cycle(ctx context.Context, e *Env, hold, rest time.Duration, fault func() (
 	return nil
 }
 
+// A fault injects one fault, recording it in e.H, and returns what
+// undoes it.
+type fault func(ctx context.Context, e *Env) (undo func() error, err error)
+
+// every is a schedule that injects f, holds it for hold, undoes it and
+// rests for rest (both with jitter), until ctx ends.
+func every(hold, rest time.Duration, f fault) func(ctx context.Context, e *Env) error {
+	return func(ctx context.Context, e *Env) error {
+		return cycle(ctx, e, hold, rest, func() (func() error, error) { return f(ctx, e) })
+	}
+}
+
+// killBucketLeader SIGKILLs the leader of a random log bucket; undo
+// restarts it.
+func killBucketLeader(ctx context.Context, e *Env) (func() error, error) {
+	nd, err := e.waitLeader(ctx, e.Rng.Int32N(e.Log.Buckets))
+	if err != nil {
+		return nil, err
+	}
+	e.H.Fault(fmt.Sprintf("kill node %d (bucket leader)", nd.ID))
+	nd.Kill()
+	return func() error { e.H.Fault(fmt.Sprintf("restart node %d", nd.ID)); return nd.Restart() }, nil
+}
+
+// pauseBucketLeader SIGSTOPs the leader of a random log bucket; undo
+// resumes it.
+func pauseBucketLeader(ctx context.Context, e *Env) (func() error, error) {
+	nd, err := e.waitLeader(ctx, e.Rng.Int32N(e.Log.Buckets))
+	if err != nil {
+		return nil, err
+	}
+	e.H.Fault(fmt.Sprintf("pause node %d (bucket leader)", nd.ID))
+	nd.Pause()
+	return func() error { e.H.Fault(fmt.Sprintf("resume node %d", nd.ID)); nd.Resume(); return nil }, nil
+}
+
+// isolateMetaLeader cuts the metadata leader off from the other nodes;
+// undo heals.
+func isolateMetaLeader(ctx context.Context, e *Env) (func() error, error) {
+	nd, err := e.metaLeader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.H.Fault(fmt.Sprintf("isolate node %d (metadata leader)", nd.ID))
+	if err := e.C.Partition(ctx, []uint32{nd.ID}, e.others(nd.ID)); err != nil {
+		return nil, err
+	}
+	return func() error { e.H.Fault("heal"); return e.C.Heal(context.Background()) }, nil
+}
+
+// splitMajority cuts a random node off from the others; undo heals.
+func splitMajority(ctx context.Context, e *Env) (func() error, error) {
+	lone := uint32(1 + e.Rng.IntN(len(e.C.Nodes)))
+	e.H.Fault(fmt.Sprintf("partition %v | %v", []uint32{lone}, e.others(lone)))
+	if err := e.C.Partition(ctx, e.others(lone), []uint32{lone}); err != nil {
+		return nil, err
+	}
+	return func() error { e.H.Fault("heal"); return e.C.Heal(context.Background()) }, nil
+}
+
+// cutBucketLeader cuts the leader of a random log bucket off from the
+// other nodes, one way (they cannot reach it) or both; undo heals.
+func cutBucketLeader(ctx context.Context, e *Env) (func() error, error) {
+	nd, err := e.waitLeader(ctx, e.Rng.Int32N(e.Log.Buckets))
+	if err != nil {
+		return nil, err
+	}
+	if e.Rng.IntN(2) == 0 {
+		e.H.Fault(fmt.Sprintf("one-way: nodes %v cannot reach node %d (bucket leader)", e.others(nd.ID), nd.ID))
+		err = e.C.CutOneWay(ctx, e.others(nd.ID), []uint32{nd.ID})
+	} else {
+		e.H.Fault(fmt.Sprintf("isolate node %d (bucket leader)", nd.ID))
+		err = e.C.Partition(ctx, []uint32{nd.ID}, e.others(nd.ID))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() error { e.H.Fault("heal"); return e.C.Heal(context.Background()) }, nil
+}
+
+// anyOf injects one of faults, drawn at random.
+func anyOf(faults ...fault) fault {
+	return func(ctx context.Context, e *Env) (func() error, error) {
+		return faults[e.Rng.IntN(len(faults))](ctx, e)
+	}
+}
+
 // Scenarios are the suite's fault schedules, by name.
 var Scenarios = []Scenario{
 	{Name: "leader-kill", Doc: "SIGKILL the leader of a log bucket, restart it after a while, again",
-		Faults: func(ctx context.Context, e *Env) error {
-			return cycle(ctx, e, 3*time.Second, 2*time.Second, func() (func() error, error) {
-				nd, err := e.waitLeader(ctx, e.Rng.Int32N(e.Log.Buckets))
-				if err != nil {
-					return nil, err
-				}
-				e.H.Fault(fmt.Sprintf("kill node %d (bucket leader)", nd.ID))
-				nd.Kill()
-				return func() error { e.H.Fault(fmt.Sprintf("restart node %d", nd.ID)); return nd.Restart() }, nil
-			})
-		}},
+		Faults: every(3*time.Second, 2*time.Second, killBucketLeader)},
 	{Name: "leader-pause", Doc: "SIGSTOP a bucket leader past failure detection (4 s), then SIGCONT",
-		Faults: func(ctx context.Context, e *Env) error {
-			return cycle(ctx, e, 4*time.Second, 2*time.Second, func() (func() error, error) {
-				nd, err := e.waitLeader(ctx, e.Rng.Int32N(e.Log.Buckets))
-				if err != nil {
-					return nil, err
-				}
-				e.H.Fault(fmt.Sprintf("pause node %d (bucket leader)", nd.ID))
-				nd.Pause()
-				return func() error { e.H.Fault(fmt.Sprintf("resume node %d", nd.ID)); nd.Resume(); return nil }, nil
-			})
-		}},
+		Faults: every(4*time.Second, 2*time.Second, pauseBucketLeader)},
 	{Name: "partition-meta-minority", Doc: "cut the metadata leader off from the other nodes (a minority of one), heal",
-		Faults: func(ctx context.Context, e *Env) error {
-			return cycle(ctx, e, 4*time.Second, 2*time.Second, func() (func() error, error) {
-				nd, err := e.metaLeader(ctx)
-				if err != nil {
-					return nil, err
-				}
-				e.H.Fault(fmt.Sprintf("isolate node %d (metadata leader)", nd.ID))
-				if err := e.C.Partition(ctx, []uint32{nd.ID}, e.others(nd.ID)); err != nil {
-					return nil, err
-				}
-				return func() error { e.H.Fault("heal"); return e.C.Heal(context.Background()) }, nil
-			})
-		}},
+		Faults: every(4*time.Second, 2*time.Second, isolateMetaLeader)},
 	{Name: "partition-majority", Doc: "split the nodes two against one at random (the majority side goes on), heal",
-		Faults: func(ctx context.Context, e *Env) error {
-			return cycle(ctx, e, 4*time.Second, 2*time.Second, func() (func() error, error) {
-				lone := uint32(1 + e.Rng.IntN(len(e.C.Nodes)))
-				e.H.Fault(fmt.Sprintf("partition %v | %v", []uint32{lone}, e.others(lone)))
-				if err := e.C.Partition(ctx, e.others(lone), []uint32{lone}); err != nil {
-					return nil, err
-				}
-				return func() error { e.H.Fault("heal"); return e.C.Heal(context.Background()) }, nil
-			})
-		}},
+		Faults: every(4*time.Second, 2*time.Second, splitMajority)},
 	{Name: "partition-bucket-leader", Doc: "cut a bucket leader off from its followers, one way (followers cannot reach it) or both, heal",
-		Faults: func(ctx context.Context, e *Env) error {
-			return cycle(ctx, e, 4*time.Second, 2*time.Second, func() (func() error, error) {
-				nd, err := e.waitLeader(ctx, e.Rng.Int32N(e.Log.Buckets))
-				if err != nil {
-					return nil, err
-				}
-				if e.Rng.IntN(2) == 0 {
-					e.H.Fault(fmt.Sprintf("one-way: nodes %v cannot reach node %d (bucket leader)", e.others(nd.ID), nd.ID))
-					err = e.C.CutOneWay(ctx, e.others(nd.ID), []uint32{nd.ID})
-				} else {
-					e.H.Fault(fmt.Sprintf("isolate node %d (bucket leader)", nd.ID))
-					err = e.C.Partition(ctx, []uint32{nd.ID}, e.others(nd.ID))
-				}
-				if err != nil {
-					return nil, err
-				}
-				return func() error { e.H.Fault("heal"); return e.C.Heal(context.Background()) }, nil
-			})
-		}},
+		Faults: every(4*time.Second, 2*time.Second, cutBucketLeader)},
 	{Name: "bridge", Doc: "nodes 1 and 3 cannot talk, node 2 talks to both (a bridge), heal",
 		Faults: func(ctx context.Context, e *Env) error {
 			return cycle(ctx, e, 5*time.Second, 2*time.Second, func() (func() error, error) {
@@ -381,6 +420,13 @@ var Scenarios = []Scenario{
 		"while SIGKILLing and restarting, or cutting off, the metadata leader, a bucket leader or any node; the end waits for every move to finish",
 		Setup:  func(o *Options) { o.Nodes = reassignNodes },
 		Faults: reassignUnderFaults},
+	{Name: "partitioned-log-under-faults", Doc: "the log table partitioned by day (dt): every second a new day opens, its partition created beforehand " +
+		"or by the first writer that meets it, and the oldest of the 3 days written to closes: kept, or dropped while writes to it may be in flight, " +
+		"or kept while an older one is dropped; meanwhile SIGKILL or SIGSTOP a partition's bucket leader, cut it or the metadata leader off, " +
+		"or split the nodes two against one; checked per partition and bucket, the dropped partitions' records excluded and their folders gone from every node",
+		PartitionedLog: true,
+		Faults: every(4*time.Second, 2*time.Second,
+			anyOf(killBucketLeader, pauseBucketLeader, isolateMetaLeader, splitMajority, cutBucketLeader))},
 }
 
 // stopped says whether a node's process exited by itself (a node whose

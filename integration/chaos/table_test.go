@@ -9,12 +9,15 @@ import (
 // TestTableShowsEachWorkload: the verdict table has attempted,
 // acknowledged and failed operations per workload, so key and DDL
 // operations are not counted as attempted and missing from acknowledged,
-// and the replica moves with how they ended.
+// the replica moves with how they ended, and the partitions made and
+// dropped.
 func TestTableShowsEachWorkload(t *testing.T) {
 	v := Verdict{Scenario: "kill-leader", Seed: 3, Duration: 30 * time.Second,
 		Log: LogResult{Attempted: 1000, Acknowledged: 990, Failed: 10},
 		KV:  newKVResult(200, 5, 198), DDL: newKVResult(40, 4, 38),
-		Moves: MoveResult{Started: 12, Completed: 9, Cancelled: 3, Failed: 2}}
+		Moves:      MoveResult{Started: 12, Completed: 9, Cancelled: 3, Failed: 2},
+		Partitions: PartitionResult{Explicit: 4, OnWrite: 5, Dropped: 6}}
+	v.Log.Excluded = 77
 	v.KV.Linearizable, v.DDL.Linearizable = true, true
 	lines := strings.Split(strings.TrimRight(Table([]Verdict{v}), "\n"), "\n")
 	if len(lines) != 2 {
@@ -34,6 +37,7 @@ func TestTableShowsEachWorkload(t *testing.T) {
 		"DDL-ATT": "40", "DDL-ACK": "36", "DDL-FAIL": "4",
 		"CHECKED": "236", "LINEAR": "true",
 		"MV-START": "12", "MV-DONE": "9", "MV-BACK": "3", "MV-FAIL": "2", "MV-LEFT": "0",
+		"PT-EXPL": "4", "PT-WRITE": "5", "PT-DROP": "6", "PT-EXCL": "77",
 	} {
 		if row[col] != want {
 			t.Errorf("%s = %q, want %s:\n%s", col, row[col], want, strings.Join(lines, "\n"))
