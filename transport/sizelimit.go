@@ -161,24 +161,30 @@ func (c *limitedConn) nextFrame() error {
 		return nil
 	}
 	c.dropping = false
-	if id != c.packet {
-		c.packet, c.packetSize = id, 0
+	// The packet is what DRPC's reader sees: the frames passed to it. A
+	// frame of another id starts another packet there; a frame refused
+	// here never reaches it, so it changes nothing (were it counted as a
+	// packet of its own, the frames of one id around it would pass as
+	// two packets and DRPC would join them past the limit).
+	var before uint64 // data bytes of this frame's packet already passed
+	if id == c.packet {
+		before = c.packetSize
 	}
-	if length > c.maxBytes-c.packetSize {
+	if length > c.maxBytes-before {
 		c.remaining, c.discard = length, true
 		c.keepRefused(id.Stream)
 		return c.refuse(id, kind, Errorf(pb.ErrorCode_ERROR_CODE_TOO_LARGE,
-			"%s packet of at least %d bytes is over the server's %d-byte limit", kind, c.packetSize+length, c.maxBytes))
+			"%s packet of at least %d bytes is over the server's %d-byte limit", kind, before+length, c.maxBytes))
 	}
-	if err := c.reserve(c.packetSize + length); err != nil {
+	if err := c.reserve(before + length); err != nil {
 		c.remaining, c.discard = length, true
 		c.keepRefused(id.Stream)
 		if errors.Is(err, errBudgetClosed) {
 			return err
 		}
-		return c.refuse(id, kind, c.budgetRefusal(c.packetSize+length))
+		return c.refuse(id, kind, c.budgetRefusal(before+length))
 	}
-	c.packetSize += length
+	c.packet, c.packetSize = id, before+length
 	if done {
 		c.packetDone(id, kind)
 		c.packet, c.packetSize = drpcwire.ID{}, 0
@@ -198,7 +204,6 @@ func (c *limitedConn) nextFrame() error {
 // and stops the server's side of the stream if it has started.
 func (c *limitedConn) refuse(id drpcwire.ID, kind drpcwire.Kind, answer error) error {
 	c.dropping, c.dropStream = true, id.Stream
-	c.packet, c.packetSize = drpcwire.ID{}, 0
 	c.log.Warn("refusing a packet", "remote_addr", c.RemoteAddr().String(),
 		"stream", id.Stream, "kind", kind.String(), "error", answer)
 
@@ -218,6 +223,8 @@ func (c *limitedConn) refuse(id drpcwire.ID, kind drpcwire.Kind, answer error) e
 			Done:    true,
 			Control: true,
 		})
+		// A whole packet of its own in DRPC's reader: none is open after it.
+		c.packet, c.packetSize = drpcwire.ID{}, 0
 	}
 	return nil
 }
