@@ -98,35 +98,19 @@ func (m *metaService) getTable(v *metastate.View, req *pb.GetTableRequest, appli
 	resp := &pb.GetTableResponse{Table: table, AppliedIndex: applied,
 		MaxBatchBytes: int32(min(m.r.deps.MaxBatchFor(table), math.MaxInt32))}
 	switch {
-	case len(table.GetPartitionKeys()) == 0:
-		if req.GetPartition() != "" {
-			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "table %s.%s is not partitioned: no partition %.128q",
-				table.GetDatabase(), table.GetName(), req.GetPartition())
-		}
-		resp.Buckets = buckets
-	case req.GetPartition() == "":
-		if resp.Partitions, err = v.Partitions(table.GetId()); err != nil {
-			return nil, err
-		}
-	default:
-		spec, err := metastate.SpecOf(table)
+	case req.GetPartition() != "":
+		p, err := v.PartitionNamed(table, req.GetPartition())
 		if err != nil {
 			return nil, err
-		}
-		values, err := spec.Parse(req.GetPartition())
-		if err != nil {
-			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "table %s.%s: %v", table.GetDatabase(), table.GetName(), err)
-		}
-		p, err := v.Partition(table.GetId(), spec.Name(values))
-		if err != nil {
-			return nil, err
-		}
-		if p == nil {
-			return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_UNKNOWN_PARTITION, "partition %s of table %s.%s does not exist",
-				spec.Name(values), table.GetDatabase(), table.GetName())
 		}
 		resp.Partition = p
 		if resp.Buckets, err = v.Buckets(p.GetId()); err != nil {
+			return nil, err
+		}
+	case len(table.GetPartitionKeys()) == 0:
+		resp.Buckets = buckets
+	default:
+		if resp.Partitions, err = v.Partitions(table.GetId()); err != nil {
 			return nil, err
 		}
 	}
