@@ -30,6 +30,7 @@ const (
 func requestFieldLimits() []transport.FieldLimit {
 	return []transport.FieldLimit{
 		{Field: "floe.v1.FetchRequest.buckets", Max: replica.MaxFetchBuckets},
+		{Field: "floe.v1.FetchRequest.forgotten", Max: replica.MaxFetchBuckets},
 		{Field: "floe.v1.LookupRequest.keys", Max: kvreplica.MaxLookupKeys},
 		{Field: "floe.v1.HelloRequest.peers", Max: maxHelloPeers},
 		{Field: "floe.v1.HelloRequest.roles", Max: maxHelloRoles},

@@ -31,6 +31,11 @@ func (r *Role) controllerLoop(ctx context.Context) {
 	wasLeader := false
 	var view metadataView
 	var lastReplace, lastElect, lastPartition time.Time
+	// idleReplace is what the last round of re-placing saw when it found
+	// nothing to move: the same state and live nodes plan the same, so the
+	// controller of an idle cluster of thousands of buckets does not read
+	// them all every round.
+	var idleReplace replaceInput
 	completeWarn := sampledWarning{what: "completing a move"}
 	replaceWarn := sampledWarning{what: "re-placing replicas"}
 	electWarn := sampledWarning{what: "electing preferred leaders"}
@@ -67,10 +72,14 @@ func (r *Role) controllerLoop(ctx context.Context) {
 		live := liveTablets(view.nodeList(), g)
 		now := time.Now()
 		completeWarn.log(r, now, r.completeMoves(ctx, n, &view, live))
-		if now.Sub(lastReplace) >= replaceEvery {
+		if in := (replaceInput{index: n.State().AppliedIndex(), live: fmt.Sprint(live)}); now.Sub(lastReplace) >= replaceEvery && in != idleReplace {
 			lastReplace = now
-			_, err := r.replaceReplicas(ctx, n, live)
+			moved, err := r.replaceReplicas(ctx, n, live)
 			replaceWarn.log(r, now, err)
+			idleReplace = replaceInput{}
+			if moved == 0 && err == nil {
+				idleReplace = in
+			}
 		}
 		if now.Sub(lastElect) >= autoElectEvery {
 			lastElect = now
@@ -82,6 +91,13 @@ func (r *Role) controllerLoop(ctx context.Context) {
 			partitionWarn.log(r, now, r.autoPartition(ctx, n, live, now))
 		}
 	}
+}
+
+// replaceInput is what re-placing replicas plans from: the metadata as of
+// an applied index, and the live tablet nodes.
+type replaceInput struct {
+	index uint64
+	live  string
 }
 
 // completeMoves ends the moves whose target replicas are all in sync

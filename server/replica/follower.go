@@ -15,7 +15,6 @@ import (
 
 	"github.com/floedb/floe/internal/backoff"
 	"github.com/floedb/floe/server/replication"
-	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -45,6 +44,8 @@ type fetcher struct {
 	// follow leader than one request may name (MaxFetchBuckets). Owned
 	// by run.
 	turn int
+	// sess is the fetch session on stream, nil when none. Owned by run.
+	sess *followerSession
 }
 
 // fetchTimeout bounds one fetch: the leader's long poll and a margin.
@@ -59,6 +60,11 @@ const fetchTimeout = DefaultFollowerMaxWait + 5*time.Second
 // fetch opens another.
 func (f *fetcher) fetch(addr string, req *pb.FetchRequest) (*pb.FetchResponse, error) {
 	if f.unary {
+		if req.Incremental {
+			// Named only what changed, for a session on a stream that is
+			// gone: the next round names everything.
+			return nil, errSessionLost
+		}
 		ctx, cancel := context.WithTimeout(f.ctx, fetchTimeout)
 		defer cancel()
 		resp, err := f.m.cfg.Dialer.Tablet(addr).Fetch(ctx, req)
@@ -67,11 +73,11 @@ func (f *fetcher) fetch(addr string, req *pb.FetchRequest) (*pb.FetchResponse, e
 		}
 		return resp, err
 	}
-	if f.stream != nil && f.streamAddr != addr {
-		f.closeStream() // the leader node moved
-	}
 	var resp *pb.FetchResponse
-	err := f.openStream(addr)
+	err := f.streamTo(addr)
+	if err == nil && f.unary {
+		return f.fetch(addr, req)
+	}
 	if err == nil {
 		late := time.AfterFunc(fetchTimeout, f.endStream)
 		resp, err = exchangeFetch(f.stream, req)
@@ -85,6 +91,25 @@ func (f *fetcher) fetch(addr string, req *pb.FetchRequest) (*pb.FetchResponse, e
 		return f.fetch(addr, req)
 	}
 	return resp, err
+}
+
+// streamTo makes the fetcher's stream one to the leader node at addr,
+// opening one unless it is open; a node that serves no stream turns the
+// fetcher to single calls (unary).
+func (f *fetcher) streamTo(addr string) error {
+	if f.unary {
+		return nil
+	}
+	if f.stream != nil && f.streamAddr != addr {
+		f.closeStream() // the leader node moved
+	}
+	err := f.openStream(addr)
+	if err != nil && isUnknownRPC(err) {
+		f.unary = true
+		f.m.log.Info("leader node serves no fetch stream: fetching with single calls", "leader", f.leader, "err", err)
+		return nil
+	}
+	return err
 }
 
 // openStream opens a stream to the leader node at addr unless one is open.
@@ -119,6 +144,9 @@ func exchangeFetch(st pb.DRPCTablet_FetchesClient, req *pb.FetchRequest) (*pb.Fe
 // errFetchStreamEnded: the leader node ended the fetch stream without an
 // error (it is shutting down its connections).
 var errFetchStreamEnded = pkgerr.New("replica", "the leader node ended the fetch stream")
+
+// errSessionLost: an incremental fetch lost the stream its session was on.
+var errSessionLost = pkgerr.New("replica", "the fetch session's stream is gone")
 
 // closeStream ends the fetcher's stream, if one is open.
 func (f *fetcher) closeStream() {
@@ -198,52 +226,108 @@ func (f *fetcher) run() {
 var errNothingToFetch = pkgerr.New("replica", "every replica to fetch for waits for its damage to be cut away or catches up")
 
 // fetchOnce sends one Fetch for the given replicas and applies the answer.
+// On a stream whose leader node keeps a fetch session it names only the
+// buckets whose position changed since it last named them there.
 func (f *fetcher) fetchOnce(reps []*Replica) error {
 	addr := f.m.nodeAddress(f.leader)
 	if addr == "" {
 		return errNoAddress
 	}
-	if len(reps) > MaxFetchBuckets {
+	useSession := len(reps) <= MaxFetchBuckets
+	if !useSession {
 		// More than a request may name: a window of them, moving on
 		// each round, so each is fetched in turn.
 		start := f.turn % len(reps)
 		reps = slices.Concat(reps[start:], reps[:start])[:MaxFetchBuckets]
 		f.turn += MaxFetchBuckets
 	}
-	req := &pb.FetchRequest{ReplicaId: f.m.cfg.NodeID, NodeEpoch: f.m.NodeEpoch(),
-		MaxWaitMs: int32(DefaultFollowerMaxWait / time.Millisecond), MinBytes: 1, MaxBytes: maxFetchBytesTotal}
-	byID := map[BucketID]*Replica{}
-	epochs := map[BucketID]int32{}
-	admitLearners := f.m.throttle.admit(time.Now())
-	for _, r := range reps {
-		if !r.fetchable() || (!admitLearners && r.learner.Load()) {
-			continue
-		}
-		_, _, epoch, hw := r.state()
-		last := lastBatchEpoch(r.log.Epochs(), r.log.EndOffset())
-		req.Buckets = append(req.Buckets, &pb.FetchBucket{TableId: r.id.TableID, Bucket: r.id.Bucket,
-			Offset: r.log.EndOffset(), LeaderEpoch: epoch, LastFetchedEpoch: last, MaxBytes: DefaultFollowerFetchBytes,
-			HighWatermark: hw})
-		byID[r.id] = r
-		epochs[r.id] = epoch
+	if err := f.streamTo(addr); err != nil {
+		return err
 	}
-	if len(req.Buckets) == 0 {
+	sess := f.session(useSession)
+	incremental := sess != nil && sess.open
+	req := &pb.FetchRequest{ReplicaId: f.m.cfg.NodeID, NodeEpoch: f.m.NodeEpoch(),
+		MaxWaitMs: int32(DefaultFollowerMaxWait / time.Millisecond), MinBytes: 1, MaxBytes: maxFetchBytesTotal,
+		Session: sess != nil, Incremental: incremental}
+	// fetching: every bucket fetched this round and what it names; the
+	// request carries, in a session, only those the leader node does not
+	// have as they are.
+	now := time.Now()
+	admitLearners := f.m.throttle.admit(now)
+	var fetching map[BucketID]fetchPosition
+	var byID map[BucketID]*Replica
+	if incremental && !sess.recheck(f.gen, admitLearners, now) {
+		// The replicas, roles and learner admission are as when every
+		// position was last read: only the replicas the last answer
+		// carried may have moved since (the fetcher's own appends, a
+		// truncation, a new high watermark).
+		fetching, byID = sess.named, sess.byID
+		for _, r := range sess.moved {
+			pos, ok := r.fetchPosition()
+			if !ok || (!admitLearners && r.learner.Load()) {
+				if _, held := fetching[r.id]; held {
+					delete(fetching, r.id)
+					req.Forgotten = append(req.Forgotten, &pb.FetchBucketRef{TableId: r.id.TableID, Bucket: r.id.Bucket})
+				}
+				continue
+			}
+			if held, ok := fetching[r.id]; !ok || held != pos {
+				fetching[r.id] = pos
+				req.Buckets = append(req.Buckets, pos.bucket(r.id))
+			}
+		}
+	} else {
+		fetching = make(map[BucketID]fetchPosition, len(reps))
+		byID = make(map[BucketID]*Replica, len(reps))
+		for _, r := range reps {
+			pos, ok := r.fetchPosition()
+			if !ok || (!admitLearners && r.learner.Load()) {
+				continue
+			}
+			fetching[r.id], byID[r.id] = pos, r
+			if incremental && sess.named[r.id] == pos {
+				continue
+			}
+			req.Buckets = append(req.Buckets, pos.bucket(r.id))
+		}
+		if incremental {
+			for id := range sess.named {
+				if _, ok := fetching[id]; !ok {
+					req.Forgotten = append(req.Forgotten, &pb.FetchBucketRef{TableId: id.TableID, Bucket: id.Bucket})
+				}
+			}
+		}
+		if sess != nil {
+			sess.gen, sess.admitted, sess.readAt, sess.byID = f.gen, admitLearners, now, byID
+		}
+	}
+	if len(fetching) == 0 {
 		return errNothingToFetch
 	}
 	resp, err := f.fetch(addr, req)
 	if err != nil {
 		return err
 	}
+	if sess != nil {
+		sess.took(fetching, resp.Session)
+	}
 	type answer struct {
 		r  *Replica
 		fb *pb.FetchedBucket
 	}
 	answered := make([]answer, 0, len(resp.Buckets))
+	once := make(map[BucketID]bool, len(resp.Buckets))
 	for _, fb := range resp.Buckets {
 		id := BucketID{TableID: fb.TableId, Bucket: fb.Bucket}
-		if r := byID[id]; r != nil {
-			delete(byID, id) // a bucket answered twice is applied once: its produce lock is held until released below
-			answered = append(answered, answer{r, fb})
+		if _, ok := fetching[id]; ok && byID[id] != nil && !once[id] {
+			once[id] = true // a bucket answered twice is applied once: its produce lock is held until released below
+			answered = append(answered, answer{byID[id], fb})
+		}
+	}
+	if sess != nil {
+		sess.moved = sess.moved[:0]
+		for _, an := range answered {
+			sess.moved = append(sess.moved, an.r)
 		}
 	}
 	// In bucket order: two fetchers whose answers come in across a change
@@ -257,7 +341,7 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 		if an.r.learner.Load() {
 			learnt += len(an.fb.Records)
 		}
-		a, ok := an.r.appendFetched(f.leader, epochs[an.r.id], an.fb)
+		a, ok := an.r.appendFetched(f.leader, fetching[an.r.id].epoch, an.fb)
 		if !ok {
 			refused++
 		}
@@ -274,26 +358,95 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 		a.report()
 		a.release()
 	}
-	if refused > 0 && refused == len(resp.Buckets) {
+	if refused > 0 && refused == len(resp.Buckets) && !resp.Session {
 		// The leader node refuses every bucket (it no longer leads them
 		// and this node has not heard yet): back off rather than ask again
-		// at once, until the metadata names the new leader.
+		// at once, until the metadata names the new leader. A session
+		// tells a refusal once, and serves the bucket again only when
+		// something changes or at its refresh: nothing to back off from.
 		return fmt.Errorf("leader node %d refused every bucket, first: %s", f.leader, resp.Buckets[0].Error)
 	}
 	return nil
 }
 
-// lastBatchEpoch is the leader epoch of the log's last batch (the epoch
-// whose span holds end-1), -1 for an empty log. It is what a follower
-// names in its fetch: an epoch this replica started as a leader and wrote
-// nothing in is no evidence of divergence.
-func lastBatchEpoch(epochs []logstore.EpochEntry, end int64) int32 {
-	for i := len(epochs) - 1; i >= 0; i-- {
-		if epochs[i].StartOffset < end {
-			return epochs[i].Epoch
-		}
+// fetchPosition is what a follower names of a bucket in a fetch.
+type fetchPosition struct {
+	offset    int64 // the durable log end
+	epoch     int32 // the leader epoch the replica follows in
+	lastEpoch int32 // the epoch of its last batch, -1 for an empty log
+	hw        int64
+}
+
+// fetchPosition is what the replica names in a follower fetch; ok false
+// when it fetches nothing now (it waits for damage to be cut away or
+// catches up from remote storage).
+func (r *Replica) fetchPosition() (fetchPosition, bool) {
+	r.mu.Lock()
+	ok := r.damage.at < 0 && !r.catchUp.running
+	_, _, epoch, hw := r.stateLocked()
+	r.mu.Unlock()
+	end := r.log.EndOffset()
+	return fetchPosition{offset: end, epoch: epoch, lastEpoch: r.log.EpochBefore(end), hw: hw}, ok
+}
+
+// bucket is the position as a fetch names it.
+func (p fetchPosition) bucket(id BucketID) *pb.FetchBucket {
+	return &pb.FetchBucket{TableId: id.TableID, Bucket: id.Bucket, Offset: p.offset, LeaderEpoch: p.epoch,
+		LastFetchedEpoch: p.lastEpoch, MaxBytes: DefaultFollowerFetchBytes, HighWatermark: p.hw}
+}
+
+// followerSession is a follower's side of the fetch session on its stream
+// to a leader node (fetchsession.go): what it last named of each bucket,
+// which the leader node holds once it said it keeps the session (open).
+type followerSession struct {
+	stream pb.DRPCTablet_FetchesClient
+	open   bool
+	named  map[BucketID]fetchPosition
+	// byID are the replicas fetched as of the last time every position
+	// was read: at the fetcher's gen, with learners admitted or not, at
+	// readAt. moved are the replicas the last answer carried.
+	byID     map[BucketID]*Replica
+	gen      uint64
+	admitted bool
+	readAt   time.Time
+	moved    []*Replica
+}
+
+// positionRecheck is how often a session's fetcher reads the position of
+// every replica, not only of those the last answer carried: what moves a
+// position otherwise (a damaged tail cut away, a catch-up from remote
+// storage ending) is seen within it.
+const positionRecheck = time.Second
+
+// recheck reports whether every position must be read again: the
+// replicas following the leader or the learners' admission changed, or
+// positionRecheck passed.
+func (s *followerSession) recheck(gen uint64, admitted bool, now time.Time) bool {
+	return s.byID == nil || gen != s.gen || admitted != s.admitted || now.Sub(s.readAt) >= positionRecheck
+}
+
+// session returns the fetch session of the fetcher's stream, a new one
+// for a new stream; nil when none is used (single calls, or more buckets
+// than one request may name).
+func (f *fetcher) session(use bool) *followerSession {
+	if !use || f.unary || f.stream == nil {
+		f.sess = nil
+		return nil
 	}
-	return -1
+	if f.sess == nil || f.sess.stream != f.stream {
+		f.sess = &followerSession{stream: f.stream}
+	}
+	return f.sess
+}
+
+// took records an answered request: the leader node holds fetching as
+// named, if it keeps the session.
+func (s *followerSession) took(fetching map[BucketID]fetchPosition, kept bool) {
+	s.open = kept
+	s.named = nil
+	if kept {
+		s.named = fetching
+	}
 }
 
 // followerSyncConcurrency bounds the fsyncs one follower fetch runs at

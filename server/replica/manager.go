@@ -145,6 +145,16 @@ func (m *Manager) notify() {
 	m.chMu.Unlock()
 }
 
+// stopping reports whether Close has begun.
+func (m *Manager) stopping() bool {
+	select {
+	case <-m.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // changes returns the channel the next change closes.
 func (m *Manager) changes() <-chan struct{} {
 	m.chMu.Lock()
@@ -622,7 +632,7 @@ func (m *Manager) housekeeping() {
 	defer m.wg.Done()
 	isrTick := time.NewTicker(isrCheckInterval)
 	defer isrTick.Stop()
-	lastHW := time.Now()
+	lastHW, lastISR := time.Now(), time.Time{}
 	rounds := 0
 	for {
 		select {
@@ -636,8 +646,16 @@ func (m *Manager) housekeeping() {
 			reps = append(reps, r)
 		}
 		m.mu.Unlock()
+		// Lag is looked for a few times per ReplicaLagMax, as Kafka does;
+		// a proposal whose outcome is unknown is resent on every tick.
+		full := time.Since(lastISR) >= max(isrCheckInterval, m.cfg.ReplicaLagMax/4)
+		if full {
+			lastISR = time.Now()
+		}
 		for _, r := range reps {
-			r.checkISR(time.Now())
+			if full || r.proposing.Load() {
+				r.checkISR(time.Now())
+			}
 		}
 		if time.Since(lastHW) >= hwCheckpointInterval {
 			lastHW = time.Now()

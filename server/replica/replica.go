@@ -41,6 +41,13 @@ type Replica struct {
 	// uncleanElections is the bucket's count of unclean elections, as last
 	// seen: after one, a leader may lack committed records by choice.
 	uncleanElections atomic.Int32
+	// hwSeen is the core's high watermark as of the last effects
+	// performed: fetch sessions compare it with what they told a follower
+	// (a stale value only delays telling it until the session's refresh).
+	hwSeen atomic.Int64
+	// proposing: the core has an ISR proposal pending, as of the last
+	// effects performed (housekeeping resends those on every tick).
+	proposing atomic.Bool
 
 	// turns orders client writes before produceMu (turns.go); it has its
 	// own lock, never held while taking another.

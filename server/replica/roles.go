@@ -106,6 +106,8 @@ func (r *Replica) performLocked(eff replication.Effects) {
 	if eff.Propose != nil {
 		r.sendProposalLocked(eff.Propose)
 	}
+	r.hwSeen.Store(r.core.HW())
+	r.proposing.Store(r.core.Pending() != nil)
 	if eff.RoleChanged || eff.HWAdvanced {
 		r.mgr.notify()
 	}

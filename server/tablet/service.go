@@ -33,11 +33,13 @@ func (t *tabletService) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.Fe
 }
 
 // Fetches serves a follower's stream of fetches: each request is read,
-// answered as Fetch answers it, and only then is the next one read. A
+// answered as Fetch answers it (or in the stream's fetch session, when
+// the follower asks for one), and only then is the next one read. A
 // failed fetch ends the stream with its error, as it would end the call;
 // the follower opens a new stream for its next round.
 func (t *tabletService) Fetches(stream pb.DRPCTablet_FetchesStream) error {
 	ctx := stream.Context()
+	session := replica.NewFetchSession()
 	for {
 		req, err := stream.Recv()
 		if err != nil {
@@ -46,7 +48,7 @@ func (t *tabletService) Fetches(stream pb.DRPCTablet_FetchesStream) error {
 			}
 			return err
 		}
-		resp, err := t.m.Fetch(ctx, req)
+		resp, err := t.m.FetchInSession(ctx, session, req)
 		if err != nil {
 			return err
 		}

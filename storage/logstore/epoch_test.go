@@ -45,6 +45,20 @@ func TestEpochCache(t *testing.T) {
 	}
 	wantErr(t, l.AssignEpoch(2), ErrStaleEpoch)
 
+	// EpochBefore names the epoch of the batch ending at an offset; an epoch
+	// assigned with nothing written in it is not that epoch.
+	if err := l.AssignEpoch(7); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		offset int64
+		want   int32
+	}{{0, -1}, {1, 1}, {10, 1}, {11, 3}, {25, 3}, {26, 4}, {end, 4}} {
+		if got := l.EpochBefore(tc.offset); got != tc.want {
+			t.Errorf("EpochBefore(%d) = %d, want %d", tc.offset, got, tc.want)
+		}
+	}
+
 	// Truncation takes the epoch cache along, and it persists.
 	if err := l.Truncate(13); err != nil {
 		t.Fatal(err)

@@ -266,6 +266,21 @@ func (l *Log) OldestEpoch() (int32, bool) {
 // Epochs returns a copy of the epoch cache.
 func (l *Log) Epochs() []EpochEntry { return l.epochs.snapshot() }
 
+// EpochBefore is the epoch of the batch ending at offset (the latest epoch
+// starting below it), -1 when none does: at the log's end, the epoch of
+// its last batch, which a follower names in its fetches. An epoch a replica
+// started as a leader and wrote nothing in is no evidence of divergence.
+func (l *Log) EpochBefore(offset int64) int32 {
+	l.epochs.mu.RLock()
+	defer l.epochs.mu.RUnlock()
+	for i := len(l.epochs.entries) - 1; i >= 0; i-- {
+		if e := l.epochs.entries[i]; e.StartOffset < offset {
+			return e.Epoch
+		}
+	}
+	return -1
+}
+
 // EndOffsetForEpoch returns the largest epoch at most epoch that this log
 // knows and the offset where it ends: the start of the next epoch, or the
 // written end (WrittenEnd) for the latest one. ok is false when the log

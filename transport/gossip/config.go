@@ -190,6 +190,11 @@ func (c *Config) memberlistConfig(t timings) *memberlist.Config {
 	if t.tune != nil {
 		t.tune(mc)
 	}
+	// Floe's gossip messages are a few hundred bytes: LZW buys nothing
+	// on them, and its writer's 20 KB table, made for every message, was
+	// most of an idle node's allocations. A node still reads compressed
+	// messages from one that compresses.
+	mc.EnableCompression = false
 	mc.Name = nodeName(c.NodeID)
 	ip, port, _ := splitIPPort(c.BindAddress, false)
 	if ip == "" {

@@ -62,6 +62,9 @@ func TestMemberlistConfig(t *testing.T) {
 		t.Errorf("local profile not applied: probe %v suspicion %d", mc.ProbeInterval, mc.SuspicionMult)
 	}
 	lan, _ := profileTimings("")
+	if mc := c.memberlistConfig(lan); mc.EnableCompression {
+		t.Error("gossip messages are compressed: LZW's table is allocated for every message")
+	}
 	if mc := c.memberlistConfig(lan); mc.ProbeInterval != time.Second || mc.SuspicionMult != 4 {
 		t.Errorf("lan profile: probe %v suspicion %d", mc.ProbeInterval, mc.SuspicionMult)
 	}

@@ -1228,11 +1228,25 @@ type FetchRequest struct {
 	// 0 for consumers; a follower's node id.
 	ReplicaId uint32 `protobuf:"varint,1,opt,name=replica_id,json=replicaId,proto3" json:"replica_id,omitempty"`
 	// A follower's node epoch; older ones are refused.
-	NodeEpoch     uint64         `protobuf:"varint,2,opt,name=node_epoch,json=nodeEpoch,proto3" json:"node_epoch,omitempty"`
-	Buckets       []*FetchBucket `protobuf:"bytes,3,rep,name=buckets,proto3" json:"buckets,omitempty"`
-	MaxWaitMs     int32          `protobuf:"varint,4,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
-	MinBytes      int32          `protobuf:"varint,5,opt,name=min_bytes,json=minBytes,proto3" json:"min_bytes,omitempty"`
-	MaxBytes      int32          `protobuf:"varint,6,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	NodeEpoch uint64         `protobuf:"varint,2,opt,name=node_epoch,json=nodeEpoch,proto3" json:"node_epoch,omitempty"`
+	Buckets   []*FetchBucket `protobuf:"bytes,3,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	MaxWaitMs int32          `protobuf:"varint,4,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	MinBytes  int32          `protobuf:"varint,5,opt,name=min_bytes,json=minBytes,proto3" json:"min_bytes,omitempty"`
+	MaxBytes  int32          `protobuf:"varint,6,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// Followers on a Fetches stream (KIP-227's incremental fetches, scoped
+	// to the stream: a session ends with its stream, so it needs no id):
+	// session asks the leader node to keep the stream's buckets and their
+	// positions. A request with session and not incremental names every
+	// bucket and starts the session afresh; one with incremental names only
+	// the buckets that are new or whose fields changed since they were last
+	// named on the stream, and lists in forgotten those no longer fetched;
+	// the others stay as last named. The leader answers only buckets with
+	// something new for the follower (records, an error, a divergence, a
+	// changed high watermark or leader epoch), and serves its idle ones at
+	// least every few seconds so that their followers stay in sync.
+	Session       bool              `protobuf:"varint,7,opt,name=session,proto3" json:"session,omitempty"`
+	Incremental   bool              `protobuf:"varint,8,opt,name=incremental,proto3" json:"incremental,omitempty"`
+	Forgotten     []*FetchBucketRef `protobuf:"bytes,9,rep,name=forgotten,proto3" json:"forgotten,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1309,6 +1323,80 @@ func (x *FetchRequest) GetMaxBytes() int32 {
 	return 0
 }
 
+func (x *FetchRequest) GetSession() bool {
+	if x != nil {
+		return x.Session
+	}
+	return false
+}
+
+func (x *FetchRequest) GetIncremental() bool {
+	if x != nil {
+		return x.Incremental
+	}
+	return false
+}
+
+func (x *FetchRequest) GetForgotten() []*FetchBucketRef {
+	if x != nil {
+		return x.Forgotten
+	}
+	return nil
+}
+
+// FetchBucketRef names a bucket of a fetch session.
+type FetchBucketRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TableId       uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Bucket        int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchBucketRef) Reset() {
+	*x = FetchBucketRef{}
+	mi := &file_tablet_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchBucketRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchBucketRef) ProtoMessage() {}
+
+func (x *FetchBucketRef) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchBucketRef.ProtoReflect.Descriptor instead.
+func (*FetchBucketRef) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *FetchBucketRef) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *FetchBucketRef) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
 type FetchedBucket struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
@@ -1336,7 +1424,7 @@ type FetchedBucket struct {
 
 func (x *FetchedBucket) Reset() {
 	*x = FetchedBucket{}
-	mi := &file_tablet_proto_msgTypes[15]
+	mi := &file_tablet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1436,7 @@ func (x *FetchedBucket) String() string {
 func (*FetchedBucket) ProtoMessage() {}
 
 func (x *FetchedBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[15]
+	mi := &file_tablet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1449,7 @@ func (x *FetchedBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchedBucket.ProtoReflect.Descriptor instead.
 func (*FetchedBucket) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{15}
+	return file_tablet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FetchedBucket) GetTableId() uint64 {
@@ -1472,7 +1560,7 @@ type RemoteSegmentRef struct {
 
 func (x *RemoteSegmentRef) Reset() {
 	*x = RemoteSegmentRef{}
-	mi := &file_tablet_proto_msgTypes[16]
+	mi := &file_tablet_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1572,7 @@ func (x *RemoteSegmentRef) String() string {
 func (*RemoteSegmentRef) ProtoMessage() {}
 
 func (x *RemoteSegmentRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[16]
+	mi := &file_tablet_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1585,7 @@ func (x *RemoteSegmentRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteSegmentRef.ProtoReflect.Descriptor instead.
 func (*RemoteSegmentRef) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{16}
+	return file_tablet_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RemoteSegmentRef) GetUrl() string {
@@ -1536,15 +1624,19 @@ func (x *RemoteSegmentRef) GetNextOffset() int64 {
 }
 
 type FetchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Buckets       []*FetchedBucket       `protobuf:"bytes,1,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Buckets []*FetchedBucket       `protobuf:"bytes,1,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	// The leader node keeps the stream's fetch session (FetchRequest.session):
+	// the follower may send incremental requests on it. A node that keeps
+	// none leaves it false, and the follower names every bucket each time.
+	Session       bool `protobuf:"varint,2,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_tablet_proto_msgTypes[17]
+	mi := &file_tablet_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +1648,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[17]
+	mi := &file_tablet_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +1661,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{17}
+	return file_tablet_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FetchResponse) GetBuckets() []*FetchedBucket {
@@ -1577,6 +1669,13 @@ func (x *FetchResponse) GetBuckets() []*FetchedBucket {
 		return x.Buckets
 	}
 	return nil
+}
+
+func (x *FetchResponse) GetSession() bool {
+	if x != nil {
+		return x.Session
+	}
+	return false
 }
 
 type ListOffsetsRequest struct {
@@ -1591,7 +1690,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_tablet_proto_msgTypes[18]
+	mi := &file_tablet_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1702,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[18]
+	mi := &file_tablet_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1715,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{18}
+	return file_tablet_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListOffsetsRequest) GetTableId() uint64 {
@@ -1662,7 +1761,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_tablet_proto_msgTypes[19]
+	mi := &file_tablet_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +1773,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[19]
+	mi := &file_tablet_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +1786,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{19}
+	return file_tablet_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListOffsetsResponse) GetOffset() int64 {
@@ -1721,7 +1820,7 @@ type SnapshotKVRequest struct {
 
 func (x *SnapshotKVRequest) Reset() {
 	*x = SnapshotKVRequest{}
-	mi := &file_tablet_proto_msgTypes[20]
+	mi := &file_tablet_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1733,7 +1832,7 @@ func (x *SnapshotKVRequest) String() string {
 func (*SnapshotKVRequest) ProtoMessage() {}
 
 func (x *SnapshotKVRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[20]
+	mi := &file_tablet_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1746,7 +1845,7 @@ func (x *SnapshotKVRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotKVRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotKVRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{20}
+	return file_tablet_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SnapshotKVRequest) GetTableId() uint64 {
@@ -1777,7 +1876,7 @@ type SnapshotKVResponse struct {
 
 func (x *SnapshotKVResponse) Reset() {
 	*x = SnapshotKVResponse{}
-	mi := &file_tablet_proto_msgTypes[21]
+	mi := &file_tablet_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1888,7 @@ func (x *SnapshotKVResponse) String() string {
 func (*SnapshotKVResponse) ProtoMessage() {}
 
 func (x *SnapshotKVResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[21]
+	mi := &file_tablet_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1901,7 @@ func (x *SnapshotKVResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotKVResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotKVResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{21}
+	return file_tablet_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SnapshotKVResponse) GetSnapshot() *KVSnapshot {
@@ -1926,7 +2025,7 @@ const file_tablet_proto_rawDesc = "" +
 	"\vremote_refs\x18\a \x01(\bR\n" +
 	"remoteRefs\x12%\n" +
 	"\x0ehigh_watermark\x18\b \x01(\x03R\rhighWatermark\x12\x18\n" +
-	"\acolumns\x18\t \x03(\x05R\acolumns\"\xd6\x01\n" +
+	"\acolumns\x18\t \x03(\x05R\acolumns\"\xc9\x02\n" +
 	"\fFetchRequest\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\rR\treplicaId\x12\x1d\n" +
@@ -1935,7 +2034,13 @@ const file_tablet_proto_rawDesc = "" +
 	"\abuckets\x18\x03 \x03(\v2\x14.floe.v1.FetchBucketR\abuckets\x12\x1e\n" +
 	"\vmax_wait_ms\x18\x04 \x01(\x05R\tmaxWaitMs\x12\x1b\n" +
 	"\tmin_bytes\x18\x05 \x01(\x05R\bminBytes\x12\x1b\n" +
-	"\tmax_bytes\x18\x06 \x01(\x05R\bmaxBytes\"\xeb\x03\n" +
+	"\tmax_bytes\x18\x06 \x01(\x05R\bmaxBytes\x12\x18\n" +
+	"\asession\x18\a \x01(\bR\asession\x12 \n" +
+	"\vincremental\x18\b \x01(\bR\vincremental\x125\n" +
+	"\tforgotten\x18\t \x03(\v2\x17.floe.v1.FetchBucketRefR\tforgotten\"C\n" +
+	"\x0eFetchBucketRef\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\"\xeb\x03\n" +
 	"\rFetchedBucket\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x121\n" +
@@ -1959,9 +2064,10 @@ const file_tablet_proto_rawDesc = "" +
 	"\vbase_offset\x18\x04 \x01(\x03R\n" +
 	"baseOffset\x12\x1f\n" +
 	"\vnext_offset\x18\x05 \x01(\x03R\n" +
-	"nextOffset\"A\n" +
+	"nextOffset\"[\n" +
 	"\rFetchResponse\x120\n" +
-	"\abuckets\x18\x01 \x03(\v2\x16.floe.v1.FetchedBucketR\abuckets\"\x93\x01\n" +
+	"\abuckets\x18\x01 \x03(\v2\x16.floe.v1.FetchedBucketR\abuckets\x12\x18\n" +
+	"\asession\x18\x02 \x01(\bR\asession\"\x93\x01\n" +
 	"\x12ListOffsetsRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12'\n" +
@@ -2011,7 +2117,7 @@ func file_tablet_proto_rawDescGZIP() []byte {
 }
 
 var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_tablet_proto_goTypes = []any{
 	(OffsetSpec)(0),              // 0: floe.v1.OffsetSpec
 	(*ReplicaLogsRequest)(nil),   // 1: floe.v1.ReplicaLogsRequest
@@ -2029,56 +2135,58 @@ var file_tablet_proto_goTypes = []any{
 	(*ProduceResponse)(nil),      // 13: floe.v1.ProduceResponse
 	(*FetchBucket)(nil),          // 14: floe.v1.FetchBucket
 	(*FetchRequest)(nil),         // 15: floe.v1.FetchRequest
-	(*FetchedBucket)(nil),        // 16: floe.v1.FetchedBucket
-	(*RemoteSegmentRef)(nil),     // 17: floe.v1.RemoteSegmentRef
-	(*FetchResponse)(nil),        // 18: floe.v1.FetchResponse
-	(*ListOffsetsRequest)(nil),   // 19: floe.v1.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),  // 20: floe.v1.ListOffsetsResponse
-	(*SnapshotKVRequest)(nil),    // 21: floe.v1.SnapshotKVRequest
-	(*SnapshotKVResponse)(nil),   // 22: floe.v1.SnapshotKVResponse
-	(*ReplicaLog)(nil),           // 23: floe.v1.ReplicaLog
-	(ErrorCode)(0),               // 24: floe.v1.ErrorCode
-	(*KVSnapshot)(nil),           // 25: floe.v1.KVSnapshot
+	(*FetchBucketRef)(nil),       // 16: floe.v1.FetchBucketRef
+	(*FetchedBucket)(nil),        // 17: floe.v1.FetchedBucket
+	(*RemoteSegmentRef)(nil),     // 18: floe.v1.RemoteSegmentRef
+	(*FetchResponse)(nil),        // 19: floe.v1.FetchResponse
+	(*ListOffsetsRequest)(nil),   // 20: floe.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),  // 21: floe.v1.ListOffsetsResponse
+	(*SnapshotKVRequest)(nil),    // 22: floe.v1.SnapshotKVRequest
+	(*SnapshotKVResponse)(nil),   // 23: floe.v1.SnapshotKVResponse
+	(*ReplicaLog)(nil),           // 24: floe.v1.ReplicaLog
+	(ErrorCode)(0),               // 25: floe.v1.ErrorCode
+	(*KVSnapshot)(nil),           // 26: floe.v1.KVSnapshot
 }
 var file_tablet_proto_depIdxs = []int32{
-	23, // 0: floe.v1.ReplicaLogsResponse.logs:type_name -> floe.v1.ReplicaLog
+	24, // 0: floe.v1.ReplicaLogsResponse.logs:type_name -> floe.v1.ReplicaLog
 	12, // 1: floe.v1.WriteCall.produce:type_name -> floe.v1.ProduceRequest
 	5,  // 2: floe.v1.WriteCall.put_kv:type_name -> floe.v1.PutKvRequest
 	13, // 3: floe.v1.WriteResult.response:type_name -> floe.v1.ProduceResponse
-	24, // 4: floe.v1.WriteResult.error_code:type_name -> floe.v1.ErrorCode
+	25, // 4: floe.v1.WriteResult.error_code:type_name -> floe.v1.ErrorCode
 	14, // 5: floe.v1.FetchRequest.buckets:type_name -> floe.v1.FetchBucket
-	24, // 6: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
-	17, // 7: floe.v1.FetchedBucket.remote:type_name -> floe.v1.RemoteSegmentRef
-	16, // 8: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
-	0,  // 9: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	25, // 10: floe.v1.SnapshotKVResponse.snapshot:type_name -> floe.v1.KVSnapshot
-	12, // 11: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
-	15, // 12: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
-	15, // 13: floe.v1.Tablet.Fetches:input_type -> floe.v1.FetchRequest
-	19, // 14: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	5,  // 15: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
-	6,  // 16: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
-	8,  // 17: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
-	21, // 18: floe.v1.Tablet.SnapshotKV:input_type -> floe.v1.SnapshotKVRequest
-	10, // 19: floe.v1.Tablet.ScanRows:input_type -> floe.v1.ScanRowsRequest
-	3,  // 20: floe.v1.Tablet.Writes:input_type -> floe.v1.WriteCall
-	1,  // 21: floe.v1.Tablet.ReplicaLogs:input_type -> floe.v1.ReplicaLogsRequest
-	13, // 22: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
-	18, // 23: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
-	18, // 24: floe.v1.Tablet.Fetches:output_type -> floe.v1.FetchResponse
-	20, // 25: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	13, // 26: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
-	7,  // 27: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
-	9,  // 28: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
-	22, // 29: floe.v1.Tablet.SnapshotKV:output_type -> floe.v1.SnapshotKVResponse
-	11, // 30: floe.v1.Tablet.ScanRows:output_type -> floe.v1.ScanRowsResponse
-	4,  // 31: floe.v1.Tablet.Writes:output_type -> floe.v1.WriteResult
-	2,  // 32: floe.v1.Tablet.ReplicaLogs:output_type -> floe.v1.ReplicaLogsResponse
-	22, // [22:33] is the sub-list for method output_type
-	11, // [11:22] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	16, // 6: floe.v1.FetchRequest.forgotten:type_name -> floe.v1.FetchBucketRef
+	25, // 7: floe.v1.FetchedBucket.error_code:type_name -> floe.v1.ErrorCode
+	18, // 8: floe.v1.FetchedBucket.remote:type_name -> floe.v1.RemoteSegmentRef
+	17, // 9: floe.v1.FetchResponse.buckets:type_name -> floe.v1.FetchedBucket
+	0,  // 10: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
+	26, // 11: floe.v1.SnapshotKVResponse.snapshot:type_name -> floe.v1.KVSnapshot
+	12, // 12: floe.v1.Tablet.Produce:input_type -> floe.v1.ProduceRequest
+	15, // 13: floe.v1.Tablet.Fetch:input_type -> floe.v1.FetchRequest
+	15, // 14: floe.v1.Tablet.Fetches:input_type -> floe.v1.FetchRequest
+	20, // 15: floe.v1.Tablet.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	5,  // 16: floe.v1.Tablet.PutKv:input_type -> floe.v1.PutKvRequest
+	6,  // 17: floe.v1.Tablet.Lookup:input_type -> floe.v1.LookupRequest
+	8,  // 18: floe.v1.Tablet.PrefixLookup:input_type -> floe.v1.PrefixLookupRequest
+	22, // 19: floe.v1.Tablet.SnapshotKV:input_type -> floe.v1.SnapshotKVRequest
+	10, // 20: floe.v1.Tablet.ScanRows:input_type -> floe.v1.ScanRowsRequest
+	3,  // 21: floe.v1.Tablet.Writes:input_type -> floe.v1.WriteCall
+	1,  // 22: floe.v1.Tablet.ReplicaLogs:input_type -> floe.v1.ReplicaLogsRequest
+	13, // 23: floe.v1.Tablet.Produce:output_type -> floe.v1.ProduceResponse
+	19, // 24: floe.v1.Tablet.Fetch:output_type -> floe.v1.FetchResponse
+	19, // 25: floe.v1.Tablet.Fetches:output_type -> floe.v1.FetchResponse
+	21, // 26: floe.v1.Tablet.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	13, // 27: floe.v1.Tablet.PutKv:output_type -> floe.v1.ProduceResponse
+	7,  // 28: floe.v1.Tablet.Lookup:output_type -> floe.v1.LookupResponse
+	9,  // 29: floe.v1.Tablet.PrefixLookup:output_type -> floe.v1.PrefixLookupResponse
+	23, // 30: floe.v1.Tablet.SnapshotKV:output_type -> floe.v1.SnapshotKVResponse
+	11, // 31: floe.v1.Tablet.ScanRows:output_type -> floe.v1.ScanRowsResponse
+	4,  // 32: floe.v1.Tablet.Writes:output_type -> floe.v1.WriteResult
+	2,  // 33: floe.v1.Tablet.ReplicaLogs:output_type -> floe.v1.ReplicaLogsResponse
+	23, // [23:34] is the sub-list for method output_type
+	12, // [12:23] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -2098,7 +2206,7 @@ func file_tablet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
