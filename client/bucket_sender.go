@@ -410,6 +410,7 @@ func (s *bucketSender) finishBatch(b *pendingBatch, err error, resp *pb.ProduceR
 		b.err = err
 	} else {
 		s.w.acked.Add(int64(b.count))
+		s.w.batches.Add(1)
 		b.baseOffset = resp.BaseOffset
 		b.timestampMs = resp.TimestampMs
 		b.lastOffset = resp.LastOffset

@@ -53,6 +53,7 @@ type writer struct {
 
 	acked, failed atomic.Int64 // rows, by the outcome of their batch
 	unknown       atomic.Int64 // of the failed rows, those that may be written
+	batches       atomic.Int64 // acknowledged batches
 }
 
 // WriterStats counts a writer's rows by outcome so far.
@@ -68,10 +69,13 @@ type WriterStats struct {
 	// unanswered): they may or may not be written. Failed - Unknown rows
 	// are not written: refused by the server, or never sent.
 	Unknown int64 `json:"unknown"`
+	// Batches acknowledged: Acknowledged / Batches is the rows a batch
+	// carried on average, which the linger and the load decide.
+	Batches int64 `json:"batches"`
 }
 
 func (w *writer) stats() WriterStats {
-	return WriterStats{Acknowledged: w.acked.Load(), Failed: w.failed.Load(), Unknown: w.unknown.Load()}
+	return WriterStats{Acknowledged: w.acked.Load(), Failed: w.failed.Load(), Unknown: w.unknown.Load(), Batches: w.batches.Load()}
 }
 
 // writerKind is what a kind of writer sends and how.

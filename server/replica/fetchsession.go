@@ -218,7 +218,11 @@ func (s *FetchSession) dueRequest(req *pb.FetchRequest) *pb.FetchRequest {
 }
 
 // served records what a pass served and returns the answers the follower
-// needs: those with records, an error it was not told, a divergence, a
+// needs: every bucket it named since the last serve (it moved, and what
+// it was told, an error above all, may not hold where it is now: a
+// replica restored from a KV snapshot below its leader's log start is
+// refused with the same OUT_OF_RANGE as before, and must hear it again),
+// and those with records, an error it was not told, a divergence, a
 // remote reference, or a high watermark or leader epoch it was not told.
 func (s *FetchSession) served(resp *pb.FetchResponse, now time.Time) []*pb.FetchedBucket {
 	out := resp.Buckets[:0]
@@ -227,9 +231,10 @@ func (s *FetchSession) served(resp *pb.FetchResponse, now time.Time) []*pb.Fetch
 		if sb == nil {
 			continue
 		}
+		asked := sb.named
 		sb.named, sb.servedAt = false, now
 		s.turn = (sb.index + 1) % len(s.order)
-		news := len(fb.Records) > 0 || fb.Diverging || fb.Remote != nil || !sb.told ||
+		news := asked || len(fb.Records) > 0 || fb.Diverging || fb.Remote != nil || !sb.told ||
 			fb.ErrorCode != sb.toldErr || (fb.ErrorCode == 0 && (fb.HighWatermark != sb.toldHW || fb.LeaderEpoch != sb.toldEpoch))
 		if !news {
 			continue

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"storj.io/drpc"
 
 	"github.com/floedb/floe/transport/pb"
@@ -269,4 +270,48 @@ func TestFetchSessionRefusesAForeignIncrementalFetch(t *testing.T) {
 	}
 	_, err = m.FetchInSession(t.Context(), s, big)
 	wantCode(t, "a session past its bound", err, pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, fmt.Sprintf("at most %d buckets", maxSessionBuckets))
+}
+
+// TestFetchSessionAnswersEveryNamedBucket: a bucket the follower names
+// again is answered again, even with the error it was told before. A
+// follower refused as behind its leader's log start restores a KV
+// snapshot, still below that start, and names its new end: the same
+// OUT_OF_RANGE is what sends it on to the remote log, and an answer
+// that left it out (as unchanged news) left the replica out of the ISR
+// for good.
+func TestFetchSessionAnswersEveryNamedBucket(t *testing.T) {
+	p := startSessionPair(t, 1, 10*time.Second)
+	s := NewFetchSession()
+	absent := &pb.FetchBucket{TableId: sessionTable, Bucket: 7, Offset: 0, LeaderEpoch: 1, LastFetchedEpoch: -1, MaxBytes: 1 << 20}
+	fetch := func(incremental bool, fb *pb.FetchBucket) *pb.FetchResponse {
+		t.Helper()
+		resp, err := p.leader.FetchInSession(context.Background(), s, &pb.FetchRequest{ReplicaId: 1, NodeEpoch: 1,
+			MaxWaitMs: 50, MinBytes: 1, MaxBytes: 1 << 20, Session: true, Incremental: incremental,
+			Buckets: bucketsOf(fb)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	first := fetch(false, absent)
+	if len(first.Buckets) != 1 || first.Buckets[0].ErrorCode == 0 {
+		t.Fatalf("first answer %v: want bucket 7 refused", first.Buckets)
+	}
+	again := proto.Clone(absent).(*pb.FetchBucket)
+	again.Offset = 6000
+	second := fetch(true, again)
+	if len(second.Buckets) != 1 || second.Buckets[0].ErrorCode != first.Buckets[0].ErrorCode {
+		t.Fatalf("answer to bucket 7 named again at a new position: %v; want the same refusal again", second.Buckets)
+	}
+	// Not named, the refusal it was told is not repeated.
+	if third := fetch(true, nil); len(third.Buckets) != 0 {
+		t.Fatalf("answer naming nothing: %v; want none", third.Buckets)
+	}
+}
+
+func bucketsOf(fb *pb.FetchBucket) []*pb.FetchBucket {
+	if fb == nil {
+		return nil
+	}
+	return []*pb.FetchBucket{fb}
 }

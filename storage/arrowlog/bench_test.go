@@ -1,6 +1,7 @@
 package arrowlog
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/floedb/floe/storage/arrowlog/clickstream"
@@ -156,5 +157,28 @@ func BenchmarkProject(b *testing.B) {
 			b.ReportMetric(float64(len(out))/float64(len(payload)), "bytes-ratio")
 			b.ReportMetric(float64(len(out))/benchBatchRecords, "bytes/record")
 		})
+	}
+}
+
+// BenchmarkEncodeSmallBatches: what a batch costs beside its rows, the
+// writer's side of rows spread over many partitions: the same rows in
+// batches of 8, 32 and 256.
+func BenchmarkEncodeSmallBatches(b *testing.B) {
+	for _, n := range []int{8, 32, 256} {
+		rows := clickstreamRows(n)
+		for _, o := range benchOptions {
+			b.Run(fmt.Sprintf("%s/rows=%d", o.name, n), func(b *testing.B) {
+				e, err := NewEncoder(clickstream.Schema(), o.opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				dst := encodeBatch(b, e, rows, nil)
+				b.ReportAllocs()
+				for b.Loop() {
+					dst = encodeBatch(b, e, rows, dst)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+			})
+		}
 	}
 }

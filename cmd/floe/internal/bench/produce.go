@@ -56,7 +56,15 @@ func Produce(ctx context.Context, tbl *client.Table, f *Options, m ProduceMode) 
 	if err != nil {
 		return Result{}, err
 	}
-	return newBenchResult("produce", f, r.done, r.errors, r.elapsed, r.lat, r.cpu), nil
+	if shared != nil { // its callers waited for every ack
+		st := shared.Stats()
+		r.batches, r.batchRows = st.Batches, st.Acknowledged
+	}
+	res := newBenchResult("produce", f, r.done, r.errors, r.elapsed, r.lat, r.cpu)
+	if r.batches > 0 {
+		res.RowsPerBatch = float64(r.batchRows) / float64(r.batches)
+	}
+	return res, nil
 }
 
 // produceRows appends until runCtx ends, then waits for the acks (bounded
@@ -73,7 +81,11 @@ func produceRows(ctx, runCtx context.Context, c *benchCaller, tbl *client.Table,
 		if w, err = tbl.NewAppendWriter(f.appendOptions()); err != nil {
 			return err
 		}
-		defer w.Close(drainCtx)
+		defer func() {
+			_ = w.Close(drainCtx)
+			st := w.Stats()
+			c.batches, c.batchRows = st.Batches, st.Acknowledged
+		}()
 		flush = w.Flush
 	}
 	rows := newBenchRows(tbl, f.RecordBytes, f.Partitions)

@@ -13,7 +13,10 @@ type benchCaller struct {
 	done   int64 // acknowledged writes, or lookups that found their key
 	misses int64 // lookups of absent keys
 	errors int64
-	lat    *reservoir
+	// batches and batchRows count the acknowledged batches of the
+	// caller's own writer, and their rows.
+	batches, batchRows int64
+	lat                *reservoir
 	// acked, when set, counts the acknowledged writes of every caller of
 	// the run as they come, for per-interval rates.
 	acked *atomic.Int64
@@ -22,6 +25,7 @@ type benchCaller struct {
 // benchRun is what runCallers measured.
 type benchRun struct {
 	done, misses, errors int64
+	batches, batchRows   int64
 	elapsed              time.Duration
 	lat                  latencyStats
 	cpu                  cpuUse // over elapsed
@@ -52,6 +56,8 @@ func runCallers(ctx context.Context, f *Options, run func(runCtx context.Context
 		r.done += c.done
 		r.misses += c.misses
 		r.errors += c.errors
+		r.batches += c.batches
+		r.batchRows += c.batchRows
 		rs = append(rs, c.lat)
 	}
 	r.lat = mergeLatencies(rs)

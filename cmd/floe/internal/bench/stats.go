@@ -93,7 +93,10 @@ type Result struct {
 	Concurrency int     `json:"concurrency"`
 	RecordBytes int     `json:"record_bytes"`
 	Acks        string  `json:"acks"`
-	TargetRate  float64 `json:"target_rate,omitempty"`
+	// RowsPerBatch is the rows the writers' acknowledged batches carried
+	// on average (writes only).
+	RowsPerBatch float64 `json:"rows_per_batch,omitempty"`
+	TargetRate   float64 `json:"target_rate,omitempty"`
 	// Sustained (bench upsert): throughput per interval, first and last
 	// window, disk space against live data.
 	Sustained *SustainedResult `json:"sustained,omitempty"`
@@ -133,6 +136,9 @@ func PrintResult(out io.Writer, title string, res Result, asJSON bool) error {
 	fmt.Fprintf(w, "throughput\t%.0f records/s\t%.2f MB/s\n", res.OpsPerS, res.MBPerS)
 	fmt.Fprintf(w, "latency (ms)\tp50 %.3f\tp99 %.3f\tp99.9 %.3f\tmax %.3f\tmean %.3f\n",
 		res.P50Ms, res.P99Ms, res.P999Ms, res.MaxMs, res.MeanMs)
+	if res.RowsPerBatch > 0 {
+		fmt.Fprintf(w, "batches\t%.1f rows each\n", res.RowsPerBatch)
+	}
 	fmt.Fprintf(w, "cpu (µs/record)\t%s\n", res.cpuLine())
 	if s := res.Sustained; s != nil {
 		if s.WindowS > 0 {
