@@ -89,8 +89,12 @@ type AppendWriterOptions struct {
 	// before it is sent, counted from its first row. Default (0): 5 ms
 	// while the bucket has batches in flight, none when it has none, so a
 	// lone row goes at once and rows that come while batches are on their
-	// way gather into the next. A positive value is always waited (the
-	// batch may fill meanwhile); a negative one sends at once.
+	// way gather into the next; and past the 5 ms a batch that is not full
+	// waits for the answer to the bucket's last batch that went out before
+	// it was full, so under load batches grow with the round trip instead
+	// of multiplying (rows spread over many partitions or buckets). A
+	// positive value is always waited, and only it (the batch may fill
+	// meanwhile); a negative one sends at once.
 	Linger time.Duration
 	// MaxBufferedBytes bounds the rows a writer holds (appended and not
 	// yet acknowledged or failed): Append blocks while one more row would

@@ -75,6 +75,7 @@ func (s *bucketSender) add(change record.ChangeType, row []byte, recordBytes int
 	s.mu.Lock()
 	wake := false
 	if s.open != nil && s.open.size+recordBytes > batchBytes {
+		s.open.full = true
 		s.sealLocked()
 		wake = true
 	}
@@ -85,6 +86,7 @@ func (s *bucketSender) add(change record.ChangeType, row []byte, recordBytes int
 	b := s.open
 	index := b.add(change, row, recordBytes)
 	if b.size+record.RecordSize(0) > batchBytes {
+		b.full = true
 		s.sealLocked()
 	}
 	s.mu.Unlock()
@@ -170,10 +172,17 @@ func (s *bucketSender) run(ctx context.Context) {
 }
 
 // admit moves sealed batches into the flights while there is room, and
-// seals the open batch once its linger is over (with the default linger,
-// at once when nothing is in flight). It returns how long the
-// open batch may still linger (0: none waits), and stop once the writer is
-// closing and the bucket holds no rows outside the flights.
+// seals the open batch once its linger is over. With the default linger
+// that is at once when nothing is in flight, and otherwise after the
+// linger and once no other batch of the bucket that went out before it
+// was full is unanswered (Nagle's rule, for batches): under load a
+// bucket's batches then grow with the round trip, rather than going every
+// linger, each a few rows and each paying a batch's fixed costs (its
+// encoding, append, replication and fsync), as happened to rows spread
+// over many partitions. It returns how long the open batch may still
+// linger (0: none waits, or it waits for an answer, which wakes the
+// sender), and stop once the writer is closing and the bucket holds no
+// rows outside the flights.
 func (s *bucketSender) admit(now time.Time) (lingerLeft time.Duration, stop bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -184,6 +193,9 @@ func (s *bucketSender) admit(now time.Time) (lingerLeft time.Duration, stop bool
 			idle := s.w.opts.lingerIdle && s.win.Len() == 0
 			if !closing && !idle && left > 0 {
 				return left, false
+			}
+			if !closing && !idle && s.w.opts.lingerIdle && s.partFullUnanswered() {
+				return 0, false
 			}
 			s.sealLocked()
 		}
@@ -197,6 +209,17 @@ func (s *bucketSender) admit(now time.Time) (lingerLeft time.Duration, stop bool
 		s.win.Add(&sending{b: b}, b.created.Add(s.w.opts.DeliveryTimeout))
 	}
 	return 0, closing && len(s.queue) == 0 && s.open == nil
+}
+
+// partFullUnanswered reports whether a batch sealed before it was full is
+// in flight and unanswered.
+func (s *bucketSender) partFullUnanswered() bool {
+	for _, f := range s.win.Flights() {
+		if !f.Item.b.full && !f.Resolved() {
+			return true
+		}
+	}
+	return false
 }
 
 // sequence gives the batches waiting for one a writer id and the next

@@ -55,6 +55,7 @@ type pendingBatch struct {
 	buf     *batchBuffer
 	size    int // as a batch: header and records
 	count   int
+	full    bool // sealed because the next row would not fit
 	done    chan struct{}
 
 	// Set before done is closed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -314,4 +315,83 @@ func bucketsOf(fb *pb.FetchBucket) []*pb.FetchBucket {
 		return nil
 	}
 	return []*pb.FetchBucket{fb}
+}
+
+// scriptedLeader serves Fetches streams with answers a test scripts: each
+// request's named buckets answered by answer.
+type scriptedLeader struct {
+	pb.DRPCTabletClient
+	answer func(req *pb.FetchRequest) *pb.FetchResponse
+	reqs   []*pb.FetchRequest
+}
+
+func (l *scriptedLeader) Fetches(ctx context.Context) (pb.DRPCTablet_FetchesClient, error) {
+	return &scriptedStream{l: l, ctx: ctx}, nil
+}
+
+type scriptedStream struct {
+	drpc.Stream
+	l   *scriptedLeader
+	ctx context.Context
+	req *pb.FetchRequest
+}
+
+func (s *scriptedStream) Context() context.Context { return s.ctx }
+
+func (s *scriptedStream) Send(req *pb.FetchRequest) error {
+	s.req = req
+	s.l.reqs = append(s.l.reqs, req)
+	return nil
+}
+
+func (s *scriptedStream) Recv() (*pb.FetchResponse, error) { return s.l.answer(s.req), nil }
+
+// TestFollowerSessionAppliesAnswersAfterACatchUp: a round in which every
+// replica the fetcher follows catches up from remote storage sends
+// nothing; the answer the next round gets for the replica must still be
+// applied. The fetcher's session kept reading that round's bookkeeping
+// (the replica left out of the replicas to apply answers to, as catching
+// up) while naming the replica from the earlier answer: its answers were
+// dropped, its position stayed named, and it was never named again, a
+// replica restored from a KV snapshot out of the ISR for good.
+func TestFollowerSessionAppliesAnswersAfterACatchUp(t *testing.T) {
+	refuse := false
+	leader := &scriptedLeader{answer: func(req *pb.FetchRequest) *pb.FetchResponse {
+		resp := &pb.FetchResponse{Session: !refuse}
+		for _, b := range req.Buckets {
+			fb := &pb.FetchedBucket{TableId: b.TableId, Bucket: b.Bucket, LeaderEpoch: 1}
+			if refuse {
+				fb.ErrorCode, fb.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER, "not leader: node 2 is follower (leader: node 3)"
+			}
+			resp.Buckets = append(resp.Buckets, fb)
+		}
+		return resp
+	}}
+	m, r := followerOfNode2(t, leader, []uint32{1, 2})
+	f := &fetcher{m: m, leader: 2, ctx: t.Context()}
+	if err := f.fetchOnce([]*Replica{r}); err != nil {
+		t.Fatal(err)
+	}
+	// The replica catches up from remote storage; the fetcher's next round
+	// reads every position (a role changed somewhere) and has nothing to
+	// fetch.
+	r.mu.Lock()
+	r.catchUp.running = true
+	r.mu.Unlock()
+	f.gen++
+	if err := f.fetchOnce([]*Replica{r}); !errors.Is(err, errNothingToFetch) {
+		t.Fatalf("round while catching up: %v, want errNothingToFetch", err)
+	}
+	r.mu.Lock()
+	r.catchUp.running = false
+	r.mu.Unlock()
+	// Caught up: the next answer for the replica is a refusal, which the
+	// fetcher applies and, in an answer without session, backs off from.
+	refuse = true
+	err := f.fetchOnce([]*Replica{r})
+	if err == nil || !strings.Contains(err.Error(), "refused every bucket") {
+		last := leader.reqs[len(leader.reqs)-1]
+		t.Fatalf("round after the catch-up = %v, want the refusal applied (its request named %d buckets, incremental %v)",
+			err, len(last.Buckets), last.Incremental)
+	}
 }

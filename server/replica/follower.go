@@ -265,12 +265,14 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 		for _, r := range sess.moved {
 			pos, ok := r.fetchPosition()
 			if !ok || (!admitLearners && r.learner.Load()) {
+				delete(byID, r.id)
 				if _, held := fetching[r.id]; held {
 					delete(fetching, r.id)
 					req.Forgotten = append(req.Forgotten, &pb.FetchBucketRef{TableId: r.id.TableID, Bucket: r.id.Bucket})
 				}
 				continue
 			}
+			byID[r.id] = r
 			if held, ok := fetching[r.id]; !ok || held != pos {
 				fetching[r.id] = pos
 				req.Buckets = append(req.Buckets, pos.bucket(r.id))
@@ -302,6 +304,9 @@ func (f *fetcher) fetchOnce(reps []*Replica) error {
 		}
 	}
 	if len(fetching) == 0 {
+		// The session's bookkeeping took this round's changes, which go
+		// unsent: the next round starts a session over, naming everything.
+		f.sess = nil
 		return errNothingToFetch
 	}
 	resp, err := f.fetch(addr, req)

@@ -2,7 +2,11 @@ package arrowlog
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -10,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
+	flatbuffers "github.com/google/flatbuffers/go"
+	"github.com/klauspost/compress/zstd"
 )
 
 // Options configure an Encoder. The zero value writes uncompressed
@@ -60,8 +66,13 @@ type Encoder struct {
 	// w writes to out; the first batch it writes comes after the schema
 	// message, schemaMessage, which the payload drops. A writer that
 	// failed is made again.
-	opts          []ipc.Option
-	w             *ipc.Writer
+	opts []ipc.Option
+	w    *ipc.Writer
+	// zstd compresses the body buffers of a zstd payload, nil for others;
+	// body and fb are compressZstd's, reused.
+	zstd          *zstd.Encoder
+	body          []byte
+	fb            *flatbuffers.Builder
 	out           bytes.Buffer
 	started       bool
 	schemaMessage []byte
@@ -104,17 +115,18 @@ func NewEncoder(s record.Schema, opts Options) (*Encoder, error) {
 	}
 	switch opts.Compression {
 	case record.CompressionZstd:
+		// The IPC writer writes the batch uncompressed and compressZstd
+		// compresses its buffers: arrow-go's writer runs a streaming zstd
+		// encoder per buffer (Reset, Write, Close), whose fixed cost made
+		// a small batch cost as much as a hundred rows.
 		level := opts.Level
 		if level == 0 {
 			level = defaultZstdLevel
 		}
-		e.opts = append(e.opts, ipc.WithZstd(), ipc.WithZstdLevel(level))
+		e.zstd = sharedZstdEncoder(zstd.EncoderLevelFromZstd(level))
 	case record.CompressionLZ4:
-		e.opts = append(e.opts, ipc.WithLZ4())
-	}
-	if opts.Compression != record.CompressionNone {
 		// A buffer is stored as it is unless compressing saves space.
-		e.opts = append(e.opts, ipc.WithMinSpaceSavings(minSpaceSavings))
+		e.opts = append(e.opts, ipc.WithLZ4(), ipc.WithMinSpaceSavings(minSpaceSavings))
 	}
 	for i, c := range e.schema.Columns {
 		e.checks[i] = newColumnCheck(c.Name, c)
@@ -211,7 +223,87 @@ func (e *Encoder) Finish(dst []byte) ([]byte, error) {
 		}
 		msg, e.started = msg[len(e.schemaMessage):], true
 	}
+	if e.zstd != nil {
+		return e.compressZstd(dst, msg)
+	}
 	return append(dst, msg...), nil
+}
+
+// compressZstd appends msg, an uncompressed payload, to dst with its body
+// buffers compressed by zstd as Arrow's BUFFER method lays them out (the
+// uncompressed length, then the frame; -1, then the bytes as they are,
+// when compressing saves less than minSpaceSavings; an empty buffer stays
+// empty), each at an aligned offset, and metadata that says so.
+func (e *Encoder) compressZstd(dst, msg []byte) ([]byte, error) {
+	var meta batchMeta
+	body, err := parseMessage(msg, &meta)
+	if err != nil {
+		return dst, pkgerr.Errorf("arrowlog", "the IPC writer's record batch: %w", err)
+	}
+	if meta.compressed {
+		return dst, pkgerr.New("arrowlog", "the IPC writer compressed a record batch it was not asked to")
+	}
+	out := e.body[:0]
+	for i, ref := range meta.buffers {
+		src := body[ref.offset : ref.offset+ref.length]
+		start := len(out)
+		switch {
+		case len(src) == 0:
+		case len(src) < zstdMinBytes:
+			out = binary.LittleEndian.AppendUint64(out, notCompressedPrefix)
+			out = append(out, src...)
+		default:
+			out = binary.LittleEndian.AppendUint64(out, uint64(len(src)))
+			out = e.zstd.EncodeAll(src, out)
+			if saved := 1 - float64(len(out)-start-uncompressedPrefixBytes)/float64(len(src)); saved < minSpaceSavings {
+				out = binary.LittleEndian.AppendUint64(out[:start], notCompressedPrefix)
+				out = append(out, src...)
+			}
+		}
+		meta.buffers[i] = bufferRef{offset: int64(start), length: int64(len(out) - start)}
+		out = padBody(out)
+	}
+	meta.compressed, meta.codec = true, codecZstd
+	if e.fb == nil {
+		e.fb = flatbuffers.NewBuilder(256)
+	}
+	e.body = out
+	return appendMessage(dst, e.fb, &meta, out), nil
+}
+
+// zstdMinBytes is the smallest buffer compressZstd compresses: below it a
+// frame's own header and the call's fixed cost outweigh what it could
+// save (a small batch's validity bitmaps and offsets).
+const zstdMinBytes = 64
+
+// notCompressedPrefix is notCompressed as a buffer's prefix holds it.
+const notCompressedPrefix = ^uint64(0) // -1
+
+// zstdEncoders are the encoders of the payloads' zstd levels, made on
+// first use and shared: EncodeAll may be called concurrently, running as
+// many at once as there are CPUs. Their window is what decoders accept
+// (zstdWindowBytes), so no frame asks a reader for more.
+var zstdEncoders struct {
+	sync.Mutex
+	byLevel map[zstd.EncoderLevel]*zstd.Encoder
+}
+
+func sharedZstdEncoder(level zstd.EncoderLevel) *zstd.Encoder {
+	zstdEncoders.Lock()
+	defer zstdEncoders.Unlock()
+	if enc := zstdEncoders.byLevel[level]; enc != nil {
+		return enc
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithWindowSize(zstdWindowBytes),
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
+	if err != nil {
+		panic(fmt.Sprintf("arrowlog: zstd encoder options: %v", err)) // fixed options: a programming error
+	}
+	if zstdEncoders.byLevel == nil {
+		zstdEncoders.byLevel = map[zstd.EncoderLevel]*zstd.Encoder{}
+	}
+	zstdEncoders.byLevel[level] = enc
+	return enc
 }
 
 // noteSizes remembers the rows and the value bytes of each string and

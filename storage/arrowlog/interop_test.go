@@ -2,8 +2,10 @@ package arrowlog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -132,4 +134,88 @@ func bigOfTwos(twos []byte) *big.Int {
 		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(twos))))
 	}
 	return v
+}
+
+// TestZstdPayloadLayout: a zstd payload says ZSTD by BUFFER in its
+// metadata, compresses the buffers that shrink (a repetitive string
+// column) and stores as they are, prefixed -1, those that would not (random
+// bytes), at aligned offsets, and decodes to its rows.
+func TestZstdPayloadLayout(t *testing.T) {
+	s, err := record.ParseSchema("id BIGINT NOT NULL, name STRING NOT NULL, noise BYTES NOT NULL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := record.NewRowEncoder(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var rows [][]byte
+	for i := range 200 {
+		enc.Reset()
+		enc.SetInt64(0, int64(i))
+		enc.SetString(1, "the same name, again and again")
+		noise := make([]byte, 64)
+		for j := range noise {
+			noise[j] = byte(rnd.Uint32())
+		}
+		enc.SetBytes(2, noise)
+		row, err := enc.Finish(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, row)
+	}
+	plain := encodeRows(t, s, Options{}, rows)
+	payload := encodeRows(t, s, Options{Compression: record.CompressionZstd}, rows)
+	var meta batchMeta
+	body, err := parseMessage(payload, &meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !meta.compressed || meta.codec != codecZstd {
+		t.Fatalf("metadata: compressed %v codec %d, want ZSTD", meta.compressed, meta.codec)
+	}
+	var squeezed, raw int
+	for i, ref := range meta.buffers {
+		if ref.offset%alignment != 0 {
+			t.Fatalf("buffer %d at unaligned offset %d", i, ref.offset)
+		}
+		if ref.length == 0 {
+			continue
+		}
+		switch prefix := int64(binary.LittleEndian.Uint64(body[ref.offset:])); {
+		case prefix == notCompressed:
+			raw++
+		case prefix > ref.length-uncompressedPrefixBytes:
+			squeezed++
+		default:
+			t.Fatalf("buffer %d: %d bytes holding %d compressed: no saving, it should be stored as it is", i, ref.length, prefix)
+		}
+	}
+	if squeezed == 0 || raw == 0 {
+		t.Fatalf("%d buffers compressed, %d stored as they are; want some of each", squeezed, raw)
+	}
+	if len(payload) >= len(plain) {
+		t.Fatalf("zstd payload of %d bytes, uncompressed %d", len(payload), len(plain))
+	}
+	d, err := NewDecoder(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]byte
+	if err := d.Rows(payload, len(rows), func(_ int, row []byte) error {
+		got = append(got, bytes.Clone(row))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(rows) {
+		t.Fatalf("%d rows back, want %d", len(got), len(rows))
+	}
+	for i := range rows {
+		if !bytes.Equal(got[i], rows[i]) {
+			t.Fatalf("row %d differs after the round trip", i)
+		}
+	}
 }
