@@ -80,7 +80,7 @@ func (s *bucketSender) add(change record.ChangeType, row []byte, recordBytes int
 		wake = true
 	}
 	if s.open == nil {
-		s.open = newPendingBatch(s.bucket, s.w.buffers.Get().(*batchBuffer))
+		s.open = newPendingBatch(s.bucket, s.w.buffers.get())
 		wake = true // arm the linger timer
 	}
 	b := s.open
@@ -446,7 +446,7 @@ func (s *bucketSender) finishBatch(b *pendingBatch, err error, resp *pb.ProduceR
 	b.buf = nil
 	close(b.done)
 	s.w.budget.give(b.recordBytes())
-	s.w.buffers.Put(buf)
+	s.w.buffers.put(buf)
 }
 
 // abandon fails every batch left once Close gave up (ctx ended).

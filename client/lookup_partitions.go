@@ -45,7 +45,7 @@ func (l *Lookuper) lookuperOf(ctx context.Context, key []byte) (*Lookuper, error
 	pl := l.parts
 	scratch := pl.names.Get().(*[]byte)
 	defer pl.names.Put(scratch)
-	name, err := pl.spec.AppendName((*scratch)[:0], record.NewRowView(l.keys.keySchema, key))
+	name, err := partition.AppendName(pl.spec, (*scratch)[:0], record.NewRowView(l.keys.keySchema, key))
 	if err != nil {
 		return nil, pkgerr.Errorf("client", "table %s: %w", l.t.qualifiedName(), err)
 	}

@@ -112,7 +112,7 @@ func (t *Table) PartitionOf(row []byte) (string, error) {
 	if !t.Partitioned() {
 		return "", pkgerr.Errorf("client", "table %s is not partitioned", t.qualifiedName())
 	}
-	name, err := t.spec.AppendName(nil, record.NewRowView(t.schema, row))
+	name, err := partition.AppendName(t.spec, nil, record.NewRowView(t.schema, row))
 	if err != nil {
 		return "", pkgerr.Errorf("client", "table %s: %w", t.qualifiedName(), err)
 	}
@@ -194,17 +194,22 @@ func (t *Table) partition(ctx context.Context, name string, create bool) (*Table
 // partitionForRow returns the handle of a valid row's partition; with
 // create, see partition.
 func (t *Table) partitionForRow(ctx context.Context, row []byte, create bool, scratch *[]byte) (*Table, error) {
-	name, err := t.spec.AppendName((*scratch)[:0], record.NewRowView(t.schema, row))
-	if err != nil {
+	view := record.NewRowView(t.schema, row)
+	name, err := partition.AppendKnownName(t.spec, (*scratch)[:0], view)
+	if err == nil {
+		*scratch = name
+		t.parts.mu.Lock()
+		h := t.parts.byName[string(name)] // no allocation: a map lookup by a converted []byte
+		t.parts.mu.Unlock()
+		if h != nil {
+			return h, nil
+		}
+	}
+	// Not a partition this handle knows: the name, checked this time.
+	if name, err = partition.AppendName(t.spec, (*scratch)[:0], view); err != nil {
 		return nil, pkgerr.Errorf("client", "table %s: %w", t.qualifiedName(), err)
 	}
 	*scratch = name
-	t.parts.mu.Lock()
-	h := t.parts.byName[string(name)] // no allocation: a map lookup by a converted []byte
-	t.parts.mu.Unlock()
-	if h != nil {
-		return h, nil
-	}
 	return t.partition(ctx, string(name), create)
 }
 

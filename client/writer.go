@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/floedb/floe/internal/partition"
 	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/transport/pb"
@@ -35,7 +36,7 @@ type writer struct {
 	parts     map[uint64]*target
 	retired   []*target       // of dropped partitions: flushed and closed still
 	runCtx    context.Context // the senders'
-	buffers   sync.Pool       // of *batchBuffer
+	buffers   bufferPool      // of the batches' buffers
 	names     sync.Pool       // of *[]byte: partition names being built
 
 	idSem    chan struct{} // held while allocating the shared writer id
@@ -129,6 +130,7 @@ func startWriter(t *Table, kind writerKind, opts AppendWriterOptions, newRouter 
 		w.opts.BatchBytes = limit
 	}
 	w.budget = newByteBudget(w.opts.MaxBufferedBytes)
+	w.buffers = newBufferPool(w.opts.MaxBufferedBytes)
 	if w.opts.Compression != record.CompressionNone {
 		codec, err := t.c.batchCodec()
 		if err != nil {
@@ -143,7 +145,6 @@ func startWriter(t *Table, kind writerKind, opts AppendWriterOptions, newRouter 
 		}
 		w.format = f
 	}
-	w.buffers.New = func() any { return &batchBuffer{} }
 	w.newRouter = newRouter
 	w.names.New = func() any { return new([]byte) }
 	w.runCtx, w.abort = context.WithCancel(context.Background())
@@ -177,7 +178,7 @@ func (w *writer) route(ctx context.Context, row []byte) (*target, error) {
 	defer w.names.Put(scratch)
 	if w.main != nil {
 		// A partition's writer takes the rows of that partition only.
-		name, err := w.t.spec.AppendName((*scratch)[:0], record.NewRowView(w.t.schema, row))
+		name, err := partition.AppendName(w.t.spec, (*scratch)[:0], record.NewRowView(w.t.schema, row))
 		if err != nil {
 			return nil, pkgerr.Errorf("client", "%s: %w", w.t.qualifiedName(), err)
 		}

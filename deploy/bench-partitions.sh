@@ -6,7 +6,8 @@
 # the creates' latency, DDL beside them, a new consumer of the newest
 # partition, and each node idle (CPU, memory, descriptors). Then the
 # writer side: `floe bench produce --batching` into an unpartitioned table,
-# then the same rows spread over 24 hourly partitions, back to back.
+# with the partition column, then the same rows spread over 24 hourly
+# partitions, back to back.
 #
 #   bash deploy/bench-partitions.sh [OUT]          # default /tmp/floe-bench-partitions
 #   PARTS=365 BUCKETS=8 IDLE=60s DUR=20s bash deploy/bench-partitions.sh
@@ -45,7 +46,7 @@ bench() { # label flags...
   "$floe" bench produce --batching --duration "$dur" --node-pids "$pids" -o json "$@" \
     | sed "s/^{/{\"run\":\"$label\",/" | tee -a "$out/produce.json"
 }
-bench flat --table bench.flat
+bench flat --table bench.flat --partitions 24 --unpartitioned
 bench hourly --table bench.hourly --partitions 24
 awk '
   { run=""; ops=""

@@ -17,7 +17,7 @@ func benchProduceCmd(env *cliEnv) clientCmd {
 	var batch int
 	var batching, sharedWriter bool
 	return clientCmd{summary: "write throughput and latency of a log table", streaming: true,
-		usage: "bench produce [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--record-bytes 1024] [--acks all] [--batch 1] [--batching] [--shared-writer] [--log-format arrow|row] [--partitions N]",
+		usage: "bench produce [--table DB.TABLE] [--duration 10s] [--concurrency 1] [--record-bytes 1024] [--acks all] [--batch 1] [--batching] [--shared-writer] [--log-format arrow|row] [--partitions N [--unpartitioned]]",
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs)
 			fs.IntVar(&batch, "batch", 1, "records each goroutine appends before waiting for their acks (1: one record at a time)")
@@ -25,6 +25,7 @@ func benchProduceCmd(env *cliEnv) clientCmd {
 			fs.StringVar(&f.LogFormat, "log-format", "", "log.format of a table the benchmark creates: arrow or row (default: the cluster's, arrow)")
 			fs.IntVar(&f.Partitions, "partitions", 0, "spread the rows evenly over this many hourly partitions of a table partitioned by a column part, "+
 				"created with '"+bench.PartitionedLogSchema+"' (use a --table of its own; 0: an unpartitioned table)")
+			fs.BoolVar(&f.Unpartitioned, "unpartitioned", false, "with --partitions: the same rows, part column included, into a table that is not partitioned (the baseline of what partitions cost)")
 			fs.BoolVar(&sharedWriter, "shared-writer", false,
 				"the goroutines share one writer, as a service's request handlers would: it batches their records, sending a bucket's batch when it fills or --linger after its first record")
 		},

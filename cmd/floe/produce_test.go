@@ -249,6 +249,8 @@ func TestBenchSmoke(t *testing.T) {
 		{"bench", "produce", "--duration", "500ms", "--batch", "10", "--table", "bench.other"},
 		{"bench", "e2e", "--duration", "500ms", "--rate", "2000", "--record-bytes", "16"},
 		{"bench", "produce", "--duration", "500ms", "--record-bytes", "64", "-o", "json"},
+		{"bench", "produce", "--duration", "500ms", "--record-bytes", "64", "--batching", "--partitions", "3", "--table", "bench.hourly"},
+		{"bench", "produce", "--duration", "500ms", "--record-bytes", "64", "--batching", "--partitions", "3", "--unpartitioned", "--table", "bench.flat"},
 	} {
 		t.Run(strings.Join(args[1:], " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, "", append(args, "--server", server)...)
@@ -276,6 +278,18 @@ func TestBenchSmoke(t *testing.T) {
 			}
 			if res["errors"] != 0 || res["ops_per_s"] <= 0 || res["missing"] != 0 {
 				t.Fatalf("result %s", lines[len(lines)-1])
+			}
+			if i := slices.Index(args, "--partitions"); i > 0 {
+				// The rows carry the part column either way; only the table
+				// without --unpartitioned has partitions.
+				table := args[slices.Index(args, "--table")+1]
+				code, out, errOut := runCLI(t, "", "table", "partitions", table, "--server", server)
+				switch unpartitioned := slices.Contains(args, "--unpartitioned"); {
+				case unpartitioned && code == 0:
+					t.Fatalf("table partitions %s of an unpartitioned table: %s", table, out)
+				case !unpartitioned && (code != 0 || !strings.Contains(out, "part=2026-12-03T02")):
+					t.Fatalf("table partitions %s: exit %d: %s%s", table, code, out, errOut)
+				}
 			}
 		})
 	}

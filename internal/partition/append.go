@@ -16,9 +16,21 @@ type BytesRow interface {
 }
 
 // AppendName appends the name of a row's partition to dst: what
-// Name(RowValues(row)) gives, without allocating, for a writer routing
-// every row. A null partition column or a bad string value is ErrInvalid.
-func (s Spec) AppendName(dst []byte, v BytesRow) ([]byte, error) {
+// Name(RowValues(row)) gives, without allocating (a row type, not an
+// interface holding one, so no row is boxed), for a writer routing every
+// row. A null partition column or a bad string value is ErrInvalid.
+func AppendName[R BytesRow](s Spec, dst []byte, v R) ([]byte, error) {
+	return appendName(s, dst, v, true)
+}
+
+// AppendKnownName is AppendName without checking STRING values, for a
+// caller that looks the name up among the names of existing partitions,
+// all valid, and calls AppendName when it finds none: a writer's fast path.
+func AppendKnownName[R BytesRow](s Spec, dst []byte, v R) ([]byte, error) {
+	return appendName(s, dst, v, false)
+}
+
+func appendName[R BytesRow](s Spec, dst []byte, v R, check bool) ([]byte, error) {
 	for i, k := range s.Keys {
 		if i > 0 {
 			dst = append(dst, '/')
@@ -39,7 +51,7 @@ func (s Spec) AppendName(dst []byte, v BytesRow) ([]byte, error) {
 			dst = day.AppendFormat(dst, time.DateOnly)
 		default:
 			b := v.StringBytes(k.Column)
-			if !validStringValue(b) {
+			if check && !validStringValue(b) {
 				// The slow path says which rule the value breaks.
 				_, err := k.Canonical(string(b))
 				return nil, err

@@ -26,7 +26,7 @@ func TestAppendNameIsNameOfRowValues(t *testing.T) {
 		days := rapid.OneOf(rapid.Int64Range(minDateDays-2, maxDateDays+2), rapid.Int64()).Draw(t, "dt")
 		r := row(region, rapid.Int64().Draw(t, "n"), days)
 
-		name, err := s.AppendName([]byte("old"), r)
+		name, err := partition.AppendName(s, []byte("old"), r)
 		values, wantErr := s.RowValues(nil, r)
 		switch {
 		case wantErr != nil && err == nil:
@@ -37,6 +37,11 @@ func TestAppendNameIsNameOfRowValues(t *testing.T) {
 			t.Fatalf("AppendName(%v): %v, not ErrInvalid", r, err)
 		case err == nil && string(name) != "old"+s.Name(values):
 			t.Fatalf("AppendName(%v) = %q, want %q", r, name, "old"+s.Name(values))
+		}
+		if err == nil { // the unchecked name of a valid row is the same
+			if known, err := partition.AppendKnownName(s, []byte("old"), r); err != nil || string(known) != string(name) {
+				t.Fatalf("AppendKnownName(%v) = %q, %v; AppendName gave %q", r, known, err, name)
+			}
 		}
 	})
 }

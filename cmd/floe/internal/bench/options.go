@@ -48,6 +48,10 @@ type Options struct {
 	// spreads the rows evenly over that many hourly partitions
 	// (2026-12-03T00, T01, ...), created by the writers as they meet them.
 	Partitions int
+	// Unpartitioned, with Partitions, writes the same rows (their part
+	// column included) into a table that is not partitioned: the baseline
+	// of what partitions cost a writer.
+	Unpartitioned bool
 }
 
 // PartitionedLogSchema is the schema of the partitioned log tables the
@@ -80,7 +84,10 @@ func OpenLogTable(ctx context.Context, c *client.Client, o *Options, timeout tim
 		return nil, fmt.Errorf("--partitions %d: at most %d", f.Partitions, maxBenchPartitions)
 	}
 	if f.Partitions > 0 {
-		spec.Schema, spec.PartitionKeys = PartitionedLogSchema, []string{"part"}
+		spec.Schema = PartitionedLogSchema
+		if !f.Unpartitioned {
+			spec.PartitionKeys = []string{"part"}
+		}
 	}
 	tbl, err := ensureBenchTable(ctx, c, timeout, f.Table, spec)
 	if err != nil {
@@ -90,8 +97,11 @@ func OpenLogTable(ctx context.Context, c *client.Client, o *Options, timeout tim
 	if len(cols) < 2 || cols[0].Type.Kind() != record.KindBigInt || cols[1].Type.Kind() != record.KindBytes {
 		return nil, fmt.Errorf("table %s exists with schema %q, want %q first", f.Table, tbl.Schema().String(), LogSchema)
 	}
-	if (f.Partitions > 0) != tbl.Partitioned() {
+	if (f.Partitions > 0 && !f.Unpartitioned) != tbl.Partitioned() {
 		return nil, fmt.Errorf("table %s exists, partitioned by %v: --partitions %d needs a table of its own (--table)", f.Table, tbl.PartitionKeys(), f.Partitions)
+	}
+	if f.Partitions > 0 && (len(cols) < 3 || cols[2].Type.Kind() != record.KindString) {
+		return nil, fmt.Errorf("table %s exists with schema %q, want %q first", f.Table, tbl.Schema().String(), PartitionedLogSchema)
 	}
 	return tbl, nil
 }
@@ -129,7 +139,7 @@ func newBenchRows(tbl *client.Table, payloadBytes int, partitions int) *benchRow
 	p := make([]byte, payloadBytes)
 	_, _ = rand.Read(p)
 	r := &benchRows{enc: tbl.NewRowEncoder(), payload: p}
-	if tbl.Partitioned() {
+	if partitions > 0 {
 		base := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
 		for h := range max(partitions, 1) {
 			r.parts = append(r.parts, base.Add(time.Duration(h)*time.Hour).Format("2006-01-02T15"))
