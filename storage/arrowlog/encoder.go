@@ -229,6 +229,23 @@ func (e *Encoder) Finish(dst []byte) ([]byte, error) {
 	return append(dst, msg...), nil
 }
 
+// Record returns the batch's rows as an Arrow record batch of the
+// payload's schema (ArrowSchema) and resets the encoder for the next
+// batch, as Finish does: how the lake turns rows into Parquet files. The
+// caller releases the batch on the encoder's goroutine (the encoder's
+// allocator is not safe for concurrent use) before the encoder is used
+// again.
+func (e *Encoder) Record() (arrow.RecordBatch, error) {
+	if e.rows == 0 {
+		return nil, pkgerr.New("arrowlog", "cannot make a record batch of no rows")
+	}
+	rec := e.rb.NewRecordBatch()
+	e.noteSizes(rec)
+	e.resetCounts()
+	e.reserve()
+	return rec, nil
+}
+
 // compressZstd appends msg, an uncompressed payload, to dst with its body
 // buffers compressed by zstd as Arrow's BUFFER method lays them out (the
 // uncompressed length, then the frame; -1, then the bytes as they are,

@@ -1,0 +1,224 @@
+package lake
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// fieldIDKey is the Arrow field metadata key pqarrow writes as a Parquet
+// field id, which Iceberg readers match columns by.
+const fieldIDKey = "PARQUET:field_id"
+
+// ArrowSchema is the Arrow schema of the lake's Parquet files of s: each
+// field (nested ones too) carries its Iceberg id.
+func ArrowSchema(s Schema) (*arrow.Schema, error) {
+	fields, err := arrowFields(s.Fields)
+	if err != nil {
+		return nil, err
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+func arrowFields(fs []Field) ([]arrow.Field, error) {
+	out := make([]arrow.Field, len(fs))
+	for i, f := range fs {
+		af, err := arrowField(f)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = af
+	}
+	return out, nil
+}
+
+func arrowField(f Field) (arrow.Field, error) {
+	t, err := arrowType(f.Type)
+	if err != nil {
+		return arrow.Field{}, fmt.Errorf("field %s: %w", f.Name, err)
+	}
+	return arrow.Field{Name: f.Name, Type: t, Nullable: !f.Required,
+		Metadata: arrow.NewMetadata([]string{fieldIDKey}, []string{strconv.Itoa(f.ID)})}, nil
+}
+
+// arrowType is the Arrow type Iceberg's Parquet mapping reads as t.
+func arrowType(t Type) (arrow.DataType, error) {
+	switch {
+	case t.Element != nil:
+		e, err := arrowField(*t.Element)
+		if err != nil {
+			return nil, err
+		}
+		return arrow.ListOfField(e), nil
+	case t.Key != nil && t.Value != nil:
+		k, err := arrowField(*t.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := arrowField(*t.Value)
+		if err != nil {
+			return nil, err
+		}
+		return arrow.MapOfFields(k, v), nil
+	case t.Struct:
+		fs, err := arrowFields(t.Fields)
+		if err != nil {
+			return nil, err
+		}
+		return arrow.StructOf(fs...), nil
+	}
+	switch t.Primitive {
+	case "boolean":
+		return arrow.FixedWidthTypes.Boolean, nil
+	case "int":
+		return arrow.PrimitiveTypes.Int32, nil
+	case "long":
+		return arrow.PrimitiveTypes.Int64, nil
+	case "float":
+		return arrow.PrimitiveTypes.Float32, nil
+	case "double":
+		return arrow.PrimitiveTypes.Float64, nil
+	case "string":
+		return arrow.BinaryTypes.String, nil
+	case "binary":
+		return arrow.BinaryTypes.Binary, nil
+	case "date":
+		return arrow.FixedWidthTypes.Date32, nil
+	case "time":
+		return arrow.FixedWidthTypes.Time64us, nil
+	case "timestamp":
+		return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
+	case "timestamptz":
+		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
+	}
+	var p, s int32
+	if _, err := fmt.Sscanf(t.Primitive, "decimal(%d, %d)", &p, &s); err == nil {
+		return &arrow.Decimal128Type{Precision: p, Scale: s}, nil
+	}
+	return nil, fmt.Errorf("%w: Iceberg type %q", ErrUnsupported, t.Primitive)
+}
+
+// castColumn turns a column of a log batch (arrowlog's Arrow types) into
+// the lake's type to: TINYINT and SMALLINT widen to int32, TIME and
+// TIMESTAMP become microseconds (nanoseconds round down), at any depth; a
+// column of the same type is shared, not copied. The caller releases the
+// result.
+func castColumn(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, error) {
+	if _, nested := to.(arrow.NestedType); !nested && sameLayout(a.DataType(), to) {
+		data := array.NewData(to, a.Len(), a.Data().Buffers(), a.Data().Children(), a.NullN(), a.Data().Offset())
+		defer data.Release()
+		return array.MakeFromData(data), nil
+	}
+	switch src := a.(type) {
+	case *array.Int8:
+		return widenInt32(mem, src.Len(), src.IsNull, func(i int) int32 { return int32(src.Value(i)) }), nil
+	case *array.Int16:
+		return widenInt32(mem, src.Len(), src.IsNull, func(i int) int32 { return int32(src.Value(i)) }), nil
+	case *array.Time32:
+		b := array.NewTime64Builder(mem, arrow.FixedWidthTypes.Time64us.(*arrow.Time64Type))
+		defer b.Release()
+		b.Reserve(src.Len())
+		for i := range src.Len() {
+			if src.IsNull(i) {
+				b.AppendNull()
+			} else {
+				b.UnsafeAppend(arrow.Time64(int64(src.Value(i)) * 1000)) // TIME is milliseconds
+			}
+		}
+		return b.NewArray(), nil
+	case *array.Timestamp:
+		div := int64(1)
+		switch src.DataType().(*arrow.TimestampType).Unit {
+		case arrow.Nanosecond:
+			div = 1000
+		case arrow.Millisecond, arrow.Second:
+			return nil, fmt.Errorf("%w: a timestamp column in %v", ErrUnsupported, src.DataType())
+		}
+		b := array.NewTimestampBuilder(mem, to.(*arrow.TimestampType))
+		defer b.Release()
+		b.Reserve(src.Len())
+		for i := range src.Len() {
+			if src.IsNull(i) {
+				b.AppendNull()
+			} else {
+				v := int64(src.Value(i))
+				q := v / div
+				if v%div < 0 {
+					q-- // round toward the past, as the time line does
+				}
+				b.UnsafeAppend(arrow.Timestamp(q))
+			}
+		}
+		return b.NewArray(), nil
+	case *array.List:
+		return castNested(mem, a, to, []arrow.Array{src.ListValues()}, []arrow.DataType{to.(*arrow.ListType).Elem()})
+	case *array.Map:
+		mt := to.(*arrow.MapType)
+		return castNested(mem, a, to, []arrow.Array{src.ListValues()}, []arrow.DataType{mt.Elem()})
+	case *array.Struct:
+		st := to.(*arrow.StructType)
+		kids := make([]arrow.Array, src.NumField())
+		types := make([]arrow.DataType, src.NumField())
+		for i := range kids {
+			kids[i], types[i] = src.Field(i), st.Field(i).Type
+		}
+		return castNested(mem, a, to, kids, types)
+	}
+	return nil, fmt.Errorf("%w: no cast from %v to %v", ErrUnsupported, a.DataType(), to)
+}
+
+// castNested casts a nested column's children and keeps its own buffers
+// (validity, offsets).
+func castNested(mem memory.Allocator, a arrow.Array, to arrow.DataType, kids []arrow.Array, types []arrow.DataType) (arrow.Array, error) {
+	data := make([]arrow.ArrayData, len(kids))
+	for i, k := range kids {
+		c, err := castColumn(mem, k, types[i])
+		if err != nil {
+			for _, d := range data[:i] {
+				d.Release()
+			}
+			return nil, err
+		}
+		data[i] = c.Data()
+		data[i].Retain()
+		c.Release()
+	}
+	out := array.NewData(to, a.Len(), a.Data().Buffers(), data, a.NullN(), a.Data().Offset())
+	for _, d := range data {
+		d.Release()
+	}
+	defer out.Release()
+	return array.MakeFromData(out), nil
+}
+
+// sameLayout: two types of one primitive layout, the same values in the
+// same buffers (they may differ in a time zone or in metadata).
+func sameLayout(a, b arrow.DataType) bool {
+	if a.ID() != b.ID() {
+		return false
+	}
+	switch at := a.(type) {
+	case *arrow.TimestampType:
+		return at.Unit == b.(*arrow.TimestampType).Unit
+	case *arrow.Time32Type, *arrow.Time64Type, *arrow.Decimal128Type:
+		return arrow.TypeEqual(a, b)
+	}
+	return true
+}
+
+func widenInt32(mem memory.Allocator, n int, isNull func(int) bool, value func(int) int32) arrow.Array {
+	b := array.NewInt32Builder(mem)
+	defer b.Release()
+	b.Reserve(n)
+	for i := range n {
+		if isNull(i) {
+			b.AppendNull()
+		} else {
+			b.UnsafeAppend(value(i))
+		}
+	}
+	return b.NewArray()
+}

@@ -1,0 +1,169 @@
+package lake
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// rowGroupBytes is where the writer starts a new row group: engines read
+// a row group as a unit, and a file of the 128 MiB target holds a few.
+const rowGroupBytes = 64 << 20
+
+// FileWriter writes one Parquet data file of a lake table: zstd pages,
+// row groups of about rowGroupBytes, the Iceberg field ids on the
+// columns. Close returns what the manifest says of the file.
+type FileWriter struct {
+	schema Schema
+	w      *countingWriter
+	pw     *pqarrow.FileWriter
+	rows   int64
+}
+
+// NewFileWriter starts a data file of rows of schema (the lake schema;
+// arrowSchema is ArrowSchema(schema)) on w.
+func NewFileWriter(w io.Writer, schema Schema, arrowSchema *arrow.Schema) (*FileWriter, error) {
+	cw := &countingWriter{w: w}
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCreatedBy("floe"),
+		parquet.WithStats(true),
+		parquet.WithMaxRowGroupLength(1<<30), // row groups end by bytes (Write), not rows
+	)
+	pw, err := pqarrow.NewFileWriter(arrowSchema, cw, props, pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		return nil, fmt.Errorf("lake: parquet writer: %w", err)
+	}
+	return &FileWriter{schema: schema, w: cw, pw: pw}, nil
+}
+
+// Write adds a batch of rows of the file's Arrow schema.
+func (fw *FileWriter) Write(rec arrow.RecordBatch) error {
+	if fw.pw.RowGroupTotalBytesWritten() >= rowGroupBytes {
+		if err := fw.pw.NewBufferedRowGroupChecked(); err != nil {
+			return fmt.Errorf("lake: parquet row group: %w", err)
+		}
+	}
+	if err := fw.pw.WriteBuffered(rec); err != nil {
+		return fmt.Errorf("lake: parquet write: %w", err)
+	}
+	fw.rows += rec.NumRows()
+	return nil
+}
+
+// Rows is the rows written so far; BytesWritten about the file's size.
+func (fw *FileWriter) Rows() int64 { return fw.rows }
+
+// BytesWritten is the bytes written to the file and those its open row
+// group holds, compressed.
+func (fw *FileWriter) BytesWritten() int64 {
+	return fw.w.n + fw.pw.RowGroupTotalCompressedBytes()
+}
+
+// Close finishes the file and returns its manifest description: path
+// and partition are the caller's to fill.
+func (fw *FileWriter) Close() (DataFile, error) {
+	if err := fw.pw.Close(); err != nil {
+		return DataFile{}, fmt.Errorf("lake: parquet close: %w", err)
+	}
+	md, err := fw.pw.FileMetadata()
+	if err != nil {
+		return DataFile{}, fmt.Errorf("lake: parquet metadata: %w", err)
+	}
+	f := DataFile{RecordCount: fw.rows, SizeBytes: fw.w.n}
+	if err := fw.stats(md, &f); err != nil {
+		return DataFile{}, err
+	}
+	return f, nil
+}
+
+// stats fills the value and null counts of the top-level columns and the
+// bounds of those whose Parquet statistics are Iceberg's single-value
+// form as they are (integers, dates, times, timestamps, booleans, and
+// strings and binaries up to maxBoundBytes).
+func (fw *FileWriter) stats(md *metadata.FileMetaData, f *DataFile) error {
+	ids := map[string]Field{}
+	for _, fd := range fw.schema.Fields {
+		ids[fd.Name] = fd
+	}
+	f.ValueCounts, f.NullCounts = map[int]int64{}, map[int]int64{}
+	f.LowerBounds, f.UpperBounds = map[int][]byte{}, map[int][]byte{}
+	merged := map[int]metadata.TypedStatistics{}
+	noBounds := map[int]bool{} // a row group without min and max of non-null values
+	noNulls := map[int]bool{}  // a row group without a null count
+	for g := range md.NumRowGroups() {
+		rg := md.RowGroup(g)
+		for c := range rg.NumColumns() {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				return fmt.Errorf("lake: parquet column chunk: %w", err)
+			}
+			path := cc.PathInSchema()
+			fd, ok := ids[path.String()]
+			if len(path) != 1 || !ok {
+				continue // a nested column's leaf: no statistics kept
+			}
+			f.ValueCounts[fd.ID] += cc.NumValues()
+			st, err := cc.Statistics()
+			if err != nil || st == nil || !st.HasNullCount() {
+				noNulls[fd.ID], noBounds[fd.ID] = true, true
+				continue
+			}
+			f.NullCounts[fd.ID] += st.NullCount()
+			if !boundsKept(fd.Type) || (!st.HasMinMax() && st.NullCount() < cc.NumValues()) {
+				noBounds[fd.ID] = true
+				continue
+			}
+			if !st.HasMinMax() {
+				continue // nulls only
+			}
+			if have := merged[fd.ID]; have != nil {
+				have.Merge(st)
+			} else {
+				merged[fd.ID] = st
+			}
+		}
+	}
+	for id := range noNulls {
+		delete(f.NullCounts, id)
+	}
+	for id, st := range merged {
+		if noBounds[id] || !st.HasMinMax() {
+			continue
+		}
+		lo, hi := st.EncodeMin(), st.EncodeMax()
+		if len(lo) > maxBoundBytes || len(hi) > maxBoundBytes {
+			continue
+		}
+		f.LowerBounds[id], f.UpperBounds[id] = lo, hi
+	}
+	return nil
+}
+
+// maxBoundBytes bounds a string or binary bound: a longer one is left
+// out rather than truncated.
+const maxBoundBytes = 64
+
+func boundsKept(t Type) bool {
+	switch t.Primitive {
+	case "boolean", "int", "long", "date", "time", "timestamp", "timestamptz", "string", "binary":
+		return true
+	}
+	return false // floats (NaN), decimals (Parquet's width is not Iceberg's), nested
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,76 @@
+package lake
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/twmb/avro/ocf"
+)
+
+// maxManifestBytes bounds a manifest or manifest list Floe reads back.
+const maxManifestBytes = 256 << 20
+
+// ReadManifestList reads a snapshot's manifest list (by its URI).
+func (t *Table) ReadManifestList(ctx context.Context, uri string) ([]ManifestFile, error) {
+	body, err := t.readURI(ctx, uri, maxManifestBytes)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ocf.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("%w: manifest list %s: %v", ErrInvalidMetadata, uri, err)
+	}
+	defer r.Close()
+	var out []ManifestFile
+	for {
+		var v struct {
+			Path              string `avro:"manifest_path"`
+			Length            int64  `avro:"manifest_length"`
+			SpecID            int32  `avro:"partition_spec_id"`
+			Content           int32  `avro:"content"`
+			SequenceNumber    int64  `avro:"sequence_number"`
+			MinSequenceNumber int64  `avro:"min_sequence_number"`
+			AddedSnapshotID   int64  `avro:"added_snapshot_id"`
+			Added             int32  `avro:"added_files_count"`
+			Existing          int32  `avro:"existing_files_count"`
+			Deleted           int32  `avro:"deleted_files_count"`
+			AddedRows         int64  `avro:"added_rows_count"`
+			ExistingRows      int64  `avro:"existing_rows_count"`
+			DeletedRows       int64  `avro:"deleted_rows_count"`
+			Partitions        *[]struct {
+				ContainsNull bool    `avro:"contains_null"`
+				ContainsNaN  *bool   `avro:"contains_nan"`
+				Lower        *[]byte `avro:"lower_bound"`
+				Upper        *[]byte `avro:"upper_bound"`
+			} `avro:"partitions"`
+			KeyMetadata *[]byte `avro:"key_metadata"`
+		}
+		if err := r.Decode(&v); err != nil {
+			if isEOF(err) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%w: manifest list %s: %v", ErrInvalidMetadata, uri, err)
+		}
+		mf := ManifestFile{Path: v.Path, Length: v.Length, SpecID: int(v.SpecID), SequenceNumber: v.SequenceNumber,
+			MinSequenceNumber: v.MinSequenceNumber, AddedSnapshotID: v.AddedSnapshotID, Added: int(v.Added),
+			Existing: int(v.Existing), Deleted: int(v.Deleted), AddedRows: v.AddedRows, ExistingRows: v.ExistingRows,
+			DeletedRows: v.DeletedRows}
+		if v.Partitions != nil {
+			for _, p := range *v.Partitions {
+				fs := FieldSummary{ContainsNull: p.ContainsNull}
+				if p.Lower != nil {
+					fs.Lower = *p.Lower
+				}
+				if p.Upper != nil {
+					fs.Upper = *p.Upper
+				}
+				mf.Partitions = append(mf.Partitions, fs)
+			}
+		}
+		out = append(out, mf)
+	}
+}
+
+func isEOF(err error) bool { return err == io.EOF }
