@@ -34,10 +34,6 @@ func writeTestTable(t *testing.T, store tiering.ObjectStore, rows []string) (*la
 	if err != nil {
 		t.Fatal(err)
 	}
-	as, err := lake.ArrowSchema(ls)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tbl := lake.NewTable(store, "wh/app/events")
 	create := func() (*lake.Metadata, error) {
 		return lake.NewMetadata(tbl.Location(), "6f1c2b1e-1d5e-4a57-9a4b-2b8d7c1f0a11", ls, last, []string{"dt"}, nil, 1000)
@@ -62,36 +58,23 @@ func writeTestTable(t *testing.T, store tiering.ObjectStore, rows []string) (*la
 	var files []lake.DataFile
 	offset := int64(0)
 	for _, day := range days {
-		b, err := lake.NewRowBatcher(s, as)
+		fb, err := lake.NewFileBuilder(s, ls)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, row := range byDay[day] {
-			if err := b.Append(row, 3, offset, 1_700_000_000_000+offset); err != nil {
+			if err := fb.Append(row, 3, offset, 1_700_000_000_000+offset); err != nil {
 				t.Fatal(err)
 			}
 			offset++
 		}
-		rec, err := b.Batch()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		fw, err := lake.NewFileWriter(&buf, ls, as)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := fw.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		rec.Release()
-		df, err := fw.Close()
+		body, df, err := fb.Finish()
 		if err != nil {
 			t.Fatal(err)
 		}
 		part := []lake.PartitionValue{{Type: "date", Value: day}}
 		key := tbl.DataFileKey(meta.Spec(), part, fmt.Sprintf("b3-%d", offset))
-		if df, err = tbl.PutDataFile(ctx, key, buf.Bytes(), df, part); err != nil {
+		if df, err = tbl.PutDataFile(ctx, key, body, df, part); err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, df)
