@@ -13,6 +13,8 @@ func parseValue(v *Values, k, val string, t Table) error {
 		return parseLogFormat(v, k, val, t)
 	case AutoPartitionTimeUnit, AutoPartitionNumPrecreate, AutoPartitionNumRetention, AutoPartitionTimeZone, PartitionDynamicCreate:
 		return parsePartitioning(v, k, val)
+	case DataLakeEnabled, DataLakeFormat, DataLakeFreshness, DataLakeRetention:
+		return parseDataLake(v, k, val)
 	}
 	return parseTiering(v, k, val)
 }

@@ -53,6 +53,11 @@ const (
 	AutoPartitionNumRetention = "auto-partition.num-retention"
 	AutoPartitionTimeZone     = "auto-partition.time-zone"
 	PartitionDynamicCreate    = "partition.dynamic-create"
+
+	DataLakeEnabled   = "datalake.enabled"
+	DataLakeFormat    = "datalake.format"
+	DataLakeFreshness = "datalake.freshness"
+	DataLakeRetention = "datalake.retention"
 )
 
 // Checks versions (metastate.CreateTableChecks) that introduced properties:
@@ -72,8 +77,11 @@ const (
 	// partition_keys) and their properties: auto-partition.* and
 	// partition.dynamic-create.
 	ChecksPartitions = 5
+	// ChecksLake (6) adds the lake: datalake.enabled, datalake.format,
+	// datalake.freshness and datalake.retention.
+	ChecksLake = 6
 	// LatestChecks is the newest version this registry knows.
-	LatestChecks = ChecksPartitions
+	LatestChecks = ChecksLake
 )
 
 // Defaults of the tiering properties.
@@ -83,6 +91,10 @@ const (
 	DefaultLogLocalSegments   = 2
 	DefaultKVSnapshotInterval = 10 * time.Minute
 	DefaultKVSnapshotRetained = 2
+	// DefaultDataLakeFreshness is how far the lake may lag the log; the
+	// retention, how long lake snapshots stay readable.
+	DefaultDataLakeFreshness = 3 * time.Minute
+	DefaultDataLakeRetention = 7 * 24 * time.Hour
 	// DefaultLogCompressionLevel is zstd's own default level.
 	DefaultLogCompressionLevel = 3
 
@@ -121,6 +133,8 @@ const (
 	UnitMonth   = "month"
 	UnitDay     = "day"
 	UnitHour    = "hour"
+
+	LakeIceberg = "iceberg"
 )
 
 // ErrInvalid marks every refusal of Parse (an *Error).
@@ -219,6 +233,15 @@ var properties = []Property{
 	{Name: ChangelogImage, Values: []string{ImageFull, ImageWAL}, Default: ImageFull, PrimaryKeyOnly: true, Since: checksRegistry,
 		Description: "wal writes no -U before each +U",
 		Immutable:   "readers of the changelog (consumers, the lake) are built for one image; a log with both would hand them -U records only up to some offset"},
+	{Name: DataLakeEnabled, Values: []string{"false", "true"}, Default: "false", Since: ChecksLake, Mutable: true,
+		Description: "the cluster tiers the table into an Apache Iceberg table in remote storage, which engines read by path and Floe's readers join to the log (docs/lake.md; needs floe serve --remote-*)"},
+	{Name: DataLakeFormat, Values: []string{LakeIceberg}, Default: LakeIceberg, Since: ChecksLake,
+		Description: "the open table format of the lake",
+		Immutable:   "the lake table's files and metadata are in this format; another would start a second lake table"},
+	{Name: DataLakeFreshness, Range: "a duration of at least 1s (10s, 3m, 1h)", Default: "3m", Since: ChecksLake, Mutable: true,
+		Description: "with datalake.enabled: how far the lake may lag the log; tiering commits at least this often"},
+	{Name: DataLakeRetention, Range: "a duration of at least 1s, or forever", Default: "7d", Since: ChecksLake, Mutable: true,
+		Description: "with datalake.enabled: lake snapshots older than this expire (the current one never), and data files only they reference are deleted"},
 	{Name: DeleteBehavior, Values: []string{DeleteAllow, DeleteIgnore, DeleteDisable}, Default: DeleteAllow, PrimaryKeyOnly: true, Since: checksRegistry,
 		Description: "ignore drops deletes; disable refuses them with an error",
 		Immutable:   "it decides which deletes the stored rows and the changelog reflect; changing it would make the same writes give different rows before and after"},
@@ -355,6 +378,14 @@ type Values struct {
 	// DynamicCreate: writers create the partitions they meet (partitioned
 	// tables only).
 	DynamicCreate bool
+
+	// DataLake: the table is tiered into the lake, in DataLakeFormat,
+	// committing at least every DataLakeFreshness; lake snapshots older
+	// than DataLakeRetention expire (0: never).
+	DataLake          bool
+	DataLakeFormat    string
+	DataLakeFreshness time.Duration
+	DataLakeRetention time.Duration
 }
 
 // DefaultMinInsyncReplicas is min.insync.replicas of a table that does not
@@ -394,7 +425,8 @@ func ParseStored(props map[string]string, t Table) (Values, error) {
 func parse(props map[string]string, t Table, strict bool) (Values, error) {
 	v := Values{MinInsyncReplicas: DefaultMinInsyncReplicas(t.Replication),
 		LogSegmentBytes: DefaultLogSegmentBytes, LogTTL: DefaultLogTTL, LogLocalSegments: DefaultLogLocalSegments,
-		LogFormat: FormatArrow, LogCompression: CompressionZstd, LogCompressionLevel: DefaultLogCompressionLevel}
+		LogFormat: FormatArrow, LogCompression: CompressionZstd, LogCompressionLevel: DefaultLogCompressionLevel,
+		DataLakeFormat: LakeIceberg, DataLakeFreshness: DefaultDataLakeFreshness, DataLakeRetention: DefaultDataLakeRetention}
 	if t.Partitioned {
 		v.AutoPartitionPrecreate, v.AutoPartitionRetention = DefaultAutoPartitionPrecreate, DefaultAutoPartitionRetention
 		v.AutoPartitionZone = time.UTC

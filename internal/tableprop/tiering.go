@@ -18,11 +18,7 @@ func parseTiering(v *Values, k, val string) error {
 		}
 		v.LogSegmentBytes = n
 	case LogTTL:
-		if strings.EqualFold(val, Forever) {
-			v.LogTTL = 0
-			return nil
-		}
-		d, ok := parseDuration(val)
+		d, ok := parseDurationOrForever(val)
 		if !ok {
 			return bad("want a duration of at least 1s (30s, 12h, 7d) or forever")
 		}
@@ -55,6 +51,15 @@ func parseTiering(v *Values, k, val string) error {
 		return bad("no parser for this property (a bug in the registry)")
 	}
 	return nil
+}
+
+// parseDurationOrForever reads a duration as parseDuration does, or
+// forever (any case) as 0.
+func parseDurationOrForever(s string) (time.Duration, bool) {
+	if strings.EqualFold(s, Forever) {
+		return 0, true
+	}
+	return parseDuration(s)
 }
 
 // parseDuration reads a Go duration ("90s", "1h30m") or a whole number of

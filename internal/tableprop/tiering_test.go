@@ -34,6 +34,9 @@ func withDefaults(v Values, t Table) Values {
 	if v.LogCompression == "" {
 		v.LogCompression, v.LogCompressionLevel = CompressionZstd, DefaultLogCompressionLevel
 	}
+	if v.DataLakeFormat == "" {
+		v.DataLakeFormat, v.DataLakeFreshness, v.DataLakeRetention = LakeIceberg, DefaultDataLakeFreshness, DefaultDataLakeRetention
+	}
 	return v
 }
 

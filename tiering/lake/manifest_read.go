@@ -18,7 +18,12 @@ func (t *Table) ReadManifestList(ctx context.Context, uri string) ([]ManifestFil
 	if err != nil {
 		return nil, err
 	}
-	r, err := ocf.NewReader(bytes.NewReader(body))
+	return decodeManifestList(uri, body)
+}
+
+// decodeManifestList decodes a manifest list's bytes.
+func decodeManifestList(uri string, body []byte) ([]ManifestFile, error) {
+	r, err := ocf.NewReader(bytes.NewReader(body), ocf.WithMaxBlockBytes(maxManifestBytes), ocf.WithMaxDecompressedBlockBytes(maxManifestBytes))
 	if err != nil {
 		return nil, fmt.Errorf("%w: manifest list %s: %v", ErrInvalidMetadata, uri, err)
 	}
