@@ -258,6 +258,10 @@ func (s *State) run(a *applier, cmd *pb.Command) (res *pb.CommandResult, refusal
 		res, err = a.cancelMove(op.CancelMove)
 	case *pb.Command_SetClusterSettings:
 		res, err = a.setClusterSettings(op.SetClusterSettings)
+	case *pb.Command_AssignLakeTasks:
+		res, err = a.assignLakeTasks(op.AssignLakeTasks)
+	case *pb.Command_CommitLake:
+		res, err = a.commitLake(op.CommitLake)
 	default:
 		err = errorf(codeInvalidRequest, "command has no known operation")
 	}

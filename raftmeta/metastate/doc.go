@@ -116,6 +116,21 @@
 // kv.snapshot.retained. A commit from a build before versions names none:
 // it is applied as then while the newest has no version, FENCED after.
 //
+// # Lakes
+//
+// A lake-enabled table's record holds its lake (pb.LakeState: the Iceberg
+// table's uuid and prefix, the committed version and its metadata file's
+// key, the tiering tasks), and each of its buckets' records the offset the
+// lake holds its records below (lake_offset). AssignLakeTasks, the
+// controller's, sets the tasks: disjoint bucket ranges covering the
+// table's buckets, each on a tablet node, a task whose node or range
+// changes getting a new epoch, never one handed out before. CommitLake, a
+// task's, moves the version by one and its buckets' lake offsets forward:
+// FENCED unless the task is the node's at that epoch and the commit names
+// the committed version, so a node that lost its task never commits and
+// two tasks' commits never race (the loser reads the new version and
+// commits on top of it).
+//
 // # Bucket index
 //
 // No command reads the whole catalog. What CreateTable, RegisterNode and

@@ -625,6 +625,9 @@ type TableRecord struct {
 	// partition (PartitionRecord) has the table's bucket count, under its own
 	// id (docs/partitions.md).
 	PartitionKeys []string `protobuf:"bytes,15,rep,name=partition_keys,json=partitionKeys,proto3" json:"partition_keys,omitempty"`
+	// The table's lake (datalake.enabled): its committed Iceberg version and
+	// the tiering tasks; absent until the controller first assigns tasks.
+	Lake          *LakeState `protobuf:"bytes,16,opt,name=lake,proto3" json:"lake,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -764,6 +767,196 @@ func (x *TableRecord) GetPartitionKeys() []string {
 	return nil
 }
 
+func (x *TableRecord) GetLake() *LakeState {
+	if x != nil {
+		return x.Lake
+	}
+	return nil
+}
+
+// LakeState is a table's lake (docs/lake.md): the Iceberg table the
+// cluster tiers it into, in the remote store under prefix, and the tasks
+// that tier it.
+type LakeState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Iceberg table's uuid and prefix, fixed by the first
+	// AssignLakeTasks.
+	TableUuid string `protobuf:"bytes,1,opt,name=table_uuid,json=tableUuid,proto3" json:"table_uuid,omitempty"`
+	Prefix    string `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// The committed version N (0: none yet) and the key of its metadata
+	// file, staged under a unique name and published as
+	// metadata/vN.metadata.json once committed.
+	Version       int64  `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	MetadataKey   string `protobuf:"bytes,4,opt,name=metadata_key,json=metadataKey,proto3" json:"metadata_key,omitempty"`
+	CommittedAtMs int64  `protobuf:"varint,5,opt,name=committed_at_ms,json=committedAtMs,proto3" json:"committed_at_ms,omitempty"`
+	// The tasks, by index, over disjoint bucket ranges that cover the
+	// table's buckets (of every partition, in a partitioned table).
+	Tasks []*LakeTask `protobuf:"bytes,6,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// The largest task epoch handed out, so an epoch is never reused.
+	LastTaskEpoch uint64 `protobuf:"varint,7,opt,name=last_task_epoch,json=lastTaskEpoch,proto3" json:"last_task_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LakeState) Reset() {
+	*x = LakeState{}
+	mi := &file_metastate_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LakeState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LakeState) ProtoMessage() {}
+
+func (x *LakeState) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LakeState.ProtoReflect.Descriptor instead.
+func (*LakeState) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *LakeState) GetTableUuid() string {
+	if x != nil {
+		return x.TableUuid
+	}
+	return ""
+}
+
+func (x *LakeState) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *LakeState) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *LakeState) GetMetadataKey() string {
+	if x != nil {
+		return x.MetadataKey
+	}
+	return ""
+}
+
+func (x *LakeState) GetCommittedAtMs() int64 {
+	if x != nil {
+		return x.CommittedAtMs
+	}
+	return 0
+}
+
+func (x *LakeState) GetTasks() []*LakeTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *LakeState) GetLastTaskEpoch() uint64 {
+	if x != nil {
+		return x.LastTaskEpoch
+	}
+	return 0
+}
+
+// LakeTask is one node's tiering of buckets [first_bucket, end_bucket).
+type LakeTask struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Index       uint32                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	FirstBucket int32                  `protobuf:"varint,2,opt,name=first_bucket,json=firstBucket,proto3" json:"first_bucket,omitempty"`
+	EndBucket   int32                  `protobuf:"varint,3,opt,name=end_bucket,json=endBucket,proto3" json:"end_bucket,omitempty"`
+	NodeId      uint32                 `protobuf:"varint,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// Set by the state machine, new at every assignment that changes the
+	// task's node or range: a commit names it, so a node that lost the task
+	// and finishes late is FENCED.
+	Epoch         uint64 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LakeTask) Reset() {
+	*x = LakeTask{}
+	mi := &file_metastate_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LakeTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LakeTask) ProtoMessage() {}
+
+func (x *LakeTask) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LakeTask.ProtoReflect.Descriptor instead.
+func (*LakeTask) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *LakeTask) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *LakeTask) GetFirstBucket() int32 {
+	if x != nil {
+		return x.FirstBucket
+	}
+	return 0
+}
+
+func (x *LakeTask) GetEndBucket() int32 {
+	if x != nil {
+		return x.EndBucket
+	}
+	return 0
+}
+
+func (x *LakeTask) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *LakeTask) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 // PartitionRecord is one partition of a partitioned table. Its id comes
 // from the table id counter, so a partition's buckets, replicas, remote
 // log and KV snapshots are keyed like a table's: by the partition's id,
@@ -786,7 +979,7 @@ type PartitionRecord struct {
 
 func (x *PartitionRecord) Reset() {
 	*x = PartitionRecord{}
-	mi := &file_metastate_proto_msgTypes[5]
+	mi := &file_metastate_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -798,7 +991,7 @@ func (x *PartitionRecord) String() string {
 func (*PartitionRecord) ProtoMessage() {}
 
 func (x *PartitionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[5]
+	mi := &file_metastate_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -811,7 +1004,7 @@ func (x *PartitionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionRecord.ProtoReflect.Descriptor instead.
 func (*PartitionRecord) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{5}
+	return file_metastate_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PartitionRecord) GetId() uint64 {
@@ -887,14 +1080,18 @@ type BucketRecord struct {
 	// strength, or commits a new one. 0: no fence.
 	RemoteFenceEpoch int32 `protobuf:"varint,11,opt,name=remote_fence_epoch,json=remoteFenceEpoch,proto3" json:"remote_fence_epoch,omitempty"`
 	// The move of the bucket's replicas in progress; absent when none.
-	Move          *ReplicaMove `protobuf:"bytes,12,opt,name=move,proto3" json:"move,omitempty"`
+	Move *ReplicaMove `protobuf:"bytes,12,opt,name=move,proto3" json:"move,omitempty"`
+	// The log offset below which the table's lake holds the bucket's
+	// records (CommitLake); 0: none. Log retention keeps what is above it
+	// while the table is lake-enabled (docs/lake.md).
+	LakeOffset    int64 `protobuf:"varint,13,opt,name=lake_offset,json=lakeOffset,proto3" json:"lake_offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BucketRecord) Reset() {
 	*x = BucketRecord{}
-	mi := &file_metastate_proto_msgTypes[6]
+	mi := &file_metastate_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +1103,7 @@ func (x *BucketRecord) String() string {
 func (*BucketRecord) ProtoMessage() {}
 
 func (x *BucketRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[6]
+	mi := &file_metastate_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +1116,7 @@ func (x *BucketRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketRecord.ProtoReflect.Descriptor instead.
 func (*BucketRecord) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{6}
+	return file_metastate_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *BucketRecord) GetTableId() uint64 {
@@ -1006,6 +1203,13 @@ func (x *BucketRecord) GetMove() *ReplicaMove {
 	return nil
 }
 
+func (x *BucketRecord) GetLakeOffset() int64 {
+	if x != nil {
+		return x.LakeOffset
+	}
+	return 0
+}
+
 // ReplicaMove is a bucket's move to another replica set, in progress
 // (docs/replication.md, moving replicas). While it runs, the bucket's
 // replicas are the target's, in order, then the original ones that leave;
@@ -1023,7 +1227,7 @@ type ReplicaMove struct {
 
 func (x *ReplicaMove) Reset() {
 	*x = ReplicaMove{}
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1239,7 @@ func (x *ReplicaMove) String() string {
 func (*ReplicaMove) ProtoMessage() {}
 
 func (x *ReplicaMove) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[7]
+	mi := &file_metastate_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1252,7 @@ func (x *ReplicaMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaMove.ProtoReflect.Descriptor instead.
 func (*ReplicaMove) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{7}
+	return file_metastate_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReplicaMove) GetOriginal() []uint32 {
@@ -1085,7 +1289,7 @@ type BucketMove struct {
 
 func (x *BucketMove) Reset() {
 	*x = BucketMove{}
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1301,7 @@ func (x *BucketMove) String() string {
 func (*BucketMove) ProtoMessage() {}
 
 func (x *BucketMove) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[8]
+	mi := &file_metastate_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1314,7 @@ func (x *BucketMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketMove.ProtoReflect.Descriptor instead.
 func (*BucketMove) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{8}
+	return file_metastate_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *BucketMove) GetTableId() uint64 {
@@ -1154,7 +1358,7 @@ type MovePlan struct {
 
 func (x *MovePlan) Reset() {
 	*x = MovePlan{}
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1370,7 @@ func (x *MovePlan) String() string {
 func (*MovePlan) ProtoMessage() {}
 
 func (x *MovePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[9]
+	mi := &file_metastate_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1383,7 @@ func (x *MovePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MovePlan.ProtoReflect.Descriptor instead.
 func (*MovePlan) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{9}
+	return file_metastate_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MovePlan) GetQueued() []*BucketMove {
@@ -1229,7 +1433,7 @@ type MoveReplicas struct {
 
 func (x *MoveReplicas) Reset() {
 	*x = MoveReplicas{}
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1445,7 @@ func (x *MoveReplicas) String() string {
 func (*MoveReplicas) ProtoMessage() {}
 
 func (x *MoveReplicas) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[10]
+	mi := &file_metastate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1458,7 @@ func (x *MoveReplicas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveReplicas.ProtoReflect.Descriptor instead.
 func (*MoveReplicas) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{10}
+	return file_metastate_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MoveReplicas) GetMoves() []*BucketMove {
@@ -1307,7 +1511,7 @@ type CompleteMove struct {
 
 func (x *CompleteMove) Reset() {
 	*x = CompleteMove{}
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1319,7 +1523,7 @@ func (x *CompleteMove) String() string {
 func (*CompleteMove) ProtoMessage() {}
 
 func (x *CompleteMove) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[11]
+	mi := &file_metastate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1332,7 +1536,7 @@ func (x *CompleteMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteMove.ProtoReflect.Descriptor instead.
 func (*CompleteMove) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{11}
+	return file_metastate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CompleteMove) GetTableId() uint64 {
@@ -1391,7 +1595,7 @@ type CancelMove struct {
 
 func (x *CancelMove) Reset() {
 	*x = CancelMove{}
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1607,7 @@ func (x *CancelMove) String() string {
 func (*CancelMove) ProtoMessage() {}
 
 func (x *CancelMove) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[12]
+	mi := &file_metastate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1620,7 @@ func (x *CancelMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelMove.ProtoReflect.Descriptor instead.
 func (*CancelMove) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{12}
+	return file_metastate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CancelMove) GetTableId() uint64 {
@@ -1470,7 +1674,7 @@ type MoveResult struct {
 
 func (x *MoveResult) Reset() {
 	*x = MoveResult{}
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1482,7 +1686,7 @@ func (x *MoveResult) String() string {
 func (*MoveResult) ProtoMessage() {}
 
 func (x *MoveResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[13]
+	mi := &file_metastate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1495,7 +1699,7 @@ func (x *MoveResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveResult.ProtoReflect.Descriptor instead.
 func (*MoveResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{13}
+	return file_metastate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MoveResult) GetBuckets() []*BucketRecord {
@@ -1545,7 +1749,7 @@ type KVSnapshot struct {
 
 func (x *KVSnapshot) Reset() {
 	*x = KVSnapshot{}
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1761,7 @@ func (x *KVSnapshot) String() string {
 func (*KVSnapshot) ProtoMessage() {}
 
 func (x *KVSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[14]
+	mi := &file_metastate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +1774,7 @@ func (x *KVSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVSnapshot.ProtoReflect.Descriptor instead.
 func (*KVSnapshot) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{14}
+	return file_metastate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *KVSnapshot) GetManifestKey() string {
@@ -1655,7 +1859,7 @@ type RemoteLog struct {
 
 func (x *RemoteLog) Reset() {
 	*x = RemoteLog{}
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1667,7 +1871,7 @@ func (x *RemoteLog) String() string {
 func (*RemoteLog) ProtoMessage() {}
 
 func (x *RemoteLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[15]
+	mi := &file_metastate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1680,7 +1884,7 @@ func (x *RemoteLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLog.ProtoReflect.Descriptor instead.
 func (*RemoteLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{15}
+	return file_metastate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RemoteLog) GetManifestKey() string {
@@ -1779,6 +1983,8 @@ type Command struct {
 	//	*Command_AlterTable
 	//	*Command_CreatePartition
 	//	*Command_DropPartition
+	//	*Command_AssignLakeTasks
+	//	*Command_CommitLake
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1786,7 +1992,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +2004,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[16]
+	mi := &file_metastate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +2017,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{16}
+	return file_metastate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Command) GetRequestId() []byte {
@@ -2071,6 +2277,24 @@ func (x *Command) GetDropPartition() *DropPartition {
 	return nil
 }
 
+func (x *Command) GetAssignLakeTasks() *AssignLakeTasks {
+	if x != nil {
+		if x, ok := x.Op.(*Command_AssignLakeTasks); ok {
+			return x.AssignLakeTasks
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCommitLake() *CommitLake {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CommitLake); ok {
+			return x.CommitLake
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -2183,6 +2407,14 @@ type Command_DropPartition struct {
 	DropPartition *DropPartition `protobuf:"bytes,36,opt,name=drop_partition,json=dropPartition,proto3,oneof"`
 }
 
+type Command_AssignLakeTasks struct {
+	AssignLakeTasks *AssignLakeTasks `protobuf:"bytes,37,opt,name=assign_lake_tasks,json=assignLakeTasks,proto3,oneof"`
+}
+
+type Command_CommitLake struct {
+	CommitLake *CommitLake `protobuf:"bytes,38,opt,name=commit_lake,json=commitLake,proto3,oneof"`
+}
+
 func (*Command_InitCluster) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
@@ -2237,6 +2469,10 @@ func (*Command_CreatePartition) isCommand_Op() {}
 
 func (*Command_DropPartition) isCommand_Op() {}
 
+func (*Command_AssignLakeTasks) isCommand_Op() {}
+
+func (*Command_CommitLake) isCommand_Op() {}
+
 // ClusterSettings are the cluster-wide switches an operator sets at run
 // time. Stored once; absent (all defaults) until the first
 // SetClusterSettings.
@@ -2253,7 +2489,7 @@ type ClusterSettings struct {
 
 func (x *ClusterSettings) Reset() {
 	*x = ClusterSettings{}
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2265,7 +2501,7 @@ func (x *ClusterSettings) String() string {
 func (*ClusterSettings) ProtoMessage() {}
 
 func (x *ClusterSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[17]
+	mi := &file_metastate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2278,7 +2514,7 @@ func (x *ClusterSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSettings.ProtoReflect.Descriptor instead.
 func (*ClusterSettings) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{17}
+	return file_metastate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ClusterSettings) GetAutoElectLeaders() bool {
@@ -2300,7 +2536,7 @@ type SetClusterSettings struct {
 
 func (x *SetClusterSettings) Reset() {
 	*x = SetClusterSettings{}
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +2548,7 @@ func (x *SetClusterSettings) String() string {
 func (*SetClusterSettings) ProtoMessage() {}
 
 func (x *SetClusterSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[18]
+	mi := &file_metastate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2325,7 +2561,7 @@ func (x *SetClusterSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterSettings.ProtoReflect.Descriptor instead.
 func (*SetClusterSettings) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{18}
+	return file_metastate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetClusterSettings) GetAutoElectLeaders() bool {
@@ -2362,7 +2598,7 @@ type RemoveNode struct {
 
 func (x *RemoveNode) Reset() {
 	*x = RemoveNode{}
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2374,7 +2610,7 @@ func (x *RemoveNode) String() string {
 func (*RemoveNode) ProtoMessage() {}
 
 func (x *RemoveNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[19]
+	mi := &file_metastate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2387,7 +2623,7 @@ func (x *RemoveNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNode.ProtoReflect.Descriptor instead.
 func (*RemoveNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{19}
+	return file_metastate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RemoveNode) GetNodeId() uint32 {
@@ -2417,7 +2653,7 @@ type RemoveNodeResult struct {
 
 func (x *RemoveNodeResult) Reset() {
 	*x = RemoveNodeResult{}
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2429,7 +2665,7 @@ func (x *RemoveNodeResult) String() string {
 func (*RemoveNodeResult) ProtoMessage() {}
 
 func (x *RemoveNodeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[20]
+	mi := &file_metastate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2442,7 +2678,7 @@ func (x *RemoveNodeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResult.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{20}
+	return file_metastate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RemoveNodeResult) GetNode() *NodeRecord {
@@ -2491,7 +2727,7 @@ type DrainNode struct {
 
 func (x *DrainNode) Reset() {
 	*x = DrainNode{}
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2503,7 +2739,7 @@ func (x *DrainNode) String() string {
 func (*DrainNode) ProtoMessage() {}
 
 func (x *DrainNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[21]
+	mi := &file_metastate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2516,7 +2752,7 @@ func (x *DrainNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNode.ProtoReflect.Descriptor instead.
 func (*DrainNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{21}
+	return file_metastate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DrainNode) GetNodeId() uint32 {
@@ -2560,7 +2796,7 @@ type DrainResult struct {
 
 func (x *DrainResult) Reset() {
 	*x = DrainResult{}
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +2808,7 @@ func (x *DrainResult) String() string {
 func (*DrainResult) ProtoMessage() {}
 
 func (x *DrainResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[22]
+	mi := &file_metastate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +2821,7 @@ func (x *DrainResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainResult.ProtoReflect.Descriptor instead.
 func (*DrainResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{22}
+	return file_metastate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DrainResult) GetNode() *NodeRecord {
@@ -2623,7 +2859,7 @@ type BucketDrain struct {
 
 func (x *BucketDrain) Reset() {
 	*x = BucketDrain{}
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2635,7 +2871,7 @@ func (x *BucketDrain) String() string {
 func (*BucketDrain) ProtoMessage() {}
 
 func (x *BucketDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[23]
+	mi := &file_metastate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2648,7 +2884,7 @@ func (x *BucketDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketDrain.ProtoReflect.Descriptor instead.
 func (*BucketDrain) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{23}
+	return file_metastate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BucketDrain) GetBucket() *BucketRecord {
@@ -2734,7 +2970,7 @@ type CommitKVSnapshot struct {
 
 func (x *CommitKVSnapshot) Reset() {
 	*x = CommitKVSnapshot{}
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +2982,7 @@ func (x *CommitKVSnapshot) String() string {
 func (*CommitKVSnapshot) ProtoMessage() {}
 
 func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[24]
+	mi := &file_metastate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +2995,7 @@ func (x *CommitKVSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshot.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshot) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{24}
+	return file_metastate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CommitKVSnapshot) GetTableId() uint64 {
@@ -2811,6 +3047,277 @@ func (x *CommitKVSnapshot) GetExpectedVersion() int64 {
 	return 0
 }
 
+// AssignLakeTasks is the controller's assignment of a lake-enabled
+// table's tiering tasks (docs/lake.md): each task's bucket range and node.
+// Ranges must be disjoint, within the table's buckets and cover them;
+// nodes must be registered tablet nodes. A task whose node or range
+// changes gets a new epoch (LakeState.last_task_epoch + 1); an unchanged
+// one keeps its own. No tasks: the table is not tiered (the committed
+// version stays, for a later assignment to build on). The first
+// assignment sets the lake's uuid and prefix, which later ones must
+// repeat. FENCED when table_id is not the table's id; INVALID_REQUEST when
+// the table is not lake-enabled and tasks are given.
+type AssignLakeTasks struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Database      string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	TableId       uint64                 `protobuf:"varint,3,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Tasks         []*LakeTask            `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	TableUuid     string                 `protobuf:"bytes,5,opt,name=table_uuid,json=tableUuid,proto3" json:"table_uuid,omitempty"`
+	Prefix        string                 `protobuf:"bytes,6,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AssignLakeTasks) Reset() {
+	*x = AssignLakeTasks{}
+	mi := &file_metastate_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AssignLakeTasks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AssignLakeTasks) ProtoMessage() {}
+
+func (x *AssignLakeTasks) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AssignLakeTasks.ProtoReflect.Descriptor instead.
+func (*AssignLakeTasks) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *AssignLakeTasks) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *AssignLakeTasks) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AssignLakeTasks) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *AssignLakeTasks) GetTasks() []*LakeTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *AssignLakeTasks) GetTableUuid() string {
+	if x != nil {
+		return x.TableUuid
+	}
+	return ""
+}
+
+func (x *AssignLakeTasks) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+// CommitLake is a tiering task's commit of a new lake version, after its
+// files and the staged metadata file are stored: FENCED unless the task
+// is the node's at task_epoch and expected_version is the committed
+// version (a task that lost the race reads the new version and commits on
+// top of it). Each offset names a bucket of the task's range, of the table
+// or one of its partitions, and may not go below the bucket's committed
+// lake_offset (INVALID_REQUEST).
+type CommitLake struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Database        string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Name            string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	TableId         uint64                 `protobuf:"varint,3,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Task            uint32                 `protobuf:"varint,4,opt,name=task,proto3" json:"task,omitempty"`
+	NodeId          uint32                 `protobuf:"varint,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	TaskEpoch       uint64                 `protobuf:"varint,6,opt,name=task_epoch,json=taskEpoch,proto3" json:"task_epoch,omitempty"`
+	ExpectedVersion int64                  `protobuf:"varint,7,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
+	MetadataKey     string                 `protobuf:"bytes,8,opt,name=metadata_key,json=metadataKey,proto3" json:"metadata_key,omitempty"`
+	Offsets         []*LakeOffset          `protobuf:"bytes,9,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CommitLake) Reset() {
+	*x = CommitLake{}
+	mi := &file_metastate_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitLake) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitLake) ProtoMessage() {}
+
+func (x *CommitLake) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitLake.ProtoReflect.Descriptor instead.
+func (*CommitLake) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CommitLake) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *CommitLake) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CommitLake) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *CommitLake) GetTask() uint32 {
+	if x != nil {
+		return x.Task
+	}
+	return 0
+}
+
+func (x *CommitLake) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *CommitLake) GetTaskEpoch() uint64 {
+	if x != nil {
+		return x.TaskEpoch
+	}
+	return 0
+}
+
+func (x *CommitLake) GetExpectedVersion() int64 {
+	if x != nil {
+		return x.ExpectedVersion
+	}
+	return 0
+}
+
+func (x *CommitLake) GetMetadataKey() string {
+	if x != nil {
+		return x.MetadataKey
+	}
+	return ""
+}
+
+func (x *CommitLake) GetOffsets() []*LakeOffset {
+	if x != nil {
+		return x.Offsets
+	}
+	return nil
+}
+
+// LakeOffset is the log offset below which the lake holds a bucket's
+// records; physical_id is the table's id or one of its partitions'.
+type LakeOffset struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PhysicalId    uint64                 `protobuf:"varint,1,opt,name=physical_id,json=physicalId,proto3" json:"physical_id,omitempty"`
+	Bucket        int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LakeOffset) Reset() {
+	*x = LakeOffset{}
+	mi := &file_metastate_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LakeOffset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LakeOffset) ProtoMessage() {}
+
+func (x *LakeOffset) ProtoReflect() protoreflect.Message {
+	mi := &file_metastate_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LakeOffset.ProtoReflect.Descriptor instead.
+func (*LakeOffset) Descriptor() ([]byte, []int) {
+	return file_metastate_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *LakeOffset) GetPhysicalId() uint64 {
+	if x != nil {
+		return x.PhysicalId
+	}
+	return 0
+}
+
+func (x *LakeOffset) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *LakeOffset) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
 // CommitRemoteLog is a bucket leader's commit of a new remote manifest
 // (segments uploaded, or old ones dropped by remote retention), after the
 // objects it lists are stored. Refused (FENCED) unless leader_id and
@@ -2842,7 +3349,7 @@ type CommitRemoteLog struct {
 
 func (x *CommitRemoteLog) Reset() {
 	*x = CommitRemoteLog{}
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2854,7 +3361,7 @@ func (x *CommitRemoteLog) String() string {
 func (*CommitRemoteLog) ProtoMessage() {}
 
 func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[25]
+	mi := &file_metastate_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2867,7 +3374,7 @@ func (x *CommitRemoteLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRemoteLog.ProtoReflect.Descriptor instead.
 func (*CommitRemoteLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{25}
+	return file_metastate_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CommitRemoteLog) GetTableId() uint64 {
@@ -2959,7 +3466,7 @@ type ReportDamagedReplica struct {
 
 func (x *ReportDamagedReplica) Reset() {
 	*x = ReportDamagedReplica{}
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2971,7 +3478,7 @@ func (x *ReportDamagedReplica) String() string {
 func (*ReportDamagedReplica) ProtoMessage() {}
 
 func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[26]
+	mi := &file_metastate_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2984,7 +3491,7 @@ func (x *ReportDamagedReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportDamagedReplica.ProtoReflect.Descriptor instead.
 func (*ReportDamagedReplica) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{26}
+	return file_metastate_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReportDamagedReplica) GetTableId() uint64 {
@@ -3045,7 +3552,7 @@ type AllocateWriterId struct {
 
 func (x *AllocateWriterId) Reset() {
 	*x = AllocateWriterId{}
-	mi := &file_metastate_proto_msgTypes[27]
+	mi := &file_metastate_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3057,7 +3564,7 @@ func (x *AllocateWriterId) String() string {
 func (*AllocateWriterId) ProtoMessage() {}
 
 func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[27]
+	mi := &file_metastate_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3070,7 +3577,7 @@ func (x *AllocateWriterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterId.ProtoReflect.Descriptor instead.
 func (*AllocateWriterId) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{27}
+	return file_metastate_proto_rawDescGZIP(), []int{32}
 }
 
 // AdjustIsr is a bucket leader's request to change its ISR: compare-and-set
@@ -3097,7 +3604,7 @@ type AdjustIsr struct {
 
 func (x *AdjustIsr) Reset() {
 	*x = AdjustIsr{}
-	mi := &file_metastate_proto_msgTypes[28]
+	mi := &file_metastate_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3109,7 +3616,7 @@ func (x *AdjustIsr) String() string {
 func (*AdjustIsr) ProtoMessage() {}
 
 func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[28]
+	mi := &file_metastate_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3122,7 +3629,7 @@ func (x *AdjustIsr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustIsr.ProtoReflect.Descriptor instead.
 func (*AdjustIsr) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{28}
+	return file_metastate_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AdjustIsr) GetTableId() uint64 {
@@ -3185,7 +3692,7 @@ type MemberEpoch struct {
 
 func (x *MemberEpoch) Reset() {
 	*x = MemberEpoch{}
-	mi := &file_metastate_proto_msgTypes[29]
+	mi := &file_metastate_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3197,7 +3704,7 @@ func (x *MemberEpoch) String() string {
 func (*MemberEpoch) ProtoMessage() {}
 
 func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[29]
+	mi := &file_metastate_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3210,7 +3717,7 @@ func (x *MemberEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberEpoch.ProtoReflect.Descriptor instead.
 func (*MemberEpoch) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{29}
+	return file_metastate_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *MemberEpoch) GetNodeId() uint32 {
@@ -3244,7 +3751,7 @@ type FenceNodes struct {
 
 func (x *FenceNodes) Reset() {
 	*x = FenceNodes{}
-	mi := &file_metastate_proto_msgTypes[30]
+	mi := &file_metastate_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3256,7 +3763,7 @@ func (x *FenceNodes) String() string {
 func (*FenceNodes) ProtoMessage() {}
 
 func (x *FenceNodes) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[30]
+	mi := &file_metastate_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3269,7 +3776,7 @@ func (x *FenceNodes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceNodes.ProtoReflect.Descriptor instead.
 func (*FenceNodes) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{30}
+	return file_metastate_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *FenceNodes) GetGone() []uint32 {
@@ -3320,7 +3827,7 @@ type ElectLeaders struct {
 
 func (x *ElectLeaders) Reset() {
 	*x = ElectLeaders{}
-	mi := &file_metastate_proto_msgTypes[31]
+	mi := &file_metastate_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3332,7 +3839,7 @@ func (x *ElectLeaders) String() string {
 func (*ElectLeaders) ProtoMessage() {}
 
 func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[31]
+	mi := &file_metastate_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3345,7 +3852,7 @@ func (x *ElectLeaders) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeaders.ProtoReflect.Descriptor instead.
 func (*ElectLeaders) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{31}
+	return file_metastate_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ElectLeaders) GetDatabase() string {
@@ -3413,7 +3920,7 @@ type ReplicaLog struct {
 
 func (x *ReplicaLog) Reset() {
 	*x = ReplicaLog{}
-	mi := &file_metastate_proto_msgTypes[32]
+	mi := &file_metastate_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +3932,7 @@ func (x *ReplicaLog) String() string {
 func (*ReplicaLog) ProtoMessage() {}
 
 func (x *ReplicaLog) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[32]
+	mi := &file_metastate_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +3945,7 @@ func (x *ReplicaLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaLog.ProtoReflect.Descriptor instead.
 func (*ReplicaLog) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{32}
+	return file_metastate_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReplicaLog) GetNodeId() uint32 {
@@ -3488,7 +3995,7 @@ type ElectionCandidate struct {
 
 func (x *ElectionCandidate) Reset() {
 	*x = ElectionCandidate{}
-	mi := &file_metastate_proto_msgTypes[33]
+	mi := &file_metastate_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +4007,7 @@ func (x *ElectionCandidate) String() string {
 func (*ElectionCandidate) ProtoMessage() {}
 
 func (x *ElectionCandidate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[33]
+	mi := &file_metastate_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +4020,7 @@ func (x *ElectionCandidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionCandidate.ProtoReflect.Descriptor instead.
 func (*ElectionCandidate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{33}
+	return file_metastate_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ElectionCandidate) GetNodeId() uint32 {
@@ -3561,7 +4068,7 @@ type ElectionResult struct {
 
 func (x *ElectionResult) Reset() {
 	*x = ElectionResult{}
-	mi := &file_metastate_proto_msgTypes[34]
+	mi := &file_metastate_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3573,7 +4080,7 @@ func (x *ElectionResult) String() string {
 func (*ElectionResult) ProtoMessage() {}
 
 func (x *ElectionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[34]
+	mi := &file_metastate_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3586,7 +4093,7 @@ func (x *ElectionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectionResult.ProtoReflect.Descriptor instead.
 func (*ElectionResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{34}
+	return file_metastate_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ElectionResult) GetBuckets() []*BucketElection {
@@ -3614,7 +4121,7 @@ type BucketElection struct {
 
 func (x *BucketElection) Reset() {
 	*x = BucketElection{}
-	mi := &file_metastate_proto_msgTypes[35]
+	mi := &file_metastate_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3626,7 +4133,7 @@ func (x *BucketElection) String() string {
 func (*BucketElection) ProtoMessage() {}
 
 func (x *BucketElection) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[35]
+	mi := &file_metastate_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3639,7 +4146,7 @@ func (x *BucketElection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketElection.ProtoReflect.Descriptor instead.
 func (*BucketElection) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{35}
+	return file_metastate_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *BucketElection) GetBucket() *BucketRecord {
@@ -3694,7 +4201,7 @@ type InitCluster struct {
 
 func (x *InitCluster) Reset() {
 	*x = InitCluster{}
-	mi := &file_metastate_proto_msgTypes[36]
+	mi := &file_metastate_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3706,7 +4213,7 @@ func (x *InitCluster) String() string {
 func (*InitCluster) ProtoMessage() {}
 
 func (x *InitCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[36]
+	mi := &file_metastate_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3719,7 +4226,7 @@ func (x *InitCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitCluster.ProtoReflect.Descriptor instead.
 func (*InitCluster) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{36}
+	return file_metastate_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *InitCluster) GetClusterId() string {
@@ -3738,7 +4245,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_metastate_proto_msgTypes[37]
+	mi := &file_metastate_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3750,7 +4257,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[37]
+	mi := &file_metastate_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3763,7 +4270,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{37}
+	return file_metastate_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RegisterNode) GetNode() *NodeRecord {
@@ -3783,7 +4290,7 @@ type CreateDatabase struct {
 
 func (x *CreateDatabase) Reset() {
 	*x = CreateDatabase{}
-	mi := &file_metastate_proto_msgTypes[38]
+	mi := &file_metastate_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3795,7 +4302,7 @@ func (x *CreateDatabase) String() string {
 func (*CreateDatabase) ProtoMessage() {}
 
 func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[38]
+	mi := &file_metastate_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3808,7 +4315,7 @@ func (x *CreateDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDatabase.ProtoReflect.Descriptor instead.
 func (*CreateDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{38}
+	return file_metastate_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CreateDatabase) GetName() string {
@@ -3836,7 +4343,7 @@ type DropDatabase struct {
 
 func (x *DropDatabase) Reset() {
 	*x = DropDatabase{}
-	mi := &file_metastate_proto_msgTypes[39]
+	mi := &file_metastate_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3848,7 +4355,7 @@ func (x *DropDatabase) String() string {
 func (*DropDatabase) ProtoMessage() {}
 
 func (x *DropDatabase) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[39]
+	mi := &file_metastate_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3861,7 +4368,7 @@ func (x *DropDatabase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDatabase.ProtoReflect.Descriptor instead.
 func (*DropDatabase) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{39}
+	return file_metastate_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DropDatabase) GetName() string {
@@ -3916,7 +4423,7 @@ type CreateTable struct {
 
 func (x *CreateTable) Reset() {
 	*x = CreateTable{}
-	mi := &file_metastate_proto_msgTypes[40]
+	mi := &file_metastate_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3928,7 +4435,7 @@ func (x *CreateTable) String() string {
 func (*CreateTable) ProtoMessage() {}
 
 func (x *CreateTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[40]
+	mi := &file_metastate_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3941,7 +4448,7 @@ func (x *CreateTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTable.ProtoReflect.Descriptor instead.
 func (*CreateTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{40}
+	return file_metastate_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CreateTable) GetDatabase() string {
@@ -4039,7 +4546,7 @@ type DropTable struct {
 
 func (x *DropTable) Reset() {
 	*x = DropTable{}
-	mi := &file_metastate_proto_msgTypes[41]
+	mi := &file_metastate_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4051,7 +4558,7 @@ func (x *DropTable) String() string {
 func (*DropTable) ProtoMessage() {}
 
 func (x *DropTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[41]
+	mi := &file_metastate_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4064,7 +4571,7 @@ func (x *DropTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTable.ProtoReflect.Descriptor instead.
 func (*DropTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{41}
+	return file_metastate_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *DropTable) GetDatabase() string {
@@ -4116,7 +4623,7 @@ type CreatePartition struct {
 
 func (x *CreatePartition) Reset() {
 	*x = CreatePartition{}
-	mi := &file_metastate_proto_msgTypes[42]
+	mi := &file_metastate_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4128,7 +4635,7 @@ func (x *CreatePartition) String() string {
 func (*CreatePartition) ProtoMessage() {}
 
 func (x *CreatePartition) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[42]
+	mi := &file_metastate_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4141,7 +4648,7 @@ func (x *CreatePartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartition.ProtoReflect.Descriptor instead.
 func (*CreatePartition) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{42}
+	return file_metastate_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CreatePartition) GetDatabase() string {
@@ -4220,7 +4727,7 @@ type DropPartition struct {
 
 func (x *DropPartition) Reset() {
 	*x = DropPartition{}
-	mi := &file_metastate_proto_msgTypes[43]
+	mi := &file_metastate_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4232,7 +4739,7 @@ func (x *DropPartition) String() string {
 func (*DropPartition) ProtoMessage() {}
 
 func (x *DropPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[43]
+	mi := &file_metastate_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4245,7 +4752,7 @@ func (x *DropPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropPartition.ProtoReflect.Descriptor instead.
 func (*DropPartition) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{43}
+	return file_metastate_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DropPartition) GetDatabase() string {
@@ -4333,7 +4840,7 @@ type AlterTable struct {
 
 func (x *AlterTable) Reset() {
 	*x = AlterTable{}
-	mi := &file_metastate_proto_msgTypes[44]
+	mi := &file_metastate_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4345,7 +4852,7 @@ func (x *AlterTable) String() string {
 func (*AlterTable) ProtoMessage() {}
 
 func (x *AlterTable) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[44]
+	mi := &file_metastate_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4358,7 +4865,7 @@ func (x *AlterTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTable.ProtoReflect.Descriptor instead.
 func (*AlterTable) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{44}
+	return file_metastate_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AlterTable) GetDatabase() string {
@@ -4456,7 +4963,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_metastate_proto_msgTypes[45]
+	mi := &file_metastate_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4468,7 +4975,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[45]
+	mi := &file_metastate_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4481,7 +4988,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{45}
+	return file_metastate_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CommandResult) GetCode() ErrorCode {
@@ -4749,7 +5256,7 @@ type MetadataUpdate struct {
 
 func (x *MetadataUpdate) Reset() {
 	*x = MetadataUpdate{}
-	mi := &file_metastate_proto_msgTypes[46]
+	mi := &file_metastate_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4761,7 +5268,7 @@ func (x *MetadataUpdate) String() string {
 func (*MetadataUpdate) ProtoMessage() {}
 
 func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[46]
+	mi := &file_metastate_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4774,7 +5281,7 @@ func (x *MetadataUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataUpdate.ProtoReflect.Descriptor instead.
 func (*MetadataUpdate) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{46}
+	return file_metastate_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *MetadataUpdate) GetIndex() uint64 {
@@ -4914,7 +5421,7 @@ type MoveBounds struct {
 
 func (x *MoveBounds) Reset() {
 	*x = MoveBounds{}
-	mi := &file_metastate_proto_msgTypes[47]
+	mi := &file_metastate_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4926,7 +5433,7 @@ func (x *MoveBounds) String() string {
 func (*MoveBounds) ProtoMessage() {}
 
 func (x *MoveBounds) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[47]
+	mi := &file_metastate_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4939,7 +5446,7 @@ func (x *MoveBounds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveBounds.ProtoReflect.Descriptor instead.
 func (*MoveBounds) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{47}
+	return file_metastate_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *MoveBounds) GetThrottleBytesPerS() int64 {
@@ -4968,7 +5475,7 @@ type ReplicaRemoval struct {
 
 func (x *ReplicaRemoval) Reset() {
 	*x = ReplicaRemoval{}
-	mi := &file_metastate_proto_msgTypes[48]
+	mi := &file_metastate_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4980,7 +5487,7 @@ func (x *ReplicaRemoval) String() string {
 func (*ReplicaRemoval) ProtoMessage() {}
 
 func (x *ReplicaRemoval) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[48]
+	mi := &file_metastate_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4993,7 +5500,7 @@ func (x *ReplicaRemoval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRemoval.ProtoReflect.Descriptor instead.
 func (*ReplicaRemoval) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{48}
+	return file_metastate_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReplicaRemoval) GetTableId() uint64 {
@@ -5035,7 +5542,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_metastate_proto_msgTypes[49]
+	mi := &file_metastate_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5047,7 +5554,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[49]
+	mi := &file_metastate_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5060,7 +5567,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{49}
+	return file_metastate_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *UserRecord) GetName() string {
@@ -5128,7 +5635,7 @@ type PutUser struct {
 
 func (x *PutUser) Reset() {
 	*x = PutUser{}
-	mi := &file_metastate_proto_msgTypes[50]
+	mi := &file_metastate_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5140,7 +5647,7 @@ func (x *PutUser) String() string {
 func (*PutUser) ProtoMessage() {}
 
 func (x *PutUser) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[50]
+	mi := &file_metastate_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5153,7 +5660,7 @@ func (x *PutUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutUser.ProtoReflect.Descriptor instead.
 func (*PutUser) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{50}
+	return file_metastate_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PutUser) GetUser() *UserRecord {
@@ -5195,7 +5702,7 @@ type DeleteUser struct {
 
 func (x *DeleteUser) Reset() {
 	*x = DeleteUser{}
-	mi := &file_metastate_proto_msgTypes[51]
+	mi := &file_metastate_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5207,7 +5714,7 @@ func (x *DeleteUser) String() string {
 func (*DeleteUser) ProtoMessage() {}
 
 func (x *DeleteUser) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[51]
+	mi := &file_metastate_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5220,7 +5727,7 @@ func (x *DeleteUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUser.ProtoReflect.Descriptor instead.
 func (*DeleteUser) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{51}
+	return file_metastate_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DeleteUser) GetName() string {
@@ -5251,7 +5758,7 @@ type AclEntry struct {
 
 func (x *AclEntry) Reset() {
 	*x = AclEntry{}
-	mi := &file_metastate_proto_msgTypes[52]
+	mi := &file_metastate_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5263,7 +5770,7 @@ func (x *AclEntry) String() string {
 func (*AclEntry) ProtoMessage() {}
 
 func (x *AclEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[52]
+	mi := &file_metastate_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5276,7 +5783,7 @@ func (x *AclEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclEntry.ProtoReflect.Descriptor instead.
 func (*AclEntry) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{52}
+	return file_metastate_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *AclEntry) GetPrincipal() string {
@@ -5338,7 +5845,7 @@ type AddAcls struct {
 
 func (x *AddAcls) Reset() {
 	*x = AddAcls{}
-	mi := &file_metastate_proto_msgTypes[53]
+	mi := &file_metastate_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5350,7 +5857,7 @@ func (x *AddAcls) String() string {
 func (*AddAcls) ProtoMessage() {}
 
 func (x *AddAcls) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[53]
+	mi := &file_metastate_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5363,7 +5870,7 @@ func (x *AddAcls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAcls.ProtoReflect.Descriptor instead.
 func (*AddAcls) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{53}
+	return file_metastate_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *AddAcls) GetEntries() []*AclEntry {
@@ -5384,7 +5891,7 @@ type RemoveAcls struct {
 
 func (x *RemoveAcls) Reset() {
 	*x = RemoveAcls{}
-	mi := &file_metastate_proto_msgTypes[54]
+	mi := &file_metastate_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5396,7 +5903,7 @@ func (x *RemoveAcls) String() string {
 func (*RemoveAcls) ProtoMessage() {}
 
 func (x *RemoveAcls) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[54]
+	mi := &file_metastate_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5409,7 +5916,7 @@ func (x *RemoveAcls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAcls.ProtoReflect.Descriptor instead.
 func (*RemoveAcls) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{54}
+	return file_metastate_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RemoveAcls) GetEntries() []*AclEntry {
@@ -5430,7 +5937,7 @@ type InitWriterKey struct {
 
 func (x *InitWriterKey) Reset() {
 	*x = InitWriterKey{}
-	mi := &file_metastate_proto_msgTypes[55]
+	mi := &file_metastate_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5442,7 +5949,7 @@ func (x *InitWriterKey) String() string {
 func (*InitWriterKey) ProtoMessage() {}
 
 func (x *InitWriterKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metastate_proto_msgTypes[55]
+	mi := &file_metastate_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5455,7 +5962,7 @@ func (x *InitWriterKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitWriterKey.ProtoReflect.Descriptor instead.
 func (*InitWriterKey) Descriptor() ([]byte, []int) {
-	return file_metastate_proto_rawDescGZIP(), []int{55}
+	return file_metastate_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *InitWriterKey) GetKey() []byte {
@@ -5495,7 +6002,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\bnullable\x18\x03 \x01(\bR\bnullable\"J\n" +
 	"\rSchemaVersion\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12)\n" +
-	"\acolumns\x18\x02 \x03(\v2\x0f.floe.v1.ColumnR\acolumns\"\xc2\x04\n" +
+	"\acolumns\x18\x02 \x03(\v2\x0f.floe.v1.ColumnR\acolumns\"\xea\x04\n" +
 	"\vTableRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1f\n" +
 	"\vdatabase_id\x18\x02 \x01(\x04R\n" +
@@ -5517,17 +6024,34 @@ const file_metastate_proto_rawDesc = "" +
 	"\x06checks\x18\f \x01(\rR\x06checks\x12\x18\n" +
 	"\acomment\x18\r \x01(\tR\acomment\x12\"\n" +
 	"\raltered_at_ms\x18\x0e \x01(\x03R\valteredAtMs\x12%\n" +
-	"\x0epartition_keys\x18\x0f \x03(\tR\rpartitionKeys\x1a=\n" +
+	"\x0epartition_keys\x18\x0f \x03(\tR\rpartitionKeys\x12&\n" +
+	"\x04lake\x18\x10 \x01(\v2\x12.floe.v1.LakeStateR\x04lake\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbe\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf8\x01\n" +
+	"\tLakeState\x12\x1d\n" +
+	"\n" +
+	"table_uuid\x18\x01 \x01(\tR\ttableUuid\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\tR\x06prefix\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x03R\aversion\x12!\n" +
+	"\fmetadata_key\x18\x04 \x01(\tR\vmetadataKey\x12&\n" +
+	"\x0fcommitted_at_ms\x18\x05 \x01(\x03R\rcommittedAtMs\x12'\n" +
+	"\x05tasks\x18\x06 \x03(\v2\x11.floe.v1.LakeTaskR\x05tasks\x12&\n" +
+	"\x0flast_task_epoch\x18\a \x01(\x04R\rlastTaskEpoch\"\x91\x01\n" +
+	"\bLakeTask\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12!\n" +
+	"\ffirst_bucket\x18\x02 \x01(\x05R\vfirstBucket\x12\x1d\n" +
+	"\n" +
+	"end_bucket\x18\x03 \x01(\x05R\tendBucket\x12\x17\n" +
+	"\anode_id\x18\x04 \x01(\rR\x06nodeId\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\"\xbe\x01\n" +
 	"\x0fPartitionRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x19\n" +
 	"\btable_id\x18\x02 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06values\x18\x03 \x03(\tR\x06values\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\"\n" +
 	"\rcreated_at_ms\x18\x05 \x01(\x03R\vcreatedAtMs\x120\n" +
-	"\x06origin\x18\x06 \x01(\x0e2\x18.floe.v1.PartitionOriginR\x06origin\"\xbd\x03\n" +
+	"\x06origin\x18\x06 \x01(\x0e2\x18.floe.v1.PartitionOriginR\x06origin\"\xde\x03\n" +
 	"\fBucketRecord\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1a\n" +
@@ -5542,7 +6066,9 @@ const file_metastate_proto_rawDesc = "" +
 	"\fkv_snapshots\x18\n" +
 	" \x03(\v2\x13.floe.v1.KVSnapshotR\vkvSnapshots\x12,\n" +
 	"\x12remote_fence_epoch\x18\v \x01(\x05R\x10remoteFenceEpoch\x12(\n" +
-	"\x04move\x18\f \x01(\v2\x14.floe.v1.ReplicaMoveR\x04move\"e\n" +
+	"\x04move\x18\f \x01(\v2\x14.floe.v1.ReplicaMoveR\x04move\x12\x1f\n" +
+	"\vlake_offset\x18\r \x01(\x03R\n" +
+	"lakeOffset\"e\n" +
 	"\vReplicaMove\x12\x1a\n" +
 	"\boriginal\x18\x01 \x03(\rR\boriginal\x12\x16\n" +
 	"\x06target\x18\x02 \x03(\rR\x06target\x12\"\n" +
@@ -5602,7 +6128,7 @@ const file_metastate_proto_rawDesc = "" +
 	"\bsegments\x18\x06 \x01(\x05R\bsegments\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12#\n" +
 	"\rmax_timestamp\x18\b \x01(\x03R\fmaxTimestamp\x12(\n" +
-	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xbb\r\n" +
+	"\x10run_start_offset\x18\t \x01(\x03R\x0erunStartOffset\"\xbb\x0e\n" +
 	"\aCommand\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\fR\trequestId\x129\n" +
@@ -5642,7 +6168,10 @@ const file_metastate_proto_rawDesc = "" +
 	"\valter_table\x18\" \x01(\v2\x13.floe.v1.AlterTableH\x00R\n" +
 	"alterTable\x12E\n" +
 	"\x10create_partition\x18# \x01(\v2\x18.floe.v1.CreatePartitionH\x00R\x0fcreatePartition\x12?\n" +
-	"\x0edrop_partition\x18$ \x01(\v2\x16.floe.v1.DropPartitionH\x00R\rdropPartitionB\x04\n" +
+	"\x0edrop_partition\x18$ \x01(\v2\x16.floe.v1.DropPartitionH\x00R\rdropPartition\x12F\n" +
+	"\x11assign_lake_tasks\x18% \x01(\v2\x18.floe.v1.AssignLakeTasksH\x00R\x0fassignLakeTasks\x126\n" +
+	"\vcommit_lake\x18& \x01(\v2\x13.floe.v1.CommitLakeH\x00R\n" +
+	"commitLakeB\x04\n" +
 	"\x02op\"?\n" +
 	"\x0fClusterSettings\x12,\n" +
 	"\x12auto_elect_leaders\x18\x01 \x01(\bR\x10autoElectLeaders\"^\n" +
@@ -5682,7 +6211,33 @@ const file_metastate_proto_rawDesc = "" +
 	"\bsnapshot\x18\x05 \x01(\v2\x13.floe.v1.KVSnapshotR\bsnapshot\x12\x1a\n" +
 	"\bretained\x18\x06 \x01(\x05R\bretained\x12.\n" +
 	"\x10expected_version\x18\a \x01(\x03H\x00R\x0fexpectedVersion\x88\x01\x01B\x13\n" +
-	"\x11_expected_version\"\x9e\x02\n" +
+	"\x11_expected_version\"\xbc\x01\n" +
+	"\x0fAssignLakeTasks\x12\x1a\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
+	"\btable_id\x18\x03 \x01(\x04R\atableId\x12'\n" +
+	"\x05tasks\x18\x04 \x03(\v2\x11.floe.v1.LakeTaskR\x05tasks\x12\x1d\n" +
+	"\n" +
+	"table_uuid\x18\x05 \x01(\tR\ttableUuid\x12\x16\n" +
+	"\x06prefix\x18\x06 \x01(\tR\x06prefix\"\xa0\x02\n" +
+	"\n" +
+	"CommitLake\x12\x1a\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
+	"\btable_id\x18\x03 \x01(\x04R\atableId\x12\x12\n" +
+	"\x04task\x18\x04 \x01(\rR\x04task\x12\x17\n" +
+	"\anode_id\x18\x05 \x01(\rR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"task_epoch\x18\x06 \x01(\x04R\ttaskEpoch\x12)\n" +
+	"\x10expected_version\x18\a \x01(\x03R\x0fexpectedVersion\x12!\n" +
+	"\fmetadata_key\x18\b \x01(\tR\vmetadataKey\x12-\n" +
+	"\aoffsets\x18\t \x03(\v2\x13.floe.v1.LakeOffsetR\aoffsets\"]\n" +
+	"\n" +
+	"LakeOffset\x12\x1f\n" +
+	"\vphysical_id\x18\x01 \x01(\x04R\n" +
+	"physicalId\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\"\x9e\x02\n" +
 	"\x0fCommitRemoteLog\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1b\n" +
@@ -5957,7 +6512,7 @@ func file_metastate_proto_rawDescGZIP() []byte {
 }
 
 var file_metastate_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_metastate_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_metastate_proto_goTypes = []any{
 	(PartitionOrigin)(0),         // 0: floe.v1.PartitionOrigin
 	(AclResourceType)(0),         // 1: floe.v1.AclResourceType
@@ -5969,154 +6524,165 @@ var file_metastate_proto_goTypes = []any{
 	(*Column)(nil),               // 7: floe.v1.Column
 	(*SchemaVersion)(nil),        // 8: floe.v1.SchemaVersion
 	(*TableRecord)(nil),          // 9: floe.v1.TableRecord
-	(*PartitionRecord)(nil),      // 10: floe.v1.PartitionRecord
-	(*BucketRecord)(nil),         // 11: floe.v1.BucketRecord
-	(*ReplicaMove)(nil),          // 12: floe.v1.ReplicaMove
-	(*BucketMove)(nil),           // 13: floe.v1.BucketMove
-	(*MovePlan)(nil),             // 14: floe.v1.MovePlan
-	(*MoveReplicas)(nil),         // 15: floe.v1.MoveReplicas
-	(*CompleteMove)(nil),         // 16: floe.v1.CompleteMove
-	(*CancelMove)(nil),           // 17: floe.v1.CancelMove
-	(*MoveResult)(nil),           // 18: floe.v1.MoveResult
-	(*KVSnapshot)(nil),           // 19: floe.v1.KVSnapshot
-	(*RemoteLog)(nil),            // 20: floe.v1.RemoteLog
-	(*Command)(nil),              // 21: floe.v1.Command
-	(*ClusterSettings)(nil),      // 22: floe.v1.ClusterSettings
-	(*SetClusterSettings)(nil),   // 23: floe.v1.SetClusterSettings
-	(*RemoveNode)(nil),           // 24: floe.v1.RemoveNode
-	(*RemoveNodeResult)(nil),     // 25: floe.v1.RemoveNodeResult
-	(*DrainNode)(nil),            // 26: floe.v1.DrainNode
-	(*DrainResult)(nil),          // 27: floe.v1.DrainResult
-	(*BucketDrain)(nil),          // 28: floe.v1.BucketDrain
-	(*CommitKVSnapshot)(nil),     // 29: floe.v1.CommitKVSnapshot
-	(*CommitRemoteLog)(nil),      // 30: floe.v1.CommitRemoteLog
-	(*ReportDamagedReplica)(nil), // 31: floe.v1.ReportDamagedReplica
-	(*AllocateWriterId)(nil),     // 32: floe.v1.AllocateWriterId
-	(*AdjustIsr)(nil),            // 33: floe.v1.AdjustIsr
-	(*MemberEpoch)(nil),          // 34: floe.v1.MemberEpoch
-	(*FenceNodes)(nil),           // 35: floe.v1.FenceNodes
-	(*ElectLeaders)(nil),         // 36: floe.v1.ElectLeaders
-	(*ReplicaLog)(nil),           // 37: floe.v1.ReplicaLog
-	(*ElectionCandidate)(nil),    // 38: floe.v1.ElectionCandidate
-	(*ElectionResult)(nil),       // 39: floe.v1.ElectionResult
-	(*BucketElection)(nil),       // 40: floe.v1.BucketElection
-	(*InitCluster)(nil),          // 41: floe.v1.InitCluster
-	(*RegisterNode)(nil),         // 42: floe.v1.RegisterNode
-	(*CreateDatabase)(nil),       // 43: floe.v1.CreateDatabase
-	(*DropDatabase)(nil),         // 44: floe.v1.DropDatabase
-	(*CreateTable)(nil),          // 45: floe.v1.CreateTable
-	(*DropTable)(nil),            // 46: floe.v1.DropTable
-	(*CreatePartition)(nil),      // 47: floe.v1.CreatePartition
-	(*DropPartition)(nil),        // 48: floe.v1.DropPartition
-	(*AlterTable)(nil),           // 49: floe.v1.AlterTable
-	(*CommandResult)(nil),        // 50: floe.v1.CommandResult
-	(*MetadataUpdate)(nil),       // 51: floe.v1.MetadataUpdate
-	(*MoveBounds)(nil),           // 52: floe.v1.MoveBounds
-	(*ReplicaRemoval)(nil),       // 53: floe.v1.ReplicaRemoval
-	(*UserRecord)(nil),           // 54: floe.v1.UserRecord
-	(*PutUser)(nil),              // 55: floe.v1.PutUser
-	(*DeleteUser)(nil),           // 56: floe.v1.DeleteUser
-	(*AclEntry)(nil),             // 57: floe.v1.AclEntry
-	(*AddAcls)(nil),              // 58: floe.v1.AddAcls
-	(*RemoveAcls)(nil),           // 59: floe.v1.RemoveAcls
-	(*InitWriterKey)(nil),        // 60: floe.v1.InitWriterKey
-	nil,                          // 61: floe.v1.TableRecord.PropertiesEntry
-	nil,                          // 62: floe.v1.CreateTable.PropertiesEntry
-	nil,                          // 63: floe.v1.AlterTable.SetPropertiesEntry
-	(ErrorCode)(0),               // 64: floe.v1.ErrorCode
+	(*LakeState)(nil),            // 10: floe.v1.LakeState
+	(*LakeTask)(nil),             // 11: floe.v1.LakeTask
+	(*PartitionRecord)(nil),      // 12: floe.v1.PartitionRecord
+	(*BucketRecord)(nil),         // 13: floe.v1.BucketRecord
+	(*ReplicaMove)(nil),          // 14: floe.v1.ReplicaMove
+	(*BucketMove)(nil),           // 15: floe.v1.BucketMove
+	(*MovePlan)(nil),             // 16: floe.v1.MovePlan
+	(*MoveReplicas)(nil),         // 17: floe.v1.MoveReplicas
+	(*CompleteMove)(nil),         // 18: floe.v1.CompleteMove
+	(*CancelMove)(nil),           // 19: floe.v1.CancelMove
+	(*MoveResult)(nil),           // 20: floe.v1.MoveResult
+	(*KVSnapshot)(nil),           // 21: floe.v1.KVSnapshot
+	(*RemoteLog)(nil),            // 22: floe.v1.RemoteLog
+	(*Command)(nil),              // 23: floe.v1.Command
+	(*ClusterSettings)(nil),      // 24: floe.v1.ClusterSettings
+	(*SetClusterSettings)(nil),   // 25: floe.v1.SetClusterSettings
+	(*RemoveNode)(nil),           // 26: floe.v1.RemoveNode
+	(*RemoveNodeResult)(nil),     // 27: floe.v1.RemoveNodeResult
+	(*DrainNode)(nil),            // 28: floe.v1.DrainNode
+	(*DrainResult)(nil),          // 29: floe.v1.DrainResult
+	(*BucketDrain)(nil),          // 30: floe.v1.BucketDrain
+	(*CommitKVSnapshot)(nil),     // 31: floe.v1.CommitKVSnapshot
+	(*AssignLakeTasks)(nil),      // 32: floe.v1.AssignLakeTasks
+	(*CommitLake)(nil),           // 33: floe.v1.CommitLake
+	(*LakeOffset)(nil),           // 34: floe.v1.LakeOffset
+	(*CommitRemoteLog)(nil),      // 35: floe.v1.CommitRemoteLog
+	(*ReportDamagedReplica)(nil), // 36: floe.v1.ReportDamagedReplica
+	(*AllocateWriterId)(nil),     // 37: floe.v1.AllocateWriterId
+	(*AdjustIsr)(nil),            // 38: floe.v1.AdjustIsr
+	(*MemberEpoch)(nil),          // 39: floe.v1.MemberEpoch
+	(*FenceNodes)(nil),           // 40: floe.v1.FenceNodes
+	(*ElectLeaders)(nil),         // 41: floe.v1.ElectLeaders
+	(*ReplicaLog)(nil),           // 42: floe.v1.ReplicaLog
+	(*ElectionCandidate)(nil),    // 43: floe.v1.ElectionCandidate
+	(*ElectionResult)(nil),       // 44: floe.v1.ElectionResult
+	(*BucketElection)(nil),       // 45: floe.v1.BucketElection
+	(*InitCluster)(nil),          // 46: floe.v1.InitCluster
+	(*RegisterNode)(nil),         // 47: floe.v1.RegisterNode
+	(*CreateDatabase)(nil),       // 48: floe.v1.CreateDatabase
+	(*DropDatabase)(nil),         // 49: floe.v1.DropDatabase
+	(*CreateTable)(nil),          // 50: floe.v1.CreateTable
+	(*DropTable)(nil),            // 51: floe.v1.DropTable
+	(*CreatePartition)(nil),      // 52: floe.v1.CreatePartition
+	(*DropPartition)(nil),        // 53: floe.v1.DropPartition
+	(*AlterTable)(nil),           // 54: floe.v1.AlterTable
+	(*CommandResult)(nil),        // 55: floe.v1.CommandResult
+	(*MetadataUpdate)(nil),       // 56: floe.v1.MetadataUpdate
+	(*MoveBounds)(nil),           // 57: floe.v1.MoveBounds
+	(*ReplicaRemoval)(nil),       // 58: floe.v1.ReplicaRemoval
+	(*UserRecord)(nil),           // 59: floe.v1.UserRecord
+	(*PutUser)(nil),              // 60: floe.v1.PutUser
+	(*DeleteUser)(nil),           // 61: floe.v1.DeleteUser
+	(*AclEntry)(nil),             // 62: floe.v1.AclEntry
+	(*AddAcls)(nil),              // 63: floe.v1.AddAcls
+	(*RemoveAcls)(nil),           // 64: floe.v1.RemoveAcls
+	(*InitWriterKey)(nil),        // 65: floe.v1.InitWriterKey
+	nil,                          // 66: floe.v1.TableRecord.PropertiesEntry
+	nil,                          // 67: floe.v1.CreateTable.PropertiesEntry
+	nil,                          // 68: floe.v1.AlterTable.SetPropertiesEntry
+	(ErrorCode)(0),               // 69: floe.v1.ErrorCode
 }
 var file_metastate_proto_depIdxs = []int32{
 	7,  // 0: floe.v1.SchemaVersion.columns:type_name -> floe.v1.Column
 	8,  // 1: floe.v1.TableRecord.schemas:type_name -> floe.v1.SchemaVersion
-	61, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
-	0,  // 3: floe.v1.PartitionRecord.origin:type_name -> floe.v1.PartitionOrigin
-	20, // 4: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
-	19, // 5: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
-	12, // 6: floe.v1.BucketRecord.move:type_name -> floe.v1.ReplicaMove
-	13, // 7: floe.v1.MovePlan.queued:type_name -> floe.v1.BucketMove
-	13, // 8: floe.v1.MovePlan.running:type_name -> floe.v1.BucketMove
-	13, // 9: floe.v1.MoveReplicas.moves:type_name -> floe.v1.BucketMove
-	11, // 10: floe.v1.MoveResult.buckets:type_name -> floe.v1.BucketRecord
-	14, // 11: floe.v1.MoveResult.plan:type_name -> floe.v1.MovePlan
-	13, // 12: floe.v1.MoveResult.queued:type_name -> floe.v1.BucketMove
-	41, // 13: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
-	42, // 14: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
-	43, // 15: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
-	44, // 16: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
-	45, // 17: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
-	46, // 18: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
-	32, // 19: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
-	33, // 20: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
-	35, // 21: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
-	36, // 22: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
-	31, // 23: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
-	30, // 24: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
-	29, // 25: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
-	26, // 26: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
-	24, // 27: floe.v1.Command.remove_node:type_name -> floe.v1.RemoveNode
-	55, // 28: floe.v1.Command.put_user:type_name -> floe.v1.PutUser
-	56, // 29: floe.v1.Command.delete_user:type_name -> floe.v1.DeleteUser
-	58, // 30: floe.v1.Command.add_acls:type_name -> floe.v1.AddAcls
-	59, // 31: floe.v1.Command.remove_acls:type_name -> floe.v1.RemoveAcls
-	60, // 32: floe.v1.Command.init_writer_key:type_name -> floe.v1.InitWriterKey
-	15, // 33: floe.v1.Command.move_replicas:type_name -> floe.v1.MoveReplicas
-	16, // 34: floe.v1.Command.complete_move:type_name -> floe.v1.CompleteMove
-	17, // 35: floe.v1.Command.cancel_move:type_name -> floe.v1.CancelMove
-	23, // 36: floe.v1.Command.set_cluster_settings:type_name -> floe.v1.SetClusterSettings
-	49, // 37: floe.v1.Command.alter_table:type_name -> floe.v1.AlterTable
-	47, // 38: floe.v1.Command.create_partition:type_name -> floe.v1.CreatePartition
-	48, // 39: floe.v1.Command.drop_partition:type_name -> floe.v1.DropPartition
-	5,  // 40: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
-	11, // 41: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
-	5,  // 42: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
-	28, // 43: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
-	11, // 44: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
-	64, // 45: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
-	19, // 46: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
-	20, // 47: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
-	34, // 48: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
-	37, // 49: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
-	40, // 50: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
-	11, // 51: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
-	64, // 52: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
-	38, // 53: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
-	5,  // 54: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
-	7,  // 55: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
-	62, // 56: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
-	0,  // 57: floe.v1.CreatePartition.origin:type_name -> floe.v1.PartitionOrigin
-	63, // 58: floe.v1.AlterTable.set_properties:type_name -> floe.v1.AlterTable.SetPropertiesEntry
-	7,  // 59: floe.v1.AlterTable.add_columns:type_name -> floe.v1.Column
-	64, // 60: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
-	6,  // 61: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
-	9,  // 62: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
-	5,  // 63: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
-	11, // 64: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
-	39, // 65: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
-	27, // 66: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
-	25, // 67: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
-	18, // 68: floe.v1.CommandResult.moves:type_name -> floe.v1.MoveResult
-	22, // 69: floe.v1.CommandResult.settings:type_name -> floe.v1.ClusterSettings
-	10, // 70: floe.v1.CommandResult.partition:type_name -> floe.v1.PartitionRecord
-	5,  // 71: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
-	9,  // 72: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
-	11, // 73: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
-	54, // 74: floe.v1.MetadataUpdate.users:type_name -> floe.v1.UserRecord
-	57, // 75: floe.v1.MetadataUpdate.acls:type_name -> floe.v1.AclEntry
-	53, // 76: floe.v1.MetadataUpdate.removed_replicas:type_name -> floe.v1.ReplicaRemoval
-	52, // 77: floe.v1.MetadataUpdate.move_bounds:type_name -> floe.v1.MoveBounds
-	10, // 78: floe.v1.MetadataUpdate.partitions:type_name -> floe.v1.PartitionRecord
-	54, // 79: floe.v1.PutUser.user:type_name -> floe.v1.UserRecord
-	1,  // 80: floe.v1.AclEntry.resource_type:type_name -> floe.v1.AclResourceType
-	2,  // 81: floe.v1.AclEntry.pattern:type_name -> floe.v1.AclPatternType
-	3,  // 82: floe.v1.AclEntry.operation:type_name -> floe.v1.AclOperation
-	4,  // 83: floe.v1.AclEntry.permission:type_name -> floe.v1.AclPermission
-	57, // 84: floe.v1.AddAcls.entries:type_name -> floe.v1.AclEntry
-	57, // 85: floe.v1.RemoveAcls.entries:type_name -> floe.v1.AclEntry
-	86, // [86:86] is the sub-list for method output_type
-	86, // [86:86] is the sub-list for method input_type
-	86, // [86:86] is the sub-list for extension type_name
-	86, // [86:86] is the sub-list for extension extendee
-	0,  // [0:86] is the sub-list for field type_name
+	66, // 2: floe.v1.TableRecord.properties:type_name -> floe.v1.TableRecord.PropertiesEntry
+	10, // 3: floe.v1.TableRecord.lake:type_name -> floe.v1.LakeState
+	11, // 4: floe.v1.LakeState.tasks:type_name -> floe.v1.LakeTask
+	0,  // 5: floe.v1.PartitionRecord.origin:type_name -> floe.v1.PartitionOrigin
+	22, // 6: floe.v1.BucketRecord.remote_log:type_name -> floe.v1.RemoteLog
+	21, // 7: floe.v1.BucketRecord.kv_snapshots:type_name -> floe.v1.KVSnapshot
+	14, // 8: floe.v1.BucketRecord.move:type_name -> floe.v1.ReplicaMove
+	15, // 9: floe.v1.MovePlan.queued:type_name -> floe.v1.BucketMove
+	15, // 10: floe.v1.MovePlan.running:type_name -> floe.v1.BucketMove
+	15, // 11: floe.v1.MoveReplicas.moves:type_name -> floe.v1.BucketMove
+	13, // 12: floe.v1.MoveResult.buckets:type_name -> floe.v1.BucketRecord
+	16, // 13: floe.v1.MoveResult.plan:type_name -> floe.v1.MovePlan
+	15, // 14: floe.v1.MoveResult.queued:type_name -> floe.v1.BucketMove
+	46, // 15: floe.v1.Command.init_cluster:type_name -> floe.v1.InitCluster
+	47, // 16: floe.v1.Command.register_node:type_name -> floe.v1.RegisterNode
+	48, // 17: floe.v1.Command.create_database:type_name -> floe.v1.CreateDatabase
+	49, // 18: floe.v1.Command.drop_database:type_name -> floe.v1.DropDatabase
+	50, // 19: floe.v1.Command.create_table:type_name -> floe.v1.CreateTable
+	51, // 20: floe.v1.Command.drop_table:type_name -> floe.v1.DropTable
+	37, // 21: floe.v1.Command.allocate_writer_id:type_name -> floe.v1.AllocateWriterId
+	38, // 22: floe.v1.Command.adjust_isr:type_name -> floe.v1.AdjustIsr
+	40, // 23: floe.v1.Command.fence_nodes:type_name -> floe.v1.FenceNodes
+	41, // 24: floe.v1.Command.elect_leaders:type_name -> floe.v1.ElectLeaders
+	36, // 25: floe.v1.Command.report_damaged_replica:type_name -> floe.v1.ReportDamagedReplica
+	35, // 26: floe.v1.Command.commit_remote_log:type_name -> floe.v1.CommitRemoteLog
+	31, // 27: floe.v1.Command.commit_kv_snapshot:type_name -> floe.v1.CommitKVSnapshot
+	28, // 28: floe.v1.Command.drain_node:type_name -> floe.v1.DrainNode
+	26, // 29: floe.v1.Command.remove_node:type_name -> floe.v1.RemoveNode
+	60, // 30: floe.v1.Command.put_user:type_name -> floe.v1.PutUser
+	61, // 31: floe.v1.Command.delete_user:type_name -> floe.v1.DeleteUser
+	63, // 32: floe.v1.Command.add_acls:type_name -> floe.v1.AddAcls
+	64, // 33: floe.v1.Command.remove_acls:type_name -> floe.v1.RemoveAcls
+	65, // 34: floe.v1.Command.init_writer_key:type_name -> floe.v1.InitWriterKey
+	17, // 35: floe.v1.Command.move_replicas:type_name -> floe.v1.MoveReplicas
+	18, // 36: floe.v1.Command.complete_move:type_name -> floe.v1.CompleteMove
+	19, // 37: floe.v1.Command.cancel_move:type_name -> floe.v1.CancelMove
+	25, // 38: floe.v1.Command.set_cluster_settings:type_name -> floe.v1.SetClusterSettings
+	54, // 39: floe.v1.Command.alter_table:type_name -> floe.v1.AlterTable
+	52, // 40: floe.v1.Command.create_partition:type_name -> floe.v1.CreatePartition
+	53, // 41: floe.v1.Command.drop_partition:type_name -> floe.v1.DropPartition
+	32, // 42: floe.v1.Command.assign_lake_tasks:type_name -> floe.v1.AssignLakeTasks
+	33, // 43: floe.v1.Command.commit_lake:type_name -> floe.v1.CommitLake
+	5,  // 44: floe.v1.RemoveNodeResult.node:type_name -> floe.v1.NodeRecord
+	13, // 45: floe.v1.RemoveNodeResult.buckets:type_name -> floe.v1.BucketRecord
+	5,  // 46: floe.v1.DrainResult.node:type_name -> floe.v1.NodeRecord
+	30, // 47: floe.v1.DrainResult.buckets:type_name -> floe.v1.BucketDrain
+	13, // 48: floe.v1.BucketDrain.bucket:type_name -> floe.v1.BucketRecord
+	69, // 49: floe.v1.BucketDrain.code:type_name -> floe.v1.ErrorCode
+	21, // 50: floe.v1.CommitKVSnapshot.snapshot:type_name -> floe.v1.KVSnapshot
+	11, // 51: floe.v1.AssignLakeTasks.tasks:type_name -> floe.v1.LakeTask
+	34, // 52: floe.v1.CommitLake.offsets:type_name -> floe.v1.LakeOffset
+	22, // 53: floe.v1.CommitRemoteLog.remote_log:type_name -> floe.v1.RemoteLog
+	39, // 54: floe.v1.AdjustIsr.member_epochs:type_name -> floe.v1.MemberEpoch
+	42, // 55: floe.v1.ElectLeaders.replica_logs:type_name -> floe.v1.ReplicaLog
+	45, // 56: floe.v1.ElectionResult.buckets:type_name -> floe.v1.BucketElection
+	13, // 57: floe.v1.BucketElection.bucket:type_name -> floe.v1.BucketRecord
+	69, // 58: floe.v1.BucketElection.code:type_name -> floe.v1.ErrorCode
+	43, // 59: floe.v1.BucketElection.candidates:type_name -> floe.v1.ElectionCandidate
+	5,  // 60: floe.v1.RegisterNode.node:type_name -> floe.v1.NodeRecord
+	7,  // 61: floe.v1.CreateTable.columns:type_name -> floe.v1.Column
+	67, // 62: floe.v1.CreateTable.properties:type_name -> floe.v1.CreateTable.PropertiesEntry
+	0,  // 63: floe.v1.CreatePartition.origin:type_name -> floe.v1.PartitionOrigin
+	68, // 64: floe.v1.AlterTable.set_properties:type_name -> floe.v1.AlterTable.SetPropertiesEntry
+	7,  // 65: floe.v1.AlterTable.add_columns:type_name -> floe.v1.Column
+	69, // 66: floe.v1.CommandResult.code:type_name -> floe.v1.ErrorCode
+	6,  // 67: floe.v1.CommandResult.database:type_name -> floe.v1.DatabaseRecord
+	9,  // 68: floe.v1.CommandResult.table:type_name -> floe.v1.TableRecord
+	5,  // 69: floe.v1.CommandResult.node:type_name -> floe.v1.NodeRecord
+	13, // 70: floe.v1.CommandResult.bucket:type_name -> floe.v1.BucketRecord
+	44, // 71: floe.v1.CommandResult.election:type_name -> floe.v1.ElectionResult
+	29, // 72: floe.v1.CommandResult.drain:type_name -> floe.v1.DrainResult
+	27, // 73: floe.v1.CommandResult.removal:type_name -> floe.v1.RemoveNodeResult
+	20, // 74: floe.v1.CommandResult.moves:type_name -> floe.v1.MoveResult
+	24, // 75: floe.v1.CommandResult.settings:type_name -> floe.v1.ClusterSettings
+	12, // 76: floe.v1.CommandResult.partition:type_name -> floe.v1.PartitionRecord
+	5,  // 77: floe.v1.MetadataUpdate.nodes:type_name -> floe.v1.NodeRecord
+	9,  // 78: floe.v1.MetadataUpdate.tables:type_name -> floe.v1.TableRecord
+	13, // 79: floe.v1.MetadataUpdate.buckets:type_name -> floe.v1.BucketRecord
+	59, // 80: floe.v1.MetadataUpdate.users:type_name -> floe.v1.UserRecord
+	62, // 81: floe.v1.MetadataUpdate.acls:type_name -> floe.v1.AclEntry
+	58, // 82: floe.v1.MetadataUpdate.removed_replicas:type_name -> floe.v1.ReplicaRemoval
+	57, // 83: floe.v1.MetadataUpdate.move_bounds:type_name -> floe.v1.MoveBounds
+	12, // 84: floe.v1.MetadataUpdate.partitions:type_name -> floe.v1.PartitionRecord
+	59, // 85: floe.v1.PutUser.user:type_name -> floe.v1.UserRecord
+	1,  // 86: floe.v1.AclEntry.resource_type:type_name -> floe.v1.AclResourceType
+	2,  // 87: floe.v1.AclEntry.pattern:type_name -> floe.v1.AclPatternType
+	3,  // 88: floe.v1.AclEntry.operation:type_name -> floe.v1.AclOperation
+	4,  // 89: floe.v1.AclEntry.permission:type_name -> floe.v1.AclPermission
+	62, // 90: floe.v1.AddAcls.entries:type_name -> floe.v1.AclEntry
+	62, // 91: floe.v1.RemoveAcls.entries:type_name -> floe.v1.AclEntry
+	92, // [92:92] is the sub-list for method output_type
+	92, // [92:92] is the sub-list for method input_type
+	92, // [92:92] is the sub-list for extension type_name
+	92, // [92:92] is the sub-list for extension extendee
+	0,  // [0:92] is the sub-list for field type_name
 }
 
 func init() { file_metastate_proto_init() }
@@ -6125,7 +6691,7 @@ func file_metastate_proto_init() {
 		return
 	}
 	file_errors_proto_init()
-	file_metastate_proto_msgTypes[16].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[18].OneofWrappers = []any{
 		(*Command_InitCluster)(nil),
 		(*Command_RegisterNode)(nil),
 		(*Command_CreateDatabase)(nil),
@@ -6153,12 +6719,14 @@ func file_metastate_proto_init() {
 		(*Command_AlterTable)(nil),
 		(*Command_CreatePartition)(nil),
 		(*Command_DropPartition)(nil),
+		(*Command_AssignLakeTasks)(nil),
+		(*Command_CommitLake)(nil),
 	}
-	file_metastate_proto_msgTypes[18].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[24].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[31].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[44].OneofWrappers = []any{}
-	file_metastate_proto_msgTypes[45].OneofWrappers = []any{
+	file_metastate_proto_msgTypes[20].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[26].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[36].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[49].OneofWrappers = []any{}
+	file_metastate_proto_msgTypes[50].OneofWrappers = []any{
 		(*CommandResult_Database)(nil),
 		(*CommandResult_Table)(nil),
 		(*CommandResult_Node)(nil),
@@ -6177,7 +6745,7 @@ func file_metastate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metastate_proto_rawDesc), len(file_metastate_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   59,
+			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
