@@ -1,0 +1,240 @@
+package lake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/floedb/floe/storage/record"
+)
+
+// BucketRef names one bucket a tiering task reads: the physical table (a
+// table's id, or a partition's) and the bucket number, with the
+// partition's values (none for a table that is not partitioned).
+type BucketRef struct {
+	PhysicalID uint64
+	Bucket     int32
+	Partition  []PartitionValue
+}
+
+// key is the bucket's key in a snapshot's floe.log-offsets.
+func (b BucketRef) key() string {
+	return strconv.FormatUint(b.PhysicalID, 10) + "/" + strconv.Itoa(int(b.Bucket))
+}
+
+// Record is a log record as the lake takes it: a row of the table's
+// schema version SchemaID, at Offset, with its timestamp.
+type Record struct {
+	Offset      int64
+	TimestampMs int64
+	SchemaID    int32
+	Row         []byte
+}
+
+// Source reads the committed records of a task's buckets.
+type Source interface {
+	// ReadBucket calls fn for each record of b from offset from on, in
+	// offset order, up to the bucket's committed end (its high watermark)
+	// or until maxRecords are read, and returns the offset after the last
+	// record it passed (from, when none).
+	ReadBucket(ctx context.Context, b BucketRef, from int64, maxRecords int, fn func(Record) error) (next int64, err error)
+}
+
+// Offset is where a bucket's records in the lake end after a commit.
+type Offset struct {
+	Bucket BucketRef
+	Offset int64
+}
+
+// ErrFenced: the controller refused a commit, because the task is no
+// longer the node's or the lake moved to another version; the task reads
+// the lake's state again before another round.
+var ErrFenced = errors.New("lake: commit fenced")
+
+// Committer commits a staged version through the controller: the version
+// after expectedVersion, its metadata file, and the buckets' new offsets.
+// A refusal of the fence or the version is ErrFenced.
+type Committer interface {
+	Commit(ctx context.Context, expectedVersion int64, metadataKey string, offsets []Offset) error
+}
+
+// SummaryLogOffsets is the snapshot summary key under which Floe records,
+// for each bucket, the offset below which the lake holds its records: a
+// JSON object of "physical id/bucket" to offset.
+const SummaryLogOffsets = "floe.log-offsets"
+
+// Round is one tiering round of a task: what it starts from.
+type Round struct {
+	Table *Table
+	// Schemas are the table's schema versions by id; Current the one
+	// rows are written in (older rows are upgraded to it).
+	Schemas   map[int32]record.Schema
+	CurrentID int32
+	// PartitionBy names the partition columns; TableUUID is the lake
+	// table's.
+	PartitionBy []string
+	TableUUID   string
+	// Version and MetadataKey are the committed lake version and its
+	// staged metadata file (0 and "": none yet).
+	Version     int64
+	MetadataKey string
+	// Buckets are the task's buckets and the offsets their records in
+	// the lake end at (their committed lake offsets).
+	Buckets []Offset
+	// MaxRecords bounds the records read from one bucket in a round.
+	MaxRecords int
+	NowMs      int64
+}
+
+// RoundResult says what a round committed.
+type RoundResult struct {
+	Version int64
+	Files   int
+	Records int64
+	Offsets []Offset // the buckets that moved
+}
+
+// RunRound reads each bucket's records past its lake offset, writes them
+// as one data file per partition, stages a snapshot appending the files
+// and commits it (expected version r.Version); once committed, it
+// publishes the version by path. Nothing read: nothing committed. A
+// refused commit is ErrFenced, and what the round wrote is garbage no
+// version references.
+func RunRound(ctx context.Context, r Round, src Source, commit Committer) (RoundResult, error) {
+	current, ok := r.Schemas[r.CurrentID]
+	if !ok {
+		return RoundResult{}, fmt.Errorf("lake: no schema version %d", r.CurrentID)
+	}
+	var base *Metadata
+	var err error
+	if r.Version > 0 {
+		if base, err = r.Table.ReadStaged(ctx, r.MetadataKey); err != nil {
+			return RoundResult{}, err
+		}
+	}
+	var prev *Schema
+	lastID := 0
+	if base != nil {
+		prev, lastID = base.CurrentSchema(), base.LastColumnID
+	}
+	ls, err := NewSchema(0, current, prev, &lastID)
+	if err != nil {
+		return RoundResult{}, err
+	}
+	create := func() (*Metadata, error) {
+		return NewMetadata(r.Table.Location(), r.TableUUID, ls, lastID, r.PartitionBy, map[string]string{"floe.table": "true"}, r.NowMs)
+	}
+	spec := PartitionSpec{}
+	if base != nil {
+		base.SetSchema(ls, lastID)
+		spec = base.Spec()
+	} else {
+		m, err := create()
+		if err != nil {
+			return RoundResult{}, err
+		}
+		spec = m.Spec()
+	}
+	res := RoundResult{Version: r.Version}
+	var files []DataFile
+	var upgraded []byte
+	for _, b := range r.Buckets {
+		var fb *FileBuilder
+		next, err := src.ReadBucket(ctx, b.Bucket, b.Offset, max(r.MaxRecords, 1), func(rec Record) error {
+			row := rec.Row
+			if rec.SchemaID != r.CurrentID {
+				from, ok := r.Schemas[rec.SchemaID]
+				if !ok {
+					return fmt.Errorf("lake: a record of schema version %d, which the table does not have", rec.SchemaID)
+				}
+				var err error
+				if upgraded, err = record.UpgradeRow(from, current, row, upgraded[:0]); err != nil {
+					return err
+				}
+				row = upgraded
+			}
+			if fb == nil {
+				var err error
+				if fb, err = NewFileBuilder(current, ls); err != nil {
+					return err
+				}
+			}
+			return fb.Append(row, b.Bucket.Bucket, rec.Offset, rec.TimestampMs)
+		})
+		if err != nil {
+			return RoundResult{}, fmt.Errorf("lake: read bucket %d of %d from %d: %w", b.Bucket.Bucket, b.Bucket.PhysicalID, b.Offset, err)
+		}
+		if next == b.Offset || fb == nil {
+			continue
+		}
+		body, df, err := fb.Finish()
+		if err != nil {
+			return RoundResult{}, err
+		}
+		name := fmt.Sprintf("%d-%d-%d-%d", b.Bucket.PhysicalID, b.Bucket.Bucket, b.Offset, next)
+		if df, err = r.Table.PutDataFile(ctx, r.Table.DataFileKey(spec, b.Bucket.Partition, name), body, df, b.Bucket.Partition); err != nil {
+			return RoundResult{}, err
+		}
+		files = append(files, df)
+		res.Records += df.RecordCount
+		res.Offsets = append(res.Offsets, Offset{Bucket: b.Bucket, Offset: next})
+	}
+	if len(files) == 0 {
+		return res, nil
+	}
+	offsets, err := mergeOffsets(base, res.Offsets)
+	if err != nil {
+		return RoundResult{}, err
+	}
+	staged, err := r.Table.StageAppend(ctx, base, int(r.Version), create, files, map[string]string{SummaryLogOffsets: offsets}, r.NowMs)
+	if err != nil {
+		return RoundResult{}, err
+	}
+	if err := commit.Commit(ctx, r.Version, staged.Key, res.Offsets); err != nil {
+		return RoundResult{}, err
+	}
+	res.Version, res.Files = r.Version+1, len(files)
+	if err := r.Table.Publish(ctx, int(res.Version), staged.Key); err != nil {
+		return res, fmt.Errorf("lake: version %d committed, publishing it: %w", res.Version, err)
+	}
+	return res, nil
+}
+
+// mergeOffsets is the base snapshot's floe.log-offsets with moved's.
+func mergeOffsets(base *Metadata, moved []Offset) (string, error) {
+	all := map[string]int64{}
+	if base != nil {
+		if cur := base.CurrentSnapshot(); cur != nil {
+			var err error
+			if all, err = ParseLogOffsets(cur.Summary[SummaryLogOffsets]); err != nil {
+				return "", err
+			}
+		}
+	}
+	for _, o := range moved {
+		all[o.Bucket.key()] = o.Offset
+	}
+	b, err := json.Marshal(all) // keys sorted: the same offsets read the same
+	return string(b), err
+}
+
+// ParseLogOffsets reads a snapshot's floe.log-offsets: "physical
+// id/bucket" to the offset the lake holds the bucket's records below.
+func ParseLogOffsets(s string) (map[string]int64, error) {
+	out := map[string]int64{}
+	if s == "" {
+		return out, nil
+	}
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidMetadata, SummaryLogOffsets, err)
+	}
+	for k := range out {
+		if _, _, ok := strings.Cut(k, "/"); !ok {
+			return nil, fmt.Errorf("%w: %s key %q", ErrInvalidMetadata, SummaryLogOffsets, k)
+		}
+	}
+	return out, nil
+}
