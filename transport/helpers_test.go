@@ -284,6 +284,10 @@ func (m *testMeta) CommitRemoteLog(context.Context, *pb.CommitRemoteLogRequest) 
 	return nil, m.notServed()
 }
 
+func (m *testMeta) CommitLake(context.Context, *pb.CommitLakeRequest) (*pb.CommitLakeResponse, error) {
+	return nil, m.notServed()
+}
+
 func (m *testMeta) CommitKVSnapshot(context.Context, *pb.CommitKVSnapshotRequest) (*pb.CommitKVSnapshotResponse, error) {
 	return nil, m.notServed()
 }

@@ -79,6 +79,7 @@ var rules = map[string]rule{
 	"/floe.v1.Meta/WatchMetadata":    nodes,
 	"/floe.v1.Meta/AdjustIsr":        nodes,
 	"/floe.v1.Meta/CommitRemoteLog":  nodes,
+	"/floe.v1.Meta/CommitLake":       nodes,
 	"/floe.v1.Meta/CommitKVSnapshot": nodes,
 	"/floe.v1.Tablet/ReplicaLogs":    nodes,
 	"/floe.v1.Meta/RaftStatus":       anyone,

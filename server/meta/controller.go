@@ -30,7 +30,7 @@ func (r *Role) controllerLoop(ctx context.Context) {
 	deadSince := map[uint32]time.Time{}
 	wasLeader := false
 	var view metadataView
-	var lastReplace, lastElect, lastPartition time.Time
+	var lastReplace, lastElect, lastPartition, lastLake time.Time
 	// idleReplace is what the last round of re-placing saw when it found
 	// nothing to move: the same state and live nodes plan the same, so the
 	// controller of an idle cluster of thousands of buckets does not read
@@ -40,6 +40,7 @@ func (r *Role) controllerLoop(ctx context.Context) {
 	replaceWarn := sampledWarning{what: "re-placing replicas"}
 	electWarn := sampledWarning{what: "electing preferred leaders"}
 	partitionWarn := sampledWarning{what: "auto-partitioning"}
+	lakeWarn := sampledWarning{what: "assigning lake tasks"}
 	for {
 		select {
 		case <-ctx.Done():
@@ -89,6 +90,10 @@ func (r *Role) controllerLoop(ctx context.Context) {
 		if now.Sub(lastPartition) >= autoPartitionEvery {
 			lastPartition = now
 			partitionWarn.log(r, now, r.autoPartition(ctx, n, live, now))
+		}
+		if now.Sub(lastLake) >= lakeAssignEvery {
+			lastLake = now
+			lakeWarn.log(r, now, r.assignLakeTasks(ctx, n, live))
 		}
 	}
 }

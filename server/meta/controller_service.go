@@ -260,6 +260,23 @@ func (m *metaService) CommitRemoteLog(ctx context.Context, req *pb.CommitRemoteL
 	return &pb.CommitRemoteLogResponse{Bucket: res.GetBucket()}, nil
 }
 
+// CommitLake commits a lake tiering task's new lake version through
+// Raft; the state machine refuses it (FENCED) unless the task is the
+// node's at the epoch it names and the version it built on is the
+// committed one. The task's request id goes into the command, so a retry
+// after an unknown outcome gets the first attempt's result.
+func (m *metaService) CommitLake(ctx context.Context, req *pb.CommitLakeRequest) (*pb.CommitLakeResponse, error) {
+	if req.Commit == nil {
+		return nil, transport.Errorf(pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "commit lake without a commit")
+	}
+	res, err := m.r.propose(ctx, &pb.Command{RequestId: requestID(req.RequestId),
+		Op: &pb.Command_CommitLake{CommitLake: req.Commit}})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.CommitLakeResponse{Table: res.GetTable()}, nil
+}
+
 // CommitKVSnapshot commits a primary-key bucket leader's KV snapshot
 // through Raft; the state machine refuses it (FENCED) unless the leader
 // and its epoch are current.

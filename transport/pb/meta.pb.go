@@ -2735,6 +2735,104 @@ func (x *CommitRemoteLogResponse) GetBucket() *BucketRecord {
 	return nil
 }
 
+type CommitLakeRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Commit *CommitLake            `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
+	// The same for every attempt of one commit.
+	RequestId     []byte `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitLakeRequest) Reset() {
+	*x = CommitLakeRequest{}
+	mi := &file_meta_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitLakeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitLakeRequest) ProtoMessage() {}
+
+func (x *CommitLakeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitLakeRequest.ProtoReflect.Descriptor instead.
+func (*CommitLakeRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *CommitLakeRequest) GetCommit() *CommitLake {
+	if x != nil {
+		return x.Commit
+	}
+	return nil
+}
+
+func (x *CommitLakeRequest) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+type CommitLakeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The table after the commit: its lake's new version.
+	Table         *TableRecord `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitLakeResponse) Reset() {
+	*x = CommitLakeResponse{}
+	mi := &file_meta_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitLakeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitLakeResponse) ProtoMessage() {}
+
+func (x *CommitLakeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitLakeResponse.ProtoReflect.Descriptor instead.
+func (*CommitLakeResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *CommitLakeResponse) GetTable() *TableRecord {
+	if x != nil {
+		return x.Table
+	}
+	return nil
+}
+
 type CommitKVSnapshotRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Commit        *CommitKVSnapshot      `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
@@ -2745,7 +2843,7 @@ type CommitKVSnapshotRequest struct {
 
 func (x *CommitKVSnapshotRequest) Reset() {
 	*x = CommitKVSnapshotRequest{}
-	mi := &file_meta_proto_msgTypes[42]
+	mi := &file_meta_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2757,7 +2855,7 @@ func (x *CommitKVSnapshotRequest) String() string {
 func (*CommitKVSnapshotRequest) ProtoMessage() {}
 
 func (x *CommitKVSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[42]
+	mi := &file_meta_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2770,7 +2868,7 @@ func (x *CommitKVSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{42}
+	return file_meta_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CommitKVSnapshotRequest) GetCommit() *CommitKVSnapshot {
@@ -2796,7 +2894,7 @@ type CommitKVSnapshotResponse struct {
 
 func (x *CommitKVSnapshotResponse) Reset() {
 	*x = CommitKVSnapshotResponse{}
-	mi := &file_meta_proto_msgTypes[43]
+	mi := &file_meta_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +2906,7 @@ func (x *CommitKVSnapshotResponse) String() string {
 func (*CommitKVSnapshotResponse) ProtoMessage() {}
 
 func (x *CommitKVSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[43]
+	mi := &file_meta_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +2919,7 @@ func (x *CommitKVSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitKVSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*CommitKVSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{43}
+	return file_meta_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CommitKVSnapshotResponse) GetBucket() *BucketRecord {
@@ -2840,7 +2938,7 @@ type AllocateWriterIdRequest struct {
 
 func (x *AllocateWriterIdRequest) Reset() {
 	*x = AllocateWriterIdRequest{}
-	mi := &file_meta_proto_msgTypes[44]
+	mi := &file_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2852,7 +2950,7 @@ func (x *AllocateWriterIdRequest) String() string {
 func (*AllocateWriterIdRequest) ProtoMessage() {}
 
 func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[44]
+	mi := &file_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2865,7 +2963,7 @@ func (x *AllocateWriterIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterIdRequest.ProtoReflect.Descriptor instead.
 func (*AllocateWriterIdRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{44}
+	return file_meta_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AllocateWriterIdRequest) GetRequestId() []byte {
@@ -2888,7 +2986,7 @@ type AllocateWriterIdResponse struct {
 
 func (x *AllocateWriterIdResponse) Reset() {
 	*x = AllocateWriterIdResponse{}
-	mi := &file_meta_proto_msgTypes[45]
+	mi := &file_meta_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2900,7 +2998,7 @@ func (x *AllocateWriterIdResponse) String() string {
 func (*AllocateWriterIdResponse) ProtoMessage() {}
 
 func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[45]
+	mi := &file_meta_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2913,7 +3011,7 @@ func (x *AllocateWriterIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateWriterIdResponse.ProtoReflect.Descriptor instead.
 func (*AllocateWriterIdResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{45}
+	return file_meta_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AllocateWriterIdResponse) GetWriterId() uint64 {
@@ -2947,7 +3045,7 @@ type ElectLeadersRequest struct {
 
 func (x *ElectLeadersRequest) Reset() {
 	*x = ElectLeadersRequest{}
-	mi := &file_meta_proto_msgTypes[46]
+	mi := &file_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2959,7 +3057,7 @@ func (x *ElectLeadersRequest) String() string {
 func (*ElectLeadersRequest) ProtoMessage() {}
 
 func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[46]
+	mi := &file_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2972,7 +3070,7 @@ func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
 func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{46}
+	return file_meta_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ElectLeadersRequest) GetRequestId() []byte {
@@ -3033,7 +3131,7 @@ type DrainNodeRequest struct {
 
 func (x *DrainNodeRequest) Reset() {
 	*x = DrainNodeRequest{}
-	mi := &file_meta_proto_msgTypes[47]
+	mi := &file_meta_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3045,7 +3143,7 @@ func (x *DrainNodeRequest) String() string {
 func (*DrainNodeRequest) ProtoMessage() {}
 
 func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[47]
+	mi := &file_meta_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3058,7 +3156,7 @@ func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeRequest.ProtoReflect.Descriptor instead.
 func (*DrainNodeRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{47}
+	return file_meta_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DrainNodeRequest) GetRequestId() []byte {
@@ -3108,7 +3206,7 @@ type DrainNodeResponse struct {
 
 func (x *DrainNodeResponse) Reset() {
 	*x = DrainNodeResponse{}
-	mi := &file_meta_proto_msgTypes[48]
+	mi := &file_meta_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3120,7 +3218,7 @@ func (x *DrainNodeResponse) String() string {
 func (*DrainNodeResponse) ProtoMessage() {}
 
 func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[48]
+	mi := &file_meta_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3133,7 +3231,7 @@ func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeResponse.ProtoReflect.Descriptor instead.
 func (*DrainNodeResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{48}
+	return file_meta_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DrainNodeResponse) GetNode() *NodeRecord {
@@ -3181,7 +3279,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_meta_proto_msgTypes[49]
+	mi := &file_meta_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3193,7 +3291,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[49]
+	mi := &file_meta_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3206,7 +3304,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{49}
+	return file_meta_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RemoveNodeRequest) GetRequestId() []byte {
@@ -3239,7 +3337,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_meta_proto_msgTypes[50]
+	mi := &file_meta_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3251,7 +3349,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[50]
+	mi := &file_meta_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3264,7 +3362,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{50}
+	return file_meta_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RemoveNodeResponse) GetNode() *NodeRecord {
@@ -3313,7 +3411,7 @@ type RemovedReplica struct {
 
 func (x *RemovedReplica) Reset() {
 	*x = RemovedReplica{}
-	mi := &file_meta_proto_msgTypes[51]
+	mi := &file_meta_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3325,7 +3423,7 @@ func (x *RemovedReplica) String() string {
 func (*RemovedReplica) ProtoMessage() {}
 
 func (x *RemovedReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[51]
+	mi := &file_meta_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3338,7 +3436,7 @@ func (x *RemovedReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovedReplica.ProtoReflect.Descriptor instead.
 func (*RemovedReplica) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{51}
+	return file_meta_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RemovedReplica) GetBucket() *BucketRecord {
@@ -3388,7 +3486,7 @@ type ElectLeadersResponse struct {
 
 func (x *ElectLeadersResponse) Reset() {
 	*x = ElectLeadersResponse{}
-	mi := &file_meta_proto_msgTypes[52]
+	mi := &file_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3400,7 +3498,7 @@ func (x *ElectLeadersResponse) String() string {
 func (*ElectLeadersResponse) ProtoMessage() {}
 
 func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[52]
+	mi := &file_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3413,7 +3511,7 @@ func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersResponse.ProtoReflect.Descriptor instead.
 func (*ElectLeadersResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{52}
+	return file_meta_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ElectLeadersResponse) GetBuckets() []*BucketElection {
@@ -3447,7 +3545,7 @@ type PutUserRequest struct {
 
 func (x *PutUserRequest) Reset() {
 	*x = PutUserRequest{}
-	mi := &file_meta_proto_msgTypes[53]
+	mi := &file_meta_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3459,7 +3557,7 @@ func (x *PutUserRequest) String() string {
 func (*PutUserRequest) ProtoMessage() {}
 
 func (x *PutUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[53]
+	mi := &file_meta_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3472,7 +3570,7 @@ func (x *PutUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutUserRequest.ProtoReflect.Descriptor instead.
 func (*PutUserRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{53}
+	return file_meta_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PutUserRequest) GetRequestId() []byte {
@@ -3513,7 +3611,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3525,7 +3623,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3538,7 +3636,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{54}
+	return file_meta_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DeleteUserRequest) GetRequestId() []byte {
@@ -3563,7 +3661,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3575,7 +3673,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3588,7 +3686,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{55}
+	return file_meta_proto_rawDescGZIP(), []int{57}
 }
 
 type ListUsersResponse struct {
@@ -3601,7 +3699,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3613,7 +3711,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3626,7 +3724,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{56}
+	return file_meta_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListUsersResponse) GetUsers() []*UserRecord {
@@ -3646,7 +3744,7 @@ type AddAclsRequest struct {
 
 func (x *AddAclsRequest) Reset() {
 	*x = AddAclsRequest{}
-	mi := &file_meta_proto_msgTypes[57]
+	mi := &file_meta_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3658,7 +3756,7 @@ func (x *AddAclsRequest) String() string {
 func (*AddAclsRequest) ProtoMessage() {}
 
 func (x *AddAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[57]
+	mi := &file_meta_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3671,7 +3769,7 @@ func (x *AddAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAclsRequest.ProtoReflect.Descriptor instead.
 func (*AddAclsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{57}
+	return file_meta_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *AddAclsRequest) GetRequestId() []byte {
@@ -3698,7 +3796,7 @@ type RemoveAclsRequest struct {
 
 func (x *RemoveAclsRequest) Reset() {
 	*x = RemoveAclsRequest{}
-	mi := &file_meta_proto_msgTypes[58]
+	mi := &file_meta_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3710,7 +3808,7 @@ func (x *RemoveAclsRequest) String() string {
 func (*RemoveAclsRequest) ProtoMessage() {}
 
 func (x *RemoveAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[58]
+	mi := &file_meta_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3723,7 +3821,7 @@ func (x *RemoveAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAclsRequest.ProtoReflect.Descriptor instead.
 func (*RemoveAclsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{58}
+	return file_meta_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RemoveAclsRequest) GetRequestId() []byte {
@@ -3748,7 +3846,7 @@ type ListAclsRequest struct {
 
 func (x *ListAclsRequest) Reset() {
 	*x = ListAclsRequest{}
-	mi := &file_meta_proto_msgTypes[59]
+	mi := &file_meta_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3760,7 +3858,7 @@ func (x *ListAclsRequest) String() string {
 func (*ListAclsRequest) ProtoMessage() {}
 
 func (x *ListAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[59]
+	mi := &file_meta_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3773,7 +3871,7 @@ func (x *ListAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAclsRequest.ProtoReflect.Descriptor instead.
 func (*ListAclsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{59}
+	return file_meta_proto_rawDescGZIP(), []int{61}
 }
 
 type ListAclsResponse struct {
@@ -3785,7 +3883,7 @@ type ListAclsResponse struct {
 
 func (x *ListAclsResponse) Reset() {
 	*x = ListAclsResponse{}
-	mi := &file_meta_proto_msgTypes[60]
+	mi := &file_meta_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3797,7 +3895,7 @@ func (x *ListAclsResponse) String() string {
 func (*ListAclsResponse) ProtoMessage() {}
 
 func (x *ListAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[60]
+	mi := &file_meta_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3810,7 +3908,7 @@ func (x *ListAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAclsResponse.ProtoReflect.Descriptor instead.
 func (*ListAclsResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{60}
+	return file_meta_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListAclsResponse) GetEntries() []*AclEntry {
@@ -3837,7 +3935,7 @@ type NamedBucketMove struct {
 
 func (x *NamedBucketMove) Reset() {
 	*x = NamedBucketMove{}
-	mi := &file_meta_proto_msgTypes[61]
+	mi := &file_meta_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3849,7 +3947,7 @@ func (x *NamedBucketMove) String() string {
 func (*NamedBucketMove) ProtoMessage() {}
 
 func (x *NamedBucketMove) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[61]
+	mi := &file_meta_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3862,7 +3960,7 @@ func (x *NamedBucketMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamedBucketMove.ProtoReflect.Descriptor instead.
 func (*NamedBucketMove) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{61}
+	return file_meta_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *NamedBucketMove) GetDatabase() string {
@@ -3915,7 +4013,7 @@ type MoveReplicasRequest struct {
 
 func (x *MoveReplicasRequest) Reset() {
 	*x = MoveReplicasRequest{}
-	mi := &file_meta_proto_msgTypes[62]
+	mi := &file_meta_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3927,7 +4025,7 @@ func (x *MoveReplicasRequest) String() string {
 func (*MoveReplicasRequest) ProtoMessage() {}
 
 func (x *MoveReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[62]
+	mi := &file_meta_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3940,7 +4038,7 @@ func (x *MoveReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveReplicasRequest.ProtoReflect.Descriptor instead.
 func (*MoveReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{62}
+	return file_meta_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *MoveReplicasRequest) GetRequestId() []byte {
@@ -3991,7 +4089,7 @@ type MoveReplicasResponse struct {
 
 func (x *MoveReplicasResponse) Reset() {
 	*x = MoveReplicasResponse{}
-	mi := &file_meta_proto_msgTypes[63]
+	mi := &file_meta_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4003,7 +4101,7 @@ func (x *MoveReplicasResponse) String() string {
 func (*MoveReplicasResponse) ProtoMessage() {}
 
 func (x *MoveReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[63]
+	mi := &file_meta_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4016,7 +4114,7 @@ func (x *MoveReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveReplicasResponse.ProtoReflect.Descriptor instead.
 func (*MoveReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{63}
+	return file_meta_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *MoveReplicasResponse) GetIndex() uint64 {
@@ -4085,7 +4183,7 @@ type CancelMovesRequest struct {
 
 func (x *CancelMovesRequest) Reset() {
 	*x = CancelMovesRequest{}
-	mi := &file_meta_proto_msgTypes[64]
+	mi := &file_meta_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4097,7 +4195,7 @@ func (x *CancelMovesRequest) String() string {
 func (*CancelMovesRequest) ProtoMessage() {}
 
 func (x *CancelMovesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[64]
+	mi := &file_meta_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4110,7 +4208,7 @@ func (x *CancelMovesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelMovesRequest.ProtoReflect.Descriptor instead.
 func (*CancelMovesRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{64}
+	return file_meta_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *CancelMovesRequest) GetRequestId() []byte {
@@ -4163,7 +4261,7 @@ type MoveStatusRequest struct {
 
 func (x *MoveStatusRequest) Reset() {
 	*x = MoveStatusRequest{}
-	mi := &file_meta_proto_msgTypes[65]
+	mi := &file_meta_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4175,7 +4273,7 @@ func (x *MoveStatusRequest) String() string {
 func (*MoveStatusRequest) ProtoMessage() {}
 
 func (x *MoveStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[65]
+	mi := &file_meta_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4188,7 +4286,7 @@ func (x *MoveStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveStatusRequest.ProtoReflect.Descriptor instead.
 func (*MoveStatusRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{65}
+	return file_meta_proto_rawDescGZIP(), []int{67}
 }
 
 type MoveStatusResponse struct {
@@ -4204,7 +4302,7 @@ type MoveStatusResponse struct {
 
 func (x *MoveStatusResponse) Reset() {
 	*x = MoveStatusResponse{}
-	mi := &file_meta_proto_msgTypes[66]
+	mi := &file_meta_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4216,7 +4314,7 @@ func (x *MoveStatusResponse) String() string {
 func (*MoveStatusResponse) ProtoMessage() {}
 
 func (x *MoveStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[66]
+	mi := &file_meta_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4229,7 +4327,7 @@ func (x *MoveStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveStatusResponse.ProtoReflect.Descriptor instead.
 func (*MoveStatusResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{66}
+	return file_meta_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *MoveStatusResponse) GetRunning() []*MoveProgress {
@@ -4275,7 +4373,7 @@ type MoveProgress struct {
 
 func (x *MoveProgress) Reset() {
 	*x = MoveProgress{}
-	mi := &file_meta_proto_msgTypes[67]
+	mi := &file_meta_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4287,7 +4385,7 @@ func (x *MoveProgress) String() string {
 func (*MoveProgress) ProtoMessage() {}
 
 func (x *MoveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[67]
+	mi := &file_meta_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4300,7 +4398,7 @@ func (x *MoveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveProgress.ProtoReflect.Descriptor instead.
 func (*MoveProgress) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{67}
+	return file_meta_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *MoveProgress) GetMove() *NamedBucketMove {
@@ -4352,7 +4450,7 @@ type RebalanceRequest struct {
 
 func (x *RebalanceRequest) Reset() {
 	*x = RebalanceRequest{}
-	mi := &file_meta_proto_msgTypes[68]
+	mi := &file_meta_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4364,7 +4462,7 @@ func (x *RebalanceRequest) String() string {
 func (*RebalanceRequest) ProtoMessage() {}
 
 func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[68]
+	mi := &file_meta_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4377,7 +4475,7 @@ func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{68}
+	return file_meta_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *RebalanceRequest) GetRequestId() []byte {
@@ -4426,7 +4524,7 @@ type RebalanceResponse struct {
 
 func (x *RebalanceResponse) Reset() {
 	*x = RebalanceResponse{}
-	mi := &file_meta_proto_msgTypes[69]
+	mi := &file_meta_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4438,7 +4536,7 @@ func (x *RebalanceResponse) String() string {
 func (*RebalanceResponse) ProtoMessage() {}
 
 func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[69]
+	mi := &file_meta_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4451,7 +4549,7 @@ func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{69}
+	return file_meta_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RebalanceResponse) GetMoves() []*PlannedMove {
@@ -4499,7 +4597,7 @@ type PlannedMove struct {
 
 func (x *PlannedMove) Reset() {
 	*x = PlannedMove{}
-	mi := &file_meta_proto_msgTypes[70]
+	mi := &file_meta_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4511,7 +4609,7 @@ func (x *PlannedMove) String() string {
 func (*PlannedMove) ProtoMessage() {}
 
 func (x *PlannedMove) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[70]
+	mi := &file_meta_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4524,7 +4622,7 @@ func (x *PlannedMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedMove.ProtoReflect.Descriptor instead.
 func (*PlannedMove) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{70}
+	return file_meta_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PlannedMove) GetMove() *NamedBucketMove {
@@ -4552,7 +4650,7 @@ type NodeBalance struct {
 
 func (x *NodeBalance) Reset() {
 	*x = NodeBalance{}
-	mi := &file_meta_proto_msgTypes[71]
+	mi := &file_meta_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4564,7 +4662,7 @@ func (x *NodeBalance) String() string {
 func (*NodeBalance) ProtoMessage() {}
 
 func (x *NodeBalance) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[71]
+	mi := &file_meta_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4577,7 +4675,7 @@ func (x *NodeBalance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeBalance.ProtoReflect.Descriptor instead.
 func (*NodeBalance) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{71}
+	return file_meta_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *NodeBalance) GetNodeId() uint32 {
@@ -4611,7 +4709,7 @@ type SetClusterSettingsRequest struct {
 
 func (x *SetClusterSettingsRequest) Reset() {
 	*x = SetClusterSettingsRequest{}
-	mi := &file_meta_proto_msgTypes[72]
+	mi := &file_meta_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4623,7 +4721,7 @@ func (x *SetClusterSettingsRequest) String() string {
 func (*SetClusterSettingsRequest) ProtoMessage() {}
 
 func (x *SetClusterSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[72]
+	mi := &file_meta_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4636,7 +4734,7 @@ func (x *SetClusterSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterSettingsRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{72}
+	return file_meta_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *SetClusterSettingsRequest) GetRequestId() []byte {
@@ -4664,7 +4762,7 @@ type SetClusterSettingsResponse struct {
 
 func (x *SetClusterSettingsResponse) Reset() {
 	*x = SetClusterSettingsResponse{}
-	mi := &file_meta_proto_msgTypes[73]
+	mi := &file_meta_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4676,7 +4774,7 @@ func (x *SetClusterSettingsResponse) String() string {
 func (*SetClusterSettingsResponse) ProtoMessage() {}
 
 func (x *SetClusterSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[73]
+	mi := &file_meta_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4689,7 +4787,7 @@ func (x *SetClusterSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterSettingsResponse.ProtoReflect.Descriptor instead.
 func (*SetClusterSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{73}
+	return file_meta_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *SetClusterSettingsResponse) GetSettings() *ClusterSettings {
@@ -4940,7 +5038,13 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x02 \x01(\fR\trequestId\"H\n" +
 	"\x17CommitRemoteLogResponse\x12-\n" +
-	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\"k\n" +
+	"\x06bucket\x18\x01 \x01(\v2\x15.floe.v1.BucketRecordR\x06bucket\"_\n" +
+	"\x11CommitLakeRequest\x12+\n" +
+	"\x06commit\x18\x01 \x01(\v2\x13.floe.v1.CommitLakeR\x06commit\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\fR\trequestId\"@\n" +
+	"\x12CommitLakeResponse\x12*\n" +
+	"\x05table\x18\x01 \x01(\v2\x14.floe.v1.TableRecordR\x05table\"k\n" +
 	"\x17CommitKVSnapshotRequest\x121\n" +
 	"\x06commit\x18\x01 \x01(\v2\x19.floe.v1.CommitKVSnapshotR\x06commit\x12\x1d\n" +
 	"\n" +
@@ -5083,7 +5187,7 @@ const file_meta_proto_rawDesc = "" +
 	"\x1aSetClusterSettingsResponse\x124\n" +
 	"\bsettings\x18\x01 \x01(\v2\x18.floe.v1.ClusterSettingsR\bsettings\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1c\n" +
-	"\tunchanged\x18\x03 \x01(\bR\tunchanged2\xdb\x16\n" +
+	"\tunchanged\x18\x03 \x01(\bR\tunchanged2\xa2\x17\n" +
 	"\x04Meta\x126\n" +
 	"\x05Hello\x12\x15.floe.v1.HelloRequest\x1a\x16.floe.v1.HelloResponse\x123\n" +
 	"\x04Join\x12\x14.floe.v1.JoinRequest\x1a\x15.floe.v1.JoinResponse\x12<\n" +
@@ -5107,7 +5211,9 @@ const file_meta_proto_rawDesc = "" +
 	"\rWatchMetadata\x12\x1d.floe.v1.WatchMetadataRequest\x1a\x17.floe.v1.MetadataUpdate0\x01\x12B\n" +
 	"\tAdjustIsr\x12\x19.floe.v1.AdjustIsrRequest\x1a\x1a.floe.v1.AdjustIsrResponse\x12T\n" +
 	"\x0fCommitRemoteLog\x12\x1f.floe.v1.CommitRemoteLogRequest\x1a .floe.v1.CommitRemoteLogResponse\x12W\n" +
-	"\x10CommitKVSnapshot\x12 .floe.v1.CommitKVSnapshotRequest\x1a!.floe.v1.CommitKVSnapshotResponse\x12W\n" +
+	"\x10CommitKVSnapshot\x12 .floe.v1.CommitKVSnapshotRequest\x1a!.floe.v1.CommitKVSnapshotResponse\x12E\n" +
+	"\n" +
+	"CommitLake\x12\x1a.floe.v1.CommitLakeRequest\x1a\x1b.floe.v1.CommitLakeResponse\x12W\n" +
 	"\x10AllocateWriterId\x12 .floe.v1.AllocateWriterIdRequest\x1a!.floe.v1.AllocateWriterIdResponse\x12K\n" +
 	"\fElectLeaders\x12\x1c.floe.v1.ElectLeadersRequest\x1a\x1d.floe.v1.ElectLeadersResponse\x12B\n" +
 	"\tDrainNode\x12\x19.floe.v1.DrainNodeRequest\x1a\x1a.floe.v1.DrainNodeResponse\x12E\n" +
@@ -5145,7 +5251,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
 var file_meta_proto_goTypes = []any{
 	(*HelloRequest)(nil),               // 0: floe.v1.HelloRequest
 	(*PeerInfo)(nil),                   // 1: floe.v1.PeerInfo
@@ -5189,205 +5295,212 @@ var file_meta_proto_goTypes = []any{
 	(*AdjustIsrResponse)(nil),          // 39: floe.v1.AdjustIsrResponse
 	(*CommitRemoteLogRequest)(nil),     // 40: floe.v1.CommitRemoteLogRequest
 	(*CommitRemoteLogResponse)(nil),    // 41: floe.v1.CommitRemoteLogResponse
-	(*CommitKVSnapshotRequest)(nil),    // 42: floe.v1.CommitKVSnapshotRequest
-	(*CommitKVSnapshotResponse)(nil),   // 43: floe.v1.CommitKVSnapshotResponse
-	(*AllocateWriterIdRequest)(nil),    // 44: floe.v1.AllocateWriterIdRequest
-	(*AllocateWriterIdResponse)(nil),   // 45: floe.v1.AllocateWriterIdResponse
-	(*ElectLeadersRequest)(nil),        // 46: floe.v1.ElectLeadersRequest
-	(*DrainNodeRequest)(nil),           // 47: floe.v1.DrainNodeRequest
-	(*DrainNodeResponse)(nil),          // 48: floe.v1.DrainNodeResponse
-	(*RemoveNodeRequest)(nil),          // 49: floe.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),         // 50: floe.v1.RemoveNodeResponse
-	(*RemovedReplica)(nil),             // 51: floe.v1.RemovedReplica
-	(*ElectLeadersResponse)(nil),       // 52: floe.v1.ElectLeadersResponse
-	(*PutUserRequest)(nil),             // 53: floe.v1.PutUserRequest
-	(*DeleteUserRequest)(nil),          // 54: floe.v1.DeleteUserRequest
-	(*ListUsersRequest)(nil),           // 55: floe.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),          // 56: floe.v1.ListUsersResponse
-	(*AddAclsRequest)(nil),             // 57: floe.v1.AddAclsRequest
-	(*RemoveAclsRequest)(nil),          // 58: floe.v1.RemoveAclsRequest
-	(*ListAclsRequest)(nil),            // 59: floe.v1.ListAclsRequest
-	(*ListAclsResponse)(nil),           // 60: floe.v1.ListAclsResponse
-	(*NamedBucketMove)(nil),            // 61: floe.v1.NamedBucketMove
-	(*MoveReplicasRequest)(nil),        // 62: floe.v1.MoveReplicasRequest
-	(*MoveReplicasResponse)(nil),       // 63: floe.v1.MoveReplicasResponse
-	(*CancelMovesRequest)(nil),         // 64: floe.v1.CancelMovesRequest
-	(*MoveStatusRequest)(nil),          // 65: floe.v1.MoveStatusRequest
-	(*MoveStatusResponse)(nil),         // 66: floe.v1.MoveStatusResponse
-	(*MoveProgress)(nil),               // 67: floe.v1.MoveProgress
-	(*RebalanceRequest)(nil),           // 68: floe.v1.RebalanceRequest
-	(*RebalanceResponse)(nil),          // 69: floe.v1.RebalanceResponse
-	(*PlannedMove)(nil),                // 70: floe.v1.PlannedMove
-	(*NodeBalance)(nil),                // 71: floe.v1.NodeBalance
-	(*SetClusterSettingsRequest)(nil),  // 72: floe.v1.SetClusterSettingsRequest
-	(*SetClusterSettingsResponse)(nil), // 73: floe.v1.SetClusterSettingsResponse
-	nil,                                // 74: floe.v1.CreateTableRequest.PropertiesEntry
-	nil,                                // 75: floe.v1.AlterTableRequest.SetPropertiesEntry
-	(*Command)(nil),                    // 76: floe.v1.Command
-	(*CommandResult)(nil),              // 77: floe.v1.CommandResult
-	(*DatabaseRecord)(nil),             // 78: floe.v1.DatabaseRecord
-	(*TableRecord)(nil),                // 79: floe.v1.TableRecord
-	(*BucketRecord)(nil),               // 80: floe.v1.BucketRecord
-	(*NodeRecord)(nil),                 // 81: floe.v1.NodeRecord
-	(*PartitionRecord)(nil),            // 82: floe.v1.PartitionRecord
-	(*ClusterSettings)(nil),            // 83: floe.v1.ClusterSettings
-	(ErrorCode)(0),                     // 84: floe.v1.ErrorCode
-	(*AdjustIsr)(nil),                  // 85: floe.v1.AdjustIsr
-	(*CommitRemoteLog)(nil),            // 86: floe.v1.CommitRemoteLog
-	(*CommitKVSnapshot)(nil),           // 87: floe.v1.CommitKVSnapshot
-	(*BucketDrain)(nil),                // 88: floe.v1.BucketDrain
-	(*BucketElection)(nil),             // 89: floe.v1.BucketElection
-	(*UserRecord)(nil),                 // 90: floe.v1.UserRecord
-	(*AclEntry)(nil),                   // 91: floe.v1.AclEntry
-	(*MoveBounds)(nil),                 // 92: floe.v1.MoveBounds
-	(*MetadataUpdate)(nil),             // 93: floe.v1.MetadataUpdate
+	(*CommitLakeRequest)(nil),          // 42: floe.v1.CommitLakeRequest
+	(*CommitLakeResponse)(nil),         // 43: floe.v1.CommitLakeResponse
+	(*CommitKVSnapshotRequest)(nil),    // 44: floe.v1.CommitKVSnapshotRequest
+	(*CommitKVSnapshotResponse)(nil),   // 45: floe.v1.CommitKVSnapshotResponse
+	(*AllocateWriterIdRequest)(nil),    // 46: floe.v1.AllocateWriterIdRequest
+	(*AllocateWriterIdResponse)(nil),   // 47: floe.v1.AllocateWriterIdResponse
+	(*ElectLeadersRequest)(nil),        // 48: floe.v1.ElectLeadersRequest
+	(*DrainNodeRequest)(nil),           // 49: floe.v1.DrainNodeRequest
+	(*DrainNodeResponse)(nil),          // 50: floe.v1.DrainNodeResponse
+	(*RemoveNodeRequest)(nil),          // 51: floe.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),         // 52: floe.v1.RemoveNodeResponse
+	(*RemovedReplica)(nil),             // 53: floe.v1.RemovedReplica
+	(*ElectLeadersResponse)(nil),       // 54: floe.v1.ElectLeadersResponse
+	(*PutUserRequest)(nil),             // 55: floe.v1.PutUserRequest
+	(*DeleteUserRequest)(nil),          // 56: floe.v1.DeleteUserRequest
+	(*ListUsersRequest)(nil),           // 57: floe.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),          // 58: floe.v1.ListUsersResponse
+	(*AddAclsRequest)(nil),             // 59: floe.v1.AddAclsRequest
+	(*RemoveAclsRequest)(nil),          // 60: floe.v1.RemoveAclsRequest
+	(*ListAclsRequest)(nil),            // 61: floe.v1.ListAclsRequest
+	(*ListAclsResponse)(nil),           // 62: floe.v1.ListAclsResponse
+	(*NamedBucketMove)(nil),            // 63: floe.v1.NamedBucketMove
+	(*MoveReplicasRequest)(nil),        // 64: floe.v1.MoveReplicasRequest
+	(*MoveReplicasResponse)(nil),       // 65: floe.v1.MoveReplicasResponse
+	(*CancelMovesRequest)(nil),         // 66: floe.v1.CancelMovesRequest
+	(*MoveStatusRequest)(nil),          // 67: floe.v1.MoveStatusRequest
+	(*MoveStatusResponse)(nil),         // 68: floe.v1.MoveStatusResponse
+	(*MoveProgress)(nil),               // 69: floe.v1.MoveProgress
+	(*RebalanceRequest)(nil),           // 70: floe.v1.RebalanceRequest
+	(*RebalanceResponse)(nil),          // 71: floe.v1.RebalanceResponse
+	(*PlannedMove)(nil),                // 72: floe.v1.PlannedMove
+	(*NodeBalance)(nil),                // 73: floe.v1.NodeBalance
+	(*SetClusterSettingsRequest)(nil),  // 74: floe.v1.SetClusterSettingsRequest
+	(*SetClusterSettingsResponse)(nil), // 75: floe.v1.SetClusterSettingsResponse
+	nil,                                // 76: floe.v1.CreateTableRequest.PropertiesEntry
+	nil,                                // 77: floe.v1.AlterTableRequest.SetPropertiesEntry
+	(*Command)(nil),                    // 78: floe.v1.Command
+	(*CommandResult)(nil),              // 79: floe.v1.CommandResult
+	(*DatabaseRecord)(nil),             // 80: floe.v1.DatabaseRecord
+	(*TableRecord)(nil),                // 81: floe.v1.TableRecord
+	(*BucketRecord)(nil),               // 82: floe.v1.BucketRecord
+	(*NodeRecord)(nil),                 // 83: floe.v1.NodeRecord
+	(*PartitionRecord)(nil),            // 84: floe.v1.PartitionRecord
+	(*ClusterSettings)(nil),            // 85: floe.v1.ClusterSettings
+	(ErrorCode)(0),                     // 86: floe.v1.ErrorCode
+	(*AdjustIsr)(nil),                  // 87: floe.v1.AdjustIsr
+	(*CommitRemoteLog)(nil),            // 88: floe.v1.CommitRemoteLog
+	(*CommitLake)(nil),                 // 89: floe.v1.CommitLake
+	(*CommitKVSnapshot)(nil),           // 90: floe.v1.CommitKVSnapshot
+	(*BucketDrain)(nil),                // 91: floe.v1.BucketDrain
+	(*BucketElection)(nil),             // 92: floe.v1.BucketElection
+	(*UserRecord)(nil),                 // 93: floe.v1.UserRecord
+	(*AclEntry)(nil),                   // 94: floe.v1.AclEntry
+	(*MoveBounds)(nil),                 // 95: floe.v1.MoveBounds
+	(*MetadataUpdate)(nil),             // 96: floe.v1.MetadataUpdate
 }
 var file_meta_proto_depIdxs = []int32{
 	1,   // 0: floe.v1.HelloRequest.peers:type_name -> floe.v1.PeerInfo
 	1,   // 1: floe.v1.HelloResponse.peers:type_name -> floe.v1.PeerInfo
-	76,  // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
-	77,  // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
+	78,  // 2: floe.v1.ProposeRequest.command:type_name -> floe.v1.Command
+	79,  // 3: floe.v1.ProposeResponse.result:type_name -> floe.v1.CommandResult
 	9,   // 4: floe.v1.RaftStatusResponse.servers:type_name -> floe.v1.VoterInfo
-	77,  // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
-	78,  // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
-	74,  // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
-	75,  // 8: floe.v1.AlterTableRequest.set_properties:type_name -> floe.v1.AlterTableRequest.SetPropertiesEntry
-	79,  // 9: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
-	79,  // 10: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
-	80,  // 11: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
-	81,  // 12: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
-	82,  // 13: floe.v1.GetTableResponse.partition:type_name -> floe.v1.PartitionRecord
-	82,  // 14: floe.v1.GetTableResponse.partitions:type_name -> floe.v1.PartitionRecord
-	79,  // 15: floe.v1.ListPartitionsResponse.table:type_name -> floe.v1.TableRecord
+	79,  // 5: floe.v1.CommandResponse.result:type_name -> floe.v1.CommandResult
+	80,  // 6: floe.v1.ListDatabasesResponse.databases:type_name -> floe.v1.DatabaseRecord
+	76,  // 7: floe.v1.CreateTableRequest.properties:type_name -> floe.v1.CreateTableRequest.PropertiesEntry
+	77,  // 8: floe.v1.AlterTableRequest.set_properties:type_name -> floe.v1.AlterTableRequest.SetPropertiesEntry
+	81,  // 9: floe.v1.ListTablesResponse.tables:type_name -> floe.v1.TableRecord
+	81,  // 10: floe.v1.GetTableResponse.table:type_name -> floe.v1.TableRecord
+	82,  // 11: floe.v1.GetTableResponse.buckets:type_name -> floe.v1.BucketRecord
+	83,  // 12: floe.v1.GetTableResponse.nodes:type_name -> floe.v1.NodeRecord
+	84,  // 13: floe.v1.GetTableResponse.partition:type_name -> floe.v1.PartitionRecord
+	84,  // 14: floe.v1.GetTableResponse.partitions:type_name -> floe.v1.PartitionRecord
+	81,  // 15: floe.v1.ListPartitionsResponse.table:type_name -> floe.v1.TableRecord
 	26,  // 16: floe.v1.ListPartitionsResponse.partitions:type_name -> floe.v1.PartitionSummary
-	82,  // 17: floe.v1.PartitionSummary.partition:type_name -> floe.v1.PartitionRecord
+	84,  // 17: floe.v1.PartitionSummary.partition:type_name -> floe.v1.PartitionRecord
 	9,   // 18: floe.v1.ClusterStatusResponse.voters:type_name -> floe.v1.VoterInfo
 	29,  // 19: floe.v1.ClusterStatusResponse.nodes:type_name -> floe.v1.NodeStatus
-	67,  // 20: floe.v1.ClusterStatusResponse.moves:type_name -> floe.v1.MoveProgress
-	83,  // 21: floe.v1.ClusterStatusResponse.settings:type_name -> floe.v1.ClusterSettings
-	81,  // 22: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
+	69,  // 20: floe.v1.ClusterStatusResponse.moves:type_name -> floe.v1.MoveProgress
+	85,  // 21: floe.v1.ClusterStatusResponse.settings:type_name -> floe.v1.ClusterSettings
+	83,  // 22: floe.v1.NodeStatus.node:type_name -> floe.v1.NodeRecord
 	32,  // 23: floe.v1.BucketStatusResponse.buckets:type_name -> floe.v1.BucketStatus
-	80,  // 24: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
-	84,  // 25: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
-	85,  // 26: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
-	80,  // 27: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
-	86,  // 28: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
-	80,  // 29: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
-	87,  // 30: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
-	80,  // 31: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
-	81,  // 32: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
-	88,  // 33: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
-	81,  // 34: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
-	51,  // 35: floe.v1.RemoveNodeResponse.buckets:type_name -> floe.v1.RemovedReplica
-	80,  // 36: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
-	89,  // 37: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
-	90,  // 38: floe.v1.PutUserRequest.user:type_name -> floe.v1.UserRecord
-	90,  // 39: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserRecord
-	91,  // 40: floe.v1.AddAclsRequest.entries:type_name -> floe.v1.AclEntry
-	91,  // 41: floe.v1.RemoveAclsRequest.entries:type_name -> floe.v1.AclEntry
-	91,  // 42: floe.v1.ListAclsResponse.entries:type_name -> floe.v1.AclEntry
-	61,  // 43: floe.v1.MoveReplicasRequest.moves:type_name -> floe.v1.NamedBucketMove
-	61,  // 44: floe.v1.MoveReplicasResponse.started:type_name -> floe.v1.NamedBucketMove
-	61,  // 45: floe.v1.MoveReplicasResponse.queued:type_name -> floe.v1.NamedBucketMove
-	61,  // 46: floe.v1.MoveReplicasResponse.cancelled:type_name -> floe.v1.NamedBucketMove
-	61,  // 47: floe.v1.MoveReplicasResponse.dequeued:type_name -> floe.v1.NamedBucketMove
-	92,  // 48: floe.v1.MoveReplicasResponse.bounds:type_name -> floe.v1.MoveBounds
-	61,  // 49: floe.v1.MoveReplicasResponse.kept:type_name -> floe.v1.NamedBucketMove
-	67,  // 50: floe.v1.MoveStatusResponse.running:type_name -> floe.v1.MoveProgress
-	61,  // 51: floe.v1.MoveStatusResponse.queued:type_name -> floe.v1.NamedBucketMove
-	92,  // 52: floe.v1.MoveStatusResponse.bounds:type_name -> floe.v1.MoveBounds
-	61,  // 53: floe.v1.MoveProgress.move:type_name -> floe.v1.NamedBucketMove
-	70,  // 54: floe.v1.RebalanceResponse.moves:type_name -> floe.v1.PlannedMove
-	71,  // 55: floe.v1.RebalanceResponse.before:type_name -> floe.v1.NodeBalance
-	71,  // 56: floe.v1.RebalanceResponse.after:type_name -> floe.v1.NodeBalance
-	63,  // 57: floe.v1.RebalanceResponse.started:type_name -> floe.v1.MoveReplicasResponse
-	61,  // 58: floe.v1.PlannedMove.move:type_name -> floe.v1.NamedBucketMove
-	83,  // 59: floe.v1.SetClusterSettingsResponse.settings:type_name -> floe.v1.ClusterSettings
-	0,   // 60: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
-	3,   // 61: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
-	5,   // 62: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
-	7,   // 63: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
-	11,  // 64: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
-	12,  // 65: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
-	13,  // 66: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
-	15,  // 67: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
-	16,  // 68: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
-	17,  // 69: floe.v1.Meta.AlterTable:input_type -> floe.v1.AlterTableRequest
-	18,  // 70: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
-	20,  // 71: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
-	22,  // 72: floe.v1.Meta.CreatePartition:input_type -> floe.v1.CreatePartitionRequest
-	22,  // 73: floe.v1.Meta.CreatePartitionOnWrite:input_type -> floe.v1.CreatePartitionRequest
-	23,  // 74: floe.v1.Meta.DropPartition:input_type -> floe.v1.DropPartitionRequest
-	24,  // 75: floe.v1.Meta.ListPartitions:input_type -> floe.v1.ListPartitionsRequest
-	37,  // 76: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
-	38,  // 77: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
-	40,  // 78: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
-	42,  // 79: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
-	44,  // 80: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
-	46,  // 81: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
-	47,  // 82: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
-	49,  // 83: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
-	62,  // 84: floe.v1.Meta.MoveReplicas:input_type -> floe.v1.MoveReplicasRequest
-	64,  // 85: floe.v1.Meta.CancelMoves:input_type -> floe.v1.CancelMovesRequest
-	65,  // 86: floe.v1.Meta.MoveStatus:input_type -> floe.v1.MoveStatusRequest
-	68,  // 87: floe.v1.Meta.Rebalance:input_type -> floe.v1.RebalanceRequest
-	72,  // 88: floe.v1.Meta.SetClusterSettings:input_type -> floe.v1.SetClusterSettingsRequest
-	27,  // 89: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
-	30,  // 90: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
-	33,  // 91: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
-	34,  // 92: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
-	35,  // 93: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
-	53,  // 94: floe.v1.Meta.PutUser:input_type -> floe.v1.PutUserRequest
-	54,  // 95: floe.v1.Meta.DeleteUser:input_type -> floe.v1.DeleteUserRequest
-	55,  // 96: floe.v1.Meta.ListUsers:input_type -> floe.v1.ListUsersRequest
-	57,  // 97: floe.v1.Meta.AddAcls:input_type -> floe.v1.AddAclsRequest
-	58,  // 98: floe.v1.Meta.RemoveAcls:input_type -> floe.v1.RemoveAclsRequest
-	59,  // 99: floe.v1.Meta.ListAcls:input_type -> floe.v1.ListAclsRequest
-	2,   // 100: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
-	4,   // 101: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
-	6,   // 102: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
-	8,   // 103: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
-	10,  // 104: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
-	10,  // 105: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
-	14,  // 106: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
-	10,  // 107: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
-	10,  // 108: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
-	10,  // 109: floe.v1.Meta.AlterTable:output_type -> floe.v1.CommandResponse
-	19,  // 110: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
-	21,  // 111: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
-	10,  // 112: floe.v1.Meta.CreatePartition:output_type -> floe.v1.CommandResponse
-	10,  // 113: floe.v1.Meta.CreatePartitionOnWrite:output_type -> floe.v1.CommandResponse
-	10,  // 114: floe.v1.Meta.DropPartition:output_type -> floe.v1.CommandResponse
-	25,  // 115: floe.v1.Meta.ListPartitions:output_type -> floe.v1.ListPartitionsResponse
-	93,  // 116: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
-	39,  // 117: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
-	41,  // 118: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
-	43,  // 119: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
-	45,  // 120: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
-	52,  // 121: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
-	48,  // 122: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
-	50,  // 123: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
-	63,  // 124: floe.v1.Meta.MoveReplicas:output_type -> floe.v1.MoveReplicasResponse
-	63,  // 125: floe.v1.Meta.CancelMoves:output_type -> floe.v1.MoveReplicasResponse
-	66,  // 126: floe.v1.Meta.MoveStatus:output_type -> floe.v1.MoveStatusResponse
-	69,  // 127: floe.v1.Meta.Rebalance:output_type -> floe.v1.RebalanceResponse
-	73,  // 128: floe.v1.Meta.SetClusterSettings:output_type -> floe.v1.SetClusterSettingsResponse
-	28,  // 129: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
-	31,  // 130: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
-	36,  // 131: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
-	36,  // 132: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
-	36,  // 133: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
-	10,  // 134: floe.v1.Meta.PutUser:output_type -> floe.v1.CommandResponse
-	10,  // 135: floe.v1.Meta.DeleteUser:output_type -> floe.v1.CommandResponse
-	56,  // 136: floe.v1.Meta.ListUsers:output_type -> floe.v1.ListUsersResponse
-	10,  // 137: floe.v1.Meta.AddAcls:output_type -> floe.v1.CommandResponse
-	10,  // 138: floe.v1.Meta.RemoveAcls:output_type -> floe.v1.CommandResponse
-	60,  // 139: floe.v1.Meta.ListAcls:output_type -> floe.v1.ListAclsResponse
-	100, // [100:140] is the sub-list for method output_type
-	60,  // [60:100] is the sub-list for method input_type
-	60,  // [60:60] is the sub-list for extension type_name
-	60,  // [60:60] is the sub-list for extension extendee
-	0,   // [0:60] is the sub-list for field type_name
+	82,  // 24: floe.v1.BucketStatus.bucket:type_name -> floe.v1.BucketRecord
+	86,  // 25: floe.v1.BucketStatus.error_code:type_name -> floe.v1.ErrorCode
+	87,  // 26: floe.v1.AdjustIsrRequest.change:type_name -> floe.v1.AdjustIsr
+	82,  // 27: floe.v1.AdjustIsrResponse.bucket:type_name -> floe.v1.BucketRecord
+	88,  // 28: floe.v1.CommitRemoteLogRequest.commit:type_name -> floe.v1.CommitRemoteLog
+	82,  // 29: floe.v1.CommitRemoteLogResponse.bucket:type_name -> floe.v1.BucketRecord
+	89,  // 30: floe.v1.CommitLakeRequest.commit:type_name -> floe.v1.CommitLake
+	81,  // 31: floe.v1.CommitLakeResponse.table:type_name -> floe.v1.TableRecord
+	90,  // 32: floe.v1.CommitKVSnapshotRequest.commit:type_name -> floe.v1.CommitKVSnapshot
+	82,  // 33: floe.v1.CommitKVSnapshotResponse.bucket:type_name -> floe.v1.BucketRecord
+	83,  // 34: floe.v1.DrainNodeResponse.node:type_name -> floe.v1.NodeRecord
+	91,  // 35: floe.v1.DrainNodeResponse.buckets:type_name -> floe.v1.BucketDrain
+	83,  // 36: floe.v1.RemoveNodeResponse.node:type_name -> floe.v1.NodeRecord
+	53,  // 37: floe.v1.RemoveNodeResponse.buckets:type_name -> floe.v1.RemovedReplica
+	82,  // 38: floe.v1.RemovedReplica.bucket:type_name -> floe.v1.BucketRecord
+	92,  // 39: floe.v1.ElectLeadersResponse.buckets:type_name -> floe.v1.BucketElection
+	93,  // 40: floe.v1.PutUserRequest.user:type_name -> floe.v1.UserRecord
+	93,  // 41: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserRecord
+	94,  // 42: floe.v1.AddAclsRequest.entries:type_name -> floe.v1.AclEntry
+	94,  // 43: floe.v1.RemoveAclsRequest.entries:type_name -> floe.v1.AclEntry
+	94,  // 44: floe.v1.ListAclsResponse.entries:type_name -> floe.v1.AclEntry
+	63,  // 45: floe.v1.MoveReplicasRequest.moves:type_name -> floe.v1.NamedBucketMove
+	63,  // 46: floe.v1.MoveReplicasResponse.started:type_name -> floe.v1.NamedBucketMove
+	63,  // 47: floe.v1.MoveReplicasResponse.queued:type_name -> floe.v1.NamedBucketMove
+	63,  // 48: floe.v1.MoveReplicasResponse.cancelled:type_name -> floe.v1.NamedBucketMove
+	63,  // 49: floe.v1.MoveReplicasResponse.dequeued:type_name -> floe.v1.NamedBucketMove
+	95,  // 50: floe.v1.MoveReplicasResponse.bounds:type_name -> floe.v1.MoveBounds
+	63,  // 51: floe.v1.MoveReplicasResponse.kept:type_name -> floe.v1.NamedBucketMove
+	69,  // 52: floe.v1.MoveStatusResponse.running:type_name -> floe.v1.MoveProgress
+	63,  // 53: floe.v1.MoveStatusResponse.queued:type_name -> floe.v1.NamedBucketMove
+	95,  // 54: floe.v1.MoveStatusResponse.bounds:type_name -> floe.v1.MoveBounds
+	63,  // 55: floe.v1.MoveProgress.move:type_name -> floe.v1.NamedBucketMove
+	72,  // 56: floe.v1.RebalanceResponse.moves:type_name -> floe.v1.PlannedMove
+	73,  // 57: floe.v1.RebalanceResponse.before:type_name -> floe.v1.NodeBalance
+	73,  // 58: floe.v1.RebalanceResponse.after:type_name -> floe.v1.NodeBalance
+	65,  // 59: floe.v1.RebalanceResponse.started:type_name -> floe.v1.MoveReplicasResponse
+	63,  // 60: floe.v1.PlannedMove.move:type_name -> floe.v1.NamedBucketMove
+	85,  // 61: floe.v1.SetClusterSettingsResponse.settings:type_name -> floe.v1.ClusterSettings
+	0,   // 62: floe.v1.Meta.Hello:input_type -> floe.v1.HelloRequest
+	3,   // 63: floe.v1.Meta.Join:input_type -> floe.v1.JoinRequest
+	5,   // 64: floe.v1.Meta.Propose:input_type -> floe.v1.ProposeRequest
+	7,   // 65: floe.v1.Meta.RaftStatus:input_type -> floe.v1.RaftStatusRequest
+	11,  // 66: floe.v1.Meta.CreateDatabase:input_type -> floe.v1.CreateDatabaseRequest
+	12,  // 67: floe.v1.Meta.DropDatabase:input_type -> floe.v1.DropDatabaseRequest
+	13,  // 68: floe.v1.Meta.ListDatabases:input_type -> floe.v1.ListDatabasesRequest
+	15,  // 69: floe.v1.Meta.CreateTable:input_type -> floe.v1.CreateTableRequest
+	16,  // 70: floe.v1.Meta.DropTable:input_type -> floe.v1.DropTableRequest
+	17,  // 71: floe.v1.Meta.AlterTable:input_type -> floe.v1.AlterTableRequest
+	18,  // 72: floe.v1.Meta.ListTables:input_type -> floe.v1.ListTablesRequest
+	20,  // 73: floe.v1.Meta.GetTable:input_type -> floe.v1.GetTableRequest
+	22,  // 74: floe.v1.Meta.CreatePartition:input_type -> floe.v1.CreatePartitionRequest
+	22,  // 75: floe.v1.Meta.CreatePartitionOnWrite:input_type -> floe.v1.CreatePartitionRequest
+	23,  // 76: floe.v1.Meta.DropPartition:input_type -> floe.v1.DropPartitionRequest
+	24,  // 77: floe.v1.Meta.ListPartitions:input_type -> floe.v1.ListPartitionsRequest
+	37,  // 78: floe.v1.Meta.WatchMetadata:input_type -> floe.v1.WatchMetadataRequest
+	38,  // 79: floe.v1.Meta.AdjustIsr:input_type -> floe.v1.AdjustIsrRequest
+	40,  // 80: floe.v1.Meta.CommitRemoteLog:input_type -> floe.v1.CommitRemoteLogRequest
+	44,  // 81: floe.v1.Meta.CommitKVSnapshot:input_type -> floe.v1.CommitKVSnapshotRequest
+	42,  // 82: floe.v1.Meta.CommitLake:input_type -> floe.v1.CommitLakeRequest
+	46,  // 83: floe.v1.Meta.AllocateWriterId:input_type -> floe.v1.AllocateWriterIdRequest
+	48,  // 84: floe.v1.Meta.ElectLeaders:input_type -> floe.v1.ElectLeadersRequest
+	49,  // 85: floe.v1.Meta.DrainNode:input_type -> floe.v1.DrainNodeRequest
+	51,  // 86: floe.v1.Meta.RemoveNode:input_type -> floe.v1.RemoveNodeRequest
+	64,  // 87: floe.v1.Meta.MoveReplicas:input_type -> floe.v1.MoveReplicasRequest
+	66,  // 88: floe.v1.Meta.CancelMoves:input_type -> floe.v1.CancelMovesRequest
+	67,  // 89: floe.v1.Meta.MoveStatus:input_type -> floe.v1.MoveStatusRequest
+	70,  // 90: floe.v1.Meta.Rebalance:input_type -> floe.v1.RebalanceRequest
+	74,  // 91: floe.v1.Meta.SetClusterSettings:input_type -> floe.v1.SetClusterSettingsRequest
+	27,  // 92: floe.v1.Meta.ClusterStatus:input_type -> floe.v1.ClusterStatusRequest
+	30,  // 93: floe.v1.Meta.BucketStatus:input_type -> floe.v1.BucketStatusRequest
+	33,  // 94: floe.v1.Meta.AddVoter:input_type -> floe.v1.AddVoterRequest
+	34,  // 95: floe.v1.Meta.RemoveVoter:input_type -> floe.v1.RemoveVoterRequest
+	35,  // 96: floe.v1.Meta.TransferLeadership:input_type -> floe.v1.TransferLeadershipRequest
+	55,  // 97: floe.v1.Meta.PutUser:input_type -> floe.v1.PutUserRequest
+	56,  // 98: floe.v1.Meta.DeleteUser:input_type -> floe.v1.DeleteUserRequest
+	57,  // 99: floe.v1.Meta.ListUsers:input_type -> floe.v1.ListUsersRequest
+	59,  // 100: floe.v1.Meta.AddAcls:input_type -> floe.v1.AddAclsRequest
+	60,  // 101: floe.v1.Meta.RemoveAcls:input_type -> floe.v1.RemoveAclsRequest
+	61,  // 102: floe.v1.Meta.ListAcls:input_type -> floe.v1.ListAclsRequest
+	2,   // 103: floe.v1.Meta.Hello:output_type -> floe.v1.HelloResponse
+	4,   // 104: floe.v1.Meta.Join:output_type -> floe.v1.JoinResponse
+	6,   // 105: floe.v1.Meta.Propose:output_type -> floe.v1.ProposeResponse
+	8,   // 106: floe.v1.Meta.RaftStatus:output_type -> floe.v1.RaftStatusResponse
+	10,  // 107: floe.v1.Meta.CreateDatabase:output_type -> floe.v1.CommandResponse
+	10,  // 108: floe.v1.Meta.DropDatabase:output_type -> floe.v1.CommandResponse
+	14,  // 109: floe.v1.Meta.ListDatabases:output_type -> floe.v1.ListDatabasesResponse
+	10,  // 110: floe.v1.Meta.CreateTable:output_type -> floe.v1.CommandResponse
+	10,  // 111: floe.v1.Meta.DropTable:output_type -> floe.v1.CommandResponse
+	10,  // 112: floe.v1.Meta.AlterTable:output_type -> floe.v1.CommandResponse
+	19,  // 113: floe.v1.Meta.ListTables:output_type -> floe.v1.ListTablesResponse
+	21,  // 114: floe.v1.Meta.GetTable:output_type -> floe.v1.GetTableResponse
+	10,  // 115: floe.v1.Meta.CreatePartition:output_type -> floe.v1.CommandResponse
+	10,  // 116: floe.v1.Meta.CreatePartitionOnWrite:output_type -> floe.v1.CommandResponse
+	10,  // 117: floe.v1.Meta.DropPartition:output_type -> floe.v1.CommandResponse
+	25,  // 118: floe.v1.Meta.ListPartitions:output_type -> floe.v1.ListPartitionsResponse
+	96,  // 119: floe.v1.Meta.WatchMetadata:output_type -> floe.v1.MetadataUpdate
+	39,  // 120: floe.v1.Meta.AdjustIsr:output_type -> floe.v1.AdjustIsrResponse
+	41,  // 121: floe.v1.Meta.CommitRemoteLog:output_type -> floe.v1.CommitRemoteLogResponse
+	45,  // 122: floe.v1.Meta.CommitKVSnapshot:output_type -> floe.v1.CommitKVSnapshotResponse
+	43,  // 123: floe.v1.Meta.CommitLake:output_type -> floe.v1.CommitLakeResponse
+	47,  // 124: floe.v1.Meta.AllocateWriterId:output_type -> floe.v1.AllocateWriterIdResponse
+	54,  // 125: floe.v1.Meta.ElectLeaders:output_type -> floe.v1.ElectLeadersResponse
+	50,  // 126: floe.v1.Meta.DrainNode:output_type -> floe.v1.DrainNodeResponse
+	52,  // 127: floe.v1.Meta.RemoveNode:output_type -> floe.v1.RemoveNodeResponse
+	65,  // 128: floe.v1.Meta.MoveReplicas:output_type -> floe.v1.MoveReplicasResponse
+	65,  // 129: floe.v1.Meta.CancelMoves:output_type -> floe.v1.MoveReplicasResponse
+	68,  // 130: floe.v1.Meta.MoveStatus:output_type -> floe.v1.MoveStatusResponse
+	71,  // 131: floe.v1.Meta.Rebalance:output_type -> floe.v1.RebalanceResponse
+	75,  // 132: floe.v1.Meta.SetClusterSettings:output_type -> floe.v1.SetClusterSettingsResponse
+	28,  // 133: floe.v1.Meta.ClusterStatus:output_type -> floe.v1.ClusterStatusResponse
+	31,  // 134: floe.v1.Meta.BucketStatus:output_type -> floe.v1.BucketStatusResponse
+	36,  // 135: floe.v1.Meta.AddVoter:output_type -> floe.v1.AdminResponse
+	36,  // 136: floe.v1.Meta.RemoveVoter:output_type -> floe.v1.AdminResponse
+	36,  // 137: floe.v1.Meta.TransferLeadership:output_type -> floe.v1.AdminResponse
+	10,  // 138: floe.v1.Meta.PutUser:output_type -> floe.v1.CommandResponse
+	10,  // 139: floe.v1.Meta.DeleteUser:output_type -> floe.v1.CommandResponse
+	58,  // 140: floe.v1.Meta.ListUsers:output_type -> floe.v1.ListUsersResponse
+	10,  // 141: floe.v1.Meta.AddAcls:output_type -> floe.v1.CommandResponse
+	10,  // 142: floe.v1.Meta.RemoveAcls:output_type -> floe.v1.CommandResponse
+	62,  // 143: floe.v1.Meta.ListAcls:output_type -> floe.v1.ListAclsResponse
+	103, // [103:144] is the sub-list for method output_type
+	62,  // [62:103] is the sub-list for method input_type
+	62,  // [62:62] is the sub-list for extension type_name
+	62,  // [62:62] is the sub-list for extension extendee
+	0,   // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -5399,15 +5512,15 @@ func file_meta_proto_init() {
 	file_metastate_proto_init()
 	file_meta_proto_msgTypes[17].OneofWrappers = []any{}
 	file_meta_proto_msgTypes[32].OneofWrappers = []any{}
-	file_meta_proto_msgTypes[46].OneofWrappers = []any{}
-	file_meta_proto_msgTypes[72].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[48].OneofWrappers = []any{}
+	file_meta_proto_msgTypes[74].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   76,
+			NumMessages:   78,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -58,6 +58,7 @@ type DRPCMetaClient interface {
 	AdjustIsr(ctx context.Context, in *AdjustIsrRequest) (*AdjustIsrResponse, error)
 	CommitRemoteLog(ctx context.Context, in *CommitRemoteLogRequest) (*CommitRemoteLogResponse, error)
 	CommitKVSnapshot(ctx context.Context, in *CommitKVSnapshotRequest) (*CommitKVSnapshotResponse, error)
+	CommitLake(ctx context.Context, in *CommitLakeRequest) (*CommitLakeResponse, error)
 	AllocateWriterId(ctx context.Context, in *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
 	ElectLeaders(ctx context.Context, in *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	DrainNode(ctx context.Context, in *DrainNodeRequest) (*DrainNodeResponse, error)
@@ -301,6 +302,15 @@ func (c *drpcMetaClient) CommitKVSnapshot(ctx context.Context, in *CommitKVSnaps
 	return out, nil
 }
 
+func (c *drpcMetaClient) CommitLake(ctx context.Context, in *CommitLakeRequest) (*CommitLakeResponse, error) {
+	out := new(CommitLakeResponse)
+	err := c.cc.Invoke(ctx, "/floe.v1.Meta/CommitLake", drpcEncoding_File_meta_proto{}, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *drpcMetaClient) AllocateWriterId(ctx context.Context, in *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error) {
 	out := new(AllocateWriterIdResponse)
 	err := c.cc.Invoke(ctx, "/floe.v1.Meta/AllocateWriterId", drpcEncoding_File_meta_proto{}, in, out)
@@ -502,6 +512,7 @@ type DRPCMetaServer interface {
 	AdjustIsr(context.Context, *AdjustIsrRequest) (*AdjustIsrResponse, error)
 	CommitRemoteLog(context.Context, *CommitRemoteLogRequest) (*CommitRemoteLogResponse, error)
 	CommitKVSnapshot(context.Context, *CommitKVSnapshotRequest) (*CommitKVSnapshotResponse, error)
+	CommitLake(context.Context, *CommitLakeRequest) (*CommitLakeResponse, error)
 	AllocateWriterId(context.Context, *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error)
 	ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	DrainNode(context.Context, *DrainNodeRequest) (*DrainNodeResponse, error)
@@ -606,6 +617,10 @@ func (s *DRPCMetaUnimplementedServer) CommitKVSnapshot(context.Context, *CommitK
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
 
+func (s *DRPCMetaUnimplementedServer) CommitLake(context.Context, *CommitLakeRequest) (*CommitLakeResponse, error) {
+	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
+}
+
 func (s *DRPCMetaUnimplementedServer) AllocateWriterId(context.Context, *AllocateWriterIdRequest) (*AllocateWriterIdResponse, error) {
 	return nil, drpcerr.WithCode(errors.New("Unimplemented"), drpcerr.Unimplemented)
 }
@@ -688,7 +703,7 @@ func (s *DRPCMetaUnimplementedServer) ListAcls(context.Context, *ListAclsRequest
 
 type DRPCMetaDescription struct{}
 
-func (DRPCMetaDescription) NumMethods() int { return 40 }
+func (DRPCMetaDescription) NumMethods() int { return 41 }
 
 func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, interface{}, bool) {
 	switch n {
@@ -873,6 +888,15 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 					)
 			}, DRPCMetaServer.CommitKVSnapshot, true
 	case 20:
+		return "/floe.v1.Meta/CommitLake", drpcEncoding_File_meta_proto{},
+			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
+				return srv.(DRPCMetaServer).
+					CommitLake(
+						ctx,
+						in1.(*CommitLakeRequest),
+					)
+			}, DRPCMetaServer.CommitLake, true
+	case 21:
 		return "/floe.v1.Meta/AllocateWriterId", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -881,7 +905,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AllocateWriterIdRequest),
 					)
 			}, DRPCMetaServer.AllocateWriterId, true
-	case 21:
+	case 22:
 		return "/floe.v1.Meta/ElectLeaders", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -890,7 +914,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ElectLeadersRequest),
 					)
 			}, DRPCMetaServer.ElectLeaders, true
-	case 22:
+	case 23:
 		return "/floe.v1.Meta/DrainNode", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -899,7 +923,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*DrainNodeRequest),
 					)
 			}, DRPCMetaServer.DrainNode, true
-	case 23:
+	case 24:
 		return "/floe.v1.Meta/RemoveNode", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -908,7 +932,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveNodeRequest),
 					)
 			}, DRPCMetaServer.RemoveNode, true
-	case 24:
+	case 25:
 		return "/floe.v1.Meta/MoveReplicas", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -917,7 +941,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*MoveReplicasRequest),
 					)
 			}, DRPCMetaServer.MoveReplicas, true
-	case 25:
+	case 26:
 		return "/floe.v1.Meta/CancelMoves", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -926,7 +950,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*CancelMovesRequest),
 					)
 			}, DRPCMetaServer.CancelMoves, true
-	case 26:
+	case 27:
 		return "/floe.v1.Meta/MoveStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -935,7 +959,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*MoveStatusRequest),
 					)
 			}, DRPCMetaServer.MoveStatus, true
-	case 27:
+	case 28:
 		return "/floe.v1.Meta/Rebalance", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -944,7 +968,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RebalanceRequest),
 					)
 			}, DRPCMetaServer.Rebalance, true
-	case 28:
+	case 29:
 		return "/floe.v1.Meta/SetClusterSettings", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -953,7 +977,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*SetClusterSettingsRequest),
 					)
 			}, DRPCMetaServer.SetClusterSettings, true
-	case 29:
+	case 30:
 		return "/floe.v1.Meta/ClusterStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -962,7 +986,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ClusterStatusRequest),
 					)
 			}, DRPCMetaServer.ClusterStatus, true
-	case 30:
+	case 31:
 		return "/floe.v1.Meta/BucketStatus", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -971,7 +995,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*BucketStatusRequest),
 					)
 			}, DRPCMetaServer.BucketStatus, true
-	case 31:
+	case 32:
 		return "/floe.v1.Meta/AddVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -980,7 +1004,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddVoterRequest),
 					)
 			}, DRPCMetaServer.AddVoter, true
-	case 32:
+	case 33:
 		return "/floe.v1.Meta/RemoveVoter", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -989,7 +1013,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveVoterRequest),
 					)
 			}, DRPCMetaServer.RemoveVoter, true
-	case 33:
+	case 34:
 		return "/floe.v1.Meta/TransferLeadership", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -998,7 +1022,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*TransferLeadershipRequest),
 					)
 			}, DRPCMetaServer.TransferLeadership, true
-	case 34:
+	case 35:
 		return "/floe.v1.Meta/PutUser", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -1007,7 +1031,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*PutUserRequest),
 					)
 			}, DRPCMetaServer.PutUser, true
-	case 35:
+	case 36:
 		return "/floe.v1.Meta/DeleteUser", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -1016,7 +1040,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*DeleteUserRequest),
 					)
 			}, DRPCMetaServer.DeleteUser, true
-	case 36:
+	case 37:
 		return "/floe.v1.Meta/ListUsers", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -1025,7 +1049,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*ListUsersRequest),
 					)
 			}, DRPCMetaServer.ListUsers, true
-	case 37:
+	case 38:
 		return "/floe.v1.Meta/AddAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -1034,7 +1058,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*AddAclsRequest),
 					)
 			}, DRPCMetaServer.AddAcls, true
-	case 38:
+	case 39:
 		return "/floe.v1.Meta/RemoveAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -1043,7 +1067,7 @@ func (DRPCMetaDescription) Method(n int) (string, drpc.Encoding, drpc.Receiver, 
 						in1.(*RemoveAclsRequest),
 					)
 			}, DRPCMetaServer.RemoveAcls, true
-	case 39:
+	case 40:
 		return "/floe.v1.Meta/ListAcls", drpcEncoding_File_meta_proto{},
 			func(srv interface{}, ctx context.Context, in1, in2 interface{}) (drpc.Message, error) {
 				return srv.(DRPCMetaServer).
@@ -1452,6 +1476,26 @@ func (x *drpcMeta_CommitKVSnapshotStream) GetStream() drpc.Stream {
 }
 
 func (x *drpcMeta_CommitKVSnapshotStream) SendAndClose(m *CommitKVSnapshotResponse) error {
+	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
+		return err
+	}
+	return x.CloseSend()
+}
+
+type DRPCMeta_CommitLakeStream interface {
+	drpc.Stream
+	SendAndClose(*CommitLakeResponse) error
+}
+
+type drpcMeta_CommitLakeStream struct {
+	drpc.Stream
+}
+
+func (x *drpcMeta_CommitLakeStream) GetStream() drpc.Stream {
+	return x.Stream
+}
+
+func (x *drpcMeta_CommitLakeStream) SendAndClose(m *CommitLakeResponse) error {
 	if err := x.MsgSend(m, drpcEncoding_File_meta_proto{}); err != nil {
 		return err
 	}
