@@ -18,15 +18,22 @@ import (
 )
 
 // lakeWriter commits rows to a lake table the way the cluster's tiering
-// does: a data file per partition value per commit, then a snapshot.
+// does, with lake.RunRound: the rows of each partition value are the
+// records of one bucket (a partition of its own), and each commit is a
+// round over every bucket.
 type lakeWriter struct {
 	t       *testing.T
 	tbl     *lake.Table
 	meta    *lake.Metadata
 	version int
-	lastID  int
-	offset  int64
+	key     string
 	partBy  string
+	schemas map[int32]record.Schema
+	current int32
+	source  *memSource
+	parts   map[string]uint64 // partition value to its physical id
+	order   []string
+	lakeAt  map[uint64]int64 // committed lake offsets
 }
 
 func newLakeWriter(t *testing.T, dir, partitionBy string) *lakeWriter {
@@ -34,10 +41,41 @@ func newLakeWriter(t *testing.T, dir, partitionBy string) *lakeWriter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &lakeWriter{t: t, tbl: lake.NewTable(store, "wh/app/events"), partBy: partitionBy}
+	return &lakeWriter{t: t, tbl: lake.NewTable(store, "wh/app/events"), partBy: partitionBy, schemas: map[int32]record.Schema{},
+		source: &memSource{records: map[uint64][]lake.Record{}}, parts: map[string]uint64{}, lakeAt: map[uint64]int64{}}
 }
 
-// commit writes rows (JSON objects of schema) as one snapshot; the schema
+// memSource serves each bucket's records from memory, all committed.
+type memSource struct{ records map[uint64][]lake.Record }
+
+func (s *memSource) ReadBucket(_ context.Context, b lake.BucketRef, from int64, maxRecords int, fn func(lake.Record) error) (int64, error) {
+	next := from
+	for _, r := range s.records[b.PhysicalID] {
+		if r.Offset < from || int(r.Offset-from) >= maxRecords {
+			continue
+		}
+		if err := fn(r); err != nil {
+			return from, err
+		}
+		next = r.Offset + 1
+	}
+	return next, nil
+}
+
+// Commit is the controller's compare-and-set on the lake version.
+func (w *lakeWriter) Commit(_ context.Context, expected int64, key string, offsets []lake.Offset) error {
+	if expected != int64(w.version) {
+		return fmt.Errorf("%w: version %d expected, committed is %d", lake.ErrFenced, expected, w.version)
+	}
+	w.version++
+	w.key = key
+	for _, o := range offsets {
+		w.lakeAt[o.Bucket.PhysicalID] = o.Offset
+	}
+	return nil
+}
+
+// commit writes rows (JSON objects of schema) as one round; the schema
 // may have columns added since the last commit.
 func (w *lakeWriter) commit(schema string, rows []string) {
 	t := w.t
@@ -46,35 +84,10 @@ func (w *lakeWriter) commit(schema string, rows []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var prev *lake.Schema
-	if w.meta != nil {
-		prev = w.meta.CurrentSchema()
+	if w.current == 0 || !w.schemas[w.current].Equal(s) {
+		w.current++
+		w.schemas[w.current] = s
 	}
-	ls, err := lake.NewSchema(0, s, prev, &w.lastID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	create := func() (*lake.Metadata, error) {
-		var by []string
-		if w.partBy != "" {
-			by = []string{w.partBy}
-		}
-		return lake.NewMetadata(w.tbl.Location(), "0b9a3f50-7a8e-4d0b-9a51-8a4b7c0d2e13", ls, w.lastID, by, nil, 1000)
-	}
-	base := w.meta
-	spec := lake.PartitionSpec{}
-	if base != nil {
-		base.SetSchema(ls, w.lastID)
-		spec = base.Spec()
-	} else {
-		m, err := create()
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec = m.Spec()
-	}
-	groups := map[string][][]byte{}
-	var order []string
 	partCol := -1
 	if w.partBy != "" {
 		partCol, _ = s.ColumnIndex(w.partBy)
@@ -88,43 +101,36 @@ func (w *lakeWriter) commit(schema string, rows []string) {
 		if partCol >= 0 {
 			key = record.NewRowView(s, row).String(partCol)
 		}
-		if groups[key] == nil {
-			order = append(order, key)
+		id, ok := w.parts[key]
+		if !ok {
+			id = uint64(100 + len(w.parts))
+			w.parts[key] = id
+			w.order = append(w.order, key)
 		}
-		groups[key] = append(groups[key], row)
+		recs := w.source.records[id]
+		off := int64(len(recs))
+		w.source.records[id] = append(recs, lake.Record{Offset: off, TimestampMs: 1_700_000_000_000 + off, SchemaID: w.current, Row: row})
 	}
-	var files []lake.DataFile
-	for _, key := range order {
-		fb, err := lake.NewFileBuilder(s, ls)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, row := range groups[key] {
-			if err := fb.Append(row, 0, w.offset, 1_700_000_000_000+w.offset); err != nil {
-				t.Fatal(err)
-			}
-			w.offset++
-		}
-		body, df, err := fb.Finish()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var part []lake.PartitionValue
+	var buckets []lake.Offset
+	for _, key := range w.order {
+		ref := lake.BucketRef{PhysicalID: w.parts[key], Bucket: 0}
 		if partCol >= 0 {
-			part = []lake.PartitionValue{{Type: "string", Value: key}}
+			ref.Partition = []lake.PartitionValue{{Type: "string", Value: key}}
 		}
-		if df, err = w.tbl.PutDataFile(ctx, w.tbl.DataFileKey(spec, part, fmt.Sprintf("b0-%d", w.offset)), body, df, part); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, df)
+		buckets = append(buckets, lake.Offset{Bucket: ref, Offset: w.lakeAt[ref.PhysicalID]})
 	}
-	staged, err := w.tbl.StageAppend(ctx, base, w.version, create, files, map[string]string{"floe.log-offsets": fmt.Sprintf(`{"0":%d}`, w.offset)}, 2000+w.offset)
+	var by []string
+	if w.partBy != "" {
+		by = []string{w.partBy}
+	}
+	res, err := lake.RunRound(ctx, lake.Round{Table: w.tbl, Schemas: w.schemas, CurrentID: w.current, PartitionBy: by,
+		TableUUID: "0b9a3f50-7a8e-4d0b-9a51-8a4b7c0d2e13", Version: int64(w.version), MetadataKey: w.key,
+		Buckets: buckets, MaxRecords: 1 << 20, NowMs: 2000 + int64(w.version)}, w.source, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.version++
-	if err := w.tbl.Publish(ctx, w.version, staged.Key); err != nil {
-		t.Fatal(err)
+	if res.Records != int64(len(rows)) {
+		t.Fatalf("a round committed %d records of %d", res.Records, len(rows))
 	}
 	if w.meta, err = w.tbl.ReadVersion(ctx, w.version); err != nil {
 		t.Fatal(err)
@@ -189,12 +195,12 @@ func TestIcebergGoReadsLogTable(t *testing.T) {
 		`{"id": 5, "region": "ap", "amount": 1, "at": null, "note": null}`,
 	})
 	got := scanWithIceberg(t, w.metadataURI(), "id", "region", "amount", "note", "__offset")
-	want := []string{
+	want := []string{ // each region's rows are one bucket's records
 		"id=1 region=eu amount=10 note=(null) __offset=0",
-		"id=2 region=us amount=(null) note=(null) __offset=2",
+		"id=2 region=us amount=(null) note=(null) __offset=0",
 		"id=3 region=eu amount=-5 note=(null) __offset=1",
-		"id=4 region=us amount=7 note=late __offset=3",
-		"id=5 region=ap amount=1 note=(null) __offset=4",
+		"id=4 region=us amount=7 note=late __offset=1",
+		"id=5 region=ap amount=1 note=(null) __offset=0",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("iceberg-go read:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

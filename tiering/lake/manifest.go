@@ -25,6 +25,9 @@ type DataFile struct {
 	// them, in Iceberg's single-value binary form.
 	ValueCounts, NullCounts  map[int]int64
 	LowerBounds, UpperBounds map[int][]byte
+	// PartitionByName is the partition as a manifest read back gives it:
+	// each field's value by name (ReadManifest; writing uses Partition).
+	PartitionByName map[string]any
 }
 
 // PartitionValue is a data file's value of one partition field: Iceberg

@@ -79,3 +79,49 @@ func decodeManifestList(uri string, body []byte) ([]ManifestFile, error) {
 }
 
 func isEOF(err error) bool { return err == io.EOF }
+
+// ReadManifest reads a manifest's entries (by its URI): each data file's
+// status, path, partition values (by field name), counts and size.
+func (t *Table) ReadManifest(ctx context.Context, uri string) ([]ManifestEntry, error) {
+	body, err := t.readURI(ctx, uri, maxManifestBytes)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ocf.NewReader(bytes.NewReader(body), ocf.WithMaxBlockBytes(maxManifestBytes), ocf.WithMaxDecompressedBlockBytes(maxManifestBytes))
+	if err != nil {
+		return nil, fmt.Errorf("%w: manifest %s: %v", ErrInvalidMetadata, uri, err)
+	}
+	defer r.Close()
+	var out []ManifestEntry
+	for {
+		var v map[string]any
+		if err := r.Decode(&v); err != nil {
+			if isEOF(err) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%w: manifest %s: %v", ErrInvalidMetadata, uri, err)
+		}
+		df, _ := v["data_file"].(map[string]any)
+		part, _ := df["partition"].(map[string]any)
+		e := ManifestEntry{Status: int(asInt(v["status"])), SnapshotID: asInt(v["snapshot_id"]), SequenceNumber: asInt(v["sequence_number"]),
+			File: DataFile{RecordCount: asInt(df["record_count"]), SizeBytes: asInt(df["file_size_in_bytes"]), PartitionByName: part}}
+		e.File.Path, _ = df["file_path"].(string)
+		if e.File.Path == "" {
+			return nil, fmt.Errorf("%w: manifest %s: an entry without a file path", ErrInvalidMetadata, uri)
+		}
+		out = append(out, e)
+	}
+}
+
+// asInt is an Avro int or long decoded generically (0: null or neither).
+func asInt(v any) int64 {
+	switch x := v.(type) {
+	case int32:
+		return int64(x)
+	case int64:
+		return x
+	case int:
+		return int64(x)
+	}
+	return 0
+}
