@@ -93,6 +93,8 @@ type Role struct {
 	ready    atomic.Bool       // replicas and kvTables are set
 	// snapshotSem lets one KV snapshot run at a time (kvsnapshot.go).
 	snapshotSem chan struct{}
+	// lake holds the lake tasks the metadata gives this node (lake.go).
+	lake lakeTables
 }
 
 // New makes the tablet role; Start opens its replicas.
@@ -106,6 +108,7 @@ func New(deps Deps) *Role {
 		open:  deps.OpenWatch,
 		apply: func(u *pb.MetadataUpdate) {
 			r.replicas.Apply(u)
+			r.lake.note(r.cfg.NodeID, u)
 			if deps.OnMetadata != nil {
 				deps.OnMetadata(u)
 			}
@@ -245,6 +248,7 @@ func (r *Role) Start(ctx context.Context) error {
 	r.deps.Go(func() { r.follower.run(ctx) })
 	if r.cfg.Remote != nil {
 		r.deps.Go(func() { r.tieringLoop(ctx, dropped) })
+		r.deps.Go(func() { r.lakeLoop(ctx) })
 	}
 	return nil
 }

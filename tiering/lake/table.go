@@ -325,3 +325,37 @@ func escapePathPart(s string) string {
 	}
 	return b.String()
 }
+
+// ReadCurrent reads the version readers by path find, by
+// version-hint.text, and its metadata; ErrNotFound (tiering's) before the
+// first version is published.
+func (t *Table) ReadCurrent(ctx context.Context) (*Metadata, int, error) {
+	hint, err := t.read(ctx, t.metadataKey("version-hint.text"), 64)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(hint)))
+	if err != nil || n < 1 {
+		return nil, 0, fmt.Errorf("%w: version-hint.text says %q", ErrInvalidMetadata, hint)
+	}
+	m, err := t.ReadVersion(ctx, n)
+	return m, n, err
+}
+
+// Rows counts the rows of the current snapshot's data files, by their
+// manifests.
+func (t *Table) Rows(ctx context.Context, m *Metadata) (int64, error) {
+	cur := m.CurrentSnapshot()
+	if cur == nil {
+		return 0, nil
+	}
+	manifests, err := t.ReadManifestList(ctx, cur.ManifestList)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, mf := range manifests {
+		n += mf.AddedRows + mf.ExistingRows
+	}
+	return n, nil
+}

@@ -1,0 +1,230 @@
+package tablet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/floedb/floe/raftmeta/metastate"
+	"github.com/floedb/floe/server/replica"
+	"github.com/floedb/floe/storage/record"
+	"github.com/floedb/floe/tiering/lake"
+	"github.com/floedb/floe/transport"
+	"github.com/floedb/floe/transport/pb"
+)
+
+const (
+	// lakeTick paces the lake loop's look at its tasks.
+	lakeTick = time.Second
+	// minLakeRoundEvery bounds how often one task runs a round.
+	minLakeRoundEvery = time.Second
+	// lakeRoundTimeout bounds one round; one cut short is redone.
+	lakeRoundTimeout = 10 * time.Minute
+	// lakeMaxRecords bounds the records one round reads from a bucket,
+	// so a bucket far behind catches up over several versions.
+	lakeMaxRecords = 1 << 20
+)
+
+// lakeTables keeps, from the metadata stream, the lake-enabled tables
+// with a task of this node: what the lake loop runs.
+type lakeTables struct {
+	mu     sync.Mutex
+	tables map[uint64]*pb.TableRecord
+}
+
+// note applies a metadata update: a full image replaces the tables, a
+// change adds, replaces or drops them.
+func (l *lakeTables) note(self uint32, u *pb.MetadataUpdate) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.tables == nil || u.GetFull() { // an image lists every table
+		l.tables = map[uint64]*pb.TableRecord{}
+	}
+	for _, t := range u.GetTables() {
+		delete(l.tables, t.GetId())
+		for _, task := range t.GetLake().GetTasks() {
+			if task.GetNodeId() == self {
+				l.tables[t.GetId()] = t
+				break
+			}
+		}
+	}
+	for _, id := range u.GetDroppedTables() {
+		delete(l.tables, id)
+	}
+}
+
+// mine lists the tables with a task of this node.
+func (l *lakeTables) mine() []*pb.TableRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]*pb.TableRecord, 0, len(l.tables))
+	for _, t := range l.tables {
+		out = append(out, t)
+	}
+	return out
+}
+
+// lakeLoop runs the rounds of this node's lake tasks (docs/lake.md): each
+// task at least twice per datalake.freshness, one round at a time, until
+// ctx ends.
+func (r *Role) lakeLoop(ctx context.Context) {
+	t := time.NewTicker(lakeTick)
+	defer t.Stop()
+	last := map[string]time.Time{} // by table, task and epoch
+	warned := map[uint64]bool{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, tbl := range r.lake.mine() {
+			if len(tbl.GetPrimaryKey()) > 0 {
+				if !warned[tbl.GetId()] {
+					warned[tbl.GetId()] = true
+					r.log.Warn("lake: primary-key tables are not tiered yet", "table", tbl.GetDatabase()+"."+tbl.GetName())
+				}
+				continue
+			}
+			props, err := metastate.TableProperties(tbl)
+			if err != nil || !props.DataLake {
+				continue
+			}
+			every := max(props.DataLakeFreshness/2, minLakeRoundEvery)
+			for _, task := range tbl.GetLake().GetTasks() {
+				if task.GetNodeId() != r.cfg.NodeID {
+					continue
+				}
+				key := fmt.Sprintf("%d/%d/%d", tbl.GetId(), task.GetIndex(), task.GetEpoch())
+				if time.Since(last[key]) < every {
+					continue
+				}
+				last[key] = time.Now()
+				rctx, cancel := context.WithTimeout(ctx, lakeRoundTimeout)
+				res, err := r.lakeRound(rctx, tbl, task)
+				cancel()
+				attrs := []any{"table", tbl.GetDatabase() + "." + tbl.GetName(), "task", task.GetIndex()}
+				switch {
+				case errors.Is(err, lake.ErrFenced):
+					r.log.Info("lake: a round's commit was fenced; the next reads the lake again", append(attrs, "err", err)...)
+				case err != nil && ctx.Err() == nil:
+					r.log.Warn("lake: round failed", append(attrs, "err", err)...)
+				case err == nil && res.Files > 0:
+					r.log.Debug("lake: version committed", append(attrs, "version", res.Version, "files", res.Files, "records", res.Records)...)
+				}
+			}
+		}
+	}
+}
+
+// lakeRound runs one round of a task: it reads the table, its lake and
+// its buckets as the metadata leader holds them now, and tiers the
+// task's buckets past their lake offsets. A task no longer this node's at
+// that epoch does nothing.
+func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.LakeTask) (lake.RoundResult, error) {
+	resp, err := r.getTable(ctx, tbl.GetDatabase(), tbl.GetName(), "")
+	if err != nil {
+		return lake.RoundResult{}, err
+	}
+	t := resp.GetTable()
+	if t.GetId() != tbl.GetId() {
+		return lake.RoundResult{}, nil // dropped and created again: the new table has tasks of its own
+	}
+	st := t.GetLake()
+	var mine *pb.LakeTask
+	for _, tk := range st.GetTasks() {
+		if tk.GetIndex() == task.GetIndex() && tk.GetNodeId() == r.cfg.NodeID && tk.GetEpoch() == task.GetEpoch() {
+			mine = tk
+		}
+	}
+	if mine == nil {
+		return lake.RoundResult{}, nil
+	}
+	versions, err := replica.SchemaVersions(t)
+	if err != nil {
+		return lake.RoundResult{}, err
+	}
+	round := lake.Round{Table: lake.NewTable(r.cfg.Remote, st.GetPrefix()), Schemas: map[int32]record.Schema{},
+		PartitionBy: t.GetPartitionKeys(), TableUUID: st.GetTableUuid(), Version: st.GetVersion(), MetadataKey: st.GetMetadataKey(),
+		MaxRecords: lakeMaxRecords, NowMs: time.Now().UnixMilli()}
+	for _, v := range versions {
+		round.Schemas[v.ID] = record.Schema{Columns: v.Schema.Columns}
+		round.CurrentID = v.ID
+	}
+	src := &fetchSource{r: r, addrs: map[uint32]string{}, leaders: map[lakeBucket]uint32{}, schemas: round.Schemas}
+	add := func(resp *pb.GetTableResponse, physical uint64, partition []lake.PartitionValue) {
+		for _, n := range resp.GetNodes() {
+			src.addrs[n.GetId()] = n.GetRpcAddress()
+		}
+		for _, b := range resp.GetBuckets() {
+			if b.GetBucket() < mine.GetFirstBucket() || b.GetBucket() >= mine.GetEndBucket() {
+				continue
+			}
+			ref := lake.BucketRef{PhysicalID: physical, Bucket: b.GetBucket(), Partition: partition}
+			src.leaders[lakeBucket{physical, b.GetBucket()}] = b.GetLeader()
+			round.Buckets = append(round.Buckets, lake.Offset{Bucket: ref, Offset: b.GetLakeOffset()})
+		}
+	}
+	if len(t.GetPartitionKeys()) == 0 {
+		add(resp, t.GetId(), nil)
+	} else {
+		current := versions[len(versions)-1].Schema
+		for _, p := range resp.GetPartitions() {
+			presp, err := r.getTable(ctx, t.GetDatabase(), t.GetName(), p.GetName())
+			if err != nil {
+				if errors.Is(err, transport.ErrUnknownTable) {
+					continue // dropped meanwhile
+				}
+				return lake.RoundResult{}, err
+			}
+			values, err := lakePartitionValues(current, t.GetPartitionKeys(), p.GetValues())
+			if err != nil {
+				return lake.RoundResult{}, err
+			}
+			add(presp, p.GetId(), values)
+		}
+	}
+	return lake.RunRound(ctx, round, src, lakeCommitter{r: r, table: t, task: mine})
+}
+
+// getTable reads a table (or one of its partitions) on the metadata
+// leader.
+func (r *Role) getTable(ctx context.Context, database, table, partition string) (*pb.GetTableResponse, error) {
+	var resp *pb.GetTableResponse
+	err := r.deps.Meta.Call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		var err error
+		resp, err = m.GetTable(ctx, &pb.GetTableRequest{Database: database, Name: table, Partition: partition})
+		return err
+	})
+	return resp, err
+}
+
+// lakeCommitter commits a task's lake versions through the metadata
+// leader.
+type lakeCommitter struct {
+	r     *Role
+	table *pb.TableRecord
+	task  *pb.LakeTask
+}
+
+// Commit proposes the commit, retrying what may be retried with the same
+// request id; FENCED is lake.ErrFenced.
+func (c lakeCommitter) Commit(ctx context.Context, expected int64, key string, offsets []lake.Offset) error {
+	commit := &pb.CommitLake{Database: c.table.GetDatabase(), Name: c.table.GetName(), TableId: c.table.GetId(),
+		Task: c.task.GetIndex(), NodeId: c.r.cfg.NodeID, TaskEpoch: c.task.GetEpoch(), ExpectedVersion: expected, MetadataKey: key}
+	for _, o := range offsets {
+		commit.Offsets = append(commit.Offsets, &pb.LakeOffset{PhysicalId: o.Bucket.PhysicalID, Bucket: o.Bucket.Bucket, Offset: o.Offset})
+	}
+	req := &pb.CommitLakeRequest{RequestId: fmt.Appendf(nil, "lake/%d/%d/%s", c.table.GetId(), c.task.GetIndex(), key), Commit: commit}
+	err := c.r.commitWithRetry(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
+		_, err := m.CommitLake(ctx, req)
+		return err
+	})
+	if errors.Is(err, transport.ErrFenced) {
+		return fmt.Errorf("%w: %v", lake.ErrFenced, err)
+	}
+	return err
+}
