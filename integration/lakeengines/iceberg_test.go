@@ -2,6 +2,7 @@ package lakeengines
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -54,7 +55,9 @@ func (s *memSource) ReadBucket(_ context.Context, b lake.BucketRef, from int64, 
 		if r.Offset < from || int(r.Offset-from) >= maxRecords {
 			continue
 		}
-		if err := fn(r); err != nil {
+		if err := fn(r); errors.Is(err, lake.ErrRoundFull) {
+			return r.Offset + 1, nil
+		} else if err != nil {
 			return from, err
 		}
 		next = r.Offset + 1

@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -77,7 +78,9 @@ func (s *fetchSource) ReadBucket(ctx context.Context, b lake.BucketRef, from int
 				read++
 				next = rec.Offset + 1
 				return fn(rec)
-			}); err != nil {
+			}); errors.Is(err, lake.ErrRoundFull) {
+				return next, nil
+			} else if err != nil {
 				return from, err
 			}
 			if batch.NextOffset() > next && read < maxRecords {

@@ -14,9 +14,10 @@ const batchRows = 8192
 // memory: a RowBatcher's batches into a FileWriter. Not safe for
 // concurrent use.
 type FileBuilder struct {
-	rows *RowBatcher
-	buf  bytes.Buffer
-	fw   *FileWriter
+	rows     *RowBatcher
+	buf      bytes.Buffer
+	fw       *FileWriter
+	rawBytes int64 // of the rows appended
 }
 
 // NewFileBuilder starts a data file of rows of s in the lake schema ls
@@ -43,6 +44,7 @@ func (fb *FileBuilder) Append(row []byte, bucket int32, offset, timestampMs int6
 	if err := fb.rows.Append(row, bucket, offset, timestampMs); err != nil {
 		return err
 	}
+	fb.rawBytes += int64(len(row))
 	if fb.rows.Rows() >= batchRows {
 		return fb.flush()
 	}
@@ -64,9 +66,10 @@ func (fb *FileBuilder) flush() error {
 // Rows is the rows appended so far; Bytes about the file's size so far.
 func (fb *FileBuilder) Rows() int64 { return fb.fw.Rows() + int64(fb.rows.Rows()) }
 
-// Bytes is about the size of the file so far (compressed row groups, not
-// the rows waiting for the next batch).
-func (fb *FileBuilder) Bytes() int64 { return fb.fw.BytesWritten() }
+// Bytes is what the file holds so far, counted as the rows appended
+// (uncompressed): an upper bound of the memory it takes and of its size,
+// which compression and Parquet's encodings shrink.
+func (fb *FileBuilder) Bytes() int64 { return fb.rawBytes }
 
 // Finish closes the file and returns its bytes and its description (path
 // and partition left to PutDataFile).

@@ -39,9 +39,19 @@ type Source interface {
 	// ReadBucket calls fn for each record of b from offset from on, in
 	// offset order, up to the bucket's committed end (its high watermark)
 	// or until maxRecords are read, and returns the offset after the last
-	// record it passed (from, when none).
+	// record it passed (from, when none). When fn returns ErrRoundFull it
+	// took the record and wants no more: ReadBucket stops and returns the
+	// offset after that record, without error.
 	ReadBucket(ctx context.Context, b BucketRef, from int64, maxRecords int, fn func(Record) error) (next int64, err error)
 }
+
+// ErrRoundFull is what a round's record callback returns when the round
+// holds its MaxBytes of files: the source stops reading.
+var ErrRoundFull = errors.New("lake: round full")
+
+// DefaultRoundBytes is Round.MaxBytes' default: the data files one round
+// holds in memory before it commits them.
+const DefaultRoundBytes = 128 << 20
 
 // Offset is where a bucket's records in the lake end after a commit.
 type Offset struct {
@@ -84,8 +94,12 @@ type Round struct {
 	// Buckets are the task's buckets and the offsets their records in
 	// the lake end at (their committed lake offsets).
 	Buckets []Offset
-	// MaxRecords bounds the records read from one bucket in a round.
+	// MaxRecords bounds the records read from one bucket in a round;
+	// MaxBytes the round's data files, held in memory until the commit
+	// (0: DefaultRoundBytes). A round that reaches it commits what it has
+	// and leaves the rest to the next.
 	MaxRecords int
+	MaxBytes   int64
 	NowMs      int64
 }
 
@@ -139,9 +153,17 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 		spec = m.Spec()
 	}
 	res := RoundResult{Version: r.Version}
+	maxBytes := r.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultRoundBytes
+	}
 	var files []DataFile
 	var upgraded []byte
+	var held int64 // bytes of the round's finished files
 	for _, b := range r.Buckets {
+		if held >= maxBytes {
+			break // the next round goes on from these buckets' offsets
+		}
 		var fb *FileBuilder
 		next, err := src.ReadBucket(ctx, b.Bucket, b.Offset, max(r.MaxRecords, 1), func(rec Record) error {
 			row := rec.Row
@@ -162,7 +184,13 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 					return err
 				}
 			}
-			return fb.Append(row, b.Bucket.Bucket, rec.Offset, rec.TimestampMs)
+			if err := fb.Append(row, b.Bucket.Bucket, rec.Offset, rec.TimestampMs); err != nil {
+				return err
+			}
+			if held+fb.Bytes() >= maxBytes {
+				return ErrRoundFull
+			}
+			return nil
 		})
 		if err != nil {
 			return RoundResult{}, fmt.Errorf("lake: read bucket %d of %d from %d: %w", b.Bucket.Bucket, b.Bucket.PhysicalID, b.Offset, err)
@@ -179,6 +207,7 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 			return RoundResult{}, err
 		}
 		files = append(files, df)
+		held += int64(len(body))
 		res.Records += df.RecordCount
 		res.Offsets = append(res.Offsets, Offset{Bucket: b.Bucket, Offset: next})
 	}

@@ -25,7 +25,9 @@ func (s *memSource) ReadBucket(_ context.Context, b lake.BucketRef, from int64, 
 		if r.Offset < from || r.Offset >= s.hw[b.Bucket] || n == maxRecords {
 			continue
 		}
-		if err := fn(r); err != nil {
+		if err := fn(r); errors.Is(err, lake.ErrRoundFull) {
+			return r.Offset + 1, nil
+		} else if err != nil {
 			return from, err
 		}
 		next, n = r.Offset+1, n+1
@@ -165,3 +167,48 @@ func mustRow(t *testing.T, s record.Schema, js string) []byte {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// TestRunRoundBoundsItsBytes: a round stops reading once its files reach
+// MaxBytes and commits what it has; the next goes on from there, and the
+// lake ends with every record once.
+func TestRunRoundBoundsItsBytes(t *testing.T) {
+	ctx := context.Background()
+	store, err := tiering.NewFolder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := record.ParseSchema("id BIGINT NOT NULL, pad STRING")
+	var rows []string
+	for i := range 3000 {
+		rows = append(rows, fmt.Sprintf(`{"id": %d, "pad": "%d-%0200d"}`, i, i*7919, i))
+	}
+	src := &memSource{records: map[int32][]lake.Record{0: rowsOf(t, s, 0, rows...)}, hw: map[int32]int64{0: 3000}}
+	tbl := lake.NewTable(store, "lake/app/big-1")
+	com := &memCommitter{offsets: map[int32]int64{}}
+	rounds := 0
+	for com.offsets[0] < 3000 {
+		if rounds++; rounds > 100 {
+			t.Fatalf("100 rounds and the lake holds %d of 3000 records", com.offsets[0])
+		}
+		res, err := lake.RunRound(ctx, lake.Round{Table: tbl, Schemas: map[int32]record.Schema{1: s}, CurrentID: 1,
+			TableUUID: "1d2f4c1a-7b3e-4e55-8f0b-5a2c3d4e5f60", Version: com.version, MetadataKey: com.key,
+			Buckets: []lake.Offset{{Bucket: lake.BucketRef{PhysicalID: 1, Bucket: 0}, Offset: com.offsets[0]}},
+			MaxRecords: 1 << 20, MaxBytes: 64 << 10, NowMs: 1}, src, com)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Records == 0 {
+			t.Fatalf("round %d read nothing at offset %d", rounds, com.offsets[0])
+		}
+	}
+	if rounds < 3 {
+		t.Fatalf("3000 rows of 200 bytes in %d rounds of 64 KiB", rounds)
+	}
+	m, _, err := tbl.ReadCurrent(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := tbl.Rows(ctx, m); err != nil || n != 3000 {
+		t.Fatalf("the lake holds %d rows, %v; want 3000", n, err)
+	}
+}
