@@ -192,7 +192,7 @@ func TestRunRoundBoundsItsBytes(t *testing.T) {
 		}
 		res, err := lake.RunRound(ctx, lake.Round{Table: tbl, Schemas: map[int32]record.Schema{1: s}, CurrentID: 1,
 			TableUUID: "1d2f4c1a-7b3e-4e55-8f0b-5a2c3d4e5f60", Version: com.version, MetadataKey: com.key,
-			Buckets: []lake.Offset{{Bucket: lake.BucketRef{PhysicalID: 1, Bucket: 0}, Offset: com.offsets[0]}},
+			Buckets:    []lake.Offset{{Bucket: lake.BucketRef{PhysicalID: 1, Bucket: 0}, Offset: com.offsets[0]}},
 			MaxRecords: 1 << 20, MaxBytes: 64 << 10, NowMs: 1}, src, com)
 		if err != nil {
 			t.Fatal(err)
