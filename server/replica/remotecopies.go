@@ -20,4 +20,8 @@ type remoteCopies struct {
 	// while an unclean election's cut of the remote copies is pending
 	// (tiering.go).
 	fence atomic.Int32
+	// lakeOffset is the bucket's lake_offset as last assigned: what the
+	// lake holds of the bucket, below which a lake-enabled table's log may
+	// expire (tiering.go).
+	lakeOffset atomic.Int64
 }

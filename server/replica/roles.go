@@ -18,7 +18,11 @@ func (r *Replica) assign(b *pb.BucketRecord, index uint64) {
 		return
 	}
 	r.remote.fence.Store(b.RemoteFenceEpoch)
+	lakeMoved := r.remote.lakeOffset.Swap(b.LakeOffset) != b.LakeOffset
 	r.noteRemoteLog(b.RemoteLog)
+	if lakeMoved {
+		r.refreshRetention() // more of a lake-enabled log may expire
+	}
 	r.setKVSnapshots(b.KvSnapshots)
 	r.uncleanElections.Store(b.UncleanElections)
 	self := r.mgr.cfg.NodeID

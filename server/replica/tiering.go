@@ -57,7 +57,8 @@ func (r *Replica) RemoteLog() *pb.RemoteLog { return r.remote.log.Load() }
 // primary-key table only below what its store applied too (the applier
 // reads the local log); the log's age limit deletes a log table's records
 // from anywhere, a primary-key table's only below its newest committed KV
-// snapshot (a replica without the changelog restores from it).
+// snapshot (a replica without the changelog restores from it), and a
+// lake-enabled table's only below what its lake holds (LakeHold).
 func (r *Replica) refreshRetention() {
 	pk := r.table().primaryKey
 	applied := int64(0)
@@ -67,7 +68,8 @@ func (r *Replica) refreshRetention() {
 		}
 	}
 	rule := replication.LocalRetention(r.remoteView(), pk, applied, r.newestKVSnapshot().GetOffset())
-	b := logstore.RetentionBounds{RemoteStart: rule.RemoteStart, RemoteEnd: rule.RemoteEnd, ExpireBelow: rule.ExpireBelow}
+	b := logstore.RetentionBounds{RemoteStart: rule.RemoteStart, RemoteEnd: rule.RemoteEnd,
+		ExpireBelow: replication.LakeHold(rule.ExpireBelow, r.table().props.DataLake, r.remote.lakeOffset.Load())}
 	if b != r.log.Bounds() {
 		r.log.SetRetentionBounds(b)
 	}
@@ -162,9 +164,10 @@ func (m *Manager) LeaderBuckets() []LeaderBucket {
 		}
 		l.LeaderBucket = tiering.LeaderBucket{TableID: r.id.TableID, Bucket: r.id.Bucket, Log: log, LeaderEpoch: epoch,
 			HighWatermark: hw, Committed: HandleOf(r.remote.log.Load()), TTL: info.props.LogTTL,
-			ExpireBelow: replication.AgeExpiryBelow(info.primaryKey, r.newestKVSnapshot().GetOffset()),
-			Fenced:      r.remoteFenced(),
-			Divergence:  func(m *tiering.Manifest) (int64, bool) { return divergence(log, m) }}
+			ExpireBelow: replication.LakeHold(replication.AgeExpiryBelow(info.primaryKey, r.newestKVSnapshot().GetOffset()),
+				info.props.DataLake, r.remote.lakeOffset.Load()),
+			Fenced:     r.remoteFenced(),
+			Divergence: func(m *tiering.Manifest) (int64, bool) { return divergence(log, m) }}
 		out = append(out, l)
 	}
 	return out

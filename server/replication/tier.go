@@ -102,6 +102,18 @@ func AgeExpiryBelow(primaryKey bool, newestSnapshot int64) int64 {
 	return newestSnapshot
 }
 
+// LakeHold is where age retention (log.ttl) stops for a lake-enabled
+// table, locally and in the remote log: below expireBelow, and below the
+// offset the lake holds the bucket's records to (lakeOffset), so the log
+// never deletes a record the lake has not committed (docs/lake.md). A
+// table without the lake keeps expireBelow.
+func LakeHold(expireBelow int64, lakeEnabled bool, lakeOffset int64) int64 {
+	if !lakeEnabled {
+		return expireBelow
+	}
+	return min(expireBelow, lakeOffset)
+}
+
 // LostCommitted says whether a follower's fetch shows that this leader
 // lost records committed before its epoch: a follower whose last batch is
 // of an earlier epoch names a high watermark past where this epoch

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -126,5 +127,26 @@ func TestLostTail(t *testing.T) {
 	}
 	if _, err := one.CheckWrite(AcksAll); err != nil {
 		t.Fatalf("a bucket of one replica refuses writes after its lost tail: %v", err)
+	}
+}
+
+// TestLakeHold: a lake-enabled table's log expires only below what its
+// lake holds, and below the other rules' bound; a table without the lake
+// keeps that bound.
+func TestLakeHold(t *testing.T) {
+	for _, tt := range []struct {
+		expireBelow, lakeOffset int64
+		enabled                 bool
+		want                    int64
+	}{
+		{math.MaxInt64, 500, true, 500},
+		{300, 500, true, 300},
+		{math.MaxInt64, 0, true, 0},
+		{math.MaxInt64, 500, false, math.MaxInt64},
+		{300, 0, false, 300},
+	} {
+		if got := LakeHold(tt.expireBelow, tt.enabled, tt.lakeOffset); got != tt.want {
+			t.Errorf("LakeHold(%d, %v, %d) = %d, want %d", tt.expireBelow, tt.enabled, tt.lakeOffset, got, tt.want)
+		}
 	}
 }
