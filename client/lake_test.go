@@ -151,7 +151,7 @@ func TestLakeHoldsLogRetention(t *testing.T) {
 	laked := create("laked", map[string]string{"datalake.enabled": "true", "datalake.freshness": "1h"})
 	produceTiered(t, plain, 10)
 	produceTiered(t, laked, 10)
-	waitLake(t, laked, 10) // the first round; the next is an hour away
+	waitLake(t, laked, 10)       // the first round; the next is an hour away
 	produceTiered(t, laked, 300) // first: when the plain table's rows expired, these were older
 	produceTiered(t, plain, 300)
 	earliest := func(tbl *Table) int64 {
