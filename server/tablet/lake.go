@@ -115,6 +115,9 @@ func (r *Role) lakeLoop(ctx context.Context) {
 				case err == nil && res.Files > 0:
 					r.log.Debug("lake: version committed", append(attrs, "version", res.Version, "files", res.Files, "records", res.Records)...)
 				}
+				if err == nil && res.Full {
+					delete(last, key) // behind: the next round at the next tick
+				}
 			}
 		}
 	}
@@ -186,6 +189,22 @@ func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.Lake
 			}
 			add(presp, p.GetId(), values)
 		}
+	}
+	round.Reload = func(ctx context.Context) (int64, string, error) {
+		resp, err := r.getTable(ctx, t.GetDatabase(), t.GetName(), "")
+		if err != nil {
+			return 0, "", err
+		}
+		now := resp.GetTable()
+		if now.GetId() != t.GetId() {
+			return 0, "", fmt.Errorf("%w: the table was dropped", lake.ErrFenced)
+		}
+		for _, tk := range now.GetLake().GetTasks() {
+			if tk.GetIndex() == mine.GetIndex() && tk.GetNodeId() == r.cfg.NodeID && tk.GetEpoch() == mine.GetEpoch() {
+				return now.GetLake().GetVersion(), now.GetLake().GetMetadataKey(), nil
+			}
+		}
+		return 0, "", fmt.Errorf("%w: lake task %d is no longer this node's at epoch %d", lake.ErrFenced, mine.GetIndex(), mine.GetEpoch())
 	}
 	return lake.RunRound(ctx, round, src, lakeCommitter{r: r, table: t, task: mine})
 }

@@ -100,6 +100,11 @@ type Round struct {
 	// and leaves the rest to the next.
 	MaxRecords int
 	MaxBytes   int64
+	// Reload, when set, reads the committed version and its metadata
+	// file again after a commit was refused, or returns ErrFenced when the
+	// task is no longer this one's: the round then commits its files on
+	// top of that version instead of dropping them.
+	Reload func(ctx context.Context) (version int64, metadataKey string, err error)
 	NowMs      int64
 }
 
@@ -109,6 +114,9 @@ type RoundResult struct {
 	Files   int
 	Records int64
 	Offsets []Offset // the buckets that moved
+	// Full: the round stopped at its MaxBytes or a bucket at MaxRecords,
+	// so more is there to read: the next round may start at once.
+	Full bool
 }
 
 // RunRound reads each bucket's records past its lake offset, writes them
@@ -162,10 +170,13 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 	var held int64 // bytes of the round's finished files
 	for _, b := range r.Buckets {
 		if held >= maxBytes {
+			res.Full = true
 			break // the next round goes on from these buckets' offsets
 		}
 		var fb *FileBuilder
+		read := 0
 		next, err := src.ReadBucket(ctx, b.Bucket, b.Offset, max(r.MaxRecords, 1), func(rec Record) error {
+			read++
 			row := rec.Row
 			if rec.SchemaID != r.CurrentID {
 				from, ok := r.Schemas[rec.SchemaID]
@@ -188,10 +199,14 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 				return err
 			}
 			if held+fb.Bytes() >= maxBytes {
+				res.Full = true
 				return ErrRoundFull
 			}
 			return nil
 		})
+		if read >= max(r.MaxRecords, 1) {
+			res.Full = true
+		}
 		if err != nil {
 			return RoundResult{}, fmt.Errorf("lake: read bucket %d of %d from %d: %w", b.Bucket.Bucket, b.Bucket.PhysicalID, b.Offset, err)
 		}
@@ -214,23 +229,50 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 	if len(files) == 0 {
 		return res, nil
 	}
-	offsets, err := mergeOffsets(base, res.Offsets)
-	if err != nil {
-		return RoundResult{}, err
+	version := r.Version
+	for attempt := 0; ; attempt++ {
+		offsets, err := mergeOffsets(base, res.Offsets)
+		if err != nil {
+			return RoundResult{}, err
+		}
+		staged, err := r.Table.StageAppend(ctx, base, int(version), create, files, map[string]string{SummaryLogOffsets: offsets}, r.NowMs)
+		if err != nil {
+			return RoundResult{}, err
+		}
+		err = commit.Commit(ctx, version, staged.Key, res.Offsets)
+		if err == nil {
+			res.Version, res.Files = version+1, len(files)
+			if err := r.Table.Publish(ctx, int(res.Version), staged.Key); err != nil {
+				return res, fmt.Errorf("lake: version %d committed, publishing it: %w", res.Version, err)
+			}
+			return res, nil
+		}
+		if !errors.Is(err, ErrFenced) || r.Reload == nil || attempt >= maxRebases {
+			return RoundResult{}, err
+		}
+		// Another task committed first: the files stand, on top of its
+		// version, if the task is still this one's.
+		key := ""
+		if version, key, err = r.Reload(ctx); err != nil {
+			return RoundResult{}, err
+		}
+		if base, err = r.Table.ReadStaged(ctx, key); err != nil {
+			return RoundResult{}, err
+		}
+		lastID := base.LastColumnID
+		rebased, err := NewSchema(0, current, base.CurrentSchema(), &lastID)
+		if err != nil {
+			return RoundResult{}, err
+		}
+		if len(rebased.Fields) >= len(base.CurrentSchema().Fields) {
+			base.SetSchema(rebased, lastID) // never back to an older schema another task moved past
+		}
 	}
-	staged, err := r.Table.StageAppend(ctx, base, int(r.Version), create, files, map[string]string{SummaryLogOffsets: offsets}, r.NowMs)
-	if err != nil {
-		return RoundResult{}, err
-	}
-	if err := commit.Commit(ctx, r.Version, staged.Key, res.Offsets); err != nil {
-		return RoundResult{}, err
-	}
-	res.Version, res.Files = r.Version+1, len(files)
-	if err := r.Table.Publish(ctx, int(res.Version), staged.Key); err != nil {
-		return res, fmt.Errorf("lake: version %d committed, publishing it: %w", res.Version, err)
-	}
-	return res, nil
 }
+
+// maxRebases bounds the commits of one round's files on top of other
+// tasks' versions.
+const maxRebases = 8
 
 // mergeOffsets is the base snapshot's floe.log-offsets with moved's.
 func mergeOffsets(base *Metadata, moved []Offset) (string, error) {

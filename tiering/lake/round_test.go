@@ -200,6 +200,9 @@ func TestRunRoundBoundsItsBytes(t *testing.T) {
 		if res.Records == 0 {
 			t.Fatalf("round %d read nothing at offset %d", rounds, com.offsets[0])
 		}
+		if res.Full != (com.offsets[0] < 3000) {
+			t.Fatalf("round %d ended at %d of 3000 with Full %v", rounds, com.offsets[0], res.Full)
+		}
 	}
 	if rounds < 3 {
 		t.Fatalf("3000 rows of 200 bytes in %d rounds of 64 KiB", rounds)
@@ -210,5 +213,77 @@ func TestRunRoundBoundsItsBytes(t *testing.T) {
 	}
 	if n, err := tbl.Rows(ctx, m); err != nil || n != 3000 {
 		t.Fatalf("the lake holds %d rows, %v; want 3000", n, err)
+	}
+}
+
+// raceSource serves bucket 1's records, but first lets another task's
+// round commit (its hook): the round reading it then loses the race.
+type raceSource struct {
+	*memSource
+	hook func()
+}
+
+func (s *raceSource) ReadBucket(ctx context.Context, b lake.BucketRef, from int64, maxRecords int, fn func(lake.Record) error) (int64, error) {
+	if s.hook != nil {
+		s.hook()
+		s.hook = nil
+	}
+	return s.memSource.ReadBucket(ctx, b, from, maxRecords, fn)
+}
+
+// TestRunRoundRebases: a round whose commit loses the race to another
+// task's commits its files on top of the new version (Reload) instead of
+// dropping them; the lake ends with both tasks' rows and offsets.
+func TestRunRoundRebases(t *testing.T) {
+	ctx := context.Background()
+	store, err := tiering.NewFolder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := record.ParseSchema("id BIGINT NOT NULL, name STRING")
+	mem := &memSource{records: map[int32][]lake.Record{
+		0: rowsOf(t, s, 0, `{"id": 1, "name": "a"}`, `{"id": 2, "name": "b"}`),
+		1: rowsOf(t, s, 0, `{"id": 3, "name": "c"}`),
+	}, hw: map[int32]int64{0: 2, 1: 1}}
+	tbl := lake.NewTable(store, "lake/app/race-3")
+	com := &memCommitter{offsets: map[int32]int64{}}
+	round := func(bucket int32, src lake.Source, reload bool) (lake.RoundResult, error) {
+		r := lake.Round{Table: tbl, Schemas: map[int32]record.Schema{1: s}, CurrentID: 1,
+			TableUUID: "3d2f4c1a-7b3e-4e55-8f0b-5a2c3d4e5f60", Version: com.version, MetadataKey: com.key,
+			Buckets: []lake.Offset{{Bucket: lake.BucketRef{PhysicalID: 3, Bucket: bucket}, Offset: com.offsets[bucket]}}, MaxRecords: 100, NowMs: 1}
+		if reload {
+			r.Reload = func(context.Context) (int64, string, error) { return com.version, com.key, nil }
+		}
+		return lake.RunRound(ctx, r, src, com)
+	}
+	// Without Reload the loser drops its files.
+	race := &raceSource{memSource: mem, hook: func() {
+		if _, err := round(0, mem, false); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	if _, err := round(1, race, false); !errors.Is(err, lake.ErrFenced) {
+		t.Fatalf("the losing round without Reload: %v", err)
+	}
+	// With Reload it commits on top of the winner's version.
+	mem.hw[0] = 2
+	mem.records[0] = append(mem.records[0], rowsOf(t, s, 2, `{"id": 4, "name": "d"}`)...)
+	mem.hw[0] = 3
+	race = &raceSource{memSource: mem, hook: func() {
+		if _, err := round(0, mem, false); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	res, err := round(1, race, true)
+	if err != nil || res.Version != 3 || res.Records != 1 {
+		t.Fatalf("the rebased round: %+v, %v", res, err)
+	}
+	m, v, err := tbl.ReadCurrent(ctx)
+	if err != nil || v != 3 {
+		t.Fatalf("current version %d, %v", v, err)
+	}
+	offsets, _ := lake.ParseLogOffsets(m.CurrentSnapshot().Summary[lake.SummaryLogOffsets])
+	if n, _ := tbl.Rows(ctx, m); n != 4 || offsets["3/0"] != 3 || offsets["3/1"] != 1 {
+		t.Fatalf("the lake holds %d rows, offsets %v; want 4 rows, 3/0=3 and 3/1=1", n, offsets)
 	}
 }
