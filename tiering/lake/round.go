@@ -105,7 +105,7 @@ type Round struct {
 	// task is no longer this one's: the round then commits its files on
 	// top of that version instead of dropping them.
 	Reload func(ctx context.Context) (version int64, metadataKey string, err error)
-	NowMs      int64
+	NowMs  int64
 }
 
 // RoundResult says what a round committed.
