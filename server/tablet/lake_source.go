@@ -33,6 +33,7 @@ type fetchSource struct {
 	schemas map[int32]record.Schema
 	codec   *record.Codec
 	decs    map[int32]*arrowlog.Decoder
+	readers map[int32]*arrowlog.BatchReader
 	scratch []byte
 }
 
@@ -75,8 +76,12 @@ func (s *fetchSource) ReadBucket(ctx context.Context, b lake.BucketRef, from int
 				continue
 			}
 			if err := s.records(batch, next, maxRecords-read, func(rec lake.Record) error {
-				read++
-				next = rec.Offset + 1
+				n := 1
+				if rec.Batch != nil {
+					n = int(rec.Batch.NumRows())
+				}
+				read += n
+				next = rec.Offset + int64(n)
 				return fn(rec)
 			}); errors.Is(err, lake.ErrRoundFull) {
 				return next, nil
@@ -110,6 +115,19 @@ func (s *fetchSource) records(b record.Batch, from int64, limit int, fn func(lak
 		n++
 		return fn(lake.Record{Offset: offset, TimestampMs: ts, SchemaID: id, Row: row})
 	}
+	if b.PayloadFormat() == record.PayloadArrow && !b.Projected() && b.BaseOffset() >= from && int(b.RecordCount()) <= limit {
+		// The whole batch: its columns as they are.
+		rd, err := s.batchReader(id)
+		if err != nil {
+			return err
+		}
+		rec, err := rd.Read(b.Payload(), int(b.RecordCount()))
+		if err != nil {
+			return err
+		}
+		defer rec.Release()
+		return fn(lake.Record{Offset: b.BaseOffset(), TimestampMs: ts, SchemaID: id, Batch: rec})
+	}
 	if b.PayloadFormat() == record.PayloadArrow {
 		dec, err := s.decoder(id)
 		if err != nil {
@@ -139,6 +157,21 @@ func (s *fetchSource) records(b record.Batch, from int64, limit int, fn func(lak
 		}
 	}
 	return recs.Err()
+}
+
+func (s *fetchSource) batchReader(id int32) (*arrowlog.BatchReader, error) {
+	if r := s.readers[id]; r != nil {
+		return r, nil
+	}
+	r, err := arrowlog.NewBatchReader(s.schemas[id])
+	if err != nil {
+		return nil, err
+	}
+	if s.readers == nil {
+		s.readers = map[int32]*arrowlog.BatchReader{}
+	}
+	s.readers[id] = r
+	return r, nil
 }
 
 func (s *fetchSource) decoder(id int32) (*arrowlog.Decoder, error) {

@@ -3,6 +3,8 @@ package lake
 import (
 	"bytes"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/floedb/floe/storage/record"
 )
 
@@ -49,6 +51,25 @@ func (fb *FileBuilder) Append(row []byte, bucket int32, offset, timestampMs int6
 		return fb.flush()
 	}
 	return nil
+}
+
+// AppendBatch adds a log batch's Arrow columns (of a schema version of
+// the table: arrowlog's types, the columns added since missing) as they
+// are, without a row in between, its records at offsets from baseOffset
+// on, all of its timestamp. The rows appended before it go first.
+func (fb *FileBuilder) AppendBatch(rec arrow.RecordBatch, bucket int32, baseOffset, timestampMs int64) error {
+	if err := fb.flush(); err != nil {
+		return err
+	}
+	out, err := fb.rows.convert(rec, bucket, baseOffset, timestampMs)
+	if err != nil {
+		return err
+	}
+	defer out.Release()
+	for _, c := range rec.Columns() {
+		fb.rawBytes += dataBytes(c.Data())
+	}
+	return fb.fw.Write(out)
 }
 
 func (fb *FileBuilder) flush() error {

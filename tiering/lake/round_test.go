@@ -1,12 +1,21 @@
 package lake_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/floedb/floe/storage/arrowlog"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/tiering/lake"
@@ -285,5 +294,109 @@ func TestRunRoundRebases(t *testing.T) {
 	offsets, _ := lake.ParseLogOffsets(m.CurrentSnapshot().Summary[lake.SummaryLogOffsets])
 	if n, _ := tbl.Rows(ctx, m); n != 4 || offsets["3/0"] != 3 || offsets["3/1"] != 1 {
 		t.Fatalf("the lake holds %d rows, offsets %v; want 4 rows, 3/0=3 and 3/1=1", n, offsets)
+	}
+}
+
+// batchSource serves a bucket's records as whole Arrow batches of their
+// schema version, as a log of arrow batches holds them.
+type batchSource struct {
+	batches []lake.Record // Offset: the batch's base
+}
+
+func (s *batchSource) ReadBucket(_ context.Context, _ lake.BucketRef, from int64, _ int, fn func(lake.Record) error) (int64, error) {
+	next := from
+	for _, r := range s.batches {
+		if r.Offset < from {
+			continue
+		}
+		if err := fn(r); err != nil && !errors.Is(err, lake.ErrRoundFull) {
+			return from, err
+		}
+		next = r.Offset + r.Batch.NumRows()
+	}
+	return next, nil
+}
+
+// TestRunRoundWritesArrowBatches: whole Arrow batches go to Parquet as
+// they are, a batch of an older schema version with the columns added
+// since null, TINYINT widened; offsets run on from each batch's base.
+func TestRunRoundWritesArrowBatches(t *testing.T) {
+	ctx := context.Background()
+	store, err := tiering.NewFolder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, _ := record.ParseSchema("id BIGINT NOT NULL, small TINYINT")
+	v2, _ := record.ParseSchema("id BIGINT NOT NULL, small TINYINT, note STRING")
+	batch := func(s record.Schema, jsons ...string) arrow.RecordBatch {
+		enc, err := arrowlog.NewEncoder(s, arrowlog.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, js := range jsons {
+			if err := enc.Append(mustRow(t, s, js)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec, err := enc.Record()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	b1 := batch(v1, `{"id": 1, "small": -3}`, `{"id": 2, "small": null}`)
+	b2 := batch(v2, `{"id": 3, "small": 7, "note": "x"}`)
+	defer b1.Release()
+	defer b2.Release()
+	src := &batchSource{batches: []lake.Record{{Offset: 0, TimestampMs: 10, SchemaID: 1, Batch: b1}, {Offset: 2, TimestampMs: 20, SchemaID: 2, Batch: b2}}}
+	tbl := lake.NewTable(store, "lake/app/arrow-4")
+	com := &memCommitter{offsets: map[int32]int64{}}
+	res, err := lake.RunRound(ctx, lake.Round{Table: tbl, Schemas: map[int32]record.Schema{1: v1, 2: v2}, CurrentID: 2,
+		TableUUID: "4d2f4c1a-7b3e-4e55-8f0b-5a2c3d4e5f60", Buckets: []lake.Offset{{Bucket: lake.BucketRef{PhysicalID: 4, Bucket: 0}}},
+		MaxRecords: 100, NowMs: 1}, src, com)
+	if err != nil || res.Records != 3 || com.offsets[0] != 3 {
+		t.Fatalf("round %+v, %v; lake offset %d", res, err, com.offsets[0])
+	}
+	var got []string
+	err = store.List(ctx, "lake/app/arrow-4/data/", func(oi tiering.ObjectInfo) error {
+		rc, err := store.Get(ctx, oi.Key, 0, -1)
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		pf, err := file.NewParquetReader(bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		if err != nil {
+			return err
+		}
+		tb, err := fr.ReadTable(ctx)
+		if err != nil {
+			return err
+		}
+		defer tb.Release()
+		for i := range int(tb.NumRows()) {
+			var parts []string
+			for c := range int(tb.NumCols()) {
+				if name := tb.Schema().Field(c).Name; name != "__timestamp" && name != "__bucket" {
+					parts = append(parts, name+"="+tb.Column(c).Data().Chunk(0).ValueStr(i))
+				}
+			}
+			got = append(got, strings.Join(parts, " "))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "id=1 small=-3 note=(null) __offset=0|id=2 small=(null) note=(null) __offset=1|id=3 small=7 note=x __offset=2"
+	if strings.Join(got, "|") != want {
+		t.Fatalf("the lake's rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.ReplaceAll(want, "|", "\n"))
 	}
 }

@@ -88,3 +88,56 @@ func (b *RowBatcher) Batch() (arrow.RecordBatch, error) {
 	b.rows = 0
 	return array.NewRecordBatch(b.schema, cols, int64(n)), nil
 }
+
+// convert makes a record batch of the lake schema of a log batch (the
+// Arrow columns of a schema version of the table: the first columns, the
+// later ones null), its records at offsets from baseOffset on, all of
+// timestamp timestampMs (the batch's). The caller releases the result.
+func (b *RowBatcher) convert(rec arrow.RecordBatch, bucket int32, baseOffset, timestampMs int64) (arrow.RecordBatch, error) {
+	n := int(rec.NumRows())
+	if int(rec.NumCols()) > b.columns {
+		return nil, fmt.Errorf("lake: a batch of %d columns for a table of %d", rec.NumCols(), b.columns)
+	}
+	cols := make([]arrow.Array, 0, b.schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for i := range b.columns {
+		to := b.schema.Field(i).Type
+		if i >= int(rec.NumCols()) {
+			cols = append(cols, array.MakeArrayOfNull(b.mem, to, n))
+			continue
+		}
+		c, err := castColumn(b.mem, rec.Column(i), to)
+		if err != nil {
+			return nil, fmt.Errorf("lake: column %s: %w", b.schema.Field(i).Name, err)
+		}
+		cols = append(cols, c)
+	}
+	b.bucket.Reserve(n)
+	b.offset.Reserve(n)
+	b.ts.Reserve(n)
+	for i := range n {
+		b.bucket.UnsafeAppend(bucket)
+		b.offset.UnsafeAppend(baseOffset + int64(i))
+		b.ts.UnsafeAppend(arrow.Timestamp(timestampMs * 1000))
+	}
+	cols = append(cols, b.bucket.NewArray(), b.offset.NewArray(), b.ts.NewArray())
+	return array.NewRecordBatch(b.schema, cols, int64(n)), nil
+}
+
+// dataBytes is the size of an array's buffers, its children's included.
+func dataBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, buf := range d.Buffers() {
+		if buf != nil {
+			n += int64(buf.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += dataBytes(c)
+	}
+	return n
+}
