@@ -150,9 +150,13 @@ func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.Lake
 	if err != nil {
 		return lake.RoundResult{}, err
 	}
+	props, err := metastate.TableProperties(t)
+	if err != nil {
+		return lake.RoundResult{}, err
+	}
 	round := lake.Round{Table: lake.NewTable(r.cfg.Remote, st.GetPrefix()), Schemas: map[int32]record.Schema{},
 		PartitionBy: t.GetPartitionKeys(), TableUUID: st.GetTableUuid(), Version: st.GetVersion(), MetadataKey: st.GetMetadataKey(),
-		MaxRecords: lakeMaxRecords, NowMs: time.Now().UnixMilli()}
+		MaxRecords: lakeMaxRecords, NowMs: time.Now().UnixMilli(), Retention: props.DataLakeRetention}
 	for _, v := range versions {
 		round.Schemas[v.ID] = record.Schema{Columns: v.Schema.Columns}
 		round.CurrentID = v.ID

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Metadata is an Iceberg table's metadata file (format version 2): its
@@ -231,4 +232,39 @@ func ParseMetadata(b []byte) (*Metadata, error) {
 		return nil, fmt.Errorf("%w: no snapshot %d", ErrInvalidMetadata, *m.CurrentSnapshotID)
 	}
 	return &m, nil
+}
+
+// ExpireSnapshots drops the snapshots taken more than retention before
+// nowMs, never the current one, and returns them: Iceberg's snapshot
+// expiry, as datalake.retention asks. Engines can no longer read the
+// table as of a dropped snapshot; the files only it referenced are the
+// caller's to delete once the metadata without it is committed.
+func (m *Metadata) ExpireSnapshots(nowMs int64, retention time.Duration) []Snapshot {
+	if retention <= 0 {
+		return nil
+	}
+	cutoff := nowMs - retention.Milliseconds()
+	var kept, dropped []Snapshot
+	for _, s := range m.Snapshots {
+		if s.TimestampMs < cutoff && (m.CurrentSnapshotID == nil || s.ID != *m.CurrentSnapshotID) {
+			dropped = append(dropped, s)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	if len(dropped) == 0 {
+		return nil
+	}
+	m.Snapshots = kept
+	gone := map[int64]bool{}
+	for _, s := range dropped {
+		gone[s.ID] = true
+	}
+	m.SnapshotLog = slices.DeleteFunc(m.SnapshotLog, func(l SnapshotLog) bool { return gone[l.SnapshotID] })
+	for i := range m.Snapshots {
+		if p := m.Snapshots[i].ParentID; p != nil && gone[*p] {
+			m.Snapshots[i].ParentID = nil // its parent is gone, as after Iceberg's expiry
+		}
+	}
+	return dropped
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -107,6 +108,10 @@ type Round struct {
 	// and leaves the rest to the next.
 	MaxRecords int
 	MaxBytes   int64
+	// Retention expires the snapshots older than it (datalake.retention;
+	// 0: none): each commit drops them from the metadata and, once
+	// committed, deletes their manifest lists.
+	Retention time.Duration
 	// Reload, when set, reads the committed version and its metadata
 	// file again after a commit was refused, or returns ErrFenced when the
 	// task is no longer this one's: the round then commits its files on
@@ -121,6 +126,8 @@ type RoundResult struct {
 	Files   int
 	Records int64
 	Offsets []Offset // the buckets that moved
+	// Expired is the snapshots the commit expired.
+	Expired int
 	// Full: the round stopped at its MaxBytes or a bucket at MaxRecords,
 	// so more is there to read: the next round may start at once.
 	Full bool
@@ -252,6 +259,10 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 	}
 	version := r.Version
 	for attempt := 0; ; attempt++ {
+		var expired []Snapshot
+		if base != nil {
+			expired = base.ExpireSnapshots(r.NowMs, r.Retention)
+		}
 		offsets, err := mergeOffsets(base, res.Offsets)
 		if err != nil {
 			return RoundResult{}, err
@@ -266,7 +277,8 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 			if err := r.Table.Publish(ctx, int(res.Version), staged.Key); err != nil {
 				return res, fmt.Errorf("lake: version %d committed, publishing it: %w", res.Version, err)
 			}
-			return res, nil
+			res.Expired = len(expired)
+			return res, r.Table.deleteManifestLists(ctx, expired)
 		}
 		if !errors.Is(err, ErrFenced) || r.Reload == nil || attempt >= maxRebases {
 			return RoundResult{}, err

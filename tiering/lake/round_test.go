@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -398,5 +399,53 @@ func TestRunRoundWritesArrowBatches(t *testing.T) {
 	want := "id=1 small=-3 note=(null) __offset=0|id=2 small=(null) note=(null) __offset=1|id=3 small=7 note=x __offset=2"
 	if strings.Join(got, "|") != want {
 		t.Fatalf("the lake's rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.ReplaceAll(want, "|", "\n"))
+	}
+}
+
+// TestRunRoundExpiresSnapshots: each commit drops the snapshots older
+// than the retention, never the current one, and deletes their manifest
+// lists; the rows stay.
+func TestRunRoundExpiresSnapshots(t *testing.T) {
+	ctx := context.Background()
+	store, err := tiering.NewFolder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := record.ParseSchema("id BIGINT NOT NULL, name STRING")
+	src := &memSource{records: map[int32][]lake.Record{}, hw: map[int32]int64{}}
+	tbl := lake.NewTable(store, "lake/app/expire-5")
+	com := &memCommitter{offsets: map[int32]int64{}}
+	var lists []string
+	for i := range 5 {
+		src.records[0] = append(src.records[0], rowsOf(t, s, int64(i), fmt.Sprintf(`{"id": %d, "name": "n"}`, i))...)
+		src.hw[0] = int64(i + 1)
+		res, err := lake.RunRound(ctx, lake.Round{Table: tbl, Schemas: map[int32]record.Schema{1: s}, CurrentID: 1,
+			TableUUID: "5d2f4c1a-7b3e-4e55-8f0b-5a2c3d4e5f60", Version: com.version, MetadataKey: com.key,
+			Buckets:    []lake.Offset{{Bucket: lake.BucketRef{PhysicalID: 5, Bucket: 0}, Offset: com.offsets[0]}},
+			MaxRecords: 100, NowMs: int64(i) * 60_000, Retention: 90 * time.Second}, src, com)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := max(0, min(1, i-1)); res.Expired != want {
+			t.Fatalf("commit %d expired %d snapshots, want %d", i, res.Expired, want)
+		}
+		m, _, err := tbl.ReadCurrent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lists = append(lists, m.CurrentSnapshot().ManifestList)
+		if n, err := tbl.Rows(ctx, m); err != nil || n != int64(i+1) {
+			t.Fatalf("after commit %d the lake holds %d rows, %v", i, n, err)
+		}
+	}
+	m, _, _ := tbl.ReadCurrent(ctx)
+	if len(m.Snapshots) != 2 || len(m.SnapshotLog) != 2 || m.Snapshots[0].ParentID != nil {
+		t.Fatalf("snapshots after expiry: %+v", m.Snapshots)
+	}
+	for i, uri := range lists {
+		_, err := store.Stat(ctx, strings.TrimPrefix(uri, strings.TrimSuffix(store.String(), "/")+"/"))
+		if gone := errors.Is(err, tiering.ErrNotFound); gone != (i < 3) {
+			t.Fatalf("the manifest list of snapshot %d: %v (want it gone: %v)", i, err, i < 3)
+		}
 	}
 }

@@ -359,3 +359,21 @@ func (t *Table) Rows(ctx context.Context, m *Metadata) (int64, error) {
 	}
 	return n, nil
 }
+
+// deleteManifestLists deletes the manifest lists of expired snapshots.
+// Their manifests stay: a log table's later snapshots list them too.
+func (t *Table) deleteManifestLists(ctx context.Context, expired []Snapshot) error {
+	var keys []string
+	for _, s := range expired {
+		if key, ok := t.key(s.ManifestList); ok {
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := t.store.Delete(ctx, keys...); err != nil {
+		return fmt.Errorf("lake: delete the manifest lists of %d expired snapshots: %w", len(keys), err)
+	}
+	return nil
+}
