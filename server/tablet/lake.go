@@ -32,6 +32,9 @@ const (
 type lakeTables struct {
 	mu     sync.Mutex
 	tables map[uint64]*pb.TableRecord
+	// collected is when this node last collected a table's garbage (the
+	// lake loop's alone).
+	collected map[uint64]time.Time
 }
 
 // note applies a metadata update: a full image replaces the tables, a
@@ -210,7 +213,34 @@ func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.Lake
 		}
 		return 0, "", fmt.Errorf("%w: lake task %d is no longer this node's at epoch %d", lake.ErrFenced, mine.GetIndex(), mine.GetEpoch())
 	}
-	return lake.RunRound(ctx, round, src, lakeCommitter{r: r, table: t, task: mine})
+	res, err := lake.RunRound(ctx, round, src, lakeCommitter{r: r, table: t, task: mine})
+	if err == nil && res.MetadataKey != "" && mine.GetIndex() == 0 {
+		r.collectLakeGarbage(ctx, t, round.Table, res.MetadataKey)
+	}
+	return res, err
+}
+
+// collectLakeGarbage deletes, at most once per lake.DefaultGarbageGrace,
+// the files of a table's lake that the version this node just committed
+// does not reference (task 0's node does it for the table).
+func (r *Role) collectLakeGarbage(ctx context.Context, t *pb.TableRecord, lt *lake.Table, key string) {
+	if r.lake.collected == nil {
+		r.lake.collected = map[uint64]time.Time{}
+	}
+	if time.Since(r.lake.collected[t.GetId()]) < lake.DefaultGarbageGrace {
+		return
+	}
+	r.lake.collected[t.GetId()] = time.Now()
+	m, err := lt.ReadStaged(ctx, key)
+	if err == nil {
+		var n int
+		if n, err = lt.CollectGarbage(ctx, m, key, time.Now(), lake.DefaultGarbageGrace); err == nil && n > 0 {
+			r.log.Info("lake: garbage collected", "table", t.GetDatabase()+"."+t.GetName(), "objects", n)
+		}
+	}
+	if err != nil {
+		r.log.Warn("lake: collecting garbage", "table", t.GetDatabase()+"."+t.GetName(), "err", err)
+	}
 }
 
 // getTable reads a table (or one of its partitions) on the metadata

@@ -212,3 +212,28 @@ func TestNewSchemaKeepsIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestExpireSnapshotsBound: whatever the retention, at most MaxSnapshots
+// stay, the newest, the current one always.
+func TestExpireSnapshotsBound(t *testing.T) {
+	s, _ := record.ParseSchema("id BIGINT NOT NULL")
+	last := 0
+	ls, err := lake.NewSchema(0, s, nil, &last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := lake.NewMetadata("file:///x", "7d2f4c1a-7b3e-4e55-8f0b-5a2c3d4e5f60", ls, last, nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range lake.MaxSnapshots + 5 {
+		m.AddSnapshot(lake.Snapshot{ID: int64(i + 1), TimestampMs: int64(i), ManifestList: "file:///x/l", Summary: map[string]string{"operation": "append"}}, "")
+	}
+	dropped := m.ExpireSnapshots(int64(lake.MaxSnapshots+5), 0) // retention forever
+	if len(dropped) != 5 || dropped[0].ID != 1 || len(m.Snapshots) != lake.MaxSnapshots || m.CurrentSnapshot() == nil {
+		t.Fatalf("dropped %d (first %d), kept %d, current %v", len(dropped), dropped[0].ID, len(m.Snapshots), m.CurrentSnapshot())
+	}
+	if len(m.ExpireSnapshots(int64(lake.MaxSnapshots+5), 0)) != 0 {
+		t.Fatal("expiry dropped snapshots within the bound")
+	}
+}

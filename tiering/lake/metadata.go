@@ -3,6 +3,7 @@ package lake
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -213,6 +214,10 @@ func (m *Metadata) AddSnapshot(snap Snapshot, prevFile string) {
 // lists (Iceberg's write.metadata.previous-versions-max default).
 const maxMetadataLog = 100
 
+// MaxSnapshots bounds the snapshots a lake table keeps
+// (ExpireSnapshots), whatever its retention.
+const MaxSnapshots = 1000
+
 // Marshal is the metadata file's bytes.
 func (m *Metadata) Marshal() ([]byte, error) { return json.MarshalIndent(m, "", "  ") }
 
@@ -239,14 +244,19 @@ func ParseMetadata(b []byte) (*Metadata, error) {
 // expiry, as datalake.retention asks. Engines can no longer read the
 // table as of a dropped snapshot; the files only it referenced are the
 // caller's to delete once the metadata without it is committed.
+//
+// Beyond retention, at most MaxSnapshots stay (the newest): the metadata
+// file lists them all and is written again at every commit, so a short
+// datalake.freshness under a long retention would grow it without bound.
 func (m *Metadata) ExpireSnapshots(nowMs int64, retention time.Duration) []Snapshot {
-	if retention <= 0 {
-		return nil
+	cutoff := int64(math.MinInt64)
+	if retention > 0 {
+		cutoff = nowMs - retention.Milliseconds()
 	}
-	cutoff := nowMs - retention.Milliseconds()
+	extra := len(m.Snapshots) - MaxSnapshots // the oldest beyond the bound go too
 	var kept, dropped []Snapshot
-	for _, s := range m.Snapshots {
-		if s.TimestampMs < cutoff && (m.CurrentSnapshotID == nil || s.ID != *m.CurrentSnapshotID) {
+	for i, s := range m.Snapshots {
+		if (s.TimestampMs < cutoff || i < extra) && (m.CurrentSnapshotID == nil || s.ID != *m.CurrentSnapshotID) {
 			dropped = append(dropped, s)
 		} else {
 			kept = append(kept, s)

@@ -126,8 +126,10 @@ type RoundResult struct {
 	Files   int
 	Records int64
 	Offsets []Offset // the buckets that moved
-	// Expired is the snapshots the commit expired.
-	Expired int
+	// Expired is the snapshots the commit expired; MetadataKey the
+	// committed version's staged metadata file.
+	Expired     int
+	MetadataKey string
 	// Full: the round stopped at its MaxBytes or a bucket at MaxRecords,
 	// so more is there to read: the next round may start at once.
 	Full bool
@@ -273,7 +275,7 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 		}
 		err = commit.Commit(ctx, version, staged.Key, res.Offsets)
 		if err == nil {
-			res.Version, res.Files = version+1, len(files)
+			res.Version, res.Files, res.MetadataKey = version+1, len(files), staged.Key
 			if err := r.Table.Publish(ctx, int(res.Version), staged.Key); err != nil {
 				return res, fmt.Errorf("lake: version %d committed, publishing it: %w", res.Version, err)
 			}

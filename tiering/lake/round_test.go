@@ -449,3 +449,82 @@ func TestRunRoundExpiresSnapshots(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectGarbage: the files of a round whose commit was refused, and
+// the staged metadata of versions published since, go; what the committed
+// version references, and the published versions, stay and read back.
+func TestCollectGarbage(t *testing.T) {
+	ctx := context.Background()
+	store, err := tiering.NewFolder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := record.ParseSchema("id BIGINT NOT NULL, name STRING")
+	src := &memSource{records: map[int32][]lake.Record{0: rowsOf(t, s, 0, `{"id": 1, "name": "a"}`)}, hw: map[int32]int64{0: 1}}
+	tbl := lake.NewTable(store, "lake/app/gc-6")
+	com := &memCommitter{offsets: map[int32]int64{}}
+	round := func(version int64) (lake.RoundResult, error) {
+		return lake.RunRound(ctx, lake.Round{Table: tbl, Schemas: map[int32]record.Schema{1: s}, CurrentID: 1,
+			TableUUID: "6d2f4c1a-7b3e-4e55-8f0b-5a2c3d4e5f60", Version: version, MetadataKey: com.key,
+			Buckets: []lake.Offset{{Bucket: lake.BucketRef{PhysicalID: 6, Bucket: 0}, Offset: com.offsets[0]}}, MaxRecords: 100, NowMs: 1}, src, com)
+	}
+	if _, err := round(0); err != nil {
+		t.Fatal(err)
+	}
+	src.records[0] = append(src.records[0], rowsOf(t, s, 1, `{"id": 2, "name": "b"}`)...)
+	src.hw[0] = 2
+	if _, err := round(0); !errors.Is(err, lake.ErrFenced) { // built on version 0: its files are garbage
+		t.Fatalf("a round on a replaced version: %v", err)
+	}
+	res, err := round(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		n := 0
+		_ = store.List(ctx, "lake/app/gc-6/", func(tiering.ObjectInfo) error { n++; return nil })
+		return n
+	}
+	before := count()
+	m, _, err := tbl.ReadCurrent(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := tbl.CollectGarbage(ctx, m, res.MetadataKey, time.Now(), time.Hour); err != nil || n != 0 {
+		t.Fatalf("within the grace: %d deleted, %v", n, err)
+	}
+	deleted, err := tbl.CollectGarbage(ctx, m, res.MetadataKey, time.Now().Add(2*time.Hour), time.Hour)
+	// The fenced round's data file, manifest, manifest list and staged
+	// metadata, and version 1's staged metadata.
+	if err != nil || deleted != 5 || count() != before-5 {
+		t.Fatalf("collected %d of %d objects (%d left), %v; want 5", deleted, before, count(), err)
+	}
+	m, v, err := tbl.ReadCurrent(ctx)
+	if err != nil || v != 2 {
+		t.Fatalf("current version %d, %v", v, err)
+	}
+	if n, err := tbl.Rows(ctx, m); err != nil || n != 2 {
+		t.Fatalf("after collecting the lake holds %d rows, %v", n, err)
+	}
+	if _, err := tbl.ReadVersion(ctx, 1); err != nil {
+		t.Fatalf("published version 1 collected: %v", err)
+	}
+	manifests, err := tbl.ReadManifestList(ctx, m.CurrentSnapshot().ManifestList)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range manifests {
+		entries, err := tbl.ReadManifest(ctx, mf.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if _, err := store.Stat(ctx, strings.TrimPrefix(e.File.Path, strings.TrimSuffix(store.String(), "/")+"/")); err != nil {
+				t.Fatalf("data file %s of the current snapshot: %v", e.File.Path, err)
+			}
+		}
+	}
+	if _, err := tbl.ReadStaged(ctx, res.MetadataKey); err != nil {
+		t.Fatalf("the committed version's staged metadata collected: %v", err)
+	}
+}
