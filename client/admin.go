@@ -111,6 +111,31 @@ type Bucket struct {
 	// Snapshot is the newest committed KV snapshot of a primary-key
 	// bucket; nil: none.
 	Snapshot *KVSnapshot `json:"kv_snapshot,omitempty"`
+	// LakeOffset is where the table's lake holds the bucket's records to
+	// (below it); 0: none (docs/lake.md).
+	LakeOffset int64 `json:"lake_offset,omitempty"`
+}
+
+// LakeInfo is a lake-enabled table's lake (docs/lake.md): where its
+// Iceberg table lives in the cluster's remote store, its committed
+// version, and the tiering tasks.
+type LakeInfo struct {
+	// Prefix is the table's key prefix in the remote store: engines open
+	// <store>/<prefix>/metadata/v<Version>.metadata.json.
+	Prefix    string     `json:"prefix"`
+	TableUUID string     `json:"table_uuid"`
+	Version   int64      `json:"version"`
+	Committed time.Time  `json:"committed,omitzero"`
+	Tasks     []LakeTask `json:"tasks"`
+}
+
+// LakeTask is one node's tiering of the buckets [FirstBucket, EndBucket)
+// (of every partition of a partitioned table).
+type LakeTask struct {
+	Index       uint32 `json:"index"`
+	FirstBucket int32  `json:"first_bucket"`
+	EndBucket   int32  `json:"end_bucket"`
+	Node        uint32 `json:"node"`
 }
 
 // RemoteLog is what a bucket holds in remote storage.
@@ -124,7 +149,7 @@ type RemoteLog struct {
 
 func bucketFromPB(b *pb.BucketRecord) Bucket {
 	out := Bucket{Bucket: b.Bucket, Replicas: b.Replicas, Leader: b.Leader, LeaderEpoch: b.LeaderEpoch, ISR: b.Isr,
-		BucketEpoch: b.BucketEpoch, Status: bucketStatus(b), UncleanElections: b.UncleanElections}
+		BucketEpoch: b.BucketEpoch, Status: bucketStatus(b), UncleanElections: b.UncleanElections, LakeOffset: b.LakeOffset}
 	if rl := b.GetRemoteLog(); rl != nil {
 		out.Remote = &RemoteLog{StartOffset: rl.StartOffset, EndOffset: rl.EndOffset, Segments: rl.Segments, Bytes: rl.Bytes}
 	}
@@ -201,6 +226,9 @@ type TableInfo struct {
 	Invalid string `json:"invalid,omitempty"`
 	// Placement is filled by DescribeTable.
 	Placement []Bucket `json:"placement,omitempty"`
+	// Lake is the table's lake once the controller set it up
+	// (datalake.enabled); nil: none.
+	Lake *LakeInfo `json:"lake,omitempty"`
 }
 
 // TableSpec is what CreateTable needs.
@@ -357,6 +385,15 @@ func tableFromPB(t *pb.TableRecord, buckets []*pb.BucketRecord) *TableInfo {
 	}
 	for _, b := range buckets {
 		out.Placement = append(out.Placement, bucketFromPB(b))
+	}
+	if l := t.GetLake(); l != nil {
+		out.Lake = &LakeInfo{Prefix: l.Prefix, TableUUID: l.TableUuid, Version: l.Version, Tasks: []LakeTask{}}
+		if l.CommittedAtMs > 0 {
+			out.Lake.Committed = time.UnixMilli(l.CommittedAtMs)
+		}
+		for _, task := range l.Tasks {
+			out.Lake.Tasks = append(out.Lake.Tasks, LakeTask{Index: task.Index, FirstBucket: task.FirstBucket, EndBucket: task.EndBucket, Node: task.NodeId})
+		}
 	}
 	out.Unusable, out.Invalid = checkStored(t)
 	return out

@@ -69,6 +69,17 @@ func TestLakeTiersLogTable(t *testing.T) {
 	if sum != 100 {
 		t.Fatalf("the lake's offsets %v sum to %d, want 100", offsets, sum)
 	}
+	info, err := c.Admin().DescribeTable(ctx, fc.db, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var described int64
+	for _, b := range info.Placement {
+		described += b.LakeOffset
+	}
+	if l := info.Lake; l == nil || l.Version < 1 || l.Prefix != fmt.Sprintf("lake/%s/events-%d", fc.db, tbl.TableID()) || len(l.Tasks) == 0 || described != 100 {
+		t.Fatalf("described lake %+v, buckets' lake offsets summing to %d", info.Lake, described)
+	}
 }
 
 // TestLakeTiersPartitionedTable: each partition's rows reach the lake

@@ -235,6 +235,24 @@ func printTable(env *cliEnv, t *client.TableInfo) error {
 	if t.Invalid != "" {
 		fmt.Fprintf(w, "warning\t%s (kept by an older build; table create refuses it now)\n", t.Invalid)
 	}
+	if l := t.Lake; l != nil {
+		committed := "nothing committed yet"
+		if l.Version > 0 {
+			committed = fmt.Sprintf("version %d, committed %s", l.Version, l.Committed.UTC().Format(time.RFC3339))
+		}
+		var tasks []string
+		for _, task := range l.Tasks {
+			tasks = append(tasks, fmt.Sprintf("buckets [%d, %d) on node %d", task.FirstBucket, task.EndBucket, task.Node))
+		}
+		fmt.Fprintf(w, "lake\t%s, under %s; tasks: %s\n", committed, l.Prefix, orNone(strings.Join(tasks, ", ")))
+		if len(t.PartitionKeys) == 0 && len(t.Placement) > 0 {
+			var offs []string
+			for _, b := range t.Placement {
+				offs = append(offs, fmt.Sprintf("%d: %d", b.Bucket, b.LakeOffset))
+			}
+			fmt.Fprintf(w, "lake holds below\t%s\n", strings.Join(offs, ", "))
+		}
+	}
 	keys := make([]string, 0, len(t.Properties))
 	for k := range t.Properties {
 		keys = append(keys, k)
