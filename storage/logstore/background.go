@@ -74,9 +74,9 @@ func (l *Log) armOnOpenLocked() {
 
 // armRetentionAgeLocked arms retention for when the oldest sealed segment
 // passes an age limit (RetentionAge, or LocalRetentionAge once it is
-// remote), or when the local count rule already lets it go, but no sooner
-// than RetentionCheckInterval from now: a retention that failed is not
-// retried in a loop. Holds mu.
+// remote), or when the local count rule already lets it go; a segment
+// already due is looked at again RetentionCheckInterval from now, so a
+// retention that failed is not retried in a loop. Holds mu.
 func (l *Log) armRetentionAgeLocked() { l.armRetentionLocked(l.cfg.RetentionCheckInterval) }
 
 // armRetentionAfterRollLocked is armRetentionAgeLocked after a roll: the
@@ -108,7 +108,19 @@ func (l *Log) armRetentionLocked(countDelay time.Duration) {
 	}
 	expiresMs := oldest.index.maxTime() + age.Milliseconds()
 	left := time.Duration(expiresMs-nowMillis(l.cfg.Now)) * time.Millisecond
-	l.armAt(taskRetentionAge, l.sched.now().Add(max(left, l.cfg.RetentionCheckInterval)))
+	if left < 0 {
+		// Due already and still here (a deletion failed): not retried in
+		// a loop.
+		left = l.cfg.RetentionCheckInterval
+	} else {
+		// It expires once the clock passes expiresMs (retention's rule is
+		// strict): a millisecond after. Waiting at least the check
+		// interval kept a segment that expired a moment later, after
+		// log.ttl was lowered to a second just after its last write, for
+		// 30 s.
+		left += time.Millisecond
+	}
+	l.armAt(taskRetentionAge, l.sched.now().Add(left))
 }
 
 // runTasks is the log's scheduler job: it runs what is due at now and asks
