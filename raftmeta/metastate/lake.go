@@ -24,9 +24,6 @@ const (
 	maxLakeOffsets = 100_000
 )
 
-// TableProperties reads a stored table's properties.
-func TableProperties(t *pb.TableRecord) (tableprop.Values, error) { return TablePartitioning(t) }
-
 // lakeTable finds the table a lake command names and checks its fence.
 func (a *applier) lakeTable(database, name string, tableID uint64) (*pb.TableRecord, string, error) {
 	db, err := getDatabase(a.tx, database)

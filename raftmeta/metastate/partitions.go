@@ -103,8 +103,8 @@ func checkAutoPartition(table string, spec partition.Spec, props tableprop.Value
 	return nil
 }
 
-// TablePartitioning reads a stored table's partitioning properties.
-func TablePartitioning(t *pb.TableRecord) (tableprop.Values, error) {
+// TableProperties reads a stored table's properties.
+func TableProperties(t *pb.TableRecord) (tableprop.Values, error) {
 	return tableprop.ParseStored(t.GetProperties(), tableprop.Table{Replication: int(t.GetReplication()),
 		PrimaryKey: len(t.GetPrimaryKey()) > 0, Partitioned: len(t.GetPartitionKeys()) > 0, CreatedChecks: t.GetChecks()})
 }
@@ -155,7 +155,7 @@ func (a *applier) createPartition(c *pb.CreatePartition) (*pb.CommandResult, err
 		return nil, errorf(codeAlreadyExists, "partition %s of table %q already exists", name, qualified)
 	}
 	if c.GetOrigin() == pb.PartitionOrigin_PARTITION_ORIGIN_ON_WRITE {
-		props, err := TablePartitioning(t)
+		props, err := TableProperties(t)
 		if err != nil {
 			return nil, errorf(codeInvalidRequest, "table %q: %v", qualified, err)
 		}

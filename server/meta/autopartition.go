@@ -37,7 +37,7 @@ type partitionPlan struct {
 // leader, plans the same.
 func planAutoPartitions(t *pb.TableRecord, parts []*pb.PartitionRecord, now time.Time) (partitionPlan, error) {
 	plan := partitionPlan{table: t}
-	props, err := metastate.TablePartitioning(t)
+	props, err := metastate.TableProperties(t)
 	if err != nil || props.AutoPartition == "" {
 		return plan, err
 	}

@@ -145,12 +145,7 @@ func leadsAt(b *pb.BucketRecord, node uint32, leaderEpoch int32) error {
 // UNKNOWN_PARTITION) when it was dropped, even if another now has its
 // name.
 func (r *Role) committedBucket(ctx context.Context, id replica.BucketID, database, table, partition string) (*pb.BucketRecord, error) {
-	var resp *pb.GetTableResponse
-	err := r.deps.Meta.Call(ctx, func(ctx context.Context, m pb.DRPCMetaClient) error {
-		var err error
-		resp, err = m.GetTable(ctx, &pb.GetTableRequest{Database: database, Name: table, Partition: partition})
-		return err
-	})
+	resp, err := r.getTable(ctx, database, table, partition)
 	if err != nil {
 		return nil, err
 	}

@@ -140,12 +140,7 @@ func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.Lake
 		return lake.RoundResult{}, nil // dropped and created again: the new table has tasks of its own
 	}
 	st := t.GetLake()
-	var mine *pb.LakeTask
-	for _, tk := range st.GetTasks() {
-		if tk.GetIndex() == task.GetIndex() && tk.GetNodeId() == r.cfg.NodeID && tk.GetEpoch() == task.GetEpoch() {
-			mine = tk
-		}
-	}
+	mine := r.sameTask(st, task)
 	if mine == nil {
 		return lake.RoundResult{}, nil
 	}
@@ -206,10 +201,8 @@ func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.Lake
 		if now.GetId() != t.GetId() {
 			return 0, "", fmt.Errorf("%w: the table was dropped", lake.ErrFenced)
 		}
-		for _, tk := range now.GetLake().GetTasks() {
-			if tk.GetIndex() == mine.GetIndex() && tk.GetNodeId() == r.cfg.NodeID && tk.GetEpoch() == mine.GetEpoch() {
-				return now.GetLake().GetVersion(), now.GetLake().GetMetadataKey(), nil
-			}
+		if r.sameTask(now.GetLake(), mine) != nil {
+			return now.GetLake().GetVersion(), now.GetLake().GetMetadataKey(), nil
 		}
 		return 0, "", fmt.Errorf("%w: lake task %d is no longer this node's at epoch %d", lake.ErrFenced, mine.GetIndex(), mine.GetEpoch())
 	}
@@ -241,6 +234,17 @@ func (r *Role) collectLakeGarbage(ctx context.Context, t *pb.TableRecord, lt *la
 	if err != nil {
 		r.log.Warn("lake: collecting garbage", "table", t.GetDatabase()+"."+t.GetName(), "err", err)
 	}
+}
+
+// sameTask finds task in st still this node's at its epoch; nil when it
+// is not.
+func (r *Role) sameTask(st *pb.LakeState, task *pb.LakeTask) *pb.LakeTask {
+	for _, tk := range st.GetTasks() {
+		if tk.GetIndex() == task.GetIndex() && tk.GetNodeId() == r.cfg.NodeID && tk.GetEpoch() == task.GetEpoch() {
+			return tk
+		}
+	}
+	return nil
 }
 
 // getTable reads a table (or one of its partitions) on the metadata

@@ -68,7 +68,7 @@ func manifestEntrySchema(spec PartitionSpec, types []string) (string, error) {
 		}
 		partFields[i] = avroField(f.Name, []any{"null", t}, f.FieldID, nil)
 	}
-	intLongMap := func(name string, keyID, valueID int) any {
+	intLongMap := func(keyID, valueID int) any {
 		return []any{"null", map[string]any{"type": "array", "logicalType": "map", "items": map[string]any{
 			"type": "record", "name": fmt.Sprintf("k%d_v%d", keyID, valueID), "fields": []any{
 				avroField("key", "int", keyID, nil), avroField("value", "long", valueID, nil)}}}}
@@ -86,10 +86,10 @@ func manifestEntrySchema(spec PartitionSpec, types []string) (string, error) {
 		avroField("partition", map[string]any{"type": "record", "name": "r102", "fields": partFields}, 102, nil),
 		avroField("record_count", "long", 103, nil),
 		avroField("file_size_in_bytes", "long", 104, nil),
-		avroField("column_sizes", intLongMap("column_sizes", 117, 118), 108, null),
-		avroField("value_counts", intLongMap("value_counts", 119, 120), 109, null),
-		avroField("null_value_counts", intLongMap("null_value_counts", 121, 122), 110, null),
-		avroField("nan_value_counts", intLongMap("nan_value_counts", 138, 139), 137, null),
+		avroField("column_sizes", intLongMap(117, 118), 108, null),
+		avroField("value_counts", intLongMap(119, 120), 109, null),
+		avroField("null_value_counts", intLongMap(121, 122), 110, null),
+		avroField("nan_value_counts", intLongMap(138, 139), 137, null),
 		avroField("lower_bounds", intBytesMap(126, 127), 125, null),
 		avroField("upper_bounds", intBytesMap(129, 130), 128, null),
 		avroField("key_metadata", []any{"null", "bytes"}, 131, null),

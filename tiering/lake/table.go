@@ -228,17 +228,9 @@ func (m *Metadata) specTypes(spec PartitionSpec) ([]string, error) {
 // controller committed is ever published, so two committers never write
 // one name.
 func (t *Table) Publish(ctx context.Context, version int, stagedKey string) error {
-	rc, err := t.store.Get(ctx, stagedKey, 0, -1)
+	body, err := t.read(ctx, stagedKey, maxMetadataBytes)
 	if err != nil {
-		return fmt.Errorf("lake: read staged %s: %w", stagedKey, err)
-	}
-	body, err := io.ReadAll(io.LimitReader(rc, maxMetadataBytes+1))
-	rc.Close()
-	if err != nil {
-		return fmt.Errorf("lake: read staged %s: %w", stagedKey, err)
-	}
-	if len(body) > maxMetadataBytes {
-		return fmt.Errorf("%w: %s is over %d bytes", ErrInvalidMetadata, stagedKey, maxMetadataBytes)
+		return err
 	}
 	vkey := t.VersionFile(version)
 	if err := t.store.Put(ctx, vkey, bytes.NewReader(body), int64(len(body))); err != nil {
