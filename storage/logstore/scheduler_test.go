@@ -360,3 +360,29 @@ func TestSchedulerBoundsFsyncs(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionRunsWhenSegmentExpires: a sealed segment that a lowered
+// log.ttl lets go a moment from now is deleted a millisecond after it
+// expires, not RetentionCheckInterval (30 s) later; one due and still
+// there is looked at again after the interval, not in a loop.
+func TestRetentionRunsWhenSegmentExpires(t *testing.T) {
+	l, s, clock := manualLog(t, Config{SegmentMaxBytes: 64 << 10})
+	fillSegments(t, l, 3)
+	clock.Advance(500 * time.Millisecond)
+	l.SetAgeRetention(AgeRetention{RetentionAge: time.Second})
+	s.runDue() // at once: nothing is a second old yet
+	if got := l.StartOffset(); got != 0 {
+		t.Fatalf("the log starts at %d before its segments expired", got)
+	}
+	l.tasksMu.Lock()
+	due := l.taskDue[taskRetentionAge]
+	l.tasksMu.Unlock()
+	if wait := due.Sub(clock.Now()); wait <= 0 || wait > time.Second {
+		t.Fatalf("retention armed %v from now; the oldest segment expires in about 500ms", wait)
+	}
+	clock.Advance(due.Sub(clock.Now()))
+	s.runDue()
+	if l.StartOffset() == 0 {
+		t.Fatal("the expired segments are still there when retention was due")
+	}
+}
