@@ -207,6 +207,26 @@ func (e *Encoder) Finish(dst []byte) ([]byte, error) {
 	e.noteSizes(rec)
 	e.resetCounts()
 	e.reserve()
+	return e.write(rec, dst)
+}
+
+// EncodeRecord appends to dst the payload of rec, a record batch of the
+// encoder's Arrow schema (ArrowSchema of its schema, exactly) made
+// elsewhere: how the lake's Parquet files are served as log batches. The
+// caller keeps rec and vouches for its values as Append's checks would
+// (rows written through Append once); rows appended and not finished stay.
+func (e *Encoder) EncodeRecord(rec arrow.RecordBatch, dst []byte) ([]byte, error) {
+	if rec.NumRows() == 0 {
+		return dst, pkgerr.New("arrowlog", "cannot encode an empty record batch")
+	}
+	if want := e.rb.Schema(); !rec.Schema().Equal(want) {
+		return dst, pkgerr.Errorf("arrowlog", "a record batch of %v, not the encoder's %v", rec.Schema(), want)
+	}
+	return e.write(rec, dst)
+}
+
+// write appends rec's payload to dst.
+func (e *Encoder) write(rec arrow.RecordBatch, dst []byte) ([]byte, error) {
 	if e.w == nil {
 		e.w, e.started = ipc.NewWriter(&e.out, e.opts...), false
 	}

@@ -19,6 +19,10 @@ type BatchOptions struct {
 	Codec *Codec
 	// AppendOnly marks a log-table batch: every record is +A.
 	AppendOnly bool
+	// Projected marks an Arrow batch holding some of its schema's
+	// columns, which its reader asked for: a fetch answer, never a log's
+	// (BuildBatch only).
+	Projected bool
 	// WriterID and Sequence identify the batch for idempotent writes. Set
 	// HasWriter to use them; otherwise they are written as -1.
 	HasWriter bool
@@ -149,6 +153,9 @@ func writeHeader(batch Batch, opts BatchOptions, count int32) {
 	attrs := uint16(opts.Format)&payloadFormatMask | uint16(opts.Compression)<<compressionShift&compressionMask
 	if opts.AppendOnly {
 		attrs |= appendOnlyBit
+	}
+	if opts.Projected {
+		attrs |= projectedBit
 	}
 	binary.BigEndian.PutUint16(h[attributesPos:], attrs)
 	binary.BigEndian.PutUint32(h[lastOffsetDeltaPos:], uint32(count-1))

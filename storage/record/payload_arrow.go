@@ -60,6 +60,9 @@ func BuildBatch(opts BatchOptions, recordCount int32, payload []byte, dst []byte
 	if err := checkFormat(opts.Format, opts.Compression); err != nil {
 		return nil, err
 	}
+	if opts.Projected && opts.Format != PayloadArrow {
+		return nil, pkgerr.Errorf("record", "only Arrow batches are projected, not payload format %d", opts.Format)
+	}
 	if HeaderSize+len(payload) > MaxBatchSize {
 		return nil, fmt.Errorf("%w: payload of %d bytes exceeds the %d-byte batch limit", ErrBatchFull, len(payload), MaxBatchSize)
 	}

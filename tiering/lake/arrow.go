@@ -2,6 +2,7 @@ package lake
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -103,9 +104,11 @@ func arrowType(t Type) (arrow.DataType, error) {
 
 // castColumn turns a column of a log batch (arrowlog's Arrow types) into
 // the lake's type to: TINYINT and SMALLINT widen to int32, TIME and
-// TIMESTAMP become microseconds (nanoseconds round down), at any depth; a
-// column of the same type is shared, not copied. The caller releases the
-// result.
+// TIMESTAMP become microseconds (nanoseconds round down), at any depth;
+// and a column read from a data file back into a log batch's type (int32
+// narrowed, microseconds to TIME's milliseconds, rounding down, or to a
+// TIMESTAMP(7..9)'s nanoseconds). A column of the same type is shared,
+// not copied. The caller releases the result.
 func castColumn(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, error) {
 	if _, nested := to.(arrow.NestedType); !nested && sameLayout(a.DataType(), to) {
 		data := array.NewData(to, a.Len(), a.Data().Buffers(), a.Data().Children(), a.NullN(), a.Data().Offset())
@@ -117,6 +120,23 @@ func castColumn(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.A
 		return widenInt32(mem, src.Len(), src.IsNull, func(i int) int32 { return int32(src.Value(i)) }), nil
 	case *array.Int16:
 		return widenInt32(mem, src.Len(), src.IsNull, func(i int) int32 { return int32(src.Value(i)) }), nil
+	case *array.Int32:
+		return narrowInt32(mem, src, to)
+	case *array.Time64:
+		if src.DataType().(*arrow.Time64Type).Unit != arrow.Microsecond {
+			return nil, fmt.Errorf("%w: no cast from %v to %v", ErrUnsupported, a.DataType(), to)
+		}
+		b := array.NewTime32Builder(mem, arrow.FixedWidthTypes.Time32ms.(*arrow.Time32Type))
+		defer b.Release()
+		b.Reserve(src.Len())
+		for i := range src.Len() {
+			if src.IsNull(i) {
+				b.AppendNull()
+			} else {
+				b.UnsafeAppend(arrow.Time32(floorDiv(int64(src.Value(i)), 1000)))
+			}
+		}
+		return b.NewArray(), nil
 	case *array.Time32:
 		b := array.NewTime64Builder(mem, arrow.FixedWidthTypes.Time64us.(*arrow.Time64Type))
 		defer b.Release()
@@ -131,11 +151,14 @@ func castColumn(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.A
 		return b.NewArray(), nil
 	case *array.Timestamp:
 		div := int64(1)
-		switch src.DataType().(*arrow.TimestampType).Unit {
-		case arrow.Nanosecond:
+		from, want := src.DataType().(*arrow.TimestampType).Unit, to.(*arrow.TimestampType).Unit
+		switch {
+		case from == arrow.Microsecond && want == arrow.Nanosecond:
+			return widenTimestamp(mem, src, to.(*arrow.TimestampType))
+		case from == arrow.Nanosecond && want == arrow.Microsecond:
 			div = 1000
-		case arrow.Millisecond, arrow.Second:
-			return nil, fmt.Errorf("%w: a timestamp column in %v", ErrUnsupported, src.DataType())
+		default:
+			return nil, fmt.Errorf("%w: no cast from %v to %v", ErrUnsupported, a.DataType(), to)
 		}
 		b := array.NewTimestampBuilder(mem, to.(*arrow.TimestampType))
 		defer b.Release()
@@ -160,10 +183,13 @@ func castColumn(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.A
 		return castNested(mem, a, to, []arrow.Array{src.ListValues()}, []arrow.DataType{mt.Elem()})
 	case *array.Struct:
 		st := to.(*arrow.StructType)
+		// The children as they are stored, not as Field gives them (cut
+		// to a sliced struct's rows): the struct keeps its offset.
 		kids := make([]arrow.Array, src.NumField())
 		types := make([]arrow.DataType, src.NumField())
 		for i := range kids {
-			kids[i], types[i] = src.Field(i), st.Field(i).Type
+			kids[i], types[i] = array.MakeFromData(src.Data().Children()[i]), st.Field(i).Type
+			defer kids[i].Release()
 		}
 		return castNested(mem, a, to, kids, types)
 	}
@@ -221,4 +247,75 @@ func widenInt32(mem memory.Allocator, n int, isNull func(int) bool, value func(i
 		}
 	}
 	return b.NewArray()
+}
+
+// narrowInt32 is a data file's int column read back as the TINYINT or
+// SMALLINT it was written from; a value out of their range is damage.
+func narrowInt32(mem memory.Allocator, src *array.Int32, to arrow.DataType) (arrow.Array, error) {
+	lo, hi := int32(math.MinInt8), int32(math.MaxInt8)
+	switch to.ID() {
+	case arrow.INT8:
+	case arrow.INT16:
+		lo, hi = math.MinInt16, math.MaxInt16
+	default:
+		return nil, fmt.Errorf("%w: no cast from %v to %v", ErrUnsupported, src.DataType(), to)
+	}
+	for i := range src.Len() {
+		if v := src.Value(i); src.IsValid(i) && (v < lo || v > hi) {
+			return nil, fmt.Errorf("%w: value %d of an int column read as %v", ErrInvalidData, v, to)
+		}
+	}
+	if to.ID() == arrow.INT8 {
+		b := array.NewInt8Builder(mem)
+		defer b.Release()
+		b.Reserve(src.Len())
+		for i := range src.Len() {
+			if src.IsNull(i) {
+				b.AppendNull()
+			} else {
+				b.UnsafeAppend(int8(src.Value(i)))
+			}
+		}
+		return b.NewArray(), nil
+	}
+	b := array.NewInt16Builder(mem)
+	defer b.Release()
+	b.Reserve(src.Len())
+	for i := range src.Len() {
+		if src.IsNull(i) {
+			b.AppendNull()
+		} else {
+			b.UnsafeAppend(int16(src.Value(i)))
+		}
+	}
+	return b.NewArray(), nil
+}
+
+// widenTimestamp is a data file's microseconds read back as a
+// TIMESTAMP(7..9)'s nanoseconds.
+func widenTimestamp(mem memory.Allocator, src *array.Timestamp, to *arrow.TimestampType) (arrow.Array, error) {
+	b := array.NewTimestampBuilder(mem, to)
+	defer b.Release()
+	b.Reserve(src.Len())
+	for i := range src.Len() {
+		if src.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		v := int64(src.Value(i))
+		if v > math.MaxInt64/1000 || v < math.MinInt64/1000 {
+			return nil, fmt.Errorf("%w: timestamp %d µs does not fit nanoseconds", ErrInvalidData, v)
+		}
+		b.UnsafeAppend(arrow.Timestamp(v * 1000))
+	}
+	return b.NewArray(), nil
+}
+
+// floorDiv is a / b rounded toward negative infinity (b > 0).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
 }

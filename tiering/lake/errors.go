@@ -12,4 +12,11 @@ var (
 	// ErrConflict: the lake table moved on since the version a commit
 	// builds on; the committer reads it again and retries.
 	ErrConflict = errors.New("lake: commit conflict")
+	// ErrInvalidData: a data file whose contents are not what Floe wrote
+	// (a value out of its column's range, a column of the wrong type).
+	ErrInvalidData = errors.New("lake: invalid data file")
+	// ErrNotInLake: the offset a read asked for is not in the lake's
+	// version (below its first file of the bucket, or at or past the
+	// offset the version covers).
+	ErrNotInLake = errors.New("lake: offset not in the lake")
 )

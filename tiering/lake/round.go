@@ -247,7 +247,7 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 		if err != nil {
 			return RoundResult{}, err
 		}
-		name := fmt.Sprintf("%d-%d-%d-%d", b.Bucket.PhysicalID, b.Bucket.Bucket, b.Offset, next)
+		name := dataFileName(BucketKey{PhysicalID: b.Bucket.PhysicalID, Bucket: b.Bucket.Bucket}, b.Offset, next)
 		if df, err = r.Table.PutDataFile(ctx, r.Table.DataFileKey(spec, b.Bucket.Partition, name), body, df, b.Bucket.Partition); err != nil {
 			return RoundResult{}, err
 		}
