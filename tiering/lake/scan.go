@@ -264,7 +264,7 @@ func (s *FileScan) take(maxRows int) (*Chunk, error) {
 }
 
 // Span is the file the scan reads; Position the offset it returns from.
-func (s *FileScan) Span() FileSpan   { return s.span }
+func (s *FileScan) Span() FileSpan  { return s.span }
 func (s *FileScan) Position() int64 { return s.next }
 
 // Close releases the scan.
