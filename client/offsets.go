@@ -23,10 +23,19 @@ const (
 	positionLatest
 	positionOffset
 	positionTimestamp
+	positionLogStart
 )
 
-// Earliest starts at the bucket's log start offset: everything still kept.
+// Earliest starts at the bucket's first record still kept: in a
+// lake-enabled table, the lake's first when the lake holds the records
+// the log no longer has (the union read: the lake's files up to the
+// offsets its version covers, then the log from exactly there).
 func Earliest() StartPosition { return StartPosition{kind: positionEarliest} }
+
+// EarliestInLog starts at the bucket's log start offset (local, or below
+// it the remote log's), leaving out what only a lake-enabled table's
+// lake still holds.
+func EarliestInLog() StartPosition { return StartPosition{kind: positionLogStart} }
 
 // Latest starts at the bucket's high watermark when the subscription is
 // resolved (at the next Poll): only records written from then on.
@@ -51,13 +60,16 @@ func (p StartPosition) String() string {
 		return fmt.Sprintf("offset %d", p.offset)
 	case positionTimestamp:
 		return "timestamp " + p.timestamp.Format(time.RFC3339Nano)
+	case positionLogStart:
+		return "earliest in the log"
 	default:
 		return "earliest"
 	}
 }
 
 // ListOffset resolves a position in one bucket to an offset, asking the
-// bucket's leader: Earliest is the log start offset, Latest the high
+// bucket's leader: Earliest is the first record kept (in the lake or the
+// log), EarliestInLog the log start offset, Latest the high
 // watermark, AtTimestamp the first offset committed at or after the time.
 // AtOffset is returned as it is. Retriable errors are retried with fresh
 // metadata until ctx ends.
@@ -81,7 +93,7 @@ func (t *Table) ListOffset(ctx context.Context, bucket int32, at StartPosition) 
 func (t *Table) listOffset(ctx context.Context, addr string, bucket int32, at StartPosition) (int64, error) {
 	req := &pb.ListOffsetsRequest{TableId: t.info.ID, Bucket: bucket}
 	switch at.kind {
-	case positionEarliest:
+	case positionEarliest, positionLogStart:
 		req.Spec = pb.OffsetSpec_OFFSET_SPEC_EARLIEST
 	case positionLatest:
 		req.Spec = pb.OffsetSpec_OFFSET_SPEC_LATEST
@@ -94,6 +106,9 @@ func (t *Table) listOffset(ctx context.Context, addr string, bucket int32, at St
 	resp, err := t.tablet(addr).ListOffsets(ctx, req)
 	if err != nil {
 		return 0, pkgerr.Errorf("client", "list offsets of %s bucket %d (%v) at %s: %w", t.qualifiedName(), bucket, at, addr, err)
+	}
+	if at.kind == positionLogStart {
+		return resp.LogStartOffset, nil
 	}
 	return resp.Offset, nil
 }

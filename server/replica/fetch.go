@@ -230,6 +230,14 @@ func (r *Replica) serveConsumer(ctx context.Context, fb *pb.FetchBucket, budget 
 		}
 		return r.serveRemote(ctx, fb, budget, out)
 	}
+	if errors.Is(err, replication.ErrOutOfRange) && fb.Offset < out.LogStartOffset && r.mgr.lake != nil && !r.closed && r.outOfServiceLocked() == nil {
+		// Below the log, local and remote: the lake may hold it.
+		r.mu.Unlock()
+		if served, lerr := r.serveLake(ctx, fb, budget, out); served || lerr != nil {
+			return lerr
+		}
+		return r.wireError(err)
+	}
 	if r.closed {
 		err = replication.ErrNotLeader
 	}
@@ -322,6 +330,17 @@ func (m *Manager) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (
 		resp.Offset = r.log.StartOffset()
 		if rl := r.remoteBefore(resp.Offset); rl != nil {
 			resp.Offset = rl.StartOffset
+		}
+		resp.LogStartOffset = resp.Offset
+		// The lake's records go before the log's when they join it: a
+		// lake that ends below the log's start (it was off while the
+		// log expired past it) starts nothing a reader could go on from.
+		_, start, end, ok, err := r.lakeRange(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ok && start < resp.Offset && end >= resp.Offset {
+			resp.Offset = start
 		}
 	case pb.OffsetSpec_OFFSET_SPEC_LATEST:
 		resp.Offset = hw

@@ -38,7 +38,10 @@ type Manager struct {
 	// logSched is the scheduler the Manager made for its replicas' logs
 	// (cfg.Log.Scheduler), nil when the caller gave one.
 	logSched *logstore.Scheduler
-	stop     chan struct{} // closed when Close begins
+	// lake reads lake tables' data files for consumers (lake.go); nil
+	// without a remote store.
+	lake *lakeReader
+	stop chan struct{} // closed when Close begins
 	// catchUpSlots bounds the catch-up tasks running at once
 	// (catchuptask.go): a task holds a slot while it runs.
 	catchUpSlots chan struct{}
@@ -122,6 +125,9 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m.zstd = codec
+	if cfg.RemoteStore != nil {
+		m.lake = newLakeReader(cfg.RemoteStore)
+	}
 	if cfg.Log.Scheduler == nil {
 		if m.logSched, err = logstore.NewScheduler(logstore.SchedulerConfig{}); err != nil {
 			codec.Close()
@@ -717,6 +723,9 @@ func (m *Manager) Close() error {
 		}
 	})
 	m.saveHWs(closed)
+	if m.lake != nil {
+		m.lake.closeAll()
+	}
 	if m.logSched != nil {
 		err = errors.Join(err, m.logSched.Close())
 	}

@@ -38,6 +38,9 @@ type tableMeta struct {
 	// log.segment.bytes itself (else the node's default may apply).
 	props           tableprop.Values
 	segmentBytesSet bool
+	// lake is the table's lake (its prefix and committed version), nil
+	// when it never had one.
+	lake *pb.LakeState
 	// traffic is the table's counters on this node, its partitions'
 	// included, the same through every tableMeta of the table
 	// (Manager.Apply carries it over); never nil.
@@ -140,7 +143,7 @@ func newTableMeta(t *pb.TableRecord, kv KVTables) (*tableMeta, error) {
 	cur := versions[len(versions)-1]
 	meta := &tableMeta{tableID: t.Id, schema: cur.Schema, schemaID: cur.ID, versions: versions,
 		primaryKey: len(t.PrimaryKey) > 0, partitioned: len(t.PartitionKeys) > 0, replication: int(t.Replication),
-		database: t.Database, table: t.Name, traffic: &TableTraffic{}}
+		database: t.Database, table: t.Name, traffic: &TableTraffic{}, lake: t.Lake}
 	name := meta.qualified()
 	props, err := tableprop.ParseStored(t.Properties, tableprop.Table{Replication: meta.replication, PrimaryKey: meta.primaryKey,
 		Partitioned: meta.partitioned, CreatedChecks: t.GetChecks()})

@@ -1754,9 +1754,13 @@ type ListOffsetsResponse struct {
 	// its log, or below its start the remote log where that holds every
 	// offset. A replica that found damage in its log cuts it back only to an
 	// offset at or past it: below, it may hold the only copy.
-	HeldFrom      int64 `protobuf:"varint,3,opt,name=held_from,json=heldFrom,proto3" json:"held_from,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HeldFrom int64 `protobuf:"varint,3,opt,name=held_from,json=heldFrom,proto3" json:"held_from,omitempty"`
+	// EARLIEST: where the log's own records start (locally, or below that
+	// in the remote log). offset is lower when the table's lake holds the
+	// records before it and joins the log there (the union read).
+	LogStartOffset int64 `protobuf:"varint,4,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ListOffsetsResponse) Reset() {
@@ -1806,6 +1810,13 @@ func (x *ListOffsetsResponse) GetLeaderEpoch() int32 {
 func (x *ListOffsetsResponse) GetHeldFrom() int64 {
 	if x != nil {
 		return x.HeldFrom
+	}
+	return 0
+}
+
+func (x *ListOffsetsResponse) GetLogStartOffset() int64 {
+	if x != nil {
+		return x.LogStartOffset
 	}
 	return 0
 }
@@ -2072,11 +2083,12 @@ const file_tablet_proto_rawDesc = "" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12'\n" +
 	"\x04spec\x18\x03 \x01(\x0e2\x13.floe.v1.OffsetSpecR\x04spec\x12!\n" +
-	"\ftimestamp_ms\x18\x04 \x01(\x03R\vtimestampMs\"m\n" +
+	"\ftimestamp_ms\x18\x04 \x01(\x03R\vtimestampMs\"\x97\x01\n" +
 	"\x13ListOffsetsResponse\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12!\n" +
 	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch\x12\x1b\n" +
-	"\theld_from\x18\x03 \x01(\x03R\bheldFrom\"F\n" +
+	"\theld_from\x18\x03 \x01(\x03R\bheldFrom\x12(\n" +
+	"\x10log_start_offset\x18\x04 \x01(\x03R\x0elogStartOffset\"F\n" +
 	"\x11SnapshotKVRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\"\xa5\x01\n" +
