@@ -34,9 +34,9 @@ func consumeCmd(env *cliEnv) clientCmd {
 	var o consumeOptions
 	var partitions stringList
 	return clientCmd{summary: "print a table's rows (a primary-key table's changelog) as JSON lines", nargs: 1, streaming: true, arg: argTable,
-		usage: "consume DB.TABLE [--from earliest|latest|offset=N|timestamp=T] [--limit N] [--follow] [--buckets 0,2] [--columns a,b] [--partition dt=X]... [--no-meta]",
+		usage: "consume DB.TABLE [--from earliest|earliest-in-log|latest|offset=N|timestamp=T] [--limit N] [--follow] [--buckets 0,2] [--columns a,b] [--partition dt=X]... [--no-meta]",
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&from, "from", "earliest", "where to start: earliest, latest, offset=N or timestamp=T (RFC 3339, a date, or epoch milliseconds)")
+			fs.StringVar(&from, "from", "earliest", "where to start: earliest (a lake-enabled table's lake first, then its log), earliest-in-log, latest, offset=N or timestamp=T (RFC 3339, a date, or epoch milliseconds)")
 			fs.Int64Var(&o.limit, "limit", 0, "stop after this many rows (0: no limit)")
 			fs.BoolVar(&o.follow, "follow", false, "keep reading new rows; without it, stop at the high watermark seen at start")
 			fs.StringVar(&buckets, "buckets", "", "comma-separated buckets to read (default: all)")
@@ -72,6 +72,8 @@ func parseFrom(s string) (client.StartPosition, error) {
 	switch {
 	case s == "earliest":
 		return client.Earliest(), nil
+	case s == "earliest-in-log":
+		return client.EarliestInLog(), nil
 	case s == "latest":
 		return client.Latest(), nil
 	case strings.HasPrefix(s, "offset="):
@@ -87,7 +89,7 @@ func parseFrom(s string) (client.StartPosition, error) {
 		}
 		return client.AtTimestamp(t), nil
 	}
-	return client.StartPosition{}, fmt.Errorf("%w: --from %q: want earliest, latest, offset=N or timestamp=RFC3339", errUsage, s)
+	return client.StartPosition{}, fmt.Errorf("%w: --from %q: want earliest, earliest-in-log, latest, offset=N or timestamp=RFC3339", errUsage, s)
 }
 
 // parseTimestamp reads a --from timestamp: RFC 3339 (with or without

@@ -36,11 +36,11 @@ func tableExportCmd(env *cliEnv) clientCmd {
 	var o exportOptions
 	var partitions stringList
 	return clientCmd{summary: "write a table's records (or a primary-key table's rows) to a file as JSON lines", nargs: 1, streaming: true, arg: argTable,
-		usage: "table export DB.TABLE [--file F] [--snapshot] [--from earliest|latest|offset=N|timestamp=T] [--buckets 0,2] [--columns a,b] [--partition dt=X]... [--concurrency N]",
+		usage: "table export DB.TABLE [--file F] [--snapshot] [--from earliest|earliest-in-log|latest|offset=N|timestamp=T] [--buckets 0,2] [--columns a,b] [--partition dt=X]... [--concurrency N]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.file, "file", "", "write to this file (replaced once the export is complete) instead of stdout")
 			fs.BoolVar(&o.snapshot, "snapshot", false, "primary-key tables: the current rows, not the changelog")
-			fs.StringVar(&from, "from", "", "logs: where each bucket starts: earliest (default), latest, offset=N or timestamp=T; the export ends at the high watermarks of its start")
+			fs.StringVar(&from, "from", "", "logs: where each bucket starts: earliest (default; a lake-enabled table's lake first), earliest-in-log, latest, offset=N or timestamp=T; the export ends at the high watermarks of its start")
 			fs.StringVar(&buckets, "buckets", "", "comma-separated buckets to export (default: all)")
 			fs.StringVar(&columns, "columns", "", "comma-separated columns to export, in that order (default: all); the nodes send only these columns of arrow-format batches")
 			fs.IntVar(&o.concurrency, "concurrency", defaultBulkConcurrency, "buckets read at once")
