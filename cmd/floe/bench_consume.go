@@ -13,8 +13,9 @@ func benchConsumeCmd(env *cliEnv) clientCmd {
 	var o bench.ConsumeOptions
 	var columns, format, compression, cpuProfile string
 	var buckets int
+	props := propertyFlag{}
 	return clientCmd{summary: "read throughput of a 20-column log table, all columns or some (projection pushdown)", streaming: true,
-		usage: "bench consume [--table DB.TABLE] [--records 1000000] [--columns a,b] [--log-format arrow|row] [--compression zstd|lz4|none] [--buckets N]",
+		usage: "bench consume [--table DB.TABLE] [--records 1000000] [--columns a,b] [--log-format arrow|row] [--compression zstd|lz4|none] [--buckets N] [--property k=v]...",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.Table, "table", "bench.clicks", "DB.TABLE to read; created with the clickstream schema (20 columns of web analytics events) if missing")
 			fs.Int64Var(&o.Records, "records", 1_000_000, "fill the table with generated events until it holds this many, before the timed read")
@@ -22,6 +23,7 @@ func benchConsumeCmd(env *cliEnv) clientCmd {
 			fs.StringVar(&format, "log-format", "", "log.format of a table the benchmark creates: arrow or row (default: the cluster's, arrow)")
 			fs.StringVar(&compression, "compression", "", "log.compression of a table the benchmark creates: zstd, lz4 or none (default zstd)")
 			fs.IntVar(&buckets, "buckets", 0, "buckets of a table the benchmark creates (0: the cluster's default)")
+			fs.Var(props, "property", "a table property of a table the benchmark creates, key=value (repeatable): datalake.enabled=true with a short log.ttl reads the lake's files, then the log")
 			fs.IntVar(&o.MaxBytes, "max-bytes", 0, "the scanner's fetch size in bytes (0: its default, 4 MiB)")
 			fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this client's timed read to the file (go tool pprof)")
 		},
@@ -36,6 +38,9 @@ func benchConsumeCmd(env *cliEnv) clientCmd {
 			}
 			o.Buckets, o.Columns = int32(buckets), parseColumns(columns)
 			o.Properties = map[string]string{}
+			for k, v := range props {
+				o.Properties[k] = v
+			}
 			if format != "" {
 				o.Properties["log.format"] = format
 			}
