@@ -18,7 +18,7 @@ import (
 
 // benchCmds are the benchmarks of floe bench.
 func benchCmds(env *cliEnv) []clientCmd {
-	return []clientCmd{benchProduceCmd(env), benchConsumeCmd(env), benchE2ECmd(env), benchUpsertCmd(env), benchLookupCmd(env), benchSuiteCmd(env),
+	return []clientCmd{benchProduceCmd(env), benchConsumeCmd(env), benchLakeCmd(env), benchE2ECmd(env), benchUpsertCmd(env), benchLookupCmd(env), benchSuiteCmd(env),
 		benchPartitionsCmd(env)}
 }
 
