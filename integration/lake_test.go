@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/floedb/floe/client"
+	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/tiering/lake"
 	"github.com/floedb/floe/transport"
@@ -220,5 +221,121 @@ func TestLakeAcrossKills(t *testing.T) {
 	}
 	if total < 8000 {
 		t.Fatalf("the logs hold %d records, 8000 were acknowledged", total)
+	}
+}
+
+// TestLakeUnionReadAcrossLeaderMoves: a scanner from Earliest reads a
+// lake-enabled table whose log has let its first records go (the lake
+// holding them) while writes go on and tiering runs, and while the leader
+// of a bucket it is reading from the lake is SIGKILLed: it goes on from
+// the new leader, and in the end has read every acknowledged row once,
+// at contiguous offsets per bucket.
+func TestLakeUnionReadAcrossLeaderMoves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster and kills a node")
+	}
+	remote := filepath.Join(t.TempDir(), "remote")
+	c := StartCluster(t, 3, ClusterOptions{ExtraArgs: []string{"--remote-dir", remote, "--tiering-interval", "200ms"}})
+	ctx := t.Context()
+	cl := c.Client(ctx)
+	const buckets = 3
+	if err := cl.Admin().CreateDatabase(ctx, "lk", client.IfNotExists()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Admin().CreateTable(ctx, client.TableSpec{Database: "lk", Name: "union", Schema: logTableSchema, Buckets: buckets,
+		Replication: 3, Properties: map[string]string{"datalake.enabled": "true", "datalake.freshness": "1s",
+			"log.ttl": "1s", "log.segment.bytes": "64KiB"}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cl.Table(ctx, "lk", "union")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(from, to int64) {
+		w, err := tbl.NewAppendWriter(client.AppendWriterOptions{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer w.Close(context.WithoutCancel(ctx))
+		for i := from; i < to; i++ {
+			if _, err := w.Append(ctx, encodeRow(t, tbl, i, noise(i, 500))); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		if err := w.Flush(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	write(0, 3000)
+	waitFor(t, 90*time.Second, "every bucket's log to let records go into the lake", func() bool {
+		for b := range int32(buckets) {
+			inLog, err := tbl.ListOffset(ctx, b, client.EarliestInLog())
+			if err != nil || inLog < 200 {
+				return false
+			}
+			if first, err := tbl.ListOffset(ctx, b, client.Earliest()); err != nil || first != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	// The writes go on while the scanner reads, and the lake tiers them.
+	more := make(chan struct{})
+	go func() {
+		defer close(more)
+		write(3000, 4000)
+	}()
+	s, err := tbl.NewLogScanner(client.LogScannerOptions{MaxBytes: 64 << 10}) // small fetches: many of them from the lake
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for b := range int32(buckets) {
+		if err := s.Subscribe(b, client.Earliest()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[int64]bool{}
+	next := map[int32]int64{}
+	killed := false
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(seen) < 4000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("read %d of 4000 rows; next offsets %v", len(seen), next)
+		}
+		recs, err := s.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Offset != next[r.Bucket] {
+				t.Fatalf("bucket %d: offset %d after %d", r.Bucket, r.Offset, next[r.Bucket]-1)
+			}
+			next[r.Bucket]++
+			id := record.NewRowView(tbl.Schema(), r.Row).Int64(0)
+			if seen[id] {
+				t.Fatalf("row %d read twice (bucket %d offset %d)", id, r.Bucket, r.Offset)
+			}
+			seen[id] = true
+		}
+		if !killed && len(recs) > 0 && len(seen) < 1000 {
+			// The scanner is in the lake: kill the leader of a bucket
+			// it reads.
+			info, err := cl.Admin().DescribeTable(ctx, "lk", "union")
+			if err != nil {
+				t.Fatal(err)
+			}
+			victim := c.Nodes[info.Placement[recs[0].Bucket].Leader-1]
+			t.Logf("killing node %d, the leader of bucket %d, at offset %d", victim.ID, recs[0].Bucket, next[recs[0].Bucket])
+			c.Kill(victim)
+			killed = true
+			defer c.Restart(victim)
+		}
+	}
+	<-more
+	if !killed {
+		t.Fatal("the scanner read past the lake before a leader was killed")
 	}
 }
