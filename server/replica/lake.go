@@ -163,7 +163,9 @@ func (l *lakeReader) closeAll() {
 func (r *Replica) lakeRange(ctx context.Context) (ix *lake.Index, start, end int64, ok bool, err error) {
 	info := r.table()
 	ls := info.lake
-	if r.mgr.lake == nil || ls == nil || ls.MetadataKey == "" || ls.Prefix == "" {
+	// A primary-key table's lake holds each key's latest row, not its
+	// changelog: no read of the log goes on from it.
+	if r.mgr.lake == nil || ls == nil || ls.MetadataKey == "" || ls.Prefix == "" || info.primaryKey {
 		return nil, 0, 0, false, nil
 	}
 	if ix, err = r.mgr.lake.index(ctx, ls.Prefix, ls.MetadataKey); err != nil {

@@ -77,7 +77,6 @@ func (r *Role) lakeLoop(ctx context.Context) {
 	t := time.NewTicker(lakeTick)
 	defer t.Stop()
 	last := map[string]time.Time{} // by table, task and epoch
-	warned := map[uint64]bool{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -85,13 +84,6 @@ func (r *Role) lakeLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		for _, tbl := range r.lake.mine() {
-			if len(tbl.GetPrimaryKey()) > 0 {
-				if !warned[tbl.GetId()] {
-					warned[tbl.GetId()] = true
-					r.log.Warn("lake: primary-key tables are not tiered yet", "table", tbl.GetDatabase()+"."+tbl.GetName())
-				}
-				continue
-			}
 			props, err := metastate.TableProperties(tbl)
 			if err != nil || !props.DataLake {
 				continue
@@ -156,10 +148,11 @@ func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.Lake
 		PartitionBy: t.GetPartitionKeys(), TableUUID: st.GetTableUuid(), Version: st.GetVersion(), MetadataKey: st.GetMetadataKey(),
 		MaxRecords: lakeMaxRecords, NowMs: time.Now().UnixMilli(), Retention: props.DataLakeRetention}
 	for _, v := range versions {
-		round.Schemas[v.ID] = record.Schema{Columns: v.Schema.Columns}
+		round.Schemas[v.ID] = record.Schema{Columns: v.Schema.Columns, PrimaryKey: t.GetPrimaryKey()}
 		round.CurrentID = v.ID
 	}
-	src := &fetchSource{r: r, addrs: map[uint32]string{}, leaders: map[lakeBucket]uint32{}, schemas: round.Schemas}
+	src := &fetchSource{r: r, addrs: map[uint32]string{}, leaders: map[lakeBucket]uint32{}, schemas: round.Schemas,
+		primaryKey: len(t.GetPrimaryKey()) > 0}
 	add := func(resp *pb.GetTableResponse, physical uint64, partition []lake.PartitionValue) {
 		for _, n := range resp.GetNodes() {
 			src.addrs[n.GetId()] = n.GetRpcAddress()

@@ -31,7 +31,9 @@ type fetchSource struct {
 	addrs   map[uint32]string
 	leaders map[lakeBucket]uint32
 	schemas map[int32]record.Schema
-	codec   *record.Codec
+	// primaryKey: the table's changelog (+I, -U, +U, -D), not a log's.
+	primaryKey bool
+	codec      *record.Codec
 	decs    map[int32]*arrowlog.Decoder
 	readers map[int32]*arrowlog.BatchReader
 	scratch []byte
@@ -108,12 +110,12 @@ func (s *fetchSource) records(b record.Batch, from int64, limit int, fn func(lak
 	}
 	ts := b.CommitTimestamp()
 	n := 0
-	emit := func(offset int64, row []byte) error {
+	emit := func(offset int64, change record.ChangeType, row []byte) error {
 		if offset < from || n >= limit {
 			return nil
 		}
 		n++
-		return fn(lake.Record{Offset: offset, TimestampMs: ts, SchemaID: id, Row: row})
+		return fn(lake.Record{Offset: offset, TimestampMs: ts, SchemaID: id, Row: row, Change: change})
 	}
 	if b.PayloadFormat() == record.PayloadArrow && !b.Projected() && b.BaseOffset() >= from && int(b.RecordCount()) <= limit {
 		// The whole batch: its columns as they are.
@@ -134,7 +136,7 @@ func (s *fetchSource) records(b record.Batch, from int64, limit int, fn func(lak
 			return err
 		}
 		base := b.BaseOffset()
-		return dec.Rows(b.Payload(), int(b.RecordCount()), func(i int, row []byte) error { return emit(base+int64(i), row) })
+		return dec.Rows(b.Payload(), int(b.RecordCount()), func(i int, row []byte) error { return emit(base+int64(i), record.AppendOnly, row) })
 	}
 	if s.codec == nil {
 		var err error
@@ -149,10 +151,10 @@ func (s *fetchSource) records(b record.Batch, from int64, limit int, fn func(lak
 	}
 	for recs.Next() {
 		r := recs.Record()
-		if r.Change != record.AppendOnly && r.Change != record.Insert {
+		if !s.primaryKey && r.Change != record.AppendOnly && r.Change != record.Insert {
 			return fmt.Errorf("a %v record in a log table's batch", r.Change)
 		}
-		if err := emit(r.Offset, r.Data); err != nil {
+		if err := emit(r.Offset, r.Change, r.Data); err != nil {
 			return err
 		}
 	}

@@ -215,3 +215,11 @@ func (ix *Index) Find(b BucketKey, offset int64) (FileSpan, error) {
 
 // Files is the bucket's data files, in offset order.
 func (ix *Index) Files(b BucketKey) []FileSpan { return ix.files[b] }
+
+// manifestFiles is the live data files a manifest of the version lists.
+func (ix *Index) manifestFiles(uri string) []bucketFile {
+	if ix == nil {
+		return nil
+	}
+	return ix.manifests[uri]
+}

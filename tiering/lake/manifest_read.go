@@ -109,6 +109,9 @@ func (t *Table) ReadManifest(ctx context.Context, uri string) ([]ManifestEntry, 
 		if e.File.Path == "" {
 			return nil, fmt.Errorf("%w: manifest %s: an entry without a file path", ErrInvalidMetadata, uri)
 		}
+		e.File.ValueCounts, e.File.NullCounts = intMap(df["value_counts"], asInt), intMap(df["null_value_counts"], asInt)
+		e.File.LowerBounds = intMap(df["lower_bounds"], asBytes)
+		e.File.UpperBounds = intMap(df["upper_bounds"], asBytes)
 		out = append(out, e)
 	}
 }
@@ -124,4 +127,25 @@ func asInt(v any) int64 {
 		return int64(x)
 	}
 	return 0
+}
+
+// intMap reads an Iceberg int-keyed map (an Avro array of key-value
+// records, decoded generically); nil when null or empty.
+func intMap[V any](v any, value func(any) V) map[int]V {
+	arr, _ := v.([]any)
+	if len(arr) == 0 {
+		return nil
+	}
+	out := make(map[int]V, len(arr))
+	for _, kv := range arr {
+		if m, ok := kv.(map[string]any); ok {
+			out[int(asInt(m["key"]))] = value(m["value"])
+		}
+	}
+	return out
+}
+
+func asBytes(v any) []byte {
+	b, _ := v.([]byte)
+	return b
 }

@@ -40,6 +40,9 @@ type Record struct {
 	SchemaID    int32
 	Row         []byte
 	Batch       arrow.RecordBatch
+	// Change is what a primary-key table's record does (+I, -U, +U, -D);
+	// a log table's are append-only.
+	Change record.ChangeType
 }
 
 // Source reads the committed records of a task's buckets.
@@ -184,10 +187,35 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 	var files []DataFile
 	var upgraded []byte
 	var held int64 // bytes of the round's finished files
+	primaryKey := len(current.PrimaryKey) > 0
+	var ix *Index     // primary-key tables: the base version's files
+	var removed []string // primary-key tables: the files the new ones replace
+	if primaryKey && base != nil {
+		if ix, err = r.Table.ReadIndex(ctx, r.MetadataKey, nil); err != nil {
+			return RoundResult{}, err
+		}
+	}
 	for _, b := range r.Buckets {
 		if held >= maxBytes {
 			res.Full = true
 			break // the next round goes on from these buckets' offsets
+		}
+		if primaryKey {
+			df, gone, next, err := r.primaryKeyBucket(ctx, src, ix, b, current, ls, spec, maxBytes-held, &res)
+			if err != nil {
+				return RoundResult{}, err
+			}
+			if next == b.Offset {
+				continue
+			}
+			if df != nil {
+				files = append(files, *df)
+				held += df.SizeBytes
+				res.Records += df.RecordCount
+			}
+			removed = append(removed, gone...)
+			res.Offsets = append(res.Offsets, Offset{Bucket: b.Bucket, Offset: next})
+			continue
 		}
 		var fb *FileBuilder
 		read := 0
@@ -256,7 +284,7 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 		res.Records += df.RecordCount
 		res.Offsets = append(res.Offsets, Offset{Bucket: b.Bucket, Offset: next})
 	}
-	if len(files) == 0 {
+	if len(res.Offsets) == 0 {
 		return res, nil
 	}
 	version := r.Version
@@ -269,7 +297,13 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 		if err != nil {
 			return RoundResult{}, err
 		}
-		staged, err := r.Table.StageAppend(ctx, base, int(version), create, files, map[string]string{SummaryLogOffsets: offsets}, r.NowMs)
+		summary := map[string]string{SummaryLogOffsets: offsets}
+		var staged *Staged
+		if primaryKey {
+			staged, err = r.Table.StageReplace(ctx, base, ix, int(version), create, removed, files, summary, r.NowMs)
+		} else {
+			staged, err = r.Table.StageAppend(ctx, base, int(version), create, files, summary, r.NowMs)
+		}
 		if err != nil {
 			return RoundResult{}, err
 		}
@@ -293,6 +327,13 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 		}
 		if base, err = r.Table.ReadStaged(ctx, key); err != nil {
 			return RoundResult{}, err
+		}
+		if primaryKey {
+			// Another task's buckets moved; the files this round replaces
+			// are still this task's, in manifests that may have moved.
+			if ix, err = r.Table.ReadIndex(ctx, key, ix); err != nil {
+				return RoundResult{}, err
+			}
 		}
 		lastID := base.LastColumnID
 		rebased, err := NewSchema(0, current, base.CurrentSchema(), &lastID)
@@ -343,4 +384,58 @@ func ParseLogOffsets(s string) (map[string]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// primaryKeyBucket reads a primary-key table's bucket changelog past its
+// lake offset, up to maxBytes of changed rows, and writes the bucket's
+// new data file (nil: every row deleted); it returns the files it
+// replaces and the offset the bucket's lake goes to (b's own: nothing
+// read).
+func (r *Round) primaryKeyBucket(ctx context.Context, src Source, ix *Index, b Offset, current record.Schema, ls Schema,
+	spec PartitionSpec, maxBytes int64, res *RoundResult) (*DataFile, []string, int64, error) {
+	changes, err := newPKChanges(current, r.Schemas)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	read := 0
+	next, err := src.ReadBucket(ctx, b.Bucket, b.Offset, max(r.MaxRecords, 1), func(rec Record) error {
+		read++
+		if err := changes.add(rec, r.CurrentID); err != nil {
+			return err
+		}
+		if changes.bytes >= maxBytes {
+			res.Full = true
+			return ErrRoundFull
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("lake: read bucket %d of %d from %d: %w", b.Bucket.Bucket, b.Bucket.PhysicalID, b.Offset, err)
+	}
+	if read >= max(r.MaxRecords, 1) {
+		res.Full = true
+	}
+	if next == b.Offset {
+		return nil, nil, next, nil
+	}
+	var spans []FileSpan
+	if ix != nil {
+		spans = ix.Files(BucketKey{PhysicalID: b.Bucket.PhysicalID, Bucket: b.Bucket.Bucket})
+	}
+	body, df, err := r.Table.rewriteBucket(ctx, ix, spans, b.Bucket, changes, ls)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var gone []string
+	for _, s := range spans {
+		gone = append(gone, s.Key)
+	}
+	if body == nil {
+		return nil, gone, next, nil
+	}
+	name := dataFileName(BucketKey{PhysicalID: b.Bucket.PhysicalID, Bucket: b.Bucket.Bucket}, 0, next)
+	if df, err = r.Table.PutDataFile(ctx, r.Table.DataFileKey(spec, b.Bucket.Partition, name), body, df, b.Bucket.Partition); err != nil {
+		return nil, nil, 0, err
+	}
+	return &df, gone, next, nil
 }

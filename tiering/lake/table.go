@@ -179,16 +179,40 @@ func (t *Table) stage(ctx context.Context, m *Metadata, baseVersion int, snapID,
 
 // putManifest writes a manifest of files added by snapshot snapID.
 func (t *Table) putManifest(ctx context.Context, m *Metadata, snapID, seq int64, files []DataFile) (ManifestFile, error) {
-	spec := m.Spec()
-	types, err := m.specTypes(spec)
+	types, err := m.specTypes(m.Spec())
 	if err != nil {
 		return ManifestFile{}, err
 	}
 	entries := make([]ManifestEntry, len(files))
-	mf := ManifestFile{SpecID: spec.ID, SequenceNumber: seq, MinSequenceNumber: seq, AddedSnapshotID: snapID, Added: len(files)}
 	for i, f := range files {
 		entries[i] = ManifestEntry{Status: statusAdded, SnapshotID: snapID, File: f}
-		mf.AddedRows += f.RecordCount
+	}
+	return t.putEntries(ctx, m, snapID, seq, types, entries)
+}
+
+// putEntries writes a manifest of snapshot snapID (sequence seq) holding
+// entries: files it adds, and files of earlier snapshots it keeps
+// (EXISTING) or deletes (DELETED), with their own sequence numbers.
+func (t *Table) putEntries(ctx context.Context, m *Metadata, snapID, seq int64, types []string, entries []ManifestEntry) (ManifestFile, error) {
+	spec := m.Spec()
+	mf := ManifestFile{SpecID: spec.ID, SequenceNumber: seq, MinSequenceNumber: seq, AddedSnapshotID: snapID}
+	var files []DataFile
+	for _, e := range entries {
+		switch e.Status {
+		case statusAdded:
+			mf.Added++
+			mf.AddedRows += e.File.RecordCount
+		case statusExisting:
+			mf.Existing++
+			mf.ExistingRows += e.File.RecordCount
+		case statusDeleted:
+			mf.Deleted++
+			mf.DeletedRows += e.File.RecordCount
+		}
+		if e.Status == statusExisting && e.SequenceNumber < mf.MinSequenceNumber {
+			mf.MinSequenceNumber = e.SequenceNumber
+		}
+		files = append(files, e.File)
 	}
 	mf.Partitions = summarize(types, files)
 	body, err := WriteManifest(ManifestMeta{Schema: *m.CurrentSchema(), Spec: spec, SpecTypes: types, SnapshotID: snapID}, entries)
