@@ -34,9 +34,9 @@ type fetchSource struct {
 	// primaryKey: the table's changelog (+I, -U, +U, -D), not a log's.
 	primaryKey bool
 	codec      *record.Codec
-	decs    map[int32]*arrowlog.Decoder
-	readers map[int32]*arrowlog.BatchReader
-	scratch []byte
+	decs       map[int32]*arrowlog.Decoder
+	readers    map[int32]*arrowlog.BatchReader
+	scratch    []byte
 }
 
 // ReadBucket implements lake.Source.

@@ -188,7 +188,7 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 	var upgraded []byte
 	var held int64 // bytes of the round's finished files
 	primaryKey := len(current.PrimaryKey) > 0
-	var ix *Index     // primary-key tables: the base version's files
+	var ix *Index        // primary-key tables: the base version's files
 	var removed []string // primary-key tables: the files the new ones replace
 	if primaryKey && base != nil {
 		if ix, err = r.Table.ReadIndex(ctx, r.MetadataKey, nil); err != nil {
