@@ -1,11 +1,17 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/tiering"
@@ -297,6 +303,140 @@ func TestLakeUnionRead(t *testing.T) {
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// lakeRows reads the current version of a table's lake (by its path in
+// the nodes' remote store), data file by data file, as an engine reading
+// the files its snapshot lists would: id to name, of a table of
+// testSchema.
+func lakeRows(t *testing.T, tbl *Table) map[int64]string {
+	t.Helper()
+	ctx := guardCtx(t)
+	lt := lake.NewTable(remoteStore, fmt.Sprintf("lake/%s/%s-%d", tbl.Info().Database, tbl.Info().Name, tbl.TableID()))
+	_, n, err := lt.ReadCurrent(ctx)
+	if errors.Is(err, tiering.ErrNotFound) {
+		return map[int64]string{} // no version yet
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := lt.ReadIndex(ctx, lt.VersionFile(n), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]string{}
+	for b := range tbl.Buckets() {
+		files := ix.Files(lake.BucketKey{PhysicalID: tbl.ID(), Bucket: b})
+		if len(files) > 1 {
+			t.Fatalf("bucket %d has %d data files in the lake", b, len(files))
+		}
+		for _, f := range files {
+			scan, err := lt.OpenScan(ctx, f, ix.Schema, []lake.ScanColumn{
+				{FieldID: ix.Schema.Fields[0].ID, Type: arrow.PrimitiveTypes.Int64},
+				{FieldID: ix.Schema.Fields[1].ID, Type: arrow.BinaryTypes.String}}, f.From, 1024)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				c, err := scan.Next(ctx, 1024)
+				if err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				ids, names := c.Columns[0].(*array.Int64), c.Columns[1].(*array.String)
+				for i := range c.Rows() {
+					if _, dup := out[ids.Value(i)]; dup {
+						t.Fatalf("key %d twice in the lake", ids.Value(i))
+					}
+					out[ids.Value(i)] = names.Value(i)
+				}
+				c.Release()
+			}
+			scan.Close()
+		}
+	}
+	return out
+}
+
+// TestLakeTiersPrimaryKeyTable: a lake-enabled primary-key table's lake
+// holds each key's latest row (copy-on-write, a data file per bucket):
+// after inserts, updates and deletes, and after more of them, what the
+// lake's files hold is what lookups return.
+func TestLakeTiersPrimaryKeyTable(t *testing.T) {
+	fc, c := startCluster(t)
+	ctx := guardCtx(t)
+	if err := c.Admin().CreateDatabase(ctx, fc.db, IfNotExists()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Admin().CreateTable(ctx, TableSpec{Database: fc.db, Name: "users", Schema: testSchema, PrimaryKey: []string{"id"},
+		Buckets: 2, Replication: 1, Properties: map[string]string{"datalake.enabled": "true", "datalake.freshness": "1s"}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := c.Table(ctx, fc.db, "users")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := tbl.NewUpsertWriter(UpsertWriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(context.Background())
+	want := map[int64]string{}
+	apply := func(from, to int64, name string, deleteEvery int64) {
+		t.Helper()
+		for id := from; id < to; id++ {
+			row := testRow(t, tbl, id, fmt.Sprintf("%s-%d", name, id))
+			if deleteEvery > 0 && id%deleteEvery == 0 {
+				if _, err := w.Delete(ctx, row); err != nil {
+					t.Fatal(err)
+				}
+				delete(want, id)
+				continue
+			}
+			if _, err := w.Upsert(ctx, row); err != nil {
+				t.Fatal(err)
+			}
+			want[id] = fmt.Sprintf("%s-%d", name, id)
+		}
+		if err := w.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitLakeState := func(stage string) {
+		t.Helper()
+		for {
+			got := lakeRows(t, tbl)
+			if maps.Equal(got, want) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: the lake holds %d keys, the table %d", stage, len(got), len(want))
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	apply(0, 300, "first", 0)
+	apply(0, 100, "second", 7) // updates, and deletes of every seventh key
+	waitLakeState("after the first changes")
+	apply(50, 400, "third", 5) // more updates, deletes, keys deleted before back, new keys
+	waitLakeState("after the second changes")
+	// What lookups return is what the lake holds.
+	lk, err := tbl.NewLookuper(LookuperOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	for id := range int64(400) {
+		row, found, err := lk.Lookup(ctx, keyOf(t, tbl, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, inLake := want[id]
+		if found != inLake || found && record.NewRowView(tbl.schema, row).String(1) != name {
+			t.Fatalf("key %d: lookup found %v, the lake %v (%q)", id, found, inLake, name)
 		}
 	}
 }
