@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,4 +108,18 @@ func TestDuckDBReadsLogTable(t *testing.T) {
 	if len(ice) != 4 {
 		t.Fatalf("iceberg-go reads %d rows where DuckDB counts 4", len(ice))
 	}
+}
+
+// duckDBLines reads columns of every row of the table's current data
+// files with DuckDB, rendered as readRows.lines renders them: each value
+// cast to text by DuckDB, "(null)" for a null.
+func duckDBLines(t *testing.T, files []string, columns ...string) []string {
+	t.Helper()
+	parts := make([]string, len(columns))
+	for i, c := range columns {
+		parts[i] = fmt.Sprintf(`'%s=' || coalesce(CAST("%s" AS VARCHAR), '%s')`, c, c, null)
+	}
+	out := queryDuckDB(t, files, "SELECT concat_ws(' ', "+strings.Join(parts, ", ")+") FROM LAKE")
+	slices.Sort(out)
+	return out
 }

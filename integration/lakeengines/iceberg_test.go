@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
@@ -20,8 +22,8 @@ import (
 
 // lakeWriter commits rows to a lake table the way the cluster's tiering
 // does, with lake.RunRound: the rows of each partition value are the
-// records of one bucket (a partition of its own), and each commit is a
-// round over every bucket.
+// records of one bucket (a partition of its own), and each round (a
+// commit) goes over every bucket.
 type lakeWriter struct {
 	t       *testing.T
 	tbl     *lake.Table
@@ -32,9 +34,11 @@ type lakeWriter struct {
 	schemas map[int32]record.Schema
 	current int32
 	source  *memSource
-	parts   map[string]uint64 // partition value to its physical id
+	parts   map[string]uint64 // partition value (as text) to its physical id
+	values  map[string][]lake.PartitionValue
 	order   []string
 	lakeAt  map[uint64]int64 // committed lake offsets
+	pending int              // records appended since the last round
 }
 
 func newLakeWriter(t *testing.T, dir, partitionBy string) *lakeWriter {
@@ -43,7 +47,8 @@ func newLakeWriter(t *testing.T, dir, partitionBy string) *lakeWriter {
 		t.Fatal(err)
 	}
 	return &lakeWriter{t: t, tbl: lake.NewTable(store, "wh/app/events"), partBy: partitionBy, schemas: map[int32]record.Schema{},
-		source: &memSource{records: map[uint64][]lake.Record{}}, parts: map[string]uint64{}, lakeAt: map[uint64]int64{}}
+		source: &memSource{records: map[uint64][]lake.Record{}}, parts: map[string]uint64{}, values: map[string][]lake.PartitionValue{},
+		lakeAt: map[uint64]int64{}}
 }
 
 // memSource serves each bucket's records from memory, all committed.
@@ -81,19 +86,27 @@ func (w *lakeWriter) Commit(_ context.Context, expected int64, key string, offse
 // commit writes rows (JSON objects of schema) as one round; the schema
 // may have columns added since the last commit.
 func (w *lakeWriter) commit(schema string, rows []string) {
+	w.append(schema, rows)
+	w.round()
+}
+
+// append adds rows (JSON objects of schema) to the log of their
+// partition's bucket, not yet tiered: a schema with columns added since
+// the last one is a new version, the current one; an earlier schema keeps
+// its version, as records written before an ALTER TABLE do.
+func (w *lakeWriter) append(schema string, rows []string) {
 	t := w.t
-	ctx := context.Background()
 	s, err := record.ParseSchema(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.current == 0 || !w.schemas[w.current].Equal(s) {
-		w.current++
-		w.schemas[w.current] = s
-	}
+	id := w.schemaID(s)
 	partCol := -1
 	if w.partBy != "" {
-		partCol, _ = s.ColumnIndex(w.partBy)
+		var ok bool
+		if partCol, ok = s.ColumnIndex(w.partBy); !ok {
+			t.Fatalf("partition column %s is not in %s", w.partBy, schema)
+		}
 	}
 	for _, js := range rows {
 		row, err := record.AppendRowFromJSON(nil, s, []byte(js))
@@ -101,25 +114,48 @@ func (w *lakeWriter) commit(schema string, rows []string) {
 			t.Fatalf("row %s: %v", js, err)
 		}
 		key := ""
+		var values []lake.PartitionValue
 		if partCol >= 0 {
-			key = record.NewRowView(s, row).String(partCol)
+			var v lake.PartitionValue
+			key, v = partitionValue(t, s, row, partCol)
+			values = []lake.PartitionValue{v}
 		}
-		id, ok := w.parts[key]
+		phys, ok := w.parts[key]
 		if !ok {
-			id = uint64(100 + len(w.parts))
-			w.parts[key] = id
+			phys = uint64(100 + len(w.parts))
+			w.parts[key] = phys
+			w.values[key] = values
 			w.order = append(w.order, key)
 		}
-		recs := w.source.records[id]
+		recs := w.source.records[phys]
 		off := int64(len(recs))
-		w.source.records[id] = append(recs, lake.Record{Offset: off, TimestampMs: 1_700_000_000_000 + off, SchemaID: w.current, Row: row})
+		w.source.records[phys] = append(recs, lake.Record{Offset: off, TimestampMs: 1_700_000_000_000 + off, SchemaID: id, Row: row})
 	}
+	w.pending += len(rows)
+}
+
+// schemaID is the version of schema s: an existing one equal to it, or a
+// new one, which becomes the current version.
+func (w *lakeWriter) schemaID(s record.Schema) int32 {
+	for id, v := range w.schemas {
+		if v.Equal(s) {
+			return id
+		}
+	}
+	w.current++
+	w.schemas[w.current] = s
+	return w.current
+}
+
+// round tiers every bucket's records past its lake offset in one
+// lake.RunRound, in the current schema version, and checks it committed
+// every record appended since the last round.
+func (w *lakeWriter) round() {
+	t := w.t
+	ctx := t.Context()
 	var buckets []lake.Offset
 	for _, key := range w.order {
-		ref := lake.BucketRef{PhysicalID: w.parts[key], Bucket: 0}
-		if partCol >= 0 {
-			ref.Partition = []lake.PartitionValue{{Type: "string", Value: key}}
-		}
+		ref := lake.BucketRef{PhysicalID: w.parts[key], Bucket: 0, Partition: w.values[key]}
 		buckets = append(buckets, lake.Offset{Bucket: ref, Offset: w.lakeAt[ref.PhysicalID]})
 	}
 	var by []string
@@ -132,12 +168,40 @@ func (w *lakeWriter) commit(schema string, rows []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Records != int64(len(rows)) {
-		t.Fatalf("a round committed %d records of %d", res.Records, len(rows))
+	if res.Records != int64(w.pending) {
+		t.Fatalf("a round committed %d records of %d", res.Records, w.pending)
 	}
+	w.pending = 0
 	if w.meta, err = w.tbl.ReadVersion(ctx, w.version); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// partitionValue is column c of row as the lake's partition spec types
+// it, the way the tablet's lake source types a partition's values
+// (server/tablet's lakePartitionValues), and its text, which names the
+// partition here.
+func partitionValue(t *testing.T, s record.Schema, row []byte, c int) (string, lake.PartitionValue) {
+	t.Helper()
+	v := record.NewRowView(s, row)
+	if v.IsNull(c) {
+		t.Fatalf("partition column %s is null", s.Columns[c].Name)
+	}
+	switch s.Columns[c].Type.Kind() {
+	case record.KindString:
+		return v.String(c), lake.PartitionValue{Type: "string", Value: v.String(c)}
+	case record.KindTinyInt, record.KindSmallInt, record.KindInt:
+		n := int32(v.Int64(c))
+		return strconv.Itoa(int(n)), lake.PartitionValue{Type: "int", Value: n}
+	case record.KindBigInt:
+		n := v.Int64(c)
+		return strconv.FormatInt(n, 10), lake.PartitionValue{Type: "long", Value: n}
+	case record.KindDate:
+		day := int32(v.Int64(c))
+		return time.Unix(int64(day)*86400, 0).UTC().Format(time.DateOnly), lake.PartitionValue{Type: "date", Value: day}
+	}
+	t.Fatalf("partition column %s of type %v", s.Columns[c].Name, s.Columns[c].Type)
+	return "", lake.PartitionValue{}
 }
 
 // metadataURI is the current version's metadata file, as engines open it.
@@ -146,39 +210,54 @@ func (w *lakeWriter) metadataURI() string {
 }
 
 // scanWithIceberg reads the table's current snapshot with iceberg-go and
-// returns its rows as "col=value" strings in column order, sorted.
+// returns its rows as "col=value" strings in the order of columns,
+// sorted.
 func scanWithIceberg(t *testing.T, metadataURI string, columns ...string) []string {
 	t.Helper()
-	ctx := context.Background()
-	tbl, err := table.NewFromLocation(ctx, []string{"app", "events"}, metadataURI, iceio.LoadFSFunc(nil, metadataURI), nil)
+	return icebergRows(t, metadataURI, iceberg.AlwaysTrue{}, columns...).lines(columns...)
+}
+
+// icebergScan is iceberg-go's scan of the table's current snapshot (the
+// metadata file at metadataURI), of the rows filter keeps, with columns.
+// Close it.
+func icebergScan(t *testing.T, metadataURI string, filter iceberg.BooleanExpression, columns ...string) *table.Scan {
+	t.Helper()
+	tbl, err := table.NewFromLocation(t.Context(), []string{"app", "events"}, metadataURI, iceio.LoadFSFunc(nil, metadataURI), nil)
 	if err != nil {
 		t.Fatalf("iceberg-go opens %s: %v", metadataURI, err)
 	}
-	at, err := tbl.Scan(table.WithSelectedFields(columns...)).ToArrowTable(ctx)
+	return tbl.Scan(table.WithSelectedFields(columns...), table.WithRowFilter(filter))
+}
+
+// icebergRows reads, with iceberg-go's scan, the rows filter keeps.
+func icebergRows(t *testing.T, metadataURI string, filter iceberg.BooleanExpression, columns ...string) readRows {
+	t.Helper()
+	scan := icebergScan(t, metadataURI, filter, columns...)
+	defer scan.Close()
+	at, err := scan.ToArrowTable(t.Context())
 	if err != nil {
 		t.Fatalf("iceberg-go scans %s: %v", metadataURI, err)
 	}
 	defer at.Release()
-	return tableRows(at)
+	return arrowRows(at)
 }
 
-// tableRows renders an Arrow table's rows as "name=value ..." strings,
-// sorted.
-func tableRows(at arrow.Table) []string {
+// arrowRows is an Arrow table's rows, each value as Arrow's ValueStr
+// writes it.
+func arrowRows(at arrow.Table) readRows {
 	tr := array.NewTableReader(at, 1024)
 	defer tr.Release()
-	var out []string
+	var out readRows
 	for tr.Next() {
 		rec := tr.RecordBatch()
 		for i := range int(rec.NumRows()) {
-			var parts []string
+			row := map[string]string{}
 			for c := range int(rec.NumCols()) {
-				parts = append(parts, rec.ColumnName(c)+"="+rec.Column(c).ValueStr(i))
+				row[rec.ColumnName(c)] = rec.Column(c).ValueStr(i)
 			}
-			out = append(out, strings.Join(parts, " "))
+			out = append(out, row)
 		}
 	}
-	sort.Strings(out)
 	return out
 }
 
