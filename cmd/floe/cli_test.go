@@ -185,7 +185,7 @@ func TestUsageFoundBeforeConnecting(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"consume", "db.t", "--from", "bogus"}, `--from "bogus": want earliest, latest`},
+		{[]string{"consume", "db.t", "--from", "bogus"}, `--from "bogus": want earliest, earliest-in-log, latest`},
 		{[]string{"consume", "db.t", "--buckets", "x"}, `--buckets: "x" is not a bucket number`},
 		{[]string{"consume", "dbt"}, `"dbt" is not DB.TABLE`},
 		{[]string{"produce", "db.t", "--acks", "7"}, `invalid argument "7" for "--acks" flag: must be all, 1 or 0`},
