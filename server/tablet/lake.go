@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,13 +78,22 @@ func (r *Role) lakeLoop(ctx context.Context) {
 	t := time.NewTicker(lakeTick)
 	defer t.Stop()
 	last := map[string]time.Time{} // by table, task and epoch
+	// indexes keeps each table's lake index of its last round, whose
+	// manifests the next round's needs not read again.
+	indexes := map[uint64]*lake.Index{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		for _, tbl := range r.lake.mine() {
+		tables := r.lake.mine()
+		for id := range indexes {
+			if !slices.ContainsFunc(tables, func(t *pb.TableRecord) bool { return t.GetId() == id }) {
+				delete(indexes, id) // no task here any more
+			}
+		}
+		for _, tbl := range tables {
 			props, err := metastate.TableProperties(tbl)
 			if err != nil || !props.DataLake {
 				continue
@@ -99,8 +109,11 @@ func (r *Role) lakeLoop(ctx context.Context) {
 				}
 				last[key] = time.Now()
 				rctx, cancel := context.WithTimeout(ctx, lakeRoundTimeout)
-				res, err := r.lakeRound(rctx, tbl, task)
+				res, err := r.lakeRound(rctx, tbl, task, indexes[tbl.GetId()])
 				cancel()
+				if res.Index != nil {
+					indexes[tbl.GetId()] = res.Index
+				}
 				attrs := []any{"table", tbl.GetDatabase() + "." + tbl.GetName(), "task", task.GetIndex()}
 				switch {
 				case errors.Is(err, lake.ErrFenced):
@@ -108,7 +121,8 @@ func (r *Role) lakeLoop(ctx context.Context) {
 				case err != nil && ctx.Err() == nil:
 					r.log.Warn("lake: round failed", append(attrs, "err", err)...)
 				case err == nil && res.Files > 0:
-					r.log.Debug("lake: version committed", append(attrs, "version", res.Version, "files", res.Files, "records", res.Records)...)
+					r.log.Debug("lake: version committed", append(attrs, "version", res.Version, "files", res.Files, "records", res.Records,
+						"merged", res.Compacted)...)
 				}
 				if err == nil && res.Full {
 					delete(last, key) // behind: the next round at the next tick
@@ -122,7 +136,7 @@ func (r *Role) lakeLoop(ctx context.Context) {
 // its buckets as the metadata leader holds them now, and tiers the
 // task's buckets past their lake offsets. A task no longer this node's at
 // that epoch does nothing.
-func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.LakeTask) (lake.RoundResult, error) {
+func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.LakeTask, prev *lake.Index) (lake.RoundResult, error) {
 	resp, err := r.getTable(ctx, tbl.GetDatabase(), tbl.GetName(), "")
 	if err != nil {
 		return lake.RoundResult{}, err
@@ -146,7 +160,7 @@ func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.Lake
 	}
 	round := lake.Round{Table: lake.NewTable(r.cfg.Remote, st.GetPrefix()), Schemas: map[int32]record.Schema{},
 		PartitionBy: t.GetPartitionKeys(), TableUUID: st.GetTableUuid(), Version: st.GetVersion(), MetadataKey: st.GetMetadataKey(),
-		MaxRecords: lakeMaxRecords, NowMs: time.Now().UnixMilli(), Retention: props.DataLakeRetention}
+		MaxRecords: lakeMaxRecords, NowMs: time.Now().UnixMilli(), Retention: props.DataLakeRetention, Index: prev}
 	for _, v := range versions {
 		round.Schemas[v.ID] = record.Schema{Columns: v.Schema.Columns, PrimaryKey: t.GetPrimaryKey()}
 		round.CurrentID = v.ID

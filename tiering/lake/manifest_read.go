@@ -149,3 +149,7 @@ func asBytes(v any) []byte {
 	b, _ := v.([]byte)
 	return b
 }
+
+// Live says whether the entry's file is in the snapshot: added or kept,
+// not deleted by it.
+func (e ManifestEntry) Live() bool { return e.Status != statusDeleted }

@@ -121,6 +121,11 @@ type Round struct {
 	// top of that version instead of dropping them.
 	Reload func(ctx context.Context) (version int64, metadataKey string, err error)
 	NowMs  int64
+	// Index, when set, is an earlier version's index (an earlier round's
+	// RoundResult.Index): the round reads only the manifests it lacks.
+	Index *Index
+	// NoCompaction leaves a log table's small files as they are.
+	NoCompaction bool
 }
 
 // RoundResult says what a round committed.
@@ -136,6 +141,11 @@ type RoundResult struct {
 	// Full: the round stopped at its MaxBytes or a bucket at MaxRecords,
 	// so more is there to read: the next round may start at once.
 	Full bool
+	// Compacted is the small files the round merged, into Merged files.
+	Compacted, Merged int
+	// Index is the index of the version the round built on, for the
+	// next round's Round.Index.
+	Index *Index
 }
 
 // RunRound reads each bucket's records past its lake offset, writes them
@@ -188,12 +198,13 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 	var upgraded []byte
 	var held int64 // bytes of the round's finished files
 	primaryKey := len(current.PrimaryKey) > 0
-	var ix *Index        // primary-key tables: the base version's files
-	var removed []string // primary-key tables: the files the new ones replace
-	if primaryKey && base != nil {
-		if ix, err = r.Table.ReadIndex(ctx, r.MetadataKey, nil); err != nil {
+	var ix *Index        // the base version's files
+	var removed []string // the files the new ones replace
+	if base != nil && (primaryKey || !r.NoCompaction) {
+		if ix, err = r.Table.ReadIndex(ctx, r.MetadataKey, r.Index); err != nil {
 			return RoundResult{}, err
 		}
+		res.Index = ix
 	}
 	for _, b := range r.Buckets {
 		if held >= maxBytes {
@@ -287,6 +298,35 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 	if len(res.Offsets) == 0 {
 		return res, nil
 	}
+	if !primaryKey && ix != nil {
+		// Merge a run of each bucket's small files, within the round's
+		// bytes.
+		for _, b := range r.Buckets {
+			if held >= maxBytes {
+				break
+			}
+			bk := BucketKey{PhysicalID: b.Bucket.PhysicalID, Bucket: b.Bucket.Bucket}
+			run := smallRun(ix.Files(bk), compactSmallBytes, min(compactMaxBytes, maxBytes-held), compactMinFiles)
+			if run == nil {
+				continue
+			}
+			body, df, err := r.Table.compactFiles(ctx, ix, run, ls)
+			if err != nil {
+				return RoundResult{}, fmt.Errorf("lake: merge %d files of bucket %d of %d: %w", len(run), bk.Bucket, bk.PhysicalID, err)
+			}
+			name := dataFileName(bk, run[0].From, run[len(run)-1].Next)
+			if df, err = r.Table.PutDataFile(ctx, r.Table.DataFileKey(spec, b.Bucket.Partition, name), body, df, b.Bucket.Partition); err != nil {
+				return RoundResult{}, err
+			}
+			files = append(files, df)
+			held += df.SizeBytes
+			for _, f := range run {
+				removed = append(removed, f.Key)
+			}
+			res.Compacted += len(run)
+			res.Merged++
+		}
+	}
 	version := r.Version
 	for attempt := 0; ; attempt++ {
 		var expired []Snapshot
@@ -299,7 +339,7 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 		}
 		summary := map[string]string{SummaryLogOffsets: offsets}
 		var staged *Staged
-		if primaryKey {
+		if primaryKey || len(removed) > 0 {
 			staged, err = r.Table.StageReplace(ctx, base, ix, int(version), create, removed, files, summary, r.NowMs)
 		} else {
 			staged, err = r.Table.StageAppend(ctx, base, int(version), create, files, summary, r.NowMs)
@@ -328,7 +368,7 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 		if base, err = r.Table.ReadStaged(ctx, key); err != nil {
 			return RoundResult{}, err
 		}
-		if primaryKey {
+		if ix != nil {
 			// Another task's buckets moved; the files this round replaces
 			// are still this task's, in manifests that may have moved.
 			if ix, err = r.Table.ReadIndex(ctx, key, ix); err != nil {
