@@ -9,31 +9,49 @@ import (
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/floedb/floe/tiering/lake"
 )
 
 // dataFiles lists the Parquet files of the table's current snapshot, as
 // its manifests name them, as local paths.
 func (w *lakeWriter) dataFiles() []string {
+	var out []string
+	for _, e := range w.manifestEntries() {
+		if e.Status != manifestDeleted {
+			out = append(out, localPath(e.File.Path))
+		}
+	}
+	return out
+}
+
+// manifestDeleted is the status of a manifest entry whose file the
+// snapshot no longer has (the spec's DELETED, 2).
+const manifestDeleted = 2
+
+// manifestEntries is the entries of every manifest of the table's
+// current snapshot, files it no longer has among them.
+func (w *lakeWriter) manifestEntries() []lake.ManifestEntry {
 	t := w.t
 	ctx := context.Background()
 	manifests, err := w.tbl.ReadManifestList(ctx, w.meta.CurrentSnapshot().ManifestList)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var out []lake.ManifestEntry
 	for _, m := range manifests {
 		entries, err := w.tbl.ReadManifest(ctx, m.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range entries {
-			if e.Status != 2 { // not deleted
-				out = append(out, strings.TrimPrefix(e.File.Path, "file://"))
-			}
-		}
+		out = append(out, entries...)
 	}
 	return out
 }
+
+// localPath is a data file's path in the local folder store the tests
+// write to, from its URI in a manifest.
+func localPath(uri string) string { return strings.TrimPrefix(uri, "file://") }
 
 // queryDuckDB runs a query over the table's current data files (the
 // Parquet files its manifests list, read with DuckDB's read_parquet, by

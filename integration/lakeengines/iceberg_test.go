@@ -22,8 +22,9 @@ import (
 
 // lakeWriter commits rows to a lake table the way the cluster's tiering
 // does, with lake.RunRound: the rows of each partition value are the
-// records of one bucket (a partition of its own), and each round (a
-// commit) goes over every bucket.
+// records of its own physical table (a partition), in bucket 0 of its
+// buckets unless a primary-key table's changes name another, and each
+// round (a commit) goes over every bucket.
 type lakeWriter struct {
 	t       *testing.T
 	tbl     *lake.Table
@@ -31,14 +32,15 @@ type lakeWriter struct {
 	version int
 	key     string
 	partBy  string
+	buckets int32 // of each physical table: 1 unless set before the first append
 	schemas map[int32]record.Schema
 	current int32
 	source  *memSource
 	parts   map[string]uint64 // partition value (as text) to its physical id
 	values  map[string][]lake.PartitionValue
 	order   []string
-	lakeAt  map[uint64]int64 // committed lake offsets
-	pending int              // records appended since the last round
+	lakeAt  map[lake.BucketKey]int64 // committed lake offsets
+	pending int                      // records appended since the last round
 }
 
 func newLakeWriter(t *testing.T, dir, partitionBy string) *lakeWriter {
@@ -46,17 +48,19 @@ func newLakeWriter(t *testing.T, dir, partitionBy string) *lakeWriter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &lakeWriter{t: t, tbl: lake.NewTable(store, "wh/app/events"), partBy: partitionBy, schemas: map[int32]record.Schema{},
-		source: &memSource{records: map[uint64][]lake.Record{}}, parts: map[string]uint64{}, values: map[string][]lake.PartitionValue{},
-		lakeAt: map[uint64]int64{}}
+	return &lakeWriter{t: t, tbl: lake.NewTable(store, "wh/app/events"), partBy: partitionBy, buckets: 1, schemas: map[int32]record.Schema{},
+		source: &memSource{records: map[lake.BucketKey][]lake.Record{}}, parts: map[string]uint64{}, values: map[string][]lake.PartitionValue{},
+		lakeAt: map[lake.BucketKey]int64{}}
 }
 
 // memSource serves each bucket's records from memory, all committed.
-type memSource struct{ records map[uint64][]lake.Record }
+type memSource struct {
+	records map[lake.BucketKey][]lake.Record
+}
 
 func (s *memSource) ReadBucket(_ context.Context, b lake.BucketRef, from int64, maxRecords int, fn func(lake.Record) error) (int64, error) {
 	next := from
-	for _, r := range s.records[b.PhysicalID] {
+	for _, r := range s.records[bucketKey(b)] {
 		if r.Offset < from || int(r.Offset-from) >= maxRecords {
 			continue
 		}
@@ -78,10 +82,31 @@ func (w *lakeWriter) Commit(_ context.Context, expected int64, key string, offse
 	w.version++
 	w.key = key
 	for _, o := range offsets {
-		w.lakeAt[o.Bucket.PhysicalID] = o.Offset
+		w.lakeAt[bucketKey(o.Bucket)] = o.Offset
 	}
 	return nil
 }
+
+// bucketKey is the bucket b names.
+func bucketKey(b lake.BucketRef) lake.BucketKey {
+	return lake.BucketKey{PhysicalID: b.PhysicalID, Bucket: b.Bucket}
+}
+
+// bucketRefs is every bucket of the physical tables written to, in the
+// order their partitions were first written.
+func (w *lakeWriter) bucketRefs() []lake.BucketRef {
+	var out []lake.BucketRef
+	for _, key := range w.order {
+		for b := range w.buckets {
+			out = append(out, lake.BucketRef{PhysicalID: w.parts[key], Bucket: b, Partition: w.values[key]})
+		}
+	}
+	return out
+}
+
+// primaryKey reports whether the current schema has a primary key: the
+// rounds then tier the table copy-on-write.
+func (w *lakeWriter) primaryKey() bool { return len(w.schemas[w.current].PrimaryKey) > 0 }
 
 // commit writes rows (JSON objects of schema) as one round; the schema
 // may have columns added since the last commit.
@@ -95,43 +120,79 @@ func (w *lakeWriter) commit(schema string, rows []string) {
 // the last one is a new version, the current one; an earlier schema keeps
 // its version, as records written before an ALTER TABLE do.
 func (w *lakeWriter) append(schema string, rows []string) {
+	s, id := w.parseSchema(schema)
+	for _, js := range rows {
+		w.appendRecord(s, id, 0, record.AppendOnly, js)
+	}
+}
+
+// appendChanges adds a primary-key table's changelog records to the log
+// of bucket (of their partition), not yet tiered: each a change in
+// changelog notation and the row as a JSON object of schema, as in
+// `-U {"id": 1, "name": "ann"}`. schema versions as append's do.
+func (w *lakeWriter) appendChanges(schema string, bucket int32, changes []string) {
 	t := w.t
+	s, id := w.parseSchema(schema)
+	if bucket < 0 || bucket >= w.buckets {
+		t.Fatalf("bucket %d of a table of %d buckets", bucket, w.buckets)
+	}
+	for _, line := range changes {
+		notation, js, _ := strings.Cut(line, " ")
+		c, ok := changeTypes[notation]
+		if !ok {
+			t.Fatalf("change %q: %q is not +I, -U, +U or -D", line, notation)
+		}
+		w.appendRecord(s, id, bucket, c, js)
+	}
+}
+
+// changeTypes are a primary-key table's changes by their notation.
+var changeTypes = map[string]record.ChangeType{
+	record.Insert.String(): record.Insert, record.UpdateBefore.String(): record.UpdateBefore,
+	record.UpdateAfter.String(): record.UpdateAfter, record.Delete.String(): record.Delete,
+}
+
+// parseSchema reads schema and finds its version.
+func (w *lakeWriter) parseSchema(schema string) (record.Schema, int32) {
 	s, err := record.ParseSchema(schema)
 	if err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
-	id := w.schemaID(s)
-	partCol := -1
+	return s, w.schemaID(s)
+}
+
+// appendRecord adds the row js (a JSON object of s, schema version id)
+// to the log of bucket of its partition, at the log's end, as change.
+func (w *lakeWriter) appendRecord(s record.Schema, id, bucket int32, change record.ChangeType, js string) {
+	t := w.t
+	row, err := record.AppendRowFromJSON(nil, s, []byte(js))
+	if err != nil {
+		t.Fatalf("row %s: %v", js, err)
+	}
+	key := ""
+	var values []lake.PartitionValue
 	if w.partBy != "" {
-		var ok bool
-		if partCol, ok = s.ColumnIndex(w.partBy); !ok {
-			t.Fatalf("partition column %s is not in %s", w.partBy, schema)
-		}
-	}
-	for _, js := range rows {
-		row, err := record.AppendRowFromJSON(nil, s, []byte(js))
-		if err != nil {
-			t.Fatalf("row %s: %v", js, err)
-		}
-		key := ""
-		var values []lake.PartitionValue
-		if partCol >= 0 {
-			var v lake.PartitionValue
-			key, v = partitionValue(t, s, row, partCol)
-			values = []lake.PartitionValue{v}
-		}
-		phys, ok := w.parts[key]
+		partCol, ok := s.ColumnIndex(w.partBy)
 		if !ok {
-			phys = uint64(100 + len(w.parts))
-			w.parts[key] = phys
-			w.values[key] = values
-			w.order = append(w.order, key)
+			t.Fatalf("partition column %s is not in %s", w.partBy, s)
 		}
-		recs := w.source.records[phys]
-		off := int64(len(recs))
-		w.source.records[phys] = append(recs, lake.Record{Offset: off, TimestampMs: 1_700_000_000_000 + off, SchemaID: id, Row: row})
+		var v lake.PartitionValue
+		key, v = partitionValue(t, s, row, partCol)
+		values = []lake.PartitionValue{v}
 	}
-	w.pending += len(rows)
+	phys, ok := w.parts[key]
+	if !ok {
+		phys = uint64(100 + len(w.parts))
+		w.parts[key] = phys
+		w.values[key] = values
+		w.order = append(w.order, key)
+	}
+	b := lake.BucketKey{PhysicalID: phys, Bucket: bucket}
+	recs := w.source.records[b]
+	off := int64(len(recs))
+	w.source.records[b] = append(recs, lake.Record{Offset: off, TimestampMs: 1_700_000_000_000 + off, SchemaID: id, Row: row,
+		Change: change})
+	w.pending++
 }
 
 // schemaID is the version of schema s: an existing one equal to it, or a
@@ -154,9 +215,8 @@ func (w *lakeWriter) round() {
 	t := w.t
 	ctx := t.Context()
 	var buckets []lake.Offset
-	for _, key := range w.order {
-		ref := lake.BucketRef{PhysicalID: w.parts[key], Bucket: 0, Partition: w.values[key]}
-		buckets = append(buckets, lake.Offset{Bucket: ref, Offset: w.lakeAt[ref.PhysicalID]})
+	for _, ref := range w.bucketRefs() {
+		buckets = append(buckets, lake.Offset{Bucket: ref, Offset: w.lakeAt[bucketKey(ref)]})
 	}
 	var by []string
 	if w.partBy != "" {
@@ -168,8 +228,17 @@ func (w *lakeWriter) round() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Records != int64(w.pending) {
+	// A primary-key table's round counts the rows of the files it wrote
+	// again, not the changes it read: that every bucket's lake offset
+	// reached its log's end says it took them all.
+	if !w.primaryKey() && res.Records != int64(w.pending) {
 		t.Fatalf("a round committed %d records of %d", res.Records, w.pending)
+	}
+	for _, ref := range w.bucketRefs() {
+		b := bucketKey(ref)
+		if end := int64(len(w.source.records[b])); w.lakeAt[b] != end {
+			t.Fatalf("a round left bucket %d of %d at lake offset %d, its log ends at %d", b.Bucket, b.PhysicalID, w.lakeAt[b], end)
+		}
 	}
 	w.pending = 0
 	if w.meta, err = w.tbl.ReadVersion(ctx, w.version); err != nil {
@@ -222,11 +291,17 @@ func scanWithIceberg(t *testing.T, metadataURI string, columns ...string) []stri
 // Close it.
 func icebergScan(t *testing.T, metadataURI string, filter iceberg.BooleanExpression, columns ...string) *table.Scan {
 	t.Helper()
+	return openIceberg(t, metadataURI).Scan(table.WithSelectedFields(columns...), table.WithRowFilter(filter))
+}
+
+// openIceberg is iceberg-go's table of the metadata file at metadataURI.
+func openIceberg(t *testing.T, metadataURI string) *table.Table {
+	t.Helper()
 	tbl, err := table.NewFromLocation(t.Context(), []string{"app", "events"}, metadataURI, iceio.LoadFSFunc(nil, metadataURI), nil)
 	if err != nil {
 		t.Fatalf("iceberg-go opens %s: %v", metadataURI, err)
 	}
-	return tbl.Scan(table.WithSelectedFields(columns...), table.WithRowFilter(filter))
+	return tbl
 }
 
 // icebergRows reads, with iceberg-go's scan, the rows filter keeps.
