@@ -160,10 +160,10 @@ func electBucket(b *pb.BucketRecord, live, draining func(id uint32) bool, unclea
 	b.Leader = next
 	b.LeaderEpoch++
 	b.BucketEpoch++
-	if el.unclean && (b.GetRemoteLog().GetManifestKey() != "" || len(b.GetKvSnapshots()) > 0) {
-		// A new history: the remote log and KV snapshots copy the old
-		// one until the new leader cuts them where the two part
-		// (remote storage 6).
+	if el.unclean && (b.GetRemoteLog().GetManifestKey() != "" || len(b.GetKvSnapshots()) > 0 || b.GetLakeOffset() > 0) {
+		// A new history: the remote log, KV snapshots and lake copy the
+		// old one until the new leader cuts them where the two part
+		// (remote storage 6, Lake 4).
 		b.RemoteFenceEpoch = b.LeaderEpoch
 	}
 	return el, nil

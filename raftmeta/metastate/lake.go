@@ -183,6 +183,10 @@ func (a *applier) commitLake(c *pb.CommitLake) (*pb.CommandResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		if fence := b.GetRemoteFenceEpoch(); fence != 0 {
+			return nil, errorf(codeFenced, "table %q: bucket %d of %d awaits its cut after the unclean election of leader epoch %d",
+				qualified, o.GetBucket(), o.GetPhysicalId(), fence)
+		}
 		if o.GetOffset() < b.GetLakeOffset() {
 			return nil, errorf(codeInvalidRequest, "table %q: bucket %d of %d: lake offset %d below the committed %d",
 				qualified, o.GetBucket(), o.GetPhysicalId(), o.GetOffset(), b.GetLakeOffset())

@@ -188,3 +188,41 @@ func TestLakeCommitOfPartitions(t *testing.T) {
 	wantRefused(t, h.apply(commitLake(tbl, task, 1, "k2", &pb.LakeOffset{PhysicalId: tbl.GetId(), Bucket: 0, Offset: 1})),
 		pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, "has no partition")
 }
+
+// TestUncleanElectionFencesLake: an unclean election of a bucket the lake
+// holds records of fences it (Lake 4): no lake commit moves it until its
+// new leader's fence cut, which lowers its lake offset to the cut (where
+// the log's new history parts from the old), and commits go on from
+// there.
+func TestUncleanElectionFencesLake(t *testing.T) {
+	h, tbl := lakeFixture(t)
+	res := h.ok(assignLake(tbl, lakeTask(0, 0, 4, 1)))
+	task := res.GetTable().GetLake().GetTasks()[0]
+	h.ok(commitLake(tbl, task, 0, "lake/sales/events/metadata/a.metadata.json",
+		&pb.LakeOffset{PhysicalId: tbl.GetId(), Bucket: 0, Offset: 100}))
+
+	b := h.bucket(tbl.GetId(), 0)
+	old := b.GetLeader()
+	b.Isr = []uint32{old}
+	live := func(id uint32) bool { return id != old }
+	if _, refusal := electBucket(b, live, nil, true, noLogs); refusal != nil || b.GetRemoteFenceEpoch() != b.GetLeaderEpoch() || b.GetLeader() == old {
+		t.Fatalf("unclean election of a bucket with lake offset 100: %v, %v; want a new leader and the lake fenced", refusal, b)
+	}
+	setBucket(t, h.s, b)
+	wantRefused(t, h.apply(commitLake(tbl, task, 1, "lake/sales/events/metadata/b.metadata.json",
+		&pb.LakeOffset{PhysicalId: tbl.GetId(), Bucket: 0, Offset: 120})), pb.ErrorCode_ERROR_CODE_FENCED, "awaits its cut")
+
+	cut := commitRemote(b, b.GetLeader(), 0, 0, 60)
+	cut.GetCommitRemoteLog().FenceCut, cut.GetCommitRemoteLog().CutOffset = true, 60
+	if got := h.ok(cut).GetBucket(); got.GetRemoteFenceEpoch() != 0 || got.GetLakeOffset() != 60 {
+		t.Fatalf("after the cut at 60: fence %d, lake offset %d; want the fence lifted and the lake at 60",
+			got.GetRemoteFenceEpoch(), got.GetLakeOffset())
+	}
+	h.ok(commitLake(tbl, task, 1, "lake/sales/events/metadata/b.metadata.json",
+		&pb.LakeOffset{PhysicalId: tbl.GetId(), Bucket: 0, Offset: 60}))
+	h.ok(commitLake(tbl, task, 2, "lake/sales/events/metadata/c.metadata.json",
+		&pb.LakeOffset{PhysicalId: tbl.GetId(), Bucket: 0, Offset: 75}))
+	if got := h.bucket(tbl.GetId(), 0).GetLakeOffset(); got != 75 {
+		t.Fatalf("lake offset %d after the cut and a commit, want 75", got)
+	}
+}

@@ -72,6 +72,9 @@ func (a *applier) commitRemoteLog(c *pb.CommitRemoteLog) (*pb.CommandResult, err
 		b.KvSnapshots = slices.DeleteFunc(slices.Clone(b.GetKvSnapshots()), func(s *pb.KVSnapshot) bool {
 			return s.GetOffset() > c.GetCutOffset()
 		})
+		// The lake's records past the cut are the old history's too: its
+		// next round cuts its files back to here (Lake 4).
+		b.LakeOffset = min(b.GetLakeOffset(), c.GetCutOffset())
 		b.RemoteFenceEpoch = 0
 	}
 	if err := a.putBucket(b); err != nil {

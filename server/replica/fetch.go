@@ -335,12 +335,14 @@ func (m *Manager) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (
 		// The lake's records go before the log's when they join it: a
 		// lake that ends below the log's start (it was off while the
 		// log expired past it) starts nothing a reader could go on from.
-		_, start, end, ok, err := r.lakeRange(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if ok && start < resp.Offset && end >= resp.Offset {
-			resp.Offset = start
+		if !r.remoteFenced() { // a fenced lake is not offered (Lake 4)
+			_, start, end, ok, err := r.lakeRange(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if ok && start < resp.Offset && end >= resp.Offset {
+				resp.Offset = start
+			}
 		}
 	case pb.OffsetSpec_OFFSET_SPEC_LATEST:
 		resp.Offset = hw

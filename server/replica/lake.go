@@ -175,7 +175,19 @@ func (r *Replica) lakeRange(ctx context.Context) (ix *lake.Index, start, end int
 	if start, ok = ix.Start(b); !ok {
 		return nil, 0, 0, false, nil
 	}
+	if r.remoteFenced() {
+		// An unclean election: the lake holds the old history, which the
+		// log's may contradict past a point its leader has not cut at yet
+		// (Lake 4).
+		return nil, 0, 0, false, r.errRemoteFenced()
+	}
+	// Below the bucket's lake offset only: a fence cut lowers it before
+	// the lake's files are cut back to it.
 	end, _ = ix.End(b)
+	end = min(end, r.remote.lakeOffset.Load())
+	if start >= end {
+		return nil, 0, 0, false, nil
+	}
 	return ix, start, end, true, nil
 }
 
@@ -247,7 +259,7 @@ func (r *Replica) serveLake(ctx context.Context, fb *pb.FetchBucket, budget int,
 			}
 			s = &lakeScan{key: key, scan: scan, w: w}
 		}
-		data, done, err := s.serve(ctx, out.Records, budget)
+		data, done, err := s.serve(ctx, out.Records, budget, end)
 		out.Records = data
 		if err != nil {
 			s.close()
@@ -270,11 +282,15 @@ func (r *Replica) serveLake(ctx context.Context, fb *pb.FetchBucket, budget int,
 	return true, r.serveConsumer(ctx, at, budget, out)
 }
 
-// serve appends the scan's next batches to data, about budget bytes, and
-// says whether the file is done; the scan's key moves to the offset after
-// the last record served.
-func (s *lakeScan) serve(ctx context.Context, data []byte, budget int) ([]byte, bool, error) {
+// serve appends the scan's next batches below offset end to data, about
+// budget bytes, and says whether the file is done (or the rest of it at
+// or past end); the scan's key moves to the offset after the last record
+// served.
+func (s *lakeScan) serve(ctx context.Context, data []byte, budget int, end int64) ([]byte, bool, error) {
 	for len(data) < budget {
+		if s.pending != nil && s.taken < s.pending.Rows() && s.pending.Offsets[s.taken] >= end {
+			return data, true, nil
+		}
 		if s.pending == nil || s.taken == s.pending.Rows() {
 			if s.pending != nil {
 				s.pending.Release()
@@ -291,10 +307,13 @@ func (s *lakeScan) serve(ctx context.Context, data []byte, budget int) ([]byte, 
 		}
 		var n int
 		var err error
-		if data, n, err = s.w.Append(data, s.pending, s.taken, budget-len(data)); err != nil {
+		if data, n, err = s.w.AppendBelow(data, s.pending, s.taken, budget-len(data), end); err != nil {
 			return data, true, err
 		}
 		s.taken += n
+		if n == 0 {
+			return data, true, nil // the next row is at or past end
+		}
 		s.key.position = s.pending.Offsets[s.taken-1] + 1
 	}
 	return data, false, nil

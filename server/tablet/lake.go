@@ -175,6 +175,12 @@ func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.Lake
 			if b.GetBucket() < mine.GetFirstBucket() || b.GetBucket() >= mine.GetEndBucket() {
 				continue
 			}
+			if b.GetRemoteFenceEpoch() != 0 {
+				// An unclean election's new history: the bucket waits for
+				// its leader's cut, which may lower its lake offset
+				// (replication.md's Lake 4).
+				continue
+			}
 			ref := lake.BucketRef{PhysicalID: physical, Bucket: b.GetBucket(), Partition: partition}
 			src.leaders[lakeBucket{physical, b.GetBucket()}] = b.GetLeader()
 			round.Buckets = append(round.Buckets, lake.Offset{Bucket: ref, Offset: b.GetLakeOffset()})

@@ -2,6 +2,7 @@ package lake
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -58,11 +59,18 @@ func (w *BatchWriter) ScanColumns(fieldIDs []int) []ScanColumn {
 // once dst holds maxBytes (at least one batch is written), and returns
 // dst and the rows it took.
 func (w *BatchWriter) Append(dst []byte, c *Chunk, from, maxBytes int) ([]byte, int, error) {
+	return w.AppendBelow(dst, c, from, maxBytes, math.MaxInt64)
+}
+
+// AppendBelow is Append of the rows at offsets below below only: it
+// stops at the first at or past it.
+func (w *BatchWriter) AppendBelow(dst []byte, c *Chunk, from, maxBytes int, below int64) ([]byte, int, error) {
 	start := len(dst)
+	rows, _ := slices.BinarySearch(c.Offsets, below)
 	i := from
-	for i < c.Rows() && (len(dst) == start || len(dst)-start < maxBytes) {
+	for i < rows && (len(dst) == start || len(dst)-start < maxBytes) {
 		j := i + 1
-		for j < c.Rows() && j-i < w.maxRecord && c.Offsets[j] == c.Offsets[j-1]+1 && c.TimestampsMs[j] == c.TimestampsMs[i] {
+		for j < rows && j-i < w.maxRecord && c.Offsets[j] == c.Offsets[j-1]+1 && c.TimestampsMs[j] == c.TimestampsMs[i] {
 			j++
 		}
 		var err error

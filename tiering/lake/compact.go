@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -45,9 +47,9 @@ func smallRun(spans []FileSpan, small, maxBytes int64, minFiles int) []FileSpan 
 
 // compactFiles merges spans, consecutive files of one bucket of the
 // version ix indexes, into one data file of the lake schema ls: their
-// rows in order, every column (system ones too) copied as it is, a column
-// a file lacks null.
-func (t *Table) compactFiles(ctx context.Context, ix *Index, spans []FileSpan, ls Schema) ([]byte, DataFile, error) {
+// rows below offset below in order, every column (system ones too)
+// copied as it is, a column a file lacks null.
+func (t *Table) compactFiles(ctx context.Context, ix *Index, spans []FileSpan, ls Schema, below int64) ([]byte, DataFile, error) {
 	as, err := ArrowSchema(ls)
 	if err != nil {
 		return nil, DataFile{}, err
@@ -75,13 +77,19 @@ func (t *Table) compactFiles(ctx context.Context, ix *Index, spans []FileSpan, l
 				scan.Close()
 				return nil, DataFile{}, err
 			}
-			rec := array.NewRecordBatch(as, c.Columns, int64(c.Rows()))
-			err = fw.Write(rec)
-			rec.Release()
+			n, _ := slices.BinarySearch(c.Offsets, below)
+			if n > 0 {
+				rec := array.NewRecordBatch(as, c.Columns, int64(c.Rows())).NewSlice(0, int64(n))
+				err = fw.Write(rec)
+				rec.Release()
+			}
 			c.Release()
 			if err != nil {
 				scan.Close()
 				return nil, DataFile{}, err
+			}
+			if n < c.Rows() {
+				break // the rest lies at or past below
 			}
 		}
 		scan.Close()
@@ -92,3 +100,31 @@ func (t *Table) compactFiles(ctx context.Context, ix *Index, spans []FileSpan, l
 	}
 	return buf.Bytes(), df, nil
 }
+
+// cutBucket makes a bucket's files end at offset at, where the metadata
+// says the lake holds the bucket's records below (an unclean election's
+// fence cut lowered it: the log's new history parts from the lake's past
+// it): the files wholly at or past it go, the one holding it is written
+// again with its rows below it. It returns the files removed and the
+// file written (body nil: none).
+func (t *Table) cutBucket(ctx context.Context, ix *Index, bk BucketKey, at int64, ls Schema) (removed []string, body []byte, df DataFile, name string, err error) {
+	for _, f := range ix.Files(bk) {
+		switch {
+		case f.Next <= at:
+			continue
+		case f.From < at:
+			if body, df, err = t.compactFiles(ctx, ix, []FileSpan{f}, ls, at); err != nil {
+				return nil, nil, DataFile{}, "", err
+			}
+			if df.RecordCount == 0 {
+				body = nil
+			}
+			name = dataFileName(bk, f.From, at)
+		}
+		removed = append(removed, f.Key)
+	}
+	return removed, body, df, name, nil
+}
+
+// noBound is compactFiles' below for every row.
+const noBound = math.MaxInt64

@@ -182,6 +182,9 @@ func parseBucketKey(k string) (BucketKey, error) {
 // End is the offset below which the version holds the bucket's records;
 // false when it holds none of them.
 func (ix *Index) End(b BucketKey) (int64, bool) {
+	if ix == nil {
+		return 0, false
+	}
 	end, ok := ix.ends[b]
 	return end, ok && len(ix.files[b]) > 0
 }
@@ -214,7 +217,12 @@ func (ix *Index) Find(b BucketKey, offset int64) (FileSpan, error) {
 }
 
 // Files is the bucket's data files, in offset order.
-func (ix *Index) Files(b BucketKey) []FileSpan { return ix.files[b] }
+func (ix *Index) Files(b BucketKey) []FileSpan {
+	if ix == nil {
+		return nil
+	}
+	return ix.files[b]
+}
 
 // manifestFiles is the live data files a manifest of the version lists.
 func (ix *Index) manifestFiles(uri string) []bucketFile {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -146,6 +147,11 @@ type RoundResult struct {
 	// Index is the index of the version the round built on, for the
 	// next round's Round.Index.
 	Index *Index
+	// Cut is the buckets whose files the round cut back to the offset
+	// the metadata holds for them (an unclean election's fence cut);
+	// Stuck the primary-key buckets it could not (docs/lake.md).
+	Cut   []Offset
+	Stuck []BucketRef
 }
 
 // RunRound reads each bucket's records past its lake offset, writes them
@@ -200,7 +206,7 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 	primaryKey := len(current.PrimaryKey) > 0
 	var ix *Index        // the base version's files
 	var removed []string // the files the new ones replace
-	if base != nil && (primaryKey || !r.NoCompaction) {
+	if base != nil {
 		if ix, err = r.Table.ReadIndex(ctx, r.MetadataKey, r.Index); err != nil {
 			return RoundResult{}, err
 		}
@@ -210,6 +216,32 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 		if held >= maxBytes {
 			res.Full = true
 			break // the next round goes on from these buckets' offsets
+		}
+		bk := BucketKey{PhysicalID: b.Bucket.PhysicalID, Bucket: b.Bucket.Bucket}
+		if end, ok := ix.End(bk); ok && end > b.Offset {
+			// The lake holds the bucket past where the metadata says: an
+			// unclean election's fence cut lowered its offset, the log's
+			// new history parting from the lake's there (replication.md's
+			// Lake 4). The lake's files go back to it first.
+			if primaryKey {
+				// Each key's latest row as of the cut is not in the lake
+				// any more: the bucket waits (docs/lake.md).
+				res.Stuck = append(res.Stuck, b.Bucket)
+				continue
+			}
+			gone, body, df, name, err := r.Table.cutBucket(ctx, ix, bk, b.Offset, ls)
+			if err != nil {
+				return RoundResult{}, fmt.Errorf("lake: cut bucket %d of %d at %d: %w", bk.Bucket, bk.PhysicalID, b.Offset, err)
+			}
+			if body != nil {
+				if df, err = r.Table.PutDataFile(ctx, r.Table.DataFileKey(spec, b.Bucket.Partition, name), body, df, b.Bucket.Partition); err != nil {
+					return RoundResult{}, err
+				}
+				files = append(files, df)
+				held += df.SizeBytes
+			}
+			removed = append(removed, gone...)
+			res.Cut = append(res.Cut, Offset{Bucket: b.Bucket, Offset: b.Offset})
 		}
 		if primaryKey {
 			df, gone, next, err := r.primaryKeyBucket(ctx, src, ix, b, current, ls, spec, maxBytes-held, &res)
@@ -280,6 +312,11 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 			return RoundResult{}, fmt.Errorf("lake: read bucket %d of %d from %d: %w", b.Bucket.Bucket, b.Bucket.PhysicalID, b.Offset, err)
 		}
 		if next == b.Offset || fb == nil {
+			if len(res.Cut) > 0 && res.Cut[len(res.Cut)-1].Bucket.key() == b.Bucket.key() {
+				// Cut, nothing new read: the commit still names the
+				// bucket, whose summary offset goes back to the cut.
+				res.Offsets = append(res.Offsets, Offset{Bucket: b.Bucket, Offset: b.Offset})
+			}
 			continue
 		}
 		body, df, err := fb.Finish()
@@ -306,11 +343,14 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 				break
 			}
 			bk := BucketKey{PhysicalID: b.Bucket.PhysicalID, Bucket: b.Bucket.Bucket}
+			if slices.ContainsFunc(res.Cut, func(o Offset) bool { return o.Bucket.key() == b.Bucket.key() }) {
+				continue // its files were just cut; the next round may merge them
+			}
 			run := smallRun(ix.Files(bk), compactSmallBytes, min(compactMaxBytes, maxBytes-held), compactMinFiles)
 			if run == nil {
 				continue
 			}
-			body, df, err := r.Table.compactFiles(ctx, ix, run, ls)
+			body, df, err := r.Table.compactFiles(ctx, ix, run, ls, noBound)
 			if err != nil {
 				return RoundResult{}, fmt.Errorf("lake: merge %d files of bucket %d of %d: %w", len(run), bk.Bucket, bk.PhysicalID, err)
 			}
