@@ -61,6 +61,26 @@ func lakeRecords(ctx context.Context, lt *lake.Table, physical uint64, buckets i
 // and returns, per bucket, how many times each offset appears.
 func lakeOffsetsSeen(t *testing.T, ctx context.Context, store tiering.ObjectStore, lt *lake.Table) map[int32]map[int64]int {
 	t.Helper()
+	seen := map[int32]map[int64]int{}
+	for _, r := range lakeRowsSeen(t, ctx, store, lt) {
+		if seen[r.bucket] == nil {
+			seen[r.bucket] = map[int64]int{}
+		}
+		seen[r.bucket][r.offset]++
+	}
+	return seen
+}
+
+// lakeRow is a row of a lake data file of logTableSchema.
+type lakeRow struct {
+	bucket     int32
+	offset, id int64
+}
+
+// lakeRowsSeen reads every data file of the lake's current snapshot, as
+// an engine reading the files it lists would, and returns their rows.
+func lakeRowsSeen(t *testing.T, ctx context.Context, store tiering.ObjectStore, lt *lake.Table) []lakeRow {
+	t.Helper()
 	m, _, err := lt.ReadCurrent(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +89,7 @@ func lakeOffsetsSeen(t *testing.T, ctx context.Context, store tiering.ObjectStor
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[int32]map[int64]int{}
+	var out []lakeRow
 	for _, mf := range manifests {
 		entries, err := lt.ReadManifest(ctx, mf.Path)
 		if err != nil {
@@ -105,21 +125,19 @@ func lakeOffsetsSeen(t *testing.T, ctx context.Context, store tiering.ObjectStor
 				t.Fatal(err)
 			}
 			bi, oi := tb.Schema().FieldIndices(lake.BucketColumn), tb.Schema().FieldIndices(lake.OffsetColumn)
+			ii := tb.Schema().FieldIndices("id")
 			for c := range tb.Column(bi[0]).Data().Chunks() {
 				buckets := tb.Column(bi[0]).Data().Chunk(c).(*array.Int32)
 				offsets := tb.Column(oi[0]).Data().Chunk(c).(*array.Int64)
+				ids := tb.Column(ii[0]).Data().Chunk(c).(*array.Int64)
 				for i := range buckets.Len() {
-					b := buckets.Value(i)
-					if seen[b] == nil {
-						seen[b] = map[int64]int{}
-					}
-					seen[b][offsets.Value(i)]++
+					out = append(out, lakeRow{bucket: buckets.Value(i), offset: offsets.Value(i), id: ids.Value(i)})
 				}
 			}
 			tb.Release()
 		}
 	}
-	return seen
+	return out
 }
 
 // TestLakeAcrossKills: a lake-enabled table keeps tiering while the node
