@@ -54,6 +54,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if err := s3server.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "closing the S3 server:", err)
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

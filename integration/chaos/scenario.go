@@ -224,6 +224,15 @@ func cutBucketLeader(ctx context.Context, e *Env) (func() error, error) {
 	return func() error { e.H.Fault("heal"); return e.C.Heal(context.Background()) }, nil
 }
 
+// blockS3 cuts every node off from the S3 server; undo restores it.
+func blockS3(ctx context.Context, e *Env) (func() error, error) {
+	e.H.Fault("block S3")
+	if err := e.C.BlockS3(ctx); err != nil {
+		return nil, err
+	}
+	return func() error { e.H.Fault("unblock S3"); return e.C.UnblockS3(context.Background()) }, nil
+}
+
 // anyOf injects one of faults, drawn at random.
 func anyOf(faults ...fault) fault {
 	return func(ctx context.Context, e *Env) (func() error, error) {
@@ -387,6 +396,12 @@ var Scenarios = []Scenario{
 				return func() error { e.H.Fault("unblock S3"); return e.C.UnblockS3(context.Background()) }, nil
 			})
 		}},
+	{Name: "lake-under-faults", Doc: "tier the log table into the lake on S3 (datalake.freshness 1s) with log.ttl 3s, so a read from the start " +
+		"goes through the lake's files and then the log: SIGKILL or SIGSTOP a bucket leader, or cut every node off from S3, while it tiers; " +
+		"the final read from the start (the union read) must hold every acknowledged record once, at its offset",
+		Setup: func(o *Options) { o.S3 = true },
+		Props: map[string]string{"datalake.enabled": "true", "datalake.freshness": "1s", "log.ttl": "3s", "log.segment.bytes": "64KiB"},
+		Faults: every(4*time.Second, 2*time.Second, anyOf(killBucketLeader, pauseBucketLeader, blockS3))},
 	{Name: "slow-network", Doc: "drop 10% of a bucket leader's packets (and add 50 ms of latency where the kernel has netem), heal",
 		Faults: func(ctx context.Context, e *Env) error {
 			netem := e.C.HasNetem(ctx)
