@@ -156,6 +156,12 @@ func (s *LogScanner) arrowRows(ctx context.Context, b record.Batch, fn func(reco
 		return err
 	}
 	base := b.BaseOffset()
+	// An Arrow batch is a log table's (+A), or, without the append-only
+	// bit, a primary-key table's rows read from its lake: each a +I.
+	change := record.AppendOnly
+	if !b.AppendOnly() {
+		change = record.Insert
+	}
 	if !b.Projected() {
 		dec, err := s.dec.get(decoderKey{schemaID: id}, bs)
 		if err != nil {
@@ -166,7 +172,7 @@ func (s *LogScanner) arrowRows(ctx context.Context, b record.Batch, fn func(reco
 			if err != nil {
 				return err
 			}
-			return fn(record.Record{Offset: base + int64(i), Change: record.AppendOnly, Data: out})
+			return fn(record.Record{Offset: base + int64(i), Change: change, Data: out})
 		})
 	}
 	if s.proj == nil {
@@ -197,7 +203,7 @@ func (s *LogScanner) arrowRows(ctx context.Context, b record.Batch, fn func(reco
 			}
 			row = d.buf
 		}
-		return fn(record.Record{Offset: base + int64(i), Change: record.AppendOnly, Data: row})
+		return fn(record.Record{Offset: base + int64(i), Change: change, Data: row})
 	})
 }
 

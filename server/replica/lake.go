@@ -163,9 +163,7 @@ func (l *lakeReader) closeAll() {
 func (r *Replica) lakeRange(ctx context.Context) (ix *lake.Index, start, end int64, ok bool, err error) {
 	info := r.table()
 	ls := info.lake
-	// A primary-key table's lake holds each key's latest row, not its
-	// changelog: no read of the log goes on from it.
-	if r.mgr.lake == nil || ls == nil || ls.MetadataKey == "" || ls.Prefix == "" || info.primaryKey {
+	if r.mgr.lake == nil || ls == nil || ls.MetadataKey == "" || ls.Prefix == "" {
 		return nil, 0, 0, false, nil
 	}
 	if ix, err = r.mgr.lake.index(ctx, ls.Prefix, ls.MetadataKey); err != nil {
@@ -246,6 +244,9 @@ func (r *Replica) serveLake(ctx context.Context, fb *pb.FetchBucket, budget int,
 			w, err := lake.NewBatchWriter(out, int16(schemaID), projected)
 			if err != nil {
 				return false, r.lakeError(err)
+			}
+			if info.primaryKey {
+				w.AsInserts() // the table's rows as of the lake's version
 			}
 			fields := make([]int, len(cols))
 			for i, c := range cols {

@@ -41,6 +41,13 @@ func NewBatchWriter(schema record.Schema, id int16, projected bool) (*BatchWrite
 		opts: record.BatchOptions{SchemaID: id, Format: record.PayloadArrow, AppendOnly: true, Projected: projected}}, nil
 }
 
+// AsInserts makes the writer's batches a primary-key table's rows as of
+// the lake's version, each an insert (+I) at its key's latest change:
+// Arrow batches without the append-only bit, which readers take as +I
+// records. A consumer of the table's changelog reads them first, then the
+// changelog from the version's offset on.
+func (w *BatchWriter) AsInserts() { w.opts.AppendOnly = false }
+
 // maxBatchRows bounds the rows of one batch made from the lake.
 const maxBatchRows = 1 << 16
 
