@@ -18,8 +18,16 @@ import (
 // that adds its new files (StageReplace), so a bucket's files grow
 // toward DefaultRoundBytes and its manifests are folded along.
 const (
-	// compactSmallBytes: a data file under it is small.
+	// compactSmallBytes and compactSmallRows: a data file under both is
+	// small. Rows count too: a file of a round that read its 128 MiB of
+	// rows that compress well is small in bytes, and merging such files,
+	// which engines read fast, would cost every round a rewrite of its
+	// data; a merged file of such rows is left as it is too, so no row is
+	// merged over and over.
 	compactSmallBytes = 16 << 20
+	compactSmallRows  = 1 << 16
+	// compactMaxRows bounds the rows one merge writes.
+	compactMaxRows = 1 << 20
 	// compactMinFiles: a run of small files is merged once it has this
 	// many.
 	compactMinFiles = 8
@@ -28,13 +36,16 @@ const (
 )
 
 // smallRun returns the first run of at least minFiles consecutive files of
-// a bucket (spans, in offset order) under small bytes each, at most
-// maxBytes in all; nil when there is none.
+// a bucket (spans, in offset order) under small bytes and
+// compactSmallRows rows each, at most maxBytes and compactMaxRows in all;
+// nil when there is none.
 func smallRun(spans []FileSpan, small, maxBytes int64, minFiles int) []FileSpan {
 	for i := 0; i < len(spans); {
-		j, total := i, int64(0)
-		for j < len(spans) && spans[j].Size < small && total+spans[j].Size <= maxBytes {
+		j, total, rows := i, int64(0), int64(0)
+		for j < len(spans) && spans[j].Size < small && spans[j].Rows < compactSmallRows &&
+			total+spans[j].Size <= maxBytes && rows+spans[j].Rows <= compactMaxRows {
 			total += spans[j].Size
+			rows += spans[j].Rows
 			j++
 		}
 		if j-i >= minFiles {
