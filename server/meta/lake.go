@@ -28,11 +28,13 @@ func LakePrefix(database, table string, id uint64) string {
 // none unless it is lake-enabled; else one task per registered tablet
 // node (at most one per bucket) over even bucket ranges. A task keeps its
 // node while that node is live; one whose node is not goes to the live
-// tablet node with the fewest tasks (load, across tables, which it
+// tablet node that leads the most of its buckets (leader, nil for none
+// known: its rounds then read those from their own node, not over the
+// network), then with the fewest tasks (load, across tables, which it
 // updates), the lowest id among equals. No live node: the task keeps its
 // node, and waits. The plan is a function of its inputs only, so a new
 // controller plans what the old one did.
-func planLakeTasks(t *pb.TableRecord, tablets []uint32, live []uint32, load map[uint32]int) ([]*pb.LakeTask, error) {
+func planLakeTasks(t *pb.TableRecord, tablets []uint32, live []uint32, load map[uint32]int, leader func(bucket int32) uint32) ([]*pb.LakeTask, error) {
 	props, err := metastate.TableProperties(t)
 	if err != nil || !props.DataLake || len(tablets) == 0 {
 		return nil, err
@@ -50,8 +52,12 @@ func planLakeTasks(t *pb.TableRecord, tablets []uint32, live []uint32, load map[
 			task.NodeId = c.GetNodeId()
 		}
 		if !slices.Contains(live, task.GetNodeId()) && len(live) > 0 {
+			leads := map[uint32]int{}
+			for b := task.GetFirstBucket(); leader != nil && b < task.GetEndBucket(); b++ {
+				leads[leader(b)]++
+			}
 			task.NodeId = slices.MinFunc(live, func(a, b uint32) int {
-				return cmp.Or(cmp.Compare(load[a], load[b]), cmp.Compare(a, b))
+				return cmp.Or(cmp.Compare(leads[b], leads[a]), cmp.Compare(load[a], load[b]), cmp.Compare(a, b))
 			})
 		}
 		load[task.GetNodeId()]++
@@ -104,7 +110,23 @@ func (r *Role) assignLakeTasks(ctx context.Context, n *raftmeta.Node, live []uin
 			tables = append(tables, ts...)
 		}
 		for _, t := range tables {
-			tasks, err := planLakeTasks(t, tablets, live, load)
+			var leader func(int32) uint32
+			if len(t.GetPartitionKeys()) == 0 {
+				// Read only when a task needs a node.
+				var buckets []*pb.BucketRecord
+				read := false
+				leader = func(b int32) uint32 {
+					if !read {
+						buckets, _ = v.Buckets(t.GetId())
+						read = true
+					}
+					if int(b) < len(buckets) && buckets[b].GetBucket() == b {
+						return buckets[b].GetLeader()
+					}
+					return 0
+				}
+			}
+			tasks, err := planLakeTasks(t, tablets, live, load, leader)
 			if err != nil {
 				r.log.Warn("controller: planning a table's lake tasks", "table", t.GetDatabase()+"."+t.GetName(), "err", err)
 				continue

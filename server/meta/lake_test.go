@@ -25,9 +25,10 @@ func describeTasks(tasks []*pb.LakeTask) string {
 }
 
 // TestPlanLakeTasks: a lake-enabled table gets one task per tablet node
-// (at most one per bucket) over even ranges, spread over the live nodes
-// by load; a task keeps a live node, and one whose node died goes to the
-// least loaded live node; a table without the lake has none.
+// (at most one per bucket) over even ranges, on the live node that leads
+// the most of its buckets, then by load; a task keeps a live node (even
+// when leaders move), and one whose node died goes to a live one chosen
+// so; a table without the lake has none.
 func TestPlanLakeTasks(t *testing.T) {
 	tablets := []uint32{1, 2, 3}
 	for _, tt := range []struct {
@@ -36,24 +37,32 @@ func TestPlanLakeTasks(t *testing.T) {
 		live  []uint32
 		load  map[uint32]int
 		want  string
+		// leader of each bucket; nil: none known
+		leader func(int32) uint32
 	}{
-		{"new", lakeTable(8, true), tablets, nil, "0:[0,2)@1 1:[2,5)@2 2:[5,8)@3 "},
-		{"fewer buckets than nodes", lakeTable(2, true), tablets, nil, "0:[0,1)@1 1:[1,2)@2 "},
-		{"by load", lakeTable(2, true), tablets, map[uint32]int{1: 4, 2: 1}, "0:[0,1)@3 1:[1,2)@2 "},
+		{"new", lakeTable(8, true), tablets, nil, "0:[0,2)@1 1:[2,5)@2 2:[5,8)@3 ", nil},
+		{"fewer buckets than nodes", lakeTable(2, true), tablets, nil, "0:[0,1)@1 1:[1,2)@2 ", nil},
+		{"by load", lakeTable(2, true), tablets, map[uint32]int{1: 4, 2: 1}, "0:[0,1)@3 1:[1,2)@2 ", nil},
 		{"kept", lakeTable(8, true, &pb.LakeTask{Index: 0, NodeId: 3}, &pb.LakeTask{Index: 1, NodeId: 3}, &pb.LakeTask{Index: 2, NodeId: 1}),
-			tablets, nil, "0:[0,2)@3 1:[2,5)@3 2:[5,8)@1 "},
+			tablets, nil, "0:[0,2)@3 1:[2,5)@3 2:[5,8)@1 ", nil},
 		{"dead node's task moves", lakeTable(8, true, &pb.LakeTask{Index: 0, NodeId: 1}, &pb.LakeTask{Index: 1, NodeId: 2}, &pb.LakeTask{Index: 2, NodeId: 3}),
-			[]uint32{1, 3}, nil, "0:[0,2)@1 1:[2,5)@3 2:[5,8)@3 "},
+			[]uint32{1, 3}, nil, "0:[0,2)@1 1:[2,5)@3 2:[5,8)@3 ", nil},
 		{"no live node: kept", lakeTable(8, true, &pb.LakeTask{Index: 0, NodeId: 1}, &pb.LakeTask{Index: 1, NodeId: 2}, &pb.LakeTask{Index: 2, NodeId: 3}),
-			nil, nil, "0:[0,2)@1 1:[2,5)@2 2:[5,8)@3 "},
-		{"lake off", lakeTable(8, false, &pb.LakeTask{Index: 0, NodeId: 1}), tablets, nil, ""},
+			nil, nil, "0:[0,2)@1 1:[2,5)@2 2:[5,8)@3 ", nil},
+		{"lake off", lakeTable(8, false, &pb.LakeTask{Index: 0, NodeId: 1}), tablets, nil, "", nil},
+		{"on the leaders", lakeTable(3, true), tablets, map[uint32]int{1: 4}, "0:[0,1)@3 1:[1,2)@1 2:[2,3)@2 ",
+			func(b int32) uint32 { return []uint32{3, 1, 2}[b] }},
+		{"the leader of most", lakeTable(6, true), []uint32{1, 2}, nil, "0:[0,2)@2 1:[2,4)@1 2:[4,6)@2 ",
+			func(b int32) uint32 { return []uint32{2, 2, 1, 3, 2, 2}[b] }},
+		{"kept, whoever leads", lakeTable(3, true, &pb.LakeTask{Index: 0, NodeId: 1}, &pb.LakeTask{Index: 1, NodeId: 2}, &pb.LakeTask{Index: 2, NodeId: 3}),
+			tablets, nil, "0:[0,1)@1 1:[1,2)@2 2:[2,3)@3 ", func(b int32) uint32 { return 3 }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			load := tt.load
 			if load == nil {
 				load = map[uint32]int{}
 			}
-			got, err := planLakeTasks(tt.table, tablets, tt.live, load)
+			got, err := planLakeTasks(tt.table, tablets, tt.live, load, tt.leader)
 			if err != nil || describeTasks(got) != tt.want {
 				t.Fatalf("plan %q, %v; want %q", describeTasks(got), err, tt.want)
 			}

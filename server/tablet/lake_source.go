@@ -46,11 +46,16 @@ func (s *fetchSource) ReadBucket(ctx context.Context, b lake.BucketRef, from int
 	if leader == 0 || addr == "" {
 		return from, transport.Errorf(pb.ErrorCode_ERROR_CODE_BUCKET_OFFLINE, "bucket %d of %d has no leader to read from", b.Bucket, b.PhysicalID)
 	}
-	client := pb.NewDRPCTabletClient(s.r.deps.Pool.Conn(addr))
+	fetch := pb.NewDRPCTabletClient(s.r.deps.Pool.Conn(addr)).Fetch
+	if leader == s.r.cfg.NodeID && s.r.replicas != nil {
+		// The bucket's leader is here (the controller puts a task where
+		// its buckets are led): read its log without the network.
+		fetch = s.r.replicas.Fetch
+	}
 	next, read := from, 0
 	for read < maxRecords {
 		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		resp, err := client.Fetch(fctx, &pb.FetchRequest{MaxBytes: lakeFetchBytes, Buckets: []*pb.FetchBucket{{
+		resp, err := fetch(fctx, &pb.FetchRequest{MaxBytes: lakeFetchBytes, Buckets: []*pb.FetchBucket{{
 			TableId: b.PhysicalID, Bucket: b.Bucket, Offset: next, LeaderEpoch: -1, LastFetchedEpoch: -1}}})
 		cancel()
 		if err != nil {
