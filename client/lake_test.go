@@ -244,26 +244,7 @@ func TestLakeUnionRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceTiered(t, tbl, 400)
-	for b := range int32(buckets) {
-		for {
-			inLog, err := tbl.ListOffset(ctx, b, EarliestInLog())
-			if err != nil {
-				t.Fatal(err)
-			}
-			first, err := tbl.ListOffset(ctx, b, Earliest())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if inLog > 0 && first == 0 {
-				break // the log lost its first records; the lake has them
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("bucket %d: the log never expired into the lake (log start %d, earliest %d)", b, inLog, first)
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
+	waitLogIntoLake(t, tbl)
 	w := newWriter(t, tbl, AppendWriterOptions{})
 	appendIDs(t, w, tbl, 400, 450)
 	if err := w.Flush(ctx); err != nil {
@@ -483,26 +464,7 @@ func TestLakeUnionReadPrimaryKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for b := range int32(buckets) {
-		for {
-			inLog, err := tbl.ListOffset(ctx, b, EarliestInLog())
-			if err != nil {
-				t.Fatal(err)
-			}
-			first, err := tbl.ListOffset(ctx, b, Earliest())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if inLog > 0 && first == 0 {
-				break // the changelog lost its first records; the lake has the rows
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("bucket %d: the changelog never expired into the lake (log start %d, earliest %d)", b, inLog, first)
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
+	waitLogIntoLake(t, tbl)
 	s, err := tbl.NewLogScanner(LogScannerOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -558,5 +520,33 @@ func TestLakeUnionReadPrimaryKey(t *testing.T) {
 	}
 	if inserts == 0 {
 		t.Fatal("no +I read: the lake's rows never came")
+	}
+}
+
+// waitLogIntoLake waits until every bucket's log has let its first
+// records go, the lake holding them: the log starts past 0, and Earliest
+// is 0 (the lake's first record).
+func waitLogIntoLake(t *testing.T, tbl *Table) {
+	t.Helper()
+	ctx := guardCtx(t)
+	for b := range tbl.Buckets() {
+		for {
+			inLog, err := tbl.ListOffset(ctx, b, EarliestInLog())
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := tbl.ListOffset(ctx, b, Earliest())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inLog > 0 && first == 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("bucket %d: the log never let records go into the lake (log start %d, earliest %d)", b, inLog, first)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 	}
 }

@@ -126,56 +126,22 @@ func castColumn(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.A
 		if src.DataType().(*arrow.Time64Type).Unit != arrow.Microsecond {
 			return nil, fmt.Errorf("%w: no cast from %v to %v", ErrUnsupported, a.DataType(), to)
 		}
-		b := array.NewTime32Builder(mem, arrow.FixedWidthTypes.Time32ms.(*arrow.Time32Type))
-		defer b.Release()
-		b.Reserve(src.Len())
-		for i := range src.Len() {
-			if src.IsNull(i) {
-				b.AppendNull()
-			} else {
-				b.UnsafeAppend(arrow.Time32(floorDiv(int64(src.Value(i)), 1000)))
-			}
-		}
-		return b.NewArray(), nil
+		return fill(array.NewTime32Builder(mem, arrow.FixedWidthTypes.Time32ms.(*arrow.Time32Type)), src.Len(), src.IsNull,
+			func(i int) arrow.Time32 { return arrow.Time32(floorDiv(int64(src.Value(i)), 1000)) }), nil
 	case *array.Time32:
-		b := array.NewTime64Builder(mem, arrow.FixedWidthTypes.Time64us.(*arrow.Time64Type))
-		defer b.Release()
-		b.Reserve(src.Len())
-		for i := range src.Len() {
-			if src.IsNull(i) {
-				b.AppendNull()
-			} else {
-				b.UnsafeAppend(arrow.Time64(int64(src.Value(i)) * 1000)) // TIME is milliseconds
-			}
-		}
-		return b.NewArray(), nil
+		return fill(array.NewTime64Builder(mem, arrow.FixedWidthTypes.Time64us.(*arrow.Time64Type)), src.Len(), src.IsNull,
+			func(i int) arrow.Time64 { return arrow.Time64(int64(src.Value(i)) * 1000) }), nil // TIME is milliseconds
 	case *array.Timestamp:
-		div := int64(1)
 		from, want := src.DataType().(*arrow.TimestampType).Unit, to.(*arrow.TimestampType).Unit
 		switch {
 		case from == arrow.Microsecond && want == arrow.Nanosecond:
 			return widenTimestamp(mem, src, to.(*arrow.TimestampType))
 		case from == arrow.Nanosecond && want == arrow.Microsecond:
-			div = 1000
-		default:
-			return nil, fmt.Errorf("%w: no cast from %v to %v", ErrUnsupported, a.DataType(), to)
+			// Rounded toward the past, as the time line goes.
+			return fill(array.NewTimestampBuilder(mem, to.(*arrow.TimestampType)), src.Len(), src.IsNull,
+				func(i int) arrow.Timestamp { return arrow.Timestamp(floorDiv(int64(src.Value(i)), 1000)) }), nil
 		}
-		b := array.NewTimestampBuilder(mem, to.(*arrow.TimestampType))
-		defer b.Release()
-		b.Reserve(src.Len())
-		for i := range src.Len() {
-			if src.IsNull(i) {
-				b.AppendNull()
-			} else {
-				v := int64(src.Value(i))
-				q := v / div
-				if v%div < 0 {
-					q-- // round toward the past, as the time line does
-				}
-				b.UnsafeAppend(arrow.Timestamp(q))
-			}
-		}
-		return b.NewArray(), nil
+		return nil, fmt.Errorf("%w: no cast from %v to %v", ErrUnsupported, a.DataType(), to)
 	case *array.List:
 		return castNested(mem, a, to, []arrow.Array{src.ListValues()}, []arrow.DataType{to.(*arrow.ListType).Elem()})
 	case *array.Map:
@@ -236,17 +202,7 @@ func sameLayout(a, b arrow.DataType) bool {
 }
 
 func widenInt32(mem memory.Allocator, n int, isNull func(int) bool, value func(int) int32) arrow.Array {
-	b := array.NewInt32Builder(mem)
-	defer b.Release()
-	b.Reserve(n)
-	for i := range n {
-		if isNull(i) {
-			b.AppendNull()
-		} else {
-			b.UnsafeAppend(value(i))
-		}
-	}
-	return b.NewArray()
+	return fill(array.NewInt32Builder(mem), n, isNull, value)
 }
 
 // narrowInt32 is a data file's int column read back as the TINYINT or
@@ -266,29 +222,33 @@ func narrowInt32(mem memory.Allocator, src *array.Int32, to arrow.DataType) (arr
 		}
 	}
 	if to.ID() == arrow.INT8 {
-		b := array.NewInt8Builder(mem)
-		defer b.Release()
-		b.Reserve(src.Len())
-		for i := range src.Len() {
-			if src.IsNull(i) {
-				b.AppendNull()
-			} else {
-				b.UnsafeAppend(int8(src.Value(i)))
-			}
-		}
-		return b.NewArray(), nil
+		return fill(array.NewInt8Builder(mem), src.Len(), src.IsNull, func(i int) int8 { return int8(src.Value(i)) }), nil
 	}
-	b := array.NewInt16Builder(mem)
+	return fill(array.NewInt16Builder(mem), src.Len(), src.IsNull, func(i int) int16 { return int16(src.Value(i)) }), nil
+}
+
+// builder is an arrow-go builder of values T.
+type builder[T any] interface {
+	AppendNull()
+	UnsafeAppend(T)
+	Reserve(int)
+	NewArray() arrow.Array
+	Release()
+}
+
+// fill builds, with b (which it releases), an array of n values: null
+// where isNull says, value(i) elsewhere.
+func fill[T any](b builder[T], n int, isNull func(int) bool, value func(int) T) arrow.Array {
 	defer b.Release()
-	b.Reserve(src.Len())
-	for i := range src.Len() {
-		if src.IsNull(i) {
+	b.Reserve(n)
+	for i := range n {
+		if isNull(i) {
 			b.AppendNull()
 		} else {
-			b.UnsafeAppend(int16(src.Value(i)))
+			b.UnsafeAppend(value(i))
 		}
 	}
-	return b.NewArray(), nil
+	return b.NewArray()
 }
 
 // widenTimestamp is a data file's microseconds read back as a

@@ -111,33 +111,22 @@ func partitionOf(spec PartitionSpec, types []string, byName map[string]any) ([]P
 	out := make([]PartitionValue, len(spec.Fields))
 	for i, f := range spec.Fields {
 		v := byName[f.Name]
+		typed := v == nil
 		switch types[i] {
 		case "int", "date":
-			if n, ok := v.(int32); ok || v == nil {
-				out[i] = PartitionValue{Type: types[i], Value: nil}
-				if ok {
-					out[i].Value = n
-				}
-				continue
-			}
+			_, ok := v.(int32)
+			typed = typed || ok
 		case "long":
-			if n, ok := v.(int64); ok || v == nil {
-				out[i] = PartitionValue{Type: types[i], Value: nil}
-				if ok {
-					out[i].Value = n
-				}
-				continue
-			}
+			_, ok := v.(int64)
+			typed = typed || ok
 		case "string":
-			if s, ok := v.(string); ok || v == nil {
-				out[i] = PartitionValue{Type: types[i], Value: nil}
-				if ok {
-					out[i].Value = s
-				}
-				continue
-			}
+			_, ok := v.(string)
+			typed = typed || ok
 		}
-		return nil, fmt.Errorf("%w: partition field %s holds %T, not %s", ErrInvalidMetadata, f.Name, v, types[i])
+		if !typed {
+			return nil, fmt.Errorf("%w: partition field %s holds %T, not %s", ErrInvalidMetadata, f.Name, v, types[i])
+		}
+		out[i] = PartitionValue{Type: types[i], Value: v}
 	}
 	return out, nil
 }
