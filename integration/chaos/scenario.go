@@ -399,8 +399,8 @@ var Scenarios = []Scenario{
 	{Name: "lake-under-faults", Doc: "tier the log table into the lake on S3 (datalake.freshness 1s) with log.ttl 3s, so a read from the start " +
 		"goes through the lake's files and then the log: SIGKILL or SIGSTOP a bucket leader, or cut every node off from S3, while it tiers; " +
 		"the final read from the start (the union read) must hold every acknowledged record once, at its offset",
-		Setup: func(o *Options) { o.S3 = true },
-		Props: map[string]string{"datalake.enabled": "true", "datalake.freshness": "1s", "log.ttl": "3s", "log.segment.bytes": "64KiB"},
+		Setup:  func(o *Options) { o.S3 = true },
+		Props:  map[string]string{"datalake.enabled": "true", "datalake.freshness": "1s", "log.ttl": "3s", "log.segment.bytes": "64KiB"},
 		Faults: every(4*time.Second, 2*time.Second, anyOf(killBucketLeader, pauseBucketLeader, blockS3))},
 	{Name: "slow-network", Doc: "drop 10% of a bucket leader's packets (and add 50 ms of latency where the kernel has netem), heal",
 		Faults: func(ctx context.Context, e *Env) error {
