@@ -77,15 +77,22 @@ func (l *Log) armOnOpenLocked() {
 // remote), or when the local count rule already lets it go; a segment
 // already due is looked at again RetentionCheckInterval from now, so a
 // retention that failed is not retried in a loop. Holds mu.
-func (l *Log) armRetentionAgeLocked() { l.armRetentionLocked(l.cfg.RetentionCheckInterval) }
+func (l *Log) armRetentionAgeLocked() {
+	l.armRetentionLocked(l.cfg.RetentionCheckInterval, nowMillis(l.cfg.Now))
+}
 
 // armRetentionAfterRollLocked is armRetentionAgeLocked after a roll: the
 // local count rule, which the new sealed segment may have tipped over,
 // runs at once (a follower catching up rolls past the remote end it
 // learned earlier and keeps only what the rule keeps). Holds mu.
-func (l *Log) armRetentionAfterRollLocked() { l.armRetentionLocked(0) }
+func (l *Log) armRetentionAfterRollLocked() { l.armRetentionLocked(0, nowMillis(l.cfg.Now)) }
 
-func (l *Log) armRetentionLocked(countDelay time.Duration) {
+// armRetentionLocked arms retention for the oldest sealed segment, whose
+// expiry it measures against nowMs: a retention pass's own clock reading
+// after a pass (EnforceRetention), so a segment that expired while the
+// pass ran is looked at again at once, not taken for one due that the
+// pass kept (which waits RetentionCheckInterval).
+func (l *Log) armRetentionLocked(countDelay time.Duration, nowMs int64) {
 	segs := *l.segs.Load()
 	if len(segs) < 2 {
 		return
@@ -107,7 +114,7 @@ func (l *Log) armRetentionLocked(countDelay time.Duration) {
 		return
 	}
 	expiresMs := oldest.index.maxTime() + age.Milliseconds()
-	left := time.Duration(expiresMs-nowMillis(l.cfg.Now)) * time.Millisecond
+	left := time.Duration(expiresMs-nowMs) * time.Millisecond
 	if left < 0 {
 		// Due already and still here (a deletion failed): not retried in
 		// a loop.

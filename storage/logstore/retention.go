@@ -90,7 +90,7 @@ func (l *Log) EnforceRetention() (int, error) {
 		n++
 	}
 	if n == 0 {
-		l.armRetentionAgeLocked()
+		l.armRetentionLocked(l.cfg.RetentionCheckInterval, nowMs)
 		return 0, nil
 	}
 	kept := append([]*segment(nil), segs[n:]...)
@@ -105,7 +105,7 @@ func (l *Log) EnforceRetention() (int, error) {
 			return 0, err
 		}
 	}
-	l.armRetentionAgeLocked()
+	l.armRetentionLocked(l.cfg.RetentionCheckInterval, nowMs)
 	return n, nil
 }
 

@@ -386,3 +386,53 @@ func TestRetentionRunsWhenSegmentExpires(t *testing.T) {
 		t.Fatal("the expired segments are still there when retention was due")
 	}
 }
+
+// TestRetentionRunsWhenSegmentExpiresDuringAPass: the next segment
+// expiring while a retention pass runs (between the pass's clock reading
+// and its arming the next) is looked at again at once, not taken for one
+// the pass kept, which waits the check interval (30 s): CI's
+// TestAlterLiveProperties waited 30 s for a node's third segment after
+// log.ttl was lowered to 1s.
+func TestRetentionRunsWhenSegmentExpiresDuringAPass(t *testing.T) {
+	clock := newFakeClock()
+	s := manualScheduler(t, clock)
+	var ticking atomic.Bool // each reading of the log's clock advances it 1 ms
+	now := func() time.Time {
+		at := clock.Now()
+		if ticking.Load() {
+			clock.Advance(time.Millisecond)
+		}
+		return at
+	}
+	l := openLog(t, Config{Dir: t.TempDir(), SegmentMaxBytes: 64 << 10, Now: now, Scheduler: s})
+	for i := range 3 { // three sealed segments, each a millisecond newer than the one before
+		for n := len(l.Segments()); len(l.Segments()) == n; {
+			mustAppend(t, l, makeBatch(t, fmt.Sprint(i), 1, 1000), 0)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	segs := l.Segments()
+	l.SetAgeRetention(AgeRetention{RetentionAge: time.Second})
+	// The pass reads the clock when the first segment has expired and
+	// the second not yet; it expires a millisecond later, as the pass
+	// arms the next one.
+	first := segs[0].MaxTimestamp
+	clock.Advance(time.UnixMilli(first+1001).Sub(clock.Now()))
+	ticking.Store(true)
+	s.runDue()
+	ticking.Store(false)
+	if got := l.StartOffset(); got != segs[1].BaseOffset {
+		t.Fatalf("after the pass the log starts at %d, want %d (the first segment gone)", got, segs[1].BaseOffset)
+	}
+	l.tasksMu.Lock()
+	due := l.taskDue[taskRetentionAge]
+	l.tasksMu.Unlock()
+	if wait := due.Sub(clock.Now()); wait > time.Second {
+		t.Fatalf("retention armed %v from now for a segment that expired during the pass", wait)
+	}
+	clock.Advance(max(due.Sub(clock.Now()), 0))
+	s.runDue()
+	if got := l.StartOffset(); got <= segs[1].BaseOffset {
+		t.Fatalf("the second segment, expired, is still there: the log starts at %d", got)
+	}
+}
