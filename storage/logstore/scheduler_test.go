@@ -417,7 +417,7 @@ func TestRetentionRunsWhenSegmentExpiresDuringAPass(t *testing.T) {
 	// the second not yet; it expires a millisecond later, as the pass
 	// arms the next one.
 	first := segs[0].MaxTimestamp
-	clock.Advance(time.UnixMilli(first+1001).Sub(clock.Now()))
+	clock.Advance(time.UnixMilli(first + 1001).Sub(clock.Now()))
 	ticking.Store(true)
 	s.runDue()
 	ticking.Store(false)
