@@ -222,9 +222,22 @@ func TestLakeStoreOutage(t *testing.T) {
 	hole.restore()
 	total := ends()
 	t.Logf("the object store is back; the logs hold %d records", total)
-	waitFor(t, 120*time.Second, "the lake to catch up once the store is back", func() bool {
+	waitFor(t, 120*time.Second, "the lake to catch up once the store is back, and its version to be published", func() bool {
 		sum, ok := lakeOffsets()
-		return ok && sum == total
+		if !ok || sum != total {
+			return false
+		}
+		// The version readable by path (a commit's publish may fail with
+		// the store just back; the next round publishes it).
+		published, err := lakeRecords(ctx, lt, tbl.TableID(), buckets)
+		if err != nil {
+			return false
+		}
+		var n int64
+		for _, o := range published {
+			n += o
+		}
+		return n == total
 	})
 	seen := map[[2]int64]int{}
 	for _, r := range lakeRowsSeen(t, ctx, store, lt) {

@@ -219,6 +219,15 @@ func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.Lake
 		}
 		return 0, "", fmt.Errorf("%w: lake task %d is no longer this node's at epoch %d", lake.ErrFenced, mine.GetIndex(), mine.GetEpoch())
 	}
+	if round.Version > 0 && mine.GetIndex() == 0 {
+		// A committed version whose publish failed is published here,
+		// even if no round commits after it (a quiet table).
+		if published, err := round.Table.EnsurePublished(ctx, int(round.Version), round.MetadataKey); err != nil {
+			r.log.Warn("lake: publishing the committed version", "table", t.GetDatabase()+"."+t.GetName(), "version", round.Version, "err", err)
+		} else if published {
+			r.log.Info("lake: published a committed version its round had not", "table", t.GetDatabase()+"."+t.GetName(), "version", round.Version)
+		}
+	}
 	res, err := lake.RunRound(ctx, round, src, lakeCommitter{r: r, table: t, task: mine})
 	if err == nil && res.MetadataKey != "" && mine.GetIndex() == 0 {
 		r.collectLakeGarbage(ctx, t, round.Table, res.MetadataKey)

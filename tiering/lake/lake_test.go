@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"path"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -235,5 +238,52 @@ func TestExpireSnapshotsBound(t *testing.T) {
 	}
 	if len(m.ExpireSnapshots(int64(lake.MaxSnapshots+5), 0)) != 0 {
 		t.Fatal("expiry dropped snapshots within the bound")
+	}
+}
+
+// TestEnsurePublished: a committed version that was not published (its
+// round's publish failed) is published by EnsurePublished, and
+// version-hint.text never goes back to an older version.
+func TestEnsurePublished(t *testing.T) {
+	ctx := context.Background()
+	store, err := tiering.NewFolder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ := writeTestTable(t, store, testRows)
+	_, v1, err := tbl.ReadCurrent(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged1 := tbl.VersionFile(v1)
+	// Version v1+1, committed but not published.
+	staged2 := strings.TrimSuffix(staged1, path.Base(staged1)) + "unpublished.metadata.json"
+	rc, err := store.Get(ctx, staged1, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(ctx, staged2, bytes.NewReader(body), int64(len(body))); err != nil {
+		t.Fatal(err)
+	}
+	if published, err := tbl.EnsurePublished(ctx, v1, staged1); err != nil || published {
+		t.Fatalf("version %d, published already: published again %v (%v)", v1, published, err)
+	}
+	if published, err := tbl.EnsurePublished(ctx, v1+1, staged2); err != nil || !published {
+		t.Fatalf("version %d, committed: published %v (%v)", v1+1, published, err)
+	}
+	if _, n, err := tbl.ReadCurrent(ctx); err != nil || n != v1+1 {
+		t.Fatalf("the hint names version %d (%v), want %d", n, err, v1+1)
+	}
+	// A late publish of the older version leaves the hint where it is.
+	if err := tbl.Publish(ctx, v1, staged1); err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := tbl.ReadCurrent(ctx); err != nil || n != v1+1 {
+		t.Fatalf("after a late publish of version %d the hint names %d (%v), want %d", v1, n, err, v1+1)
 	}
 }

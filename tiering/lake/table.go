@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -260,11 +261,46 @@ func (t *Table) Publish(ctx context.Context, version int, stagedKey string) erro
 	if err := t.store.Put(ctx, vkey, bytes.NewReader(body), int64(len(body))); err != nil {
 		return fmt.Errorf("lake: put %s: %w", vkey, err)
 	}
+	if published, err := t.publishedVersion(ctx); err != nil {
+		return err
+	} else if published >= version {
+		return nil // a later version is published already: the hint never goes back
+	}
 	hint := []byte(strconv.Itoa(version))
 	if err := t.store.Put(ctx, t.metadataKey("version-hint.text"), bytes.NewReader(hint), int64(len(hint))); err != nil {
 		return fmt.Errorf("lake: put version hint: %w", err)
 	}
 	return nil
+}
+
+// EnsurePublished publishes the committed version (its staged metadata
+// file stagedKey) unless version-hint.text names it or a later one: a
+// round whose publish failed after its commit (the store unreachable a
+// moment) left the version readable by the cluster but not by path, and
+// a quiet table commits no later version that would publish over it. It
+// says whether it published.
+func (t *Table) EnsurePublished(ctx context.Context, version int, stagedKey string) (bool, error) {
+	published, err := t.publishedVersion(ctx)
+	if err != nil || published >= version {
+		return false, err
+	}
+	return true, t.Publish(ctx, version, stagedKey)
+}
+
+// publishedVersion is what version-hint.text names; 0 when there is none.
+func (t *Table) publishedVersion(ctx context.Context) (int, error) {
+	hint, err := t.read(ctx, t.metadataKey("version-hint.text"), 64)
+	if errors.Is(err, tiering.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(hint)))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%w: version-hint.text says %q", ErrInvalidMetadata, hint)
+	}
+	return n, nil
 }
 
 // maxMetadataBytes bounds a metadata file Floe reads back.
