@@ -94,9 +94,19 @@ func TestUncleanElectionOverLake(t *testing.T) {
 	offsets := appendRecorded(t, ctx, tbl, 100_000, written, 200)
 	newFirst := slices.Min(offsets)
 	end := slices.Max(offsets) + 1
-	waitFor(t, 90*time.Second, "B's cut and the lake to tier B's history", func() bool {
-		v := view().record
-		return v.GetRemoteFenceEpoch() == 0 && v.GetLakeOffset() >= end
+	waitFor(t, 90*time.Second, "B's cut, the lake to tier B's history and that version to be published", func() bool {
+		resp, err := lakeState(ctx, c, pool, db, name)
+		if err != nil || len(resp.GetBuckets()) != 1 {
+			return false
+		}
+		v := resp.GetBuckets()[0]
+		if v.GetRemoteFenceEpoch() != 0 || v.GetLakeOffset() < end {
+			return false
+		}
+		// Read by path, the committed version: a publish follows its
+		// commit, and the version before may be the old history's.
+		_, n, err := lt.ReadCurrent(ctx)
+		return err == nil && int64(n) == resp.GetTable().GetLake().GetVersion()
 	})
 	want := map[int64]int64{}
 	for i, off := range offsets {
