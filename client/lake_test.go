@@ -405,21 +405,7 @@ func TestLakeTiersPrimaryKeyTable(t *testing.T) {
 	apply(50, 400, "third", 5) // more updates, deletes, keys deleted before back, new keys
 	waitLakeState("after the second changes")
 	// What lookups return is what the lake holds.
-	lk, err := tbl.NewLookuper(LookuperOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lk.Close()
-	for id := range int64(400) {
-		row, found, err := lk.Lookup(ctx, keyOf(t, tbl, id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		name, inLake := want[id]
-		if found != inLake || found && record.NewRowView(tbl.schema, row).String(1) != name {
-			t.Fatalf("key %d: lookup found %v, the lake %v (%q)", id, found, inLake, name)
-		}
-	}
+	checkLookups(t, tbl, 400, want, "the lake")
 }
 
 // TestLakeUnionReadPrimaryKey: once a lake-enabled primary-key table's
@@ -503,21 +489,7 @@ func TestLakeUnionReadPrimaryKey(t *testing.T) {
 			}
 		}
 	}
-	lk, err := tbl.NewLookuper(LookuperOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lk.Close()
-	for id := range int64(300) {
-		row, found, err := lk.Lookup(ctx, keyOf(t, tbl, id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		name, inView := view[id]
-		if found != inView || found && record.NewRowView(tbl.schema, row).String(1) != name {
-			t.Fatalf("key %d: lookup found %v, the view read from the start %v (%.12q)", id, found, inView, name)
-		}
-	}
+	checkLookups(t, tbl, 300, view, "the view read from the start")
 	if inserts == 0 {
 		t.Fatal("no +I read: the lake's rows never came")
 	}
@@ -547,6 +519,28 @@ func waitLogIntoLake(t *testing.T, tbl *Table) {
 				t.Fatalf("bucket %d: the log never let records go into the lake (log start %d, earliest %d)", b, inLog, first)
 			case <-time.After(50 * time.Millisecond):
 			}
+		}
+	}
+}
+
+// checkLookups checks that lookups of keys 0 to keys-1 of a primary-key
+// table of testSchema find what want (id to name, as seen by what) holds.
+func checkLookups(t *testing.T, tbl *Table, keys int64, want map[int64]string, what string) {
+	t.Helper()
+	ctx := guardCtx(t)
+	lk, err := tbl.NewLookuper(LookuperOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	for id := range keys {
+		row, found, err := lk.Lookup(ctx, keyOf(t, tbl, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, held := want[id]
+		if found != held || found && record.NewRowView(tbl.schema, row).String(1) != name {
+			t.Fatalf("key %d: lookup found %v, %s %v (%.12q)", id, found, what, held, name)
 		}
 	}
 }
