@@ -331,8 +331,9 @@ func sharedZstdEncoder(level zstd.EncoderLevel) *zstd.Encoder {
 	if enc := zstdEncoders.byLevel[level]; enc != nil {
 		return enc
 	}
+	// No frame checksum: the batch's CRC covers the payload.
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithWindowSize(zstdWindowBytes),
-		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithEncoderCRC(false))
 	if err != nil {
 		panic(fmt.Sprintf("arrowlog: zstd encoder options: %v", err)) // fixed options: a programming error
 	}

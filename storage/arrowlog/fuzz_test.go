@@ -7,9 +7,10 @@ import (
 	"github.com/floedb/floe/storage/record"
 )
 
-// FuzzDecode: no payload makes Validate, Rows or Project panic, hang or
-// allocate past the decoder's limit; a payload Validate accepts decodes
-// to valid rows, and its projections decode to the projected rows.
+// FuzzDecode: no payload makes Validate, Rows, Project or a BatchReader
+// panic, hang or allocate past the decoder's limit; a payload Validate
+// accepts decodes to valid rows, its projections decode to the projected
+// rows, and it reads as the record batch of those rows.
 func FuzzDecode(f *testing.F) {
 	s := allKindsSchema()
 	rows := sampleRows(f, s, 20)
@@ -28,15 +29,29 @@ func FuzzDecode(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	batches, err := NewBatchReader(s)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, payload []byte, count uint16) {
 		projected, projectErr := Project(s, payload, columns, nil)
+		rec, readErr := batches.Read(payload, int(count))
+		if readErr == nil {
+			defer rec.Release()
+		}
 		if err := d.Validate(payload, int(count)); err != nil {
 			return
+		}
+		if readErr != nil {
+			t.Fatalf("a BatchReader refuses a payload Validate accepts: %v", readErr)
 		}
 		var want [][]byte
 		err := d.Rows(payload, int(count), func(i int, row []byte) error {
 			if err := record.ValidateRow(s, row); err != nil {
 				t.Fatalf("record %d of a valid payload is not a valid row: %v", i, err)
+			}
+			for c, col := range rec.Columns() {
+				compareValue(t, s.Columns[c].Type, record.NewRowView(s, row), c, col, i)
 			}
 			want = append(want, projectRow(t, s, row, columns))
 			return nil

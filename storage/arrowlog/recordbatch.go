@@ -1,27 +1,28 @@
 package arrowlog
 
 import (
-	"bytes"
-
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/floedb/floe/internal/pkgerr"
 	"github.com/floedb/floe/storage/record"
 )
 
-// BatchReader reads payloads of one schema as Arrow record batches with
-// arrow-go's IPC reader: the columns as the log holds them, no row in
-// between (how the lake writes Parquet from Arrow batches). Not safe for
-// concurrent use.
+// BatchReader reads payloads of one schema as Arrow record batches: the
+// columns as the log holds them, no row in between (how the lake writes
+// Parquet from Arrow batches). It checks a payload's structure as
+// Validate does (not the values: the log's payloads were validated when
+// they were appended, and their batches' checksums are checked), inflates
+// its buffers into memory it keeps, and points the arrays at them, so a
+// batch costs no allocation of its column data. Not safe for concurrent
+// use.
 type BatchReader struct {
 	schema *arrow.Schema
-	prefix []byte // the schema message
-	buf    bytes.Buffer
+	dec    *Decoder
+	data   []arrow.ArrayData
+	cols   []arrow.Array
 }
-
-// endOfStream is the IPC stream's end marker: continuation, zero length.
-var endOfStream = []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
 
 // NewBatchReader reads payloads of rows of s.
 func NewBatchReader(s record.Schema) (*BatchReader, error) {
@@ -29,33 +30,59 @@ func NewBatchReader(s record.Schema) (*BatchReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg, err := schemaMessageOf(schema)
+	dec, err := NewDecoder(s)
 	if err != nil {
 		return nil, err
 	}
-	return &BatchReader{schema: schema, prefix: msg}, nil
+	return &BatchReader{schema: schema, dec: dec}, nil
 }
 
 // Read decodes a payload of recordCount rows into a record batch of
-// ArrowSchema(s), which the caller releases. A payload that does not
-// decode, or holds another count of rows, is ErrCorruptBatch.
+// ArrowSchema(s), which the caller releases. Its columns point into the
+// payload and into the reader's memory: the batch is valid until the next
+// Read, and while the payload is. A payload whose structure does not
+// check, or holds another count of rows, is ErrCorruptBatch.
 func (r *BatchReader) Read(payload []byte, recordCount int) (arrow.RecordBatch, error) {
-	r.buf.Reset()
-	r.buf.Write(r.prefix)
-	r.buf.Write(payload)
-	r.buf.Write(endOfStream)
-	rd, err := ipc.NewReader(bytes.NewReader(r.buf.Bytes()), ipc.WithSchema(r.schema))
-	if err != nil {
-		return nil, pkgerr.Errorf("arrowlog", "%w: %v", record.ErrCorruptBatch, err)
+	if err := r.dec.open(payload, recordCount); err != nil {
+		return nil, pkgerr.Errorf("arrowlog", "%w: %w", record.ErrCorruptBatch, err)
 	}
-	defer rd.Release()
-	if !rd.Next() {
-		return nil, pkgerr.Errorf("arrowlog", "%w: no record batch in the payload (%v)", record.ErrCorruptBatch, rd.Err())
+	cur := cursor{nodes: r.dec.meta.nodes, bufs: r.dec.bufs}
+	r.data, r.cols = r.data[:0], r.cols[:0]
+	for _, f := range r.schema.Fields() {
+		r.data = append(r.data, loadData(f.Type, &cur))
 	}
-	rec := rd.RecordBatch()
-	if int(rec.NumRows()) != recordCount {
-		return nil, pkgerr.Errorf("arrowlog", "%w: a payload of %d rows in a batch of %d records", record.ErrCorruptBatch, rec.NumRows(), recordCount)
+	for _, d := range r.data {
+		r.cols = append(r.cols, array.MakeFromData(d))
+		d.Release()
 	}
-	rec.Retain()
+	rec := array.NewRecordBatch(r.schema, r.cols, int64(recordCount))
+	for _, c := range r.cols {
+		c.Release()
+	}
 	return rec, nil
+}
+
+// loadData is the array data of a column (or child) of type t, whose
+// field nodes and buffers cur hands out in the order of the IPC format
+// (a node's buffers, then its children's), as Decoder.open checked them.
+func loadData(t arrow.DataType, cur *cursor) arrow.ArrayData {
+	node, bufs := cur.next(len(t.Layout().Buffers))
+	buffers := make([]*memory.Buffer, len(bufs))
+	for i, b := range bufs {
+		if i == 0 && node.nullCount == 0 {
+			continue // no validity bitmap: every value is set
+		}
+		buffers[i] = memory.NewBufferBytes(b)
+	}
+	var children []arrow.ArrayData
+	if nested, ok := t.(arrow.NestedType); ok {
+		for _, f := range nested.Fields() {
+			children = append(children, loadData(f.Type, cur))
+		}
+	}
+	d := array.NewData(t, int(node.length), buffers, children, int(node.nullCount), 0)
+	for _, c := range children {
+		c.Release()
+	}
+	return d
 }

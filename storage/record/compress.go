@@ -71,7 +71,8 @@ func NewCodec(cfg CodecConfig) (*Codec, error) {
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithEncoderConcurrency(1),
-		zstd.WithZeroFrames(true))
+		zstd.WithZeroFrames(true),
+		zstd.WithEncoderCRC(false)) // the batch's CRC covers the payload
 	if err != nil {
 		return nil, pkgerr.Errorf("record", "zstd encoder: %w", err)
 	}
@@ -97,7 +98,8 @@ func (c *Codec) newDecoder() (*zstd.Decoder, error) {
 	dec, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderMaxWindow(uint64(c.maxWindowBytes)),
-		zstd.WithDecoderMaxMemory(uint64(c.maxWindowBytes)))
+		zstd.WithDecoderMaxMemory(uint64(c.maxWindowBytes)),
+		zstd.IgnoreChecksum(true)) // the batch's CRC covers the payload
 	if err != nil {
 		return nil, pkgerr.Errorf("record", "zstd decoder: %w", err)
 	}

@@ -19,17 +19,23 @@ const rowGroupBytes = 64 << 20
 // row groups of about rowGroupBytes, the Iceberg field ids on the
 // columns. Close returns what the manifest says of the file.
 type FileWriter struct {
-	schema Schema
-	w      *countingWriter
-	pw     *pqarrow.FileWriter
-	rows   int64
-	nulls  []int64 // per top-level field, counted from the Arrow columns
+	schema      Schema
+	arrowSchema *arrow.Schema
+	w           *countingWriter
+	pw          *pqarrow.FileWriter // from the first Write, which picks the encodings
+	rows        int64
+	nulls       []int64 // per top-level field, counted from the Arrow columns
 }
 
 // NewFileWriter starts a data file of rows of schema (the lake schema;
 // arrowSchema is ArrowSchema(schema)) on w.
 func NewFileWriter(w io.Writer, schema Schema, arrowSchema *arrow.Schema) (*FileWriter, error) {
-	cw := &countingWriter{w: w}
+	return &FileWriter{schema: schema, arrowSchema: arrowSchema, w: &countingWriter{w: w}, nulls: make([]int64, len(schema.Fields))}, nil
+}
+
+// open starts the Parquet writer, its columns' encodings chosen from
+// first, the file's first rows (nil: the defaults).
+func (fw *FileWriter) open(first arrow.RecordBatch) error {
 	opts := []parquet.WriterProperty{
 		// The round's CPU is the cluster's, taken from its writes. On
 		// bench produce's rows (BenchmarkFileBuilderAppendBatch, quiet
@@ -38,7 +44,9 @@ func NewFileWriter(w io.Writer, schema Schema, arrowSchema *arrow.Schema) (*File
 		// its fastest level without those min and max, 290 without a
 		// dictionary of the offsets and timestamps (each offset new, a
 		// dictionary hashes every one before giving up), 245 with those
-		// delta-encoded (they only grow).
+		// delta-encoded (they only grow). Columns whose first values are
+		// mostly distinct get no dictionary, and those that do not
+		// compress no compression (sampleColumns).
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(1),
 		parquet.WithDictionaryFor(OffsetColumn, false),
@@ -49,7 +57,7 @@ func NewFileWriter(w io.Writer, schema Schema, arrowSchema *arrow.Schema) (*File
 		parquet.WithStats(true),
 		parquet.WithMaxRowGroupLength(1 << 30), // row groups end by bytes (Write), not rows
 	}
-	for _, f := range schema.Fields {
+	for _, f := range fw.schema.Fields {
 		if f.Type.Primitive == "binary" {
 			// No bounds are kept of binaries over maxBoundBytes, and
 			// their min and max cost a round much of the write; their
@@ -57,15 +65,35 @@ func NewFileWriter(w io.Writer, schema Schema, arrowSchema *arrow.Schema) (*File
 			opts = append(opts, parquet.WithStatsFor(f.Name, false))
 		}
 	}
-	pw, err := pqarrow.NewFileWriter(arrowSchema, cw, parquet.NewWriterProperties(opts...), pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		return nil, fmt.Errorf("lake: parquet writer: %w", err)
+	if first != nil {
+		for i, f := range first.Schema().Fields() {
+			if f.Name == OffsetColumn || f.Name == TimestampColumn {
+				continue
+			}
+			distinct, incompressible := sampleColumn(first.Column(i))
+			if distinct {
+				opts = append(opts, parquet.WithDictionaryFor(f.Name, false))
+			}
+			if incompressible {
+				opts = append(opts, parquet.WithCompressionFor(f.Name, compress.Codecs.Uncompressed))
+			}
+		}
 	}
-	return &FileWriter{schema: schema, w: cw, pw: pw, nulls: make([]int64, len(schema.Fields))}, nil
+	pw, err := pqarrow.NewFileWriter(fw.arrowSchema, fw.w, parquet.NewWriterProperties(opts...), pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		return fmt.Errorf("lake: parquet writer: %w", err)
+	}
+	fw.pw = pw
+	return nil
 }
 
 // Write adds a batch of rows of the file's Arrow schema.
 func (fw *FileWriter) Write(rec arrow.RecordBatch) error {
+	if fw.pw == nil {
+		if err := fw.open(rec); err != nil {
+			return err
+		}
+	}
 	if fw.pw.RowGroupTotalBytesWritten() >= rowGroupBytes {
 		if err := fw.pw.NewBufferedRowGroupChecked(); err != nil {
 			return fmt.Errorf("lake: parquet row group: %w", err)
@@ -87,12 +115,20 @@ func (fw *FileWriter) Rows() int64 { return fw.rows }
 // BytesWritten is the bytes written to the file and those its open row
 // group holds, compressed.
 func (fw *FileWriter) BytesWritten() int64 {
+	if fw.pw == nil {
+		return fw.w.n
+	}
 	return fw.w.n + fw.pw.RowGroupTotalCompressedBytes()
 }
 
 // Close finishes the file and returns its manifest description: path
 // and partition are the caller's to fill.
 func (fw *FileWriter) Close() (DataFile, error) {
+	if fw.pw == nil {
+		if err := fw.open(nil); err != nil {
+			return DataFile{}, err
+		}
+	}
 	if err := fw.pw.Close(); err != nil {
 		return DataFile{}, fmt.Errorf("lake: parquet close: %w", err)
 	}
