@@ -52,9 +52,21 @@ type bucketFile struct {
 // nil, is an earlier version's, whose manifests it takes instead of
 // reading them again.
 func (t *Table) ReadIndex(ctx context.Context, metadataKey string, prev *Index) (*Index, error) {
+	if prev != nil && prev.MetadataKey == metadataKey {
+		return prev, nil // a version's files never change
+	}
 	m, err := t.ReadStaged(ctx, metadataKey)
 	if err != nil {
 		return nil, err
+	}
+	return t.IndexOf(ctx, metadataKey, m, prev)
+}
+
+// IndexOf is ReadIndex of the version whose metadata file, at
+// metadataKey, reads as m (which it does not change).
+func (t *Table) IndexOf(ctx context.Context, metadataKey string, m *Metadata, prev *Index) (*Index, error) {
+	if prev != nil && prev.MetadataKey == metadataKey {
+		return prev, nil
 	}
 	ix := &Index{MetadataKey: metadataKey, files: map[BucketKey][]FileSpan{}, ends: map[BucketKey]int64{},
 		manifests: map[string][]bucketFile{}}

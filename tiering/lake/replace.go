@@ -12,8 +12,9 @@ import (
 // rewrites the buckets it changed (copy-on-write). The manifests that
 // list a removed file are folded into the snapshot's one new manifest,
 // with their other files as EXISTING and the removed ones as DELETED; the
-// others are kept as they are. Like StageAppend, nothing a reader follows
-// changes until Publish.
+// others are kept as they are. Like StageAppend, it changes base into
+// the new version's metadata, and nothing a reader follows changes until
+// Publish.
 func (t *Table) StageReplace(ctx context.Context, base *Metadata, ix *Index, baseVersion int, create func() (*Metadata, error),
 	removed []string, files []DataFile, summary map[string]string, nowMs int64) (*Staged, error) {
 	m, err := t.next(base, create)

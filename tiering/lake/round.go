@@ -166,9 +166,15 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 		return RoundResult{}, fmt.Errorf("lake: no schema version %d", r.CurrentID)
 	}
 	var base *Metadata
+	var ix *Index // the base version's files
 	var err error
 	if r.Version > 0 {
 		if base, err = r.Table.ReadStaged(ctx, r.MetadataKey); err != nil {
+			return RoundResult{}, err
+		}
+		// Before the round changes base (its schema, then the staged
+		// version).
+		if ix, err = r.Table.IndexOf(ctx, r.MetadataKey, base, r.Index); err != nil {
 			return RoundResult{}, err
 		}
 	}
@@ -204,14 +210,8 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 	var upgraded []byte
 	var held int64 // bytes of the round's finished files
 	primaryKey := len(current.PrimaryKey) > 0
-	var ix *Index        // the base version's files
 	var removed []string // the files the new ones replace
-	if base != nil {
-		if ix, err = r.Table.ReadIndex(ctx, r.MetadataKey, r.Index); err != nil {
-			return RoundResult{}, err
-		}
-		res.Index = ix
-	}
+	res.Index = ix
 	for _, b := range r.Buckets {
 		if held >= maxBytes {
 			res.Full = true
@@ -411,7 +411,7 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 		if ix != nil {
 			// Another task's buckets moved; the files this round replaces
 			// are still this task's, in manifests that may have moved.
-			if ix, err = r.Table.ReadIndex(ctx, key, ix); err != nil {
+			if ix, err = r.Table.IndexOf(ctx, key, base, ix); err != nil {
 				return RoundResult{}, err
 			}
 		}
