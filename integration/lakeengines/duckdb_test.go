@@ -185,7 +185,7 @@ func TestEnginesReadEveryEncoding(t *testing.T) {
 		}
 		encodings[cc.PathInSchema().String()] = fmt.Sprint(cc.HasDictionaryPage(), cc.Compression(), slices.Contains(cc.Encodings(), parquet.Encodings.DeltaBinaryPacked))
 	}
-	for col, want := range map[string]string{"id": "false ZSTD true", "country": "true ZSTD false", "url": "false ZSTD false", "blob": "false UNCOMPRESSED false"} {
+	for col, want := range map[string]string{"id": "false ZSTD true", "country": "true ZSTD false", "url": "false ZSTD false", "blob": "false UNCOMPRESSED false", "__bucket": "false ZSTD true"} {
 		if encodings[col] != want {
 			t.Errorf("column %s: dictionary, codec, delta %q; want %q", col, encodings[col], want)
 		}

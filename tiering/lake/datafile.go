@@ -51,8 +51,11 @@ func (fw *FileWriter) open(first arrow.RecordBatch) error {
 		parquet.WithCompressionLevel(1),
 		parquet.WithDictionaryFor(OffsetColumn, false),
 		parquet.WithDictionaryFor(TimestampColumn, false),
+		parquet.WithDictionaryFor(BucketColumn, false),
 		parquet.WithEncodingFor(OffsetColumn, parquet.Encodings.DeltaBinaryPacked),
 		parquet.WithEncodingFor(TimestampColumn, parquet.Encodings.DeltaBinaryPacked),
+		// A file holds one bucket: its deltas are all zero, no hashing.
+		parquet.WithEncodingFor(BucketColumn, parquet.Encodings.DeltaBinaryPacked),
 		parquet.WithCreatedBy("floe"),
 		parquet.WithStats(true),
 		parquet.WithMaxRowGroupLength(1 << 30), // row groups end by bytes (Write), not rows
@@ -67,7 +70,7 @@ func (fw *FileWriter) open(first arrow.RecordBatch) error {
 	}
 	if first != nil {
 		for i, f := range first.Schema().Fields() {
-			if f.Name == OffsetColumn || f.Name == TimestampColumn {
+			if f.Name == OffsetColumn || f.Name == TimestampColumn || f.Name == BucketColumn {
 				continue
 			}
 			distinct, incompressible := sampleColumn(first.Column(i))

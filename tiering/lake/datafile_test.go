@@ -22,7 +22,7 @@ import (
 // encodings: a dictionary for repeated values and none for mostly
 // distinct ones (delta-encoded when they are integers), zstd for what
 // compresses and nothing for random bytes; the offsets and timestamps are
-// delta-encoded. The file reads back.
+// delta-encoded, and so is the bucket (one a file). The file reads back.
 func TestFileBuilderChoosesEncodings(t *testing.T) {
 	s, err := record.ParseSchema("id BIGINT NOT NULL, country STRING, blob BYTES, doc STRING")
 	if err != nil {
@@ -79,7 +79,7 @@ func TestFileBuilderChoosesEncodings(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := cc.PathInSchema().String()
-		if name == lake.OffsetColumn || name == lake.TimestampColumn || name == "id" {
+		if name == lake.OffsetColumn || name == lake.TimestampColumn || name == lake.BucketColumn || name == "id" {
 			if !hasEncoding(cc.Encodings(), parquet.Encodings.DeltaBinaryPacked) || cc.HasDictionaryPage() {
 				t.Errorf("%s: encodings %v, dictionary %v: want delta-encoded", name, cc.Encodings(), cc.HasDictionaryPage())
 			}

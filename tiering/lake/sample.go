@@ -1,6 +1,8 @@
 package lake
 
 import (
+	"hash/maphash"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/klauspost/compress/zstd"
@@ -38,13 +40,14 @@ func sampleColumn(col arrow.Array) (distinct, incompressible bool) {
 		return false, false
 	}
 	var (
-		keys   = make(map[string]struct{}, n)
+		seed   = maphash.MakeSeed()
+		keys   = make(map[uint64]struct{}, n) // by hash: a collision is rare and only undercounts
 		values []byte
 		nonNil int
 	)
 	add := func(v []byte) {
 		nonNil++
-		keys[string(v)] = struct{}{}
+		keys[maphash.Bytes(seed, v)] = struct{}{}
 		if len(values) < sampleBytes {
 			values = append(values, v...)
 		}
