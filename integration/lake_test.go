@@ -75,6 +75,7 @@ func lakeOffsetsSeen(t *testing.T, ctx context.Context, store tiering.ObjectStor
 type lakeRow struct {
 	bucket     int32
 	offset, id int64
+	v          int64 // the BIGINT column v, when the table has one
 }
 
 // lakeRowsSeen reads every data file of the lake's current snapshot, as
@@ -125,13 +126,17 @@ func lakeRowsSeen(t *testing.T, ctx context.Context, store tiering.ObjectStore, 
 				t.Fatal(err)
 			}
 			bi, oi := tb.Schema().FieldIndices(lake.BucketColumn), tb.Schema().FieldIndices(lake.OffsetColumn)
-			ii := tb.Schema().FieldIndices("id")
+			ii, vi := tb.Schema().FieldIndices("id"), tb.Schema().FieldIndices("v")
 			for c := range tb.Column(bi[0]).Data().Chunks() {
 				buckets := tb.Column(bi[0]).Data().Chunk(c).(*array.Int32)
 				offsets := tb.Column(oi[0]).Data().Chunk(c).(*array.Int64)
 				ids := tb.Column(ii[0]).Data().Chunk(c).(*array.Int64)
 				for i := range buckets.Len() {
-					out = append(out, lakeRow{bucket: buckets.Value(i), offset: offsets.Value(i), id: ids.Value(i)})
+					r := lakeRow{bucket: buckets.Value(i), offset: offsets.Value(i), id: ids.Value(i)}
+					if len(vi) == 1 {
+						r.v = tb.Column(vi[0]).Data().Chunk(c).(*array.Int64).Value(i)
+					}
+					out = append(out, r)
 				}
 			}
 			tb.Release()

@@ -133,3 +133,154 @@ func TestUncleanElectionOverLake(t *testing.T) {
 	}
 	t.Logf("the lake holds [0, %d): the shared prefix to %d, then B's %d records", end, newFirst, written)
 }
+
+// TestUncleanElectionOverPrimaryKeyLake (Lake 4, primary-key tables): as
+// TestUncleanElectionOverLake, for a primary-key table, whose lake holds
+// each key's latest row only: A's updates and inserts past B's end reach
+// the lake, then B, elected uncleanly, updates, deletes and inserts keys
+// of its own. The lake cannot go back to the cut by itself (no key's row
+// as of the cut is left in it); the round rebuilds the bucket's lake from
+// B's store and changelog. Once it has caught up, the lake holds exactly
+// B's rows: none of A's lost values or keys, B's deletes gone, each row
+// at its own offset. Without the rebuild the bucket's lake stayed at the
+// cut for good.
+func TestUncleanElectionOverPrimaryKeyLake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster, stops one node and kills another")
+	}
+	remoteDir := filepath.Join(t.TempDir(), "remote")
+	c := StartCluster(t, 3, ClusterOptions{ExtraArgs: []string{"--remote-dir", remoteDir, "--tiering-interval", "200ms"}})
+	ctx := t.Context()
+	cl := c.Client(ctx)
+	pool := transport.NewPool(transport.PoolConfig{})
+	defer pool.Close()
+	const db, name = "uncleanpk", "users"
+	if err := cl.Admin().CreateDatabase(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Admin().CreateTable(ctx, client.TableSpec{Database: db, Name: name, Schema: "id BIGINT NOT NULL, v BIGINT NOT NULL",
+		PrimaryKey: []string{"id"}, Buckets: 1, Replication: 2, Properties: map[string]string{"min.insync.replicas": "1",
+			"datalake.enabled": "true", "datalake.freshness": "1s"}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cl.Table(ctx, db, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := tiering.NewFolder(remoteDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt := lake.NewTable(store, fmt.Sprintf("lake/%s/%s-%d", db, name, tbl.TableID()))
+	waitISRFull(t, ctx, cl, db, name)
+	view := func() bucketView {
+		v, _ := viewBucket(ctx, c, pool, db, name)
+		return v
+	}
+	// upsert writes keys [from, to) with value v (v < 0: deletes them) and
+	// waits for their acknowledgements.
+	upsert := func(from, to, v int64) {
+		t.Helper()
+		w, err := tbl.NewUpsertWriter(client.UpsertWriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close(ctx)
+		for k := from; k < to; k++ {
+			var f *client.UpsertFuture
+			if v < 0 {
+				f, err = w.DeleteJSON(ctx, fmt.Appendf(nil, `{"id":%d,"v":0}`, k))
+			} else {
+				f, err = w.UpsertJSON(ctx, fmt.Appendf(nil, `{"id":%d,"v":%d}`, k, v))
+			}
+			mustFuture(t, ctx, f, err)
+		}
+	}
+	first := view()
+	a := c.Nodes[first.record.Leader-1]
+	var b *Node
+	for _, id := range first.record.Replicas {
+		if id != a.ID {
+			b = c.Nodes[id-1]
+		}
+	}
+
+	upsert(0, 200, 1) // offsets [0, 200): both replicas
+	waitFor(t, 60*time.Second, "the lake to hold the shared keys", func() bool {
+		return view().record.GetLakeOffset() >= 200
+	})
+	bEpoch := nodeEpochOf(ctx, cl, b.ID)
+	t.Logf("stopping node %d (B); node %d (A) leads on alone", b.ID, a.ID)
+	c.Stop(b)
+	waitFor(t, 30*time.Second, "the ISR to shrink to A", func() bool {
+		v := view().record
+		return v != nil && slices.Equal(v.Isr, []uint32{a.ID})
+	})
+	upsert(0, 100, 2)   // updates: [200, 400)
+	upsert(200, 300, 2) // inserts: [400, 500)
+	waitFor(t, 60*time.Second, "the lake to hold A's changes past B's end", func() bool {
+		return view().record.GetLakeOffset() >= 500
+	})
+	t.Logf("killing node %d (A): the lake holds [0, %d)", a.ID, view().record.GetLakeOffset())
+	c.Kill(a)
+	c.Restart(b)
+	waitFor(t, 60*time.Second, "B to register again", func() bool { return nodeEpochOf(ctx, cl, b.ID) > bEpoch })
+	waitFor(t, 60*time.Second, "an unclean election to pick B", func() bool {
+		els, err := cl.Admin().ElectLeaders(ctx, db, name, client.ElectOptions{Unclean: true})
+		return err == nil && len(els) == 1 && els[0].Elected && els[0].Bucket.Leader == b.ID && els[0].Unclean
+	})
+
+	upsert(50, 150, 3)    // updates: [200, 400)
+	upsert(150, 160, -1)  // deletes: [400, 410)
+	upsert(1000, 1050, 3) // inserts: [410, 460)
+	var end int64
+	waitFor(t, 30*time.Second, "B's high watermark past its writes", func() bool {
+		end = view().hw
+		return end >= 460 // 100 updates (-U, +U), 10 deletes, 50 inserts past 200
+	})
+	waitFor(t, 90*time.Second, "B's cut, the bucket's lake rebuilt and caught up, that version published", func() bool {
+		resp, err := lakeState(ctx, c, pool, db, name)
+		if err != nil || len(resp.GetBuckets()) != 1 {
+			return false
+		}
+		v := resp.GetBuckets()[0]
+		if v.GetRemoteFenceEpoch() != 0 || v.GetLakeOffset() < end {
+			return false
+		}
+		_, n, err := lt.ReadCurrent(ctx)
+		return err == nil && int64(n) == resp.GetTable().GetLake().GetVersion()
+	})
+	want := map[int64]int64{}
+	for k := int64(0); k < 200; k++ {
+		want[k] = 1
+	}
+	for k := int64(50); k < 150; k++ {
+		want[k] = 3
+	}
+	for k := int64(150); k < 160; k++ {
+		delete(want, k)
+	}
+	for k := int64(1000); k < 1050; k++ {
+		want[k] = 3
+	}
+	got := map[int64]int64{}
+	offsets := map[int64]bool{}
+	for _, r := range lakeRowsSeen(t, ctx, store, lt) {
+		if _, dup := got[r.id]; dup {
+			t.Fatalf("key %d is in the lake twice", r.id)
+		}
+		if offsets[r.offset] || r.offset >= end {
+			t.Fatalf("key %d at offset %d: taken twice, or past the log's end %d", r.id, r.offset, end)
+		}
+		got[r.id], offsets[r.offset] = r.v, true
+	}
+	for k, v := range got {
+		if w, ok := want[k]; !ok || w != v {
+			t.Fatalf("the lake holds key %d = %d; B's store has %d (present %v)", k, v, w, ok)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("the lake holds %d keys, B's store %d", len(got), len(want))
+	}
+	t.Logf("the lake holds B's %d keys, below offset %d", len(got), end)
+}

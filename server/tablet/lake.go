@@ -229,6 +229,10 @@ func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.Lake
 		}
 	}
 	res, err := lake.RunRound(ctx, round, src, lakeCommitter{r: r, table: t, task: mine})
+	for _, o := range res.Rebuilt {
+		r.log.Info("lake: rebuilt a primary-key bucket's lake from its leader's store after an unclean election",
+			"table", t.GetDatabase()+"."+t.GetName(), "physical", o.Bucket.PhysicalID, "bucket", o.Bucket.Bucket, "offset", o.Offset)
+	}
 	if err == nil && res.MetadataKey != "" && mine.GetIndex() == 0 {
 		r.collectLakeGarbage(ctx, t, round.Table, res.MetadataKey)
 	}

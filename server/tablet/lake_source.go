@@ -39,6 +39,8 @@ type fetchSource struct {
 	scratch    []byte
 }
 
+var _ lake.BucketScanner = (*fetchSource)(nil)
+
 // ReadBucket implements lake.Source.
 func (s *fetchSource) ReadBucket(ctx context.Context, b lake.BucketRef, from int64, maxRecords int, fn func(lake.Record) error) (int64, error) {
 	leader := s.leaders[lakeBucket{b.PhysicalID, b.Bucket}]
@@ -104,6 +106,60 @@ func (s *fetchSource) ReadBucket(ctx context.Context, b lake.BucketRef, from int
 		}
 	}
 	return next, nil
+}
+
+// ScanBucket implements lake.BucketScanner: the rows of a primary-key
+// bucket's leader's store, page by page (ScanRows), for a round that
+// rebuilds the bucket's lake after an unclean election. A leadership
+// change between pages fails the scan: the next round scans again.
+func (s *fetchSource) ScanBucket(ctx context.Context, b lake.BucketRef, fn func(int32, []byte) error) (first, last int64, err error) {
+	leader := s.leaders[lakeBucket{b.PhysicalID, b.Bucket}]
+	addr := s.addrs[leader]
+	if leader == 0 || addr == "" {
+		return 0, 0, transport.Errorf(pb.ErrorCode_ERROR_CODE_BUCKET_OFFLINE, "bucket %d of %d has no leader to scan", b.Bucket, b.PhysicalID)
+	}
+	scan := pb.NewDRPCTabletClient(s.r.deps.Pool.Conn(addr)).ScanRows
+	if leader == s.r.cfg.NodeID && s.r.replicas != nil {
+		scan = s.r.replicas.ScanRows
+	}
+	var after []byte
+	epoch := int32(-1)
+	first, last = -1, -1
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		resp, err := scan(sctx, &pb.ScanRowsRequest{TableId: b.PhysicalID, Bucket: b.Bucket, AfterKey: after})
+		cancel()
+		if err != nil {
+			return 0, 0, err
+		}
+		switch {
+		case epoch >= 0 && resp.GetLeaderEpoch() != epoch:
+			return 0, 0, fmt.Errorf("bucket %d of %d: its leader epoch went from %d to %d during the scan", b.Bucket, b.PhysicalID, epoch, resp.GetLeaderEpoch())
+		case resp.GetAppliedOffset() < last:
+			return 0, 0, fmt.Errorf("bucket %d of %d: a page's view at %d after one at %d", b.Bucket, b.PhysicalID, resp.GetAppliedOffset(), last)
+		}
+		epoch, last = resp.GetLeaderEpoch(), resp.GetAppliedOffset()
+		if first < 0 {
+			first = last
+		}
+		rows := resp.GetRows()
+		for _, n := range resp.GetRowSizes() {
+			if int(n) > len(rows) {
+				return 0, 0, fmt.Errorf("bucket %d of %d: a page's rows end before its row sizes do", b.Bucket, b.PhysicalID)
+			}
+			if err := fn(resp.GetSchemaId(), rows[:n]); err != nil {
+				return 0, 0, err
+			}
+			rows = rows[n:]
+		}
+		if resp.GetDone() {
+			return first, last, nil
+		}
+		if len(resp.GetNextKey()) == 0 {
+			return 0, 0, fmt.Errorf("bucket %d of %d: a page neither done nor naming the next", b.Bucket, b.PhysicalID)
+		}
+		after = append(after[:0], resp.GetNextKey()...)
+	}
 }
 
 // records calls fn with the records of batch at or past from, at most

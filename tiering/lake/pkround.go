@@ -98,10 +98,25 @@ func (t *Table) rewriteBucket(ctx context.Context, ix *Index, spans []FileSpan, 
 		return nil, DataFile{}, err
 	}
 	if len(spans) > 0 {
-		if err := t.keepUnchanged(ctx, ix, spans, b, c, fb); err != nil {
+		err := t.keepUnchanged(ctx, ix.Schema, spans, c, func(row []byte, offset, timestampMs int64) error {
+			return fb.Append(row, b.Bucket, offset, timestampMs)
+		})
+		if err != nil {
 			return nil, DataFile{}, err
 		}
 	}
+	if err := appendChanged(fb, b.Bucket, c); err != nil {
+		return nil, DataFile{}, err
+	}
+	if fb.Rows() == 0 {
+		return nil, DataFile{}, nil
+	}
+	return fb.Finish()
+}
+
+// appendChanged appends the changed keys' rows (deleted keys left out) to
+// fb, in the order of their changes' offsets.
+func appendChanged(fb *FileBuilder, bucket int32, c *pkChanges) error {
 	changed := make([]pkChange, 0, len(c.byKey))
 	for _, ch := range c.byKey {
 		if ch.row != nil {
@@ -110,19 +125,17 @@ func (t *Table) rewriteBucket(ctx context.Context, ix *Index, spans []FileSpan, 
 	}
 	slices.SortFunc(changed, func(x, y pkChange) int { return compareInt64(x.offset, y.offset) })
 	for _, ch := range changed {
-		if err := fb.Append(ch.row, b.Bucket, ch.offset, ch.timestampMs); err != nil {
-			return nil, DataFile{}, err
+		if err := fb.Append(ch.row, bucket, ch.offset, ch.timestampMs); err != nil {
+			return err
 		}
 	}
-	if fb.Rows() == 0 {
-		return nil, DataFile{}, nil
-	}
-	return fb.Finish()
+	return nil
 }
 
-// keepUnchanged copies the rows of the bucket's current files whose key
-// the round did not change into fb, with their own offsets and times.
-func (t *Table) keepUnchanged(ctx context.Context, ix *Index, spans []FileSpan, b BucketRef, c *pkChanges, fb *FileBuilder) error {
+// keepUnchanged calls keep with each row of the files spans (of the lake
+// schema schema) whose key the round did not change, in the files' order,
+// with the row's offset and time.
+func (t *Table) keepUnchanged(ctx context.Context, schema Schema, spans []FileSpan, c *pkChanges, keep func(row []byte, offset, timestampMs int64) error) error {
 	w, err := NewBatchWriter(c.current, 0, false)
 	if err != nil {
 		return err
@@ -133,14 +146,14 @@ func (t *Table) keepUnchanged(ctx context.Context, ix *Index, spans []FileSpan, 
 	}
 	fields := make([]int, len(c.current.Columns))
 	for i, col := range c.current.Columns {
-		if i < len(ix.Schema.Fields) && ix.Schema.Fields[i].Name == col.Name {
-			fields[i] = ix.Schema.Fields[i].ID
+		if i < len(schema.Fields) && schema.Fields[i].Name == col.Name {
+			fields[i] = schema.Fields[i].ID
 		}
 	}
 	cols := w.ScanColumns(fields)
 	var payload, key []byte
 	for _, span := range spans {
-		scan, err := t.OpenScan(ctx, span, ix.Schema, cols, span.From, 8192)
+		scan, err := t.OpenScan(ctx, span, schema, cols, span.From, 8192)
 		if err != nil {
 			return err
 		}
@@ -165,7 +178,7 @@ func (t *Table) keepUnchanged(ctx context.Context, ix *Index, spans []FileSpan, 
 					if _, changed := c.byKey[string(key)]; changed {
 						return nil
 					}
-					return fb.Append(row, b.Bucket, ch.Offsets[i], ch.TimestampsMs[i])
+					return keep(row, ch.Offsets[i], ch.TimestampsMs[i])
 				})
 			}
 			ch.Release()

@@ -149,9 +149,12 @@ type RoundResult struct {
 	Index *Index
 	// Cut is the buckets whose files the round cut back to the offset
 	// the metadata holds for them (an unclean election's fence cut);
-	// Stuck the primary-key buckets it could not (docs/lake.md).
-	Cut   []Offset
-	Stuck []BucketRef
+	// Rebuilt the primary-key buckets it wrote again from their leaders'
+	// stores instead (rebuildBucket), with their new offsets; Stuck those
+	// that must wait for it (docs/lake.md).
+	Cut     []Offset
+	Rebuilt []Offset
+	Stuck   []BucketRef
 }
 
 // RunRound reads each bucket's records past its lake offset, writes them
@@ -225,8 +228,29 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 			// Lake 4). The lake's files go back to it first.
 			if primaryKey {
 				// Each key's latest row as of the cut is not in the lake
-				// any more: the bucket waits (docs/lake.md).
-				res.Stuck = append(res.Stuck, b.Bucket)
+				// any more: the bucket's lake is written again from its
+				// leader's store, or waits for a source that can read it.
+				sc, ok := src.(BucketScanner)
+				if !ok {
+					res.Stuck = append(res.Stuck, b.Bucket)
+					continue
+				}
+				df, gone, next, ok, err := r.rebuildBucket(ctx, sc, src, ix, b, current, ls, spec)
+				if err != nil {
+					return RoundResult{}, err
+				}
+				if !ok {
+					res.Stuck = append(res.Stuck, b.Bucket)
+					continue
+				}
+				if df != nil {
+					files = append(files, *df)
+					held += df.SizeBytes
+					res.Records += df.RecordCount
+				}
+				removed = append(removed, gone...)
+				res.Rebuilt = append(res.Rebuilt, Offset{Bucket: b.Bucket, Offset: next})
+				res.Offsets = append(res.Offsets, Offset{Bucket: b.Bucket, Offset: next})
 				continue
 			}
 			gone, body, df, name, err := r.Table.cutBucket(ctx, ix, bk, b.Offset, ls)
