@@ -3,14 +3,17 @@ package client
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/floedb/floe/internal/testkit/icebergrest"
 	"github.com/floedb/floe/internal/testkit/s3test"
 	"github.com/floedb/floe/internal/testkit/testcluster"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/tiering"
+	"github.com/floedb/floe/tiering/lake"
 )
 
 // guard bounds every wait in these tests, so a bug fails a test instead of
@@ -26,6 +29,10 @@ var shared = testcluster.Shared{Options: testcluster.Options{Nodes: 3}}
 
 // remoteStore is where the shared cluster tiers to.
 var remoteStore *tiering.Folder
+
+// lakeCatalog is the REST catalog the shared cluster registers lake
+// tables in (a fake of the spec's, internal/testkit/icebergrest).
+var lakeCatalog *icebergrest.Catalog
 
 // s3server is a real S3 server for the tests that want one (skipped
 // without it; see internal/testkit/s3test).
@@ -44,7 +51,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	shared.Options.Remote, shared.Options.TieringInterval = remoteStore, 100*time.Millisecond
+	lakeCatalog = icebergrest.New(icebergrest.StoreReader(remoteStore), "catalog-token")
+	catalogServer := httptest.NewServer(lakeCatalog)
+	if shared.Options.LakeCatalog, err = lake.NewRESTCatalog(catalogServer.URL, "wh", "catalog-token"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	catalogServer.Close()
 	os.RemoveAll(remoteDir)
 	if err := s3server.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "closing the S3 server:", err)

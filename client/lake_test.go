@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/floedb/floe/internal/testkit/icebergrest"
 	"github.com/floedb/floe/storage/record"
 	"github.com/floedb/floe/tiering"
 	"github.com/floedb/floe/tiering/lake"
@@ -542,5 +543,54 @@ func checkLookups(t *testing.T, tbl *Table, keys int64, want map[int64]string, w
 		if found != held || found && record.NewRowView(tbl.schema, row).String(1) != name {
 			t.Fatalf("key %d: lookup found %v, %s %v (%.12q)", id, found, what, held, name)
 		}
+	}
+}
+
+// TestLakeRegistersInRESTCatalog: with a REST catalog configured (the
+// shared cluster's, a fake of the spec's), a lake table is registered in
+// it as DATABASE.TABLE at its first version, and each later version the
+// lake commits moves the catalog's main branch to it, with the lake's
+// snapshots.
+func TestLakeRegistersInRESTCatalog(t *testing.T) {
+	fc, c := startCluster(t)
+	ctx := guardCtx(t)
+	if err := c.Admin().CreateDatabase(ctx, fc.db, IfNotExists()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Admin().CreateTable(ctx, TableSpec{Database: fc.db, Name: "events", Schema: "id BIGINT NOT NULL, name STRING",
+		Buckets: 1, Replication: 1, Properties: map[string]string{"datalake.enabled": "true", "datalake.freshness": "1s"}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := c.Table(ctx, fc.db, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWriter(t, tbl, AppendWriterOptions{})
+	// inCatalog waits for the catalog's table to be at the lake's version
+	// m: its main branch at m's current snapshot, every snapshot of m.
+	inCatalog := func(m *lake.Metadata) {
+		t.Helper()
+		waitFor(t, "the catalog to take the lake's version", func() bool {
+			tb := lakeCatalog.Table(fc.db, "events")
+			if tb == nil || fmt.Sprint(icebergrest.MainOf(tb.Metadata)) != fmt.Sprint(*m.CurrentSnapshotID) {
+				return false
+			}
+			snaps, _ := tb.Metadata["snapshots"].([]any)
+			return len(snaps) == len(m.Snapshots)
+		})
+	}
+	appendIDs(t, w, tbl, 0, 50)
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inCatalog(waitLake(t, tbl, 50))
+	commits := lakeCatalog.Commits()
+	appendIDs(t, w, tbl, 50, 100)
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inCatalog(waitLake(t, tbl, 100))
+	if lakeCatalog.Commits() == commits {
+		t.Fatal("the catalog took a later version without a commit")
 	}
 }

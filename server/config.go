@@ -11,6 +11,7 @@ import (
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/tiering"
+	"github.com/floedb/floe/tiering/lake"
 	authid "github.com/floedb/floe/transport/identity"
 	"github.com/floedb/floe/transport/tlsconf"
 )
@@ -89,6 +90,11 @@ type Config struct {
 	// TieringInterval is how often bucket leaders upload their sealed
 	// segments and apply remote retention. Default 1 min.
 	TieringInterval time.Duration
+	// LakeCatalog, when set, is an Iceberg REST catalog in which the
+	// node registers the lake tables whose first task it runs, and moves
+	// them to each version committed (docs/lake.md); nil: the lake is
+	// read by path only.
+	LakeCatalog *lake.RESTCatalog
 	// MaxBatchBytes refuses larger produced batches. Default 8 MiB.
 	MaxBatchBytes int
 	// KV sizes the node's Badger database, which the stores of all its

@@ -157,7 +157,8 @@ func (s *Server) newTablet() *tablet.Role {
 	return tablet.New(tablet.Deps{
 		Config: tablet.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, LogSync: cfg.LogSync,
 			SegmentMaxBytes: cfg.SegmentMaxBytes, Remote: cfg.Remote, TieringInterval: cfg.TieringInterval,
-			MaxBatchBytes: cfg.MaxBatchBytes, KV: cfg.KV, KVRowCacheBytes: cfg.KVRowCacheBytes, KVBufferBytes: cfg.KVBufferBytes},
+			MaxBatchBytes: cfg.MaxBatchBytes, KV: cfg.KV, KVRowCacheBytes: cfg.KVRowCacheBytes, KVBufferBytes: cfg.KVBufferBytes,
+			LakeCatalog: cfg.LakeCatalog},
 		Meta:      tabletMeta{s},
 		Pool:      s.pool,
 		ClusterID: s.ClusterID,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/floedb/floe/server"
 	"github.com/floedb/floe/tiering"
+	"github.com/floedb/floe/tiering/lake"
 )
 
 // remoteFlags are the flags that choose the remote storage tiering moves
@@ -81,4 +82,31 @@ func (f *remoteFlags) open(ctx context.Context, defaultDir string) (tiering.Obje
 		return tiering.NewFolder(defaultDir)
 	}
 	return nil, nil
+}
+
+// lakeCatalogTokenEnv holds the --lake-catalog's bearer token when no
+// --lake-catalog-token-file is given.
+const lakeCatalogTokenEnv = "FLOE_LAKE_CATALOG_TOKEN"
+
+// openLakeCatalog is the --lake-catalog, nil when none is given; the
+// token comes from the file, else from envToken.
+func openLakeCatalog(uri, warehouse, tokenFile, envToken string) (*lake.RESTCatalog, error) {
+	if uri == "" {
+		if warehouse != "" || tokenFile != "" {
+			return nil, fmt.Errorf("%w: --lake-catalog-warehouse and --lake-catalog-token-file need --lake-catalog", errUsage)
+		}
+		return nil, nil
+	}
+	token := envToken
+	if tokenFile != "" {
+		var err error
+		if token, err = readSecretFile(tokenFile, "--lake-catalog-token-file"); err != nil {
+			return nil, err
+		}
+	}
+	cat, err := lake.NewRESTCatalog(uri, warehouse, token)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --lake-catalog: %v", errUsage, err)
+	}
+	return cat, nil
 }

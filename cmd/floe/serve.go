@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -51,6 +52,9 @@ func serveSpec(env *cliEnv) cmdSpec {
 			messageTimeout := fs.Duration("rpc-message-timeout", transport.DefaultMessageTimeout, "how long a request message, once started, may take to arrive whole before the connection is closed")
 			maxInflight := fs.Int("max-inflight-request-bytes", transport.DefaultMaxInflightRequestBytes, "bytes of large requests (over 64 KiB) the node holds in reception and handling at once; one more waits, then is answered UNAVAILABLE (-1: no bound)")
 			remote := defineRemoteFlags(fs, "tier sealed log segments to this folder (shared by every tablet node, e.g. a network mount); default: no tiering", true)
+			catalogURI := fs.String("lake-catalog", "", "Iceberg REST catalog (http(s)://host:port[/path]) to register lake tables in as DATABASE.TABLE, at each committed version; default: the lake is read by path only")
+			catalogWarehouse := fs.String("lake-catalog-warehouse", "", "warehouse to ask the --lake-catalog for (its /v1/config?warehouse=)")
+			catalogTokenFile := fs.String("lake-catalog-token-file", "", "file whose first line is the --lake-catalog's bearer token (default: $FLOE_LAKE_CATALOG_TOKEN); never on the command line")
 			sec := defineSecurityFlags(fs)
 			return func(ctx context.Context, pos []string) error {
 				var err error
@@ -79,6 +83,10 @@ func serveSpec(env *cliEnv) cmdSpec {
 				if err != nil {
 					return err
 				}
+				catalog, err := openLakeCatalog(*catalogURI, *catalogWarehouse, *catalogTokenFile, os.Getenv(lakeCatalogTokenEnv))
+				if err != nil {
+					return err
+				}
 				logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
 				secCfg, err := sec.config()
 				if err != nil {
@@ -88,7 +96,7 @@ func serveSpec(env *cliEnv) cmdSpec {
 				srv, err := server.New(server.Config{
 					TLS: secCfg.TLS, TLSClientAuth: secCfg.TLSClientAuth, Authorization: secCfg.Authorization,
 					SuperUsers: secCfg.SuperUsers, GossipKeyFile: secCfg.GossipKeyFile,
-					Remote: store, TieringInterval: *remote.interval,
+					Remote: store, TieringInterval: *remote.interval, LakeCatalog: catalog,
 					NodeID: uint32(*id), Roles: splitList(*roles), DataDir: *dataDir, Listen: *listen,
 					Advertise: *advertise, Gossip: g, Join: splitList(*join), BootstrapExpect: *bootstrapExpect,
 					Rack: *rack, HTTP: *httpAddr, RaftSnapshotThreshold: *snapshotThreshold, RaftTrailingLogs: *trailingLogs, MaxBatchBytes: *maxBatch, LogSync: sync,

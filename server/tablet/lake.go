@@ -36,6 +36,9 @@ type lakeTables struct {
 	// collected is when this node last collected a table's garbage (the
 	// lake loop's alone).
 	collected map[uint64]time.Time
+	// cataloged is the version the REST catalog last took of a table
+	// (the lake loop's alone).
+	cataloged map[uint64]int64
 }
 
 // note applies a metadata update: a full image replaces the tables, a
@@ -236,7 +239,39 @@ func (r *Role) lakeRound(ctx context.Context, tbl *pb.TableRecord, task *pb.Lake
 	if err == nil && res.MetadataKey != "" && mine.GetIndex() == 0 {
 		r.collectLakeGarbage(ctx, t, round.Table, res.MetadataKey)
 	}
+	if cat := r.cfg.LakeCatalog; cat != nil && mine.GetIndex() == 0 {
+		version, key := round.Version, round.MetadataKey
+		if err == nil && res.MetadataKey != "" {
+			version, key = res.Version, res.MetadataKey
+		}
+		r.syncLakeCatalog(ctx, cat, t, round.Table, version, key)
+	}
 	return res, err
+}
+
+// syncLakeCatalog moves the table's entry in the REST catalog to the
+// committed version (published by path), once per version; a failed sync
+// is tried again by the next round (task 0's node does it for the table).
+func (r *Role) syncLakeCatalog(ctx context.Context, cat *lake.RESTCatalog, t *pb.TableRecord, lt *lake.Table, version int64, key string) {
+	if version <= 0 || r.lake.cataloged[t.GetId()] == version {
+		return
+	}
+	name := t.GetDatabase() + "." + t.GetName()
+	m, err := lt.ReadStaged(ctx, key)
+	if err == nil {
+		var changed bool
+		if changed, err = cat.Sync(ctx, t.GetDatabase(), t.GetName(), lt.VersionURI(int(version)), m); err == nil {
+			if r.lake.cataloged == nil {
+				r.lake.cataloged = map[uint64]int64{}
+			}
+			r.lake.cataloged[t.GetId()] = version
+			if changed {
+				r.log.Info("lake: the REST catalog's table is at the committed version", "table", name, "version", version, "catalog", cat.String())
+			}
+			return
+		}
+	}
+	r.log.Warn("lake: syncing the REST catalog", "table", name, "version", version, "catalog", cat.String(), "err", err)
 }
 
 // collectLakeGarbage deletes, at most once per lake.DefaultGarbageGrace,

@@ -17,6 +17,7 @@ import (
 	"github.com/floedb/floe/storage/kvstore"
 	"github.com/floedb/floe/storage/logstore"
 	"github.com/floedb/floe/tiering"
+	"github.com/floedb/floe/tiering/lake"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -34,6 +35,7 @@ type Config struct {
 	KV              kvstore.Config
 	KVRowCacheBytes int64
 	KVBufferBytes   int64
+	LakeCatalog     *lake.RESTCatalog
 }
 
 // Meta is how the tablet role reaches the metadata, through the node: its

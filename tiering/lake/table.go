@@ -39,6 +39,10 @@ func NewTable(store tiering.ObjectStore, prefix string) *Table {
 // location): the store's, then the prefix.
 func (t *Table) Location() string { return t.uri(t.prefix) }
 
+// VersionURI is where engines find version n's metadata file by path
+// (once published).
+func (t *Table) VersionURI(n int) string { return t.uri(t.VersionFile(n)) }
+
 // uri is where an engine finds the object under key.
 func (t *Table) uri(key string) string { return strings.TrimSuffix(t.store.String(), "/") + "/" + key }
 

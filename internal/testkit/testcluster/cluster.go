@@ -14,6 +14,7 @@ import (
 
 	"github.com/floedb/floe/server"
 	"github.com/floedb/floe/tiering"
+	"github.com/floedb/floe/tiering/lake"
 	"github.com/floedb/floe/transport"
 	"github.com/floedb/floe/transport/pb"
 )
@@ -32,6 +33,9 @@ type Options struct {
 	// (server.Config.Remote), every TieringInterval; nil: no tiering.
 	Remote          tiering.ObjectStore
 	TieringInterval time.Duration
+	// LakeCatalog is the REST catalog the nodes register lake tables in
+	// (server.Config.LakeCatalog); nil: none.
+	LakeCatalog *lake.RESTCatalog
 }
 
 // Validate reports the first invalid field.
@@ -115,6 +119,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			Logger:          logger,
 			Remote:          opts.Remote,
 			TieringInterval: opts.TieringInterval,
+			LakeCatalog:     opts.LakeCatalog,
 		}
 		if err := nd.start(); err != nil {
 			return nil, err
