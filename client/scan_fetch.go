@@ -33,13 +33,24 @@ type fetchedFrom struct {
 
 // issue starts a fetch to every leader node of the buckets that are ready:
 // resolved, not in a fetch, not backing off.
-func (s *LogScanner) issue() {
+func (s *LogScanner) issue() { s.issueAt(nil) }
+
+// issueAt is issue; with at, only of those buckets, from those offsets
+// (a read-ahead: where decoding their last answer will leave them).
+func (s *LogScanner) issueAt(at map[subKey]int64) {
 	now := time.Now()
 	calls := make(map[string]*fetchCall)
 	reqs := make(map[string]*pb.FetchRequest)
 	for key, sub := range s.subs {
 		if !sub.resolved || sub.inflight || sub.retryAt.After(now) {
 			continue
+		}
+		offset := sub.position
+		if at != nil {
+			var ok bool
+			if offset, ok = at[key]; !ok {
+				continue
+			}
 		}
 		addr, version, err := sub.t.leader(key.bucket)
 		if err != nil {
@@ -53,9 +64,9 @@ func (s *LogScanner) issue() {
 			reqs[addr] = &pb.FetchRequest{ReplicaId: 0, MaxWaitMs: int32(s.opts.MaxWait.Milliseconds()),
 				MinBytes: 1, MaxBytes: int32(min(s.opts.MaxBytes, 1<<30))}
 		}
-		call.asked[key] = fetchedFrom{gen: sub.gen, offset: sub.position}
+		call.asked[key] = fetchedFrom{gen: sub.gen, offset: offset}
 		reqs[addr].Buckets = append(reqs[addr].Buckets, &pb.FetchBucket{TableId: key.id, Bucket: key.bucket,
-			Offset: sub.position, LeaderEpoch: -1, LastFetchedEpoch: -1, RemoteRefs: !s.noRemoteRefs.Load(),
+			Offset: offset, LeaderEpoch: -1, LastFetchedEpoch: -1, RemoteRefs: !s.noRemoteRefs.Load(),
 			Columns: s.proj.indexes()})
 		sub.inflight = true
 	}
@@ -116,6 +127,8 @@ func (s *LogScanner) collect(ctx context.Context, out []ScanRecord) ([]ScanRecor
 	s.completed = nil
 	s.mu.Unlock()
 	var firstErr error
+	var answers []answer
+	var ahead map[subKey]int64 // read-aheads
 	keep := func(err error) {
 		if firstErr == nil {
 			firstErr = err
@@ -133,8 +146,11 @@ func (s *LogScanner) collect(ctx context.Context, out []ScanRecord) ([]ScanRecor
 			}
 			return sub
 		}
-		for key := range call.asked {
-			if sub := current(key); sub != nil {
+		for key, asked := range call.asked {
+			// The call is over for its subscription, even one that read
+			// ahead from an offset decoding did not reach (then its answer
+			// is dropped, and the bucket fetched again from its position).
+			if sub := s.subs[key]; sub != nil && sub.gen == asked.gen {
 				sub.inflight = false
 			}
 		}
@@ -172,19 +188,60 @@ func (s *LogScanner) collect(ctx context.Context, out []ScanRecord) ([]ScanRecor
 			sub.failures = 0
 			sub.hw = fb.HighWatermark
 			s.stats.Bytes += int64(len(fb.Records))
-			var err error
-			before := sub.position
-			out, err = s.decode(ctx, out, sub, fb.Records, fb.HighWatermark)
-			if sub.position == before && sub.position < fb.HighWatermark {
-				s.opts.Logger.Debug("a fetch brought nothing past the position", "table", sub.t.qualifiedName(), "bucket", fb.Bucket,
-					"position", before, "high_watermark", fb.HighWatermark, "bytes", len(fb.Records))
-			}
-			if err != nil {
-				keep(pkgerr.Errorf("client", "fetch %s bucket %d from %s: %w", sub.t.qualifiedName(), fb.Bucket, call.addr, err))
+			answers = append(answers, answer{sub: sub, fb: fb, addr: call.addr})
+			if next := nextAfter(fb.Records, sub.position, fb.HighWatermark); next > sub.position && next < fb.HighWatermark {
+				if ahead == nil {
+					ahead = map[subKey]int64{}
+				}
+				ahead[sub.key] = next
 			}
 		}
 	}
+	// The buckets with more to read are fetched again now, from where
+	// their answers end, so their leaders serve the next answers while
+	// these are decoded (a lake read's leader decodes Parquet for each).
+	if ahead != nil {
+		s.issueAt(ahead)
+	}
+	for _, a := range answers {
+		sub, fb := a.sub, a.fb
+		var err error
+		before := sub.position
+		out, err = s.decode(ctx, out, sub, fb.Records, fb.HighWatermark)
+		if sub.position == before && sub.position < fb.HighWatermark {
+			s.opts.Logger.Debug("a fetch brought nothing past the position", "table", sub.t.qualifiedName(), "bucket", fb.Bucket,
+				"position", before, "high_watermark", fb.HighWatermark, "bytes", len(fb.Records))
+		}
+		if err != nil {
+			keep(pkgerr.Errorf("client", "fetch %s bucket %d from %s: %w", sub.t.qualifiedName(), fb.Bucket, a.addr, err))
+		}
+	}
 	return out, firstErr
+}
+
+// answer is one bucket's records of a completed fetch, to decode.
+type answer struct {
+	sub  *subscription
+	fb   *pb.FetchedBucket
+	addr string
+}
+
+// nextAfter is the position decoding data leaves a subscription at, from
+// position, by the batches' headers alone: past the last whole batch,
+// never past the high watermark hw. A batch decoding then refuses (it is
+// damaged) leaves the subscription short of it, and a fetch issued from
+// here is dropped.
+func nextAfter(data []byte, position, hw int64) int64 {
+	next := position
+	for len(data) >= record.HeaderSize {
+		size, ok := record.PeekSize(data)
+		if !ok || size > len(data) {
+			break
+		}
+		next = max(next, min(record.Batch(data).NextOffset(), hw))
+		data = data[size:]
+	}
+	return next
 }
 
 // decode appends the records of data at or after sub's position and below
@@ -198,7 +255,8 @@ func (s *LogScanner) decode(ctx context.Context, out []ScanRecord, sub *subscrip
 		partition = sub.t.part.Name
 	}
 	var arena []byte // the rows' copies, in chunks (copyRow)
-	out = slices.Grow(out, recordsIn(data))
+	// A hint, bounded by the answer's size: a header may claim any count.
+	out = slices.Grow(out, min(recordsIn(data), len(data)))
 	next := sub.position
 	defer func() { sub.position = next }()
 	it := record.NewBatchIterator(data, true)

@@ -53,6 +53,36 @@ func TestScanDecodeSkipsAndStops(t *testing.T) {
 	}
 }
 
+// TestNextAfterIsWhereDecodeEnds: where the scanner reads ahead from, by
+// an answer's batch headers alone, is where decoding the answer leaves
+// the position: past the whole batches, below the high watermark, never
+// back; a cut-off tail is not counted.
+func TestNextAfterIsWhereDecodeEnds(t *testing.T) {
+	tbl := &Table{c: &Client{}}
+	s := &LogScanner{t: tbl}
+	data := fetchedBatches(t, []int64{10, 13, 16}, "a", "b", "c") // offsets 10..18
+	for _, c := range []struct {
+		data         []byte
+		position, hw int64
+		want         int64
+	}{
+		{data, 10, 100, 19},
+		{data, 11, 15, 15},
+		{data, 17, 100, 19},
+		{data, 25, 100, 25},
+		{data[:len(data)-5], 10, 100, 16},
+		{nil, 4, 100, 4},
+	} {
+		if got := nextAfter(c.data, c.position, c.hw); got != c.want {
+			t.Errorf("nextAfter(%d bytes, %d, %d) = %d, want %d", len(c.data), c.position, c.hw, got, c.want)
+		}
+		sub := &subscription{t: tbl, resolved: true, position: c.position}
+		if _, err := s.decode(t.Context(), nil, sub, c.data, c.hw); err != nil || sub.position != c.want {
+			t.Errorf("decoding %d bytes from %d (high watermark %d) ends at %d (%v), want %d", len(c.data), c.position, c.hw, sub.position, err, c.want)
+		}
+	}
+}
+
 // FuzzScanDecode feeds arbitrary fetch answers: decode never panics, and
 // returns only records at or after the position and below the high
 // watermark, in rising offset order, ending where the position moved.
