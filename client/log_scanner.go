@@ -32,9 +32,11 @@ type LogScannerOptions struct {
 	// MaxWait is how long Poll waits for records before it returns none,
 	// and how long a fetch waits on the server. Default 500 ms.
 	MaxWait time.Duration
-	// MaxBytes bounds the record bytes of one fetch from one node: a Poll
-	// returns at most this much per node. The server always returns at
-	// least one whole batch. Default 4 MiB.
+	// MaxBytes bounds the record bytes of one fetch from one node. A
+	// bucket with more to read has its next fetch in flight while its
+	// last answer is decoded (the scanner reads ahead), so a Poll returns
+	// at most about twice this much per node. The server always returns
+	// at least one whole batch. Default 4 MiB.
 	MaxBytes int
 	// Logger receives the scanner's messages; nil discards them.
 	Logger *slog.Logger
