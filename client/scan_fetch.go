@@ -233,14 +233,7 @@ type answer struct {
 // here is dropped.
 func nextAfter(data []byte, position, hw int64) int64 {
 	next := position
-	for len(data) >= record.HeaderSize {
-		size, ok := record.PeekSize(data)
-		if !ok || size > len(data) {
-			break
-		}
-		next = max(next, min(record.Batch(data).NextOffset(), hw))
-		data = data[size:]
-	}
+	wholeBatches(data, func(b record.Batch) { next = max(next, min(b.NextOffset(), hw)) })
 	return next
 }
 
@@ -332,13 +325,19 @@ func copyRow(arena, row []byte, fetched int) ([]byte, []byte) {
 // headers, to size what decoding them appends to.
 func recordsIn(data []byte) int {
 	n := 0
+	wholeBatches(data, func(b record.Batch) { n += int(max(b.RecordCount(), 0)) })
+	return n
+}
+
+// wholeBatches calls fn with each whole batch of data, by its header
+// alone (no checksum checked), up to the first cut-off or unreadable one.
+func wholeBatches(data []byte, fn func(record.Batch)) {
 	for len(data) >= record.HeaderSize {
 		size, ok := record.PeekSize(data)
 		if !ok || size > len(data) {
-			break
+			return
 		}
-		n += int(max(record.Batch(data).RecordCount(), 0))
+		fn(record.Batch(data[:size]))
 		data = data[size:]
 	}
-	return n
 }

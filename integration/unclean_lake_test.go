@@ -26,94 +26,34 @@ func TestUncleanElectionOverLake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster, stops one node and kills another")
 	}
-	remoteDir := filepath.Join(t.TempDir(), "remote")
-	c := StartCluster(t, 3, ClusterOptions{ExtraArgs: []string{"--remote-dir", remoteDir, "--tiering-interval", "200ms"}})
+	u := startUncleanBucket(t, client.TableSpec{Database: "uncleanlake", Name: "events", Schema: logTableSchema,
+		Properties: map[string]string{"log.segment.bytes": "64KiB"}})
 	ctx := t.Context()
-	cl := c.Client(ctx)
-	pool := transport.NewPool(transport.PoolConfig{})
-	defer pool.Close()
-	const db, name = "uncleanlake", "events"
-	if err := cl.Admin().CreateDatabase(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cl.Admin().CreateTable(ctx, client.TableSpec{Database: db, Name: name, Schema: logTableSchema,
-		Buckets: 1, Replication: 2, Properties: map[string]string{"min.insync.replicas": "1",
-			"datalake.enabled": "true", "datalake.freshness": "1s", "log.segment.bytes": "64KiB"}}); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cl.Table(ctx, db, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := tiering.NewFolder(remoteDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lt := lake.NewTable(store, fmt.Sprintf("lake/%s/%s-%d", db, name, tbl.TableID()))
-	waitISRFull(t, ctx, cl, db, name)
-	view := func() bucketView {
-		v, _ := viewBucket(ctx, c, pool, db, name)
-		return v
-	}
-	first := view()
-	a := c.Nodes[first.record.Leader-1]
-	var b *Node
-	for _, id := range first.record.Replicas {
-		if id != a.ID {
-			b = c.Nodes[id-1]
-		}
-	}
 
 	const shared = 1000
-	appendPadded(t, ctx, tbl, 0, shared)
+	appendPadded(t, ctx, u.tbl, 0, shared)
 	waitFor(t, 60*time.Second, "the lake to hold the shared records", func() bool {
-		return view().record.GetLakeOffset() >= shared
+		return u.view().record.GetLakeOffset() >= shared
 	})
-	bEpoch := nodeEpochOf(ctx, cl, b.ID)
-	t.Logf("stopping node %d (B); node %d (A) leads on alone", b.ID, a.ID)
-	c.Stop(b)
-	waitFor(t, 30*time.Second, "the ISR to shrink to A", func() bool {
-		v := view().record
-		return v != nil && slices.Equal(v.Isr, []uint32{a.ID})
-	})
+	u.stopB()
 	const aEnd = 2500
-	appendPadded(t, ctx, tbl, shared, aEnd)
+	appendPadded(t, ctx, u.tbl, shared, aEnd)
 	waitFor(t, 60*time.Second, "the lake to hold A's records past B's end", func() bool {
-		return view().record.GetLakeOffset() >= aEnd
+		return u.view().record.GetLakeOffset() >= aEnd
 	})
-	t.Logf("killing node %d (A): the lake holds [0, %d)", a.ID, view().record.GetLakeOffset())
-	c.Kill(a)
-	c.Restart(b)
-	waitFor(t, 60*time.Second, "B to register again", func() bool { return nodeEpochOf(ctx, cl, b.ID) > bEpoch })
-	waitFor(t, 60*time.Second, "an unclean election to pick B", func() bool {
-		els, err := cl.Admin().ElectLeaders(ctx, db, name, client.ElectOptions{Unclean: true})
-		return err == nil && len(els) == 1 && els[0].Elected && els[0].Bucket.Leader == b.ID && els[0].Unclean
-	})
+	u.electB()
 
 	const written = 1500
-	offsets := appendRecorded(t, ctx, tbl, 100_000, written, 200)
+	offsets := appendRecorded(t, ctx, u.tbl, 100_000, written, 200)
 	newFirst := slices.Min(offsets)
 	end := slices.Max(offsets) + 1
-	waitFor(t, 90*time.Second, "B's cut, the lake to tier B's history and that version to be published", func() bool {
-		resp, err := lakeState(ctx, c, pool, db, name)
-		if err != nil || len(resp.GetBuckets()) != 1 {
-			return false
-		}
-		v := resp.GetBuckets()[0]
-		if v.GetRemoteFenceEpoch() != 0 || v.GetLakeOffset() < end {
-			return false
-		}
-		// Read by path, the committed version: a publish follows its
-		// commit, and the version before may be the old history's.
-		_, n, err := lt.ReadCurrent(ctx)
-		return err == nil && int64(n) == resp.GetTable().GetLake().GetVersion()
-	})
+	u.waitLake("B's cut, the lake to tier B's history and that version to be published", end)
 	want := map[int64]int64{}
 	for i, off := range offsets {
 		want[off] = 100_000 + int64(i)
 	}
 	seen := map[int64]bool{}
-	for _, r := range lakeRowsSeen(t, ctx, store, lt) {
+	for _, r := range lakeRowsSeen(t, ctx, u.store, u.lt) {
 		switch id, ok := want[r.offset]; {
 		case seen[r.offset]:
 			t.Fatalf("offset %d is in the lake twice", r.offset)
@@ -148,40 +88,14 @@ func TestUncleanElectionOverPrimaryKeyLake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster, stops one node and kills another")
 	}
-	remoteDir := filepath.Join(t.TempDir(), "remote")
-	c := StartCluster(t, 3, ClusterOptions{ExtraArgs: []string{"--remote-dir", remoteDir, "--tiering-interval", "200ms"}})
+	u := startUncleanBucket(t, client.TableSpec{Database: "uncleanpk", Name: "users", Schema: "id BIGINT NOT NULL, v BIGINT NOT NULL",
+		PrimaryKey: []string{"id"}, Properties: map[string]string{}})
 	ctx := t.Context()
-	cl := c.Client(ctx)
-	pool := transport.NewPool(transport.PoolConfig{})
-	defer pool.Close()
-	const db, name = "uncleanpk", "users"
-	if err := cl.Admin().CreateDatabase(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cl.Admin().CreateTable(ctx, client.TableSpec{Database: db, Name: name, Schema: "id BIGINT NOT NULL, v BIGINT NOT NULL",
-		PrimaryKey: []string{"id"}, Buckets: 1, Replication: 2, Properties: map[string]string{"min.insync.replicas": "1",
-			"datalake.enabled": "true", "datalake.freshness": "1s"}}); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cl.Table(ctx, db, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := tiering.NewFolder(remoteDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lt := lake.NewTable(store, fmt.Sprintf("lake/%s/%s-%d", db, name, tbl.TableID()))
-	waitISRFull(t, ctx, cl, db, name)
-	view := func() bucketView {
-		v, _ := viewBucket(ctx, c, pool, db, name)
-		return v
-	}
 	// upsert writes keys [from, to) with value v (v < 0: deletes them) and
 	// waits for their acknowledgements.
 	upsert := func(from, to, v int64) {
 		t.Helper()
-		w, err := tbl.NewUpsertWriter(client.UpsertWriterOptions{})
+		w, err := u.tbl.NewUpsertWriter(client.UpsertWriterOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,60 +110,27 @@ func TestUncleanElectionOverPrimaryKeyLake(t *testing.T) {
 			mustFuture(t, ctx, f, err)
 		}
 	}
-	first := view()
-	a := c.Nodes[first.record.Leader-1]
-	var b *Node
-	for _, id := range first.record.Replicas {
-		if id != a.ID {
-			b = c.Nodes[id-1]
-		}
-	}
-
 	upsert(0, 200, 1) // offsets [0, 200): both replicas
 	waitFor(t, 60*time.Second, "the lake to hold the shared keys", func() bool {
-		return view().record.GetLakeOffset() >= 200
+		return u.view().record.GetLakeOffset() >= 200
 	})
-	bEpoch := nodeEpochOf(ctx, cl, b.ID)
-	t.Logf("stopping node %d (B); node %d (A) leads on alone", b.ID, a.ID)
-	c.Stop(b)
-	waitFor(t, 30*time.Second, "the ISR to shrink to A", func() bool {
-		v := view().record
-		return v != nil && slices.Equal(v.Isr, []uint32{a.ID})
-	})
+	u.stopB()
 	upsert(0, 100, 2)   // updates: [200, 400)
 	upsert(200, 300, 2) // inserts: [400, 500)
 	waitFor(t, 60*time.Second, "the lake to hold A's changes past B's end", func() bool {
-		return view().record.GetLakeOffset() >= 500
+		return u.view().record.GetLakeOffset() >= 500
 	})
-	t.Logf("killing node %d (A): the lake holds [0, %d)", a.ID, view().record.GetLakeOffset())
-	c.Kill(a)
-	c.Restart(b)
-	waitFor(t, 60*time.Second, "B to register again", func() bool { return nodeEpochOf(ctx, cl, b.ID) > bEpoch })
-	waitFor(t, 60*time.Second, "an unclean election to pick B", func() bool {
-		els, err := cl.Admin().ElectLeaders(ctx, db, name, client.ElectOptions{Unclean: true})
-		return err == nil && len(els) == 1 && els[0].Elected && els[0].Bucket.Leader == b.ID && els[0].Unclean
-	})
+	u.electB()
 
 	upsert(50, 150, 3)    // updates: [200, 400)
 	upsert(150, 160, -1)  // deletes: [400, 410)
 	upsert(1000, 1050, 3) // inserts: [410, 460)
 	var end int64
 	waitFor(t, 30*time.Second, "B's high watermark past its writes", func() bool {
-		end = view().hw
+		end = u.view().hw
 		return end >= 460 // 100 updates (-U, +U), 10 deletes, 50 inserts past 200
 	})
-	waitFor(t, 90*time.Second, "B's cut, the bucket's lake rebuilt and caught up, that version published", func() bool {
-		resp, err := lakeState(ctx, c, pool, db, name)
-		if err != nil || len(resp.GetBuckets()) != 1 {
-			return false
-		}
-		v := resp.GetBuckets()[0]
-		if v.GetRemoteFenceEpoch() != 0 || v.GetLakeOffset() < end {
-			return false
-		}
-		_, n, err := lt.ReadCurrent(ctx)
-		return err == nil && int64(n) == resp.GetTable().GetLake().GetVersion()
-	})
+	u.waitLake("B's cut, the bucket's lake rebuilt and caught up, that version published", end)
 	want := map[int64]int64{}
 	for k := int64(0); k < 200; k++ {
 		want[k] = 1
@@ -265,7 +146,7 @@ func TestUncleanElectionOverPrimaryKeyLake(t *testing.T) {
 	}
 	got := map[int64]int64{}
 	offsets := map[int64]bool{}
-	for _, r := range lakeRowsSeen(t, ctx, store, lt) {
+	for _, r := range lakeRowsSeen(t, ctx, u.store, u.lt) {
 		if _, dup := got[r.id]; dup {
 			t.Fatalf("key %d is in the lake twice", r.id)
 		}
@@ -283,4 +164,104 @@ func TestUncleanElectionOverPrimaryKeyLake(t *testing.T) {
 		t.Fatalf("the lake holds %d keys, B's store %d", len(got), len(want))
 	}
 	t.Logf("the lake holds B's %d keys, below offset %d", len(got), end)
+}
+
+// uncleanBucket is a one-bucket lake-enabled table of two replicas on a
+// three-node cluster tiering to a folder, for tests of an unclean
+// election: its leader A and follower B; B is stopped, A leads on alone,
+// then A is killed and B elected from outside the ISR.
+type uncleanBucket struct {
+	t        *testing.T
+	c        *Cluster
+	cl       *client.Client
+	pool     *transport.Pool
+	db, name string
+	tbl      *client.Table
+	store    *tiering.Folder
+	lt       *lake.Table
+	a, b     *Node
+	bEpoch   uint64
+}
+
+// startUncleanBucket creates the table of spec (its lake and replication
+// properties added) and waits for both replicas in the ISR.
+func startUncleanBucket(t *testing.T, spec client.TableSpec) *uncleanBucket {
+	remoteDir := filepath.Join(t.TempDir(), "remote")
+	c := StartCluster(t, 3, ClusterOptions{ExtraArgs: []string{"--remote-dir", remoteDir, "--tiering-interval", "200ms"}})
+	ctx := t.Context()
+	u := &uncleanBucket{t: t, c: c, cl: c.Client(ctx), pool: transport.NewPool(transport.PoolConfig{}), db: spec.Database, name: spec.Name}
+	t.Cleanup(func() { u.pool.Close() })
+	if err := u.cl.Admin().CreateDatabase(ctx, u.db); err != nil {
+		t.Fatal(err)
+	}
+	spec.Buckets, spec.Replication = 1, 2
+	spec.Properties["min.insync.replicas"], spec.Properties["datalake.enabled"], spec.Properties["datalake.freshness"] = "1", "true", "1s"
+	if _, err := u.cl.Admin().CreateTable(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if u.tbl, err = u.cl.Table(ctx, u.db, u.name); err != nil {
+		t.Fatal(err)
+	}
+	if u.store, err = tiering.NewFolder(remoteDir); err != nil {
+		t.Fatal(err)
+	}
+	u.lt = lake.NewTable(u.store, fmt.Sprintf("lake/%s/%s-%d", u.db, u.name, u.tbl.TableID()))
+	waitISRFull(t, ctx, u.cl, u.db, u.name)
+	first := u.view()
+	u.a = c.Nodes[first.record.Leader-1]
+	for _, id := range first.record.Replicas {
+		if id != u.a.ID {
+			u.b = c.Nodes[id-1]
+		}
+	}
+	return u
+}
+
+func (u *uncleanBucket) view() bucketView {
+	v, _ := viewBucket(u.t.Context(), u.c, u.pool, u.db, u.name)
+	return v
+}
+
+// stopB stops B and waits for the ISR to shrink to A.
+func (u *uncleanBucket) stopB() {
+	u.bEpoch = nodeEpochOf(u.t.Context(), u.cl, u.b.ID)
+	u.t.Logf("stopping node %d (B); node %d (A) leads on alone", u.b.ID, u.a.ID)
+	u.c.Stop(u.b)
+	waitFor(u.t, 30*time.Second, "the ISR to shrink to A", func() bool {
+		v := u.view().record
+		return v != nil && slices.Equal(v.Isr, []uint32{u.a.ID})
+	})
+}
+
+// electB kills A, restarts B and elects it uncleanly.
+func (u *uncleanBucket) electB() {
+	ctx := u.t.Context()
+	u.t.Logf("killing node %d (A): the lake holds [0, %d)", u.a.ID, u.view().record.GetLakeOffset())
+	u.c.Kill(u.a)
+	u.c.Restart(u.b)
+	waitFor(u.t, 60*time.Second, "B to register again", func() bool { return nodeEpochOf(ctx, u.cl, u.b.ID) > u.bEpoch })
+	waitFor(u.t, 60*time.Second, "an unclean election to pick B", func() bool {
+		els, err := u.cl.Admin().ElectLeaders(ctx, u.db, u.name, client.ElectOptions{Unclean: true})
+		return err == nil && len(els) == 1 && els[0].Elected && els[0].Bucket.Leader == u.b.ID && els[0].Unclean
+	})
+}
+
+// waitLake waits for B's cut, for the lake to hold the bucket below end,
+// and for that version to be the one published by path (a publish
+// follows its commit, and the version before may be the old history's).
+func (u *uncleanBucket) waitLake(what string, end int64) {
+	ctx := u.t.Context()
+	waitFor(u.t, 90*time.Second, what, func() bool {
+		resp, err := lakeState(ctx, u.c, u.pool, u.db, u.name)
+		if err != nil || len(resp.GetBuckets()) != 1 {
+			return false
+		}
+		v := resp.GetBuckets()[0]
+		if v.GetRemoteFenceEpoch() != 0 || v.GetLakeOffset() < end {
+			return false
+		}
+		_, n, err := u.lt.ReadCurrent(ctx)
+		return err == nil && int64(n) == resp.GetTable().GetLake().GetVersion()
+	})
 }

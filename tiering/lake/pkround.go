@@ -59,18 +59,10 @@ func (c *pkChanges) add(rec Record, currentID int32) error {
 	default:
 		return fmt.Errorf("lake: change %v at offset %d", rec.Change, rec.Offset)
 	}
-	row := rec.Row
-	if rec.SchemaID != currentID {
-		from, ok := c.schemas[rec.SchemaID]
-		if !ok {
-			return fmt.Errorf("lake: a record of schema version %d, which the table does not have", rec.SchemaID)
-		}
-		var err error
-		if row, err = record.UpgradeRow(from, c.current, row, nil); err != nil {
-			return err
-		}
+	row, err := upgradeRow(c.schemas, currentID, c.current, rec.SchemaID, rec.Row, nil)
+	if err != nil {
+		return err
 	}
-	var err error
 	if c.key, err = c.keys.AppendKey(c.key[:0], row); err != nil {
 		return fmt.Errorf("lake: the key of the record at offset %d: %w", rec.Offset, err)
 	}
@@ -86,6 +78,20 @@ func (c *pkChanges) add(rec Record, currentID int32) error {
 	c.bytes += int64(len(ch.row))
 	c.byKey[string(c.key)] = ch
 	return nil
+}
+
+// upgradeRow is row, of the table's schema version id, in the current
+// version (currentID, current): row itself when it is of it, else
+// upgraded into dst.
+func upgradeRow(schemas map[int32]record.Schema, currentID int32, current record.Schema, id int32, row, dst []byte) ([]byte, error) {
+	if id == currentID {
+		return row, nil
+	}
+	from, ok := schemas[id]
+	if !ok {
+		return nil, fmt.Errorf("lake: a row of schema version %d, which the table does not have", id)
+	}
+	return record.UpgradeRow(from, current, row, dst)
 }
 
 // rewriteBucket writes bucket b's new data file: the rows of its current

@@ -58,16 +58,12 @@ func (r *Round) rebuildBucket(ctx context.Context, sc BucketScanner, src Source,
 	var staged int64
 	var upgraded []byte
 	first, last, err := sc.ScanBucket(ctx, b.Bucket, func(schemaID int32, row []byte) error {
+		var err error
+		if row, err = upgradeRow(r.Schemas, r.CurrentID, current, schemaID, row, upgraded[:0]); err != nil {
+			return err
+		}
 		if schemaID != r.CurrentID {
-			from, known := r.Schemas[schemaID]
-			if !known {
-				return fmt.Errorf("lake: a row of schema version %d, which the table does not have", schemaID)
-			}
-			var err error
-			if upgraded, err = record.UpgradeRow(from, current, row, upgraded[:0]); err != nil {
-				return err
-			}
-			row = upgraded
+			upgraded = row
 		}
 		staged++
 		return stage.Append(row, b.Bucket.Bucket, staged-1, r.NowMs)

@@ -215,6 +215,17 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 	primaryKey := len(current.PrimaryKey) > 0
 	var removed []string // the files the new ones replace
 	res.Index = ix
+	// replaced takes a primary-key bucket's new file (none: every row
+	// gone) in place of its files gone, the bucket's lake at next.
+	replaced := func(b BucketRef, df *DataFile, gone []string, next int64) {
+		if df != nil {
+			files = append(files, *df)
+			held += df.SizeBytes
+			res.Records += df.RecordCount
+		}
+		removed = append(removed, gone...)
+		res.Offsets = append(res.Offsets, Offset{Bucket: b, Offset: next})
+	}
 	for _, b := range r.Buckets {
 		if held >= maxBytes {
 			res.Full = true
@@ -243,14 +254,8 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 					res.Stuck = append(res.Stuck, b.Bucket)
 					continue
 				}
-				if df != nil {
-					files = append(files, *df)
-					held += df.SizeBytes
-					res.Records += df.RecordCount
-				}
-				removed = append(removed, gone...)
+				replaced(b.Bucket, df, gone, next)
 				res.Rebuilt = append(res.Rebuilt, Offset{Bucket: b.Bucket, Offset: next})
-				res.Offsets = append(res.Offsets, Offset{Bucket: b.Bucket, Offset: next})
 				continue
 			}
 			gone, body, df, name, err := r.Table.cutBucket(ctx, ix, bk, b.Offset, ls)
@@ -272,16 +277,9 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 			if err != nil {
 				return RoundResult{}, err
 			}
-			if next == b.Offset {
-				continue
+			if next != b.Offset {
+				replaced(b.Bucket, df, gone, next)
 			}
-			if df != nil {
-				files = append(files, *df)
-				held += df.SizeBytes
-				res.Records += df.RecordCount
-			}
-			removed = append(removed, gone...)
-			res.Offsets = append(res.Offsets, Offset{Bucket: b.Bucket, Offset: next})
 			continue
 		}
 		var fb *FileBuilder
@@ -308,17 +306,12 @@ func RunRound(ctx context.Context, r Round, src Source, commit Committer) (Round
 				return nil
 			}
 			read++
-			row := rec.Row
+			row, err := upgradeRow(r.Schemas, r.CurrentID, current, rec.SchemaID, rec.Row, upgraded[:0])
+			if err != nil {
+				return err
+			}
 			if rec.SchemaID != r.CurrentID {
-				from, ok := r.Schemas[rec.SchemaID]
-				if !ok {
-					return fmt.Errorf("lake: a record of schema version %d, which the table does not have", rec.SchemaID)
-				}
-				var err error
-				if upgraded, err = record.UpgradeRow(from, current, row, upgraded[:0]); err != nil {
-					return err
-				}
-				row = upgraded
+				upgraded = row
 			}
 			if err := fb.Append(row, b.Bucket.Bucket, rec.Offset, rec.TimestampMs); err != nil {
 				return err
